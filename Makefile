@@ -1,0 +1,32 @@
+# The two Quick start commands (README.md):
+#   make demo   set up, build, and report on a bundled real PyTorch training trace
+#   make test   set up, build, and run the whole test suite
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all setup configure build demo test bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+configure: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/tools/memtool/memtool report tests/fixtures/traces/alexnet.snapshot.json
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+bench: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target memtool_benchmarks
+	bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

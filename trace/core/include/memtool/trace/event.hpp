@@ -1,0 +1,166 @@
+// The event model: what a traced program did, one record per driver call we care about.
+//
+// Events carry raw, process-local facts (addresses, stream handles, thread ids); offline
+// analysis normalises them into stable buffer ids (see memtool/trace/model.hpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "memtool/trace/ids.hpp"
+
+namespace memtool::trace {
+
+enum class EventKind : std::uint8_t {
+  alloc = 1,
+  free = 2,
+  launch = 3,
+  copy = 4,
+  memset = 5,
+  sync = 6,
+  iteration_mark = 7,
+  stream_create = 8,
+  graph_launch = 9,  // opaque: buffers touched are unknown
+};
+
+enum class MemoryKind : std::uint8_t {
+  device = 0,       // cuMemAlloc / cuMemAllocPitch
+  async = 1,        // cuMemAllocAsync / cuMemAllocFromPoolAsync (stream ordered)
+  managed = 2,      // cuMemAllocManaged
+  vmm = 3,          // cuMemCreate + cuMemMap
+  pinned_host = 4,  // cuMemAllocHost / cuMemHostAlloc
+};
+
+enum class CopyKind : std::uint8_t { unknown = 0, h2d = 1, d2h = 2, d2d = 3, h2h = 4 };
+
+enum class SyncKind : std::uint8_t {
+  context = 0,           // cuCtxSynchronize
+  stream = 1,            // cuStreamSynchronize
+  event = 2,             // cuEventSynchronize
+  stream_wait_event = 3  // cuStreamWaitEvent (device-side ordering, no host wait)
+};
+
+// Fields every event has. `seq` orders events of one process; `time_ns` is a host
+// monotonic timestamp; `thread` is the calling OS thread.
+struct EventHeader {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  ThreadId thread{0};
+};
+
+struct AllocEvent {
+  EventHeader header;
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;  // bytes the program asked for
+  MemoryKind kind = MemoryKind::device;
+  StreamHandle stream{0};
+  StackId stack;  // invalid when stacks are not recorded
+};
+
+struct FreeEvent {
+  EventHeader header;
+  std::uint64_t address = 0;
+  MemoryKind kind = MemoryKind::device;
+  StreamHandle stream{0};
+};
+
+struct LaunchEvent {
+  EventHeader header;
+  StringId kernel;  // interned kernel name
+  StreamHandle stream{0};
+  std::span<const std::uint64_t> touched;  // base addresses of the buffers the arguments point into
+};
+
+struct GraphLaunchEvent {
+  EventHeader header;
+  std::uint64_t graph_exec = 0;
+  StreamHandle stream{0};
+};
+
+struct CopyEvent {
+  EventHeader header;
+  std::uint64_t dst = 0;
+  std::uint64_t src = 0;
+  std::uint64_t bytes = 0;
+  CopyKind kind = CopyKind::unknown;
+  StreamHandle stream{0};
+  bool async = false;
+};
+
+struct MemsetEvent {
+  EventHeader header;
+  std::uint64_t dst = 0;
+  std::uint64_t bytes = 0;
+  StreamHandle stream{0};
+  bool async = false;
+};
+
+struct SyncEvent {
+  EventHeader header;
+  SyncKind kind = SyncKind::context;
+  StreamHandle stream{0};
+};
+
+// An explicit iteration boundary (memtool_iteration_mark(), MEMTOOL_ITERATION_KERNEL, or an
+// importer that knows where iterations start). `index` counts marks from 0.
+struct IterationMarkEvent {
+  EventHeader header;
+  std::uint64_t index = 0;
+};
+
+struct StreamCreateEvent {
+  EventHeader header;
+  StreamHandle stream{0};
+  std::uint32_t flags = 0;
+  std::int32_t priority = 0;
+};
+
+// One frame of an allocation call stack: a raw instruction pointer (symbolised offline) or,
+// for importers, an already symbolic frame. Unknown parts are invalid / zero.
+struct StackFrame {
+  std::uint64_t ip = 0;
+  StringId function;
+  StringId file;
+  std::uint32_t line = 0;
+};
+
+// A mapped object of the traced process, for offline symbolisation of raw instruction pointers.
+struct ModuleMapping {
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  std::uint64_t file_offset = 0;
+  StringId path;
+};
+
+// One reader, many consumers: every analysis subclasses this and overrides what it needs.
+// Definitions (strings, stacks) always arrive before the events that use them.
+class EventVisitor {
+ public:
+  EventVisitor() = default;
+  EventVisitor(const EventVisitor&) = default;
+  EventVisitor& operator=(const EventVisitor&) = default;
+  virtual ~EventVisitor() = default;
+
+  virtual void on_metadata(std::string_view /*key*/, std::string_view /*value*/) {}
+  virtual void on_string(StringId /*id*/, std::string_view /*text*/) {}
+  virtual void on_stack(StackId /*id*/, std::span<const StackFrame> /*frames*/) {}
+  virtual void on_module(const ModuleMapping& /*module*/) {}
+
+  virtual void on_alloc(const AllocEvent& /*event*/) {}
+  virtual void on_free(const FreeEvent& /*event*/) {}
+  virtual void on_launch(const LaunchEvent& /*event*/) {}
+  virtual void on_graph_launch(const GraphLaunchEvent& /*event*/) {}
+  virtual void on_copy(const CopyEvent& /*event*/) {}
+  virtual void on_memset(const MemsetEvent& /*event*/) {}
+  virtual void on_sync(const SyncEvent& /*event*/) {}
+  virtual void on_iteration_mark(const IterationMarkEvent& /*event*/) {}
+  virtual void on_stream_create(const StreamCreateEvent& /*event*/) {}
+};
+
+[[nodiscard]] std::string_view to_string(EventKind kind);
+[[nodiscard]] std::string_view to_string(MemoryKind kind);
+[[nodiscard]] std::string_view to_string(CopyKind kind);
+[[nodiscard]] std::string_view to_string(SyncKind kind);
+
+}  // namespace memtool::trace

@@ -1,0 +1,53 @@
+// Names of the event model's enumerations, for reports and error messages.
+#include "memtool/trace/event.hpp"
+
+namespace memtool::trace {
+
+std::string_view to_string(EventKind kind) {
+  switch (kind) {
+    case EventKind::alloc: return "alloc";
+    case EventKind::free: return "free";
+    case EventKind::launch: return "launch";
+    case EventKind::copy: return "copy";
+    case EventKind::memset: return "memset";
+    case EventKind::sync: return "sync";
+    case EventKind::iteration_mark: return "iteration_mark";
+    case EventKind::stream_create: return "stream_create";
+    case EventKind::graph_launch: return "graph_launch";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::device: return "device";
+    case MemoryKind::async: return "async";
+    case MemoryKind::managed: return "managed";
+    case MemoryKind::vmm: return "vmm";
+    case MemoryKind::pinned_host: return "pinned_host";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CopyKind kind) {
+  switch (kind) {
+    case CopyKind::unknown: return "unknown";
+    case CopyKind::h2d: return "h2d";
+    case CopyKind::d2h: return "d2h";
+    case CopyKind::d2d: return "d2d";
+    case CopyKind::h2h: return "h2h";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(SyncKind kind) {
+  switch (kind) {
+    case SyncKind::context: return "context";
+    case SyncKind::stream: return "stream";
+    case SyncKind::event: return "event";
+    case SyncKind::stream_wait_event: return "stream_wait_event";
+  }
+  return "unknown";
+}
+
+}  // namespace memtool::trace

@@ -1,0 +1,72 @@
+// TraceWriter: streams events to a trace file (format v1, docs/trace-format.md).
+//
+// Safe to call from many threads. Records are encoded straight into one preallocated buffer
+// under a short lock (no allocation per event) and written out when the buffer fills, so the
+// file holds records in the order the writes happened. A process that dies mid-write leaves a
+// file readable up to its last complete record.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "memtool/trace/event.hpp"
+
+namespace memtool::trace {
+
+class TraceWriter {
+ public:
+  struct Options {
+    std::size_t buffer_bytes = std::size_t{1} << 20;  // flushed to the file when full
+  };
+
+  // Opens (truncates) `path`. Returns nullptr and sets *error on failure; never throws, so
+  // the preload library can use it.
+  static std::unique_ptr<TraceWriter> open(const std::string& path, std::string* error);
+  static std::unique_ptr<TraceWriter> open(const std::string& path, const Options& options,
+                                           std::string* error);
+
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+  ~TraceWriter();  // flushes and closes
+
+  // Interns a string; the first call for a text writes its definition record.
+  StringId intern(std::string_view text);
+  // Interns a call stack (by its frames); the first call writes its definition record.
+  StackId intern_stack(std::span<const StackFrame> frames);
+
+  void write_metadata(std::string_view key, std::string_view value);
+  void write_module(const ModuleMapping& module);
+
+  void write(const AllocEvent& event);
+  void write(const FreeEvent& event);
+  void write(const LaunchEvent& event);
+  void write(const GraphLaunchEvent& event);
+  void write(const CopyEvent& event);
+  void write(const MemsetEvent& event);
+  void write(const SyncEvent& event);
+  void write(const IterationMarkEvent& event);
+  void write(const StreamCreateEvent& event);
+
+  // Pushes buffered records to the file (write(2)); false on an I/O error.
+  bool flush();
+  // Writes the end-of-trace record, flushes and closes. Idempotent.
+  bool close();
+
+  // After fork(): the child must not write into the parent's file. Drops the buffer and the
+  // file descriptor without writing anything.
+  void abandon_after_fork();
+
+  [[nodiscard]] std::uint64_t records_written() const;
+  [[nodiscard]] std::uint64_t bytes_written() const;
+  [[nodiscard]] bool failed() const;  // an I/O error happened; later writes are dropped
+
+ private:
+  struct Impl;
+  explicit TraceWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace memtool::trace
