@@ -2,7 +2,7 @@
 function(memtool_warnings target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
-      -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wnull-dereference
+      -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual
       -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough>)
   if(MEMTOOL_WERROR)
     target_compile_options(${target} PRIVATE -Werror)

@@ -1,0 +1,194 @@
+// Planner benchmarks. Timing (Google Benchmark): every algorithm on pseudo-random DL-like
+// problems of 1 k, 5 k and 100 k buffers (goals: heuristics ≤ 50 ms at 5 k, ≤ 2 s at 100 k;
+// `best` runs its default 1 s budget unless it reaches LB first). Quality (printed after the
+// timings; `--quality-only` skips the timings, `--no-quality` the table): pool / LB of every
+// algorithm and the baselines on tests/fixtures/planner/*.csv and tests/fixtures/traces/*.iter3.csv,
+// to set beside the greedy and MiniMalloc figures of tests/fixtures/planner/README.md.
+// `--time-limit=S` (best's budget), `--filter=TEXT` (file names), `--algo=NAME` (one column).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "memtool/planner/algorithm.hpp"
+#include "memtool/planner/baselines.hpp"
+#include "memtool/trace/problem.hpp"
+#if __has_include("memtool/trace/problem_csv.hpp")
+#include "memtool/trace/problem_csv.hpp"
+#define MEMTOOL_BENCH_HAVE_CSV 1
+#endif
+
+namespace {
+
+namespace mp = memtool::planner;
+using memtool::trace::Problem;
+
+// A training-iteration-like problem: a few persistent buffers (weights) over the whole window,
+// many short-lived activations and temporaries (most live a few dozen events, some a long
+// stretch, as saved activations do), sizes from 512 B to 64 MiB, 256-byte alignment.
+Problem dl_like_problem(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  Problem p;
+  p.name = fmt::format("random-{}", n);
+  const std::uint64_t horizon = 2 * n;
+  for (std::size_t i = 0; i < n; ++i) {
+    memtool::trace::BufferRequest b;
+    b.id = i;
+    b.alignment = 256;
+    b.size = uniform(1, 8) == 1 ? uniform(1, 64) << 20 : uniform(512, 1 << 20);
+    const std::uint64_t start = uniform(0, horizon - 1);
+    std::uint64_t length = 0;
+    switch (uniform(0, 19)) {
+      case 0: length = horizon; break;                   // persistent
+      case 1: case 2: length = uniform(1, horizon / 10); break;  // saved activation
+      default: length = uniform(1, 64); break;           // temporary
+    }
+    b.intervals.push_back({length == horizon ? 0 : start, std::min(horizon, start + length)});
+    p.buffers.push_back(std::move(b));
+  }
+  p.time_horizon = horizon;
+  return p;
+}
+
+const Problem& cached_problem(std::size_t n) {
+  static std::vector<std::pair<std::size_t, Problem>> cache;
+  for (const auto& [size, p] : cache)
+    if (size == n) return p;
+  cache.emplace_back(n, dl_like_problem(n, 1234 + n));
+  return cache.back().second;
+}
+
+void bench_algorithm(benchmark::State& state, const mp::Algorithm* algo) {
+  const Problem& p = cached_problem(static_cast<std::size_t>(state.range(0)));
+  const double lb = static_cast<double>(mp::lower_bound(p));
+  std::uint64_t pool = 0;
+  for (auto _ : state) {
+    auto placement = algo->plan(p, {});
+    pool = placement.pool_size;
+    benchmark::DoNotOptimize(placement.offsets.data());
+  }
+  state.counters["pool/LB"] = static_cast<double>(pool) / lb;
+}
+
+void bench_baselines(benchmark::State& state) {
+  const Problem& p = cached_problem(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(mp::simulate_baselines(p));
+}
+
+Problem load_csv(const std::string& path) {
+#ifdef MEMTOOL_BENCH_HAVE_CSV
+  return memtool::trace::read_problem_csv(path);
+#else
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  Problem p;
+  p.name = path;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::stringstream row(line);
+    std::string f;
+    std::uint64_t v[4] = {};
+    for (auto& x : v) {
+      std::getline(row, f, ',');
+      x = std::stoull(f);
+    }
+    p.buffers.push_back({v[0], v[3], 1, {{v[1], v[2]}}, false});
+    p.time_horizon = std::max(p.time_horizon, v[2]);
+  }
+  return p;
+#endif
+}
+
+void quality_table(double time_limit, const std::string& filter, const std::string& only) {
+  namespace fs = std::filesystem;
+  const fs::path fixtures = MEMTOOL_FIXTURES_DIR;
+  std::vector<fs::path> files;
+  for (const char* dir : {"planner", "traces"}) {
+    for (const auto& entry : fs::directory_iterator(fixtures / dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name.find(filter) == std::string::npos) continue;
+      if (name.ends_with(".csv") && (std::string(dir) == "planner" || name.ends_with(".iter3.csv"))) {
+        files.push_back(entry.path());
+      }
+    }
+  }
+  std::sort(files.begin(), files.end());
+  fmt::print("\nQuality: pool / LB (time in s), best with --time-limit {} s\n", time_limit);
+  fmt::print("{:<32} {:>7} {:>16}", "problem", "buffers", "LB");
+  std::vector<const mp::Algorithm*> chosen;
+  for (const auto* algo : mp::algorithms()) {
+    if (only.empty() || algo->name() == only) chosen.push_back(algo);
+  }
+  for (const auto* algo : chosen) fmt::print(" {:>17}", algo->name());
+  fmt::print(" {:>9} {:>9} {:>9}\n", "cudaMalloc", "cnmem", "pytorch");
+  for (const auto& file : files) {
+    const Problem p = load_csv(file.string());
+    const std::uint64_t lb = mp::lower_bound(p);
+    fmt::print("{:<32} {:>7} {:>16}", file.filename().string(), p.buffers.size(), lb);
+    std::fflush(stdout);
+    mp::PlanOptions options;
+    options.time_limit_seconds = time_limit;
+    for (const auto* algo : chosen) {
+      const auto start = std::chrono::steady_clock::now();
+      const auto placement = algo->plan(p, options);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const bool valid = mp::validate(p, placement).valid;
+      fmt::print(" {:>8.5f}{} ({:5.2f})", static_cast<double>(placement.pool_size) / static_cast<double>(lb),
+                 valid ? ' ' : '!', seconds);
+      std::fflush(stdout);
+    }
+    for (const auto& baseline : mp::simulate_baselines(p)) {
+      fmt::print(" {:>9.4f}", static_cast<double>(baseline.peak_reserved_bytes) / static_cast<double>(lb));
+    }
+    fmt::print("\n");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool timings = true;
+  bool quality = true;
+  double time_limit = 1.0;
+  std::string filter, only;
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quality-only") == 0) {
+      timings = false;
+    } else if (std::strcmp(argv[i], "--no-quality") == 0) {
+      quality = false;
+    } else if (std::strncmp(argv[i], "--filter=", 9) == 0) {
+      filter = argv[i] + 9;
+    } else if (std::strncmp(argv[i], "--algo=", 7) == 0) {
+      only = argv[i] + 7;
+    } else if (std::strncmp(argv[i], "--time-limit=", 13) == 0) {
+      time_limit = std::stod(argv[i] + 13);
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (timings) {
+    for (const auto* algo : mp::algorithms()) {
+      auto* b = benchmark::RegisterBenchmark(fmt::format("plan/{}", algo->name()).c_str(), bench_algorithm, algo);
+      b->Arg(1000)->Arg(5000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+    }
+    benchmark::RegisterBenchmark("baselines", bench_baselines)->Arg(1000)->Arg(5000)->Arg(100000)->Unit(benchmark::kMillisecond);
+    int count = static_cast<int>(rest.size());
+    benchmark::Initialize(&count, rest.data());
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+  }
+  if (quality) quality_table(time_limit, filter, only);
+  return 0;
+}

@@ -1,0 +1,48 @@
+// Where the recorder's events go: the trace file (TraceWriterSink, over trace::TraceWriter)
+// or, in unit tests, a collector. The recorder serialises every call into its sink, so a sink
+// need not be thread-safe.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "memtool/trace/event.hpp"
+
+namespace memtool::interpose {
+
+class EventSink {
+ public:
+  EventSink() = default;
+  EventSink(const EventSink&) = delete;
+  EventSink& operator=(const EventSink&) = delete;
+  virtual ~EventSink() = default;
+
+  virtual trace::StringId intern(std::string_view text) = 0;
+  virtual trace::StackId intern_stack(std::span<const trace::StackFrame> frames) = 0;
+  virtual void metadata(std::string_view key, std::string_view value) = 0;
+  virtual void module(const trace::ModuleMapping& module) = 0;
+
+  virtual void write(const trace::AllocEvent& event) = 0;
+  virtual void write(const trace::FreeEvent& event) = 0;
+  virtual void write(const trace::LaunchEvent& event) = 0;
+  virtual void write(const trace::GraphLaunchEvent& event) = 0;
+  virtual void write(const trace::CopyEvent& event) = 0;
+  virtual void write(const trace::MemsetEvent& event) = 0;
+  virtual void write(const trace::SyncEvent& event) = 0;
+  virtual void write(const trace::IterationMarkEvent& event) = 0;
+  virtual void write(const trace::StreamCreateEvent& event) = 0;
+
+  // Ends the trace (end record, flush). Nothing is written afterwards.
+  virtual void close() = 0;
+  // In a forked child: forget the parent's file without writing to it.
+  virtual void abandon_after_fork() = 0;
+  // True once an I/O error made the sink drop records.
+  [[nodiscard]] virtual bool failed() const = 0;
+};
+
+// The trace file sink. Returns nullptr and sets *error when the file cannot be opened.
+std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::string* error);
+
+}  // namespace memtool::interpose

@@ -1,0 +1,31 @@
+// What each hook does around the real driver call, one handler per line of cuda_hooks.def:
+// handle_<symbol>(call, args...) calls call.real exactly once and reports to the recorder
+// (a free before the real call, an allocation after it succeeded). The exported wrappers in
+// libmemtool.so are generated around these; unit tests call them with fake real functions.
+#pragma once
+
+#include "memtool/interpose/hook_table.hpp"
+#include "memtool/interpose/recorder.hpp"
+
+namespace memtool::interpose {
+
+template <class RealFunction>
+struct Call {
+  RealFunction real;
+  Variant variant = Variant::plain;
+  Recorder& recorder;
+};
+
+#define MEMTOOL_HOOK(api, symbol, since, per_thread, params, args) \
+  CUresult handle_##symbol(MEMTOOL_PREPEND(const Call<fn::symbol>& call, params)) noexcept;
+#include "memtool/interpose/cuda_hooks.def"
+#undef MEMTOOL_HOOK
+
+// The stream a call runs on as recorded: a per-thread twin's stream 0 is the calling
+// thread's default stream (CU_STREAM_PER_THREAD), the plain one's is the legacy stream.
+[[nodiscard]] inline std::uint64_t recorded_stream(CUstream stream, Variant variant) {
+  if (stream == nullptr && variant != Variant::plain) return reinterpret_cast<std::uintptr_t>(CU_STREAM_PER_THREAD);
+  return reinterpret_cast<std::uintptr_t>(stream);
+}
+
+}  // namespace memtool::interpose

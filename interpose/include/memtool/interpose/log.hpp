@@ -1,0 +1,47 @@
+// memtool's own messages: one line per message, written with a single write(2) so lines of
+// concurrent threads never interleave, formatted into a stack buffer (no allocation, usable
+// inside hooks). Goes to stderr or MEMTOOL_LOG_FILE, filtered by MEMTOOL_LOG.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <string_view>
+
+#include "memtool/interpose/options.hpp"
+
+namespace memtool::interpose {
+
+class Log {
+ public:
+  static void set_level(LogLevel level) { level_.store(level, std::memory_order_relaxed); }
+  static LogLevel level() { return level_.load(std::memory_order_relaxed); }
+  // Sends messages to `fd` (not owned; -1 means stderr).
+  static void set_fd(int fd) { fd_.store(fd, std::memory_order_relaxed); }
+  static bool enabled(LogLevel level) { return level != LogLevel::off && level <= Log::level(); }
+
+  template <class... Args>
+  static void write(LogLevel level, fmt::format_string<Args...> format, Args&&... args) noexcept {
+    if (!enabled(level)) return;
+    char line[1024];
+    const auto result = fmt::format_to_n(line, sizeof(line) - 1, format, std::forward<Args>(args)...);
+    emit(level, std::string_view(line, result.size < sizeof(line) - 1 ? result.size : sizeof(line) - 1));
+  }
+
+ private:
+  static void emit(LogLevel level, std::string_view message) noexcept;
+  static std::atomic<LogLevel> level_;
+  static std::atomic<int> fd_;
+};
+
+}  // namespace memtool::interpose
+
+// MEMTOOL_LOG_ONCE(level, ...): at most one message from this line per process, for failures
+// that would otherwise repeat on every call.
+#define MEMTOOL_LOG_ONCE(level, ...)                                          \
+  do {                                                                        \
+    static std::atomic<bool> memtool_logged_once_{false};                     \
+    if (!memtool_logged_once_.exchange(true, std::memory_order_relaxed)) {    \
+      ::memtool::interpose::Log::write(level, __VA_ARGS__);                   \
+    }                                                                         \
+  } while (false)

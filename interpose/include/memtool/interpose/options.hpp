@@ -1,0 +1,58 @@
+// libmemtool.so's settings, parsed and validated from the MEMTOOL_* environment variables of
+// options.def. A bad value is an error (the library then stays out of the way); an unknown
+// MEMTOOL_* variable is a warning (probably a typo).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memtool/interpose/options_table.hpp"
+
+namespace memtool::interpose {
+
+enum class Strategy : std::uint8_t { record, off, pool, swap };
+enum class LogLevel : std::uint8_t { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
+
+template <OptionType T> struct OptionValue;
+template <> struct OptionValue<OptionType::flag> { using type = bool; };
+template <> struct OptionValue<OptionType::count> { using type = std::uint32_t; };
+template <> struct OptionValue<OptionType::strategy> { using type = Strategy; };
+template <> struct OptionValue<OptionType::log_level> { using type = LogLevel; };
+template <> struct OptionValue<OptionType::path> { using type = std::string; };
+template <> struct OptionValue<OptionType::path_template> { using type = std::string; };
+template <> struct OptionValue<OptionType::regex> { using type = std::string; };
+
+struct Options {
+#define MEMTOOL_OPTION(field, NAME, kind, default_value, description) \
+  typename OptionValue<OptionType::kind>::type field{};
+#include "memtool/interpose/options.def"
+#undef MEMTOOL_OPTION
+};
+
+struct ParsedOptions {
+  Options options;                    // defaults where a value was missing or bad
+  std::vector<std::string> errors;    // one line each: "MEMTOOL_LOG='loud': expected ..."
+  std::vector<std::string> warnings;  // unknown MEMTOOL_* variables
+};
+
+// getenv-like lookup: nullptr when unset.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Parses every option of the table. `environment` (NAME=VALUE strings, nullptr-terminated, may
+// be nullptr) is scanned for unknown MEMTOOL_* names.
+[[nodiscard]] ParsedOptions parse_options(const EnvLookup& lookup, const char* const* environment);
+
+// The options' defaults, exactly as the table gives them.
+[[nodiscard]] Options default_options();
+
+// MEMTOOL_TRACE's placeholders: %p the pid, %r the rank (RANK, else LOCAL_RANK, else "0"),
+// %% a percent sign. Any other % sequence is kept as it is.
+[[nodiscard]] std::string expand_path_template(std::string_view path_template, long pid, const EnvLookup& lookup);
+
+[[nodiscard]] std::string_view to_string(Strategy strategy);
+[[nodiscard]] std::string_view to_string(LogLevel level);
+
+}  // namespace memtool::interpose

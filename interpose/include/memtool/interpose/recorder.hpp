@@ -1,0 +1,147 @@
+// The engine in record mode: turns intercepted driver calls into trace events.
+//
+// Each call becomes an event with a sequence number, a monotonic timestamp, the calling
+// thread and the stream; events go to the sink (the trace file) and, as signature tokens, to
+// the online iteration detector. Launches are resolved to kernel names and to the live
+// buffers their arguments point into. Every public member is noexcept and fail-open: an
+// internal failure disables recording, is logged once, and never reaches the program.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "memtool/interpose/buffer_index.hpp"
+#include "memtool/interpose/cuda_api.hpp"
+#include "memtool/interpose/event_sink.hpp"
+#include "memtool/interpose/options.hpp"
+#include "memtool/trace/event.hpp"
+
+namespace memtool::trace {
+class IterationDetector;
+}
+
+namespace memtool::interpose {
+
+// The driver's introspection functions the recorder calls itself (never hooked). In the
+// preload they come from the real driver; unit tests pass fakes.
+struct DriverQueries {
+  CUresult (*func_get_param_info)(CUfunction, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*kernel_get_param_info)(CUkernel, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*func_get_name)(const char**, CUfunction) = nullptr;
+  CUresult (*kernel_get_name)(const char**, CUkernel) = nullptr;
+};
+
+struct RecorderStats {
+  std::uint64_t events = 0;
+  std::uint64_t allocations = 0;
+  std::uint64_t frees = 0;
+  std::uint64_t launches = 0;
+  std::uint64_t live_bytes = 0;
+  std::uint64_t peak_live_bytes = 0;
+  std::optional<std::uint64_t> period;  // events per iteration, once the detector confirmed one
+};
+
+// Launch arguments as the driver receives them.
+struct LaunchArgs {
+  void** kernel_params = nullptr;
+  void** extra = nullptr;
+};
+
+class Recorder {
+ public:
+  // `sink` may be null (no trace file: detection and logging only).
+  Recorder(const Options& options, std::unique_ptr<EventSink> sink);
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  // Installs the driver's introspection functions; `resolve` is called once, at the first
+  // launch, when the driver is surely loaded.
+  using Resolver = void* (*)(const char* name);
+  void set_driver_resolver(Resolver resolve) noexcept { resolver_ = resolve; }
+  void set_driver_queries(const DriverQueries& queries) noexcept;
+
+  [[nodiscard]] bool active() const noexcept { return active_.load(std::memory_order_relaxed); }
+
+  // Record a free *before* the real free (the address may be reused at once), an allocation
+  // only *after* it succeeded.
+  void on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind, std::uint64_t stream) noexcept;
+  void on_free(std::uint64_t address, trace::MemoryKind kind, std::uint64_t stream) noexcept;
+  void on_unmap(std::uint64_t address, std::uint64_t size) noexcept;  // VMM: frees what was mapped there
+  void on_launch(CUfunction function, std::uint64_t stream, const LaunchArgs& args) noexcept;
+  void on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept;
+  // `kind` unknown: classified from the index (an address in a device buffer is device).
+  void on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind, std::uint64_t stream,
+               bool async) noexcept;
+  void on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) noexcept;
+  void on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept;
+  void on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept;
+  void on_iteration_mark() noexcept;
+
+  // Fail-open: stop recording for good (logged once with `reason`).
+  void disable(std::string_view reason) noexcept;
+  // Ends the trace: no more events, the file is closed. Idempotent.
+  void shutdown() noexcept;
+  // fork(): hold the recorder still around the fork; the child then forgets the trace.
+  void before_fork() noexcept;
+  void after_fork_in_parent() noexcept;
+  void after_fork_in_child() noexcept;
+
+  [[nodiscard]] RecorderStats stats() const noexcept;
+  [[nodiscard]] const BufferIndex& index() const noexcept { return index_; }
+
+ private:
+  struct KernelInfo;
+
+  const KernelInfo* kernel_info(CUfunction function);
+  std::unique_ptr<KernelInfo> describe_kernel(CUfunction function);
+  void ensure_driver_queries();
+  trace::StackId capture_stack_locked(std::span<const std::uint64_t> ips);
+  void write_new_modules_locked();
+  void push_token_locked(std::uint64_t token);
+  void stamp_locked(trace::EventHeader& header);
+  void emit_mark_locked();
+  trace::StringId intern_locked(std::string_view text);
+  template <class Event>
+  void emit_locked(Event& event, std::optional<std::uint64_t> token);
+
+  const Options options_;
+  std::unique_ptr<EventSink> sink_;
+  std::atomic<bool> active_{true};
+  std::atomic<bool> closed_{false};
+
+  BufferIndex index_;
+
+  // Kernel layouts and names, one entry per CUfunction, built at its first launch.
+  mutable std::shared_mutex kernels_mutex_;
+  std::unordered_map<CUfunction, std::unique_ptr<KernelInfo>> kernels_;
+  std::optional<std::regex> iteration_kernel_;
+
+  Resolver resolver_ = nullptr;
+  std::once_flag queries_once_;
+  DriverQueries queries_;
+
+  // Everything below is guarded by emit_mutex_: one order for seq, the file and the detector.
+  mutable std::mutex emit_mutex_;
+  std::uint64_t seq_ = 0;
+  std::uint64_t marks_ = 0;
+  std::unique_ptr<trace::IterationDetector> detector_;
+  std::optional<std::uint64_t> period_;
+  std::uint64_t allocations_ = 0;
+  std::uint64_t frees_ = 0;
+  std::uint64_t launches_ = 0;
+  std::uint64_t peak_live_bytes_ = 0;
+  unsigned long long modules_seen_ = 0;  // dl_iterate_phdr's load count at the last module dump
+  std::vector<std::uint64_t> written_module_starts_;
+  std::unordered_map<std::string, std::uint32_t> names_;  // kernel names when there is no sink
+};
+
+}  // namespace memtool::interpose

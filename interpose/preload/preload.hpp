@@ -1,0 +1,62 @@
+// What the pieces of libmemtool.so share: the wrappers' addresses, the real resolver entry
+// points, the process-wide recorder and the per-thread recursion guard.
+#pragma once
+
+#include "memtool/interpose/hook_table.hpp"
+#include "memtool/interpose/recorder.hpp"
+
+namespace memtool::interpose::preload {
+
+// Our exported wrapper of each hook (exports.cpp), indexed by HookId.
+extern void* const kWrappers[kHookCount];
+
+// --- resolver.cpp ---
+using DlsymFunction = void* (*)(void*, const char*);
+using GetProcAddressV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
+using GetProcAddressV2 = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+// glibc's dlsym, found through dlvsym (never our own).
+DlsymFunction real_dlsym() noexcept;
+// The real driver function `name`, by whatever route works (the program's libcuda handle,
+// the next object after us, the driver's resolver). nullptr when there is no driver.
+void* driver_symbol(const char* name) noexcept;
+// The real function behind a wrapper, resolved on first use when no resolver filled it.
+void* resolve_real_slow(HookId id) noexcept;
+
+inline void* real_function(HookId id) noexcept {
+  void* real = real_slot(id);
+  return real != nullptr ? real : resolve_real_slow(id);
+}
+
+// --- runtime.cpp ---
+enum class State : int { uninitialised = 0, recording = 1, pass_through = 2 };
+extern std::atomic<State> g_state;
+extern Recorder* g_recorder;  // set once before g_state becomes recording; never deleted
+
+// True while this thread runs inside one of our hooks or our own initialisation: nested driver
+// calls (the driver calling its own exports, our lazy init) pass straight through.
+inline thread_local bool t_in_hook __attribute__((tls_model("initial-exec"))) = false;
+
+Recorder* initialise() noexcept;  // the slow path of active_recorder()
+
+// The recorder if this call should be recorded, else nullptr. The common case is one load
+// and one compare.
+inline Recorder* active_recorder() noexcept {
+  if (t_in_hook) return nullptr;
+  const State state = g_state.load(std::memory_order_acquire);
+  if (state == State::recording) return g_recorder->active() ? g_recorder : nullptr;
+  if (state == State::pass_through) return nullptr;
+  return initialise();
+}
+
+class HookScope {
+ public:
+  HookScope() noexcept { t_in_hook = true; }
+  ~HookScope() { t_in_hook = false; }
+  HookScope(const HookScope&) = delete;
+  HookScope& operator=(const HookScope&) = delete;
+};
+
+// No driver behind a wrapper: logged once; the program gets the error a missing driver gives.
+CUresult missing_driver(HookId id) noexcept;
+
+}  // namespace memtool::interpose::preload

@@ -1,0 +1,380 @@
+// The handlers of the hook table (see handlers.hpp). Each one: the real call, in the right
+// order relative to the recorder, and the driver's result unchanged.
+#include "memtool/interpose/handlers.hpp"
+
+#include <type_traits>
+
+namespace memtool::interpose {
+namespace {
+
+using trace::CopyKind;
+using trace::MemoryKind;
+using trace::SyncKind;
+
+std::uint64_t u64(CUdeviceptr p) { return static_cast<std::uint64_t>(p); }
+std::uint64_t u64(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+template <class F>
+std::uint64_t stream_of(const Call<F>& call, CUstream stream) {
+  return recorded_stream(stream, call.variant);
+}
+template <class F>
+std::uint64_t default_stream_of(const Call<F>& call) {
+  return recorded_stream(nullptr, call.variant);
+}
+
+template <class F, class... Args>
+CUresult allocate(const Call<F>& call, CUdeviceptr* dptr, std::uint64_t size, MemoryKind kind, std::uint64_t stream,
+                  Args... args) {
+  const CUresult result = call.real(dptr, args...);
+  if (result == CUDA_SUCCESS && dptr != nullptr) call.recorder.on_alloc(u64(*dptr), size, kind, stream);
+  return result;
+}
+
+template <class F, class... Args>
+CUresult allocate_host(const Call<F>& call, void** pp, std::uint64_t size, Args... args) {
+  const CUresult result = call.real(pp, args...);
+  if (result == CUDA_SUCCESS && pp != nullptr) call.recorder.on_alloc(u64(*pp), size, MemoryKind::pinned_host, 0);
+  return result;
+}
+
+// The source and destination of a 2D/3D copy, whatever memory type each side is.
+template <class Copy>
+std::uint64_t copy_src(const Copy& c) {
+  return c.srcMemoryType == CU_MEMORYTYPE_HOST ? u64(c.srcHost) : u64(c.srcDevice);
+}
+template <class Copy>
+std::uint64_t copy_dst(const Copy& c) {
+  return c.dstMemoryType == CU_MEMORYTYPE_HOST ? u64(c.dstHost) : u64(c.dstDevice);
+}
+template <class Copy>
+CopyKind copy_kind(const Copy& c) {
+  // CU_MEMORYTYPE_UNIFIED: left to the recorder's classification from its index.
+  auto side = [](CUmemorytype type) -> int {
+    if (type == CU_MEMORYTYPE_HOST) return 0;
+    if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY) return 1;
+    return -1;
+  };
+  const int s = side(c.srcMemoryType);
+  const int d = side(c.dstMemoryType);
+  if (s < 0 || d < 0) return CopyKind::unknown;
+  if (s == 0) return d == 0 ? CopyKind::h2h : CopyKind::h2d;
+  return d == 0 ? CopyKind::d2h : CopyKind::d2d;
+}
+
+template <class F>
+CUresult copy2d(const Call<F>& call, const CUDA_MEMCPY2D* p, CUstream stream, bool async) {
+  if (p != nullptr) {
+    call.recorder.on_copy(copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height, copy_kind(*p),
+                          stream_of(call, stream), async);
+  }
+  if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY2D*>) {
+    return call.real(p);
+  } else {
+    return call.real(p, stream);
+  }
+}
+
+template <class F>
+CUresult copy3d(const Call<F>& call, const CUDA_MEMCPY3D* p, CUstream stream, bool async) {
+  if (p != nullptr) {
+    call.recorder.on_copy(copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height * p->Depth,
+                          copy_kind(*p), stream_of(call, stream), async);
+  }
+  if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY3D*>) {
+    return call.real(p);
+  } else {
+    return call.real(p, stream);
+  }
+}
+
+}  // namespace
+
+// --- allocation family ---------------------------------------------------------------------------
+
+CUresult handle_cuMemAlloc_v2(const Call<fn::cuMemAlloc_v2>& call, CUdeviceptr* dptr, size_t bytesize) noexcept {
+  return allocate(call, dptr, bytesize, MemoryKind::device, 0, bytesize);
+}
+
+CUresult handle_cuMemAllocPitch_v2(const Call<fn::cuMemAllocPitch_v2>& call, CUdeviceptr* dptr, size_t* pPitch,
+                                   size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes) noexcept {
+  const CUresult result = call.real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+  if (result == CUDA_SUCCESS && dptr != nullptr && pPitch != nullptr) {
+    call.recorder.on_alloc(u64(*dptr), std::uint64_t{*pPitch} * Height, MemoryKind::device, 0);
+  }
+  return result;
+}
+
+CUresult handle_cuMemAllocManaged(const Call<fn::cuMemAllocManaged>& call, CUdeviceptr* dptr, size_t bytesize,
+                                  unsigned int flags) noexcept {
+  return allocate(call, dptr, bytesize, MemoryKind::managed, 0, bytesize, flags);
+}
+
+CUresult handle_cuMemAllocAsync(const Call<fn::cuMemAllocAsync>& call, CUdeviceptr* dptr, size_t bytesize,
+                                CUstream hStream) noexcept {
+  return allocate(call, dptr, bytesize, MemoryKind::async, stream_of(call, hStream), bytesize, hStream);
+}
+
+CUresult handle_cuMemAllocFromPoolAsync(const Call<fn::cuMemAllocFromPoolAsync>& call, CUdeviceptr* dptr,
+                                        size_t bytesize, CUmemoryPool pool, CUstream hStream) noexcept {
+  return allocate(call, dptr, bytesize, MemoryKind::async, stream_of(call, hStream), bytesize, pool, hStream);
+}
+
+CUresult handle_cuMemFree_v2(const Call<fn::cuMemFree_v2>& call, CUdeviceptr dptr) noexcept {
+  if (dptr != 0) call.recorder.on_free(u64(dptr), MemoryKind::device, 0);
+  return call.real(dptr);
+}
+
+CUresult handle_cuMemFreeAsync(const Call<fn::cuMemFreeAsync>& call, CUdeviceptr dptr, CUstream hStream) noexcept {
+  if (dptr != 0) call.recorder.on_free(u64(dptr), MemoryKind::async, stream_of(call, hStream));
+  return call.real(dptr, hStream);
+}
+
+CUresult handle_cuMemAllocHost_v2(const Call<fn::cuMemAllocHost_v2>& call, void** pp, size_t bytesize) noexcept {
+  return allocate_host(call, pp, bytesize, bytesize);
+}
+
+CUresult handle_cuMemHostAlloc(const Call<fn::cuMemHostAlloc>& call, void** pp, size_t bytesize,
+                               unsigned int Flags) noexcept {
+  return allocate_host(call, pp, bytesize, bytesize, Flags);
+}
+
+CUresult handle_cuMemFreeHost(const Call<fn::cuMemFreeHost>& call, void* p) noexcept {
+  if (p != nullptr) call.recorder.on_free(u64(p), MemoryKind::pinned_host, 0);
+  return call.real(p);
+}
+
+// VMM: physical handles have no address; the address range becomes live at cuMemMap and dies
+// at cuMemUnmap, so those are the allocation and the free.
+CUresult handle_cuMemCreate(const Call<fn::cuMemCreate>& call, CUmemGenericAllocationHandle* handle, size_t size,
+                            const CUmemAllocationProp* prop, unsigned long long flags) noexcept {
+  return call.real(handle, size, prop, flags);
+}
+
+CUresult handle_cuMemMap(const Call<fn::cuMemMap>& call, CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle handle, unsigned long long flags) noexcept {
+  const CUresult result = call.real(ptr, size, offset, handle, flags);
+  if (result == CUDA_SUCCESS) call.recorder.on_alloc(u64(ptr), size, MemoryKind::vmm, 0);
+  return result;
+}
+
+CUresult handle_cuMemUnmap(const Call<fn::cuMemUnmap>& call, CUdeviceptr ptr, size_t size) noexcept {
+  call.recorder.on_unmap(u64(ptr), size);
+  return call.real(ptr, size);
+}
+
+CUresult handle_cuMemRelease(const Call<fn::cuMemRelease>& call, CUmemGenericAllocationHandle handle) noexcept {
+  return call.real(handle);
+}
+
+CUresult handle_cuMemGetInfo_v2(const Call<fn::cuMemGetInfo_v2>& call, size_t* free, size_t* total) noexcept {
+  return call.real(free, total);  // record mode hands out nothing of its own: the driver's figures stand
+}
+
+// --- launch family -------------------------------------------------------------------------------
+
+CUresult handle_cuLaunchKernel(const Call<fn::cuLaunchKernel>& call, CUfunction f, unsigned int gridDimX,
+                               unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
+                               unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes,
+                               CUstream hStream, void** kernelParams, void** extra) noexcept {
+  call.recorder.on_launch(f, stream_of(call, hStream), LaunchArgs{kernelParams, extra});
+  return call.real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                   kernelParams, extra);
+}
+
+CUresult handle_cuLaunchKernelEx(const Call<fn::cuLaunchKernelEx>& call, const CUlaunchConfig* config, CUfunction f,
+                                 void** kernelParams, void** extra) noexcept {
+  const CUstream stream = config != nullptr ? config->hStream : nullptr;
+  call.recorder.on_launch(f, stream_of(call, stream), LaunchArgs{kernelParams, extra});
+  return call.real(config, f, kernelParams, extra);
+}
+
+CUresult handle_cuLaunchCooperativeKernel(const Call<fn::cuLaunchCooperativeKernel>& call, CUfunction f,
+                                          unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                          unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                          unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) noexcept {
+  call.recorder.on_launch(f, stream_of(call, hStream), LaunchArgs{kernelParams, nullptr});
+  return call.real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                   kernelParams);
+}
+
+CUresult handle_cuGraphLaunch(const Call<fn::cuGraphLaunch>& call, CUgraphExec hGraphExec, CUstream hStream) noexcept {
+  call.recorder.on_graph_launch(u64(hGraphExec), stream_of(call, hStream));
+  return call.real(hGraphExec, hStream);
+}
+
+// --- copies -----------------------------------------------------------------------------------------
+// Recorded before the call: the event is the request, and a failed copy still shows the intent.
+
+CUresult handle_cuMemcpy(const Call<fn::cuMemcpy>& call, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) noexcept {
+  call.recorder.on_copy(u64(dst), u64(src), ByteCount, CopyKind::unknown, default_stream_of(call), false);
+  return call.real(dst, src, ByteCount);
+}
+
+CUresult handle_cuMemcpyAsync(const Call<fn::cuMemcpyAsync>& call, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                              CUstream hStream) noexcept {
+  call.recorder.on_copy(u64(dst), u64(src), ByteCount, CopyKind::unknown, stream_of(call, hStream), true);
+  return call.real(dst, src, ByteCount, hStream);
+}
+
+CUresult handle_cuMemcpyPeer(const Call<fn::cuMemcpyPeer>& call, CUdeviceptr dstDevice, CUcontext dstContext,
+                             CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount) noexcept {
+  call.recorder.on_copy(u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, default_stream_of(call), false);
+  return call.real(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+}
+
+CUresult handle_cuMemcpyPeerAsync(const Call<fn::cuMemcpyPeerAsync>& call, CUdeviceptr dstDevice, CUcontext dstContext,
+                                  CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
+                                  CUstream hStream) noexcept {
+  call.recorder.on_copy(u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, stream_of(call, hStream), true);
+  return call.real(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+}
+
+CUresult handle_cuMemcpyHtoD_v2(const Call<fn::cuMemcpyHtoD_v2>& call, CUdeviceptr dstDevice, const void* srcHost,
+                                size_t ByteCount) noexcept {
+  call.recorder.on_copy(u64(dstDevice), u64(srcHost), ByteCount, CopyKind::h2d, default_stream_of(call), false);
+  return call.real(dstDevice, srcHost, ByteCount);
+}
+
+CUresult handle_cuMemcpyDtoH_v2(const Call<fn::cuMemcpyDtoH_v2>& call, void* dstHost, CUdeviceptr srcDevice,
+                                size_t ByteCount) noexcept {
+  call.recorder.on_copy(u64(dstHost), u64(srcDevice), ByteCount, CopyKind::d2h, default_stream_of(call), false);
+  return call.real(dstHost, srcDevice, ByteCount);
+}
+
+CUresult handle_cuMemcpyDtoD_v2(const Call<fn::cuMemcpyDtoD_v2>& call, CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                size_t ByteCount) noexcept {
+  call.recorder.on_copy(u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, default_stream_of(call), false);
+  return call.real(dstDevice, srcDevice, ByteCount);
+}
+
+CUresult handle_cuMemcpyHtoDAsync_v2(const Call<fn::cuMemcpyHtoDAsync_v2>& call, CUdeviceptr dstDevice,
+                                     const void* srcHost, size_t ByteCount, CUstream hStream) noexcept {
+  call.recorder.on_copy(u64(dstDevice), u64(srcHost), ByteCount, CopyKind::h2d, stream_of(call, hStream), true);
+  return call.real(dstDevice, srcHost, ByteCount, hStream);
+}
+
+CUresult handle_cuMemcpyDtoHAsync_v2(const Call<fn::cuMemcpyDtoHAsync_v2>& call, void* dstHost, CUdeviceptr srcDevice,
+                                     size_t ByteCount, CUstream hStream) noexcept {
+  call.recorder.on_copy(u64(dstHost), u64(srcDevice), ByteCount, CopyKind::d2h, stream_of(call, hStream), true);
+  return call.real(dstHost, srcDevice, ByteCount, hStream);
+}
+
+CUresult handle_cuMemcpyDtoDAsync_v2(const Call<fn::cuMemcpyDtoDAsync_v2>& call, CUdeviceptr dstDevice,
+                                     CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) noexcept {
+  call.recorder.on_copy(u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, stream_of(call, hStream), true);
+  return call.real(dstDevice, srcDevice, ByteCount, hStream);
+}
+
+CUresult handle_cuMemcpy2D_v2(const Call<fn::cuMemcpy2D_v2>& call, const CUDA_MEMCPY2D* pCopy) noexcept {
+  return copy2d(call, pCopy, nullptr, false);
+}
+
+CUresult handle_cuMemcpy2DUnaligned_v2(const Call<fn::cuMemcpy2DUnaligned_v2>& call,
+                                       const CUDA_MEMCPY2D* pCopy) noexcept {
+  return copy2d(call, pCopy, nullptr, false);
+}
+
+CUresult handle_cuMemcpy2DAsync_v2(const Call<fn::cuMemcpy2DAsync_v2>& call, const CUDA_MEMCPY2D* pCopy,
+                                   CUstream hStream) noexcept {
+  return copy2d(call, pCopy, hStream, true);
+}
+
+CUresult handle_cuMemcpy3D_v2(const Call<fn::cuMemcpy3D_v2>& call, const CUDA_MEMCPY3D* pCopy) noexcept {
+  return copy3d(call, pCopy, nullptr, false);
+}
+
+CUresult handle_cuMemcpy3DAsync_v2(const Call<fn::cuMemcpy3DAsync_v2>& call, const CUDA_MEMCPY3D* pCopy,
+                                   CUstream hStream) noexcept {
+  return copy3d(call, pCopy, hStream, true);
+}
+
+// --- memsets ----------------------------------------------------------------------------------------
+
+#define MEMTOOL_MEMSET_1D(symbol, value_type, element_bytes)                                                      \
+  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, value_type value, size_t N) noexcept { \
+    call.recorder.on_memset(u64(dstDevice), std::uint64_t{N} * (element_bytes), default_stream_of(call), false);     \
+    return call.real(dstDevice, value, N);                                                                        \
+  }
+#define MEMTOOL_MEMSET_1D_ASYNC(symbol, value_type, element_bytes)                                                \
+  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, value_type value, size_t N,         \
+                           CUstream hStream) noexcept {                                                           \
+    call.recorder.on_memset(u64(dstDevice), std::uint64_t{N} * (element_bytes), stream_of(call, hStream), true);    \
+    return call.real(dstDevice, value, N, hStream);                                                               \
+  }
+#define MEMTOOL_MEMSET_2D(symbol, value_type, element_bytes)                                                       \
+  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, size_t dstPitch, value_type value,  \
+                           size_t Width, size_t Height) noexcept {                                                 \
+    call.recorder.on_memset(u64(dstDevice), std::uint64_t{Width} * (element_bytes) * Height, default_stream_of(call), \
+                            false);                                                                                \
+    return call.real(dstDevice, dstPitch, value, Width, Height);                                                   \
+  }
+#define MEMTOOL_MEMSET_2D_ASYNC(symbol, value_type, element_bytes)                                                 \
+  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, size_t dstPitch, value_type value,  \
+                           size_t Width, size_t Height, CUstream hStream) noexcept {                               \
+    call.recorder.on_memset(u64(dstDevice), std::uint64_t{Width} * (element_bytes) * Height,                       \
+                            stream_of(call, hStream), true);                                                       \
+    return call.real(dstDevice, dstPitch, value, Width, Height, hStream);                                          \
+  }
+
+MEMTOOL_MEMSET_1D(cuMemsetD8_v2, unsigned char, 1)
+MEMTOOL_MEMSET_1D(cuMemsetD16_v2, unsigned short, 2)
+MEMTOOL_MEMSET_1D(cuMemsetD32_v2, unsigned int, 4)
+MEMTOOL_MEMSET_2D(cuMemsetD2D8_v2, unsigned char, 1)
+MEMTOOL_MEMSET_2D(cuMemsetD2D16_v2, unsigned short, 2)
+MEMTOOL_MEMSET_2D(cuMemsetD2D32_v2, unsigned int, 4)
+MEMTOOL_MEMSET_1D_ASYNC(cuMemsetD8Async, unsigned char, 1)
+MEMTOOL_MEMSET_1D_ASYNC(cuMemsetD16Async, unsigned short, 2)
+MEMTOOL_MEMSET_1D_ASYNC(cuMemsetD32Async, unsigned int, 4)
+MEMTOOL_MEMSET_2D_ASYNC(cuMemsetD2D8Async, unsigned char, 1)
+MEMTOOL_MEMSET_2D_ASYNC(cuMemsetD2D16Async, unsigned short, 2)
+MEMTOOL_MEMSET_2D_ASYNC(cuMemsetD2D32Async, unsigned int, 4)
+
+// --- synchronisation and streams ---------------------------------------------------------------------
+// Recorded after the call returns: the host waited until then.
+
+CUresult handle_cuCtxSynchronize(const Call<fn::cuCtxSynchronize>& call) noexcept {
+  const CUresult result = call.real();
+  call.recorder.on_sync(SyncKind::context, 0);
+  return result;
+}
+
+CUresult handle_cuCtxSynchronize_v2(const Call<fn::cuCtxSynchronize_v2>& call, CUcontext ctx) noexcept {
+  const CUresult result = call.real(ctx);
+  call.recorder.on_sync(SyncKind::context, 0);
+  return result;
+}
+
+CUresult handle_cuStreamSynchronize(const Call<fn::cuStreamSynchronize>& call, CUstream hStream) noexcept {
+  const CUresult result = call.real(hStream);
+  call.recorder.on_sync(SyncKind::stream, stream_of(call, hStream));
+  return result;
+}
+
+CUresult handle_cuEventSynchronize(const Call<fn::cuEventSynchronize>& call, CUevent hEvent) noexcept {
+  const CUresult result = call.real(hEvent);
+  call.recorder.on_sync(SyncKind::event, 0);
+  return result;
+}
+
+CUresult handle_cuStreamWaitEvent(const Call<fn::cuStreamWaitEvent>& call, CUstream hStream, CUevent hEvent,
+                                  unsigned int Flags) noexcept {
+  const CUresult result = call.real(hStream, hEvent, Flags);
+  call.recorder.on_sync(SyncKind::stream_wait_event, stream_of(call, hStream));
+  return result;
+}
+
+CUresult handle_cuStreamCreate(const Call<fn::cuStreamCreate>& call, CUstream* phStream, unsigned int Flags) noexcept {
+  const CUresult result = call.real(phStream, Flags);
+  if (result == CUDA_SUCCESS && phStream != nullptr) call.recorder.on_stream_create(u64(*phStream), Flags, 0);
+  return result;
+}
+
+CUresult handle_cuStreamCreateWithPriority(const Call<fn::cuStreamCreateWithPriority>& call, CUstream* phStream,
+                                           unsigned int flags, int priority) noexcept {
+  const CUresult result = call.real(phStream, flags, priority);
+  if (result == CUDA_SUCCESS && phStream != nullptr) call.recorder.on_stream_create(u64(*phStream), flags, priority);
+  return result;
+}
+
+}  // namespace memtool::interpose

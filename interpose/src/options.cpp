@@ -1,0 +1,184 @@
+// Parsing and validation of the MEMTOOL_* variables, generated from options.def.
+#include "memtool/interpose/options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <regex>
+
+namespace memtool::interpose {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// Each parser returns an empty string on success, else what was expected.
+std::string parse(std::string_view text, bool& out) {
+  const std::string value = lower(text);
+  if (value == "1" || value == "true" || value == "yes" || value == "on") {
+    out = true;
+    return {};
+  }
+  if (value == "0" || value == "false" || value == "no" || value == "off" || value.empty()) {
+    out = false;
+    return {};
+  }
+  return "expected 0 or 1";
+}
+
+std::string parse(std::string_view text, std::uint32_t& out) {
+  std::uint32_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value < 1 || value > 256) {
+    return "expected a whole number from 1 to 256";
+  }
+  out = value;
+  return {};
+}
+
+std::string parse(std::string_view text, Strategy& out) {
+  const std::string value = lower(text);
+  if (value == "record") out = Strategy::record;
+  else if (value == "off") out = Strategy::off;
+  else if (value == "pool") out = Strategy::pool;
+  else if (value == "swap") out = Strategy::swap;
+  else return "expected one of record|off|pool|swap";
+  return {};
+}
+
+std::string parse(std::string_view text, LogLevel& out) {
+  const std::string value = lower(text);
+  if (value == "off") out = LogLevel::off;
+  else if (value == "error") out = LogLevel::error;
+  else if (value == "warn" || value == "warning") out = LogLevel::warn;
+  else if (value == "info") out = LogLevel::info;
+  else if (value == "debug") out = LogLevel::debug;
+  else return "expected one of off|error|warn|info|debug";
+  return {};
+}
+
+std::string parse_text(std::string_view text, OptionType type, std::string& out) {
+  if (type == OptionType::regex && !text.empty()) {
+    try {
+      std::regex compiled{std::string(text), std::regex::ECMAScript};
+      (void)compiled;
+    } catch (const std::regex_error& e) {
+      return fmt::format("not a valid regular expression ({})", e.what());
+    }
+  }
+  if ((type == OptionType::path || type == OptionType::path_template) && text.find('\0') != std::string_view::npos) {
+    return "a path cannot contain NUL";
+  }
+  out = std::string(text);
+  return {};
+}
+
+template <OptionType T, class V>
+std::string parse_value(std::string_view text, V& out) {
+  if constexpr (T == OptionType::path || T == OptionType::path_template || T == OptionType::regex) {
+    return parse_text(text, T, out);
+  } else {
+    return parse(text, out);
+  }
+}
+
+bool known_option(std::string_view name) {
+  return std::any_of(kOptionTable.begin(), kOptionTable.end(),
+                     [&](const OptionInfo& option) { return option.name == name; });
+}
+
+}  // namespace
+
+Options default_options() {
+  Options options;
+#define MEMTOOL_OPTION(field, NAME, type, default_value, description) \
+  (void)parse_value<OptionType::type>(default_value, options.field);
+#include "memtool/interpose/options.def"
+#undef MEMTOOL_OPTION
+  return options;
+}
+
+ParsedOptions parse_options(const EnvLookup& lookup, const char* const* environment) {
+  ParsedOptions parsed;
+  parsed.options = default_options();
+#define MEMTOOL_OPTION(field, NAME, type, default_value, description)                                  \
+  if (const char* text = lookup("MEMTOOL_" #NAME); text != nullptr) {                                  \
+    const std::string problem = parse_value<OptionType::type>(text, parsed.options.field);             \
+    if (!problem.empty()) parsed.errors.push_back(fmt::format("MEMTOOL_" #NAME "='{}': {}", text, problem)); \
+  }
+#include "memtool/interpose/options.def"
+#undef MEMTOOL_OPTION
+
+  // Strategies that are planned but not built yet are refused as clearly as a typo.
+  if (parsed.options.strategy == Strategy::pool || parsed.options.strategy == Strategy::swap) {
+    parsed.errors.push_back(fmt::format("MEMTOOL_STRATEGY={}: this strategy is not available yet in this version "
+                                        "(available: record, off)",
+                                        to_string(parsed.options.strategy)));
+  }
+
+  for (const char* const* entry = environment; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view assignment{*entry};
+    if (assignment.rfind("MEMTOOL_", 0) != 0) continue;
+    const std::string_view name = assignment.substr(0, assignment.find('='));
+    if (!known_option(name)) {
+      parsed.warnings.push_back(fmt::format("unknown variable {} ignored (see `memtool help env`)", name));
+    }
+  }
+  return parsed;
+}
+
+std::string expand_path_template(std::string_view path_template, long pid, const EnvLookup& lookup) {
+  std::string out;
+  out.reserve(path_template.size() + 16);
+  for (std::size_t i = 0; i < path_template.size(); ++i) {
+    const char c = path_template[i];
+    if (c != '%' || i + 1 == path_template.size()) {
+      out.push_back(c);
+      continue;
+    }
+    const char next = path_template[i + 1];
+    if (next == 'p') {
+      out += std::to_string(pid);
+    } else if (next == 'r') {
+      const char* rank = lookup("RANK");
+      if (rank == nullptr || *rank == '\0') rank = lookup("LOCAL_RANK");
+      out += (rank == nullptr || *rank == '\0') ? "0" : rank;
+    } else if (next == '%') {
+      out.push_back('%');
+    } else {
+      out.push_back('%');
+      out.push_back(next);
+    }
+    ++i;
+  }
+  return out;
+}
+
+std::string_view to_string(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::record: return "record";
+    case Strategy::off: return "off";
+    case Strategy::pool: return "pool";
+    case Strategy::swap: return "swap";
+  }
+  return "?";
+}
+
+std::string_view to_string(LogLevel level) {
+  switch (level) {
+    case LogLevel::off: return "off";
+    case LogLevel::error: return "error";
+    case LogLevel::warn: return "warn";
+    case LogLevel::info: return "info";
+    case LogLevel::debug: return "debug";
+  }
+  return "?";
+}
+
+}  // namespace memtool::interpose

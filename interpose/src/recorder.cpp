@@ -1,0 +1,469 @@
+// Recorder: intercepted driver calls → trace events (see recorder.hpp).
+#include "memtool/interpose/recorder.hpp"
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+
+#include "memtool/interpose/log.hpp"
+#include "stacks.hpp"
+
+#include "memtool/trace/iteration_detector.hpp"
+#include "memtool/trace/signature.hpp"
+
+namespace memtool::interpose {
+
+
+// A kernel as the recorder knows it after its first launch.
+struct Recorder::KernelInfo {
+  struct Param {
+    std::uint32_t offset = 0;
+    std::uint32_t size = 0;
+  };
+  std::vector<Param> params;
+  bool layout_known = false;
+  std::string name;
+  trace::StringId name_id;  // interned in the sink (or by the recorder when there is none)
+  bool marks_iteration = false;
+};
+
+namespace {
+
+constexpr std::size_t kMaxParams = 4096;       // a kernel has at most 32 KiB of parameters
+constexpr std::size_t kMaxExtraBytes = 32768;  // bound on an `extra` packed buffer we scan
+
+std::uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::uint32_t current_thread() {
+  thread_local const auto tid = static_cast<std::uint32_t>(syscall(SYS_gettid));
+  return tid;
+}
+
+// The words of every argument that could hold a pointer (8-byte aligned in its parameter),
+// gathered into `words`.
+void append_param_words(const void* value, std::uint32_t size, std::vector<std::uint64_t>& words) {
+  for (std::uint32_t offset = 0; offset + sizeof(std::uint64_t) <= size; offset += sizeof(std::uint64_t)) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, static_cast<const unsigned char*>(value) + offset, sizeof(word));
+    words.push_back(word);
+  }
+}
+
+// `extra` = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END}.
+bool extra_buffer(void** extra, const void*& buffer, std::size_t& size) {
+  buffer = nullptr;
+  size = 0;
+  bool have_size = false;
+  for (std::size_t i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      buffer = extra[i + 1];
+    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != nullptr) {
+      std::memcpy(&size, extra[i + 1], sizeof(size));
+      have_size = true;
+    }
+  }
+  return buffer != nullptr && have_size;
+}
+
+thread_local std::vector<std::uint64_t> t_words;    // argument words of the launch in progress
+thread_local std::vector<std::uint64_t> t_touched;  // buffers they point into
+
+}  // namespace
+
+Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink)
+    : options_(options), sink_(std::move(sink)) {
+  if (!options_.iteration_kernel.empty()) {
+    iteration_kernel_.emplace(options_.iteration_kernel, std::regex::ECMAScript | std::regex::optimize);
+  }
+  detector_ = std::make_unique<trace::IterationDetector>();
+}
+
+Recorder::~Recorder() { shutdown(); }
+
+void Recorder::set_driver_queries(const DriverQueries& queries) noexcept {
+  std::call_once(queries_once_, [&] { queries_ = queries; });
+}
+
+void Recorder::ensure_driver_queries() {
+  std::call_once(queries_once_, [&] {
+    if (resolver_ == nullptr) return;
+    queries_.func_get_param_info =
+        reinterpret_cast<decltype(queries_.func_get_param_info)>(resolver_("cuFuncGetParamInfo"));
+    queries_.kernel_get_param_info =
+        reinterpret_cast<decltype(queries_.kernel_get_param_info)>(resolver_("cuKernelGetParamInfo"));
+    queries_.func_get_name = reinterpret_cast<decltype(queries_.func_get_name)>(resolver_("cuFuncGetName"));
+    queries_.kernel_get_name = reinterpret_cast<decltype(queries_.kernel_get_name)>(resolver_("cuKernelGetName"));
+    if (queries_.func_get_param_info == nullptr) {
+      Log::write(LogLevel::warn, "the driver has no cuFuncGetParamInfo: buffers touched by launches are not recorded");
+    }
+  });
+}
+
+void Recorder::disable(std::string_view reason) noexcept {
+  if (active_.exchange(false)) {
+    Log::write(LogLevel::error, "recording disabled, calls pass through unchanged: {}", reason);
+  }
+}
+
+// --- emission --------------------------------------------------------------------------------
+
+void Recorder::stamp_locked(trace::EventHeader& header) {
+  header.seq = seq_++;
+  header.time_ns = now_ns();
+  header.thread = trace::ThreadId{current_thread()};
+}
+
+template <class Event>
+void Recorder::emit_locked(Event& event, std::optional<std::uint64_t> token) {
+  stamp_locked(event.header);
+  if (sink_) sink_->write(event);
+  if (token) push_token_locked(*token);
+}
+
+// An explicit iteration boundary goes to the detector as a mark, not as a token.
+void Recorder::emit_mark_locked() {
+  trace::IterationMarkEvent event;
+  event.index = marks_++;
+  stamp_locked(event.header);
+  if (sink_) sink_->write(event);
+  detector_->mark();
+}
+
+void Recorder::push_token_locked(std::uint64_t token) {
+  if (detector_->push(token)) {
+    const auto found = detector_->period();
+    if (found) {
+      period_ = found->period;
+      Log::write(LogLevel::info, "iteration detected: {} events per iteration, first steady iteration at event {}{}",
+                 found->period, found->first_boundary, found->from_marks ? " (from explicit marks)" : "");
+    }
+  }
+}
+
+// Wraps a recording step: fail-open on any exception.
+#define MEMTOOL_RECORD_STEP(step, ...)                 \
+  do {                                                 \
+    try {                                              \
+      __VA_ARGS__                                      \
+    } catch (const std::exception& e) {                \
+      disable(e.what());                               \
+    } catch (...) {                                    \
+      disable("unknown failure while recording " step); \
+    }                                                  \
+  } while (false)
+
+void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
+                        std::uint64_t stream) noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("an allocation", {
+    index_.insert(LiveBuffer{address, size, kind});
+    std::array<std::uint64_t, 256> ips{};
+    std::size_t depth = 0;
+    if (options_.stacks && sink_) depth = detail::capture_stack(ips.data(), options_.stack_depth, 2);
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    trace::AllocEvent event;
+    event.address = address;
+    event.size = size;
+    event.kind = kind;
+    event.stream = trace::StreamHandle{stream};
+    if (depth > 0) event.stack = capture_stack_locked(std::span<const std::uint64_t>(ips.data(), depth));
+    ++allocations_;
+    peak_live_bytes_ = std::max(peak_live_bytes_, index_.live_bytes());
+    emit_locked(event, trace::SignatureBuilder::alloc_token(size, kind));
+  });
+}
+
+void Recorder::on_free(std::uint64_t address, trace::MemoryKind kind, std::uint64_t stream) noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("a free", {
+    const auto buffer = index_.erase(address);
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    trace::FreeEvent event;
+    event.address = address;
+    event.kind = buffer ? buffer->kind : kind;
+    event.stream = trace::StreamHandle{stream};
+    ++frees_;
+    emit_locked(event, buffer ? trace::SignatureBuilder::free_token(buffer->size)
+                               : trace::SignatureBuilder::unknown_free_token());
+  });
+}
+
+void Recorder::on_unmap(std::uint64_t address, std::uint64_t size) noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("an unmap", {
+    const auto removed = index_.erase_range(address, address + size);
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    for (const LiveBuffer& buffer : removed) {
+      trace::FreeEvent event;
+      event.address = buffer.base;
+      event.kind = buffer.kind;
+      ++frees_;
+      emit_locked(event, trace::SignatureBuilder::free_token(buffer.size));
+    }
+  });
+}
+
+// --- launches -----------------------------------------------------------------------------------
+
+std::unique_ptr<Recorder::KernelInfo> Recorder::describe_kernel(CUfunction function) {
+  ensure_driver_queries();
+  auto info = std::make_unique<KernelInfo>();
+  // A launch handle is a CUfunction or, since CUDA 12, a CUkernel cast to one: ask as a
+  // function first, then as a kernel. Past the last parameter the driver answers
+  // CUDA_ERROR_INVALID_VALUE; any other error means "not this kind of handle".
+  auto read_layout = [&](auto get) -> bool {
+    info->params.clear();
+    for (std::size_t i = 0; i < kMaxParams; ++i) {
+      size_t offset = 0;
+      size_t size = 0;
+      const CUresult result = get(i, &offset, &size);
+      if (result == CUDA_ERROR_INVALID_VALUE) return true;
+      if (result != CUDA_SUCCESS) return false;
+      info->params.push_back({static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(size)});
+    }
+    return true;
+  };
+  if (queries_.func_get_param_info != nullptr &&
+      read_layout([&](std::size_t i, size_t* o, size_t* s) { return queries_.func_get_param_info(function, i, o, s); })) {
+    info->layout_known = true;
+  } else if (queries_.kernel_get_param_info != nullptr &&
+             read_layout([&](std::size_t i, size_t* o, size_t* s) {
+               return queries_.kernel_get_param_info(reinterpret_cast<CUkernel>(function), i, o, s);
+             })) {
+    info->layout_known = true;
+  } else {
+    info->params.clear();
+    MEMTOOL_LOG_ONCE(LogLevel::warn, "cannot read the parameter layout of some kernels: their kernelParams are not scanned");
+  }
+
+  const char* name = nullptr;
+  if (queries_.func_get_name == nullptr || queries_.func_get_name(&name, function) != CUDA_SUCCESS || name == nullptr) {
+    name = nullptr;
+    if (queries_.kernel_get_name != nullptr) {
+      if (queries_.kernel_get_name(&name, reinterpret_cast<CUkernel>(function)) != CUDA_SUCCESS) name = nullptr;
+    }
+  }
+  info->name = name != nullptr ? std::string(name)
+                               : fmt::format("kernel@{:#x}", reinterpret_cast<std::uintptr_t>(function));
+  info->marks_iteration = iteration_kernel_ && std::regex_search(info->name, *iteration_kernel_);
+  return info;
+}
+
+const Recorder::KernelInfo* Recorder::kernel_info(CUfunction function) {
+  {
+    std::shared_lock lock(kernels_mutex_);
+    const auto it = kernels_.find(function);
+    if (it != kernels_.end()) return it->second.get();
+  }
+  auto described = describe_kernel(function);  // driver calls: outside every lock
+  {
+    std::lock_guard emit_lock(emit_mutex_);
+    described->name_id = intern_locked(described->name);
+  }
+  std::unique_lock lock(kernels_mutex_);
+  auto [it, inserted] = kernels_.try_emplace(function, std::move(described));
+  (void)inserted;  // another thread may have described it first: keep one
+  return it->second.get();
+}
+
+void Recorder::on_launch(CUfunction function, std::uint64_t stream, const LaunchArgs& args) noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("a launch", {
+    const KernelInfo* kernel = kernel_info(function);
+    t_words.clear();
+    t_touched.clear();
+    const void* packed = nullptr;
+    std::size_t packed_size = 0;
+    if (args.kernel_params != nullptr && kernel->layout_known) {
+      for (std::size_t i = 0; i < kernel->params.size(); ++i) {
+        if (args.kernel_params[i] != nullptr) append_param_words(args.kernel_params[i], kernel->params[i].size, t_words);
+      }
+    } else if (args.extra != nullptr && extra_buffer(args.extra, packed, packed_size)) {
+      // The packed buffer follows the parameters' alignment, so pointers sit on 8-byte words.
+      append_param_words(packed, static_cast<std::uint32_t>(std::min(packed_size, kMaxExtraBytes)), t_words);
+    }
+    index_.scan(t_words, t_touched);
+
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    if (kernel->marks_iteration) emit_mark_locked();
+    trace::LaunchEvent event;
+    event.kernel = kernel->name_id;
+    event.stream = trace::StreamHandle{stream};
+    event.touched = t_touched;
+    ++launches_;
+    emit_locked(event, trace::SignatureBuilder::launch_token(kernel->name_id));
+  });
+}
+
+void Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("a graph launch", {
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    trace::GraphLaunchEvent event;
+    event.graph_exec = graph_exec;
+    event.stream = trace::StreamHandle{stream};
+    emit_locked(event, std::nullopt);
+  });
+}
+
+void Recorder::on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
+                       std::uint64_t stream, bool async) noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("a copy", {
+    if (kind == trace::CopyKind::unknown) {
+      // Unified addressing (cuMemcpy): an address inside a tracked non-host buffer is device.
+      auto on_device = [&](std::uint64_t address) {
+        const auto buffer = index_.find(address);
+        return buffer && buffer->kind != trace::MemoryKind::pinned_host;
+      };
+      const bool d = on_device(dst);
+      const bool s = on_device(src);
+      kind = s ? (d ? trace::CopyKind::d2d : trace::CopyKind::d2h) : (d ? trace::CopyKind::h2d : trace::CopyKind::h2h);
+    }
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    trace::CopyEvent event;
+    event.dst = dst;
+    event.src = src;
+    event.bytes = bytes;
+    event.kind = kind;
+    event.stream = trace::StreamHandle{stream};
+    event.async = async;
+    emit_locked(event, trace::SignatureBuilder::copy_token(bytes, kind));
+  });
+}
+
+void Recorder::on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("a memset", {
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    trace::MemsetEvent event;
+    event.dst = dst;
+    event.bytes = bytes;
+    event.stream = trace::StreamHandle{stream};
+    event.async = async;
+    emit_locked(event, trace::SignatureBuilder::memset_token(bytes));
+  });
+}
+
+void Recorder::on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("a synchronisation", {
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    trace::SyncEvent event;
+    event.kind = kind;
+    event.stream = trace::StreamHandle{stream};
+    emit_locked(event, std::nullopt);
+  });
+}
+
+void Recorder::on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("a stream creation", {
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    trace::StreamCreateEvent event;
+    event.stream = trace::StreamHandle{stream};
+    event.flags = flags;
+    event.priority = priority;
+    emit_locked(event, std::nullopt);
+  });
+}
+
+void Recorder::on_iteration_mark() noexcept {
+  if (!active()) return;
+  MEMTOOL_RECORD_STEP("an iteration mark", {
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    emit_mark_locked();
+  });
+}
+
+trace::StringId Recorder::intern_locked(std::string_view text) {
+  if (sink_ && !closed_.load(std::memory_order_relaxed)) return sink_->intern(text);
+  // No trace file: the detector still needs one id per name.
+  const auto [it, inserted] = names_.try_emplace(std::string(text), static_cast<std::uint32_t>(names_.size()));
+  (void)inserted;
+  return trace::StringId{it->second};
+}
+
+// --- stacks ------------------------------------------------------------------------------------
+
+trace::StackId Recorder::capture_stack_locked(std::span<const std::uint64_t> ips) {
+  write_new_modules_locked();
+  std::array<trace::StackFrame, 256> frames{};
+  const std::size_t n = std::min(ips.size(), frames.size());
+  for (std::size_t i = 0; i < n; ++i) frames[i].ip = ips[i];
+  return sink_->intern_stack(std::span<const trace::StackFrame>(frames.data(), n));
+}
+
+void Recorder::write_new_modules_locked() {
+  const unsigned long long loaded = detail::loaded_object_count();
+  if (loaded == modules_seen_) return;
+  modules_seen_ = loaded;
+  detail::for_each_code_segment([&](std::uint64_t start, std::uint64_t end, std::uint64_t offset, const char* path) {
+    if (std::find(written_module_starts_.begin(), written_module_starts_.end(), start) != written_module_starts_.end()) {
+      return;
+    }
+    written_module_starts_.push_back(start);
+    trace::ModuleMapping module;
+    module.start = start;
+    module.end = end;
+    module.file_offset = offset;
+    module.path = sink_->intern(path);
+    sink_->module(module);
+  });
+}
+
+// --- life cycle ---------------------------------------------------------------------------------
+
+void Recorder::shutdown() noexcept {
+  active_.store(false);
+  try {
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.exchange(true)) return;
+    if (sink_) sink_->close();
+  } catch (...) {
+    // Nothing left to do: the program is exiting.
+  }
+}
+
+void Recorder::before_fork() noexcept { emit_mutex_.lock(); }
+void Recorder::after_fork_in_parent() noexcept { emit_mutex_.unlock(); }
+void Recorder::after_fork_in_child() noexcept {
+  // Only this thread exists now; nobody else can hold a lock we need.
+  active_.store(false);
+  closed_.store(true);
+  if (sink_) sink_->abandon_after_fork();
+  emit_mutex_.unlock();
+}
+
+RecorderStats Recorder::stats() const noexcept {
+  std::lock_guard lock(emit_mutex_);
+  RecorderStats stats;
+  stats.events = seq_;
+  stats.allocations = allocations_;
+  stats.frees = frees_;
+  stats.launches = launches_;
+  stats.live_bytes = index_.live_bytes();
+  stats.peak_live_bytes = peak_live_bytes_;
+  stats.period = period_;
+  return stats;
+}
+
+}  // namespace memtool::interpose

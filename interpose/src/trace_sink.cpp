@@ -1,0 +1,47 @@
+// TraceWriterSink: the recorder's events into a trace file through trace::TraceWriter.
+#include <memory>
+
+#include "memtool/interpose/event_sink.hpp"
+#include "memtool/trace/writer.hpp"
+
+namespace memtool::interpose {
+namespace {
+
+class TraceWriterSink final : public EventSink {
+ public:
+  explicit TraceWriterSink(std::unique_ptr<trace::TraceWriter> writer) : writer_(std::move(writer)) {}
+
+  trace::StringId intern(std::string_view text) override { return writer_->intern(text); }
+  trace::StackId intern_stack(std::span<const trace::StackFrame> frames) override {
+    return writer_->intern_stack(frames);
+  }
+  void metadata(std::string_view key, std::string_view value) override { writer_->write_metadata(key, value); }
+  void module(const trace::ModuleMapping& module) override { writer_->write_module(module); }
+
+  void write(const trace::AllocEvent& event) override { writer_->write(event); }
+  void write(const trace::FreeEvent& event) override { writer_->write(event); }
+  void write(const trace::LaunchEvent& event) override { writer_->write(event); }
+  void write(const trace::GraphLaunchEvent& event) override { writer_->write(event); }
+  void write(const trace::CopyEvent& event) override { writer_->write(event); }
+  void write(const trace::MemsetEvent& event) override { writer_->write(event); }
+  void write(const trace::SyncEvent& event) override { writer_->write(event); }
+  void write(const trace::IterationMarkEvent& event) override { writer_->write(event); }
+  void write(const trace::StreamCreateEvent& event) override { writer_->write(event); }
+
+  void close() override { writer_->close(); }
+  void abandon_after_fork() override { writer_->abandon_after_fork(); }
+  bool failed() const override { return writer_->failed(); }
+
+ private:
+  std::unique_ptr<trace::TraceWriter> writer_;
+};
+
+}  // namespace
+
+std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::string* error) {
+  auto writer = trace::TraceWriter::open(path, error);
+  if (!writer) return nullptr;
+  return std::make_unique<TraceWriterSink>(std::move(writer));
+}
+
+}  // namespace memtool::interpose

@@ -1,0 +1,117 @@
+// `best`: the heuristics (three always — so a problem of tens of thousands of buffers with
+// thousands live at once can take longer than the limit — the others while the budget lasts),
+// the best one kept; then, unless it is at LB already, an improving search within the budget:
+//  - iterated greedy from the best heuristic's order (a fifth of the budget when an exact search
+//    applies, all of it otherwise);
+//  - for problems up to a few thousand buffers, with the rest: the skyline search
+//    (skyline_search.hpp) when every buffer has one interval and all share one alignment, else
+//    the general branch and bound (branch_and_bound.hpp), aiming under the best pool so far.
+// The smallest pool wins; it stops as soon as a pool equals LB. Deterministic: see
+// search_budget.hpp.
+#include "best.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "branch_and_bound.hpp"
+#include "greedy.hpp"
+#include "heuristics.hpp"
+#include "local_search.hpp"
+#include "skyline_search.hpp"
+#include "search_budget.hpp"
+
+namespace memtool::planner::detail {
+
+namespace {
+
+// One decision search: fit everything under `capacity`.
+SearchResult decide(const Prepared& p, std::uint64_t capacity, SearchBudget& budget, int round, bool skyline) {
+  const char* forced = std::getenv("MEMTOOL_PLANNER_SOLVER");
+  if (forced != nullptr && std::string(forced) == "bnb") return branch_and_bound(p, capacity, budget);
+  if (forced != nullptr && std::string(forced) == "skyline" && skyline) return skyline_search(p, capacity, budget);
+  if (skyline && round % 2 == 0) return skyline_search(p, capacity, budget);
+  return branch_and_bound(p, capacity, budget);
+}
+
+// Decision searches at shrinking capacities: LB first (twice, a sixth then a quarter of what is
+// left), then halfway between the lowest capacity not proved infeasible and the incumbent (a
+// third of what is left each), until the budget is spent, LB is reached or the incumbent is
+// proved optimal.
+void exact_phase(const Prepared& p, SearchBudget& budget, bool skyline, std::uint64_t& pool,
+                 std::vector<std::uint64_t>& offsets) {
+  std::uint64_t low = p.lower_bound;  // every capacity below `low` is infeasible
+  std::uint64_t alignment = 1;
+  for (const Item& it : p.items) {
+    if (it.footprint != 0) alignment = std::max(alignment, it.alignment);
+  }
+  std::uint64_t target = low;
+  for (int round = 0; pool > low && !budget.exhausted(); ++round) {
+    SearchBudget phase = budget.share(round < 2 ? 1.0 / (6 - 2 * round) : 1.0 / 3);
+    if (phase.left() == 0) break;
+    auto found = decide(p, target, phase, round, skyline);
+    budget.spend(phase.used() + 1);
+    if (found.improved && found.pool < pool) {
+      pool = found.pool;
+      offsets = std::move(found.offsets);
+    } else if (found.exhausted_space) {
+      low = target + 1;
+    }
+    if (pool <= low) break;
+    if (round == 0 && target == p.lower_bound && low == p.lower_bound) continue;  // LB again, other solver
+    // Next capacity: halfway from the lowest possible to the incumbent, on the alignment grid.
+    target = std::max(low, (low + (pool - 1 - low) / 2) / alignment * alignment);
+  }
+}
+
+}  // namespace
+
+Placement best_plan(const Prepared& p, const PlanOptions& options) {
+  SearchBudget budget(options.time_limit_seconds);
+  GreedyPlacer placer(p);
+  GreedyResult best;
+  std::vector<std::uint32_t> best_order;
+  Fit best_fit = Fit::best;
+  bool have = false;
+  // Most often best first (on the fixtures), since a large problem may afford only one or two.
+  constexpr std::pair<Order, Fit> kStarts[] = {
+      {Order::breadth, Fit::best}, {Order::size_by_start, Fit::best}, {Order::conflicts, Fit::best},
+      {Order::size, Fit::first},   {Order::size, Fit::best},          {Order::size_by_start, Fit::first},
+      {Order::area, Fit::best},    {Order::lifetime, Fit::best}};
+  // The first three always run (each wins on some real problem), even past the budget.
+  int started = 0;
+  for (const auto& [order_kind, fit] : kStarts) {
+    if (have && (best.pool <= p.lower_bound || (started >= 3 && budget.exhausted()))) break;
+    ++started;
+    auto order = heuristic_order(p, order_kind);
+    auto run = placer.place(order, fit, have ? best.pool : UINT64_MAX);
+    budget.spend(run.work + p.items.size());
+    if (!have || run.pool < best.pool) {
+      best = std::move(run);
+      best_order = std::move(order);
+      best_fit = fit;
+      have = true;
+    }
+  }
+  std::vector<std::uint64_t> offsets = std::move(best.offsets);
+  std::uint64_t pool = best.pool;
+  if (pool > p.lower_bound && !budget.exhausted()) {
+    const bool exact = branch_and_bound_applies(p);
+    const bool skyline = exact && skyline_search_applies(p);
+    SearchBudget phase = budget.share(exact ? 0.2 : 1.0);
+    auto improved = iterated_greedy(p, std::move(best_order), best_fit, {offsets, pool, 0}, phase);
+    budget.spend(phase.used());
+    if (improved.pool < pool) {
+      pool = improved.pool;
+      offsets = std::move(improved.offsets);
+    }
+    if (exact && pool > p.lower_bound) exact_phase(p, budget, skyline, pool, offsets);
+  }
+  Placement placement;
+  placement.offsets = std::move(offsets);
+  placement.offsets.resize(p.items.size(), 0);
+  placement.pool_size = pool;
+  return placement;
+}
+
+}  // namespace memtool::planner::detail

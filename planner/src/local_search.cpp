@@ -1,0 +1,82 @@
+// Iterated greedy. Each round builds a new order from the incumbent one by one of two moves,
+// alternating:
+//  - promote the peak: buffers whose range reaches the pool's top are the ones that set the pool
+//    size; moving them (and a few pseudo-random others) to the front of the order gives them
+//    first choice of addresses, as TelaMalloc's backtracking does for contended buffers;
+//  - shake: swap pseudo-random pairs of nearby positions.
+// A greedy run that exceeds the incumbent stops early, so failed rounds are cheap. Orders with
+// an equal pool are accepted too, to move along plateaus.
+#include "local_search.hpp"
+
+#include <algorithm>
+
+namespace memtool::planner::detail {
+
+namespace {
+
+// splitmix64: small, fast and the same everywhere.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
+
+ private:
+  std::uint64_t state_;
+};
+
+std::vector<std::uint32_t> promote_peak(const Prepared& p, const std::vector<std::uint32_t>& order,
+                                        const std::vector<std::uint64_t>& offsets, std::uint64_t pool, Random& rng) {
+  std::vector<std::uint8_t> promoted(p.items.size(), 0);
+  std::vector<std::uint32_t> front;
+  for (std::uint32_t i : order) {
+    const Item& it = p.items[i];
+    if (it.footprint != 0 && offsets[i] + it.footprint == pool) promoted[i] = 1;
+  }
+  // A few random companions, so that repeated promotions do not cycle.
+  const std::uint64_t extra = 1 + rng.below(4);
+  for (std::uint64_t k = 0; k < extra && !order.empty(); ++k) promoted[order[rng.below(order.size())]] = 1;
+  std::vector<std::uint32_t> rest;
+  for (std::uint32_t i : order) (promoted[i] ? front : rest).push_back(i);
+  front.insert(front.end(), rest.begin(), rest.end());
+  return front;
+}
+
+std::vector<std::uint32_t> shake(std::vector<std::uint32_t> order, Random& rng) {
+  if (order.size() < 2) return order;
+  const std::uint64_t swaps = 1 + rng.below(std::max<std::uint64_t>(2, order.size() / 50));
+  const std::uint64_t reach = 1 + rng.below(std::max<std::uint64_t>(2, order.size() / 10));
+  for (std::uint64_t k = 0; k < swaps; ++k) {
+    const std::uint64_t a = rng.below(order.size());
+    const std::uint64_t b = std::min<std::uint64_t>(order.size() - 1, a + 1 + rng.below(reach));
+    std::swap(order[a], order[b]);
+  }
+  return order;
+}
+
+}  // namespace
+
+LocalSearchResult iterated_greedy(const Prepared& p, std::vector<std::uint32_t> order, Fit fit, GreedyResult start,
+                                  SearchBudget& budget) {
+  LocalSearchResult best{std::move(start.offsets), start.pool, std::move(order)};
+  Random rng(0x6d656d746f6f6cULL ^ p.items.size() ^ (p.lower_bound << 1));
+  GreedyPlacer placer(p);
+  for (std::uint64_t round = 0; best.pool > p.lower_bound && !budget.exhausted(); ++round) {
+    auto candidate = round % 2 == 0 ? promote_peak(p, best.order, best.offsets, best.pool, rng) : shake(best.order, rng);
+    auto run = placer.place(candidate, fit, best.pool);
+    budget.spend(run.work + p.items.size());
+    if (run.pool <= best.pool) {
+      best.pool = run.pool;
+      best.offsets = std::move(run.offsets);
+      best.order = std::move(candidate);
+    }
+  }
+  return best;
+}
+
+}  // namespace memtool::planner::detail

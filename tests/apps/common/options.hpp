@@ -1,0 +1,34 @@
+// Command-line options shared by the test apps (no third-party parser: the apps must also build
+// on a GPU machine that has only the CUDA toolkit and a compiler).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace apps {
+
+struct Options {
+  int iterations = 5;
+  int batch = 0;           // 0: the app's default
+  std::uint64_t seed = 1;
+  float learning_rate = 0; // 0: the app's default
+  std::string module;      // empty: the fake module image next to the executable
+  // Only for the cuGetProcAddress clients.
+  int cuda_version = 12000;
+  bool per_thread_default_stream = false;
+};
+
+struct OptionDefaults {
+  const char* program;
+  int batch;
+  float learning_rate;
+  bool getproc;  // accept --cuda-version and --per-thread
+};
+
+// Parses argv; prints usage and exits 0 on --help, exits 2 on a bad option or value.
+Options parse_options(int argc, char** argv, const OptionDefaults& defaults);
+
+// The module image used when --module is not given: app_kernels.fakecuda beside the executable.
+std::string default_module_path();
+
+}  // namespace apps

@@ -1,0 +1,130 @@
+// The math of every test-app kernel, one output element at a time, shared by the GPU twins
+// (app_kernels.cu: a grid-stride loop over elements) and the fakecuda host kernels
+// (host_kernels.cpp: a plain loop). One body for both keeps the twins computing the same thing;
+// each element is written by exactly one thread in a fixed summation order, so results are
+// deterministic on either platform (no atomics).
+//
+// Layouts: matrices are row-major; images are NHWC (batch, height, width, channels).
+#pragma once
+
+#ifdef __CUDACC__
+#define APP_KERNEL_MATH __host__ __device__ inline
+#else
+#define APP_KERNEL_MATH inline
+#endif
+
+#include <math.h>
+
+namespace kernel_math {
+
+// C[m,n] = sum_k op(A)[m,k] * op(B)[k,n]; op(A) is M×K (A stored K×M when transposed),
+// op(B) is K×N (B stored N×K when transposed). Elements: M*N.
+APP_KERNEL_MATH void matmul(int i, const float* a, const float* b, float* c, int m_rows, int n_cols,
+                            int k_inner, int trans_a, int trans_b) {
+  const int m = i / n_cols;
+  const int n = i % n_cols;
+  float sum = 0.0f;
+  for (int k = 0; k < k_inner; ++k) {
+    const float av = trans_a ? a[k * m_rows + m] : a[m * k_inner + k];
+    const float bv = trans_b ? b[n * k_inner + k] : b[k * n_cols + n];
+    sum += av * bv;
+  }
+  c[i] = sum;
+}
+
+// C[m,n] += bias[n]. Elements: M*N.
+APP_KERNEL_MATH void bias_add(int i, float* c, const float* bias, int n_cols) {
+  c[i] += bias[i % n_cols];
+}
+
+APP_KERNEL_MATH void relu_forward(int i, const float* z, float* a) {
+  a[i] = z[i] > 0.0f ? z[i] : 0.0f;
+}
+
+APP_KERNEL_MATH void relu_backward(int i, const float* z, const float* da, float* dz) {
+  dz[i] = z[i] > 0.0f ? da[i] : 0.0f;
+}
+
+// Row r: loss_rows[r] = -log softmax(logits[r])[label]; dlogits[r] = (softmax - onehot) / rows,
+// the gradient of the batch-mean loss. Elements: rows.
+APP_KERNEL_MATH void softmax_xent(int r, const float* logits, const int* labels, float* loss_rows,
+                                  float* dlogits, int rows, int classes) {
+  const float* z = logits + r * classes;
+  float top = z[0];
+  for (int c = 1; c < classes; ++c) top = z[c] > top ? z[c] : top;
+  float total = 0.0f;
+  for (int c = 0; c < classes; ++c) total += expf(z[c] - top);
+  const int label = labels[r];
+  loss_rows[r] = logf(total) - (z[label] - top);
+  const float inv_rows = 1.0f / static_cast<float>(rows);
+  for (int c = 0; c < classes; ++c) {
+    const float p = expf(z[c] - top) / total;
+    dlogits[r * classes + c] = (p - (c == label ? 1.0f : 0.0f)) * inv_rows;
+  }
+}
+
+// out[n] = sum_m X[m,n]. Elements: N.
+APP_KERNEL_MATH void column_sum(int n, const float* x, float* out, int m_rows, int n_cols) {
+  float sum = 0.0f;
+  for (int m = 0; m < m_rows; ++m) sum += x[m * n_cols + n];
+  out[n] = sum;
+}
+
+APP_KERNEL_MATH void sgd_update(int i, float* w, const float* g, float learning_rate) {
+  w[i] -= learning_rate * g[i];
+}
+
+// 3×3 patches with zero padding 1, stride 1: cols is (B*H*W) × (C*9), column ci*9 + ky*3 + kx.
+// Elements: B*H*W*C*9.
+APP_KERNEL_MATH void im2col_3x3(int i, const float* x, float* cols, int height, int width,
+                                int channels) {
+  const int patch = channels * 9;
+  const int row = i / patch;
+  const int col = i % patch;
+  const int ci = col / 9;
+  const int ky = (col % 9) / 3;
+  const int kx = col % 3;
+  const int b = row / (height * width);
+  const int pos = row % (height * width);
+  const int y = pos / width + ky - 1;
+  const int xx = pos % width + kx - 1;
+  const bool inside = y >= 0 && y < height && xx >= 0 && xx < width;
+  cols[i] = inside ? x[((b * height + y) * width + xx) * channels + ci] : 0.0f;
+}
+
+// 2×2 max pooling, stride 2 (H and W even); argmax keeps the flat input index of the first
+// maximum. Elements: B*(H/2)*(W/2)*C.
+APP_KERNEL_MATH void maxpool2x2_forward(int i, const float* a, float* p, int* argmax, int height,
+                                        int width, int channels) {
+  const int c = i % channels;
+  int t = i / channels;
+  const int ox = t % (width / 2);
+  t /= width / 2;
+  const int oy = t % (height / 2);
+  const int b = t / (height / 2);
+  int best = ((b * height + 2 * oy) * width + 2 * ox) * channels + c;
+  for (int dy = 0; dy < 2; ++dy) {
+    for (int dx = 0; dx < 2; ++dx) {
+      const int at = ((b * height + 2 * oy + dy) * width + 2 * ox + dx) * channels + c;
+      if (a[at] > a[best]) best = at;
+    }
+  }
+  p[i] = a[best];
+  argmax[i] = best;
+}
+
+// Gradient of the pooling, gathered per input element (no scatter, no atomics).
+// Elements: B*H*W*C.
+APP_KERNEL_MATH void maxpool2x2_backward(int i, const float* dp, const int* argmax, float* da,
+                                         int height, int width, int channels) {
+  const int c = i % channels;
+  int t = i / channels;
+  const int x = t % width;
+  t /= width;
+  const int y = t % height;
+  const int b = t / height;
+  const int o = ((b * (height / 2) + y / 2) * (width / 2) + x / 2) * channels + c;
+  da[i] = argmax[o] == i ? dp[o] : 0.0f;
+}
+
+}  // namespace kernel_math

@@ -1,0 +1,69 @@
+/* fakecuda's control API: what a test asks the emulated driver directly.
+ *
+ * Counters describe what the program did to the emulated device since the library was loaded (or
+ * since the last fakecuda_stats_reset). bytes_in_use is device memory as cuMemGetInfo sees it:
+ * cuMemAlloc/async allocations (rounded to the 512-byte allocation granule), VMM physical
+ * allocations, and managed memory currently resident on the device. FAKECUDA_STATS=FILE writes the
+ * same figures as one JSON object when the process exits.
+ */
+#ifndef FAKECUDA_CONTROL_H
+#define FAKECUDA_CONTROL_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fakecuda_stats {
+  unsigned long long capacity_bytes;
+  unsigned long long bytes_in_use;
+  unsigned long long peak_bytes_in_use;
+  unsigned long long allocations;        /* cuMemAlloc, pitch, async, pool and managed */
+  unsigned long long frees;              /* cuMemFree and cuMemFreeAsync (when issued) */
+  unsigned long long async_allocations;  /* cuMemAllocAsync / cuMemAllocFromPoolAsync */
+  unsigned long long async_frees;        /* cuMemFreeAsync */
+  unsigned long long managed_allocations;
+  unsigned long long managed_bytes;          /* managed memory allocated */
+  unsigned long long managed_device_bytes;   /* of which resident on the device */
+  unsigned long long oom_errors;             /* CUDA_ERROR_OUT_OF_MEMORY returned */
+  unsigned long long host_allocations;       /* cuMemAllocHost / cuMemHostAlloc */
+  unsigned long long vmm_creates;
+  unsigned long long vmm_releases;
+  unsigned long long vmm_maps;
+  unsigned long long vmm_unmaps;
+  unsigned long long vmm_physical_bytes;
+  unsigned long long bytes_h2d;
+  unsigned long long bytes_d2h;
+  unsigned long long bytes_d2d;
+  unsigned long long bytes_h2h;
+  unsigned long long copies;
+  unsigned long long memsets;
+  unsigned long long launches;
+  unsigned long long host_functions;         /* cuLaunchHostFunc / cuStreamAddCallback */
+  unsigned long long prefetches;
+  unsigned long long bytes_migrated_to_device;
+  unsigned long long bytes_migrated_to_host;
+  unsigned long long stream_creates;
+  unsigned long long event_records;
+  unsigned long long synchronizations;       /* stream, event and context synchronise calls */
+} fakecuda_stats;
+
+/* Copies the counters into *out (at most size bytes, so older callers keep working). Returns the
+ * number of bytes written. */
+size_t fakecuda_stats_snapshot(fakecuda_stats* out, size_t size);
+
+/* Zeroes the event counters; bytes_in_use stays and peak_bytes_in_use restarts from it. */
+void fakecuda_stats_reset(void);
+
+/* Writes the stats JSON (what FAKECUDA_STATS writes at exit) to path. Returns 0 on success. */
+int fakecuda_stats_write_json(const char* path);
+
+/* How many times kernel `name` was launched (0 when unknown). */
+unsigned long long fakecuda_kernel_launches(const char* name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FAKECUDA_CONTROL_H */

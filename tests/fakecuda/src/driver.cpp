@@ -1,0 +1,251 @@
+// Initialisation, configuration from the environment, contexts and the per-thread context stack.
+#include "driver.hpp"
+
+#include "memory.hpp"
+#include "stats.hpp"
+#include "streams.hpp"
+
+#include <pthread.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace fakecuda {
+namespace {
+
+struct DriverState {
+  std::mutex mutex;
+  std::atomic<bool> initialized{false};
+  std::atomic<bool> forked{false};
+  Config config;
+  Context primary;
+  int primary_refs = 0;
+  unsigned primary_flags = 0;
+  std::vector<Context*> contexts;  // every live context, primary first (mutex)
+  std::uint64_t next_context_id = 2;
+};
+
+// Leaked on purpose: stream workers may still run while static destructors do.
+DriverState& state() {
+  static DriverState* s = [] {
+    auto* d = new DriverState;
+    d->primary.primary = true;
+    d->primary.id = 1;
+    d->contexts.push_back(&d->primary);
+    return d;
+  }();
+  return *s;
+}
+
+thread_local std::vector<Context*> tls_context_stack;
+
+// "4G", "512M", "65536", "1.5G" is not accepted: whole numbers with an optional K/M/G/T suffix
+// (powers of 1024), because a typo must fail loudly rather than emulate the wrong device.
+bool parse_bytes(const char* text, std::size_t& out) {
+  if (text == nullptr || *text == '\0') {
+    return false;
+  }
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || text[0] == '-') {
+    return false;
+  }
+  unsigned shift = 0;
+  if (*end != '\0') {
+    switch (*end) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      case 't': case 'T': shift = 40; break;
+      default: return false;
+    }
+    ++end;
+    if (*end == 'i' || *end == 'B') {
+      ++end;
+    }
+    if (*end == 'B') {
+      ++end;
+    }
+    if (*end != '\0') {
+      return false;
+    }
+  }
+  if (value == 0 || (shift != 0 && value > (~0ULL >> shift))) {
+    return false;
+  }
+  out = static_cast<std::size_t>(value << shift);
+  return true;
+}
+
+void mark_forked() { state().forked.store(true); }
+
+}  // namespace
+
+const Config& config() noexcept { return state().config; }
+
+CUresult check_init() noexcept {
+  const DriverState& s = state();
+  if (!s.initialized.load(std::memory_order_acquire) || s.forked.load(std::memory_order_relaxed)) {
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult check_device(CUdevice dev) noexcept {
+  return (dev >= 0 && dev < kDeviceCount) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult init_driver(unsigned flags) noexcept {
+  DriverState& s = state();
+  if (flags != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (s.forked.load()) {
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.initialized.load()) {
+    return CUDA_SUCCESS;
+  }
+  if (const char* text = std::getenv("FAKECUDA_MEMORY_BYTES")) {
+    std::size_t bytes = 0;
+    if (!parse_bytes(text, bytes)) {
+      std::fprintf(stderr, "fakecuda: FAKECUDA_MEMORY_BYTES=\"%s\" is not a byte count (e.g. 4294967296, 512M, 4G)\n",
+                   text);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    s.config.capacity_bytes = bytes;
+  }
+  if (!memory().init(s.config.capacity_bytes)) {
+    std::fprintf(stderr, "fakecuda: cannot reserve the device address range\n");
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  static bool atfork_registered = false;
+  if (!atfork_registered) {
+    pthread_atfork(nullptr, nullptr, mark_forked);
+    atfork_registered = true;
+  }
+  s.initialized.store(true, std::memory_order_release);
+  return CUDA_SUCCESS;
+}
+
+bool is_forked_child() noexcept { return state().forked.load(); }
+
+CUresult current_context(Context*& out) noexcept {
+  out = current_context_or_null();
+  if (out == nullptr || !out->alive.load(std::memory_order_relaxed)) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  return CUDA_SUCCESS;
+}
+
+Context* current_context_or_null() noexcept {
+  return tls_context_stack.empty() ? nullptr : tls_context_stack.back();
+}
+
+Context& primary_context() noexcept { return state().primary; }
+
+bool is_live_context(Context* ctx) noexcept {
+  DriverState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (Context* c : s.contexts) {
+    if (c == ctx) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<Context*> live_contexts() {
+  DriverState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.contexts;
+}
+
+void set_current(Context* ctx) noexcept {
+  if (tls_context_stack.empty()) {
+    if (ctx != nullptr) {
+      tls_context_stack.push_back(ctx);
+    }
+  } else if (ctx == nullptr) {
+    tls_context_stack.pop_back();
+  } else {
+    tls_context_stack.back() = ctx;
+  }
+}
+
+void push_current(Context* ctx) { tls_context_stack.push_back(ctx); }
+
+Context* pop_current() noexcept {
+  if (tls_context_stack.empty()) {
+    return nullptr;
+  }
+  Context* top = tls_context_stack.back();
+  tls_context_stack.pop_back();
+  return top;
+}
+
+Context* create_context(unsigned flags) {
+  DriverState& s = state();
+  auto* ctx = new Context;
+  ctx->flags = flags;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ctx->id = s.next_context_id++;
+  s.contexts.push_back(ctx);
+  return ctx;
+}
+
+CUresult destroy_context(Context* ctx) {
+  DriverState& s = state();
+  if (ctx == &s.primary) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    bool found = false;
+    for (auto it = s.contexts.begin(); it != s.contexts.end(); ++it) {
+      if (*it == ctx) {
+        s.contexts.erase(it);
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      return CUDA_ERROR_INVALID_CONTEXT;
+    }
+  }
+  synchronize_context(*ctx);
+  destroy_context_streams(*ctx);
+  ctx->alive.store(false);
+  // Remove it from this thread's stack; other threads that still hold it see alive == false.
+  // The object itself is kept: a stale handle must read as invalid, not as freed memory.
+  for (auto it = tls_context_stack.begin(); it != tls_context_stack.end();) {
+    it = (*it == ctx) ? tls_context_stack.erase(it) : it + 1;
+  }
+  return CUDA_SUCCESS;
+}
+
+int primary_retain() noexcept {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return ++state().primary_refs;
+}
+
+int primary_release() noexcept {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().primary_refs == 0) {
+    return -1;
+  }
+  return --state().primary_refs;
+}
+
+int primary_refcount() noexcept {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().primary_refs;
+}
+
+unsigned& primary_flags() noexcept { return state().primary_flags; }
+
+}  // namespace fakecuda

@@ -1,0 +1,15 @@
+// libFuzzer target for the PyTorch snapshot importer's JSON path (nlohmann SAX into our value
+// tree, then the schema walk): any byte string must be imported or refused with InputError.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzz_snapshot_checks.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  memtool::fuzz::check_snapshot_import(bytes, [](std::string_view input, memtool::trace::EventVisitor& visitor) {
+    return memtool::trace::import_snapshot_json(input, "fuzz.json", visitor);
+  });
+  return 0;
+}

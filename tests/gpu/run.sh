@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# The one script to run on a machine with a real GPU (docs: DESIGN.md §7). It leaves everything in
+# one results folder and prints a summary at the end; the whole run stays under 8 minutes.
+#
+#   tests/gpu/run.sh [--build DIR] [--out DIR] [--budget SECONDS] [--models "resnet50 transformer"]
+#                    [--strategy NAME]... [--module IMAGE] [--no-torch]
+# --build: a build folder made on the development machine (default: build/); --module: the kernel
+# image the apps load (default: app_kernels.fatbin of the apps, else compiled here).
+#
+# Stages, each under a timeout and skipped (with a note) when its prerequisite is missing:
+#   1. machine    nvidia-smi, driver, toolkit and PyTorch versions (no GPU: note it, exit 0)
+#   2. apps       the test apps from --build (carried from the development machine), or rebuilt
+#                 here with nvcc + g++ from tests/apps when the carried ones are missing or cannot
+#                 run on this system; app_kernels.fatbin likewise
+#   3. ctest      `ctest -L gpu` in --build when that build's CTest files are valid here
+#   4. preload    each app against the real driver, plain and with LD_PRELOAD=libmemtool.so
+#                 (MEMTOOL_TRACE set; each --strategy too): checksums must be identical
+#   5. torch      PyTorch training steps (torchvision ResNet-50, a GPT-2-size transformer; random
+#                 weights and data, no downloads): the caching allocator, then
+#                 PYTORCH_NO_CUDA_MEMORY_CACHING=1 plain and under libmemtool.so; losses must be
+#                 bit-identical, step times and peak memory are compared; traces are kept
+#   6. summary    summary.txt in the results folder, and on stdout
+# Exit status: 0 when nothing that ran disagreed (skips included), 1 on a mismatch or failure.
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build="$repo/build"
+out=""
+budget=450            # seconds for the whole run, leaving margin under the 8 minutes
+models="resnet50 transformer"
+strategies=()
+module=""
+run_torch=1
+while (($#)); do
+  case "$1" in
+    --build) build=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --strategy) strategies+=("$2"); shift 2 ;;
+    --module) module=$2; shift 2 ;;
+    --no-torch) run_torch=0; shift ;;
+    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$out" ] || out="$repo/tests/gpu/results/$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$out/logs" "$out/traces" || { echo "run.sh: cannot create $out" >&2; exit 2; }
+out=$(cd "$out" && pwd)
+summary="$out/summary.txt"
+: >"$summary"
+start=$SECONDS
+failures=0
+
+note() { echo "$*" | tee -a "$summary"; }
+remaining() { echo $((budget - (SECONDS - start))); }
+# guarded SECONDS LOG cmd…: runs cmd under a timeout bounded by what is left of the budget;
+# stdout goes to LOG (what runs are compared on), stderr to LOG.stderr.
+guarded() {
+  local limit=$1 log=$2
+  shift 2
+  local left
+  left=$(remaining)
+  ((limit > left)) && limit=$left
+  if ((limit < 5)); then
+    echo "out of time budget" >"$log.stderr"
+    return 124
+  fi
+  timeout --kill-after=5 "$limit" "$@" >"$log" 2>"$log.stderr"
+  local rc=$?
+  ((rc == 124 || rc == 137)) && echo "timed out after $limit s" >>"$log.stderr"
+  return $rc
+}
+# why LOG: the last line of a failed command's stderr (else of its stdout).
+why() { if [ -s "$1.stderr" ]; then tail -n1 "$1.stderr"; else tail -n1 "$1" 2>/dev/null; fi; }
+stage() { note ""; note "== $* ($((SECONDS - start)) s into the run)"; }
+
+finish() {
+  stage "summary"
+  note "results folder: $out"
+  note "wall time: $((SECONDS - start)) s; mismatches or failures: $failures"
+  if ((failures)); then
+    note "RESULT: FAIL"
+    exit 1
+  fi
+  note "RESULT: OK"
+  exit 0
+}
+
+# ---------------------------------------------------------------------------------------- 1
+stage "machine"
+note "date: $(date -u +%FT%TZ); host: $(uname -srm)"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  note "SKIP: no nvidia-smi on this machine: no GPU stages run"
+  finish
+fi
+if ! guarded 30 "$out/logs/nvidia-smi.txt" nvidia-smi ||
+   ! guarded 30 "$out/gpus.csv" nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader ||
+   ! [ -s "$out/gpus.csv" ]; then
+  note "SKIP: nvidia-smi finds no usable GPU (see logs/nvidia-smi.txt): no GPU stages run"
+  finish
+fi
+note "gpu: $(head -n1 "$out/gpus.csv")"
+compute_cap=$(head -n1 "$out/gpus.csv" | awk -F', *' '{print $4}' | tr -d '.')
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+nvcc=$(command -v nvcc || true)
+[ -z "$nvcc" ] && [ -x "$cuda_home/bin/nvcc" ] && nvcc="$cuda_home/bin/nvcc"
+if [ -n "$nvcc" ]; then note "nvcc: $("$nvcc" --version | tail -n1)"; else note "nvcc: none"; fi
+python=$(command -v python3 || command -v python || true)
+
+# ---------------------------------------------------------------------------------------- 2
+stage "apps"
+apps="$build/tests/apps"
+app_programs=(mlp_train conv_train mlp_train_getproc conv_train_getproc)
+# The carried programs may need a newer libc/libstdc++ than this system has: try one first.
+apps_usable() {
+  local dir=$1 p
+  for p in "${app_programs[@]}"; do [ -x "$dir/$p" ] || return 1; done
+  guarded 20 "$out/logs/apps-probe.txt" "$dir/mlp_train" --help
+}
+if apps_usable "$apps"; then
+  note "apps: carried build $apps"
+else
+  note "apps: no usable carried build in $apps ($(why "$out/logs/apps-probe.txt")); rebuilding here"
+  apps="$out/apps-build"
+  mkdir -p "$apps"
+  src="$repo/tests/apps"
+  cxx=$(command -v g++ || command -v c++ || true)
+  if [ -z "$cxx" ] || [ ! -f "$cuda_home/include/cuda.h" ]; then
+    note "SKIP: cannot rebuild the apps (compiler: ${cxx:-none}; cuda.h: $cuda_home/include)"
+    apps=""
+  else
+    common=("$src/common/check.cpp" "$src/common/driver_api_getproc.cpp" "$src/common/options.cpp"
+            "$src/common/session.cpp" "$src/common/synthetic_data.cpp")
+    flags=(-std=c++20 -O2 -I"$cuda_home/include")
+    ok=1
+    for app in mlp conv; do
+      guarded 120 "$out/logs/build-${app}_train.txt" "$cxx" "${flags[@]}" -o "$apps/${app}_train" \
+        "$src/$app/${app}_train.cpp" "$src/$app/${app}_model.cpp" "$src/common/driver_api_linked.cpp" \
+        "${common[@]}" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda -ldl || ok=0
+      guarded 120 "$out/logs/build-${app}_train_getproc.txt" "$cxx" "${flags[@]}" \
+        -o "$apps/${app}_train_getproc" "$src/$app/${app}_train_getproc.cpp" \
+        "$src/$app/${app}_model.cpp" "${common[@]}" -ldl || ok=0
+    done
+    if ((ok)); then
+      note "apps: rebuilt in $apps"
+    else
+      note "FAIL: rebuilding the apps (see logs/build-*.txt)"
+      failures=$((failures + 1))
+      apps=""
+    fi
+  fi
+fi
+if [ -n "$apps" ]; then
+  if [ -n "$module" ]; then
+    :
+  elif [ -s "$apps/app_kernels.fatbin" ]; then
+    module="$apps/app_kernels.fatbin"
+  elif [ -n "$nvcc" ]; then
+    module="$out/app_kernels.fatbin"
+    arch=${compute_cap:-90}
+    if guarded 180 "$out/logs/nvcc.txt" "$nvcc" -fatbin -O3 -std=c++17 \
+         -gencode "arch=compute_$arch,code=sm_$arch" -gencode "arch=compute_$arch,code=compute_$arch" \
+         -o "$module" "$repo/tests/apps/kernels/app_kernels.cu"; then
+      note "apps: app_kernels.fatbin compiled here for sm_$arch"
+    else
+      note "FAIL: nvcc app_kernels.cu (see logs/nvcc.txt)"
+      failures=$((failures + 1))
+      module=""
+    fi
+  else
+    note "SKIP: no app_kernels.fatbin and no nvcc to make one"
+  fi
+fi
+[ -n "$module" ] && note "apps: module $module"
+
+# ---------------------------------------------------------------------------------------- 3
+stage "ctest -L gpu"
+if ! command -v ctest >/dev/null 2>&1; then
+  note "SKIP: no ctest"
+elif [ ! -f "$build/CTestTestfile.cmake" ] || ! grep -q "$build" "$build/CTestTestfile.cmake"; then
+  note "SKIP: no CTest files for $build on this machine (a carried build keeps its origin's paths)"
+else
+  if guarded 150 "$out/logs/ctest-gpu.txt" ctest --test-dir "$build" -L gpu --output-on-failure; then
+    note "ctest: $(grep -E 'tests passed|tests failed' "$out/logs/ctest-gpu.txt" | tail -n1)"
+  else
+    note "FAIL: ctest -L gpu: $(grep -E 'tests passed|tests failed' "$out/logs/ctest-gpu.txt" | tail -n1; why "$out/logs/ctest-gpu.txt")"
+    failures=$((failures + 1))
+  fi
+fi
+
+# ---------------------------------------------------------------------------------------- 4
+stage "apps: plain vs libmemtool.so"
+preload="$build/interpose/libmemtool.so"
+[ -f "$preload" ] || { note "SKIP (preload runs): no $preload"; preload=""; }
+memtool_cli="$build/tools/memtool/memtool"
+if [ -n "$apps" ] && [ -n "$module" ]; then
+  # Runs: "name|program|args…" — the linked apps, and the cudart-style clients in both modes.
+  runs=("mlp_train|mlp_train|" "conv_train|conv_train|"
+        "mlp_train_getproc|mlp_train_getproc|" "conv_train_getproc_ptsz|conv_train_getproc|--per-thread"
+        "mlp_train_getproc_13000|mlp_train_getproc|--cuda-version 13000")
+  for entry in "${runs[@]}"; do
+    IFS='|' read -r name program args <<<"$entry"
+    read -ra extra <<<"$args"
+    cmd=("$apps/$program" --iterations 8 --module "$module" "${extra[@]}")
+    if ! guarded 60 "$out/logs/$name.plain.txt" env -u LD_PRELOAD "${cmd[@]}"; then
+      note "FAIL: $name (plain): $(why "$out/logs/$name.plain.txt")"
+      failures=$((failures + 1))
+      continue
+    fi
+    guarded 60 "$out/logs/$name.plain2.txt" env -u LD_PRELOAD "${cmd[@]}"
+    if ! cmp -s "$out/logs/$name.plain.txt" "$out/logs/$name.plain2.txt"; then
+      note "FAIL: $name is not deterministic on this GPU (logs/$name.plain*.txt)"
+      failures=$((failures + 1))
+    fi
+    line="$name: $(tail -n1 "$out/logs/$name.plain.txt")"
+    if [ -n "$preload" ]; then
+      for strategy in record "${strategies[@]}"; do
+        log="$out/logs/$name.$strategy.txt"
+        # A preload the loader cannot load is ignored with a message: the trace proves it ran.
+        if guarded 90 "$log" env LD_PRELOAD="$preload" MEMTOOL_STRATEGY="$strategy" \
+             MEMTOOL_TRACE="$out/traces/$name.$strategy.%p.trace" MEMTOOL_LOG_FILE="$out/logs/$name.$strategy.memtool.log" \
+             "${cmd[@]}" && cmp -s "$out/logs/$name.plain.txt" "$log"; then
+          if [ "$strategy" = off ] || compgen -G "$out/traces/$name.$strategy.*.trace" >/dev/null; then
+            line+="; $strategy: identical"
+          else
+            line+="; $strategy: identical but NO TRACE written: was libmemtool.so loaded? (logs/$name.$strategy.txt.stderr)"
+            failures=$((failures + 1))
+          fi
+        else
+          line+="; $strategy: DIFFERENT or failed (logs/$name.$strategy.txt)"
+          failures=$((failures + 1))
+        fi
+      done
+    fi
+    note "$line"
+  done
+else
+  note "SKIP: no apps or no GPU module"
+fi
+
+# ---------------------------------------------------------------------------------------- 5
+stage "torch"
+if ((!run_torch)); then
+  note "SKIP: --no-torch"
+elif [ -z "$python" ] || ! guarded 120 "$out/logs/torch-version.txt" "$python" -c \
+     'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available()); assert torch.cuda.is_available()'; then
+  note "SKIP: no PyTorch with CUDA ($(why "$out/logs/torch-version.txt"))"
+else
+  note "$(tail -n1 "$out/logs/torch-version.txt")"
+  step="$repo/tests/gpu/torch_train_step.py"
+  for model in $models; do
+    common_env=(CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONHASHSEED=0)
+    # name|extra environment
+    configs=("caching|" "nocache|PYTORCH_NO_CUDA_MEMORY_CACHING=1")
+    [ -n "$preload" ] && configs+=("memtool|PYTORCH_NO_CUDA_MEMORY_CACHING=1 LD_PRELOAD=$preload MEMTOOL_TRACE=$out/traces/$model.%p.trace MEMTOOL_LOG_FILE=$out/logs/$model.memtool.log")
+    for config in "${configs[@]}"; do
+      IFS='|' read -r cname cenv <<<"$config"
+      if (($(remaining) < 60)); then
+        note "SKIP: $model/$cname: under 60 s of the budget left"
+        continue
+      fi
+      # shellcheck disable=SC2086 # cenv is NAME=VALUE words
+      if guarded 150 "$out/logs/$model.$cname.txt" env -u LD_PRELOAD "${common_env[@]}" $cenv \
+           "$python" "$step" --model "$model" --iterations 5 --json "$out/$model.$cname.json"; then
+        note "$model/$cname: $(grep '^summary' "$out/logs/$model.$cname.txt" | tail -n1)"
+        if [ "$cname" = memtool ] && ! compgen -G "$out/traces/$model.*.trace" >/dev/null; then
+          note "FAIL: $model/memtool wrote no trace: was libmemtool.so loaded? (logs/$model.$cname.txt.stderr)"
+          failures=$((failures + 1))
+        fi
+      else
+        note "FAIL: $model/$cname: $(why "$out/logs/$model.$cname.txt")"
+        failures=$((failures + 1))
+      fi
+    done
+    # Losses must be bit-identical between the no-caching runs (with and without memtool).
+    for cname in caching memtool; do
+      if [ ! -s "$out/$model.nocache.json" ] || [ ! -s "$out/$model.$cname.json" ]; then continue; fi
+      if "$python" - "$out/$model.nocache.json" "$out/$model.$cname.json" <<'EOF'; then
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+sys.exit(0 if a["losses_hex"] == b["losses_hex"] else 1)
+EOF
+        note "$model: losses nocache vs $cname: bit-identical"
+      else
+        note "$model: losses nocache vs $cname: DIFFERENT"
+        [ "$cname" = memtool ] && failures=$((failures + 1))  # the caching allocator may differ
+      fi
+    done
+  done
+fi
+
+# ---------------------------------------------------------------------------------------- 6
+stage "traces"
+shopt -s nullglob
+traces=("$out"/traces/*)
+if ((${#traces[@]} == 0)); then
+  note "no traces recorded"
+else
+  for t in "${traces[@]}"; do note "$(du -h "$t" | cut -f1)  ${t#"$out"/}"; done
+  if [ -x "$memtool_cli" ] && guarded 10 "$out/logs/memtool-version.txt" "$memtool_cli" version; then
+    for t in "${traces[@]}"; do
+      base=$(basename "$t")
+      guarded 60 "$out/logs/report-$base.txt" "$memtool_cli" report "$t" ||
+        note "memtool report $base failed (logs/report-$base.txt)"
+    done
+    note "memtool report: logs/report-*.txt"
+  else
+    note "SKIP (reports): no runnable $memtool_cli"
+  fi
+fi
+finish

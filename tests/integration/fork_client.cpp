@@ -1,0 +1,47 @@
+// Forks after using the driver under libmemtool.so: the child allocates and exits normally
+// (running atexit handlers), the parent carries on. The parent's trace must hold the parent's
+// events only and end cleanly. Linked with -lcuda (fakecuda).
+#include <cuda.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#define CHECK_CU(call)                                                  \
+  do {                                                                  \
+    if (CUresult r = (call); r != CUDA_SUCCESS) {                       \
+      std::fprintf(stderr, "%s failed with %d\n", #call, static_cast<int>(r)); \
+      std::exit(1);                                                     \
+    }                                                                   \
+  } while (0)
+
+int main() {
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CHECK_CU(cuInit(0));
+  CHECK_CU(cuDeviceGet(&device, 0));
+  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
+  CHECK_CU(cuCtxSetCurrent(context));
+  CUdeviceptr a = 0;
+  CHECK_CU(cuMemAlloc(&a, 1024));  // parent event 1
+  CHECK_CU(cuCtxSynchronize());    // parent event 2
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) return 1;
+  if (child == 0) {
+    CUdeviceptr b = 0;
+    CHECK_CU(cuMemAlloc(&b, 2048));  // must not reach the parent's trace
+    CHECK_CU(cuMemFree(b));
+    std::exit(0);  // atexit handlers run: they must not close the parent's trace either
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+  CHECK_CU(cuMemFree(a));  // parent event 3
+  CUdeviceptr c = 0;
+  CHECK_CU(cuMemAlloc(&c, 4096));  // parent event 4
+  CHECK_CU(cuMemFree(c));          // parent event 5
+  std::puts("fork ok");
+  return 0;
+}

@@ -1,0 +1,54 @@
+// Every entry of the hook table resolves: with libmemtool.so preloaded and fakecuda as
+// libcuda.so.1, cuGetProcAddress_v2 for each (api, version, per-thread flag) of the table and
+// dlsym for each exported symbol hand out libmemtool's wrapper of exactly that symbol.
+// Prints one line per entry that does not; exit 0 when all do.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "memtool/interpose/hook_table.hpp"
+
+namespace {
+std::string where(void* p) {
+  Dl_info info{};
+  if (p == nullptr || dladdr(p, &info) == 0) return "?";
+  std::string file = info.dli_fname != nullptr ? info.dli_fname : "?";
+  file = file.substr(file.rfind('/') + 1);
+  return file + ":" + (info.dli_sname != nullptr ? info.dli_sname : "?");
+}
+using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+}  // namespace
+
+int main() {
+  using namespace memtool::interpose;
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == nullptr) return 1;
+  const auto get_proc = reinterpret_cast<GetProc>(dlsym(driver, "cuGetProcAddress_v2"));
+  if (get_proc == nullptr) return 1;
+  int failures = 0;
+  for (const HookInfo& entry : kHooks) {
+    const std::string expected = "libmemtool.so:" + std::string(entry.symbol);
+    const std::string symbol(entry.symbol);
+    const std::string api(entry.api);
+    const int version = std::max(entry.since, 12000);
+    const cuuint64_t flags =
+        entry.variant == Variant::plain ? CU_GET_PROC_ADDRESS_LEGACY_STREAM : CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    void* pfn = nullptr;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+    const CUresult result = get_proc(api.c_str(), &pfn, version, flags, &status);
+    if (result != CUDA_SUCCESS || where(pfn) != expected) {
+      std::printf("cuGetProcAddress_v2(%s, %d, %llu) -> %d %s, expected %s\n", api.c_str(), version,
+                  static_cast<unsigned long long>(flags), static_cast<int>(result), where(pfn).c_str(), expected.c_str());
+      ++failures;
+    }
+    void* direct = dlsym(driver, symbol.c_str());
+    if (where(direct) != expected) {
+      std::printf("dlsym(libcuda, %s) -> %s, expected %s\n", symbol.c_str(), where(direct).c_str(), expected.c_str());
+      ++failures;
+    }
+  }
+  if (failures == 0) std::printf("all %zu hooks resolve\n", kHookCount);
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,98 @@
+// MEMTOOL_* parsing and validation from the one option table.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "memtool/interpose/options.hpp"
+
+using namespace memtool::interpose;
+
+namespace {
+struct Env {
+  std::map<std::string, std::string> values;
+  EnvLookup lookup() const {
+    return [this](const char* name) -> const char* {
+      const auto it = values.find(name);
+      return it == values.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+}  // namespace
+
+TEST_CASE("defaults come from the table and parse", "[interpose][options]") {
+  const Env env;
+  const ParsedOptions parsed = parse_options(env.lookup(), nullptr);
+  CHECK(parsed.errors.empty());
+  CHECK(parsed.warnings.empty());
+  CHECK_FALSE(parsed.options.disable);
+  CHECK(parsed.options.strategy == Strategy::record);
+  CHECK(parsed.options.trace.empty());
+  CHECK_FALSE(parsed.options.stacks);
+  CHECK(parsed.options.stack_depth == 32);
+  CHECK(parsed.options.log == LogLevel::warn);
+  CHECK(parsed.options.iteration_kernel.empty());
+  for (const OptionInfo& option : kOptionTable) {
+    CHECK(option.name.rfind("MEMTOOL_", 0) == 0);
+    CHECK_FALSE(option.description.empty());
+  }
+}
+
+TEST_CASE("good values are taken", "[interpose][options]") {
+  Env env;
+  env.values = {{"MEMTOOL_TRACE", "/tmp/t.%p"}, {"MEMTOOL_STACKS", "1"},           {"MEMTOOL_LOG", "DEBUG"},
+                {"MEMTOOL_STRATEGY", "off"},    {"MEMTOOL_STACK_DEPTH", "8"},      {"MEMTOOL_DISABLE", "yes"},
+                {"MEMTOOL_ITERATION_KERNEL", "^adam_.*"}, {"MEMTOOL_LOG_FILE", "/tmp/log"}};
+  const ParsedOptions parsed = parse_options(env.lookup(), nullptr);
+  CHECK(parsed.errors.empty());
+  CHECK(parsed.options.trace == "/tmp/t.%p");
+  CHECK(parsed.options.stacks);
+  CHECK(parsed.options.log == LogLevel::debug);
+  CHECK(parsed.options.strategy == Strategy::off);
+  CHECK(parsed.options.stack_depth == 8);
+  CHECK(parsed.options.disable);
+  CHECK(parsed.options.iteration_kernel == "^adam_.*");
+  CHECK(parsed.options.log_file == "/tmp/log");
+}
+
+TEST_CASE("bad values are errors naming the variable", "[interpose][options]") {
+  auto errors_for = [](const std::string& name, const std::string& value) {
+    Env env;
+    env.values[name] = value;
+    return parse_options(env.lookup(), nullptr).errors;
+  };
+  auto one_error_mentioning = [&](const std::string& name, const std::string& value, const std::string& expected) {
+    const auto errors = errors_for(name, value);
+    REQUIRE(errors.size() == 1);
+    CHECK_THAT(errors[0], Catch::Contains(name) && Catch::Contains(expected));
+  };
+  one_error_mentioning("MEMTOOL_LOG", "loud", "off|error|warn|info|debug");
+  one_error_mentioning("MEMTOOL_STACKS", "maybe", "0 or 1");
+  one_error_mentioning("MEMTOOL_STACK_DEPTH", "0", "1 to 256");
+  one_error_mentioning("MEMTOOL_STACK_DEPTH", "12x", "1 to 256");
+  one_error_mentioning("MEMTOOL_STACK_DEPTH", "99999999999", "1 to 256");
+  one_error_mentioning("MEMTOOL_STRATEGY", "fast", "record|off|pool|swap");
+  one_error_mentioning("MEMTOOL_ITERATION_KERNEL", "adam_(", "regular expression");
+  // Planned strategies are refused clearly, not silently ignored.
+  one_error_mentioning("MEMTOOL_STRATEGY", "pool", "not available yet");
+  one_error_mentioning("MEMTOOL_STRATEGY", "swap", "not available yet");
+}
+
+TEST_CASE("unknown MEMTOOL_ variables are warned about", "[interpose][options]") {
+  const Env env;
+  const char* environment[] = {"PATH=/bin", "MEMTOOL_TRACE=x", "MEMTOOL_TRCAE=y", "MEMTOOL_=z", nullptr};
+  const ParsedOptions parsed = parse_options(env.lookup(), environment);
+  CHECK(parsed.errors.empty());
+  REQUIRE(parsed.warnings.size() == 2);
+  CHECK_THAT(parsed.warnings[0], Catch::Contains("MEMTOOL_TRCAE"));
+}
+
+TEST_CASE("trace path placeholders", "[interpose][options]") {
+  Env env;
+  CHECK(expand_path_template("run.%p.trace", 42, env.lookup()) == "run.42.trace");
+  CHECK(expand_path_template("rank%r", 42, env.lookup()) == "rank0");
+  env.values["LOCAL_RANK"] = "3";
+  CHECK(expand_path_template("rank%r", 42, env.lookup()) == "rank3");
+  env.values["RANK"] = "7";
+  CHECK(expand_path_template("%r-%p-%%-%x-%", 5, env.lookup()) == "7-5-%-%x-%");
+}

@@ -1,0 +1,47 @@
+// The planner on the checked-in real problems (tests/fixtures): every algorithm valid, best at
+// least as good as every heuristic, and at LB on the real training iterations small enough to
+// solve within the test's budget.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "memtool/planner/algorithm.hpp"
+#include "problem_builders.hpp"
+
+using namespace planner_test;
+namespace mp = memtool::planner;
+
+TEST_CASE("fixtures: all algorithms valid, best reaches LB on real iterations", "[planner][fixtures]") {
+  const std::string dir = MEMTOOL_FIXTURES_DIR;
+  for (const char* name : {"traces/alexnet.iter3.csv", "traces/lstm.iter3.csv", "traces/mobilenet_v2.iter3.csv",
+                           "planner/somas-resnet50.csv", "planner/iopddl-G_1.csv"}) {
+    DYNAMIC_SECTION(name) {
+      const auto p = load_csv(dir + "/" + name);
+      REQUIRE(p.buffers.size() > 100);
+      const std::uint64_t lb = mp::lower_bound(p);
+      mp::PlanOptions o;
+      o.time_limit_seconds = 0.5;
+      std::uint64_t best_heuristic = UINT64_MAX;
+      for (const auto* algo : mp::algorithms()) {
+        const auto placement = algo->plan(p, o);
+        INFO(algo->name());
+        REQUIRE(mp::validate(p, placement).valid);
+        REQUIRE(placement.pool_size >= lb);
+        if (algo->name().substr(0, 6) == "greedy") best_heuristic = std::min(best_heuristic, placement.pool_size);
+        if (algo->name() == "best") {
+          CHECK(placement.pool_size <= best_heuristic);
+          CHECK(placement.pool_size == lb);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fixtures: a MiniMalloc challenging problem stays valid under search", "[planner][fixtures]") {
+  const auto p = load_csv(std::string(MEMTOOL_FIXTURES_DIR) + "/planner/minimalloc-challenging-A.csv");
+  mp::PlanOptions o;
+  o.time_limit_seconds = 0.2;
+  const auto best = mp::find_algorithm("best")->plan(p, o);
+  REQUIRE(mp::validate(p, best).valid);
+  CHECK(best.pool_size < mp::find_algorithm("greedy-size")->plan(p, o).pool_size);
+}

@@ -1,0 +1,185 @@
+// build_report: every figure of `memtool report`, from the model, its iterations and lifetimes.
+#include "detail/report_data.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace memtool::cli {
+namespace {
+
+using trace::BufferId;
+using trace::TraceModel;
+
+std::string frame_text(const TraceModel& model, const trace::StackFrame& frame) {
+  const auto function = model.string(frame.function);
+  const auto file = model.string(frame.file);
+  if (!function.empty() || !file.empty()) {
+    std::string text{function.empty() ? "?" : function};
+    if (!file.empty()) text += fmt::format(" ({}:{})", file, frame.line);
+    return text;
+  }
+  for (const auto& module : model.modules()) {
+    if (frame.ip >= module.start && frame.ip < module.end) {
+      std::string path{model.string(module.path)};
+      const auto slash = path.rfind('/');
+      return fmt::format("{}+{:#x}", slash == std::string::npos ? path : path.substr(slash + 1),
+                         frame.ip - module.start + module.file_offset);
+    }
+  }
+  return fmt::format("{:#x}", frame.ip);
+}
+
+// The first frame that is not memtool's own or the allocator's plumbing.
+std::string allocation_site(const TraceModel& model, trace::StackId stack) {
+  const auto frames = model.stack(stack);
+  for (const auto& frame : frames) {
+    const auto function = model.string(frame.function);
+    if (function.starts_with("memtool") || function.starts_with("cuMem")) continue;
+    return frame_text(model, frame);
+  }
+  return frames.empty() ? std::string{} : frame_text(model, frames.front());
+}
+
+// Kernel names that touched each of `ids`, first three distinct in launch order.
+std::unordered_map<std::uint64_t, std::string> kernels_touching(const TraceModel& model,
+                                                                const std::vector<BufferId>& ids) {
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> seen;
+  for (BufferId id : ids) seen[id.value()];
+  if (model.stats().launches == 0) return {};
+  const auto events = model.events();
+  for (std::size_t e = 0; e < events.size(); ++e) {
+    if (events[e].kind != trace::EventKind::launch) continue;
+    for (BufferId id : model.touched(e)) {
+      auto it = seen.find(id.value());
+      if (it == seen.end()) continue;
+      auto& names = it->second;
+      if (names.size() < 3 && std::find(names.begin(), names.end(), events[e].detail) == names.end())
+        names.push_back(events[e].detail);
+    }
+  }
+  std::unordered_map<std::uint64_t, std::string> out;
+  for (const auto& [id, names] : seen) {
+    std::string text;
+    for (auto name : names) {
+      if (!text.empty()) text += ", ";
+      text += model.string(trace::StringId{name});
+    }
+    out[id] = std::move(text);
+  }
+  return out;
+}
+
+std::vector<BufferRow> rows_for(const LoadedModel& loaded, const std::vector<BufferId>& ids) {
+  const auto& model = loaded.model;
+  const auto kernels = kernels_touching(model, ids);
+  std::vector<BufferRow> rows;
+  rows.reserve(ids.size());
+  for (BufferId id : ids) {
+    const auto& buffer = model.buffer(id);
+    BufferRow row;
+    row.id = id;
+    row.size = buffer.size;
+    row.alloc_event = buffer.alloc_event;
+    row.free_event = buffer.free_event;
+    row.alloc_iteration = loaded.iterations.iteration_of(buffer.alloc_event);
+    row.persistent = trace::is_persistent(buffer, loaded.iterations);
+    row.site = allocation_site(model, buffer.stack);
+    if (auto it = kernels.find(id.value()); it != kernels.end()) row.kernels = it->second;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string input_kind_name(trace::InputKind kind) {
+  switch (kind) {
+    case trace::InputKind::trace: return "trace";
+    case trace::InputKind::snapshot_pickle: return "snapshot_pickle";
+    case trace::InputKind::snapshot_json: return "snapshot_json";
+    case trace::InputKind::problem_csv: return "problem_csv";
+    case trace::InputKind::unknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view source_name(trace::IterationSource source) {
+  switch (source) {
+    case trace::IterationSource::marks: return "marks";
+    case trace::IterationSource::detector: return "detector";
+    case trace::IterationSource::none: break;
+  }
+  return "none";
+}
+
+}  // namespace
+
+ReportData build_report(const LoadedModel& loaded, const ReportOptions& options) {
+  const auto& model = loaded.model;
+  const auto& iterations = loaded.iterations;
+  ReportData data;
+  data.input = loaded.path;
+  data.input_kind = input_kind_name(loaded.summary.kind);
+  data.input_description = describe_input(loaded.summary);
+  data.total_events = model.event_count();
+  data.total_allocs = model.stats().allocs;
+  data.total_frees = model.stats().frees;
+  data.total_launches = model.stats().launches;
+  data.anomalies = model.stats();
+  if (loaded.summary.snapshot && loaded.summary.snapshot->reserved_bytes_peak > 0)
+    data.reserved_peak = loaded.summary.snapshot->reserved_bytes_peak;
+
+  data.iteration_source = std::string(source_name(iterations.source));
+  data.period_events = iterations.period_events;
+  data.period_allocs = iterations.period_allocs;
+  data.steady_start = iterations.steady_start;
+  data.iterations = trace::summarize_iterations(model, iterations);
+  data.warmup_iterations = static_cast<std::size_t>(
+      std::count_if(data.iterations.begin(), data.iterations.end(), [](const auto& it) { return it.warm_up; }));
+
+  const std::size_t count = data.iterations.size();
+  data.selected_first = std::min(options.first_iteration.value_or(0), count);
+  data.selected_end = std::min(options.last_iteration ? *options.last_iteration + 1 : count, count);
+  if (data.selected_end < data.selected_first) data.selected_end = data.selected_first;
+
+  const auto curve = trace::live_bytes_curve(model);
+  data.peak = trace::peak_live_bytes(curve, 0, curve.size());
+  data.peak_iteration = iterations.iteration_of(data.peak.event);
+  data.live_at_end = curve.empty() ? 0 : curve.back();
+  for (std::size_t i = 1; i < count; ++i)
+    data.steady_state_peak = std::max(data.steady_state_peak, data.iterations[i].peak.bytes);
+  if (count == 1) data.steady_state_peak = data.iterations[0].peak.bytes;
+  if (count == 0) data.steady_state_peak = data.peak.bytes;
+
+  for (BufferId id : trace::persistent_buffers(model, iterations)) {
+    data.persistent_bytes += model.buffer(id).size;
+    ++data.persistent_buffers;
+  }
+  auto leaked = trace::leaked_buffers(model, iterations);
+  for (BufferId id : leaked) data.leaked_bytes += model.buffer(id).size;
+  data.leaked_buffers = leaked.size();
+  std::stable_sort(leaked.begin(), leaked.end(), [&](BufferId a, BufferId b) {
+    return model.buffer(a).size > model.buffer(b).size;
+  });
+  if (leaked.size() > options.rows) leaked.resize(options.rows);
+
+  data.largest_at_peak = rows_for(loaded, trace::largest_live_at(model, data.peak.event, options.rows));
+  data.longest_lifetimes = rows_for(loaded, trace::longest_lifetimes(model, options.rows, &iterations));
+  data.leaks = rows_for(loaded, leaked);
+
+  // The chart covers the selected iterations, or the whole run without a selection.
+  std::uint64_t first = 0;
+  std::uint64_t end = curve.size();
+  if ((options.first_iteration || options.last_iteration) && data.selected_end > data.selected_first) {
+    first = data.iterations[data.selected_first].first_event;
+    end = data.iterations[data.selected_end - 1].end_event;
+  }
+  data.curve.assign(curve.begin() + static_cast<std::ptrdiff_t>(first),
+                    curve.begin() + static_cast<std::ptrdiff_t>(end));
+  data.curve_first_event = first;
+  for (const auto& it : data.iterations)
+    if (it.first_event >= first && it.first_event < end) data.curve_markers.push_back(it.first_event - first);
+  return data;
+}
+
+}  // namespace memtool::cli

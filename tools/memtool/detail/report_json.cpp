@@ -1,0 +1,75 @@
+// The JSON rendering of `memtool report` (fields documented in README.md).
+#include <nlohmann/json.hpp>
+
+#include "detail/report_data.hpp"
+
+namespace memtool::cli {
+namespace {
+
+nlohmann::json buffer_json(const BufferRow& r) {
+  nlohmann::json j{{"id", r.id.value()},
+                   {"size", r.size},
+                   {"alloc_event", r.alloc_event},
+                   {"free_event", r.free_event == trace::kNever ? nlohmann::json(nullptr) : nlohmann::json(r.free_event)},
+                   {"persistent", r.persistent}};
+  j["iteration"] = r.alloc_iteration ? nlohmann::json(*r.alloc_iteration) : nlohmann::json(nullptr);
+  if (!r.site.empty()) j["site"] = r.site;
+  if (!r.kernels.empty()) j["kernels"] = r.kernels;
+  return j;
+}
+
+nlohmann::json buffers_json(const std::vector<BufferRow>& rows) {
+  auto list = nlohmann::json::array();
+  for (const auto& r : rows) list.push_back(buffer_json(r));
+  return list;
+}
+
+}  // namespace
+
+std::string render_report_json(const ReportData& d) {
+  nlohmann::json j;
+  j["input"] = d.input;
+  j["input_kind"] = d.input_kind;
+  j["total_events"] = d.total_events;
+  j["total_allocs"] = d.total_allocs;
+  j["total_frees"] = d.total_frees;
+  j["total_launches"] = d.total_launches;
+  j["iteration_source"] = d.iteration_source;
+  j["iteration_period"] = d.period_events;
+  j["iteration_period_allocs"] = d.period_allocs;
+  j["steady_start_event"] = d.steady_start;
+  auto iterations = nlohmann::json::array();
+  for (std::size_t i = d.selected_first; i < d.selected_end; ++i) {
+    const auto& it = d.iterations[i];
+    iterations.push_back({{"index", i},
+                          {"first_event", it.first_event},
+                          {"events", it.end_event - it.first_event},
+                          {"allocs", it.allocs},
+                          {"frees", it.frees},
+                          {"peak_live_bytes", it.peak.bytes},
+                          {"peak_event", it.peak.event},
+                          {"live_at_start_bytes", it.live_at_start},
+                          {"live_at_end_bytes", it.live_at_end},
+                          {"warmup", it.warm_up}});
+  }
+  j["iterations"] = std::move(iterations);
+  j["iteration_count"] = d.iterations.size();
+  j["steady_state_peak_live_bytes"] = d.steady_state_peak;
+  j["peak_live_bytes"] = d.peak.bytes;
+  j["peak_event"] = d.peak.event;
+  j["live_at_end_bytes"] = d.live_at_end;
+  j["persistent_bytes"] = d.persistent_bytes;
+  j["persistent_buffers"] = d.persistent_buffers;
+  j["leaked_bytes"] = d.leaked_bytes;
+  j["leaked_buffers"] = d.leaked_buffers;
+  if (d.reserved_peak) j["reserved_peak_bytes"] = *d.reserved_peak;
+  j["largest_at_peak"] = buffers_json(d.largest_at_peak);
+  j["longest_lifetimes"] = buffers_json(d.longest_lifetimes);
+  j["leaks"] = buffers_json(d.leaks);
+  j["anomalies"] = {{"unknown_frees", d.anomalies.unknown_frees},
+                    {"allocations_over_live", d.anomalies.reused_live_addresses},
+                    {"unresolved_touches", d.anomalies.unresolved_touches}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace memtool::cli

@@ -1,0 +1,176 @@
+// TraceModel: builds the compact event and buffer tables from visitor callbacks and resolves
+// pointers to buffers through an ordered map of live buffers keyed by base address.
+#include "memtool/trace/model.hpp"
+
+#include <limits>
+
+namespace memtool::trace {
+
+void TraceModel::reserve(std::size_t events, std::size_t buffers) {
+  events_.reserve(events);
+  buffers_.reserve(buffers);
+}
+
+void TraceModel::on_metadata(std::string_view key, std::string_view value) {
+  metadata_.emplace_back(std::string(key), std::string(value));
+}
+
+void TraceModel::on_string(StringId id, std::string_view text) {
+  strings_[id.value()] = std::string(text);
+}
+
+void TraceModel::on_stack(StackId id, std::span<const StackFrame> frames) {
+  stacks_[id.value()] = std::vector<StackFrame>(frames.begin(), frames.end());
+}
+
+void TraceModel::on_module(const ModuleMapping& module) { modules_.push_back(module); }
+
+ModelEvent& TraceModel::append(EventKind kind, const EventHeader& header, std::uint64_t stream) {
+  ModelEvent& e = events_.emplace_back();
+  e.kind = kind;
+  e.time_ns = header.time_ns;
+  e.thread = header.thread.value();
+  e.stream = stream;
+  return e;
+}
+
+void TraceModel::begin_touch(ModelEvent& event) {
+  event.touch = static_cast<std::uint32_t>(touch_begin_.size());
+  touch_begin_.push_back(touch_buffers_.size());
+}
+
+BufferId TraceModel::live_buffer_at(std::uint64_t address) const {
+  auto it = live_.upper_bound(address);
+  if (it == live_.begin()) return BufferId{};
+  --it;
+  const BufferRecord& b = buffers_[it->second.value()];
+  const std::uint64_t extent = b.size == 0 ? 1 : b.size;
+  if (address - b.address < extent) return it->second;
+  return BufferId{};
+}
+
+void TraceModel::on_alloc(const AllocEvent& event) {
+  const std::uint64_t index = events_.size();
+  ModelEvent& e = append(EventKind::alloc, event.header, event.stream.value());
+  e.bytes = event.size;
+  e.memory = event.kind;
+  const BufferId id{buffers_.size()};
+  e.buffer = id;
+  auto [it, inserted] = live_.try_emplace(event.address, id);
+  if (!inserted) {  // the old buffer's free was never seen: it ends here
+    ++stats_.reused_live_addresses;
+    BufferRecord& old = buffers_[it->second.value()];
+    old.free_event = index;
+    old.ended_by_reuse = true;
+    it->second = id;
+  }
+  BufferRecord& b = buffers_.emplace_back();
+  b.address = event.address;
+  b.size = event.size;
+  b.alloc_event = index;
+  b.stack = event.stack;
+  b.stream = event.stream;
+  b.kind = event.kind;
+  ++stats_.allocs;
+}
+
+void TraceModel::on_free(const FreeEvent& event) {
+  const std::uint64_t index = events_.size();
+  ModelEvent& e = append(EventKind::free, event.header, event.stream.value());
+  e.memory = event.kind;
+  ++stats_.frees;
+  const auto it = live_.find(event.address);
+  if (it == live_.end()) {
+    ++stats_.unknown_frees;
+    return;
+  }
+  e.buffer = it->second;
+  BufferRecord& b = buffers_[it->second.value()];
+  e.bytes = b.size;
+  b.free_event = index;
+  live_.erase(it);
+}
+
+void TraceModel::on_launch(const LaunchEvent& event) {
+  ModelEvent& e = append(EventKind::launch, event.header, event.stream.value());
+  e.detail = event.kernel.value();
+  ++stats_.launches;
+  begin_touch(e);
+  for (const std::uint64_t address : event.touched) {
+    const BufferId id = live_buffer_at(address);
+    if (id.valid()) {
+      touch_buffers_.push_back(id);
+    } else {
+      ++stats_.unresolved_touches;
+    }
+  }
+}
+
+void TraceModel::on_graph_launch(const GraphLaunchEvent& event) {
+  ModelEvent& e = append(EventKind::graph_launch, event.header, event.stream.value());
+  e.bytes = event.graph_exec;
+  ++stats_.graph_launches;
+}
+
+void TraceModel::on_copy(const CopyEvent& event) {
+  ModelEvent& e = append(EventKind::copy, event.header, event.stream.value());
+  e.bytes = event.bytes;
+  e.detail = static_cast<std::uint32_t>(event.kind);
+  ++stats_.copies;
+  begin_touch(e);
+  // Host-side ends of copies are usually untracked pageable memory: misses are not counted.
+  for (const std::uint64_t address : {event.dst, event.src}) {
+    const BufferId id = live_buffer_at(address);
+    if (id.valid()) touch_buffers_.push_back(id);
+  }
+}
+
+void TraceModel::on_memset(const MemsetEvent& event) {
+  ModelEvent& e = append(EventKind::memset, event.header, event.stream.value());
+  e.bytes = event.bytes;
+  ++stats_.memsets;
+  begin_touch(e);
+  const BufferId id = live_buffer_at(event.dst);
+  if (id.valid()) touch_buffers_.push_back(id);
+}
+
+void TraceModel::on_sync(const SyncEvent& event) {
+  ModelEvent& e = append(EventKind::sync, event.header, event.stream.value());
+  e.detail = static_cast<std::uint32_t>(event.kind);
+  ++stats_.syncs;
+}
+
+void TraceModel::on_iteration_mark(const IterationMarkEvent& event) {
+  marks_.push_back(events_.size());
+  ModelEvent& e = append(EventKind::iteration_mark, event.header, 0);
+  e.detail = static_cast<std::uint32_t>(event.index & std::numeric_limits<std::uint32_t>::max());
+  ++stats_.marks;
+}
+
+void TraceModel::on_stream_create(const StreamCreateEvent& event) {
+  ModelEvent& e = append(EventKind::stream_create, event.header, event.stream.value());
+  e.detail = event.flags;
+  ++stats_.stream_creates;
+}
+
+std::span<const BufferId> TraceModel::touched(std::size_t event_index) const {
+  const ModelEvent& e = events_[event_index];
+  if (e.touch == ModelEvent::kNoTouch) return {};
+  const std::uint64_t begin = touch_begin_[e.touch];
+  const std::uint64_t end =
+      e.touch + 1 < touch_begin_.size() ? touch_begin_[e.touch + 1] : touch_buffers_.size();
+  return std::span<const BufferId>(touch_buffers_).subspan(begin, end - begin);
+}
+
+std::string_view TraceModel::string(StringId id) const {
+  const auto it = strings_.find(id.value());
+  return it == strings_.end() ? std::string_view{} : std::string_view(it->second);
+}
+
+std::span<const StackFrame> TraceModel::stack(StackId id) const {
+  const auto it = stacks_.find(id.value());
+  if (it == stacks_.end()) return {};
+  return it->second;
+}
+
+}  // namespace memtool::trace

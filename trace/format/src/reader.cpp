@@ -1,0 +1,503 @@
+// The trace reader: walks the records of a v1 trace held in memory (mmap or bytes), checks
+// every field against the format's rules and the bytes that remain, and hands the decoded
+// records to the visitor. Hostile input cannot make it crash, loop or allocate more than a
+// small multiple of the input size: every count is capped by the bytes left in its record.
+#include "memtool/trace/reader.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "delta_state.hpp"
+#include "mapped_file.hpp"
+#include "memtool/trace/input_error.hpp"
+#include "wire.hpp"
+
+namespace memtool::trace {
+
+namespace {
+
+using wire::Tag;
+
+constexpr std::uint64_t kProgressStep = std::uint64_t{16} << 20;
+constexpr std::size_t kMinFrameBytes = 4;  // ip, function, file, line: one byte each at least
+
+class TraceParser {
+ public:
+  TraceParser(std::span<const std::byte> bytes, std::string name, EventVisitor& visitor,
+              const TraceReadOptions& options)
+      : data_(reinterpret_cast<const std::uint8_t*>(bytes.data())),
+        size_(bytes.size()),
+        name_(std::move(name)),
+        visitor_(visitor),
+        options_(options) {}
+
+  TraceReadResult run() {
+    if (!read_header()) {  // a cut inside the header line: an empty trace, still being born
+      result_.truncated = true;
+      result_.torn_bytes = size_;
+      return result_;
+    }
+    result_.version = wire::kVersion;
+    result_.bytes_read = pos_;
+    while (pos_ < size_) {
+      if (!read_record()) break;
+      result_.bytes_read = pos_;
+      if (options_.progress && pos_ >= next_progress_) {
+        options_.progress(pos_, size_);
+        next_progress_ = pos_ + kProgressStep;
+      }
+    }
+    result_.truncated = !result_.clean_end;
+    result_.torn_bytes = size_ - result_.bytes_read;
+    if (options_.progress) options_.progress(result_.bytes_read, size_);
+    return result_;
+  }
+
+ private:
+  // A bounded view of one record's payload; every read checks the payload's end.
+  struct Cursor {
+    const TraceParser& parser;
+    const std::uint8_t* p;
+    const std::uint8_t* end;
+
+    [[nodiscard]] std::uint64_t offset() const { return parser.offset_of(p); }
+    [[nodiscard]] std::size_t left() const { return static_cast<std::size_t>(end - p); }
+
+    [[noreturn]] void fail(const std::uint8_t* at, const std::string& message) const {
+      parser.fail(parser.offset_of(at), message);
+    }
+
+    std::uint8_t u8(const char* what) {
+      if (p == end) fail(p, fmt::format("record ends before its {}", what));
+      return *p++;
+    }
+
+    std::uint64_t varint(const char* what) {
+      // Most fields are one or two bytes: take them without the general loop.
+      if (p != end && *p < 0x80) return *p++;
+      if (end - p >= 2 && p[1] < 0x80) {
+        const std::uint64_t v = (p[0] & 0x7fu) | (std::uint64_t{p[1]} << 7);
+        p += 2;
+        return v;
+      }
+      return varint_slow(what);
+    }
+
+    std::uint64_t varint_slow(const char* what) {
+      const std::uint8_t* start = p;
+      std::uint64_t v = 0;
+      for (unsigned i = 0; i < wire::kMaxVarintBytes; ++i) {
+        if (p == end) fail(start, fmt::format("record ends inside its {}", what));
+        const std::uint8_t b = *p++;
+        if (i == wire::kMaxVarintBytes - 1 && b > 1) {
+          fail(start, fmt::format("{} varint overflows 64 bits", what));
+        }
+        v |= std::uint64_t{b & 0x7fu} << (7 * i);
+        if ((b & 0x80) == 0) return v;
+      }
+      fail(start, fmt::format("{} varint overflows 64 bits", what));  // unreachable
+    }
+
+    std::uint32_t u32(const char* what) {
+      const std::uint8_t* start = p;
+      const std::uint64_t v = varint(what);
+      if (v > std::numeric_limits<std::uint32_t>::max()) {
+        fail(start, fmt::format("{} {} does not fit 32 bits", what, v));
+      }
+      return static_cast<std::uint32_t>(v);
+    }
+
+    std::string_view string(const char* what) {
+      const std::uint8_t* start = p;
+      const std::uint64_t n = varint(what);
+      if (n > left()) {
+        fail(start, fmt::format("{} of {} bytes runs past its record ({} bytes left)", what, n,
+                                left()));
+      }
+      const std::string_view s(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n));
+      p += n;
+      return s;
+    }
+
+    // Reads a count of items that take at least `min_bytes` each: a count the record cannot
+    // hold is corruption, so no caller ever reserves memory for it.
+    std::size_t count(const char* what, std::size_t min_bytes) {
+      const std::uint8_t* start = p;
+      const std::uint64_t n = varint(what);
+      if (n > left() / min_bytes) {
+        fail(start, fmt::format("absurd {} {}: the record has {} bytes left", what, n, left()));
+      }
+      return static_cast<std::size_t>(n);
+    }
+  };
+
+  [[noreturn]] void fail(std::uint64_t offset, const std::string& message) const {
+    throw InputError(name_, offset, message);
+  }
+  [[nodiscard]] std::uint64_t offset_of(const std::uint8_t* p) const {
+    return static_cast<std::uint64_t>(p - data_);
+  }
+
+  // "MEMTOOL-TRACE <version>\n". False when the bytes end inside a valid-looking header.
+  bool read_header() {
+    const std::string_view magic = wire::kMagic;
+    const std::size_t n = std::min(size_, magic.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      if (data_[i] != static_cast<std::uint8_t>(magic[i])) {
+        fail(0, "not a memtool trace (bad magic; expected \"MEMTOOL-TRACE <version>\")");
+      }
+    }
+    if (size_ < magic.size()) return false;
+    std::uint64_t version = 0;
+    std::size_t i = magic.size();
+    for (;; ++i) {
+      if (i == size_) return false;
+      const std::uint8_t c = data_[i];
+      if (c == '\n') break;
+      if (c < '0' || c > '9' || i - magic.size() == wire::kMaxVersionDigits) {
+        fail(i, "bad version line in the trace header");
+      }
+      version = version * 10 + (c - '0');
+    }
+    if (i == magic.size()) fail(i, "the trace header has no version number");
+    if (version != wire::kVersion) {
+      fail(magic.size(), fmt::format("unsupported trace format version {} (this reader reads {})",
+                                     version, wire::kVersion));
+    }
+    pos_ = i + 1;
+    return true;
+  }
+
+  // One record at pos_. False when the bytes end inside it (the caller stops, truncated).
+  bool read_record() {
+    const std::size_t start = pos_;
+    const std::uint8_t tag = data_[start];
+    if (result_.clean_end) fail(start, "data after the end-of-trace record");
+    if (tag == 0) fail(start, "invalid record tag 0");
+    // Length prefix: running out of bytes is a cut; a malformed varint is corruption.
+    std::uint64_t length = 0;
+    std::size_t p = start + 1;
+    for (unsigned i = 0;; ++i) {
+      if (p == size_) return false;
+      const std::uint8_t b = data_[p++];
+      if (i == wire::kMaxVarintBytes - 1 && b > 1) fail(start + 1, "record length overflows");
+      length |= std::uint64_t{b & 0x7fu} << (7 * i);
+      if ((b & 0x80) == 0) break;
+    }
+    if (length > wire::kMaxPayloadBytes) {
+      fail(start + 1, fmt::format("record length {} exceeds the limit of {} bytes", length,
+                                  wire::kMaxPayloadBytes));
+    }
+    if (length > size_ - p) return false;
+    Cursor c{*this, data_ + p, data_ + p + length};
+    decode(static_cast<Tag>(tag), c);
+    pos_ = p + static_cast<std::size_t>(length);
+    return true;
+  }
+
+  void decode(Tag tag, Cursor& c) {
+    switch (tag) {
+      case Tag::metadata: {
+        const std::string_view key = c.string("metadata key");
+        const std::string_view value = c.string("metadata value");
+        visitor_.on_metadata(key, value);
+        break;
+      }
+      case Tag::string_def: decode_string(c); break;
+      case Tag::stack_def: decode_stack(c); break;
+      case Tag::module: decode_module(c); break;
+      case Tag::alloc: decode_alloc(c); break;
+      case Tag::free: decode_free(c); break;
+      case Tag::launch: decode_launch(c); break;
+      case Tag::graph_launch: decode_graph_launch(c); break;
+      case Tag::copy: decode_copy(c); break;
+      case Tag::memset: decode_memset(c); break;
+      case Tag::sync: decode_sync(c); break;
+      case Tag::iteration_mark: decode_iteration_mark(c); break;
+      case Tag::stream_create: decode_stream_create(c); break;
+      case Tag::end: decode_end(c); return;  // not counted as a record
+      default: break;  // a record type from a newer writer: skipped whole
+    }
+    ++result_.records;
+  }
+
+  void decode_string(Cursor& c) {
+    const std::uint8_t* at = c.p;
+    const std::uint64_t id = c.varint("string id");
+    if (id != strings_) {
+      c.fail(at, fmt::format("string id {} defined out of order (expected {})", id, strings_));
+    }
+    if (strings_ == StringId::kInvalid - 1) c.fail(at, "too many strings");
+    const std::string_view text = c.string("string");
+    ++strings_;
+    visitor_.on_string(StringId{static_cast<std::uint32_t>(id)}, text);
+  }
+
+  void decode_stack(Cursor& c) {
+    const std::uint8_t* at = c.p;
+    const std::uint64_t id = c.varint("stack id");
+    if (id != stacks_) {
+      c.fail(at, fmt::format("stack id {} defined out of order (expected {})", id, stacks_));
+    }
+    if (stacks_ == StackId::kInvalid - 1) c.fail(at, "too many stacks");
+    const std::size_t count = c.count("stack frame count", kMinFrameBytes);
+    frames_.clear();
+    std::uint64_t ip = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      StackFrame f;
+      ip = wire::undelta(ip, c.varint("frame ip"));
+      f.ip = ip;
+      f.function = string_ref(c, "frame function");
+      f.file = string_ref(c, "frame file");
+      f.line = c.u32("frame line");
+      frames_.push_back(f);
+    }
+    ++stacks_;
+    visitor_.on_stack(StackId{static_cast<std::uint32_t>(id)}, frames_);
+  }
+
+  void decode_module(Cursor& c) {
+    ModuleMapping m;
+    m.start = c.varint("module start");
+    m.end = wire::undelta(m.start, c.varint("module end"));
+    m.file_offset = c.varint("module file offset");
+    m.path = string_ref(c, "module path");
+    visitor_.on_module(m);
+  }
+
+  EventHeader header(Cursor& c) {
+    EventHeader h;
+    state_.seq = h.seq = wire::undelta(state_.seq, c.varint("seq"));
+    state_.time_ns = h.time_ns = wire::undelta(state_.time_ns, c.varint("timestamp"));
+    const std::uint8_t* at = c.p;
+    const std::uint64_t thread = wire::undelta(state_.thread, c.varint("thread"));
+    if (thread > std::numeric_limits<std::uint32_t>::max()) {
+      c.fail(at, fmt::format("thread id {} does not fit 32 bits", thread));
+    }
+    state_.thread = thread;
+    h.thread = ThreadId{static_cast<std::uint32_t>(thread)};
+    ++result_.events;
+    return h;
+  }
+
+  StreamHandle stream(Cursor& c) {
+    state_.stream = wire::undelta(state_.stream, c.varint("stream"));
+    return StreamHandle{state_.stream};
+  }
+
+  StringId string_ref(Cursor& c, const char* what) {
+    const std::uint8_t* at = c.p;
+    const std::uint64_t v = c.varint(what);
+    if (v == 0) return StringId{};
+    if (v - 1 >= strings_) {
+      c.fail(at, fmt::format("{} refers to undefined string id {}", what, v - 1));
+    }
+    return StringId{static_cast<std::uint32_t>(v - 1)};
+  }
+
+  StackId stack_ref(Cursor& c) {
+    const std::uint8_t* at = c.p;
+    const std::uint64_t v = c.varint("stack");
+    if (v == 0) return StackId{};
+    if (v - 1 >= stacks_) c.fail(at, fmt::format("reference to undefined stack id {}", v - 1));
+    return StackId{static_cast<std::uint32_t>(v - 1)};
+  }
+
+  static MemoryKind memory_kind(Cursor& c) {
+    const std::uint8_t* at = c.p;
+    const std::uint8_t k = c.u8("memory kind");
+    if (k > static_cast<std::uint8_t>(MemoryKind::pinned_host)) {
+      c.fail(at, fmt::format("unknown memory kind {}", k));
+    }
+    return static_cast<MemoryKind>(k);
+  }
+
+  void decode_alloc(Cursor& c) {
+    AllocEvent e;
+    e.header = header(c);
+    state_.address = e.address = wire::undelta(state_.address, c.varint("address"));
+    e.size = c.varint("size");
+    e.kind = memory_kind(c);
+    e.stream = stream(c);
+    e.stack = stack_ref(c);
+    visitor_.on_alloc(e);
+  }
+
+  void decode_free(Cursor& c) {
+    FreeEvent e;
+    e.header = header(c);
+    state_.address = e.address = wire::undelta(state_.address, c.varint("address"));
+    e.kind = memory_kind(c);
+    e.stream = stream(c);
+    visitor_.on_free(e);
+  }
+
+  void decode_launch(Cursor& c) {
+    LaunchEvent e;
+    e.header = header(c);
+    e.kernel = string_ref(c, "kernel name");
+    e.stream = stream(c);
+    const std::size_t count = c.count("touched buffer count", 1);
+    touched_.clear();
+    std::uint64_t address = state_.address;
+    for (std::size_t i = 0; i < count; ++i) {
+      address = wire::undelta(address, c.varint("touched address"));
+      touched_.push_back(address);
+    }
+    e.touched = touched_;
+    visitor_.on_launch(e);
+  }
+
+  void decode_graph_launch(Cursor& c) {
+    GraphLaunchEvent e;
+    e.header = header(c);
+    e.graph_exec = c.varint("graph exec");
+    e.stream = stream(c);
+    visitor_.on_graph_launch(e);
+  }
+
+  static bool async_flag(Cursor& c, std::uint8_t flags, std::uint8_t known,
+                         const std::uint8_t* at) {
+    if ((flags & ~known) != 0) c.fail(at, fmt::format("unknown flag bits 0x{:02x}", flags));
+    return (flags & wire::kAsyncFlag) != 0;
+  }
+
+  void decode_copy(Cursor& c) {
+    CopyEvent e;
+    e.header = header(c);
+    e.dst = wire::undelta(state_.address, c.varint("copy destination"));
+    e.src = wire::undelta(state_.address, c.varint("copy source"));
+    e.bytes = c.varint("copy size");
+    const std::uint8_t* at = c.p;
+    const std::uint8_t flags = c.u8("copy flags");
+    e.async = async_flag(c, flags, wire::kCopyKindMask | wire::kAsyncFlag, at);
+    const auto kind = static_cast<std::uint8_t>(flags & wire::kCopyKindMask);
+    if (kind > static_cast<std::uint8_t>(CopyKind::h2h)) {
+      c.fail(at, fmt::format("unknown copy kind {}", kind));
+    }
+    e.kind = static_cast<CopyKind>(kind);
+    e.stream = stream(c);
+    visitor_.on_copy(e);
+  }
+
+  void decode_memset(Cursor& c) {
+    MemsetEvent e;
+    e.header = header(c);
+    e.dst = wire::undelta(state_.address, c.varint("memset destination"));
+    e.bytes = c.varint("memset size");
+    const std::uint8_t* at = c.p;
+    e.async = async_flag(c, c.u8("memset flags"), wire::kAsyncFlag, at);
+    e.stream = stream(c);
+    visitor_.on_memset(e);
+  }
+
+  void decode_sync(Cursor& c) {
+    SyncEvent e;
+    e.header = header(c);
+    const std::uint8_t* at = c.p;
+    const std::uint8_t kind = c.u8("sync kind");
+    if (kind > static_cast<std::uint8_t>(SyncKind::stream_wait_event)) {
+      c.fail(at, fmt::format("unknown sync kind {}", kind));
+    }
+    e.kind = static_cast<SyncKind>(kind);
+    e.stream = stream(c);
+    visitor_.on_sync(e);
+  }
+
+  void decode_iteration_mark(Cursor& c) {
+    IterationMarkEvent e;
+    e.header = header(c);
+    e.index = c.varint("iteration index");
+    visitor_.on_iteration_mark(e);
+  }
+
+  void decode_stream_create(Cursor& c) {
+    StreamCreateEvent e;
+    e.header = header(c);
+    e.stream = stream(c);
+    e.flags = c.u32("stream flags");
+    const std::uint8_t* at = c.p;
+    const std::int64_t priority = wire::unzigzag(c.varint("stream priority"));
+    if (priority < std::numeric_limits<std::int32_t>::min() ||
+        priority > std::numeric_limits<std::int32_t>::max()) {
+      c.fail(at, fmt::format("stream priority {} does not fit 32 bits", priority));
+    }
+    e.priority = static_cast<std::int32_t>(priority);
+    visitor_.on_stream_create(e);
+  }
+
+  // The writer's own counts: a mismatch means records were lost or forged.
+  void decode_end(Cursor& c) {
+    const std::uint8_t* at = c.p;
+    const std::array<std::uint64_t, 4> said{c.varint("record count"), c.varint("event count"),
+                                            c.varint("string count"), c.varint("stack count")};
+    const std::array<std::uint64_t, 4> seen{result_.records, result_.events, strings_, stacks_};
+    static constexpr std::array<const char*, 4> kNames{"records", "events", "strings", "stacks"};
+    for (std::size_t i = 0; i < said.size(); ++i) {
+      if (said[i] != seen[i]) {
+        c.fail(at, fmt::format("the end-of-trace record counts {} {} but the file holds {}",
+                               said[i], kNames[i], seen[i]));
+      }
+    }
+    result_.clean_end = true;
+  }
+
+  const std::uint8_t* data_;
+  std::size_t size_;
+  std::string name_;
+  EventVisitor& visitor_;
+  const TraceReadOptions& options_;
+
+  std::size_t pos_ = 0;
+  std::uint64_t next_progress_ = kProgressStep;
+  wire::DeltaState state_;
+  std::uint64_t strings_ = 0;
+  std::uint64_t stacks_ = 0;
+  TraceReadResult result_;
+  std::vector<StackFrame> frames_;      // reused: no allocation per record once warm
+  std::vector<std::uint64_t> touched_;  // reused
+};
+
+}  // namespace
+
+bool is_trace_bytes(std::span<const std::byte> bytes) {
+  const std::string_view magic = wire::kMagic;
+  return bytes.size() >= magic.size() && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0;
+}
+
+bool is_trace_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::array<std::byte, wire::kMagic.size()> head{};
+  std::size_t got = 0;
+  while (got < head.size()) {
+    const ssize_t r = ::read(fd, head.data() + got, head.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  ::close(fd);
+  return is_trace_bytes(std::span<const std::byte>(head.data(), got));
+}
+
+TraceReadResult read_trace_bytes(std::span<const std::byte> bytes, std::string display_name,
+                                 EventVisitor& visitor, const TraceReadOptions& options) {
+  return TraceParser(bytes, std::move(display_name), visitor, options).run();
+}
+
+TraceReadResult read_trace(const std::string& path, EventVisitor& visitor,
+                           const TraceReadOptions& options) {
+  const detail::MappedFile file(path);
+  return read_trace_bytes(file.bytes(), path, visitor, options);
+}
+
+}  // namespace memtool::trace

@@ -1,0 +1,575 @@
+// TraceWriter: encodes events into one preallocated buffer under a short lock and hands full
+// buffers to write(2). Used inside the preload library, so nothing here throws, uses iostreams
+// or allocates per event: the only allocations are the buffer (at open) and the intern tables
+// (once per distinct string or stack). Layout of every record: docs/trace-format.md.
+#include "memtool/trace/writer.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "delta_state.hpp"
+#include "wire.hpp"
+
+namespace memtool::trace {
+
+namespace {
+
+using wire::Tag;
+
+// Compile-time bounds of the fixed-size records' payloads. Below 128, so the length prefix
+// is one byte and the hot path never moves a payload.
+constexpr std::size_t kV = wire::kMaxVarintBytes;
+constexpr std::size_t kHeaderBound = 3 * kV;                          // seq, time, thread
+constexpr std::size_t kAllocBound = kHeaderBound + 4 * kV + 1;        // addr size kind stream stack
+constexpr std::size_t kFreeBound = kHeaderBound + 2 * kV + 1;         // addr kind stream
+constexpr std::size_t kGraphLaunchBound = kHeaderBound + 2 * kV;      // exec stream
+constexpr std::size_t kCopyBound = kHeaderBound + 4 * kV + 1;         // dst src bytes flags stream
+constexpr std::size_t kMemsetBound = kHeaderBound + 3 * kV + 1;       // dst bytes flags stream
+constexpr std::size_t kSyncBound = kHeaderBound + kV + 1;             // kind stream
+constexpr std::size_t kIterationMarkBound = kHeaderBound + kV;        // index
+constexpr std::size_t kStreamCreateBound = kHeaderBound + 3 * kV;     // stream flags priority
+constexpr std::size_t kLaunchFixedBound = kHeaderBound + 3 * kV;      // kernel stream count
+constexpr std::size_t kEndBound = 4 * kV;
+static_assert(kAllocBound < 128 && kFreeBound < 128 && kGraphLaunchBound < 128 &&
+              kCopyBound < 128 && kMemsetBound < 128 && kSyncBound < 128 &&
+              kIterationMarkBound < 128 && kStreamCreateBound < 128 && kEndBound < 128);
+
+constexpr std::size_t kMinBufferBytes = 4096;
+
+struct HeaderCodes {
+  std::uint64_t seq;
+  std::uint64_t time;
+  std::uint64_t thread;
+};
+
+template <class Encoder>
+void put_header(Encoder& e, const HeaderCodes& h) {
+  e.varint(h.seq);
+  e.varint(h.time);
+  e.varint(h.thread);
+}
+
+// FNV-1a over the fields of the frames (not their padding bytes).
+std::uint64_t hash_frames(std::span<const StackFrame> frames) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](std::uint64_t v) {
+    h ^= v;
+    h *= 0x100000001b3ULL;
+  };
+  mix(frames.size());
+  for (const StackFrame& f : frames) {
+    mix(f.ip);
+    mix(f.function.value());
+    mix(f.file.value());
+    mix(f.line);
+  }
+  return h;
+}
+
+bool same_frame(const StackFrame& a, const StackFrame& b) {
+  return a.ip == b.ip && a.function == b.function && a.file == b.file && a.line == b.line;
+}
+
+struct TransparentStringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+
+}  // namespace
+
+struct TraceWriter::Impl {
+  mutable std::mutex mutex;
+  int fd = -1;
+  std::unique_ptr<std::byte[]> buffer;
+  std::size_t capacity = 0;
+  std::size_t used = 0;
+
+  // Set in a forked child: every entry point checks it before taking the (possibly
+  // forever-locked) mutex.
+  std::atomic<bool> abandoned{false};
+  bool leak_on_destroy = false;  // the child could not prove the state consistent
+  bool failed = false;
+  bool closed = false;
+
+  wire::DeltaState state;
+  std::uint64_t records = 0;  // every record but the end record
+  std::uint64_t events = 0;
+  std::uint64_t bytes_out = 0;
+  std::uint32_t strings = 0;
+  std::uint32_t stacks = 0;
+
+  std::unordered_map<std::string, std::uint32_t, TransparentStringHash, std::equal_to<>>
+      string_ids;
+  // Stacks: hash → ids; the frames of stack i are stack_frames[stack_spans[i]].
+  std::unordered_multimap<std::uint64_t, std::uint32_t> stack_ids;
+  std::vector<StackFrame> stack_frames;
+  std::vector<std::pair<std::size_t, std::size_t>> stack_spans;
+
+  [[nodiscard]] bool usable() const { return !failed && !closed && fd >= 0; }
+
+  bool write_out(const std::byte* data, std::size_t n) {
+    while (n != 0) {
+      const ssize_t r = ::write(fd, data, n);
+      if (r <= 0) {  // 0 for a non-empty write would loop forever: treat it as an error
+        if (r < 0 && errno == EINTR) continue;
+        failed = true;
+        return false;
+      }
+      data += r;
+      n -= static_cast<std::size_t>(r);
+      bytes_out += static_cast<std::uint64_t>(r);
+    }
+    return true;
+  }
+
+  bool flush_locked() {
+    if (failed || fd < 0) return false;
+    const std::size_t n = used;
+    used = 0;
+    return write_out(buffer.get(), n);
+  }
+
+  // Streams an oversized record through the buffer, flushing whenever it fills.
+  struct StreamingEncoder {
+    Impl& w;
+
+    bool room(std::size_t n) {
+      if (w.failed) return false;
+      return w.capacity - w.used >= n || w.flush_locked();
+    }
+    void u8(std::uint8_t v) {
+      if (room(1)) w.buffer[w.used++] = std::byte{v};
+    }
+    void varint(std::uint64_t v) {
+      if (!room(wire::kMaxVarintBytes)) return;
+      wire::DirectEncoder e{w.buffer.get() + w.used};
+      e.varint(v);
+      w.used = static_cast<std::size_t>(e.pos - w.buffer.get());
+    }
+    void bytes(const void* data, std::size_t n) {
+      const auto* src = static_cast<const std::byte*>(data);
+      while (n != 0) {
+        if (!room(1)) return;
+        const std::size_t chunk = std::min(n, w.capacity - w.used);
+        std::memcpy(w.buffer.get() + w.used, src, chunk);
+        w.used += chunk;
+        src += chunk;
+        n -= chunk;
+      }
+    }
+  };
+
+  // Appends one record: tag, varint payload length, payload from `body`. `bound` is an upper
+  // bound of the payload size. Caller holds the lock and checked usable().
+  template <class Body>
+  void emit(Tag tag, std::size_t bound, const Body& body) {
+    const std::size_t len_reserve = wire::varint_size(bound);
+    const std::size_t need = 1 + len_reserve + bound;
+    if (need <= capacity) {
+      if (capacity - used < need && !flush_locked()) return;
+      std::byte* start = buffer.get() + used;
+      start[0] = std::byte{static_cast<std::uint8_t>(tag)};
+      std::byte* payload = start + 1 + len_reserve;
+      wire::DirectEncoder e{payload};
+      body(e);
+      const auto len = static_cast<std::size_t>(e.pos - payload);
+      if (len_reserve == 1) {  // fixed-size records: bound < 128, so is len
+        start[1] = std::byte{static_cast<std::uint8_t>(len)};
+        used += 2 + len;
+      } else {
+        wire::DirectEncoder l{start + 1};
+        l.varint(len);
+        if (l.pos != payload) std::memmove(l.pos, payload, len);
+        used = static_cast<std::size_t>(l.pos + len - buffer.get());
+      }
+    } else {
+      wire::CountingEncoder c;
+      body(c);
+      StreamingEncoder s{*this};
+      s.u8(static_cast<std::uint8_t>(tag));
+      s.varint(c.size);
+      body(s);
+    }
+    ++records;
+  }
+
+  HeaderCodes code_header(const EventHeader& h) {
+    const HeaderCodes codes{wire::delta(h.seq, state.seq), wire::delta(h.time_ns, state.time_ns),
+                            wire::delta(std::uint64_t{h.thread.value()}, state.thread)};
+    state.seq = h.seq;
+    state.time_ns = h.time_ns;
+    state.thread = std::uint64_t{h.thread.value()};
+    return codes;
+  }
+  std::uint64_t code_address(std::uint64_t address) {
+    const std::uint64_t code = wire::delta(address, state.address);
+    state.address = address;
+    return code;
+  }
+  std::uint64_t code_stream(StreamHandle stream) {
+    const std::uint64_t code = wire::delta(stream.value(), state.stream);
+    state.stream = stream.value();
+    return code;
+  }
+  // Ids this writer never defined would make the file unreadable: they travel as "none".
+  [[nodiscard]] std::uint64_t string_ref(StringId id) const {
+    return id.valid() && id.value() < strings ? wire::optional_id(id) : 0;
+  }
+  [[nodiscard]] std::uint64_t stack_ref(StackId id) const {
+    return id.valid() && id.value() < stacks ? wire::optional_id(id) : 0;
+  }
+};
+
+TraceWriter::TraceWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+TraceWriter::~TraceWriter() {
+  if (impl_ == nullptr) return;
+  if (impl_->abandoned.load(std::memory_order_relaxed)) {
+    if (impl_->leak_on_destroy) (void)impl_.release();
+    return;
+  }
+  close();
+}
+
+std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, std::string* error) {
+  return open(path, Options{}, error);
+}
+
+std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Options& options,
+                                               std::string* error) {
+  auto fail = [&](const char* what, int err) -> std::unique_ptr<TraceWriter> {
+    if (error != nullptr) {
+      try {
+        *error = path + ": " + what + ": " + std::strerror(err);
+      } catch (...) {  // out of memory while reporting: the nullptr says enough
+      }
+    }
+    return nullptr;
+  };
+  std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
+  if (impl == nullptr) return fail("cannot create trace writer", ENOMEM);
+  impl->capacity = std::max(options.buffer_bytes, kMinBufferBytes);
+  impl->buffer.reset(new (std::nothrow) std::byte[impl->capacity]);
+  if (impl->buffer == nullptr) return fail("cannot allocate the trace buffer", ENOMEM);
+  impl->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (impl->fd < 0) return fail("cannot open for writing", errno);
+  // The header goes out at once: even a process that dies before the first flush leaves a
+  // file that is recognisably a (truncated) trace.
+  if (!impl->write_out(reinterpret_cast<const std::byte*>(wire::kHeaderV1.data()),
+                       wire::kHeaderV1.size())) {
+    const int err = errno;
+    ::close(impl->fd);
+    return fail("cannot write the trace header", err);
+  }
+  std::unique_ptr<TraceWriter> writer(new (std::nothrow) TraceWriter(std::move(impl)));
+  if (writer == nullptr) return fail("cannot create trace writer", ENOMEM);
+  return writer;
+}
+
+StringId TraceWriter::intern(std::string_view text) {
+  Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return StringId{};
+  text = text.substr(0, wire::kMaxStringBytes);
+  std::lock_guard lock(w.mutex);
+  if (auto it = w.string_ids.find(text); it != w.string_ids.end()) return StringId{it->second};
+  if (!w.usable() || w.strings == StringId::kInvalid - 1) return StringId{};
+  const std::uint32_t id = w.strings;
+  try {
+    w.string_ids.emplace(std::string(text), id);
+  } catch (...) {  // out of memory: the caller gets "no name" rather than an exception
+    return StringId{};
+  }
+  ++w.strings;
+  w.emit(Tag::string_def, 2 * kV + text.size(), [&](auto& e) {
+    e.varint(id);
+    wire::put_string(e, text);
+  });
+  return StringId{id};
+}
+
+StackId TraceWriter::intern_stack(std::span<const StackFrame> frames) {
+  Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return StackId{};
+  frames = frames.first(std::min(frames.size(), wire::kMaxStackFrames));
+  const std::uint64_t hash = hash_frames(frames);
+  std::lock_guard lock(w.mutex);
+  for (auto [it, last] = w.stack_ids.equal_range(hash); it != last; ++it) {
+    const auto [offset, count] = w.stack_spans[it->second];
+    if (count == frames.size() &&
+        std::equal(frames.begin(), frames.end(), w.stack_frames.begin() +
+                                                     static_cast<std::ptrdiff_t>(offset),
+                   same_frame)) {
+      return StackId{it->second};
+    }
+  }
+  if (!w.usable() || w.stacks == StackId::kInvalid - 1) return StackId{};
+  const std::uint32_t id = w.stacks;
+  try {
+    w.stack_spans.emplace_back(w.stack_frames.size(), frames.size());
+    w.stack_frames.insert(w.stack_frames.end(), frames.begin(), frames.end());
+    w.stack_ids.emplace(hash, id);
+  } catch (...) {  // out of memory: undo what went in, the caller gets "no stack"
+    w.stack_spans.resize(id);
+    return StackId{};
+  }
+  ++w.stacks;
+  w.emit(Tag::stack_def, 2 * kV + frames.size() * 4 * kV, [&](auto& e) {
+    e.varint(id);
+    e.varint(frames.size());
+    std::uint64_t prev_ip = 0;
+    for (const StackFrame& f : frames) {
+      e.varint(wire::delta(f.ip, prev_ip));
+      prev_ip = f.ip;
+      e.varint(w.string_ref(f.function));
+      e.varint(w.string_ref(f.file));
+      e.varint(f.line);
+    }
+  });
+  return StackId{id};
+}
+
+void TraceWriter::write_metadata(std::string_view key, std::string_view value) {
+  Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return;
+  key = key.substr(0, wire::kMaxStringBytes);
+  value = value.substr(0, wire::kMaxStringBytes);
+  std::lock_guard lock(w.mutex);
+  if (!w.usable()) return;
+  w.emit(Tag::metadata, 2 * kV + key.size() + value.size(), [&](auto& e) {
+    wire::put_string(e, key);
+    wire::put_string(e, value);
+  });
+}
+
+void TraceWriter::write_module(const ModuleMapping& module) {
+  Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(w.mutex);
+  if (!w.usable()) return;
+  const std::uint64_t path = w.string_ref(module.path);
+  w.emit(Tag::module, 4 * kV, [&](auto& e) {
+    e.varint(module.start);
+    e.varint(wire::delta(module.end, module.start));
+    e.varint(module.file_offset);
+    e.varint(path);
+  });
+}
+
+// Every event writer has the same shape: check, lock, turn the fields into codes (which
+// advances the delta state), emit, count.
+#define MEMTOOL_EVENT_PROLOGUE                                  \
+  Impl& w = *impl_;                                             \
+  if (w.abandoned.load(std::memory_order_relaxed)) return;      \
+  std::lock_guard lock(w.mutex);                                \
+  if (!w.usable()) return;                                      \
+  const HeaderCodes h = w.code_header(event.header)
+
+void TraceWriter::write(const AllocEvent& event) {
+  MEMTOOL_EVENT_PROLOGUE;
+  const std::uint64_t address = w.code_address(event.address);
+  const std::uint64_t stream = w.code_stream(event.stream);
+  const std::uint64_t stack = w.stack_ref(event.stack);
+  w.emit(Tag::alloc, kAllocBound, [&](auto& e) {
+    put_header(e, h);
+    e.varint(address);
+    e.varint(event.size);
+    e.u8(static_cast<std::uint8_t>(event.kind));
+    e.varint(stream);
+    e.varint(stack);
+  });
+  ++w.events;
+}
+
+void TraceWriter::write(const FreeEvent& event) {
+  MEMTOOL_EVENT_PROLOGUE;
+  const std::uint64_t address = w.code_address(event.address);
+  const std::uint64_t stream = w.code_stream(event.stream);
+  w.emit(Tag::free, kFreeBound, [&](auto& e) {
+    put_header(e, h);
+    e.varint(address);
+    e.u8(static_cast<std::uint8_t>(event.kind));
+    e.varint(stream);
+  });
+  ++w.events;
+}
+
+void TraceWriter::write(const LaunchEvent& event) {
+  MEMTOOL_EVENT_PROLOGUE;
+  const std::uint64_t kernel = w.string_ref(event.kernel);
+  const std::uint64_t stream = w.code_stream(event.stream);
+  const auto touched = event.touched.first(std::min(event.touched.size(), wire::kMaxTouched));
+  const std::uint64_t base = w.state.address;  // touched addresses chain from here
+  w.emit(Tag::launch, kLaunchFixedBound + touched.size() * kV, [&](auto& e) {
+    put_header(e, h);
+    e.varint(kernel);
+    e.varint(stream);
+    e.varint(touched.size());
+    std::uint64_t prev = base;
+    for (const std::uint64_t address : touched) {
+      e.varint(wire::delta(address, prev));
+      prev = address;
+    }
+  });
+  ++w.events;
+}
+
+void TraceWriter::write(const GraphLaunchEvent& event) {
+  MEMTOOL_EVENT_PROLOGUE;
+  const std::uint64_t stream = w.code_stream(event.stream);
+  w.emit(Tag::graph_launch, kGraphLaunchBound, [&](auto& e) {
+    put_header(e, h);
+    e.varint(event.graph_exec);
+    e.varint(stream);
+  });
+  ++w.events;
+}
+
+void TraceWriter::write(const CopyEvent& event) {
+  MEMTOOL_EVENT_PROLOGUE;
+  const std::uint64_t dst = wire::delta(event.dst, w.state.address);
+  const std::uint64_t src = wire::delta(event.src, w.state.address);
+  const std::uint64_t stream = w.code_stream(event.stream);
+  const auto flags = static_cast<std::uint8_t>(
+      (static_cast<std::uint8_t>(event.kind) & wire::kCopyKindMask) |
+      (event.async ? wire::kAsyncFlag : 0));
+  w.emit(Tag::copy, kCopyBound, [&](auto& e) {
+    put_header(e, h);
+    e.varint(dst);
+    e.varint(src);
+    e.varint(event.bytes);
+    e.u8(flags);
+    e.varint(stream);
+  });
+  ++w.events;
+}
+
+void TraceWriter::write(const MemsetEvent& event) {
+  MEMTOOL_EVENT_PROLOGUE;
+  const std::uint64_t dst = wire::delta(event.dst, w.state.address);
+  const std::uint64_t stream = w.code_stream(event.stream);
+  const std::uint8_t flags = event.async ? wire::kAsyncFlag : 0;
+  w.emit(Tag::memset, kMemsetBound, [&](auto& e) {
+    put_header(e, h);
+    e.varint(dst);
+    e.varint(event.bytes);
+    e.u8(flags);
+    e.varint(stream);
+  });
+  ++w.events;
+}
+
+void TraceWriter::write(const SyncEvent& event) {
+  MEMTOOL_EVENT_PROLOGUE;
+  const std::uint64_t stream = w.code_stream(event.stream);
+  w.emit(Tag::sync, kSyncBound, [&](auto& e) {
+    put_header(e, h);
+    e.u8(static_cast<std::uint8_t>(event.kind));
+    e.varint(stream);
+  });
+  ++w.events;
+}
+
+void TraceWriter::write(const IterationMarkEvent& event) {
+  MEMTOOL_EVENT_PROLOGUE;
+  w.emit(Tag::iteration_mark, kIterationMarkBound, [&](auto& e) {
+    put_header(e, h);
+    e.varint(event.index);
+  });
+  ++w.events;
+}
+
+void TraceWriter::write(const StreamCreateEvent& event) {
+  MEMTOOL_EVENT_PROLOGUE;
+  const std::uint64_t stream = w.code_stream(event.stream);
+  w.emit(Tag::stream_create, kStreamCreateBound, [&](auto& e) {
+    put_header(e, h);
+    e.varint(stream);
+    e.varint(event.flags);
+    e.varint(wire::zigzag(event.priority));
+  });
+  ++w.events;
+}
+
+#undef MEMTOOL_EVENT_PROLOGUE
+
+bool TraceWriter::flush() {
+  Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return false;
+  std::lock_guard lock(w.mutex);
+  if (w.fd < 0) return !w.failed;
+  return w.flush_locked();
+}
+
+bool TraceWriter::close() {
+  Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return false;
+  std::lock_guard lock(w.mutex);
+  if (w.closed) return !w.failed;
+  if (w.usable()) {
+    const std::uint64_t records = w.records;
+    w.emit(Tag::end, kEndBound, [&](auto& e) {
+      e.varint(records);
+      e.varint(w.events);
+      e.varint(w.strings);
+      e.varint(w.stacks);
+    });
+    w.records = records;  // the end record does not count itself
+    w.flush_locked();
+  }
+  if (w.fd >= 0 && ::close(w.fd) != 0 && errno != EINTR) w.failed = true;
+  w.fd = -1;
+  w.closed = true;
+  w.buffer.reset();
+  return !w.failed;
+}
+
+void TraceWriter::abandon_after_fork() {
+  Impl& w = *impl_;
+  if (w.abandoned.exchange(true)) return;
+  // Only this thread survived the fork. If another parent thread held the lock at that moment,
+  // the tables may be half-updated: never touch (or free) them again.
+  if (!w.mutex.try_lock()) {
+    w.leak_on_destroy = true;
+  } else {
+    w.mutex.unlock();
+    w.buffer.reset();  // the parent writes these records, not us
+    w.used = 0;
+  }
+  if (w.fd >= 0) ::close(w.fd);  // our copy of the descriptor; the parent's stays open
+  w.fd = -1;
+}
+
+std::uint64_t TraceWriter::records_written() const {
+  const Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return w.records;
+  std::lock_guard lock(w.mutex);
+  return w.records;
+}
+
+std::uint64_t TraceWriter::bytes_written() const {
+  const Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return w.bytes_out;
+  std::lock_guard lock(w.mutex);
+  return w.bytes_out;
+}
+
+bool TraceWriter::failed() const {
+  const Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return w.failed;
+  std::lock_guard lock(w.mutex);
+  return w.failed;
+}
+
+}  // namespace memtool::trace

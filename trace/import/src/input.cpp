@@ -1,0 +1,99 @@
+// Input sniffing and the event-loading dispatcher (see memtool/trace/input.hpp).
+#include "memtool/trace/input.hpp"
+
+#include <span>
+
+#include "file_bytes.hpp"
+#include "memtool/trace/input_error.hpp"
+
+namespace memtool::trace {
+namespace {
+
+// Passes everything on and counts the events (definitions and metadata are not events).
+class CountingVisitor final : public EventVisitor {
+ public:
+  explicit CountingVisitor(EventVisitor& inner) : inner_(inner) {}
+
+  void on_metadata(std::string_view key, std::string_view value) override { inner_.on_metadata(key, value); }
+  void on_string(StringId id, std::string_view text) override { inner_.on_string(id, text); }
+  void on_stack(StackId id, std::span<const StackFrame> frames) override { inner_.on_stack(id, frames); }
+  void on_module(const ModuleMapping& module) override { inner_.on_module(module); }
+
+  void on_alloc(const AllocEvent& event) override { ++events; inner_.on_alloc(event); }
+  void on_free(const FreeEvent& event) override { ++events; inner_.on_free(event); }
+  void on_launch(const LaunchEvent& event) override { ++events; inner_.on_launch(event); }
+  void on_graph_launch(const GraphLaunchEvent& event) override { ++events; inner_.on_graph_launch(event); }
+  void on_copy(const CopyEvent& event) override { ++events; inner_.on_copy(event); }
+  void on_memset(const MemsetEvent& event) override { ++events; inner_.on_memset(event); }
+  void on_sync(const SyncEvent& event) override { ++events; inner_.on_sync(event); }
+  void on_iteration_mark(const IterationMarkEvent& event) override { ++events; inner_.on_iteration_mark(event); }
+  void on_stream_create(const StreamCreateEvent& event) override { ++events; inner_.on_stream_create(event); }
+
+  std::uint64_t events = 0;
+
+ private:
+  EventVisitor& inner_;
+};
+
+constexpr std::size_t kSniffBytes = 4096;
+
+}  // namespace
+
+std::string_view to_string(InputKind kind) {
+  switch (kind) {
+    case InputKind::unknown: return "unknown";
+    case InputKind::trace: return "memtool trace";
+    case InputKind::snapshot_pickle: return "PyTorch memory snapshot (pickle)";
+    case InputKind::snapshot_json: return "PyTorch memory snapshot (JSON)";
+    case InputKind::problem_csv: return "planner problem (CSV)";
+  }
+  return "unknown";
+}
+
+InputKind sniff_input_bytes(std::string_view head) {
+  if (is_trace_bytes(std::as_bytes(std::span<const char>(head.data(), head.size())))) return InputKind::trace;
+  if (!head.empty() && static_cast<unsigned char>(head.front()) == 0x80) return InputKind::snapshot_pickle;
+  if (head.starts_with("id,")) return InputKind::problem_csv;
+  const std::size_t first = head.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && head[first] == '{') return InputKind::snapshot_json;
+  return InputKind::unknown;
+}
+
+InputKind sniff_input(const std::string& path) {
+  const std::string head = detail::read_file_head(path, kSniffBytes);  // throws when unreadable
+  if (is_trace_file(path)) return InputKind::trace;
+  return sniff_input_bytes(head);
+}
+
+LoadSummary load_events(const std::string& path, EventVisitor& visitor, const LoadOptions& options) {
+  LoadSummary summary;
+  summary.kind = sniff_input(path);
+  CountingVisitor counter(visitor);
+  switch (summary.kind) {
+    case InputKind::trace: {
+      summary.trace = read_trace(path, counter, options.trace);
+      summary.truncated = summary.trace->truncated;
+      break;
+    }
+    case InputKind::snapshot_pickle:
+    case InputKind::snapshot_json: {
+      const std::string bytes = detail::read_file_bytes(path);
+      summary.snapshot = summary.kind == InputKind::snapshot_pickle
+                             ? import_snapshot_pickle(bytes, path, counter, options.snapshot)
+                             : import_snapshot_json(bytes, path, counter, options.snapshot);
+      break;
+    }
+    case InputKind::problem_csv:
+      throw InputError(path, 0,
+                       "this is a planner problem (CSV), which holds no events: expected a memtool trace or a "
+                       "PyTorch memory snapshot (pickle or JSON)");
+    case InputKind::unknown:
+      throw InputError(path, 0,
+                       "unrecognised input: expected a memtool trace, a PyTorch memory snapshot (pickle starting "
+                       "with byte 0x80, or a JSON object) or a planner CSV (header 'id,lower,upper,size')");
+  }
+  summary.events = counter.events;
+  return summary;
+}
+
+}  // namespace memtool::trace

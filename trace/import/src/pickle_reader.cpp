@@ -1,0 +1,513 @@
+// The pickle virtual machine, reduced to building plain data (see pickle_reader.hpp).
+//
+// Mirrors CPython's Unpickler: a value stack, a stack of MARK positions (items above the last
+// mark are all an opcode may touch) and a memo of shared values. Containers are shared by
+// reference, so a list mutated after it was memoised is seen mutated through every reference,
+// exactly as in Python.
+#include "pickle_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "memtool/trace/input_error.hpp"
+#include "utf8.hpp"
+
+namespace memtool::trace::detail {
+namespace {
+
+// Opcodes, named as in CPython's Lib/pickle.py.
+enum Op : std::uint8_t {
+  MARK = '(',
+  STOP = '.',
+  POP = '0',
+  POP_MARK = '1',
+  DUP = '2',
+  FLOAT = 'F',
+  INT = 'I',
+  BININT = 'J',
+  BININT1 = 'K',
+  LONG = 'L',
+  BININT2 = 'M',
+  NONE = 'N',
+  PERSID = 'P',
+  BINPERSID = 'Q',
+  REDUCE = 'R',
+  STRING = 'S',
+  BINSTRING = 'T',
+  SHORT_BINSTRING = 'U',
+  UNICODE = 'V',
+  BINUNICODE = 'X',
+  APPEND = 'a',
+  BUILD = 'b',
+  GLOBAL = 'c',
+  DICT = 'd',
+  EMPTY_DICT = '}',
+  APPENDS = 'e',
+  GET = 'g',
+  BINGET = 'h',
+  INST = 'i',
+  LONG_BINGET = 'j',
+  LIST = 'l',
+  EMPTY_LIST = ']',
+  OBJ = 'o',
+  PUT = 'p',
+  BINPUT = 'q',
+  LONG_BINPUT = 'r',
+  SETITEM = 's',
+  TUPLE = 't',
+  EMPTY_TUPLE = ')',
+  SETITEMS = 'u',
+  BINFLOAT = 'G',
+  BINBYTES = 'B',
+  SHORT_BINBYTES = 'C',
+  PROTO = 0x80,
+  NEWOBJ = 0x81,
+  EXT1 = 0x82,
+  EXT2 = 0x83,
+  EXT4 = 0x84,
+  TUPLE1 = 0x85,
+  TUPLE2 = 0x86,
+  TUPLE3 = 0x87,
+  NEWTRUE = 0x88,
+  NEWFALSE = 0x89,
+  LONG1 = 0x8a,
+  LONG4 = 0x8b,
+  SHORT_BINUNICODE = 0x8c,
+  BINUNICODE8 = 0x8d,
+  BINBYTES8 = 0x8e,
+  EMPTY_SET = 0x8f,
+  ADDITEMS = 0x90,
+  FROZENSET = 0x91,
+  NEWOBJ_EX = 0x92,
+  STACK_GLOBAL = 0x93,
+  MEMOIZE = 0x94,
+  FRAME = 0x95,
+  BYTEARRAY8 = 0x96,
+  NEXT_BUFFER = 0x97,
+  READONLY_BUFFER = 0x98,
+};
+
+constexpr int kHighestProtocol = 5;
+// Descriptions of opaque objects are for messages only; capping them keeps a memoised long
+// GLOBAL name reduced many times from growing the text pool quadratically.
+constexpr std::size_t kMaxOpaqueDescription = 120;
+
+class PickleMachine {
+ public:
+  PickleMachine(std::string_view bytes, const std::string& name) : in_(bytes), name_(name) {}
+
+  PickleDocument run() {
+    try {
+      return run_opcodes();
+    } catch (const std::length_error&) {
+      fail("pickle holds more values than we can index");
+    }
+  }
+
+ private:
+  PickleDocument run_opcodes() {
+    while (true) {
+      op_offset_ = pos_;
+      if (pos_ >= in_.size()) fail("pickle ends before its STOP opcode");
+      const auto op = static_cast<std::uint8_t>(in_[pos_++]);
+      if (op == STOP) {
+        document_.root = pop("STOP");
+        if (pos_ != in_.size()) {
+          fail(fmt::format("{} trailing bytes after the STOP opcode", in_.size() - pos_));
+        }
+        return std::move(document_);
+      }
+      step(op);
+    }
+  }
+
+  ValueTree& tree() { return document_.tree; }
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw InputError(name_, op_offset_, message);
+  }
+
+  // --- reading operands -------------------------------------------------------------------
+
+  std::string_view take(std::uint64_t count, const char* what) {
+    if (count > in_.size() - pos_) {
+      fail(fmt::format("{} needs {} bytes but only {} are left", what, count, in_.size() - pos_));
+    }
+    std::string_view bytes = in_.substr(pos_, static_cast<std::size_t>(count));
+    pos_ += static_cast<std::size_t>(count);
+    return bytes;
+  }
+
+  std::uint64_t read_le(std::size_t width, const char* what) {
+    std::string_view bytes = take(width, what);
+    std::uint64_t value = 0;
+    for (std::size_t i = width; i-- > 0;) {
+      value = (value << 8U) | static_cast<std::uint8_t>(bytes[i]);
+    }
+    return value;
+  }
+
+  // A text line ending in '\n' (GLOBAL's module and name).
+  std::string_view read_line(const char* what) {
+    const std::size_t end = in_.find('\n', pos_);
+    if (end == std::string_view::npos) fail(fmt::format("{}: no end of line before the end of the pickle", what));
+    std::string_view line = in_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    if (!is_valid_utf8(line)) fail(fmt::format("{}: name is not valid UTF-8", what));
+    return line;
+  }
+
+  std::uint64_t length_operand(std::size_t width, const char* what) {
+    const std::uint64_t length = read_le(width, what);
+    if (length > in_.size() - pos_) {
+      fail(fmt::format("{} length {} exceeds the {} bytes left", what, length, in_.size() - pos_));
+    }
+    return length;
+  }
+
+  // --- the stack --------------------------------------------------------------------------
+
+  [[nodiscard]] std::size_t frame_base() const { return marks_.empty() ? 0 : marks_.back(); }
+
+  void push(ValueRef ref) { stack_.push_back(ref); }
+
+  ValueRef pop(const char* what) {
+    if (stack_.size() <= frame_base()) fail(fmt::format("{}: stack underflow", what));
+    const ValueRef ref = stack_.back();
+    stack_.pop_back();
+    return ref;
+  }
+
+  ValueRef top(const char* what) {
+    if (stack_.size() <= frame_base()) fail(fmt::format("{}: stack underflow", what));
+    return stack_.back();
+  }
+
+  // Moves the items above the last MARK into scratch_ and drops the mark.
+  const std::vector<ValueRef>& pop_mark(const char* what) {
+    if (marks_.empty()) fail(fmt::format("{}: no MARK on the stack", what));
+    const std::size_t base = marks_.back();
+    marks_.pop_back();
+    scratch_.assign(stack_.begin() + static_cast<std::ptrdiff_t>(base), stack_.end());
+    stack_.resize(base);
+    return scratch_;
+  }
+
+  // --- builders -----------------------------------------------------------------------------
+
+  ValueRef make_container(ValueKind kind, std::span<const ValueRef> items) {
+    const ValueRef ref = tree().add_container(op_offset_, kind);
+    tree().append(ref, items);
+    return ref;
+  }
+
+  ValueRef make_opaque(std::string_view what) {
+    return tree().add_opaque(op_offset_, what.substr(0, kMaxOpaqueDescription));
+  }
+
+  std::string describe_callable(ValueRef callable) {
+    if (tree().kind(callable) == ValueKind::opaque) return std::string(tree().text(callable));
+    return fmt::format("<{}>", to_string(tree().kind(callable)));
+  }
+
+  void push_text(std::uint64_t length, const char* what) {
+    std::string_view text = take(length, what);
+    if (!is_valid_utf8(text)) fail(fmt::format("{}: string is not valid UTF-8", what));
+    push(tree().add_text(op_offset_, text));
+  }
+
+  void push_bytes(std::uint64_t length, const char* what) {
+    push(tree().add_bytes(op_offset_, take(length, what)));
+  }
+
+  // Little-endian two's complement of `bytes.size()` bytes (LONG1 / LONG4).
+  void push_long(std::string_view bytes) {
+    if (bytes.empty()) {
+      push(tree().add_integer(op_offset_, false, 0));
+      return;
+    }
+    const bool negative = (static_cast<std::uint8_t>(bytes.back()) & 0x80U) != 0;
+    const std::uint8_t fill = negative ? 0xFF : 0x00;
+    // Bytes beyond the eighth must be pure sign extension for the value to fit in 64 bits.
+    for (std::size_t i = 8; i < bytes.size(); ++i) {
+      if (static_cast<std::uint8_t>(bytes[i]) != fill) {
+        push(tree().add_big_integer(op_offset_));
+        return;
+      }
+    }
+    std::uint64_t low = negative ? ~std::uint64_t{0} : 0;
+    const std::size_t width = bytes.size() < 8 ? bytes.size() : 8;
+    for (std::size_t i = 0; i < width; ++i) {
+      const std::uint64_t byte = static_cast<std::uint8_t>(bytes[i]);
+      low = (low & ~(std::uint64_t{0xFF} << (8 * i))) | (byte << (8 * i));
+    }
+    if (!negative) {
+      push(tree().add_integer(op_offset_, false, low));
+    } else if (low == 0) {
+      push(tree().add_big_integer(op_offset_));  // -2^64 or beyond: magnitude does not fit
+    } else {
+      push(tree().add_integer(op_offset_, true, ~low + 1));  // magnitude of a negative value
+    }
+  }
+
+  void put_memo(std::uint64_t index, const char* what) { memo_[index] = top(what); }
+
+  void get_memo(std::uint64_t index, const char* what) {
+    auto it = memo_.find(index);
+    if (it == memo_.end()) fail(fmt::format("{}: memo entry {} was never stored", what, index));
+    push(it->second);
+  }
+
+  void add_to_list(ValueRef target, std::span<const ValueRef> items, const char* what) {
+    switch (tree().kind(target)) {
+      case ValueKind::list: tree().append(target, items); break;
+      case ValueKind::opaque: break;  // obj.append / obj.extend on an object we do not build
+      default: fail(fmt::format("{} on a {}", what, to_string(tree().kind(target))));
+    }
+  }
+
+  void add_to_dict(ValueRef target, std::span<const ValueRef> pairs, const char* what) {
+    if (pairs.size() % 2 != 0) fail(fmt::format("{}: odd number of items for key/value pairs", what));
+    switch (tree().kind(target)) {
+      case ValueKind::dict: tree().append(target, pairs); break;
+      case ValueKind::opaque: break;  // obj[key] = value on an object we do not build
+      default: fail(fmt::format("{} on a {}", what, to_string(tree().kind(target))));
+    }
+  }
+
+  // --- the opcodes ----------------------------------------------------------------------------
+
+  void step(std::uint8_t op) {
+    switch (op) {
+      case PROTO: {
+        const auto protocol = read_le(1, "PROTO");
+        if (protocol > kHighestProtocol) fail(fmt::format("unsupported pickle protocol {}", protocol));
+        document_.protocol = static_cast<int>(protocol);
+        break;
+      }
+      case FRAME: {
+        // Framing only groups opcodes for buffered reading; the length must still be honest.
+        const auto length = read_le(8, "FRAME");
+        if (length > in_.size() - pos_) {
+          fail(fmt::format("FRAME of {} bytes exceeds the {} bytes left", length, in_.size() - pos_));
+        }
+        break;
+      }
+      case MARK: marks_.push_back(stack_.size()); break;
+      case POP:
+        if (stack_.size() > frame_base()) {
+          stack_.pop_back();
+        } else {
+          pop_mark("POP");  // CPython: POP on an empty frame discards the mark
+        }
+        break;
+      case POP_MARK: pop_mark("POP_MARK"); break;
+      case DUP: push(top("DUP")); break;
+
+      case NONE: push(tree().add_none(op_offset_)); break;
+      case NEWTRUE: push(tree().add_bool(op_offset_, true)); break;
+      case NEWFALSE: push(tree().add_bool(op_offset_, false)); break;
+      case BININT1: push(tree().add_integer(op_offset_, false, read_le(1, "BININT1"))); break;
+      case BININT2: push(tree().add_integer(op_offset_, false, read_le(2, "BININT2"))); break;
+      case BININT: {
+        const auto raw = static_cast<std::uint32_t>(read_le(4, "BININT"));
+        const bool negative = (raw & 0x80000000U) != 0;
+        const std::uint64_t magnitude = negative ? (std::uint64_t{1} << 32U) - raw : raw;
+        push(tree().add_integer(op_offset_, negative, magnitude));
+        break;
+      }
+      case LONG1: push_long(take(length_operand(1, "LONG1"), "LONG1")); break;
+      case LONG4: {
+        const auto length = static_cast<std::uint32_t>(read_le(4, "LONG4"));
+        if ((length & 0x80000000U) != 0) fail("LONG4 with a negative length");
+        if (length > in_.size() - pos_) {
+          fail(fmt::format("LONG4 length {} exceeds the {} bytes left", length, in_.size() - pos_));
+        }
+        push_long(take(length, "LONG4"));
+        break;
+      }
+      case BINFLOAT: {
+        std::string_view raw = take(8, "BINFLOAT");
+        std::uint64_t bits = 0;
+        for (char c : raw) bits = (bits << 8U) | static_cast<std::uint8_t>(c);  // big-endian
+        push(tree().add_float(op_offset_, std::bit_cast<double>(bits)));
+        break;
+      }
+
+      case SHORT_BINUNICODE: push_text(length_operand(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE"); break;
+      case BINUNICODE: push_text(length_operand(4, "BINUNICODE"), "BINUNICODE"); break;
+      case BINUNICODE8: push_text(length_operand(8, "BINUNICODE8"), "BINUNICODE8"); break;
+      case SHORT_BINBYTES: push_bytes(length_operand(1, "SHORT_BINBYTES"), "SHORT_BINBYTES"); break;
+      case BINBYTES: push_bytes(length_operand(4, "BINBYTES"), "BINBYTES"); break;
+      case BINBYTES8: push_bytes(length_operand(8, "BINBYTES8"), "BINBYTES8"); break;
+      case BYTEARRAY8: push_bytes(length_operand(8, "BYTEARRAY8"), "BYTEARRAY8"); break;
+      case SHORT_BINSTRING: push_bytes(length_operand(1, "SHORT_BINSTRING"), "SHORT_BINSTRING"); break;
+      case BINSTRING: {
+        const auto length = static_cast<std::uint32_t>(read_le(4, "BINSTRING"));
+        if ((length & 0x80000000U) != 0) fail("BINSTRING with a negative length");
+        if (length > in_.size() - pos_) {
+          fail(fmt::format("BINSTRING length {} exceeds the {} bytes left", length, in_.size() - pos_));
+        }
+        push_bytes(length, "BINSTRING");
+        break;
+      }
+
+      case EMPTY_DICT: push(tree().add_container(op_offset_, ValueKind::dict)); break;
+      case EMPTY_LIST: push(tree().add_container(op_offset_, ValueKind::list)); break;
+      case EMPTY_TUPLE: push(tree().add_container(op_offset_, ValueKind::tuple)); break;
+      case EMPTY_SET: push(tree().add_container(op_offset_, ValueKind::set)); break;
+      case DICT: {
+        const auto& items = pop_mark("DICT");
+        if (items.size() % 2 != 0) fail("DICT: odd number of items for key/value pairs");
+        push(make_container(ValueKind::dict, items));
+        break;
+      }
+      case LIST: push(make_container(ValueKind::list, pop_mark("LIST"))); break;
+      case TUPLE: push(make_container(ValueKind::tuple, pop_mark("TUPLE"))); break;
+      case FROZENSET: push(make_container(ValueKind::set, pop_mark("FROZENSET"))); break;
+      case TUPLE1:
+      case TUPLE2:
+      case TUPLE3: {
+        const std::size_t count = op - TUPLE1 + 1U;
+        ValueRef items[3] = {0, 0, 0};
+        for (std::size_t i = count; i-- > 0;) items[i] = pop("TUPLEn");
+        push(make_container(ValueKind::tuple, std::span<const ValueRef>(items, count)));
+        break;
+      }
+      case APPEND: {
+        const ValueRef item = pop("APPEND");
+        add_to_list(top("APPEND"), std::span<const ValueRef>(&item, 1), "APPEND");
+        break;
+      }
+      case APPENDS: {
+        const auto& items = pop_mark("APPENDS");
+        add_to_list(top("APPENDS"), items, "APPENDS");
+        break;
+      }
+      case SETITEM: {
+        const ValueRef value = pop("SETITEM");
+        const ValueRef key = pop("SETITEM");
+        const ValueRef pair[2] = {key, value};
+        add_to_dict(top("SETITEM"), pair, "SETITEM");
+        break;
+      }
+      case SETITEMS: {
+        const auto& pairs = pop_mark("SETITEMS");
+        add_to_dict(top("SETITEMS"), pairs, "SETITEMS");
+        break;
+      }
+      case ADDITEMS: {
+        const auto& items = pop_mark("ADDITEMS");
+        const ValueRef target = top("ADDITEMS");
+        if (tree().kind(target) == ValueKind::set) {
+          tree().append(target, items);
+        } else if (tree().kind(target) != ValueKind::opaque) {
+          fail(fmt::format("ADDITEMS on a {}", to_string(tree().kind(target))));
+        }
+        break;
+      }
+
+      case BINPUT: put_memo(read_le(1, "BINPUT"), "BINPUT"); break;
+      case LONG_BINPUT: put_memo(read_le(4, "LONG_BINPUT"), "LONG_BINPUT"); break;
+      case MEMOIZE: put_memo(memo_.size(), "MEMOIZE"); break;
+      case BINGET: get_memo(read_le(1, "BINGET"), "BINGET"); break;
+      case LONG_BINGET: get_memo(read_le(4, "LONG_BINGET"), "LONG_BINGET"); break;
+
+      // Object construction: recorded as opaque placeholders, never performed.
+      case GLOBAL: {
+        const std::string module(read_line("GLOBAL"));
+        const std::string_view attribute = read_line("GLOBAL");
+        push(make_opaque(fmt::format("{}.{}", module, attribute)));
+        break;
+      }
+      case STACK_GLOBAL: {
+        const ValueRef attribute = pop("STACK_GLOBAL");
+        const ValueRef module = pop("STACK_GLOBAL");
+        if (tree().kind(attribute) != ValueKind::text || tree().kind(module) != ValueKind::text) {
+          fail("STACK_GLOBAL: module and name must be strings");
+        }
+        push(make_opaque(fmt::format("{}.{}", tree().text(module).substr(0, kMaxOpaqueDescription),
+                                     tree().text(attribute).substr(0, kMaxOpaqueDescription))));
+        break;
+      }
+      case REDUCE: {
+        pop("REDUCE");  // arguments
+        const ValueRef callable = pop("REDUCE");
+        push(make_opaque(describe_callable(callable) + "(...)"));
+        break;
+      }
+      case NEWOBJ: {
+        pop("NEWOBJ");  // arguments
+        const ValueRef cls = pop("NEWOBJ");
+        push(make_opaque(describe_callable(cls) + ".__new__(...)"));
+        break;
+      }
+      case NEWOBJ_EX: {
+        pop("NEWOBJ_EX");  // keyword arguments
+        pop("NEWOBJ_EX");  // arguments
+        const ValueRef cls = pop("NEWOBJ_EX");
+        push(make_opaque(describe_callable(cls) + ".__new__(...)"));
+        break;
+      }
+      case OBJ: {
+        const auto& items = pop_mark("OBJ");
+        if (items.empty()) fail("OBJ: no class on the stack");
+        const ValueRef cls = items.front();
+        push(make_opaque(describe_callable(cls) + "(...)"));
+        break;
+      }
+      case BUILD:
+        pop("BUILD");  // the state __setstate__ would receive
+        top("BUILD");  // the object stays where it is
+        break;
+      case EXT1: push(make_opaque(fmt::format("extension {}", read_le(1, "EXT1")))); break;
+      case EXT2: push(make_opaque(fmt::format("extension {}", read_le(2, "EXT2")))); break;
+      case EXT4: push(make_opaque(fmt::format("extension {}", read_le(4, "EXT4")))); break;
+      case BINPERSID:
+        pop("BINPERSID");
+        push(make_opaque("persistent id"));
+        break;
+
+      case NEXT_BUFFER:
+      case READONLY_BUFFER: fail("out-of-band buffers (protocol 5) are not supported");
+      case FLOAT:
+      case INT:
+      case LONG:
+      case STRING:
+      case UNICODE:
+      case GET:
+      case PUT:
+      case INST:
+      case PERSID:
+        fail(fmt::format("text opcode '{}' of pickle protocol 0 is not supported (expected protocol 2 to 4)",
+                         static_cast<char>(op)));
+      default: fail(fmt::format("unknown pickle opcode 0x{:02x}", op));
+    }
+  }
+
+  std::string_view in_;
+  const std::string& name_;
+  std::size_t pos_ = 0;
+  std::size_t op_offset_ = 0;
+  PickleDocument document_;
+  std::vector<ValueRef> stack_;
+  std::vector<std::size_t> marks_;
+  std::vector<ValueRef> scratch_;
+  std::unordered_map<std::uint64_t, ValueRef> memo_;
+};
+
+}  // namespace
+
+PickleDocument read_pickle(std::string_view bytes, const std::string& name) {
+  PickleMachine machine(bytes, name);
+  return machine.run();
+}
+
+}  // namespace memtool::trace::detail
