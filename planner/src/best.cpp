@@ -1,8 +1,8 @@
 // `best`: the heuristics (three always — so a problem of tens of thousands of buffers with
 // thousands live at once can take longer than the limit — the others while the budget lasts),
 // the best one kept; then, unless it is at LB already, an improving search within the budget:
-//  - iterated greedy from the best heuristic's order (a fifth of the budget when an exact search
-//    applies, all of it otherwise);
+//  - iterated greedy from the best heuristic's order (all of the budget for large problems, half
+//    from 600 buffers, 15% below);
 //  - for problems up to a few thousand buffers, with the rest: the skyline search
 //    (skyline_search.hpp) when every buffer has one interval and all share one alignment, else
 //    the general branch and bound (branch_and_bound.hpp), aiming under the best pool so far.
@@ -11,8 +11,6 @@
 #include "best.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "branch_and_bound.hpp"
 #include "greedy.hpp"
@@ -25,11 +23,10 @@ namespace memtool::planner::detail {
 
 namespace {
 
-// One decision search: fit everything under `capacity`.
+constexpr std::size_t kManyItems = 600;
+
+// One decision search: fit everything under `capacity`. Alternates the skyline search (when it applies) and the general branch and bound.
 SearchResult decide(const Prepared& p, std::uint64_t capacity, SearchBudget& budget, int round, bool skyline) {
-  const char* forced = std::getenv("MEMTOOL_PLANNER_SOLVER");
-  if (forced != nullptr && std::string(forced) == "bnb") return branch_and_bound(p, capacity, budget);
-  if (forced != nullptr && std::string(forced) == "skyline" && skyline) return skyline_search(p, capacity, budget);
   if (skyline && round % 2 == 0) return skyline_search(p, capacity, budget);
   return branch_and_bound(p, capacity, budget);
 }
@@ -98,7 +95,11 @@ Placement best_plan(const Prepared& p, const PlanOptions& options) {
   if (pool > p.lower_bound && !budget.exhausted()) {
     const bool exact = branch_and_bound_applies(p);
     const bool skyline = exact && skyline_search_applies(p);
-    SearchBudget phase = budget.share(exact ? 0.2 : 1.0);
+    // Iterated greedy pays off on problems of a thousand buffers and more; the exact searches
+    // on the small, tightly packed ones.
+    std::size_t items = 0;
+    for (const Item& it : p.items) items += it.footprint != 0 ? 1 : 0;
+    SearchBudget phase = budget.share(!exact ? 1.0 : items >= kManyItems ? 0.5 : 0.15);
     auto improved = iterated_greedy(p, std::move(best_order), best_fit, {offsets, pool, 0}, phase);
     budget.spend(phase.used());
     if (improved.pool < pool) {

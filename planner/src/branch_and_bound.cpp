@@ -29,6 +29,7 @@ namespace {
 
 constexpr std::uint32_t kMaxItems = 6000;
 constexpr std::uint64_t kMaxConflictEntries = 40'000'000;
+constexpr std::size_t kEffectiveFloorItems = 256;
 
 struct Shared {
   std::vector<std::uint32_t> items;                    // local -> item
@@ -208,7 +209,10 @@ class Decision {
     const std::uint32_t hi = partition.end_section;
     std::fill(effective_.begin() + lo, effective_.begin() + hi, UINT64_MAX);
     std::uint64_t work = hi - lo;
+    // The minimum-offset floors cost a pass over every unplaced span: only for small pieces.
+    const bool effective = partition.by_rank.size() <= kEffectiveFloorItems;
     for (std::uint32_t c : partition.by_rank) {
+      if (!effective) break;
       if (placed_[c]) continue;
       const Span* spans = p_.spans_of(s_.items[c]);
       for (std::uint32_t k = 0; k < item(c).span_count; ++k) {

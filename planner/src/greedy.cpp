@@ -2,6 +2,7 @@
 #include "greedy.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace memtool::planner::detail {
 
@@ -43,7 +44,7 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
     });
   }
   std::sort(ranges_.begin(), ranges_.end());
-  work += ranges_.size();
+  work += ranges_.size() * (2 + std::bit_width(ranges_.size()));  // the sort dominates
   // Walk the gaps below, between and above the conflicting ranges.
   std::uint64_t cursor = 0;
   std::uint64_t best_offset = UINT64_MAX;

@@ -138,6 +138,7 @@ class Skyline {
   // over their span), so the section's effective floor is the least of those: with the unplaced
   // bytes stacked on it, it must fit under the capacity.
   bool effective_floors_fit() {
+    if (unplaced_ > 256) return true;  // a pass over every unplaced span: only near the leaves
     effective_.assign(p_.section_count, UINT64_MAX);
     std::uint64_t work = p_.section_count;
     for (std::uint32_t s = 0; s < p_.section_count; ++s) {

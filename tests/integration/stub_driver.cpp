@@ -2,6 +2,8 @@
 // with errors, a NULL pointer on success, a "future" ABI at CUDA 14.0, and it counts which of
 // its functions were called. Whatever it answers, a program under libmemtool.so must get the
 // same status, the same symbolStatus and, except for hooked symbols, the same pointer.
+// Like a driver's own sources: every ABI version under its own name (no renaming macros).
+#define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
 #include <cstring>
@@ -9,7 +11,9 @@
 #define STUB_EXPORT extern "C" __attribute__((visibility("default")))
 
 // Bit i set when function i below ran (the client reads it through dlsym).
-STUB_EXPORT unsigned stub_calls = 0;
+extern "C" {
+__attribute__((visibility("default"))) unsigned stub_calls = 0;
+}
 enum : unsigned {
   kMemAllocV1 = 1u << 0,
   kMemAllocV2 = 1u << 1,
@@ -24,7 +28,7 @@ STUB_EXPORT CUresult cuInit(unsigned int) {
   stub_calls |= kInit;
   return CUDA_SUCCESS;
 }
-STUB_EXPORT CUresult cuMemAlloc(unsigned int* dptr, unsigned int) {  // the 32-bit ABI of CUDA < 3.2
+STUB_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int) {  // the 32-bit ABI of CUDA < 3.2
   stub_calls |= kMemAllocV1;
   *dptr = 0x1000;
   return CUDA_SUCCESS;

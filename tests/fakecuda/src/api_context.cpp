@@ -400,6 +400,19 @@ FAKECUDA_API CUresult cuCtxSynchronize(void) {
   return guarded([&] { return synchronize_context(*ctx); });
 }
 
+// CUDA 13: synchronise a given context (NULL: the current one).
+FAKECUDA_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  FC_TRY(check_init());
+  Context* c = as_context(ctx);
+  if (c == nullptr) {
+    FC_TRY(current_context(c));
+  } else if (!is_live_context(c)) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  count(stats().synchronizations);
+  return guarded([&] { return synchronize_context(*c); });
+}
+
 FAKECUDA_API CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
   FC_TRY(check_init());
   Context* ctx = nullptr;

@@ -18,16 +18,26 @@ namespace {
 
 enum class Side : unsigned char { host, device };
 
+// One side of a copy: where it starts and how its rows and slices are laid out.
 struct Endpoint {
   std::uintptr_t address = 0;
   Side side = Side::host;
-  bool pinned = false;  // host side: page-locked, so the copy may run later
+  bool pinned = false;     // host side: page-locked, so the copy may run later
+  std::size_t pitch = 0;   // bytes between rows (0: rows are contiguous)
+  std::size_t height = 0;  // rows between slices (0: slices are contiguous)
 };
 
-Endpoint device_end(CUdeviceptr p) { return Endpoint{p, Side::device, false}; }
+// The shape of a copy: `width` bytes per row, `rows` rows per slice, `slices` slices.
+struct Shape {
+  std::size_t width = 0;
+  std::size_t rows = 1;
+  std::size_t slices = 1;
+};
+
+Endpoint device_end(CUdeviceptr p) { return Endpoint{p, Side::device, false, 0, 0}; }
 
 Endpoint host_end(const void* p, std::size_t bytes) {
-  return Endpoint{reinterpret_cast<std::uintptr_t>(p), Side::host, memory().is_pinned_host(p, bytes)};
+  return Endpoint{reinterpret_cast<std::uintptr_t>(p), Side::host, memory().is_pinned_host(p, bytes), 0, 0};
 }
 
 // Unified addressing: a pointer is device memory if the driver allocated it as such.
@@ -41,20 +51,66 @@ Endpoint classify(CUdeviceptr p, std::size_t bytes) {
 
 void* as_ptr(std::uintptr_t p) { return reinterpret_cast<void*>(p); }
 
-CUresult copy(Endpoint dst, Endpoint src, std::size_t bytes, CUstream h, bool per_thread, bool async_api) {
+std::size_t row_pitch(const Endpoint& e, const Shape& s) { return e.pitch == 0 ? s.width : e.pitch; }
+std::size_t slice_rows(const Endpoint& e, const Shape& s) { return e.height == 0 ? s.rows : e.height; }
+
+// Bytes from the first to one past the last byte the copy touches on this side; 0 if the layout
+// is impossible (rows overlapping each other, or an overflow).
+std::size_t extent(const Endpoint& e, const Shape& s) {
+  const std::size_t pitch = row_pitch(e, s);
+  const std::size_t height = slice_rows(e, s);
+  if (pitch < s.width || (s.slices > 1 && height < s.rows)) {
+    return 0;
+  }
+  std::size_t rows_before_last = 0;
+  std::size_t offset = 0;
+  std::size_t end = 0;
+  if (__builtin_mul_overflow(s.slices - 1, height, &rows_before_last) ||
+      __builtin_add_overflow(rows_before_last, s.rows - 1, &rows_before_last) ||
+      __builtin_mul_overflow(rows_before_last, pitch, &offset) || __builtin_add_overflow(offset, s.width, &end) ||
+      end > (~std::size_t{0} >> 1)) {
+    return 0;
+  }
+  return end;
+}
+
+// Moves the rows (runs on the stream worker).
+void move_rows(const Endpoint& dst, const Endpoint& src, const Shape& s) {
+  const std::size_t dp = row_pitch(dst, s);
+  const std::size_t sp = row_pitch(src, s);
+  const std::size_t dh = slice_rows(dst, s);
+  const std::size_t sh = slice_rows(src, s);
+  if (dp == s.width && sp == s.width && (s.slices == 1 || (dh == s.rows && sh == s.rows))) {
+    std::memmove(as_ptr(dst.address), as_ptr(src.address), s.width * s.rows * s.slices);
+    return;
+  }
+  for (std::size_t z = 0; z < s.slices; ++z) {
+    for (std::size_t y = 0; y < s.rows; ++y) {
+      std::memmove(as_ptr(dst.address + (z * dh + y) * dp), as_ptr(src.address + (z * sh + y) * sp), s.width);
+    }
+  }
+}
+
+CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thread, bool async_api) {
   FC_TRY(check_init());
   Context* ctx = nullptr;
   FC_TRY(current_context(ctx));
-  if (bytes == 0) {
+  if (shape.width == 0 || shape.rows == 0 || shape.slices == 0) {
     return CUDA_SUCCESS;
   }
   if (dst.address == 0 || src.address == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if ((dst.side == Side::device && !memory().device_range_ok(dst.address, bytes, true)) ||
-      (src.side == Side::device && !memory().device_range_ok(src.address, bytes, false))) {
+  const std::size_t dst_extent = extent(dst, shape);
+  const std::size_t src_extent = extent(src, shape);
+  if (dst_extent == 0 || src_extent == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  if ((dst.side == Side::device && !memory().device_range_ok(dst.address, dst_extent, true)) ||
+      (src.side == Side::device && !memory().device_range_ok(src.address, src_extent, false))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const std::size_t bytes = shape.width * shape.rows * shape.slices;
   return guarded([&] {
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(h, per_thread, s));
@@ -76,19 +132,21 @@ CUresult copy(Endpoint dst, Endpoint src, std::size_t bytes, CUstream h, bool pe
       if (!async_api) {
         wait = true;
       } else if (!src.pinned) {
+        // A pageable source is captured now: the caller may reuse it as soon as we return.
         staged = std::make_shared<std::vector<unsigned char>>(bytes);
-        std::memcpy(staged->data(), as_ptr(src.address), bytes);
+        const Endpoint packed{reinterpret_cast<std::uintptr_t>(staged->data()), Side::host, false, 0, 0};
+        move_rows(packed, src, shape);
+        src = packed;
       }
     }
     Context* owner = s->context;
-    const std::uint64_t seq = enqueue(s, [dst, src, bytes, staged, owner] {
-      if ((dst.side == Side::device && !memory().device_range_ok(dst.address, bytes, true, true)) ||
-          (src.side == Side::device && !memory().device_range_ok(src.address, bytes, false, true))) {
+    const std::uint64_t seq = enqueue(s, [dst, src, shape, dst_extent, src_extent, staged, owner] {
+      if ((dst.side == Side::device && !memory().device_range_ok(dst.address, dst_extent, true, true)) ||
+          (src.side == Side::device && !memory().device_range_ok(src.address, src_extent, false, true))) {
         set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
         return;
       }
-      const void* from = staged ? staged->data() : as_ptr(src.address);
-      std::memmove(as_ptr(dst.address), from, bytes);
+      move_rows(dst, src, shape);
     });
     if (wait) {
       s->wait_for(seq);
@@ -98,19 +156,97 @@ CUresult copy(Endpoint dst, Endpoint src, std::size_t bytes, CUstream h, bool pe
   });
 }
 
+CUresult copy(Endpoint dst, Endpoint src, std::size_t bytes, CUstream h, bool per_thread, bool async_api) {
+  return copy(dst, src, Shape{bytes, 1, 1}, h, per_thread, async_api);
+}
+
+// One side of a CUDA_MEMCPY2D/3D descriptor. Arrays do not exist here.
+CUresult descriptor_end(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, std::size_t x,
+                        std::size_t y, std::size_t z, std::size_t pitch, std::size_t height, std::size_t bytes,
+                        Endpoint& out) {
+  std::uintptr_t base = 0;
+  switch (type) {
+    case CU_MEMORYTYPE_HOST: out = host_end(host, bytes); base = out.address; break;
+    case CU_MEMORYTYPE_DEVICE: out = device_end(device); base = device; break;
+    case CU_MEMORYTYPE_UNIFIED: out = classify(device, bytes); base = device; break;
+    case CU_MEMORYTYPE_ARRAY: (void)array; return CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (base == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  out.address = base + (z * (height == 0 ? 1 : height) + y) * pitch + x;
+  out.pitch = pitch;
+  out.height = height;
+  return CUDA_SUCCESS;
+}
+
+CUresult copy_2d(const CUDA_MEMCPY2D* c, CUstream h, bool per_thread, bool async_api) {
+  if (c == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const std::size_t bytes = c->WidthInBytes * c->Height;
+  Endpoint dst;
+  Endpoint src;
+  FC_TRY(descriptor_end(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY, 0,
+                        c->dstPitch, 0, bytes, dst));
+  FC_TRY(descriptor_end(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY, 0,
+                        c->srcPitch, 0, bytes, src));
+  if (c->Height > 1 && (dst.pitch < c->WidthInBytes || src.pitch < c->WidthInBytes)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return copy(dst, src, Shape{c->WidthInBytes, c->Height, 1}, h, per_thread, async_api);
+}
+
+CUresult copy_3d(const CUDA_MEMCPY3D* c, CUstream h, bool per_thread, bool async_api) {
+  if (c == nullptr || c->reserved0 != nullptr || c->reserved1 != nullptr || c->srcLOD != 0 || c->dstLOD != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const std::size_t bytes = c->WidthInBytes * c->Height * c->Depth;
+  Endpoint dst;
+  Endpoint src;
+  FC_TRY(descriptor_end(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY, c->dstZ,
+                        c->dstPitch, c->dstHeight, bytes, dst));
+  FC_TRY(descriptor_end(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY, c->srcZ,
+                        c->srcPitch, c->srcHeight, bytes, src));
+  if ((c->Height > 1 || c->Depth > 1) && (dst.pitch < c->WidthInBytes || src.pitch < c->WidthInBytes)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (c->Depth > 1 && (dst.height < c->Height || src.height < c->Height)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return copy(dst, src, Shape{c->WidthInBytes, c->Height, c->Depth}, h, per_thread, async_api);
+}
+
+// Peer copies: one device, so every context sees the same memory; the contexts must be live.
+CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, std::size_t bytes,
+                   CUstream h, bool per_thread, bool async_api) {
+  FC_TRY(check_init());
+  if (!is_live_context(reinterpret_cast<Context*>(dst_ctx)) || !is_live_context(reinterpret_cast<Context*>(src_ctx))) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  return copy(device_end(dst), device_end(src), bytes, h, per_thread, async_api);
+}
+
+// Fills `rows` rows of `n` elements, `pitch` bytes apart (a 1D memset is one row).
 template <class T>
-CUresult memset_n(CUdeviceptr dst, T value, std::size_t n, CUstream h, bool per_thread, bool async_api) {
+CUresult memset_rows(CUdeviceptr dst, std::size_t pitch, T value, std::size_t n, std::size_t rows, CUstream h,
+                     bool per_thread, bool async_api) {
   FC_TRY(check_init());
   Context* ctx = nullptr;
   FC_TRY(current_context(ctx));
-  if (n == 0) {
+  if (n == 0 || rows == 0) {
     return CUDA_SUCCESS;
   }
-  if (dst % sizeof(T) != 0 || n > ~std::size_t{0} / sizeof(T)) {
+  if (dst % sizeof(T) != 0 || n > (~std::size_t{0} >> 1) / sizeof(T)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  const std::size_t bytes = n * sizeof(T);
-  if (!memory().device_range_ok(dst, bytes, true)) {
+  const std::size_t width = n * sizeof(T);
+  if (rows > 1 && (pitch < width || pitch % sizeof(T) != 0 || rows - 1 > ((~std::size_t{0} >> 1) - width) / pitch)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const std::size_t span = (rows - 1) * pitch + width;
+  if (!memory().device_range_ok(dst, span, true)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return guarded([&] {
@@ -123,17 +259,20 @@ CUresult memset_n(CUdeviceptr dst, T value, std::size_t n, CUstream h, bool per_
     // The synchronous form waits only where the host could look at the bytes itself.
     const bool wait = !async_api && (info.kind == MemKind::host || info.kind == MemKind::managed);
     Context* owner = s->context;
-    const std::uint64_t seq = enqueue(s, [dst, value, n, bytes, owner] {
-      if (!memory().device_range_ok(dst, bytes, true, true)) {
+    const std::uint64_t seq = enqueue(s, [dst, pitch, value, n, rows, span, owner] {
+      if (!memory().device_range_ok(dst, span, true, true)) {
         set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
         return;
       }
-      if constexpr (sizeof(T) == 1) {
-        std::memset(as_ptr(dst), value, n);
-      } else {
-        T* out = static_cast<T*>(as_ptr(dst));
-        for (std::size_t i = 0; i < n; ++i) {
-          out[i] = value;
+      for (std::size_t r = 0; r < rows; ++r) {
+        void* row = as_ptr(dst + r * pitch);
+        if constexpr (sizeof(T) == 1) {
+          std::memset(row, value, n);
+        } else {
+          T* out = static_cast<T*>(row);
+          for (std::size_t i = 0; i < n; ++i) {
+            out[i] = value;
+          }
         }
       }
     });
@@ -143,6 +282,11 @@ CUresult memset_n(CUdeviceptr dst, T value, std::size_t n, CUstream h, bool per_
     }
     return CUDA_SUCCESS;
   });
+}
+
+template <class T>
+CUresult memset_n(CUdeviceptr dst, T value, std::size_t n, CUstream h, bool per_thread, bool async_api) {
+  return memset_rows(dst, 0, value, n, 1, h, per_thread, async_api);
 }
 
 }  // namespace
@@ -241,4 +385,92 @@ FAKECUDA_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, s
 }
 FAKECUDA_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
   return memset_n(dstDevice, ui, N, hStream, true, true);
+}
+
+FAKECUDA_API CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                      size_t Height) {
+  return memset_rows(dstDevice, dstPitch, uc, Width, Height, nullptr, false, false);
+}
+FAKECUDA_API CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                           size_t Height) {
+  return memset_rows(dstDevice, dstPitch, uc, Width, Height, nullptr, true, false);
+}
+FAKECUDA_API CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                       size_t Height) {
+  return memset_rows(dstDevice, dstPitch, us, Width, Height, nullptr, false, false);
+}
+FAKECUDA_API CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                            size_t Height) {
+  return memset_rows(dstDevice, dstPitch, us, Width, Height, nullptr, true, false);
+}
+FAKECUDA_API CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                       size_t Height) {
+  return memset_rows(dstDevice, dstPitch, ui, Width, Height, nullptr, false, false);
+}
+FAKECUDA_API CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                            size_t Height) {
+  return memset_rows(dstDevice, dstPitch, ui, Width, Height, nullptr, true, false);
+}
+FAKECUDA_API CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                        size_t Height, CUstream hStream) {
+  return memset_rows(dstDevice, dstPitch, uc, Width, Height, hStream, false, true);
+}
+FAKECUDA_API CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                             size_t Height, CUstream hStream) {
+  return memset_rows(dstDevice, dstPitch, uc, Width, Height, hStream, true, true);
+}
+FAKECUDA_API CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                         size_t Height, CUstream hStream) {
+  return memset_rows(dstDevice, dstPitch, us, Width, Height, hStream, false, true);
+}
+FAKECUDA_API CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                              size_t Height, CUstream hStream) {
+  return memset_rows(dstDevice, dstPitch, us, Width, Height, hStream, true, true);
+}
+FAKECUDA_API CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                         size_t Height, CUstream hStream) {
+  return memset_rows(dstDevice, dstPitch, ui, Width, Height, hStream, false, true);
+}
+FAKECUDA_API CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                              size_t Height, CUstream hStream) {
+  return memset_rows(dstDevice, dstPitch, ui, Width, Height, hStream, true, true);
+}
+
+// ---- 2D/3D and peer copies -----------------------------------------------------------
+
+FAKECUDA_API CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) { return copy_2d(pCopy, nullptr, false, false); }
+FAKECUDA_API CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* pCopy) { return copy_2d(pCopy, nullptr, true, false); }
+FAKECUDA_API CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* pCopy) { return copy_2d(pCopy, nullptr, false, false); }
+FAKECUDA_API CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
+  return copy_2d(pCopy, nullptr, true, false);
+}
+FAKECUDA_API CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+  return copy_2d(pCopy, hStream, false, true);
+}
+FAKECUDA_API CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+  return copy_2d(pCopy, hStream, true, true);
+}
+FAKECUDA_API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* pCopy) { return copy_3d(pCopy, nullptr, false, false); }
+FAKECUDA_API CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* pCopy) { return copy_3d(pCopy, nullptr, true, false); }
+FAKECUDA_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* pCopy, CUstream hStream) {
+  return copy_3d(pCopy, hStream, false, true);
+}
+FAKECUDA_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* pCopy, CUstream hStream) {
+  return copy_3d(pCopy, hStream, true, true);
+}
+FAKECUDA_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                   CUcontext srcContext, size_t ByteCount) {
+  return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, nullptr, false, false);
+}
+FAKECUDA_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                        CUcontext srcContext, size_t ByteCount) {
+  return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, nullptr, true, false);
+}
+FAKECUDA_API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                        CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, false, true);
+}
+FAKECUDA_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                             CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, true, true);
 }

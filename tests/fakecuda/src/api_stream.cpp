@@ -322,3 +322,27 @@ FAKECUDA_API CUresult cuEventDestroy_v2(CUevent hEvent) {
 }
 
 FAKECUDA_API CUresult cuEventDestroy(CUevent hEvent) { return cuEventDestroy_v2(hEvent); }
+
+// ---- graphs --------------------------------------------------------------------------
+// fakecuda builds no graphs (no stream capture, no cuGraphCreate/Instantiate), so no executable
+// graph handle can be valid; the entry point exists so resolvers and interposers find it.
+
+namespace {
+
+CUresult graph_launch(CUgraphExec exec, CUstream h, bool per_thread) {
+  FC_TRY(check_init());
+  return guarded([&] {
+    std::shared_ptr<Stream> s;
+    FC_TRY(stream_of(h, per_thread, s));
+    return exec == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+  });
+}
+
+}  // namespace
+
+FAKECUDA_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  return graph_launch(hGraphExec, hStream, false);
+}
+FAKECUDA_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  return graph_launch(hGraphExec, hStream, true);
+}

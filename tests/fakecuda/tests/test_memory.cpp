@@ -220,3 +220,89 @@ TEST_CASE("pointer attributes describe allocations", "[fakecuda][memory][attribu
   CU_CHECK_IS(cuMemFree(b), CUDA_SUCCESS);
   CU_CHECK_IS(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a), CUDA_ERROR_INVALID_VALUE);
 }
+
+TEST_CASE("pitched 2D/3D copies and 2D memsets touch exactly their rows", "[fakecuda][memory][2d]") {
+  driver_ready();
+  CUdeviceptr d = 0;
+  size_t pitch = 0;
+  CU_REQUIRE_OK(cuMemAllocPitch(&d, &pitch, 40, 6, 4));  // 6 rows of 40 bytes, 512 bytes apart
+  REQUIRE(pitch == 512);
+  CU_REQUIRE_OK(cuMemsetD8(d, 0xee, pitch * 6));
+  CU_REQUIRE_OK(cuMemsetD2D32(d + 8, pitch, 0x11223344u, 4, 3));  // rows 0-2, bytes 8..23
+
+  std::vector<unsigned char> rows(10 * 16);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i] = static_cast<unsigned char>(i);
+  }
+  CUDA_MEMCPY2D up{};
+  up.srcMemoryType = CU_MEMORYTYPE_HOST;
+  up.srcHost = rows.data();
+  up.srcPitch = 16;
+  up.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  up.dstDevice = d;
+  up.dstXInBytes = 24;
+  up.dstY = 3;
+  up.dstPitch = pitch;
+  up.WidthInBytes = 16;
+  up.Height = 3;  // host rows 0-2 -> device rows 3-5, bytes 24..39
+  CU_REQUIRE_OK(cuMemcpy2D(&up));
+
+  std::vector<unsigned char> all(pitch * 6);
+  CU_REQUIRE_OK(cuMemcpyDtoH(all.data(), d, all.size()));
+  CHECK(all[7] == 0xee);
+  CHECK(all[8] == 0x44);                 // little-endian 0x11223344
+  CHECK(all[2 * pitch + 23] == 0x11);
+  CHECK(all[2 * pitch + 24] == 0xee);
+  CHECK(all[3 * pitch + 8] == 0xee);     // the memset stopped after 3 rows
+  CHECK(all[3 * pitch + 24] == 0);
+  CHECK(all[5 * pitch + 24 + 15] == 2 * 16 + 15);
+  CHECK(all[5 * pitch + 40] == 0xee);
+
+  // 3D: two slices of two rows of the device layout back into a dense host block.
+  std::vector<unsigned char> dense(2 * 2 * 16, 0);
+  CUDA_MEMCPY3D down{};
+  down.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  down.srcDevice = d;
+  down.srcXInBytes = 24;
+  down.srcY = 0;
+  down.srcZ = 1;  // slice 1 starts at row 3
+  down.srcPitch = pitch;
+  down.srcHeight = 3;
+  down.dstMemoryType = CU_MEMORYTYPE_HOST;
+  down.dstHost = dense.data();
+  down.dstPitch = 16;
+  down.dstHeight = 2;
+  down.WidthInBytes = 16;
+  down.Height = 2;
+  down.Depth = 1;
+  CU_REQUIRE_OK(cuMemcpy3D(&down));
+  CHECK(dense[0] == 0);
+  CHECK(dense[31] == 31);
+
+  CUDA_MEMCPY2D bad = up;
+  bad.dstPitch = 8;  // rows would overlap
+  CU_CHECK_IS(cuMemcpy2D(&bad), CUDA_ERROR_INVALID_VALUE);
+  bad = up;
+  bad.Height = 4;  // the 7th row is outside the allocation
+  CU_CHECK_IS(cuMemcpy2D(&bad), CUDA_ERROR_INVALID_VALUE);
+  bad = up;
+  bad.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  CU_CHECK_IS(cuMemcpy2D(&bad), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuMemsetD2D8(d, 16, 1, 32, 2), CUDA_ERROR_INVALID_VALUE);  // pitch below width
+
+  // Peer copies between contexts of the one device.
+  CUcontext ctx = nullptr;
+  CU_REQUIRE_OK(cuCtxGetCurrent(&ctx));
+  CUdeviceptr e = 0;
+  CU_REQUIRE_OK(cuMemAlloc(&e, 64));
+  CU_REQUIRE_OK(cuMemcpyPeer(e, ctx, d + 3 * pitch + 24, ctx, 16));
+  unsigned char peer[16] = {};
+  CU_REQUIRE_OK(cuMemcpyDtoH(peer, e, 16));
+  CHECK(peer[15] == 15);
+  int bogus = 0;
+  CU_CHECK_IS(cuMemcpyPeer(e, reinterpret_cast<CUcontext>(&bogus), d, ctx, 16), CUDA_ERROR_INVALID_CONTEXT);
+  CU_CHECK_IS(cuCtxSynchronize_v2(ctx), CUDA_SUCCESS);
+  CU_CHECK_IS(cuGraphLaunch(nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);  // no graphs exist here
+  CU_CHECK_IS(cuMemFree(d), CUDA_SUCCESS);
+  CU_CHECK_IS(cuMemFree(e), CUDA_SUCCESS);
+}

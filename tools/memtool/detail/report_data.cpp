@@ -1,5 +1,6 @@
 // build_report: every figure of `memtool report`, from the model, its iterations and lifetimes.
 #include "detail/report_data.hpp"
+#include "detail/symbolizer.hpp"
 
 #include <fmt/format.h>
 
@@ -12,7 +13,7 @@ namespace {
 using trace::BufferId;
 using trace::TraceModel;
 
-std::string frame_text(const TraceModel& model, const trace::StackFrame& frame) {
+std::string frame_text(const TraceModel& model, const trace::StackFrame& frame, Symbolizer& symbolizer) {
   const auto function = model.string(frame.function);
   const auto file = model.string(frame.file);
   if (!function.empty() || !file.empty()) {
@@ -20,26 +21,24 @@ std::string frame_text(const TraceModel& model, const trace::StackFrame& frame) 
     if (!file.empty()) text += fmt::format(" ({}:{})", file, frame.line);
     return text;
   }
-  for (const auto& module : model.modules()) {
-    if (frame.ip >= module.start && frame.ip < module.end) {
-      std::string path{model.string(module.path)};
-      const auto slash = path.rfind('/');
-      return fmt::format("{}+{:#x}", slash == std::string::npos ? path : path.substr(slash + 1),
-                         frame.ip - module.start + module.file_offset);
-    }
-  }
-  return fmt::format("{:#x}", frame.ip);
+  return symbolizer.describe(frame.ip, model.modules(), [&](trace::StringId id) { return model.string(id); });
 }
 
-// The first frame that is not memtool's own or the allocator's plumbing.
-std::string allocation_site(const TraceModel& model, trace::StackId stack) {
+// The first frame that is the program's own: not in memtool's preload library, the driver or
+// the CUDA runtime, and not an allocator's plumbing.
+std::string allocation_site(const TraceModel& model, trace::StackId stack, Symbolizer& symbolizer) {
   const auto frames = model.stack(stack);
+  const auto path_of = [&](trace::StringId id) { return model.string(id); };
   for (const auto& frame : frames) {
     const auto function = model.string(frame.function);
     if (function.starts_with("memtool") || function.starts_with("cuMem")) continue;
-    return frame_text(model, frame);
+    if (frame.ip != 0 && (Symbolizer::in_object(frame.ip, model.modules(), path_of, "libmemtool") ||
+                          Symbolizer::in_object(frame.ip, model.modules(), path_of, "libcuda") ||
+                          Symbolizer::in_object(frame.ip, model.modules(), path_of, "libcudart")))
+      continue;
+    return frame_text(model, frame, symbolizer);
   }
-  return frames.empty() ? std::string{} : frame_text(model, frames.front());
+  return frames.empty() ? std::string{} : frame_text(model, frames.front(), symbolizer);
 }
 
 // Kernel names that touched each of `ids`, first three distinct in launch order.
@@ -74,6 +73,7 @@ std::unordered_map<std::uint64_t, std::string> kernels_touching(const TraceModel
 std::vector<BufferRow> rows_for(const LoadedModel& loaded, const std::vector<BufferId>& ids) {
   const auto& model = loaded.model;
   const auto kernels = kernels_touching(model, ids);
+  Symbolizer symbolizer;
   std::vector<BufferRow> rows;
   rows.reserve(ids.size());
   for (BufferId id : ids) {
@@ -85,7 +85,7 @@ std::vector<BufferRow> rows_for(const LoadedModel& loaded, const std::vector<Buf
     row.free_event = buffer.free_event;
     row.alloc_iteration = loaded.iterations.iteration_of(buffer.alloc_event);
     row.persistent = trace::is_persistent(buffer, loaded.iterations);
-    row.site = allocation_site(model, buffer.stack);
+    row.site = allocation_site(model, buffer.stack, symbolizer);
     if (auto it = kernels.find(id.value()); it != kernels.end()) row.kernels = it->second;
     rows.push_back(std::move(row));
   }
@@ -137,6 +137,10 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
   data.warmup_iterations = static_cast<std::size_t>(
       std::count_if(data.iterations.begin(), data.iterations.end(), [](const auto& it) { return it.warm_up; }));
 
+  for (const auto& span : iterations.spans) {
+    data.iteration_notes.emplace_back(span.warm_up ? "warm-up" : !span.complete ? "incomplete" : "");
+    if (!span.complete && !span.warm_up) ++data.incomplete_iterations;
+  }
   const std::size_t count = data.iterations.size();
   data.selected_first = std::min(options.first_iteration.value_or(0), count);
   data.selected_end = std::min(options.last_iteration ? *options.last_iteration + 1 : count, count);
@@ -147,7 +151,8 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
   data.peak_iteration = iterations.iteration_of(data.peak.event);
   data.live_at_end = curve.empty() ? 0 : curve.back();
   for (std::size_t i = 1; i < count; ++i)
-    data.steady_state_peak = std::max(data.steady_state_peak, data.iterations[i].peak.bytes);
+    if (iterations.spans[i].complete)
+      data.steady_state_peak = std::max(data.steady_state_peak, data.iterations[i].peak.bytes);
   if (count == 1) data.steady_state_peak = data.iterations[0].peak.bytes;
   if (count == 0) data.steady_state_peak = data.peak.bytes;
 

@@ -45,6 +45,8 @@ struct ReportData {
   std::uint64_t period_allocs = 0;
   std::uint64_t steady_start = 0;
   std::size_t warmup_iterations = 0;
+  std::size_t incomplete_iterations = 0;   // cut short by the end of the run (teardown)
+  std::vector<std::string> iteration_notes;  // per iteration: "warm-up", "incomplete", ""
   std::vector<trace::IterationSummary> iterations;  // all of them
   std::size_t selected_first = 0;                   // selection, indices into `iterations`
   std::size_t selected_end = 0;                     // one past

@@ -50,7 +50,8 @@ std::string render_report_json(const ReportData& d) {
                           {"peak_event", it.peak.event},
                           {"live_at_start_bytes", it.live_at_start},
                           {"live_at_end_bytes", it.live_at_end},
-                          {"warmup", it.warm_up}});
+                          {"warmup", it.warm_up},
+                          {"complete", d.iteration_notes[i] != "incomplete"}});
   }
   j["iterations"] = std::move(iterations);
   j["iteration_count"] = d.iterations.size();

@@ -23,13 +23,14 @@ void summary_section(const ReportData& d, std::string& out) {
                      group_thousands(d.total_events), group_thousands(d.total_allocs),
                      group_thousands(d.total_frees), group_thousands(d.total_launches));
   if (d.period_events > 0) {
-    const std::size_t steady = d.iterations.size() - d.warmup_iterations;
-    out += fmt::format("  iterations         {} found by {}: period {} events ({} allocations); "
-                       "{} steady from event {}{}\n",
-                       d.iterations.size(), d.iteration_source == "marks" ? "iteration marks" : "the detector",
-                       group_thousands(d.period_events), group_thousands(d.period_allocs), steady,
-                       group_thousands(d.steady_start),
-                       d.warmup_iterations ? fmt::format(", {} warm-up", d.warmup_iterations) : std::string{});
+    const std::size_t steady = d.iterations.size() - d.warmup_iterations - d.incomplete_iterations;
+    out += fmt::format("  iterations         {} steady from event {}, found by {}: period {} events ({} allocations){}{}\n",
+                       steady, group_thousands(d.steady_start),
+                       d.iteration_source == "marks" ? "iteration marks" : "the detector",
+                       group_thousands(d.period_events), group_thousands(d.period_allocs),
+                       d.warmup_iterations ? fmt::format("; {} warm-up", d.warmup_iterations) : std::string{},
+                       d.incomplete_iterations ? fmt::format("; {} incomplete at the end", d.incomplete_iterations)
+                                               : std::string{});
   } else {
     out += "  iterations         none found (no repeating pattern and no iteration marks)\n";
   }
@@ -37,7 +38,7 @@ void summary_section(const ReportData& d, std::string& out) {
                      group_thousands(d.peak.event), iteration_text(d.peak_iteration));
   if (d.period_events > 0)
     out += fmt::format("  steady-state peak  {}\n", human_bytes_exact(d.steady_state_peak));
-  out += fmt::format("  persistent         {} in {} buffers (allocated before the loop, never freed)\n",
+  out += fmt::format("  persistent         {} in {} buffers (allocated before the loop, alive through it)\n",
                      human_bytes_exact(d.persistent_bytes), group_thousands(d.persistent_buffers));
   out += fmt::format("  leaked             {} in {} buffers (allocated in the loop, never freed)\n",
                      human_bytes_exact(d.leaked_bytes), group_thousands(d.leaked_buffers));
@@ -71,7 +72,7 @@ void iteration_section(const ReportData& d, std::size_t rows, std::string& out) 
     const auto change = static_cast<std::int64_t>(it.live_at_end) - static_cast<std::int64_t>(it.live_at_start);
     table.add_row({std::to_string(i), group_thousands(it.first_event), group_thousands(it.end_event - it.first_event),
                    group_thousands(it.allocs), group_thousands(it.frees), human_bytes(it.peak.bytes),
-                   human_bytes(it.live_at_end), human_bytes_delta(change), it.warm_up ? "warm-up" : ""});
+                   human_bytes(it.live_at_end), human_bytes_delta(change), d.iteration_notes[i]});
   }
   out += table.render();
 }

@@ -3,6 +3,7 @@
 #include "memtool/trace/iterations.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <deque>
 
@@ -203,9 +204,23 @@ Iterations from_detector(const TraceModel& model, const IterationOptions& option
     span.regular = last ? b + period == count : boundaries[k + 1] - b == period;
     result.spans.push_back(span);
   }
+  // The typical iteration: the most common length among regular steady spans (the first one
+  // can hold a few one-off events, e.g. lazily created streams, that carry no token).
   std::size_t steady = result.first_steady();
-  while (steady < result.spans.size() && !result.spans[steady].regular) ++steady;
-  if (steady == result.spans.size()) steady = result.first_steady();
+  std::map<std::uint64_t, std::pair<std::size_t, std::size_t>> lengths;  // length -> (count, span)
+  for (std::size_t k = result.first_steady(); k < result.spans.size(); ++k) {
+    const auto& span = result.spans[k];
+    if (!span.regular || !span.complete) continue;
+    auto& [seen, first] = lengths.try_emplace(span.length(), 0, k).first->second;
+    ++seen;
+  }
+  std::size_t best_count = 0;
+  for (const auto& [length, entry] : lengths) {
+    if (entry.first > best_count) {
+      best_count = entry.first;
+      steady = entry.second;
+    }
+  }
   result.steady_start = result.spans[result.first_steady()].first_event;
   result.period_events = result.spans[steady].length();
   result.period_allocs = count_allocs(model, result.spans[steady]);

@@ -42,8 +42,19 @@ LiveBytesPeak peak_live_bytes(std::span<const std::uint64_t> curve, std::uint64_
   return peak;
 }
 
+// One past the last event of the last complete steady iteration: what follows is teardown.
+std::uint64_t steady_end(const Iterations& iterations) {
+  for (auto it = iterations.spans.rbegin(); it != iterations.spans.rend(); ++it) {
+    if (it->complete && !it->warm_up) return it->end_event;
+  }
+  return kNever;
+}
+
 bool is_persistent(const BufferRecord& buffer, const Iterations& iterations) {
-  return iterations.found() && !buffer.freed() && buffer.alloc_event < iterations.steady_start;
+  // Weights and optimizer state: allocated before the loop and alive through all of it; a
+  // program that frees them in its teardown still had them for the whole loop.
+  return iterations.found() && buffer.alloc_event < iterations.steady_start &&
+         (!buffer.freed() || buffer.free_event >= steady_end(iterations));
 }
 
 std::vector<BufferId> persistent_buffers(const TraceModel& model, const Iterations& iterations) {

@@ -186,7 +186,7 @@ class TraceParser {
     // Length prefix: running out of bytes is a cut; a malformed varint is corruption.
     std::uint64_t length = 0;
     std::size_t p = start + 1;
-    for (unsigned i = 0;; ++i) {
+    for (unsigned i = 0;; ++i) {  // usually one byte: every fixed-size record is < 128
       if (p == size_) return false;
       const std::uint8_t b = data_[p++];
       if (i == wire::kMaxVarintBytes - 1 && b > 1) fail(start + 1, "record length overflows");

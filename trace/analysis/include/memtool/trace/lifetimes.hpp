@@ -7,7 +7,8 @@
 // e, persistent ones included.
 //
 // Persistent buffers: allocated before the steady loop (Iterations::steady_start) and never
-// freed — weights, optimizer state. Leaked: allocated in the steady loop and never freed.
+// freed, or freed only in the teardown after the last complete steady iteration — weights,
+// optimizer state. Leaked: allocated in the steady loop and never freed.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,8 @@ struct LiveBytesPeak {
 [[nodiscard]] LiveBytesPeak peak_live_bytes(std::span<const std::uint64_t> curve,
                                             std::uint64_t first, std::uint64_t end);
 
+// One past the last event of the last complete steady iteration (kNever when there is none).
+[[nodiscard]] std::uint64_t steady_end(const Iterations& iterations);
 [[nodiscard]] bool is_persistent(const BufferRecord& buffer, const Iterations& iterations);
 [[nodiscard]] std::vector<BufferId> persistent_buffers(const TraceModel& model,
                                                        const Iterations& iterations);

@@ -32,7 +32,9 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
   ~TraceWriter();  // flushes and closes
 
-  // Interns a string; the first call for a text writes its definition record.
+  // Interns a string; the first call for a text writes its definition record. Ids are dense,
+  // in first-use order. Returns an invalid id when out of memory or after close/failure (for
+  // a text not interned before). Texts are cut to 1 MiB, stacks to 65536 frames.
   StringId intern(std::string_view text);
   // Interns a call stack (by its frames); the first call writes its definition record.
   StackId intern_stack(std::span<const StackFrame> frames);
@@ -56,9 +58,13 @@ class TraceWriter {
   bool close();
 
   // After fork(): the child must not write into the parent's file. Drops the buffer and the
-  // file descriptor without writing anything.
+  // file descriptor without writing anything; every later call is a no-op that never takes the
+  // lock (another parent thread may have held it at the fork). Call it from a pthread_atfork
+  // child handler: the writer registers none itself.
   void abandon_after_fork();
 
+  // Records encoded so far (definitions and events; not the end record), and bytes handed to
+  // write(2) so far (the header line included; records still in the buffer not).
   [[nodiscard]] std::uint64_t records_written() const;
   [[nodiscard]] std::uint64_t bytes_written() const;
   [[nodiscard]] bool failed() const;  // an I/O error happened; later writes are dropped

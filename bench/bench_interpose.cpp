@@ -1,0 +1,171 @@
+// What libmemtool.so adds to an intercepted driver call in record mode (goal: ≤ 100 ns): the
+// same allocation/free pair and the same kernel launch, once straight into fakecuda and once
+// through libmemtool.so's exported wrappers (recording into a trace file), in one run.
+//
+// Both libraries are loaded with dlopen from the build tree (FAKECUDA_DIR / MEMTOOL_PRELOAD
+// override the paths): fakecuda first, then libmemtool.so, whose wrappers find fakecuda's
+// functions as a preloaded libmemtool.so would. Launches run an empty kernel (count 0) so that
+// fakecuda's worker thread does little; every 64 launches both variants synchronise.
+#include <benchmark/benchmark.h>
+#include <cuda.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using Alloc = CUresult (*)(CUdeviceptr*, size_t);
+using Free = CUresult (*)(CUdeviceptr);
+using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                            void**, void**);
+using Sync = CUresult (*)(CUstream);
+
+struct Api {
+  Alloc alloc = nullptr;
+  Free free = nullptr;
+  Launch launch = nullptr;
+  Sync sync = nullptr;
+};
+
+struct Setup {
+  Api direct;
+  Api recorded;
+  CUfunction kernel = nullptr;
+  CUstream stream = nullptr;
+  std::string error;
+};
+
+fs::path build_dir() {
+  std::error_code ec;
+  return fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path();  // build/bench/x → build
+}
+
+std::string path_from(const char* variable, const fs::path& fallback) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0' ? std::string(value) : fallback.string();
+}
+
+template <class F>
+F symbol(void* library, const char* name) {
+  void* found = dlsym(library, name);
+  if (found == nullptr) throw std::runtime_error(std::string("missing ") + name);
+  return reinterpret_cast<F>(found);
+}
+
+Api api_of(void* library) {
+  return Api{symbol<Alloc>(library, "cuMemAlloc_v2"), symbol<Free>(library, "cuMemFree_v2"),
+             symbol<Launch>(library, "cuLaunchKernel"), symbol<Sync>(library, "cuStreamSynchronize")};
+}
+
+Setup make_setup() {
+  Setup s;
+  try {
+    const fs::path build = build_dir();
+    const std::string fakecuda = path_from("FAKECUDA_DIR", build / "tests/fakecuda") + "/libcuda.so.1";
+    const std::string preload = path_from("MEMTOOL_PRELOAD", build / "interpose/libmemtool.so");
+    const std::string module_image = path_from("APP_MODULE_IMAGE", build / "tests/apps/app_kernels.fakecuda");
+    const std::string trace = (fs::temp_directory_path() / ("bench_interpose." + std::to_string(getpid()) + ".trace")).string();
+    setenv("MEMTOOL_TRACE", trace.c_str(), 1);
+    static std::string trace_path = trace;  // removed after libmemtool.so closed it (atexit order)
+    std::atexit([] { std::remove(trace_path.c_str()); });
+    setenv("MEMTOOL_LOG", "error", 1);
+
+    void* driver = dlopen(fakecuda.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (driver == nullptr) throw std::runtime_error(dlerror());
+    void* memtool = dlopen(preload.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (memtool == nullptr) throw std::runtime_error(dlerror());
+    s.direct = api_of(driver);
+    s.recorded = api_of(memtool);
+
+    auto init = symbol<CUresult (*)(unsigned)>(driver, "cuInit");
+    auto device_get = symbol<CUresult (*)(CUdevice*, int)>(driver, "cuDeviceGet");
+    auto retain = symbol<CUresult (*)(CUcontext*, CUdevice)>(driver, "cuDevicePrimaryCtxRetain");
+    auto set_current = symbol<CUresult (*)(CUcontext)>(driver, "cuCtxSetCurrent");
+    auto load = symbol<CUresult (*)(CUmodule*, const void*)>(driver, "cuModuleLoadData");
+    auto get_function = symbol<CUresult (*)(CUfunction*, CUmodule, const char*)>(driver, "cuModuleGetFunction");
+    auto stream_create = symbol<CUresult (*)(CUstream*, unsigned)>(driver, "cuStreamCreate");
+    std::ifstream file(module_image);
+    std::stringstream image;
+    image << file.rdbuf();
+    const std::string text = image.str();
+    CUdevice device = 0;
+    CUcontext context = nullptr;
+    CUmodule module = nullptr;
+    if (init(0) != CUDA_SUCCESS || device_get(&device, 0) != CUDA_SUCCESS || retain(&context, device) != CUDA_SUCCESS ||
+        set_current(context) != CUDA_SUCCESS || load(&module, text.c_str()) != CUDA_SUCCESS ||
+        get_function(&s.kernel, module, "relu_forward") != CUDA_SUCCESS ||
+        stream_create(&s.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+      throw std::runtime_error("fakecuda set-up failed (module image " + module_image + ")");
+    }
+  } catch (const std::exception& e) {
+    s.error = e.what();
+  }
+  return s;
+}
+
+Setup& setup() {
+  static Setup s = make_setup();
+  return s;
+}
+
+void alloc_free(benchmark::State& state, bool recorded) {
+  Setup& s = setup();
+  if (!s.error.empty()) {
+    state.SkipWithError(s.error.c_str());
+    return;
+  }
+  const Api& api = recorded ? s.recorded : s.direct;
+  for (auto _ : state) {
+    CUdeviceptr p = 0;
+    if (api.alloc(&p, 4096) != CUDA_SUCCESS || api.free(p) != CUDA_SUCCESS) {
+      state.SkipWithError("allocation failed");
+      break;
+    }
+  }
+  state.SetLabel("cuMemAlloc_v2 + cuMemFree_v2 (2 intercepted calls)");
+}
+
+void launch(benchmark::State& state, bool recorded) {
+  Setup& s = setup();
+  if (!s.error.empty()) {
+    state.SkipWithError(s.error.c_str());
+    return;
+  }
+  const Api& api = recorded ? s.recorded : s.direct;
+  CUdeviceptr z = 0;
+  CUdeviceptr a = 0;
+  (void)api.alloc(&z, 256);  // live buffers for the argument scan to find
+  (void)api.alloc(&a, 256);
+  int count = 0;  // an empty kernel: we measure the call, not the CPU "GPU"
+  void* params[] = {&z, &a, &count};
+  std::size_t n = 0;
+  for (auto _ : state) {
+    if (api.launch(s.kernel, 1, 1, 1, 32, 1, 1, 0, s.stream, params, nullptr) != CUDA_SUCCESS) {
+      state.SkipWithError("launch failed");
+      break;
+    }
+    if (++n % 64 == 0) (void)api.sync(s.stream);  // the same in both: bounds fakecuda's queue
+  }
+  (void)api.sync(s.stream);
+  (void)api.free(z);
+  (void)api.free(a);
+  state.SetLabel("cuLaunchKernel, 2 pointer arguments");
+}
+
+BENCHMARK_CAPTURE(alloc_free, direct, false);
+BENCHMARK_CAPTURE(alloc_free, recorded, true);
+BENCHMARK_CAPTURE(launch, direct, false);
+BENCHMARK_CAPTURE(launch, recorded, true);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,38 @@
+// Turning an iteration window into a plan the engine can apply: run the planner (or the
+// injected plan function), check the placement, and lay the offsets out per entry. Runs on the
+// planner thread; touches nothing the engine owns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memtool/pool/engine.hpp"
+#include "memtool/pool/steady_state.hpp"
+
+namespace memtool::pool::detail {
+
+struct PlannedEntry {
+  std::uint64_t size = 0;
+  MemoryKind kind = MemoryKind::device;
+  StreamId stream = 0;
+  bool pooled = false;
+  std::uint64_t offset = 0;
+  std::uint64_t footprint = 0;
+};
+
+struct ReadyPlan {
+  std::vector<PlannedEntry> entries;  // entries[k]: the k-th allocation of an iteration
+  std::uint64_t pool_size = 0;
+  std::uint64_t lower_bound = 0;
+};
+
+struct PlanOutcome {
+  std::optional<ReadyPlan> plan;
+  std::string error;  // why there is no plan
+};
+
+[[nodiscard]] PlanOutcome make_plan(const IterationWindow& window, const PoolOptions& options);
+
+}  // namespace memtool::pool::detail
