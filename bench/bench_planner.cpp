@@ -32,9 +32,10 @@ namespace {
 namespace mp = memtool::planner;
 using memtool::trace::Problem;
 
-// A training-iteration-like problem: a few persistent buffers (weights) over the whole window,
-// many short-lived activations and temporaries (most live a few dozen events, some a long
-// stretch, as saved activations do), sizes from 512 B to 64 MiB, 256-byte alignment.
+// A training-iteration-like problem as `memtool plan` builds it (persistent weights stay out of
+// the pool): mostly temporaries living a few dozen events, one in ten a saved activation living
+// up to a twentieth of the iteration, sizes from 512 B to 64 MiB (one in eight over 1 MiB),
+// 256-byte alignment — a few hundred buffers live at once, as in the real traces.
 Problem dl_like_problem(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
@@ -48,12 +49,12 @@ Problem dl_like_problem(std::size_t n, std::uint64_t seed) {
     b.size = uniform(1, 8) == 1 ? uniform(1, 64) << 20 : uniform(512, 1 << 20);
     const std::uint64_t start = uniform(0, horizon - 1);
     std::uint64_t length = 0;
-    switch (uniform(0, 19)) {
-      case 0: length = horizon; break;                   // persistent
-      case 1: case 2: length = uniform(1, horizon / 10); break;  // saved activation
-      default: length = uniform(1, 64); break;           // temporary
+    if (uniform(0, 9) == 0) {
+      length = uniform(1, horizon / 20);  // saved activation
+    } else {
+      length = uniform(1, 64);  // temporary
     }
-    b.intervals.push_back({length == horizon ? 0 : start, std::min(horizon, start + length)});
+    b.intervals.push_back({start, std::min(horizon, start + length)});
     p.buffers.push_back(std::move(b));
   }
   p.time_horizon = horizon;

@@ -10,7 +10,6 @@ endif()
 find_package(CUDAToolkit REQUIRED)   # headers (cuda.h, cupti.h); no GPU needed
 if(MEMTOOL_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED)
-  include(Catch)
 endif()
 if(MEMTOOL_BUILD_BENCH)
   find_package(benchmark REQUIRED)
@@ -20,7 +19,8 @@ find_library(MEMTOOL_LIBUNWIND_STATIC NAMES libunwind.a)
 find_library(MEMTOOL_LIBUNWIND_X86_64_STATIC NAMES libunwind-x86_64.a)
 find_path(MEMTOOL_LIBUNWIND_INCLUDE NAMES libunwind.h)
 
-# memtool_add_test(NAME name SOURCES ... LIBS ... [LABELS ...]): one Catch2 binary, tests discovered by CTest.
+# memtool_add_test(NAME name SOURCES ... LIBS ... [LABELS ...]): one Catch2 binary, run by CTest
+# as one test (Catch2 reports each failing case itself); labelled `unit` plus LABELS.
 function(memtool_add_test)
   cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
@@ -28,6 +28,6 @@ function(memtool_add_test)
   target_compile_definitions(${T_NAME} PRIVATE
     MEMTOOL_SOURCE_DIR="${PROJECT_SOURCE_DIR}" MEMTOOL_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures")
   memtool_warnings(${T_NAME})
-  set(labels unit ${T_LABELS})
-  catch_discover_tests(${T_NAME} PROPERTIES LABELS "${labels}" TIMEOUT 300)
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME} --reporter compact)
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "unit;${T_LABELS}" TIMEOUT 600)
 endfunction()

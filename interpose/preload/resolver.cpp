@@ -50,7 +50,12 @@ void* next_after(const void* caller, const char* name) {
     return real(RTLD_NEXT, name);
   }
   for (link_map* object = caller_map->l_next; object != nullptr; object = object->l_next) {
-    void* found = real(object, name);  // a link_map is a valid handle in glibc
+    if (object->l_name == nullptr || object->l_name[0] == '\0') continue;  // vDSO, main program
+    // A proper handle for the object (it is loaded: RTLD_NOLOAD only takes a reference).
+    void* handle = dlopen(object->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    void* found = real(handle, name);
+    dlclose(handle);
     if (found == nullptr) continue;
     // The handle search also looks at the object's dependencies: keep only a definition in
     // this very object, so that the order is the global one.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <exception>
 
@@ -165,7 +166,7 @@ void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::Memory
   if (!active()) return;
   MEMTOOL_RECORD_STEP("an allocation", {
     index_.insert(LiveBuffer{address, size, kind});
-    std::array<std::uint64_t, 256> ips{};
+    std::array<std::uint64_t, 256> ips;  // filled by capture_stack; not zeroed on the hot path
     std::size_t depth = 0;
     if (options_.stacks && sink_) depth = detail::capture_stack(ips.data(), options_.stack_depth, 2);
     std::lock_guard lock(emit_mutex_);

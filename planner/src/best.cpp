@@ -32,9 +32,10 @@ SearchResult decide(const Prepared& p, std::uint64_t capacity, SearchBudget& bud
 }
 
 // Decision searches at shrinking capacities: LB first (twice, a sixth then a quarter of what is
-// left), then halfway between the lowest capacity not proved infeasible and the incumbent (a
-// third of what is left each), until the budget is spent, LB is reached or the incumbent is
-// proved optimal.
+// left), then halfway between the lowest capacity not proved infeasible and the incumbent, or
+// after a capacity that ran out of budget, halfway between it and the incumbent (a third of
+// what is left each), until the budget is spent, LB is reached or the incumbent is proved
+// optimal.
 void exact_phase(const Prepared& p, SearchBudget& budget, bool skyline, std::uint64_t& pool,
                  std::vector<std::uint64_t>& offsets) {
   std::uint64_t low = p.lower_bound;  // every capacity below `low` is infeasible
@@ -48,16 +49,21 @@ void exact_phase(const Prepared& p, SearchBudget& budget, bool skyline, std::uin
     if (phase.left() == 0) break;
     auto found = decide(p, target, phase, round, skyline);
     budget.spend(phase.used() + 1);
+    bool moved_down = true;
     if (found.improved && found.pool < pool) {
       pool = found.pool;
       offsets = std::move(found.offsets);
     } else if (found.exhausted_space) {
       low = target + 1;
+    } else {
+      moved_down = false;  // budget ran out at this capacity: try an easier one
     }
     if (pool <= low) break;
     if (round == 0 && target == p.lower_bound && low == p.lower_bound) continue;  // LB again, other solver
-    // Next capacity: halfway from the lowest possible to the incumbent, on the alignment grid.
-    target = std::max(low, (low + (pool - 1 - low) / 2) / alignment * alignment);
+    // Next capacity, on the alignment grid: halfway from the lowest possible to the incumbent
+    // after progress, else halfway from the failed capacity to the incumbent.
+    const std::uint64_t from = moved_down ? low : target;
+    target = std::max(low, (from + (pool - 1 - from) / 2) / alignment * alignment);
   }
 }
 
@@ -112,6 +118,59 @@ Placement best_plan(const Prepared& p, const PlanOptions& options) {
   placement.offsets = std::move(offsets);
   placement.offsets.resize(p.items.size(), 0);
   placement.pool_size = pool;
+  return placement;
+}
+
+Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
+  const Prepared full = prepare(problem);
+  std::uint64_t alignment = 0;
+  bool uniform = true;
+  for (const Item& it : full.items) {
+    if (it.footprint == 0) continue;
+    if (alignment == 0) alignment = it.alignment;
+    uniform = uniform && it.alignment == alignment;
+  }
+  // Sections with something live, as a prefix count, to test "covers all of them" per buffer.
+  std::vector<std::uint32_t> live_before(full.section_count + 1, 0);
+  for (std::uint32_t t = 0; t < full.section_count; ++t) live_before[t + 1] = live_before[t] + (full.load[t] != 0 ? 1U : 0U);
+  const std::uint32_t live_sections = live_before[full.section_count];
+  std::vector<std::uint8_t> universal(full.items.size(), 0);
+  std::size_t universal_count = 0;
+  for (std::uint32_t i = 0; i < full.items.size() && uniform; ++i) {
+    const Item& it = full.items[i];
+    if (it.footprint == 0) continue;
+    std::uint32_t covered = 0;
+    const Span* spans = full.spans_of(i);
+    for (std::uint32_t k = 0; k < it.span_count; ++k) covered += live_before[spans[k].end] - live_before[spans[k].first];
+    if (covered == live_sections) {
+      universal[i] = 1;
+      ++universal_count;
+    }
+  }
+  if (universal_count == 0) return best_plan(full, options);
+  trace::Problem rest;
+  rest.name = problem.name;
+  rest.time_horizon = problem.time_horizon;
+  std::vector<std::uint32_t> rest_index;
+  for (std::uint32_t i = 0; i < problem.buffers.size(); ++i) {
+    if (universal[i]) continue;
+    rest.buffers.push_back(problem.buffers[i]);
+    rest_index.push_back(i);
+  }
+  Placement placement;
+  placement.offsets.assign(problem.buffers.size(), 0);
+  std::uint64_t base = 0;
+  for (std::uint32_t i = 0; i < full.items.size(); ++i) {
+    if (!universal[i]) continue;
+    placement.offsets[i] = base;
+    base += full.items[i].footprint;
+  }
+  const Placement upper = best_plan(prepare(rest), options);
+  for (std::size_t k = 0; k < rest_index.size(); ++k) {
+    const Item& it = full.items[rest_index[k]];
+    placement.offsets[rest_index[k]] = it.footprint == 0 ? 0 : base + upper.offsets[k];
+  }
+  placement.pool_size = base + upper.pool_size;
   return placement;
 }
 

@@ -11,10 +11,14 @@
 //  - order: a buffer behind the last placement in (offset, rank) cannot come next;
 //  - dominance: a buffer at or above the lowest top any unplaced buffer could reach would leave
 //    that one a gap it can never fill (it would have to go higher still): skipped;
-//  - section bound: in every section, the unplaced bytes live there stack up from the higher
-//    of the section's floor and the last placement's offset; that must fit under C.
-// A portfolio of static preorders (by the largest total bytes over the buffer's sections, by
-// size, by area, by length) runs round-robin with node limits that double each round, so one
+//  - section bound: in every section, the unplaced bytes live there stack up from the highest
+//    of the section's floor, the last placement's offset and (for small pieces) the least
+//    minimum offset of the unplaced buffers there; that must fit under C;
+//  - hatless: when nothing unplaced conflicts with the buffer just placed and the rest fails,
+//    the node fails (where that buffer goes constrains nobody);
+//  - decomposition: once no unplaced buffer crosses a section boundary, the two sides are
+//    solved separately.
+// A portfolio of static preorders (see preorder()) runs round-robin with node limits that double each round, so one
 // unlucky early choice cannot eat the whole budget.
 #include "branch_and_bound.hpp"
 
@@ -142,6 +146,15 @@ class Decision {
       if (off < last_offset || (off == last_offset && r < last_rank)) continue;  // not canonical
       if (off >= min_height) break;  // dominated (and so is every later one)
       const std::uint32_t c = by_rank_[r];
+      // Hatless: nothing unplaced conflicts with c, so where c goes constrains nobody; if the
+      // rest fails with c at its lowest offset, it fails with c anywhere else too.
+      bool hatless = true;
+      for (std::uint32_t n : s_.neighbours[c]) {
+        if (!placed_[n]) {
+          hatless = false;
+          break;
+        }
+      }
       const std::size_t min_mark = min_trail_.size();
       const std::size_t floor_mark = floor_trail_.size();
       place(c, off);
@@ -159,6 +172,7 @@ class Decision {
         aborted = true;
         break;
       }
+      if (hatless) break;
     }
     return aborted ? Outcome::aborted : Outcome::infeasible;
   }
@@ -274,42 +288,31 @@ bool build_shared(const Prepared& p, Shared& shared) {
   return true;
 }
 
-// Preorder ranks: 0 by the most bytes live in any of its sections, then size, then area;
-// 1 by size then that total; 2 by area; 3 by length (sections spanned) then size.
+// Preorder ranks, each a priority list over: W, sections spanned (width in time); A, area
+// (size × live time); T, the most bytes live in any section the buffer spans. The three
+// orders WAT, TAW and TWA make the portfolio.
 std::vector<std::uint32_t> preorder(const Prepared& p, const Shared& s, int kind) {
   const std::size_t m = s.items.size();
-  std::vector<std::uint64_t> total(m, 0), length(m, 0);
+  std::vector<std::uint64_t> total(m, 0), width(m, 0);
   std::vector<long double> area(m, 0);
   for (std::size_t a = 0; a < m; ++a) {
     const Item& it = p.items[s.items[a]];
     const Span* spans = p.spans_of(s.items[a]);
     for (std::uint32_t k = 0; k < it.span_count; ++k) {
-      length[a] += spans[k].end - spans[k].first;
+      width[a] += spans[k].end - spans[k].first;
       for (std::uint32_t t = spans[k].first; t < spans[k].end; ++t) total[a] = std::max(total[a], p.load[t]);
     }
     area[a] = static_cast<long double>(it.footprint) * static_cast<long double>(it.live_time);
   }
+  static constexpr const char* kOrders[] = {"WAT", "TAW", "TWA"};
+  const char* keys = kOrders[kind % 3];
   std::vector<std::uint32_t> order(m);
   std::iota(order.begin(), order.end(), 0U);
-  auto size = [&](std::uint32_t a) { return p.items[s.items[a]].footprint; };
   std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
-    switch (kind) {
-      case 0:
-        if (total[x] != total[y]) return total[x] > total[y];
-        if (size(x) != size(y)) return size(x) > size(y);
-        if (area[x] != area[y]) return area[x] > area[y];
-        break;
-      case 1:
-        if (size(x) != size(y)) return size(x) > size(y);
-        if (total[x] != total[y]) return total[x] > total[y];
-        break;
-      case 2:
-        if (area[x] != area[y]) return area[x] > area[y];
-        break;
-      default:
-        if (length[x] != length[y]) return length[x] > length[y];
-        if (size(x) != size(y)) return size(x) > size(y);
-        break;
+    for (const char* k = keys; *k != 0; ++k) {
+      if (*k == 'W' && width[x] != width[y]) return width[x] > width[y];
+      if (*k == 'A' && area[x] != area[y]) return area[x] > area[y];
+      if (*k == 'T' && total[x] != total[y]) return total[x] > total[y];
     }
     return x < y;
   });
@@ -335,7 +338,7 @@ SearchResult branch_and_bound(const Prepared& p, std::uint64_t capacity, SearchB
     result.exhausted_space = true;
     return result;
   }
-  constexpr int kPreorders = 4;
+  constexpr int kPreorders = 3;
   std::vector<std::vector<std::uint32_t>> ranks;
   for (int k = 0; k < kPreorders; ++k) ranks.push_back(preorder(p, shared, k));
   for (std::uint64_t node_limit = std::max<std::uint64_t>(2, shared.items.size()); !budget.exhausted(); node_limit *= 2) {

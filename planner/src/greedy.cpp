@@ -6,6 +6,42 @@
 
 namespace memtool::planner::detail {
 
+namespace {
+
+// Sorts (offset, top) ranges by offset. Placing one buffer sorts the ranges of every placed
+// buffer it conflicts with — thousands on large problems, where this sort is most of the time —
+// so long lists take an LSD radix sort (11-bit digits, only as many as the largest offset
+// needs); ties keep their order, which is all the gap walk needs.
+void sort_by_offset(std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges,
+                    std::vector<std::pair<std::uint64_t, std::uint64_t>>& scratch) {
+  constexpr std::size_t kRadixFrom = 384;
+  constexpr unsigned kBits = 11;
+  constexpr std::size_t kBuckets = std::size_t{1} << kBits;
+  if (ranges.size() < kRadixFrom) {
+    std::sort(ranges.begin(), ranges.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+    return;
+  }
+  std::uint64_t largest = 0;
+  for (const auto& r : ranges) largest = std::max(largest, r.first);
+  scratch.resize(ranges.size());
+  std::size_t counts[kBuckets];
+  for (unsigned shift = 0; shift < 64 && (largest >> shift) != 0; shift += kBits) {
+    std::fill(std::begin(counts), std::end(counts), 0);
+    for (const auto& r : ranges) ++counts[(r.first >> shift) & (kBuckets - 1)];
+    std::size_t sum = 0;
+    for (auto& c : counts) {
+      const std::size_t here = c;
+      c = sum;
+      sum += here;
+    }
+    for (const auto& r : ranges) scratch[counts[(r.first >> shift) & (kBuckets - 1)]++] = r;
+    ranges.swap(scratch);
+  }
+}
+
+}  // namespace
+
 GreedyPlacer::GreedyPlacer(const Prepared& prepared)
     : prepared_(prepared), index_(prepared.section_count), stamp_(prepared.items.size(), 0) {}
 
@@ -43,7 +79,7 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
       ranges_.emplace_back(offsets_[other], offsets_[other] + prepared_.items[other].footprint);
     });
   }
-  std::sort(ranges_.begin(), ranges_.end());
+  sort_by_offset(ranges_, scratch_);
   work += ranges_.size() * (2 + std::bit_width(ranges_.size()));  // the sort dominates
   // Walk the gaps below, between and above the conflicting ranges.
   std::uint64_t cursor = 0;

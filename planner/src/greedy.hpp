@@ -37,6 +37,7 @@ class GreedyPlacer {
   std::vector<std::uint32_t> stamp_;
   std::uint32_t epoch_ = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges_;  // scratch: (offset, top)
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> scratch_;
 };
 
 }  // namespace memtool::planner::detail

@@ -58,7 +58,7 @@ class Best final : public Algorithm {
     return "best heuristic, then iterated greedy and branch and bound within the time limit, down to LB";
   }
   [[nodiscard]] Placement plan(const trace::Problem& problem, const PlanOptions& options) const override {
-    return detail::best_plan(detail::prepare(problem), options);
+    return detail::best_plan(problem, options);
   }
 };
 

@@ -83,55 +83,64 @@ class Skyline {
  private:
   enum class Outcome { found, infeasible, stopped };
 
+  // Wasting space (branch 2) is the last thing a node does, so it loops instead of recursing:
+  // the recursion depth stays at the number of buffers, however many raises a path makes.
   Outcome dfs() {
-    if (unplaced_ == 0) return Outcome::found;
-    if (nodes_left_ == 0 || budget_.exhausted()) return Outcome::stopped;
-    --nodes_left_;
-    if (!effective_floors_fit()) return Outcome::infeasible;
-    // Lowest floor among sections with unplaced bytes (leftmost on ties), and its run.
-    std::uint32_t lowest = UINT32_MAX;
-    for (std::uint32_t t = 0; t < p_.section_count; ++t) {
-      if (rem_[t] != 0 && (lowest == UINT32_MAX || floor_[t] < floor_[lowest])) lowest = t;
-    }
-    budget_.spend(p_.section_count);
-    const std::uint64_t m = floor_[lowest];
-    std::uint32_t first = lowest;
-    while (first > 0 && floor_[first - 1] == m) --first;
-    std::uint32_t end = lowest + 1;
-    while (end < p_.section_count && floor_[end] == m) ++end;
-    // Section `first` may have no unplaced bytes (same floor, nothing left there): the branch
-    // is about `lowest`, the first section of the run that still needs filling.
-    const std::uint32_t target_section = lowest;
-    std::uint64_t smallest = UINT64_MAX;
-    // Branch 1: a buffer covering target_section, within [first, end), at offset m.
-    for (std::uint32_t s = first; s <= target_section; ++s) {
-      for (std::uint32_t i : starting_[s]) {
-        if (placed_[i]) continue;
-        smallest = std::min(smallest, p_.items[i].footprint);
-        const Span span = p_.spans_of(i)[0];
-        if (span.end <= target_section || span.end > end) continue;
-        if (m + p_.items[i].footprint > capacity_) continue;
-        place(i, m, span);
-        const Outcome outcome = dfs();
-        unplace(i, m, span);
-        if (outcome != Outcome::infeasible) return outcome;
-      }
-    }
-    // Branch 2: nothing at m in target_section.
-    std::uint64_t raise = UINT64_MAX;
-    if (first > 0 && rem_[first - 1] != 0) raise = std::min(raise, floor_[first - 1]);
-    if (end < p_.section_count && rem_[end] != 0) raise = std::min(raise, floor_[end]);
-    for (std::uint32_t s = target_section + 1; s < end && smallest != 0; ++s) {
-      for (std::uint32_t i : starting_[s]) {
-        if (!placed_[i]) smallest = std::min(smallest, p_.items[i].footprint);
-      }
-    }
-    if (smallest != UINT64_MAX) raise = std::min(raise, m + smallest);
-    if (raise == UINT64_MAX || raise + rem_[target_section] > capacity_) return Outcome::infeasible;
-    floor_[target_section] = raise;
-    const Outcome outcome = dfs();
-    floor_[target_section] = m;
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> raised;  // (section, floor before)
+    const Outcome outcome = node(raised);
+    for (auto it = raised.rbegin(); it != raised.rend(); ++it) floor_[it->first] = it->second;
     return outcome;
+  }
+
+  Outcome node(std::vector<std::pair<std::uint32_t, std::uint64_t>>& raised) {
+    for (;;) {
+      if (unplaced_ == 0) return Outcome::found;
+      if (nodes_left_ == 0 || budget_.exhausted()) return Outcome::stopped;
+      --nodes_left_;
+      if (!effective_floors_fit()) return Outcome::infeasible;
+      // Lowest floor among sections with unplaced bytes (leftmost on ties), and its run.
+      std::uint32_t lowest = UINT32_MAX;
+      for (std::uint32_t t = 0; t < p_.section_count; ++t) {
+        if (rem_[t] != 0 && (lowest == UINT32_MAX || floor_[t] < floor_[lowest])) lowest = t;
+      }
+      budget_.spend(p_.section_count);
+      const std::uint64_t m = floor_[lowest];
+      std::uint32_t first = lowest;
+      while (first > 0 && floor_[first - 1] == m) --first;
+      std::uint32_t end = lowest + 1;
+      while (end < p_.section_count && floor_[end] == m) ++end;
+      // Sections of the run before `lowest` have nothing left to place: the branch is about
+      // `lowest`, the first section of the run that still needs filling.
+      const std::uint32_t target_section = lowest;
+      std::uint64_t smallest = UINT64_MAX;
+      // Branch 1: a buffer covering target_section, within [first, end), at offset m.
+      for (std::uint32_t s = first; s <= target_section; ++s) {
+        for (std::uint32_t i : starting_[s]) {
+          if (placed_[i]) continue;
+          smallest = std::min(smallest, p_.items[i].footprint);
+          const Span span = p_.spans_of(i)[0];
+          if (span.end <= target_section || span.end > end) continue;
+          if (m + p_.items[i].footprint > capacity_) continue;
+          place(i, m, span);
+          const Outcome outcome = dfs();
+          unplace(i, m, span);
+          if (outcome != Outcome::infeasible) return outcome;
+        }
+      }
+      // Branch 2: nothing at m in target_section.
+      std::uint64_t raise = UINT64_MAX;
+      if (first > 0 && rem_[first - 1] != 0) raise = std::min(raise, floor_[first - 1]);
+      if (end < p_.section_count && rem_[end] != 0) raise = std::min(raise, floor_[end]);
+      for (std::uint32_t s = target_section + 1; s < end && smallest != 0; ++s) {
+        for (std::uint32_t i : starting_[s]) {
+          if (!placed_[i]) smallest = std::min(smallest, p_.items[i].footprint);
+        }
+      }
+      if (smallest != UINT64_MAX) raise = std::min(raise, m + smallest);
+      if (raise == UINT64_MAX || raise + rem_[target_section] > capacity_) return Outcome::infeasible;
+      raised.emplace_back(target_section, m);
+      floor_[target_section] = raise;
+    }
   }
 
   // A section's unplaced buffers all sit at or above their own skyline offset (the highest floor

@@ -282,7 +282,8 @@ struct PoolEngine::Impl {
     ++counters.iterations_planned;
     const double allowed =
         options.drift_miss_fraction * static_cast<double>(plan.entries.size());
-    const bool drifted = static_cast<double>(iteration_misses) > allowed;
+    const bool drifted = static_cast<double>(iteration_misses) > allowed &&
+                         iteration_misses >= options.drift_min_misses;
     k = 0;
     iteration_misses = 0;
     if (drifted) drop_plan("too many misses in one iteration");
@@ -302,6 +303,9 @@ struct PoolEngine::Impl {
     const std::size_t n = plan.entries.size();
     const std::size_t reach = static_cast<std::size_t>(std::min<std::uint64_t>(options.lookahead, n - 1));
     for (std::size_t d = 0; d <= reach; ++d) {
+      // With explicit marks only a mark ends an iteration: allocations past the plan's last
+      // entry are misses, not the next iteration's first ones.
+      if (boundaries_by_marks && k + d >= n) break;
       const std::size_t index = (k + d) % n;
       const detail::PlannedEntry& e = plan.entries[index];
       if (e.size == size && e.kind == kind && e.stream == stream) {
@@ -332,9 +336,7 @@ struct PoolEngine::Impl {
                                            StreamId stream, bool& planned_pass_through) {
     if (state == EngineState::plan && ready) {
       note_tick_boundary();
-      if (boundaries_by_marks ? at_boundary : at_boundary) {
-        if (!enter_apply()) return std::nullopt;
-      }
+      if (at_boundary && !enter_apply()) return std::nullopt;
     }
     if (state != EngineState::apply) return std::nullopt;
     const auto index = match(size, kind, stream);
@@ -349,33 +351,44 @@ struct PoolEngine::Impl {
     if (!entry.pooled) {
       planned_pass_through = true;  // persistent-like or long-lived: the plan says real memory
       consecutive_misses = 0;
-    } else if (current != nullptr && current->range_free(entry.offset, entry.footprint)) {
-      result = hand_out(entry, size, kind, stream);
+    } else if (auto offset = free_slot(entry)) {
+      result = hand_out(*offset, entry.footprint, size, kind, stream);
       consecutive_misses = 0;
     } else {
-      ++counters.refusals;  // invariant 1: the planned range is (partly) live
+      ++counters.refusals;  // invariant 1: every planned range is (partly) live
       count_miss();
     }
-    if (state == EngineState::apply && k == plan.entries.size()) end_iteration();
+    if (state == EngineState::apply && k == plan.entries.size() && !boundaries_by_marks) {
+      end_iteration();
+    }
     return result;
   }
 
-  DevicePtr hand_out(const detail::PlannedEntry& entry, std::uint64_t size, MemoryKind kind,
-                     StreamId stream) {
-    std::vector<ReleaseRef> inherited = current->occupy(entry.offset, entry.footprint);
+  // Invariant 1, checked at every hand-out whatever the plan says.
+  std::optional<std::uint64_t> free_slot(const detail::PlannedEntry& entry) const {
+    if (current == nullptr) return std::nullopt;
+    for (std::uint64_t offset : entry.offsets) {
+      if (current->range_free(offset, entry.footprint)) return offset;
+    }
+    return std::nullopt;
+  }
+
+  DevicePtr hand_out(std::uint64_t offset, std::uint64_t footprint, std::uint64_t size,
+                     MemoryKind kind, StreamId stream) {
+    std::vector<ReleaseRef> inherited = current->occupy(offset, footprint);
     LiveBuffer buffer;
     buffer.record_id = recorder.on_alloc(size, kind, stream);
     buffer.size = size;
     buffer.kind = kind;
     buffer.arena = current;
-    buffer.offset = entry.offset;
+    buffer.offset = offset;
     for (ReleaseRef& ref : inherited) {
       const bool done = std::all_of(ref->events.begin(), ref->events.end(), [this](const auto& e) {
         return device.event_completed(e.second);
       });
       if (!done) buffer.pending.push_back(std::move(ref));
     }
-    const DevicePtr ptr = current->base() + entry.offset;
+    const DevicePtr ptr = current->base() + offset;
     auto [it, inserted] = live.insert_or_assign(ptr, std::move(buffer));
     (void)inserted;
     // cuMemAllocAsync: the memory is ordered on its stream from the allocation on.
@@ -388,9 +401,7 @@ struct PoolEngine::Impl {
   }
 
   void record_pass_through(DevicePtr ptr, std::uint64_t size, MemoryKind kind, StreamId stream) {
-    note_tick_boundary();
-    if (state == EngineState::plan && !boundaries_by_marks) at_boundary = false;
-    if (state == EngineState::plan && boundaries_by_marks) at_boundary = false;
+    at_boundary = false;  // an allocation since the boundary: APPLY waits for the next one
     LiveBuffer buffer;
     buffer.record_id = recorder.on_alloc(size, kind, stream);
     buffer.size = size;
@@ -562,7 +573,11 @@ void PoolEngine::mark_iteration() {
       if (s.boundaries_by_marks) s.at_boundary = true;
       break;
     case EngineState::apply:
-      if (s.k != 0) s.end_iteration();
+      if (s.boundaries_by_marks) {
+        if (s.k != 0 || s.iteration_misses != 0) s.end_iteration();
+      } else if (s.k != 0) {
+        s.end_iteration();  // marks after a token-detected period: a boundary all the same
+      }
       break;
     case EngineState::disabled: break;
   }

@@ -42,11 +42,11 @@ PlanOutcome make_plan(const IterationWindow& window, const PoolOptions& options)
     plan.lower_bound = planner::lower_bound(problem);
     plan.entries.reserve(window.entries.size());
     for (const WindowEntry& e : window.entries) {
-      PlannedEntry p{e.size, e.kind, e.stream, e.pooled, 0, 0};
+      PlannedEntry p{e.size, e.kind, e.stream, e.pooled, {}, 0};
       if (e.pooled) {
-        const auto index = static_cast<std::size_t>(e.problem_index);
-        p.offset = placement.offsets[index];
-        p.footprint = planner::footprint(problem.buffers[index]);
+        const auto first = static_cast<std::size_t>(e.problem_index);
+        for (std::size_t i = first; i < first + e.slots; ++i) p.offsets.push_back(placement.offsets[i]);
+        p.footprint = planner::footprint(problem.buffers[first]);
       }
       plan.entries.push_back(p);
     }

@@ -18,7 +18,7 @@ struct PlannedEntry {
   MemoryKind kind = MemoryKind::device;
   StreamId stream = 0;
   bool pooled = false;
-  std::uint64_t offset = 0;
+  std::vector<std::uint64_t> offsets;  // one per slot; the first free one is handed out
   std::uint64_t footprint = 0;
 };
 

@@ -51,24 +51,34 @@ std::optional<IterationWindow> SteadyStateRecorder::window(std::uint64_t begin,
     WindowEntry entry{r.size, r.kind, r.stream, false, 0};
     const bool poolable_kind = r.kind == MemoryKind::device || r.kind == MemoryKind::async;
     const bool freed = r.free_tick != kNever;
-    if (poolable_kind && freed && r.size > 0 && r.free_tick - r.alloc_tick < period) {
+    const std::uint64_t lifetime = freed ? r.free_tick - r.alloc_tick : 0;
+    const std::uint64_t slots = (lifetime + period - 1) / period;
+    if (poolable_kind && freed && r.size > 0 && slots <= kMaxSlots) {
+      entry.pooled = true;
+      entry.problem_index = w.problem.buffers.size();
       trace::BufferRequest request;
-      request.id = w.entries.size();
       request.size = r.size;
       request.alignment = alignment;
       const std::uint64_t a = r.alloc_tick - begin;
       const std::uint64_t f = r.free_tick - begin;
       if (f <= period) {
         request.intervals.push_back({a, f});
-      } else {
+        entry.slots = 1;
+      } else if (lifetime < period) {
         // Wraps: the previous iteration's copy is live over [0, f - period) in this slot.
         request.intervals.push_back({0, f - period});
         request.intervals.push_back({a, period});
         request.crosses_iteration = true;
+        entry.slots = 1;
+      } else {
+        request.intervals.push_back({0, period});
+        request.crosses_iteration = true;
+        entry.slots = static_cast<std::uint32_t>(slots);
       }
-      entry.pooled = true;
-      entry.problem_index = w.problem.buffers.size();
-      w.problem.buffers.push_back(std::move(request));
+      for (std::uint32_t slot = 0; slot < entry.slots; ++slot) {
+        request.id = w.problem.buffers.size();
+        w.problem.buffers.push_back(request);
+      }
     }
     w.entries.push_back(entry);
   }

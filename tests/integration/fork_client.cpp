@@ -30,9 +30,10 @@ int main() {
   const pid_t child = fork();
   if (child < 0) return 1;
   if (child == 0) {
+    // A driver refuses a context inherited through fork (fakecuda too, with
+    // CUDA_ERROR_NOT_INITIALIZED); whatever it answers, nothing may reach the parent's trace.
     CUdeviceptr b = 0;
-    CHECK_CU(cuMemAlloc(&b, 2048));  // must not reach the parent's trace
-    CHECK_CU(cuMemFree(b));
+    if (cuMemAlloc(&b, 2048) == CUDA_SUCCESS) (void)cuMemFree(b);
     std::exit(0);  // atexit handlers run: they must not close the parent's trace either
   }
   int status = 0;

@@ -1,5 +1,7 @@
 // A tiny driver-API program for the stats test: a known sequence of allocations, copies and
 // launches, then a normal exit, so FAKECUDA_STATS=FILE must hold exactly these counts.
+// With a second argument "use-after-free" it instead reads device memory after cuMemFree, which
+// must fault (freed device memory is decommitted), so the test sees it die of SIGSEGV.
 #include "fakecuda/kernel_abi.h"
 
 #include <cuda.h>
@@ -20,14 +22,25 @@ void check(CUresult r, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: stats_child KERNEL_OBJECT\n");
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: stats_child KERNEL_OBJECT [use-after-free]\n");
     return 2;
   }
   check(cuInit(0), "cuInit");
   CUcontext ctx = nullptr;
   check(cuDevicePrimaryCtxRetain(&ctx, 0), "retain");
   check(cuCtxSetCurrent(ctx), "set current");
+  if (argc == 3 && std::string(argv[2]) == "use-after-free") {
+    CUdeviceptr p = 0;
+    check(cuMemAlloc(&p, 1 << 20), "alloc");
+    check(cuMemsetD8(p, 1, 1 << 20), "memset");
+    check(cuCtxSynchronize(), "sync");
+    const volatile unsigned char* bytes = reinterpret_cast<const unsigned char*>(p);
+    std::printf("before free: %d\n", bytes[4096]);
+    check(cuMemFree(p), "free");
+    std::printf("after free: %d\n", bytes[4096]);  // faults here
+    return 0;
+  }
   const std::string image = std::string(FAKECUDA_MODULE_MAGIC) + argv[1] + "\n";
   CUmodule module = nullptr;
   check(cuModuleLoadData(&module, image.c_str()), "load");

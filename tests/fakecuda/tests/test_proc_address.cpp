@@ -38,6 +38,11 @@ TEST_CASE("cuGetProcAddress picks the variant by version and stream flavour", "[
   CHECK(resolve("cuMemAlloc", 12000, 0) == exported("cuMemAlloc_v2"));
   CHECK(resolve("cuMemFree", 13000, ptds) == exported("cuMemFree_v2"));  // no twin: same function
   CHECK(resolve("cuMemAdvise", 12000, 0) == exported("cuMemAdvise"));
+  // CUDA 13 changed these two to take a context (PFN_..._v13000 in cudaTypedefs.h).
+  CHECK(resolve("cuCtxSynchronize", 12000, 0) == exported("cuCtxSynchronize"));
+  CHECK(resolve("cuCtxSynchronize", 13000, 0) == exported("cuCtxSynchronize_v2"));
+  CHECK(resolve("cuCtxGetDevice", 12080, 0) == exported("cuCtxGetDevice"));
+  CHECK(resolve("cuCtxGetDevice", 13000, 0) == exported("cuCtxGetDevice_v2"));
   CHECK(resolve("cuMemAdvise", 12020, 0) == exported("cuMemAdvise_v2"));
   CHECK(resolve("cuMemPrefetchAsync", 11000, legacy) == exported("cuMemPrefetchAsync"));
   CHECK(resolve("cuMemPrefetchAsync", 11000, ptds) == exported("cuMemPrefetchAsync_ptsz"));

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -42,7 +43,8 @@ int run_with_env(const std::vector<std::string>& args, const std::vector<std::st
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // An exit code, or 1000 + the signal that killed it.
+  return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 1000 + WTERMSIG(status) : -1;
 }
 
 std::string temp_path(const char* stem) {
@@ -75,6 +77,12 @@ TEST_CASE("FAKECUDA_STATS writes exact counts when the program exits", "[fakecud
 TEST_CASE("a bad FAKECUDA_MEMORY_BYTES makes the program fail, not run on a wrong device", "[fakecuda][stats]") {
   CHECK(run_with_env({FAKECUDA_STATS_CHILD, FAKECUDA_TEST_KERNELS}, {"FAKECUDA_MEMORY_BYTES=lots"}) == 1);
   CHECK(run_with_env({FAKECUDA_STATS_CHILD, FAKECUDA_TEST_KERNELS}, {"FAKECUDA_MEMORY_BYTES=64M"}) == 0);
+}
+
+TEST_CASE("freed device memory is decommitted: touching it faults", "[fakecuda][memory]") {
+  // Sanitizers would catch the fault themselves; let it kill the child as it would unsanitized.
+  CHECK(run_with_env({FAKECUDA_STATS_CHILD, FAKECUDA_TEST_KERNELS, "use-after-free"},
+                     {"TSAN_OPTIONS=handle_segv=0", "ASAN_OPTIONS=handle_segv=0"}) == 1000 + SIGSEGV);
 }
 
 TEST_CASE("fakecuda_stats_snapshot, reset and write_json", "[fakecuda][stats]") {

@@ -84,3 +84,16 @@ TEST_CASE("smartpool: size order with earlier start on ties, doubled cross-itera
   CHECK(cp.pool_size == 250);
   CHECK(mp::validate(cross, cp).valid);
 }
+
+TEST_CASE("best: buffers live throughout are stacked below the rest", "[planner][optimal]") {
+  // Two weights live over the whole window, activations in between: the weights take the
+  // bottom 300 bytes and the rest is solved above them, at LB.
+  auto p = problem_of({buffer(1, 100, {{0, 10}}), buffer(2, 50, {{2, 4}}), buffer(3, 200, {{0, 10}}),
+                       buffer(4, 50, {{3, 8}}), buffer(5, 60, {{4, 9}}), buffer(6, 40, {{8, 10}})});
+  const auto placement = mp::find_algorithm("best")->plan(p, {});
+  REQUIRE(mp::validate(p, placement).valid);
+  CHECK(placement.pool_size == mp::lower_bound(p));
+  CHECK(placement.offsets[0] < 300);
+  CHECK(placement.offsets[2] < 300);
+  for (std::size_t i : {1, 3, 4, 5}) CHECK(placement.offsets[i] >= 300);
+}

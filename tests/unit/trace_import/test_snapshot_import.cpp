@@ -277,3 +277,21 @@ TEST_CASE("snapshot: import_snapshot tells the encodings apart", "[snapshot]") {
   }
   CHECK_THROWS_AS(import_snapshot_file(fixture("snapshots/no-such-file.pickle"), visitor), InputError);
 }
+
+TEST_CASE("snapshot: progress reports end with the whole file", "[snapshot]") {
+  for (const char* name :
+       {"traces/alexnet.snapshot.json", "snapshots/alexnet.p4.pickle", "traces/mobilenet_v2.snapshot.json"}) {
+    INFO(name);
+    const std::string bytes = read_bytes(fixture(name));
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;
+    SnapshotImportOptions options;
+    options.progress = [&](std::uint64_t done, std::uint64_t total) { calls.emplace_back(done, total); };
+    RecordingVisitor visitor;
+    (void)import_snapshot(bytes, name, visitor, options);
+    REQUIRE_FALSE(calls.empty());
+    CHECK(calls.back().first == bytes.size());
+    CHECK(calls.back().second == bytes.size());
+    for (std::size_t i = 1; i < calls.size(); ++i) CHECK(calls[i - 1].first <= calls[i].first);
+    if (bytes.size() > (std::size_t{4} << 20)) CHECK(calls.size() >= 2);  // one every 4 MiB
+  }
+}

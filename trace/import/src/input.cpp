@@ -78,9 +78,11 @@ LoadSummary load_events(const std::string& path, EventVisitor& visitor, const Lo
     case InputKind::snapshot_pickle:
     case InputKind::snapshot_json: {
       const std::string bytes = detail::read_file_bytes(path);
+      SnapshotImportOptions snapshot_options = options.snapshot;
+      if (!snapshot_options.progress) snapshot_options.progress = options.trace.progress;
       summary.snapshot = summary.kind == InputKind::snapshot_pickle
-                             ? import_snapshot_pickle(bytes, path, counter, options.snapshot)
-                             : import_snapshot_json(bytes, path, counter, options.snapshot);
+                             ? import_snapshot_pickle(bytes, path, counter, snapshot_options)
+                             : import_snapshot_json(bytes, path, counter, snapshot_options);
       break;
     }
     case InputKind::problem_csv:

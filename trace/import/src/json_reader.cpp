@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <functional>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -52,7 +53,9 @@ class TreeBuilder {
   using string_t = json::string_t;
   using binary_t = json::binary_t;
 
-  explicit TreeBuilder(const std::size_t* consumed) : consumed_(consumed) {}
+  using Progress = std::function<void(std::uint64_t, std::uint64_t)>;
+  TreeBuilder(const std::size_t* consumed, std::size_t total, const Progress& progress)
+      : consumed_(consumed), total_(total), progress_(progress) {}
 
   bool null() { return add(document_.tree.add_none(here())); }
   bool boolean(bool value) { return add(document_.tree.add_bool(here(), value)); }
@@ -96,6 +99,10 @@ class TreeBuilder {
   [[nodiscard]] std::uint64_t here() const { return *consumed_; }
 
   bool add(ValueRef ref) {
+    if (*consumed_ >= next_progress_ && progress_) {
+      progress_(*consumed_, total_);
+      next_progress_ = *consumed_ + kProgressStep;
+    }
     if (open_.empty()) {
       document_.root = ref;
     } else {
@@ -118,7 +125,12 @@ class TreeBuilder {
     return true;
   }
 
+  static constexpr std::size_t kProgressStep = std::size_t{4} << 20;
+
   const std::size_t* consumed_;
+  std::size_t total_;
+  const Progress& progress_;
+  std::size_t next_progress_ = kProgressStep;
   JsonDocument document_;
   std::vector<ValueRef> open_;
   std::size_t error_position_ = 0;
@@ -138,9 +150,10 @@ std::string short_message(const std::string& what) {
 
 }  // namespace
 
-JsonDocument read_json(std::string_view text, const std::string& name) {
+JsonDocument read_json(std::string_view text, const std::string& name,
+                       const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
   std::size_t consumed = 0;
-  TreeBuilder builder(&consumed);
+  TreeBuilder builder(&consumed, text.size(), progress);
   bool ok = false;
   try {
     ok = nlohmann::json::sax_parse(CountingIterator(text.data(), &consumed),

@@ -3,6 +3,8 @@
 // an nlohmann DOM keeps memory small and never recurses, however deep the nesting.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -18,6 +20,8 @@ struct JsonDocument {
 // Parses `text` as one JSON value (nothing but whitespace may follow). Syntax errors throw
 // InputError at the byte offset nlohmann reports; values carry the offset the parser had
 // reached when it delivered them (just past a scalar, at a container's opening bracket).
-[[nodiscard]] JsonDocument read_json(std::string_view text, const std::string& name);
+// `progress`, when set, is called every few MiB with (bytes parsed, total bytes).
+[[nodiscard]] JsonDocument read_json(std::string_view text, const std::string& name,
+                                     const std::function<void(std::uint64_t, std::uint64_t)>& progress = {});
 
 }  // namespace memtool::trace::detail

@@ -101,7 +101,8 @@ constexpr std::size_t kMaxOpaqueDescription = 120;
 
 class PickleMachine {
  public:
-  PickleMachine(std::string_view bytes, const std::string& name) : in_(bytes), name_(name) {}
+  PickleMachine(std::string_view bytes, const std::string& name, const ProgressCallback& progress)
+      : in_(bytes), name_(name), progress_(progress) {}
 
   PickleDocument run() {
     try {
@@ -115,6 +116,10 @@ class PickleMachine {
   PickleDocument run_opcodes() {
     while (true) {
       op_offset_ = pos_;
+      if (pos_ >= next_progress_ && progress_) {
+        progress_(pos_, in_.size());
+        next_progress_ = pos_ + kProgressStep;
+      }
       if (pos_ >= in_.size()) fail("pickle ends before its STOP opcode");
       const auto op = static_cast<std::uint8_t>(in_[pos_++]);
       if (op == STOP) {
@@ -492,8 +497,12 @@ class PickleMachine {
     }
   }
 
+  static constexpr std::size_t kProgressStep = std::size_t{4} << 20;
+
   std::string_view in_;
   const std::string& name_;
+  const ProgressCallback& progress_;
+  std::size_t next_progress_ = kProgressStep;
   std::size_t pos_ = 0;
   std::size_t op_offset_ = 0;
   PickleDocument document_;
@@ -505,8 +514,8 @@ class PickleMachine {
 
 }  // namespace
 
-PickleDocument read_pickle(std::string_view bytes, const std::string& name) {
-  PickleMachine machine(bytes, name);
+PickleDocument read_pickle(std::string_view bytes, const std::string& name, const ProgressCallback& progress) {
+  PickleMachine machine(bytes, name, progress);
   return machine.run();
 }
 

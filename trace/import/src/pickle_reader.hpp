@@ -9,6 +9,8 @@
 // the byte offset of the offending opcode.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +26,9 @@ struct PickleDocument {
 
 // Decodes one pickle that must span all of `bytes` (nothing may follow its STOP).
 // `name` is the file name used in errors.
-[[nodiscard]] PickleDocument read_pickle(std::string_view bytes, const std::string& name);
+// `progress`, when set, is called every few MiB with (bytes decoded, total bytes).
+using ProgressCallback = std::function<void(std::uint64_t, std::uint64_t)>;
+[[nodiscard]] PickleDocument read_pickle(std::string_view bytes, const std::string& name,
+                                         const ProgressCallback& progress = {});
 
 }  // namespace memtool::trace::detail

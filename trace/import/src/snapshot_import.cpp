@@ -12,7 +12,7 @@ namespace memtool::trace {
 
 SnapshotImportStats import_snapshot_pickle(std::string_view bytes, const std::string& name,
                                            EventVisitor& visitor, const SnapshotImportOptions& options) {
-  const detail::PickleDocument document = detail::read_pickle(bytes, name);
+  const detail::PickleDocument document = detail::read_pickle(bytes, name, options.progress);
   SnapshotImportStats stats =
       detail::deliver_snapshot(document.tree, document.root, bytes.size(), name, visitor, options);
   stats.encoding = SnapshotEncoding::pickle;
@@ -22,7 +22,7 @@ SnapshotImportStats import_snapshot_pickle(std::string_view bytes, const std::st
 
 SnapshotImportStats import_snapshot_json(std::string_view text, const std::string& name,
                                          EventVisitor& visitor, const SnapshotImportOptions& options) {
-  const detail::JsonDocument document = detail::read_json(text, name);
+  const detail::JsonDocument document = detail::read_json(text, name, options.progress);
   SnapshotImportStats stats =
       detail::deliver_snapshot(document.tree, document.root, text.size(), name, visitor, options);
   stats.encoding = SnapshotEncoding::json;

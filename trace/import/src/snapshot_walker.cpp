@@ -85,10 +85,14 @@ struct StackKeyHash {
 class SnapshotWalker {
  public:
   SnapshotWalker(const ValueTree& tree, std::size_t input_bytes, const std::string& name)
-      : tree_(tree), name_(name), budget_(16 * static_cast<std::uint64_t>(input_bytes) + (1U << 20U)) {}
+      : tree_(tree),
+        name_(name),
+        input_bytes_(input_bytes),
+        budget_(16 * static_cast<std::uint64_t>(input_bytes) + (1U << 20U)) {}
 
   SnapshotImportStats run(ValueRef root, EventVisitor& visitor, const SnapshotImportOptions& options) {
     decode(root, options);
+    if (options.progress) options.progress(input_bytes_, input_bytes_);  // decoded and validated
     deliver(visitor);
     return stats_;
   }
@@ -471,6 +475,7 @@ class SnapshotWalker {
 
   const ValueTree& tree_;
   const std::string& name_;
+  std::size_t input_bytes_;
   std::uint64_t budget_;
   std::uint64_t work_ = 0;
   SnapshotImportStats stats_;

@@ -63,6 +63,7 @@ struct PoolOptions {
   std::uint32_t confirm_periods = 3;  // periods that must repeat before planning
   std::uint64_t max_period = 1u << 16;  // longest iteration detected, in allocs + frees
   double drift_miss_fraction = 0.05;    // misses in one iteration above this fraction: drop
+  std::uint64_t drift_min_misses = 2;   // ... and at least this many (one stray call is noise)
   std::uint64_t drift_consecutive_misses = 16;  // or this many misses in a row: drop
   std::uint64_t lookahead = 4;  // entries skipped to re-synchronise after a dropped allocation
   std::uint32_t max_pool_alloc_failures = 3;  // then pool mode disables itself (fail open)

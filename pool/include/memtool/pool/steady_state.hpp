@@ -7,9 +7,11 @@
 //    (cyclic) view: a buffer freed after the window, with lifetime L = free - alloc shorter than
 //    the period, occupies [alloc, period) and [0, free - period) of the same slot, which is where
 //    the previous iteration's copy of it lives — the steady state, exactly.
+// One living longer than a period gets ceil(L / period) slots live over the whole window (the
+// paper's doubling, generalised; at hand-out the first free slot is taken).
 // Passed through (not pooled): allocations never freed (they outlive the loop: persistent or
-// leaked), ones living a whole period or longer (copies of consecutive iterations would need
-// several slots), and memory kinds the pool cannot stand in for (managed, VMM, pinned host).
+// leaked), ones needing more than kMaxSlots slots, and memory kinds the pool cannot stand in
+// for (managed, VMM, pinned host).
 //
 // trace/analysis's to_problem does the same from a TraceModel built from whole events; in the
 // process only sizes and positions are known, and the engine also needs the per-entry match
@@ -35,7 +37,11 @@ struct WindowEntry {
   MemoryKind kind = MemoryKind::device;
   StreamId stream = 0;
   bool pooled = false;
-  std::uint64_t problem_index = 0;  // index into IterationWindow::problem.buffers when pooled
+  // Pooled: problem.buffers[problem_index, problem_index + slots) are this allocation's slots.
+  // One, unless it lives longer than a period (a prefetched batch): then ceil(L / period)
+  // copies from consecutive iterations are live at once, each slot over the whole window.
+  std::uint64_t problem_index = 0;
+  std::uint32_t slots = 0;
 };
 
 struct IterationWindow {
@@ -47,6 +53,8 @@ struct IterationWindow {
 
 class SteadyStateRecorder {
  public:
+  static constexpr std::uint32_t kMaxSlots = 4;
+
   explicit SteadyStateRecorder(std::uint64_t retain_ticks) : retain_ticks_(retain_ticks) {}
 
   // Ticks seen so far (also the tick the next event gets); never reset.

@@ -33,8 +33,9 @@ enum class InputKind : std::uint8_t {
 [[nodiscard]] InputKind sniff_input(const std::string& path);
 
 struct LoadOptions {
-  SnapshotImportOptions snapshot;  // device choice for snapshots
-  TraceReadOptions trace;          // progress callback for traces
+  SnapshotImportOptions snapshot;  // device choice (and progress) for snapshots
+  TraceReadOptions trace;          // progress callback for traces; snapshots use it too when
+                                   // snapshot.progress is not set
 };
 
 struct LoadSummary {

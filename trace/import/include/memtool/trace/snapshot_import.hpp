@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,9 @@ struct SnapshotImportOptions {
   // Which entry of device_traces to import; by default the device with the most entries
   // (the lowest index on a tie).
   std::optional<std::size_t> device;
+  // Called now and then while the document is decoded with (bytes decoded, total bytes),
+  // for progress messages on large files.
+  std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
 
 struct SnapshotImportStats {

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds the interposer's unit tests and the stress client with ThreadSanitizer in their own
+# build folder and runs the concurrent tests: the 8-thread recorder stress test (in-process),
+# and the 8-thread client under a TSan-built libmemtool.so on fakecuda.
+# Usage: tests/integration/run_tsan.sh [build-dir]   (takes minutes; not part of ctest)
+set -euo pipefail
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+build_dir=${1:-$source_dir/build-tsan}
+cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS="-fsanitize=thread" -DCMAKE_C_FLAGS="-fsanitize=thread" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+cmake --build "$build_dir" --target test_interpose -j"${JOBS:-2}"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+"$build_dir/tests/unit/interpose/test_interpose" "[threads]"
+"$build_dir/tests/unit/interpose/test_interpose" "[recorder]"
+echo "tsan: clean"

@@ -1,0 +1,64 @@
+// The simulated device must catch what the engine is supposed to prevent, or the engine's
+// tests prove nothing: unordered cross-stream reuse, and bytes overwritten by an overlap.
+#include <catch2/catch.hpp>
+
+#include "sim_device.hpp"
+
+using namespace memtool::pool;
+using memtool::pool::test::SimDevice;
+
+TEST_CASE("sim device flags cross-stream access without a wait", "[pool][sim]") {
+  SimDevice d;
+  DevicePtr p = 0;
+  REQUIRE(d.allocate(4096, MemoryKind::device, 0, &p) == kSuccess);
+  CHECK(d.access(1, p, 4096));
+  CHECK(d.access(1, p + 100, 10));  // same stream: ordered
+  CHECK(d.violations() == 0);
+  CHECK(d.access(2, p + 1000, 10));  // other stream, no wait
+  CHECK(d.violations() == 1);
+  CHECK(d.access(3, p + 2000, 100));  // disjoint from stream 2's bytes, overlaps stream 1's
+  CHECK(d.violations() == 2);
+}
+
+TEST_CASE("sim device accepts access ordered by an event or a host sync", "[pool][sim]") {
+  SimDevice d;
+  DevicePtr p = 0;
+  REQUIRE(d.allocate(4096, MemoryKind::device, 0, &p) == kSuccess);
+  EventId e = 0;
+  REQUIRE(d.create_event(&e) == kSuccess);
+  d.access(1, p, 4096);
+  // Recorded BEFORE the last access: not enough.
+  d.record_event(e, 1);
+  CHECK_FALSE(d.event_completed(e));
+  d.access(1, p, 4096);
+  d.stream_wait_event(2, e);
+  d.access(2, p, 10);
+  CHECK(d.violations() == 1);
+  // Recorded after: fine.
+  d.record_event(e, 1);
+  d.stream_wait_event(3, e);
+  d.access(3, p + 20, 10);
+  CHECK(d.violations() == 1);
+  d.synchronize();
+  CHECK(d.event_completed(e));
+  d.access(4, p, 4096);
+  CHECK(d.violations() == 1);
+}
+
+TEST_CASE("sim device keeps bytes and a capacity", "[pool][sim]") {
+  SimDevice d(SimDevice::Options{10000, 6000});
+  DevicePtr a = 0, b = 0;
+  CHECK(d.allocate(7000, MemoryKind::device, 0, &a) == kOutOfMemory);
+  REQUIRE(d.allocate(6000, MemoryKind::device, 0, &a) == kSuccess);
+  CHECK(d.allocate(5000, MemoryKind::device, 0, &b) == kOutOfMemory);
+  CHECK(d.fill(a, 6000, 1));
+  CHECK(d.verify(a, 6000, 1));
+  CHECK(d.fill(a + 100, 10, 2));  // an overlapping writer
+  CHECK_FALSE(d.verify(a, 6000, 1));
+  CHECK_FALSE(d.fill(a + 5999, 2, 1));
+  CHECK(d.free(a, MemoryKind::device, 0) == kSuccess);
+  CHECK(d.free(a, MemoryKind::device, 0) == kInvalidValue);
+  CHECK_FALSE(d.verify(a, 10, 1));
+  CHECK(d.live_bytes() == 0);
+  CHECK(d.peak_bytes() == 6000);
+}
