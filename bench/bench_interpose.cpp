@@ -7,7 +7,6 @@
 // functions as a preloaded libmemtool.so would. Launches run an empty kernel (count 0) so that
 // fakecuda's worker thread does little; every 64 launches both variants synchronise.
 #include <benchmark/benchmark.h>
-#include <cuda.h>
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -18,6 +17,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "memtool/interpose/recorder.hpp"
 
 namespace {
 
@@ -161,6 +162,60 @@ void launch(benchmark::State& state, bool recorded) {
   state.SetLabel("cuLaunchKernel, 2 pointer arguments");
 }
 
+// The engine alone (no driver, no wrapper): where the added cost goes.
+struct EngineOnly {
+  std::unique_ptr<memtool::interpose::Recorder> recorder;
+  std::string path;
+  EngineOnly() {
+    path = (fs::temp_directory_path() / ("bench_engine." + std::to_string(getpid()) + ".trace")).string();
+    std::string error;
+    recorder = std::make_unique<memtool::interpose::Recorder>(memtool::interpose::default_options(),
+                                                              memtool::interpose::open_trace_sink(path, &error));
+    memtool::interpose::DriverQueries queries;
+    queries.func_get_param_info = [](CUfunction, size_t i, size_t* offset, size_t* size) {
+      if (i >= 3) return CUDA_ERROR_INVALID_VALUE;
+      *offset = i * 8;
+      *size = i < 2 ? 8 : 4;
+      return CUDA_SUCCESS;
+    };
+    queries.func_get_name = [](const char** name, CUfunction) {
+      *name = "relu_forward";
+      return CUDA_SUCCESS;
+    };
+    recorder->set_driver_queries(queries);
+  }
+  ~EngineOnly() {
+    recorder.reset();
+    std::remove(path.c_str());
+  }
+};
+
+void engine_alloc_free(benchmark::State& state) {
+  EngineOnly engine;
+  std::uint64_t address = 0x7f0000000000;
+  for (auto _ : state) {
+    engine.recorder->on_alloc(address, 4096, memtool::trace::MemoryKind::device, 0);
+    engine.recorder->on_free(address, memtool::trace::MemoryKind::device, 0);
+    address += 4096;
+  }
+  state.SetLabel("Recorder::on_alloc + on_free, trace file, no driver");
+}
+
+void engine_launch(benchmark::State& state) {
+  EngineOnly engine;
+  engine.recorder->on_alloc(0x7f0000000000, 256, memtool::trace::MemoryKind::device, 0);
+  engine.recorder->on_alloc(0x7f0000001000, 256, memtool::trace::MemoryKind::device, 0);
+  std::uint64_t z = 0x7f0000000000;
+  std::uint64_t a = 0x7f0000001000;
+  int count = 0;
+  void* params[] = {&z, &a, &count};
+  const auto function = reinterpret_cast<CUfunction>(0x1234);
+  for (auto _ : state) engine.recorder->on_launch(function, 0, memtool::interpose::LaunchArgs{params, nullptr});
+  state.SetLabel("Recorder::on_launch, 2 pointer arguments, trace file, no driver");
+}
+
+BENCHMARK(engine_alloc_free);
+BENCHMARK(engine_launch);
 BENCHMARK_CAPTURE(alloc_free, direct, false);
 BENCHMARK_CAPTURE(alloc_free, recorded, true);
 BENCHMARK_CAPTURE(launch, direct, false);

@@ -26,14 +26,14 @@ std::atomic<void*> g_driver_handle{nullptr};  // the handle the program got libc
 std::atomic<GetProcAddressV1> g_real_get_proc_v1{nullptr};
 std::atomic<GetProcAddressV2> g_real_get_proc_v2{nullptr};
 
-DlsymFunction bootstrap_dlsym() noexcept {
+MEMTOOL_NO_TSAN DlsymFunction bootstrap_dlsym() noexcept {
   // glibc 2.34 moved dlsym into libc with a new version; older ones only have 2.2.5.
   void* found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
   if (found == nullptr) found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
   return reinterpret_cast<DlsymFunction>(found);
 }
 
-bool is_our_wrapper(void* pointer) {
+MEMTOOL_NO_TSAN bool is_our_wrapper(void* pointer) {
   for (void* wrapper : kWrappers) {
     if (wrapper == pointer) return true;
   }
@@ -42,7 +42,7 @@ bool is_our_wrapper(void* pointer) {
 
 // dlsym(RTLD_NEXT, name) on behalf of `caller`: the first definition in the objects loaded
 // after the caller's, in load order, as glibc would have found it for the caller itself.
-void* next_after(const void* caller, const char* name) {
+MEMTOOL_NO_TSAN void* next_after(const void* caller, const char* name) {
   const DlsymFunction real = real_dlsym();
   Dl_info info{};
   link_map* caller_map = nullptr;
@@ -70,7 +70,7 @@ void* next_after(const void* caller, const char* name) {
 
 }  // namespace
 
-DlsymFunction real_dlsym() noexcept {
+MEMTOOL_NO_TSAN DlsymFunction real_dlsym() noexcept {
   DlsymFunction real = g_real_dlsym.load(std::memory_order_acquire);
   if (real == nullptr) {
     real = bootstrap_dlsym();
@@ -132,7 +132,7 @@ GetProcAddressV1 real_get_proc_v1() {
 
 // Keeps the first real resolver we learn of; never stores one of ours.
 template <class F>
-void remember(std::atomic<F>& slot, void* real, void* ours) {
+MEMTOOL_NO_TSAN void remember(std::atomic<F>& slot, void* real, void* ours) {
   if (real == nullptr || real == ours) return;
   F expected = nullptr;
   slot.compare_exchange_strong(expected, reinterpret_cast<F>(real));
@@ -177,7 +177,7 @@ void substitute(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
 
 using namespace memtool::interpose;
 
-MEMTOOL_EXPORTED void* dlsym(void* handle, const char* name) {
+MEMTOOL_EXPORTED MEMTOOL_NO_TSAN void* dlsym(void* handle, const char* name) {
   const preload::DlsymFunction real = preload::real_dlsym();
   if (real == nullptr) return nullptr;  // cannot happen with glibc; nothing sensible to do
   void* found = handle == RTLD_NEXT ? preload::next_after(__builtin_return_address(0), name) : real(handle, name);

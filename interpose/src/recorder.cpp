@@ -143,7 +143,10 @@ void Recorder::push_token_locked(std::uint64_t token) {
     const auto found = detector_->period();
     if (found) {
       period_ = found->period;
-      Log::write(LogLevel::info, "iteration detected: {} events per iteration, first steady iteration at event {}{}",
+      // The detector counts signature events (allocations, frees, launches, copies, memsets).
+      Log::write(LogLevel::info,
+                 "iteration detected: {} events per iteration (allocations, frees, launches, copies, memsets), "
+                 "steady from the {}th of them{}",
                  found->period, found->first_boundary, found->from_marks ? " (from explicit marks)" : "");
     }
   }

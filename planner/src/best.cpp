@@ -1,6 +1,6 @@
-// `best`: the heuristics (three always — so a problem of tens of thousands of buffers with
-// thousands live at once can take longer than the limit — the others while the budget lasts),
-// the best one kept; then, unless it is at LB already, an improving search within the budget:
+// `best`: buffers live throughout set aside (best.hpp), then the heuristics (four always — so
+// a problem of tens of thousands of buffers with thousands live at once can take longer than
+// the limit — the others while the budget lasts), the best one kept; then, unless it is at LB already, an improving search within the budget:
 //  - iterated greedy from the best heuristic's order (all of the budget for large problems, half
 //    from 600 buffers, 15% below);
 //  - for problems up to a few thousand buffers, with the rest: the skyline search
@@ -24,6 +24,33 @@ namespace memtool::planner::detail {
 namespace {
 
 constexpr std::size_t kManyItems = 600;
+
+// The greedy starts, most often best first (on the fixtures), since a large problem may
+// afford only a few. The first four always run (each wins on some real or random problem),
+// even past the budget; `all` runs every one regardless.
+void run_heuristics(const Prepared& p, SearchBudget& budget, bool all, GreedyResult& best,
+                    std::vector<std::uint32_t>& best_order, Fit& best_fit) {
+  constexpr std::pair<Order, Fit> kStarts[] = {
+      {Order::breadth, Fit::best},       {Order::size_by_start, Fit::best}, {Order::conflicts, Fit::best},
+      {Order::size_by_start, Fit::first}, {Order::size, Fit::first},        {Order::size, Fit::best},
+      {Order::area, Fit::best},          {Order::lifetime, Fit::best}};
+  GreedyPlacer placer(p);
+  bool have = false;
+  int started = 0;
+  for (const auto& [order_kind, fit] : kStarts) {
+    if (have && (best.pool <= p.lower_bound || (!all && started >= 4 && budget.exhausted()))) break;
+    ++started;
+    auto order = heuristic_order(p, order_kind);
+    auto run = placer.place(order, fit, have ? best.pool : UINT64_MAX);
+    budget.spend(run.work + p.items.size());
+    if (!have || run.pool < best.pool) {
+      best = std::move(run);
+      best_order = std::move(order);
+      best_fit = fit;
+      have = true;
+    }
+  }
+}
 
 // One decision search: fit everything under `capacity`. Alternates the skyline search (when it applies) and the general branch and bound.
 SearchResult decide(const Prepared& p, std::uint64_t capacity, SearchBudget& budget, int round, bool skyline) {
@@ -71,31 +98,10 @@ void exact_phase(const Prepared& p, SearchBudget& budget, bool skyline, std::uin
 
 Placement best_plan(const Prepared& p, const PlanOptions& options) {
   SearchBudget budget(options.time_limit_seconds);
-  GreedyPlacer placer(p);
   GreedyResult best;
   std::vector<std::uint32_t> best_order;
   Fit best_fit = Fit::best;
-  bool have = false;
-  // Most often best first (on the fixtures), since a large problem may afford only one or two.
-  constexpr std::pair<Order, Fit> kStarts[] = {
-      {Order::breadth, Fit::best}, {Order::size_by_start, Fit::best}, {Order::conflicts, Fit::best},
-      {Order::size, Fit::first},   {Order::size, Fit::best},          {Order::size_by_start, Fit::first},
-      {Order::area, Fit::best},    {Order::lifetime, Fit::best}};
-  // The first three always run (each wins on some real problem), even past the budget.
-  int started = 0;
-  for (const auto& [order_kind, fit] : kStarts) {
-    if (have && (best.pool <= p.lower_bound || (started >= 3 && budget.exhausted()))) break;
-    ++started;
-    auto order = heuristic_order(p, order_kind);
-    auto run = placer.place(order, fit, have ? best.pool : UINT64_MAX);
-    budget.spend(run.work + p.items.size());
-    if (!have || run.pool < best.pool) {
-      best = std::move(run);
-      best_order = std::move(order);
-      best_fit = fit;
-      have = true;
-    }
-  }
+  run_heuristics(p, budget, /*all=*/false, best, best_order, best_fit);
   std::vector<std::uint64_t> offsets = std::move(best.offsets);
   std::uint64_t pool = best.pool;
   if (pool > p.lower_bound && !budget.exhausted()) {
@@ -147,7 +153,7 @@ Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
       ++universal_count;
     }
   }
-  if (universal_count == 0) return best_plan(full, options);
+  if (universal_count == 0 || !branch_and_bound_applies(full)) return best_plan(full, options);
   trace::Problem rest;
   rest.name = problem.name;
   rest.time_horizon = problem.time_horizon;
@@ -171,6 +177,17 @@ Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
     placement.offsets[rest_index[k]] = it.footprint == 0 ? 0 : base + upper.offsets[k];
   }
   placement.pool_size = base + upper.pool_size;
+  // Heuristics can do better on the whole problem than on the rest by luck of ties: keep the
+  // better of the two (cheap, as the problem is small enough for the exact searches).
+  SearchBudget unlimited(UINT64_MAX, 1e9);
+  GreedyResult whole;
+  std::vector<std::uint32_t> order;
+  Fit fit = Fit::best;
+  run_heuristics(full, unlimited, /*all=*/true, whole, order, fit);
+  if (whole.pool < placement.pool_size) {
+    placement.offsets = std::move(whole.offsets);
+    placement.pool_size = whole.pool;
+  }
   return placement;
 }
 

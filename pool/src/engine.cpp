@@ -333,7 +333,7 @@ struct PoolEngine::Impl {
 
   // Tries to serve the request from the pool; nullopt → the real allocator.
   std::optional<DevicePtr> serve_from_pool(std::uint64_t size, MemoryKind kind,
-                                           StreamId stream, bool& planned_pass_through) {
+                                           StreamId stream) {
     if (state == EngineState::plan && ready) {
       note_tick_boundary();
       if (at_boundary && !enter_apply()) return std::nullopt;
@@ -349,8 +349,7 @@ struct PoolEngine::Impl {
     const detail::PlannedEntry entry = plan.entries[*index];
     std::optional<DevicePtr> result;
     if (!entry.pooled) {
-      planned_pass_through = true;  // persistent-like or long-lived: the plan says real memory
-      consecutive_misses = 0;
+      consecutive_misses = 0;  // never freed in the window: the plan says real memory
     } else if (auto offset = free_slot(entry)) {
       result = hand_out(*offset, entry.footprint, size, kind, stream);
       consecutive_misses = 0;
@@ -501,8 +500,7 @@ DriverStatus PoolEngine::allocate(std::uint64_t size, MemoryKind kind, StreamId 
   if (out == nullptr) return kInvalidValue;
   Impl& s = *impl_;
   std::unique_lock<std::mutex> lock(s.mutex);
-  bool planned_pass_through = false;
-  if (auto ptr = s.serve_from_pool(size, kind, stream, planned_pass_through)) {
+  if (auto ptr = s.serve_from_pool(size, kind, stream)) {
     *out = *ptr;
     return kSuccess;
   }

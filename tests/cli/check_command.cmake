@@ -1,11 +1,12 @@
 # Runs one memtool command and checks its exit code, its stdout against a golden file and its
 # stderr against a regular expression. Usage (cmake -P):
-#   -DCOMMAND="memtool;report;file" -DEXPECT_RC=0 [-DGOLDEN=file] [-DSTDERR_REGEX=re]
+#   -DCOMMAND="memtool|report|file" (arguments separated by '|') -DEXPECT_RC=0 [-DGOLDEN=file] [-DSTDERR_REGEX=re]
 #   [-DSTDOUT_REGEX=re] [-DUPDATE_GOLDEN=1] [-DWORKDIR=dir]
 if(NOT DEFINED WORKDIR)
   set(WORKDIR ${CMAKE_CURRENT_LIST_DIR}/../..)
 endif()
-execute_process(COMMAND ${COMMAND} WORKING_DIRECTORY ${WORKDIR}
+string(REPLACE "|" ";" command "${COMMAND}")
+execute_process(COMMAND ${command} WORKING_DIRECTORY ${WORKDIR}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
 if(NOT rc STREQUAL "${EXPECT_RC}")
   message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT_RC}\nstdout:\n${out}\nstderr:\n${err}")

@@ -60,8 +60,8 @@ int main() {
   CUdeviceptr p = 0;
   *calls = 0;
   expect(reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(pfn)(&p, 64) == CUDA_SUCCESS && p == 0x7000000 &&
-             *calls == (1u << 1),
-         "memtool's cuMemAlloc_v2 calls the stub's cuMemAlloc_v2");
+             *calls == ((1u << 1) | (1u << 7)),
+         "memtool's cuMemAlloc_v2 calls the stub's cuMemAlloc_v2, whose nested cuMemsetD8_v2 reaches the stub");
 
   // An ABI older than any we hook → the stub's own function.
   expect(query("cuMemAlloc", 3000, 0, &pfn, &status) == CUDA_SUCCESS, "cuMemAlloc@3000 succeeds");
@@ -128,7 +128,12 @@ int main() {
   expect(where(dlsym(driver, "cuInit")) == "libcuda.so.1:cuInit", "dlsym(cuInit) → the stub's");
   expect(dlsym(driver, "cuNoSuchThing") == nullptr, "dlsym of a missing symbol → NULL");
   expect(dlsym(RTLD_NEXT, "getpid") == reinterpret_cast<void*>(&getpid), "dlsym(RTLD_NEXT, getpid) → libc's");
-  expect(dlsym(RTLD_DEFAULT, "memtool_version") != nullptr, "memtool_version is exported");
+  // The C API, found the way a program that does not depend on memtool finds it.
+  const auto version = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "memtool_version"));
+  expect(version != nullptr && std::strlen(version()) > 0, "memtool_version is exported");
+  const auto mark = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "memtool_iteration_mark"));
+  expect(mark != nullptr, "memtool_iteration_mark is exported");
+  if (mark != nullptr) mark();
 
   if (g_failures == 0) std::printf("resolver ok\n");
   return g_failures == 0 ? 0 : 1;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the interposer's unit tests and the stress client with ThreadSanitizer in their own
 # build folder and runs the concurrent tests: the 8-thread recorder stress test (in-process),
-# and the 8-thread client under a TSan-built libmemtool.so on fakecuda.
+# and the 8-thread client under a TSan-built libmemtool.so on a TSan-built fakecuda.
 # Usage: tests/integration/run_tsan.sh [build-dir]   (takes minutes; not part of ctest)
 set -euo pipefail
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,4 +13,9 @@ cmake --build "$build_dir" --target test_interpose -j"${JOBS:-2}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 "$build_dir/tests/unit/interpose/test_interpose" "[threads]"
 "$build_dir/tests/unit/interpose/test_interpose" "[recorder]"
+# The same through the preload library: 8 threads on fakecuda, every hook path under TSan.
+cmake --build "$build_dir" --target memtool_preload stress_client memtool_app_kernels_host -j"${JOBS:-2}"
+trace=$(mktemp -d)/stress.trace
+LD_LIBRARY_PATH="$build_dir/tests/fakecuda" LD_PRELOAD="$build_dir/interpose/libmemtool.so" MEMTOOL_TRACE="$trace" \
+  "$build_dir/tests/integration/stress_client" "$build_dir/tests/apps/app_kernels.fakecuda" 40
 echo "tsan: clean"

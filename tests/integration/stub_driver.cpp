@@ -22,7 +22,13 @@ enum : unsigned {
   kSyncV2 = 1u << 4,
   kSyncFuture = 1u << 5,
   kInit = 1u << 6,
+  kMemset = 1u << 7,
 };
+
+STUB_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t) {
+  stub_calls |= kMemset;
+  return CUDA_SUCCESS;
+}
 
 STUB_EXPORT CUresult cuInit(unsigned int) {
   stub_calls |= kInit;
@@ -36,7 +42,9 @@ STUB_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int) {  // the 32
 STUB_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t) {
   stub_calls |= kMemAllocV2;
   *dptr = 0x7000000;
-  return CUDA_SUCCESS;
+  // A driver calling its own exported entry point: through the PLT this reaches libmemtool's
+  // wrapper, which must pass it straight back here (not record it, not recurse).
+  return cuMemsetD8_v2(*dptr, 0, 1);
 }
 STUB_EXPORT CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                     CUstream, void**, void**) {

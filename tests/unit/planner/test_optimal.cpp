@@ -44,14 +44,15 @@ TEST_CASE("a problem where greedy by size fails and best reaches LB", "[planner]
   CHECK(placement.pool_size == optimum);
 }
 
-TEST_CASE("best is never worse than any heuristic", "[planner][optimal]") {
-  for (std::uint64_t seed = 500; seed < 520; ++seed) {
-    const auto p = random_problem(seed, {200, 300, 60, 0, true, true, false});
+TEST_CASE("best is never worse than any other algorithm", "[planner][optimal]") {
+  // No cross-iteration buffers, so smartpool is a plain greedy order too.
+  for (std::uint64_t seed = 500; seed < 530; ++seed) {
+    const auto p = random_problem(seed, {200, 300, 60, 0, seed % 2 == 0, seed % 3 == 0, false});
     mp::PlanOptions o;
     o.time_limit_seconds = 0.02;
     const auto best = mp::find_algorithm("best")->plan(p, o).pool_size;
     for (const auto* algo : mp::algorithms()) {
-      if (algo->name().substr(0, 6) == "greedy") CHECK(best <= algo->plan(p, o).pool_size);
+      CHECK(best <= algo->plan(p, o).pool_size);
     }
   }
 }

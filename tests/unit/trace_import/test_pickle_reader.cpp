@@ -196,12 +196,15 @@ TEST_CASE("pickle: the memo shares values, mutation included, and allows cycles"
       .op('h').le(0, 1).int1(7).op('a')               // memo[0].append(7) through the memo
       .op('q').le(10, 1)                              // memo[10] = same list
       .op(std::uint8_t{0x94})                         // MEMOIZE uses len(memo) == 2
-      .op('j').le(2, 4).op('t').stop();
+      .op('j').le(2, 4)                               // LONG_BINGET
+      .int1(9).op('r').le(70000, 4).op('0')           // LONG_BINPUT beyond 16 bits
+      .op('j').le(70000, 4).op('t').stop();
   const auto doc = decode(b);
   const auto items = doc.tree.items(doc.root);
-  REQUIRE(items.size() == 3);
+  REQUIRE(items.size() == 4);
   CHECK(items[0] == items[1]);
   CHECK(items[0] == items[2]);
+  CHECK(doc.tree.as_unsigned(items[3]) == 9U);
   REQUIRE(doc.tree.items(items[0]).size() == 1);
 
   PickleBuilder cycle;  // l = []; l.append(l)
