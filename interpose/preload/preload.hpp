@@ -15,7 +15,7 @@ using DlsymFunction = void* (*)(void*, const char*);
 using GetProcAddressV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
 using GetProcAddressV2 = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
 // glibc's dlsym, found through dlvsym (never our own).
-MEMTOOL_NO_TSAN DlsymFunction real_dlsym() noexcept;
+DlsymFunction real_dlsym() noexcept;
 // The real driver function `name`, by whatever route works (the program's libcuda handle,
 // the next object after us, the driver's resolver). nullptr when there is no driver.
 void* driver_symbol(const char* name) noexcept;

@@ -18,22 +18,27 @@
 
 #define MEMTOOL_EXPORTED extern "C" __attribute__((visibility("default")))
 
+// The real dlsym, published for the x86-64 trampoline below (read there without a lock: a
+// pointer-sized aligned load; written once, with the same value by every writer).
+extern "C" {
+__attribute__((visibility("hidden"))) void* memtool_real_dlsym = nullptr;
+}
+
 namespace memtool::interpose::preload {
 namespace {
 
-std::atomic<DlsymFunction> g_real_dlsym{nullptr};
 std::atomic<void*> g_driver_handle{nullptr};  // the handle the program got libcuda through
 std::atomic<GetProcAddressV1> g_real_get_proc_v1{nullptr};
 std::atomic<GetProcAddressV2> g_real_get_proc_v2{nullptr};
 
-MEMTOOL_NO_TSAN DlsymFunction bootstrap_dlsym() noexcept {
+DlsymFunction bootstrap_dlsym() noexcept {
   // glibc 2.34 moved dlsym into libc with a new version; older ones only have 2.2.5.
   void* found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
   if (found == nullptr) found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
   return reinterpret_cast<DlsymFunction>(found);
 }
 
-MEMTOOL_NO_TSAN bool is_our_wrapper(void* pointer) {
+bool is_our_wrapper(void* pointer) {
   for (void* wrapper : kWrappers) {
     if (wrapper == pointer) return true;
   }
@@ -42,7 +47,7 @@ MEMTOOL_NO_TSAN bool is_our_wrapper(void* pointer) {
 
 // dlsym(RTLD_NEXT, name) on behalf of `caller`: the first definition in the objects loaded
 // after the caller's, in load order, as glibc would have found it for the caller itself.
-MEMTOOL_NO_TSAN void* next_after(const void* caller, const char* name) {
+void* next_after(const void* caller, const char* name) {
   const DlsymFunction real = real_dlsym();
   Dl_info info{};
   link_map* caller_map = nullptr;
@@ -70,11 +75,11 @@ MEMTOOL_NO_TSAN void* next_after(const void* caller, const char* name) {
 
 }  // namespace
 
-MEMTOOL_NO_TSAN DlsymFunction real_dlsym() noexcept {
-  DlsymFunction real = g_real_dlsym.load(std::memory_order_acquire);
+DlsymFunction real_dlsym() noexcept {
+  auto real = reinterpret_cast<DlsymFunction>(__atomic_load_n(&memtool_real_dlsym, __ATOMIC_ACQUIRE));
   if (real == nullptr) {
     real = bootstrap_dlsym();
-    g_real_dlsym.store(real, std::memory_order_release);
+    __atomic_store_n(&memtool_real_dlsym, reinterpret_cast<void*>(real), __ATOMIC_RELEASE);
   }
   return real;
 }
@@ -132,7 +137,7 @@ GetProcAddressV1 real_get_proc_v1() {
 
 // Keeps the first real resolver we learn of; never stores one of ours.
 template <class F>
-MEMTOOL_NO_TSAN void remember(std::atomic<F>& slot, void* real, void* ours) {
+void remember(std::atomic<F>& slot, void* real, void* ours) {
   if (real == nullptr || real == ours) return;
   F expected = nullptr;
   slot.compare_exchange_strong(expected, reinterpret_cast<F>(real));
@@ -177,7 +182,48 @@ void substitute(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
 
 using namespace memtool::interpose;
 
-MEMTOOL_EXPORTED MEMTOOL_NO_TSAN void* dlsym(void* handle, const char* name) {
+// dlsym(RTLD_NEXT, name) means "the next definition after the *caller's* object", and glibc
+// finds the caller from dlsym's return address. On x86-64 our exported dlsym is therefore a
+// trampoline: RTLD_NEXT jumps straight into the real dlsym with the caller's return address
+// still on the stack (so the loader answers exactly as without us, at any point of start-up,
+// even for a sanitizer runtime resolving its interceptors); everything else goes to
+// memtool_dlsym. Elsewhere, RTLD_NEXT is answered by walking the link map (next_after).
+extern "C" __attribute__((visibility("hidden"))) void* memtool_bootstrap_dlsym() {
+  return reinterpret_cast<void*>(preload::real_dlsym());
+}
+
+#if defined(__x86_64__)
+asm(R"(
+  .text
+  .globl dlsym
+  .type dlsym, @function
+dlsym:
+  cmpq $-1, %rdi
+  jne 2f
+  movq memtool_real_dlsym(%rip), %rax
+  testq %rax, %rax
+  jne 1f
+  pushq %rdi
+  pushq %rsi
+  subq $8, %rsp
+  call memtool_bootstrap_dlsym
+  addq $8, %rsp
+  popq %rsi
+  popq %rdi
+  testq %rax, %rax
+  je 2f
+1:
+  jmp *%rax
+2:
+  jmp memtool_dlsym
+  .size dlsym, .-dlsym
+)");
+#define MEMTOOL_DLSYM_ENTRY extern "C" __attribute__((visibility("hidden"))) void* memtool_dlsym
+#else
+#define MEMTOOL_DLSYM_ENTRY MEMTOOL_EXPORTED void* dlsym
+#endif
+
+MEMTOOL_DLSYM_ENTRY(void* handle, const char* name) {
   const preload::DlsymFunction real = preload::real_dlsym();
   if (real == nullptr) return nullptr;  // cannot happen with glibc; nothing sensible to do
   void* found = handle == RTLD_NEXT ? preload::next_after(__builtin_return_address(0), name) : real(handle, name);

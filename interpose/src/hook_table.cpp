@@ -21,7 +21,7 @@ const HookInfo kHooks[kHookCount] = {
 
 std::atomic<void*> g_real_slots[kHookCount];
 
-MEMTOOL_NO_TSAN std::optional<HookId> find_symbol(std::string_view symbol) {
+std::optional<HookId> find_symbol(std::string_view symbol) {
   // Cheap reject first: dlsym is called for every symbol a program looks up.
   if (symbol.size() < 3 || symbol[0] != 'c' || symbol[1] != 'u') return std::nullopt;
   for (std::size_t i = 0; i < kHookCount; ++i) {
@@ -50,7 +50,7 @@ std::optional<HookId> choose_hook(std::string_view api, int cuda_version, std::u
   return best->plain;
 }
 
-MEMTOOL_NO_TSAN bool offer_real(HookId id, void* real) {
+bool offer_real(HookId id, void* real) {
   void* expected = nullptr;
   auto& slot = g_real_slots[static_cast<std::size_t>(id)];
   if (slot.compare_exchange_strong(expected, real, std::memory_order_acq_rel)) return true;

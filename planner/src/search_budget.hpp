@@ -11,7 +11,7 @@
 
 namespace memtool::planner::detail {
 
-inline constexpr double kWorkUnitsPerSecond = 300e6;
+inline constexpr double kWorkUnitsPerSecond = 500e6;
 
 class SearchBudget {
  public:

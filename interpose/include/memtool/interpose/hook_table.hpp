@@ -15,11 +15,6 @@
 
 #include "memtool/interpose/hook_macros.hpp"
 
-// For the code on our dlsym's path: sanitizer runtimes resolve their interceptors through
-// dlsym while they initialise, before they can run instrumented code (matters only in a
-// ThreadSanitizer build of libmemtool.so, tests/integration/run_tsan.sh).
-#define MEMTOOL_NO_TSAN __attribute__((no_sanitize("thread")))
-
 namespace memtool::interpose {
 
 // Which twin of an entry point a wrapper is: the per-thread ones treat stream 0 as the
@@ -72,7 +67,7 @@ extern const HookInfo kHooks[kHookCount];
 [[nodiscard]] inline std::string_view symbol_name(HookId id) { return info(id).symbol; }
 
 // The hook whose exported symbol is exactly `symbol` (dlsym lookups).
-[[nodiscard]] MEMTOOL_NO_TSAN std::optional<HookId> find_symbol(std::string_view symbol);
+[[nodiscard]] std::optional<HookId> find_symbol(std::string_view symbol);
 
 // The wrapper to hand out for cuGetProcAddress(api, ..., cuda_version, flags): the entry of
 // `api` with the highest `since` not above `cuda_version`, its per-thread twin when `flags`
@@ -92,7 +87,7 @@ extern std::atomic<void*> g_real_slots[kHookCount];
 // Fills the slot if it is empty. Returns true when the slot now holds `real` (it was empty or
 // already held the same function), false when it holds another function: the caller must
 // then not hand out the wrapper for `real`, because the wrapper would call the other one.
-MEMTOOL_NO_TSAN bool offer_real(HookId id, void* real);
+bool offer_real(HookId id, void* real);
 // Test support: empties every slot.
 void reset_real_slots_for_testing();
 
