@@ -1,5 +1,5 @@
 # The two Quick start commands (README.md):
-#   make demo   set up, build, and report on a bundled real PyTorch training trace
+#   make demo   set up, build, report on a real PyTorch trace, record + report + plan a CUDA program
 #   make test   set up, build, and run the whole test suite
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -19,7 +19,7 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	$(BUILD)/tools/memtool/memtool report tests/fixtures/traces/alexnet.snapshot.json
+	@bash scripts/demo.sh $(BUILD)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
