@@ -59,3 +59,16 @@ extern "C" __global__ void maxpool2x2_backward(const float* dp, const int* argma
     kernel_math::maxpool2x2_backward(i, dp, argmax, da, height, width, channels);
   }
 }
+
+extern "C" __global__ void pattern_fill(unsigned* buffer, unsigned key, int count) {
+  APP_GRID_STRIDE(count) { kernel_math::pattern_fill(i, buffer, key); }
+}
+
+extern "C" __global__ void pattern_digest(const unsigned* buffer, int count, unsigned* digest) {
+  APP_GRID_STRIDE(1) { kernel_math::pattern_digest(buffer, count, digest); }
+}
+
+extern "C" __global__ void pattern_verify(const unsigned* buffer, unsigned key, int count,
+                                          int* verdict) {
+  APP_GRID_STRIDE(1) { kernel_math::pattern_verify(buffer, key, count, verdict); }
+}

@@ -60,6 +60,18 @@ void maxpool2x2_backward(const float* dp, const int* argmax, float* da, int batc
   }
 }
 
+void pattern_fill(unsigned* buffer, unsigned key, int count) {
+  for (int i = 0; i < count; ++i) kernel_math::pattern_fill(i, buffer, key);
+}
+
+void pattern_digest(const unsigned* buffer, int count, unsigned* digest) {
+  kernel_math::pattern_digest(buffer, count, digest);
+}
+
+void pattern_verify(const unsigned* buffer, unsigned key, int count, int* verdict) {
+  kernel_math::pattern_verify(buffer, key, count, verdict);
+}
+
 namespace {
 
 constexpr fakecuda_kernel_desc kernel_descs[] = {
@@ -73,6 +85,9 @@ constexpr fakecuda_kernel_desc kernel_descs[] = {
     HOST_KERNEL_ENTRY(im2col_3x3),
     HOST_KERNEL_ENTRY(maxpool2x2_forward),
     HOST_KERNEL_ENTRY(maxpool2x2_backward),
+    HOST_KERNEL_ENTRY(pattern_fill),
+    HOST_KERNEL_ENTRY(pattern_digest),
+    HOST_KERNEL_ENTRY(pattern_verify),
 };
 
 }  // namespace

@@ -127,4 +127,44 @@ APP_KERNEL_MATH void maxpool2x2_backward(int i, const float* dp, const int* argm
   da[i] = argmax[o] == i ? dp[o] : 0.0f;
 }
 
+// --- The adversarial app's buffer patterns (adversarial/): every word of a buffer is a function
+// of the buffer's key and the word's index, so any byte written by someone else is detectable.
+
+// The expected word `i` of a buffer with `key` (a 32-bit avalanche mix of both).
+APP_KERNEL_MATH unsigned pattern_word(unsigned key, int i) {
+  unsigned x = key ^ (static_cast<unsigned>(i) * 0x9e3779b9u);
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+// buffer[i] = pattern_word(key, i). Elements: count.
+APP_KERNEL_MATH void pattern_fill(int i, unsigned* buffer, unsigned key) {
+  buffer[i] = pattern_word(key, i);
+}
+
+// digest[0] = FNV-1a (32-bit) over the words of the buffer, in order. Elements: 1 (one thread
+// reads the whole buffer, which keeps the result independent of the launch geometry).
+APP_KERNEL_MATH void pattern_digest(const unsigned* buffer, int count, unsigned* digest) {
+  unsigned h = 0x811c9dc5u;
+  for (int i = 0; i < count; ++i) h = (h ^ buffer[i]) * 0x01000193u;
+  digest[0] = h;
+}
+
+// verdict[0] = index of the first word that differs from the pattern of `key`, or -1 when the
+// buffer is intact. Elements: 1 (the first mismatch, deterministically, without atomics).
+APP_KERNEL_MATH void pattern_verify(const unsigned* buffer, unsigned key, int count, int* verdict) {
+  int first_bad = -1;
+  for (int i = 0; i < count; ++i) {
+    if (buffer[i] != pattern_word(key, i)) {
+      first_bad = i;
+      break;
+    }
+  }
+  verdict[0] = first_bad;
+}
+
 }  // namespace kernel_math

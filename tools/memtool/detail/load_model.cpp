@@ -40,7 +40,10 @@ LoadedModel load_model(const std::string& path, const LoadModelOptions& options)
 
   trace::LoadOptions load_options;
   load_options.snapshot.device = options.device;
-  if (show_progress) load_options.trace.progress = ProgressPrinter(path);
+  if (show_progress) {
+    load_options.trace.progress = ProgressPrinter(path);
+    load_options.snapshot.progress = ProgressPrinter(path);
+  }
   if (!ec) loaded.model.reserve(file_size / 16, file_size / 64);
 
   loaded.summary = trace::load_events(path, loaded.model, load_options);
