@@ -245,6 +245,15 @@ CUresult create_context_common(CUcontext* pctx, unsigned flags, CUdevice dev) {
 
 Context* as_context(CUcontext ctx) { return reinterpret_cast<Context*>(ctx); }
 
+// A context argument where NULL names the current context; any other must still be live.
+CUresult given_or_current(CUcontext ctx, Context*& out) {
+  out = as_context(ctx);
+  if (out == nullptr) {
+    return current_context(out);
+  }
+  return is_live_context(out) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
 }  // namespace
 
 FAKECUDA_API CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
@@ -325,10 +334,10 @@ FAKECUDA_API CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
 
 FAKECUDA_API CUresult cuCtxPopCurrent(CUcontext* pctx) { return cuCtxPopCurrent_v2(pctx); }
 
-FAKECUDA_API CUresult cuCtxGetDevice(CUdevice* device) {
+FAKECUDA_API CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
   FC_TRY(check_init());
-  Context* ctx = nullptr;
-  FC_TRY(current_context(ctx));
+  Context* c = nullptr;
+  FC_TRY(given_or_current(ctx, c));
   if (device == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -336,20 +345,7 @@ FAKECUDA_API CUresult cuCtxGetDevice(CUdevice* device) {
   return CUDA_SUCCESS;
 }
 
-FAKECUDA_API CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
-  FC_TRY(check_init());
-  if (ctx == nullptr) {
-    return cuCtxGetDevice(device);
-  }
-  if (!is_live_context(as_context(ctx))) {
-    return CUDA_ERROR_INVALID_CONTEXT;
-  }
-  if (device == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  *device = kDevice;
-  return CUDA_SUCCESS;
-}
+FAKECUDA_API CUresult cuCtxGetDevice(CUdevice* device) { return cuCtxGetDevice_v2(device, nullptr); }
 
 FAKECUDA_API CUresult cuCtxGetFlags(unsigned int* flags) {
   FC_TRY(check_init());
@@ -364,12 +360,8 @@ FAKECUDA_API CUresult cuCtxGetFlags(unsigned int* flags) {
 
 FAKECUDA_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
   FC_TRY(check_init());
-  Context* c = as_context(ctx);
-  if (c == nullptr) {
-    FC_TRY(current_context(c));
-  } else if (!is_live_context(c)) {
-    return CUDA_ERROR_INVALID_CONTEXT;
-  }
+  Context* c = nullptr;
+  FC_TRY(given_or_current(ctx, c));
   if (ctxId == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -379,12 +371,8 @@ FAKECUDA_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
 
 FAKECUDA_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
   FC_TRY(check_init());
-  Context* c = as_context(ctx);
-  if (c == nullptr) {
-    FC_TRY(current_context(c));
-  } else if (!is_live_context(c)) {
-    return CUDA_ERROR_INVALID_CONTEXT;
-  }
+  Context* c = nullptr;
+  FC_TRY(given_or_current(ctx, c));
   if (version == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -392,26 +380,16 @@ FAKECUDA_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
   return CUDA_SUCCESS;
 }
 
-FAKECUDA_API CUresult cuCtxSynchronize(void) {
-  FC_TRY(check_init());
-  Context* ctx = nullptr;
-  FC_TRY(current_context(ctx));
-  count(stats().synchronizations);
-  return guarded([&] { return synchronize_context(*ctx); });
-}
-
 // CUDA 13: synchronise a given context (NULL: the current one).
 FAKECUDA_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   FC_TRY(check_init());
-  Context* c = as_context(ctx);
-  if (c == nullptr) {
-    FC_TRY(current_context(c));
-  } else if (!is_live_context(c)) {
-    return CUDA_ERROR_INVALID_CONTEXT;
-  }
+  Context* c = nullptr;
+  FC_TRY(given_or_current(ctx, c));
   count(stats().synchronizations);
   return guarded([&] { return synchronize_context(*c); });
 }
+
+FAKECUDA_API CUresult cuCtxSynchronize(void) { return cuCtxSynchronize_v2(nullptr); }
 
 FAKECUDA_API CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
   FC_TRY(check_init());

@@ -33,9 +33,9 @@ const std::unordered_map<int, ErrorText>& error_table() {
   return *table;
 }
 
-}  // namespace
-
-FAKECUDA_API CUresult cuGetErrorName(CUresult error, const char** pStr) {
+// cuGetErrorName / cuGetErrorString: one lookup, `text` picks the entry's name or description.
+template <class Text>
+CUresult look_up(CUresult error, const char** pStr, Text text) {
   if (pStr == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -44,19 +44,16 @@ FAKECUDA_API CUresult cuGetErrorName(CUresult error, const char** pStr) {
     *pStr = nullptr;
     return CUDA_ERROR_INVALID_VALUE;
   }
-  *pStr = it->second.name;
+  *pStr = text(it->second);
   return CUDA_SUCCESS;
 }
 
+}  // namespace
+
+FAKECUDA_API CUresult cuGetErrorName(CUresult error, const char** pStr) {
+  return look_up(error, pStr, [](const auto& entry) { return entry.name; });
+}
+
 FAKECUDA_API CUresult cuGetErrorString(CUresult error, const char** pStr) {
-  if (pStr == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  const auto it = error_table().find(static_cast<int>(error));
-  if (it == error_table().end()) {
-    *pStr = nullptr;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  *pStr = it->second.description.c_str();
-  return CUDA_SUCCESS;
+  return look_up(error, pStr, [](const auto& entry) { return entry.description.c_str(); });
 }

@@ -223,7 +223,10 @@ CUresult set_function_attribute(const void* handle, CUfunction_attribute attrib,
   }
 }
 
-CUresult enumerate(Module* m, unsigned count, void** out) {
+CUresult enumerate(const void* owner, unsigned count, void** out) {
+  FC_TRY(check_init());
+  Module* m = nullptr;
+  FC_TRY(find_module(owner, m));
   if (out == nullptr || count != m->functions.size()) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -233,22 +236,73 @@ CUresult enumerate(Module* m, unsigned count, void** out) {
   return CUDA_SUCCESS;
 }
 
-}  // namespace
+// Loads a module or library from an in-memory image or (from_file) a path named by `source`.
+template <class Handle>
+CUresult load(Handle* out, const void* source, bool from_file, bool is_library, Context* ctx) {
+  return guarded([&] {
+    Module* m = nullptr;
+    FC_TRY(from_file ? load_file(static_cast<const char*>(source), is_library, ctx, m)
+                     : load_image(source, is_library, ctx, m));
+    *out = reinterpret_cast<Handle>(m);
+    return CUDA_SUCCESS;
+  });
+}
 
-// ---- modules -------------------------------------------------------------------------
-
-FAKECUDA_API CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+// cuModuleLoad*: modules belong to the current context, which must exist.
+CUresult load_module(CUmodule* module, const void* source, bool from_file) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
   if (module == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return guarded([&] {
-    Module* m = nullptr;
-    FC_TRY(load_image(image, false, ctx, m));
-    *module = reinterpret_cast<CUmodule>(m);
-    return CUDA_SUCCESS;
-  });
+  return load(module, source, from_file, false, ctx);
+}
+
+// cuLibraryLoad*: libraries are context-independent; option arrays must be there when counted.
+CUresult load_library(CUlibrary* library, const void* source, bool from_file, const CUjit_option* jitOptions,
+                      void* const* jitOptionsValues, unsigned numJitOptions, const CUlibraryOption* libraryOptions,
+                      void* const* libraryOptionValues, unsigned numLibraryOptions) {
+  FC_TRY(check_init());
+  if (library == nullptr || (numJitOptions > 0 && (jitOptions == nullptr || jitOptionsValues == nullptr)) ||
+      (numLibraryOptions > 0 && (libraryOptions == nullptr || libraryOptionValues == nullptr))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return load(library, source, from_file, true, nullptr);
+}
+
+// cuModuleGetFunction / cuLibraryGetKernel: a function of a module or library by name.
+template <class Out>
+CUresult function_by_name(Out* out, const void* owner, const char* name) {
+  if (out == nullptr || name == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  Module* m = nullptr;
+  FC_TRY(find_module(owner, m));
+  Function* f = nullptr;
+  FC_TRY(get_function(m, name, f));
+  *out = reinterpret_cast<Out>(f);
+  return CUDA_SUCCESS;
+}
+
+// cuFuncGetModule / cuKernelGetLibrary: the module or library a function came from.
+template <class Out>
+CUresult owner_of(Out* out, const void* handle) {
+  FC_TRY(check_init());
+  if (out == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  Function* f = nullptr;
+  FC_TRY(find_function(handle, f));
+  *out = reinterpret_cast<Out>(f->module);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+// ---- modules -------------------------------------------------------------------------
+
+FAKECUDA_API CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  return load_module(module, image, false);
 }
 
 FAKECUDA_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
@@ -263,19 +317,7 @@ FAKECUDA_API CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCub
   return cuModuleLoadData(module, fatCubin);
 }
 
-FAKECUDA_API CUresult cuModuleLoad(CUmodule* module, const char* fname) {
-  Context* ctx = nullptr;
-  FC_TRY(prologue(ctx));
-  if (module == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return guarded([&] {
-    Module* m = nullptr;
-    FC_TRY(load_file(fname, false, ctx, m));
-    *module = reinterpret_cast<CUmodule>(m);
-    return CUDA_SUCCESS;
-  });
-}
+FAKECUDA_API CUresult cuModuleLoad(CUmodule* module, const char* fname) { return load_module(module, fname, true); }
 
 FAKECUDA_API CUresult cuModuleUnload(CUmodule hmod) {
   FC_TRY(check_init());
@@ -285,15 +327,7 @@ FAKECUDA_API CUresult cuModuleUnload(CUmodule hmod) {
 FAKECUDA_API CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
-  if (hfunc == nullptr || name == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  Module* m = nullptr;
-  FC_TRY(find_module(hmod, m));
-  Function* f = nullptr;
-  FC_TRY(get_function(m, name, f));
-  *hfunc = reinterpret_cast<CUfunction>(f);
-  return CUDA_SUCCESS;
+  return function_by_name(hfunc, hmod, name);
 }
 
 FAKECUDA_API CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
@@ -308,10 +342,7 @@ FAKECUDA_API CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod
 }
 
 FAKECUDA_API CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions, CUmodule mod) {
-  FC_TRY(check_init());
-  Module* m = nullptr;
-  FC_TRY(find_module(mod, m));
-  return enumerate(m, numFunctions, reinterpret_cast<void**>(functions));
+  return enumerate(mod, numFunctions, reinterpret_cast<void**>(functions));
 }
 
 FAKECUDA_API CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name) {
@@ -342,34 +373,16 @@ FAKECUDA_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CU
                                         void** jitOptionsValues, unsigned int numJitOptions,
                                         CUlibraryOption* libraryOptions, void** libraryOptionValues,
                                         unsigned int numLibraryOptions) {
-  FC_TRY(check_init());
-  if (library == nullptr || (numJitOptions > 0 && (jitOptions == nullptr || jitOptionsValues == nullptr)) ||
-      (numLibraryOptions > 0 && (libraryOptions == nullptr || libraryOptionValues == nullptr))) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return guarded([&] {
-    Module* m = nullptr;
-    FC_TRY(load_image(code, true, nullptr, m));  // libraries are context-independent
-    *library = reinterpret_cast<CUlibrary>(m);
-    return CUDA_SUCCESS;
-  });
+  return load_library(library, code, false, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                      libraryOptionValues, numLibraryOptions);
 }
 
 FAKECUDA_API CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option* jitOptions,
                                             void** jitOptionsValues, unsigned int numJitOptions,
                                             CUlibraryOption* libraryOptions, void** libraryOptionValues,
                                             unsigned int numLibraryOptions) {
-  FC_TRY(check_init());
-  if (library == nullptr || (numJitOptions > 0 && (jitOptions == nullptr || jitOptionsValues == nullptr)) ||
-      (numLibraryOptions > 0 && (libraryOptions == nullptr || libraryOptionValues == nullptr))) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return guarded([&] {
-    Module* m = nullptr;
-    FC_TRY(load_file(fileName, true, nullptr, m));
-    *library = reinterpret_cast<CUlibrary>(m);
-    return CUDA_SUCCESS;
-  });
+  return load_library(library, fileName, true, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                      libraryOptionValues, numLibraryOptions);
 }
 
 FAKECUDA_API CUresult cuLibraryUnload(CUlibrary library) {
@@ -379,15 +392,7 @@ FAKECUDA_API CUresult cuLibraryUnload(CUlibrary library) {
 
 FAKECUDA_API CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
   FC_TRY(check_init());
-  if (pKernel == nullptr || name == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  Module* m = nullptr;
-  FC_TRY(find_module(library, m));
-  Function* f = nullptr;
-  FC_TRY(get_function(m, name, f));
-  *pKernel = reinterpret_cast<CUkernel>(f);
-  return CUDA_SUCCESS;
+  return function_by_name(pKernel, library, name);
 }
 
 FAKECUDA_API CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
@@ -395,10 +400,7 @@ FAKECUDA_API CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib
 }
 
 FAKECUDA_API CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, CUlibrary lib) {
-  FC_TRY(check_init());
-  Module* m = nullptr;
-  FC_TRY(find_module(lib, m));
-  return enumerate(m, numKernels, reinterpret_cast<void**>(kernels));
+  return enumerate(lib, numKernels, reinterpret_cast<void**>(kernels));
 }
 
 FAKECUDA_API CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
@@ -425,16 +427,7 @@ FAKECUDA_API CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
   return CUDA_SUCCESS;
 }
 
-FAKECUDA_API CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
-  FC_TRY(check_init());
-  if (pLib == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  Function* f = nullptr;
-  FC_TRY(find_function(kernel, f));
-  *pLib = reinterpret_cast<CUlibrary>(f->module);
-  return CUDA_SUCCESS;
-}
+FAKECUDA_API CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) { return owner_of(pLib, kernel); }
 
 FAKECUDA_API CUresult cuKernelGetName(const char** name, CUkernel hfunc) { return function_name(name, hfunc); }
 
@@ -460,16 +453,7 @@ FAKECUDA_API CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, siz
   return param_info(func, paramIndex, paramOffset, paramSize);
 }
 
-FAKECUDA_API CUresult cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
-  FC_TRY(check_init());
-  if (hmod == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  Function* f = nullptr;
-  FC_TRY(find_function(hfunc, f));
-  *hmod = reinterpret_cast<CUmodule>(f->module);
-  return CUDA_SUCCESS;
-}
+FAKECUDA_API CUresult cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) { return owner_of(hmod, hfunc); }
 
 FAKECUDA_API CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
   return function_attribute(pi, attrib, hfunc);

@@ -141,6 +141,15 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdevicept
   }
 }
 
+// cuMemAllocFromPoolAsync[_ptsz]: the only pool there is is the device's default one.
+CUresult alloc_from_pool(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream, bool per_thread) {
+  FC_TRY(check_init());
+  if (!is_default_pool(pool)) {
+    return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+  }
+  return alloc_async(dptr, bytesize, hStream, per_thread);
+}
+
 }  // namespace
 
 // ---- device memory -------------------------------------------------------------------
@@ -200,19 +209,11 @@ FAKECUDA_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { retur
 FAKECUDA_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream, true); }
 
 FAKECUDA_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-  FC_TRY(check_init());
-  if (!is_default_pool(pool)) {
-    return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
-  }
-  return alloc_async(dptr, bytesize, hStream, false);
+  return alloc_from_pool(dptr, bytesize, pool, hStream, false);
 }
 FAKECUDA_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                                    CUstream hStream) {
-  FC_TRY(check_init());
-  if (!is_default_pool(pool)) {
-    return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
-  }
-  return alloc_async(dptr, bytesize, hStream, true);
+  return alloc_from_pool(dptr, bytesize, pool, hStream, true);
 }
 
 FAKECUDA_API CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {

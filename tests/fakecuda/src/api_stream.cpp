@@ -20,36 +20,47 @@ CUresult stream_of(CUstream h, bool per_thread, std::shared_ptr<Stream>& s) {
   return resolve_stream(h, per_thread, s);
 }
 
-CUresult stream_synchronize(CUstream h, bool per_thread) {
+// Every stream entry point: resolve the stream (NULL per the legacy or _ptsz rule), then `body`
+// on it, with exceptions turned into CUresults.
+template <class F>
+CUresult with_stream(CUstream h, bool per_thread, F&& body) {
   return guarded([&] {
     std::shared_ptr<Stream> s;
     FC_TRY(stream_of(h, per_thread, s));
+    return body(s);
+  });
+}
+
+// cuStreamWaitEvent / cuEventRecord: the stream and the event they name.
+template <class F>
+CUresult with_stream_and_event(CUstream h, CUevent e, bool per_thread, F&& body) {
+  return with_stream(h, per_thread, [&](const std::shared_ptr<Stream>& s) {
+    std::shared_ptr<Event> event;
+    FC_TRY(find_event(e, event));
+    return body(s, *event);
+  });
+}
+
+CUresult stream_synchronize(CUstream h, bool per_thread) {
+  return with_stream(h, per_thread, [](const std::shared_ptr<Stream>& s) {
     count(stats().synchronizations);
     return synchronize_stream(s);
   });
 }
 
 CUresult stream_query(CUstream h, bool per_thread) {
-  return guarded([&] {
-    std::shared_ptr<Stream> s;
-    FC_TRY(stream_of(h, per_thread, s));
-    return query_stream(s);
-  });
+  return with_stream(h, per_thread, [](const std::shared_ptr<Stream>& s) { return query_stream(s); });
 }
 
 CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, bool per_thread) {
   if (flags != CU_EVENT_WAIT_DEFAULT && flags != CU_EVENT_WAIT_EXTERNAL) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return guarded([&] {
-    std::shared_ptr<Stream> s;
-    FC_TRY(stream_of(h, per_thread, s));
-    std::shared_ptr<Event> event;
-    FC_TRY(find_event(e, event));
+  return with_stream_and_event(h, e, per_thread, [](const std::shared_ptr<Stream>& s, Event& event) {
     std::shared_ptr<EventRecord> record;
     {
-      std::lock_guard<std::mutex> lock(event->mutex);
-      record = event->last;
+      std::lock_guard<std::mutex> lock(event.mutex);
+      record = event.last;
     }
     if (!record) {
       return CUDA_SUCCESS;  // an event never recorded is complete: nothing to wait for
@@ -63,21 +74,17 @@ CUresult event_record(CUevent e, CUstream h, unsigned flags, bool per_thread) {
   if (flags != CU_EVENT_RECORD_DEFAULT && flags != CU_EVENT_RECORD_EXTERNAL) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return guarded([&] {
-    std::shared_ptr<Stream> s;
-    FC_TRY(stream_of(h, per_thread, s));
-    std::shared_ptr<Event> event;
-    FC_TRY(find_event(e, event));
+  return with_stream_and_event(h, e, per_thread, [](const std::shared_ptr<Stream>& s, Event& event) {
     auto record = std::make_shared<EventRecord>();
     record->stream = s;
     // The event's latest record is replaced under its lock so a concurrent cuStreamWaitEvent
     // sees either the old record or the new one with its sequence number set.
-    std::lock_guard<std::mutex> lock(event->mutex);
+    std::lock_guard<std::mutex> lock(event.mutex);
     record->seq = enqueue(s, [record] {
       record->time = std::chrono::steady_clock::now();
       record->done.store(true, std::memory_order_release);
     });
-    event->last = std::move(record);
+    event.last = std::move(record);
     count(stats().event_records);
     return CUDA_SUCCESS;
   });
@@ -87,9 +94,7 @@ CUresult host_func(CUstream h, CUhostFn fn, void* user_data, bool per_thread) {
   if (fn == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return guarded([&] {
-    std::shared_ptr<Stream> s;
-    FC_TRY(stream_of(h, per_thread, s));
+  return with_stream(h, per_thread, [&](const std::shared_ptr<Stream>& s) {
     count(stats().host_functions);
     enqueue(s, [fn, user_data] { fn(user_data); });
     return CUDA_SUCCESS;
@@ -100,9 +105,7 @@ CUresult add_callback(CUstream h, CUstreamCallback cb, void* user_data, unsigned
   if (cb == nullptr || flags != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return guarded([&] {
-    std::shared_ptr<Stream> s;
-    FC_TRY(stream_of(h, per_thread, s));
+  return with_stream(h, per_thread, [&](const std::shared_ptr<Stream>& s) {
     count(stats().host_functions);
     Context* ctx = s->context;
     enqueue(s, [cb, user_data, h, ctx] { cb(h, sticky_error(ctx), user_data); });
@@ -110,53 +113,32 @@ CUresult add_callback(CUstream h, CUstreamCallback cb, void* user_data, unsigned
   });
 }
 
-template <class F>
-CUresult with_stream(CUstream h, bool per_thread, F&& body) {
-  return guarded([&] {
-    std::shared_ptr<Stream> s;
-    FC_TRY(stream_of(h, per_thread, s));
-    return body(*s);
+// The stream getters: check the out-pointer, then read one field of the resolved stream.
+template <class T, class Read>
+CUresult read_stream(CUstream h, T* out, bool per_thread, Read read) {
+  if (out == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return with_stream(h, per_thread, [&](const std::shared_ptr<Stream>& s) {
+    *out = read(*s);
+    return CUDA_SUCCESS;
   });
 }
 
 CUresult get_priority(CUstream h, int* priority, bool per_thread) {
-  if (priority == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_stream(h, per_thread, [&](const Stream& s) {
-    *priority = s.priority;
-    return CUDA_SUCCESS;
-  });
+  return read_stream(h, priority, per_thread, [](const Stream& s) { return s.priority; });
 }
 
 CUresult get_flags(CUstream h, unsigned* flags, bool per_thread) {
-  if (flags == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_stream(h, per_thread, [&](const Stream& s) {
-    *flags = s.flags;
-    return CUDA_SUCCESS;
-  });
+  return read_stream(h, flags, per_thread, [](const Stream& s) { return s.flags; });
 }
 
 CUresult get_id(CUstream h, unsigned long long* id, bool per_thread) {
-  if (id == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_stream(h, per_thread, [&](const Stream& s) {
-    *id = s.id;
-    return CUDA_SUCCESS;
-  });
+  return read_stream(h, id, per_thread, [](const Stream& s) { return s.id; });
 }
 
 CUresult get_ctx(CUstream h, CUcontext* ctx, bool per_thread) {
-  if (ctx == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_stream(h, per_thread, [&](const Stream& s) {
-    *ctx = reinterpret_cast<CUcontext>(s.context);
-    return CUDA_SUCCESS;
-  });
+  return read_stream(h, ctx, per_thread, [](const Stream& s) { return reinterpret_cast<CUcontext>(s.context); });
 }
 
 }  // namespace
@@ -331,9 +313,7 @@ namespace {
 
 CUresult graph_launch(CUgraphExec exec, CUstream h, bool per_thread) {
   FC_TRY(check_init());
-  return guarded([&] {
-    std::shared_ptr<Stream> s;
-    FC_TRY(stream_of(h, per_thread, s));
+  return with_stream(h, per_thread, [exec](const std::shared_ptr<Stream>&) {
     return exec == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
   });
 }

@@ -39,7 +39,28 @@ DriverState& state() {
   return *s;
 }
 
-thread_local std::vector<Context*> tls_context_stack;
+// The calling thread's context stack. The pointer is trivially destructible, so driver calls
+// made from exit-time handlers (after thread_local destructors ran, e.g. a preloaded library
+// freeing its pool in an atexit handler) see an empty stack instead of a destroyed vector.
+thread_local std::vector<Context*>* tls_context_stack_ptr = nullptr;
+struct ContextStackReleaser {
+  ContextStackReleaser() = default;
+  ContextStackReleaser(const ContextStackReleaser&) = delete;
+  ContextStackReleaser& operator=(const ContextStackReleaser&) = delete;
+  ~ContextStackReleaser() {
+    delete tls_context_stack_ptr;
+    tls_context_stack_ptr = nullptr;
+  }
+};
+thread_local ContextStackReleaser tls_context_stack_releaser;
+
+std::vector<Context*>& context_stack() {
+  if (tls_context_stack_ptr == nullptr) {
+    static_cast<void>(&tls_context_stack_releaser);  // registers the release at thread exit
+    tls_context_stack_ptr = new std::vector<Context*>();
+  }
+  return *tls_context_stack_ptr;
+}
 
 // "4G", "512M", "65536", "1.5G" is not accepted: whole numbers with an optional K/M/G/T suffix
 // (powers of 1024), because a typo must fail loudly rather than emulate the wrong device.
@@ -143,7 +164,8 @@ CUresult current_context(Context*& out) noexcept {
 }
 
 Context* current_context_or_null() noexcept {
-  return tls_context_stack.empty() ? nullptr : tls_context_stack.back();
+  const auto* stack = tls_context_stack_ptr;
+  return stack == nullptr || stack->empty() ? nullptr : stack->back();
 }
 
 Context& primary_context() noexcept { return state().primary; }
@@ -166,25 +188,27 @@ std::vector<Context*> live_contexts() {
 }
 
 void set_current(Context* ctx) noexcept {
-  if (tls_context_stack.empty()) {
+  auto& stack = context_stack();
+  if (stack.empty()) {
     if (ctx != nullptr) {
-      tls_context_stack.push_back(ctx);
+      stack.push_back(ctx);
     }
   } else if (ctx == nullptr) {
-    tls_context_stack.pop_back();
+    stack.pop_back();
   } else {
-    tls_context_stack.back() = ctx;
+    stack.back() = ctx;
   }
 }
 
-void push_current(Context* ctx) { tls_context_stack.push_back(ctx); }
+void push_current(Context* ctx) { context_stack().push_back(ctx); }
 
 Context* pop_current() noexcept {
-  if (tls_context_stack.empty()) {
+  auto& stack = context_stack();
+  if (stack.empty()) {
     return nullptr;
   }
-  Context* top = tls_context_stack.back();
-  tls_context_stack.pop_back();
+  Context* top = stack.back();
+  stack.pop_back();
   return top;
 }
 
@@ -222,8 +246,9 @@ CUresult destroy_context(Context* ctx) {
   ctx->alive.store(false);
   // Remove it from this thread's stack; other threads that still hold it see alive == false.
   // The object itself is kept: a stale handle must read as invalid, not as freed memory.
-  for (auto it = tls_context_stack.begin(); it != tls_context_stack.end();) {
-    it = (*it == ctx) ? tls_context_stack.erase(it) : it + 1;
+  auto& stack = context_stack();
+  for (auto it = stack.begin(); it != stack.end();) {
+    it = (*it == ctx) ? stack.erase(it) : it + 1;
   }
   return CUDA_SUCCESS;
 }

@@ -10,6 +10,8 @@
 // async allocations freed on another stream.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -203,6 +205,35 @@ struct AsyncPipeline {
     p.use(z, a);
     p.free(z, b);
   }
+};
+
+// What the engine tests plan with: on the calling thread, so a test sees the plan at once, and
+// briefly, so the tests stay fast.
+inline PoolOptions sync_options(double plan_time_limit_seconds = 0.02) {
+  PoolOptions o;
+  o.synchronous_planning = true;
+  o.plan_time_limit_seconds = plan_time_limit_seconds;
+  return o;
+}
+
+// The invariants every engine test ends on: no corrupted byte, no overlap, every free accepted,
+// no unordered reuse on the device.
+inline void check_clean(const Program& p, const SimDevice& d) {
+  CHECK(p.corrupted == 0);
+  CHECK(p.overlaps == 0);
+  CHECK(p.failed_frees == 0);
+  CHECK(d.violations() == 0);
+}
+
+// The usual set-up of an engine test (a TEST_CASE_METHOD fixture): a default simulated device,
+// an engine planning synchronously on it, and the program driving both.
+struct EngineRig {
+  explicit EngineRig(double plan_time_limit_seconds = 0.02)
+      : engine(d, sync_options(plan_time_limit_seconds)) {}
+
+  SimDevice d;
+  PoolEngine engine;
+  Program p{engine, d};
 };
 
 }  // namespace memtool::pool::test

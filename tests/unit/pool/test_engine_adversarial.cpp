@@ -12,21 +12,6 @@
 using namespace memtool::pool;
 using namespace memtool::pool::test;
 
-namespace {
-PoolOptions sync_options() {
-  PoolOptions o;
-  o.synchronous_planning = true;
-  o.plan_time_limit_seconds = 0.02;
-  return o;
-}
-void check_clean(const Program& p, const SimDevice& d) {
-  CHECK(p.corrupted == 0);
-  CHECK(p.overlaps == 0);
-  CHECK(p.failed_frees == 0);
-  CHECK(d.violations() == 0);
-}
-}  // namespace
-
 TEST_CASE("a wrong plan (everything at offset 0) is refused at hand-out", "[pool][invariant1]") {
   SimDevice d;
   PoolOptions o = sync_options();
@@ -73,11 +58,9 @@ TEST_CASE("the default checker rejects a wrong plan outright", "[pool][invariant
   check_clean(p, d);
 }
 
-TEST_CASE("shape changing every few iterations: drift, re-plans, never an overlap",
-          "[pool][drift]") {
-  SimDevice d;
-  PoolEngine engine(d, sync_options());
-  Program p(engine, d);
+TEST_CASE_METHOD(EngineRig,
+                 "shape changing every few iterations: drift, re-plans, never an overlap",
+                 "[pool][drift]") {
   ConvNet net;
   net.setup(p);
   const std::uint64_t scales[] = {1, 1, 3, 2};
@@ -97,10 +80,7 @@ TEST_CASE("shape changing every few iterations: drift, re-plans, never an overla
   CHECK(d.live_bytes() == 0);
 }
 
-TEST_CASE("random extra allocations and late frees", "[pool][drift]") {
-  SimDevice d;
-  PoolEngine engine(d, sync_options());
-  Program p(engine, d);
+TEST_CASE_METHOD(EngineRig, "random extra allocations and late frees", "[pool][drift]") {
   Mlp mlp;
   mlp.setup(p);
   std::mt19937 rng(12345);

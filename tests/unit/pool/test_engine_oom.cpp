@@ -8,15 +8,6 @@
 using namespace memtool::pool;
 using namespace memtool::pool::test;
 
-namespace {
-PoolOptions sync_options() {
-  PoolOptions o;
-  o.synchronous_planning = true;
-  o.plan_time_limit_seconds = 0.02;
-  return o;
-}
-}  // namespace
-
 TEST_CASE("fallback OOM while observing returns the status and records nothing", "[pool][oom]") {
   SimDevice d(SimDevice::Options{1 << 20, ~std::uint64_t{0}});
   PoolEngine engine(d, sync_options());
@@ -52,10 +43,7 @@ TEST_CASE("pool allocation failure falls back, then disables pool mode", "[pool]
   CHECK(engine.mem_info().pool_reserved == 0);
 }
 
-TEST_CASE("OOM of the fallback while applying", "[pool][oom]") {
-  SimDevice d;
-  PoolEngine engine(d, sync_options());
-  Program p(engine, d);
+TEST_CASE_METHOD(EngineRig, "OOM of the fallback while applying", "[pool][oom]") {
   Mlp mlp;
   mlp.setup(p);
   for (int it = 0; it < 8; ++it) mlp.iteration(p, 4);
@@ -78,10 +66,8 @@ TEST_CASE("OOM of the fallback while applying", "[pool][oom]") {
   CHECK(d.live_bytes() == 0);
 }
 
-TEST_CASE("shutdown with a live pooled buffer keeps the pool until it is freed", "[pool][oom]") {
-  SimDevice d;
-  PoolEngine engine(d, sync_options());
-  Program p(engine, d);
+TEST_CASE_METHOD(EngineRig, "shutdown with a live pooled buffer keeps the pool until it is freed",
+                 "[pool][oom]") {
   ConvNet net;
   net.setup(p);
   for (int it = 0; it < 12; ++it) net.iteration(p, 1);

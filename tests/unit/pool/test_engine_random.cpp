@@ -84,10 +84,7 @@ TEST_CASE("random periodic programs never break the invariants", "[pool][random]
   std::mt19937 rng(seed);
   const auto ops = random_iteration(rng, 10 + seed % 5);
   SimDevice d;
-  PoolOptions o;
-  o.synchronous_planning = true;
-  o.plan_time_limit_seconds = 0.02;
-  PoolEngine engine(d, o);
+  PoolEngine engine(d, sync_options());
   Program p(engine, d);
   std::vector<std::optional<Buffer>> current(32), previous(32);
   for (int it = 0; it < 40; ++it) {

@@ -14,24 +14,15 @@ using namespace memtool::pool;
 using namespace memtool::pool::test;
 
 namespace {
-PoolOptions sync_options() {
-  PoolOptions o;
-  o.synchronous_planning = true;
-  o.plan_time_limit_seconds = 0.05;
-  return o;
-}
-
-void check_clean(const Program& p, const SimDevice& d) {
-  CHECK(p.corrupted == 0);
-  CHECK(p.overlaps == 0);
-  CHECK(p.failed_frees == 0);
-  CHECK(d.violations() == 0);
-}
+// These tests plan with a 50 ms budget (the other engine tests: 20 ms).
+struct ServingRig : EngineRig {
+  ServingRig() : EngineRig(0.05) {}
+};
 }  // namespace
 
 TEST_CASE("MLP: served from the pool after detection, data identical", "[pool][engine]") {
   SimDevice d;
-  PoolOptions options = sync_options();
+  PoolOptions options = sync_options(0.05);
   std::vector<std::string> log;
   options.log = [&log](std::string_view line) { log.emplace_back(line); };
   PoolEngine engine(d, options);
@@ -76,10 +67,8 @@ TEST_CASE("MLP: served from the pool after detection, data identical", "[pool][e
   CHECK(d.live_bytes() == 0);  // pool released, nothing leaked
 }
 
-TEST_CASE("conv net: two streams trading buffers, every reuse ordered", "[pool][engine][stream]") {
-  SimDevice d;
-  PoolEngine engine(d, sync_options());
-  Program p(engine, d);
+TEST_CASE_METHOD(ServingRig, "conv net: two streams trading buffers, every reuse ordered",
+                 "[pool][engine][stream]") {
   ConvNet net;
   net.setup(p);
   for (int it = 0; it < 16; ++it) net.iteration(p, 2);
@@ -103,7 +92,7 @@ TEST_CASE("conv net: two streams trading buffers, every reuse ordered", "[pool][
 TEST_CASE("without the hooks' touch() the same run violates stream order", "[pool][stream]") {
   // Negative control: the test above can fail.
   SimDevice d;
-  PoolEngine engine(d, sync_options());
+  PoolEngine engine(d, sync_options(0.05));
   Program p(engine, d, /*hooks_touch=*/false);
   ConvNet net;
   net.setup(p);
@@ -113,10 +102,8 @@ TEST_CASE("without the hooks' touch() the same run violates stream order", "[poo
   net.teardown(p);
 }
 
-TEST_CASE("async allocations keep their stream-ordered meaning", "[pool][engine][stream]") {
-  SimDevice d;
-  PoolEngine engine(d, sync_options());
-  Program p(engine, d);
+TEST_CASE_METHOD(ServingRig, "async allocations keep their stream-ordered meaning",
+                 "[pool][engine][stream]") {
   AsyncPipeline pipe;
   for (int it = 0; it < 16; ++it) pipe.iteration(p);
   const Summary s = engine.summary();
@@ -126,10 +113,8 @@ TEST_CASE("async allocations keep their stream-ordered meaning", "[pool][engine]
   check_clean(p, d);
 }
 
-TEST_CASE("completed events are not waited on and are reused", "[pool][engine][stream]") {
-  SimDevice d;
-  PoolEngine engine(d, sync_options());
-  Program p(engine, d);
+TEST_CASE_METHOD(ServingRig, "completed events are not waited on and are reused",
+                 "[pool][engine][stream]") {
   ConvNet net;
   net.setup(p);
   for (int it = 0; it < 8; ++it) net.iteration(p, 1);
@@ -162,10 +147,7 @@ TEST_CASE("planning off the calling thread", "[pool][engine]") {
   check_clean(p, d);
 }
 
-TEST_CASE("explicit iteration marks", "[pool][engine]") {
-  SimDevice d;
-  PoolEngine engine(d, sync_options());
-  Program p(engine, d);
+TEST_CASE_METHOD(ServingRig, "explicit iteration marks", "[pool][engine]") {
   Mlp mlp;
   mlp.setup(p);
   for (int it = 0; it < 10; ++it) {
@@ -180,11 +162,9 @@ TEST_CASE("explicit iteration marks", "[pool][engine]") {
   check_clean(p, d);
 }
 
-TEST_CASE("explicit marks: an extra allocation at the end is a miss, not a shift",
-          "[pool][engine]") {
-  SimDevice d;
-  PoolEngine engine(d, sync_options());
-  Program p(engine, d);
+TEST_CASE_METHOD(ServingRig,
+                 "explicit marks: an extra allocation at the end is a miss, not a shift",
+                 "[pool][engine]") {
   Mlp mlp;
   mlp.setup(p);
   std::uint64_t extras_applied = 0;

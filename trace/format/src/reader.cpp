@@ -312,13 +312,19 @@ class TraceParser {
     return StackId{static_cast<std::uint32_t>(v - 1)};
   }
 
+  // An enum stored in one byte read at `at`: a value past `last` is corrupt or from a newer writer.
+  template <class Kind>
+  static Kind checked_kind(Cursor& c, const std::uint8_t* at, std::uint8_t value, Kind last,
+                           const char* what) {
+    if (value > static_cast<std::uint8_t>(last)) {
+      c.fail(at, fmt::format("unknown {} {}", what, value));
+    }
+    return static_cast<Kind>(value);
+  }
+
   static MemoryKind memory_kind(Cursor& c) {
     const std::uint8_t* at = c.p;
-    const std::uint8_t k = c.u8("memory kind");
-    if (k > static_cast<std::uint8_t>(MemoryKind::pinned_host)) {
-      c.fail(at, fmt::format("unknown memory kind {}", k));
-    }
-    return static_cast<MemoryKind>(k);
+    return checked_kind(c, at, c.u8("memory kind"), MemoryKind::pinned_host, "memory kind");
   }
 
   void decode_alloc(Cursor& c) {
@@ -381,10 +387,7 @@ class TraceParser {
     const std::uint8_t flags = c.u8("copy flags");
     e.async = async_flag(c, flags, wire::kCopyKindMask | wire::kAsyncFlag, at);
     const auto kind = static_cast<std::uint8_t>(flags & wire::kCopyKindMask);
-    if (kind > static_cast<std::uint8_t>(CopyKind::h2h)) {
-      c.fail(at, fmt::format("unknown copy kind {}", kind));
-    }
-    e.kind = static_cast<CopyKind>(kind);
+    e.kind = checked_kind(c, at, kind, CopyKind::h2h, "copy kind");
     e.stream = stream(c);
     visitor_.on_copy(e);
   }
@@ -404,11 +407,7 @@ class TraceParser {
     SyncEvent e;
     e.header = header(c);
     const std::uint8_t* at = c.p;
-    const std::uint8_t kind = c.u8("sync kind");
-    if (kind > static_cast<std::uint8_t>(SyncKind::stream_wait_event)) {
-      c.fail(at, fmt::format("unknown sync kind {}", kind));
-    }
-    e.kind = static_cast<SyncKind>(kind);
+    e.kind = checked_kind(c, at, c.u8("sync kind"), SyncKind::stream_wait_event, "sync kind");
     e.stream = stream(c);
     visitor_.on_sync(e);
   }
