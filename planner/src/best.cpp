@@ -52,17 +52,19 @@ void run_heuristics(const Prepared& p, SearchBudget& budget, bool all, GreedyRes
   }
 }
 
-// One decision search: fit everything under `capacity`. Alternates the skyline search (when it applies) and the general branch and bound.
+// One decision search: fit everything under `capacity`. The general branch and bound first at
+// LB (it meets LB on most of the MiniMalloc set), then the skyline search (when it applies) at
+// LB, then the two alternating, the skyline search on even rounds.
 SearchResult decide(const Prepared& p, std::uint64_t capacity, SearchBudget& budget, int round, bool skyline) {
-  if (skyline && round % 2 == 0) return skyline_search(p, capacity, budget);
+  if (skyline && (round == 1 || (round >= 2 && round % 2 == 0))) return skyline_search(p, capacity, budget);
   return branch_and_bound(p, capacity, budget);
 }
 
-// Decision searches at shrinking capacities: LB first (twice, a sixth then a quarter of what is
-// left), then halfway between the lowest capacity not proved infeasible and the incumbent, or
-// after a capacity that ran out of budget, halfway between it and the incumbent (a third of
-// what is left each), until the budget is spent, LB is reached or the incumbent is proved
-// optimal.
+// Decision searches at shrinking capacities: LB first (a third of what is left; then an eighth
+// for the skyline search, when it applies), then halfway between the lowest capacity not
+// proved infeasible and the incumbent, or after a capacity that ran out of budget, halfway
+// between it and the incumbent (a third of what is left each), until the budget is spent, LB
+// is reached or the incumbent is proved optimal.
 void exact_phase(const Prepared& p, SearchBudget& budget, bool skyline, std::uint64_t& pool,
                  std::vector<std::uint64_t>& offsets) {
   std::uint64_t low = p.lower_bound;  // every capacity below `low` is infeasible
@@ -72,7 +74,7 @@ void exact_phase(const Prepared& p, SearchBudget& budget, bool skyline, std::uin
   }
   std::uint64_t target = low;
   for (int round = 0; pool > low && !budget.exhausted(); ++round) {
-    SearchBudget phase = budget.share(round < 2 ? 1.0 / (6 - 2 * round) : 1.0 / 3);
+    SearchBudget phase = budget.share(round == 1 ? 1.0 / 8 : 1.0 / 3);
     if (phase.left() == 0) break;
     auto found = decide(p, target, phase, round, skyline);
     budget.spend(phase.used() + 1);
@@ -86,7 +88,9 @@ void exact_phase(const Prepared& p, SearchBudget& budget, bool skyline, std::uin
       moved_down = false;  // budget ran out at this capacity: try an easier one
     }
     if (pool <= low) break;
-    if (round == 0 && target == p.lower_bound && low == p.lower_bound) continue;  // LB again, other solver
+    // LB again with the skyline search (without it, the same branch and bound would only
+    // repeat itself on a smaller budget).
+    if (skyline && round == 0 && target == p.lower_bound && low == p.lower_bound) continue;
     // Next capacity, on the alignment grid: halfway from the lowest possible to the incumbent
     // after progress, else halfway from the failed capacity to the incumbent.
     const std::uint64_t from = moved_down ? low : target;

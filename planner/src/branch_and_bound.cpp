@@ -7,22 +7,29 @@
 // minimum offset, with (offset, rank) increasing, reaches every canonical solution once.
 //
 // At each node the unplaced buffers are taken by (minimum offset, preorder rank) and:
-//  - a buffer whose minimum offset + size exceeds C ends the branch (offsets only rise);
+//  - a buffer's lowest possible offset is its minimum offset raised to the last placement's
+//    (offsets only rise); one whose lowest offset + size exceeds C ends the branch;
 //  - order: a buffer behind the last placement in (offset, rank) cannot come next;
 //  - dominance: a buffer at or above the lowest top any unplaced buffer could reach would leave
 //    that one a gap it can never fill (it would have to go higher still): skipped;
 //  - section bound: in every section, the unplaced bytes live there stack up from the highest
-//    of the section's floor, the last placement's offset and (for small pieces) the least
-//    minimum offset of the unplaced buffers there; that must fit under C;
+//    of the section's floor and the least lowest offset of the unplaced buffers there (found
+//    for all sections at once by painting spans in candidate order); that must fit under C;
 //  - hatless: when nothing unplaced conflicts with the buffer just placed and the rest fails,
 //    the node fails (where that buffer goes constrains nobody);
 //  - decomposition: once no unplaced buffer crosses a section boundary, the two sides are
 //    solved separately.
-// A portfolio of static preorders (see preorder()) runs round-robin with node limits that double each round, so one
-// unlucky early choice cannot eat the whole budget.
+// A portfolio of static preorders (see preorder()) runs round-robin with node limits that
+// double each round, so one unlucky early choice cannot eat the whole budget. A child node
+// re-sorts only the candidates whose minimum offset rose and merges them into its parent's
+// sorted list.
+// Recursion: one dfs frame (about 260 bytes at -O2) per placed buffer plus one split_and_solve
+// frame per decomposition, so kMaxItems bounds the depth (6 000 buffers: about 3 MB of stack
+// at most; the candidate lists live on the heap).
 #include "branch_and_bound.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <numeric>
 
 #include "interval_index.hpp"
@@ -33,7 +40,6 @@ namespace {
 
 constexpr std::uint32_t kMaxItems = 6000;
 constexpr std::uint64_t kMaxConflictEntries = 40'000'000;
-constexpr std::size_t kEffectiveFloorItems = 256;
 
 struct Shared {
   std::vector<std::uint32_t> items;                    // local -> item
@@ -54,6 +60,7 @@ class Decision {
     floor_.assign(p_.section_count, 0);
     total_ = p_.load;
     effective_.assign(p_.section_count, UINT64_MAX);
+    next_.assign(p_.section_count + 1, 0);
     by_rank_.resize(m);
     for (std::uint32_t i = 0; i < m; ++i) by_rank_[rank_[i]] = i;
   }
@@ -123,24 +130,57 @@ class Decision {
     return Outcome::found;
   }
 
-  Outcome dfs(const Partition& partition, std::uint64_t last_offset, std::uint32_t last_rank) {
+  // `parent`: the parent node's sorted candidates, when this node places one more buffer of
+  // the same partition: only the buffers whose minimum offset rose need sorting, then merging.
+  Outcome dfs(const Partition& partition, std::uint64_t last_offset, std::uint32_t last_rank,
+              const std::vector<std::pair<std::uint64_t, std::uint32_t>>* parent = nullptr) {
     if (nodes_left_ == 0 || budget_.exhausted()) return Outcome::aborted;
     --nodes_left_;
-    // Unplaced buffers by (minimum offset, rank); the lowest top any of them could reach.
-    std::vector<std::pair<std::uint64_t, std::uint32_t>> order;  // (min offset, rank)
-    order.reserve(partition.by_rank.size());
+    // Unplaced buffers by (minimum offset, rank), in a vector kept per depth (no allocation per
+    // node once the search has been that deep; a deque, so deeper frames leave it in place);
+    // the lowest top any of them could reach. Offsets never fall along the canonical order, so
+    // a buffer's lowest offset is its minimum offset raised to the last placement's.
+    if (depth_ == orders_.size()) orders_.emplace_back();
+    auto& order = orders_[depth_];
+    order.clear();
+    const DepthGuard guard(depth_);
     std::uint64_t min_height = UINT64_MAX;
-    for (std::uint32_t c : partition.by_rank) {
-      const std::uint32_t r = rank_[c];
-      if (placed_[c]) continue;
-      const std::uint64_t top = min_offset_[c] + item(c).footprint;
-      if (top > capacity_) return Outcome::infeasible;
-      min_height = std::min(min_height, top);
-      order.emplace_back(min_offset_[c], r);
+    if (parent != nullptr) {
+      raised_.clear();
+      for (const auto& [off, r] : *parent) {
+        const std::uint32_t c = by_rank_[r];
+        if (placed_[c]) continue;
+        const std::uint64_t top = std::max(min_offset_[c], last_offset) + item(c).footprint;
+        if (top > capacity_) return Outcome::infeasible;
+        min_height = std::min(min_height, top);
+        (min_offset_[c] == off ? order : raised_).emplace_back(min_offset_[c], r);
+      }
+      std::sort(raised_.begin(), raised_.end());
+      // Merge from the back: the unchanged ones are already in order.
+      std::size_t i = order.size();
+      std::size_t j = raised_.size();
+      order.resize(i + j);
+      for (std::size_t k = order.size(); j > 0;) {
+        if (i > 0 && order[i - 1] > raised_[j - 1]) {
+          order[--k] = order[--i];
+        } else {
+          order[--k] = raised_[--j];
+        }
+      }
+      budget_.spend(parent->size() * 2 + raised_.size() * 4);
+    } else {
+      for (std::uint32_t c : partition.by_rank) {
+        if (placed_[c]) continue;
+        const std::uint64_t top = std::max(min_offset_[c], last_offset) + item(c).footprint;
+        if (top > capacity_) return Outcome::infeasible;
+        min_height = std::min(min_height, top);
+        order.emplace_back(min_offset_[c], rank_[c]);
+      }
+      std::sort(order.begin(), order.end());  // ranks are distinct: a total order
+      budget_.spend(partition.by_rank.size() + order.size() * 8);
     }
     if (order.empty()) return Outcome::found;
-    std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    budget_.spend(order.size() * 2);
+    if (!stacked_sections_fit(partition, order, last_offset)) return Outcome::infeasible;
     bool aborted = false;
     for (const auto& [off, r] : order) {
       if (off < last_offset || (off == last_offset && r < last_rank)) continue;  // not canonical
@@ -163,7 +203,7 @@ class Decision {
         const auto [hf, he] = hull(c);
         bool split = false;
         for (std::uint32_t t = hf; t + 1 < he; ++t) split |= --cuts_[t] == 0;
-        outcome = split ? split_and_solve(partition, hf, he) : dfs(partition, off, r);
+        outcome = split ? split_and_solve(partition, hf, he) : dfs(partition, off, r, &order);
         for (std::uint32_t t = hf; t + 1 < he; ++t) ++cuts_[t];
       }
       unplace(c, min_mark, floor_mark);
@@ -216,32 +256,72 @@ class Decision {
     placed_[c] = 0;
   }
 
-  // Every unplaced buffer live in a section sits at or above its own minimum offset and the
-  // last placement's offset; stacked there, the section's unplaced bytes must fit under C.
+  // Cheap check before descending: every unplaced byte of a section lies above the section's
+  // floor and the last placement's offset.
   [[nodiscard]] bool sections_fit(const Partition& partition, std::uint64_t last_offset) {
     const std::uint32_t lo = partition.first_section;
     const std::uint32_t hi = partition.end_section;
-    std::fill(effective_.begin() + lo, effective_.begin() + hi, UINT64_MAX);
-    std::uint64_t work = hi - lo;
-    // The minimum-offset floors cost a pass over every unplaced span: only for small pieces.
-    const bool effective = partition.by_rank.size() <= kEffectiveFloorItems;
-    for (std::uint32_t c : partition.by_rank) {
-      if (!effective) break;
-      if (placed_[c]) continue;
+    budget_.spend(hi - lo);
+    for (std::uint32_t t = lo; t < hi; ++t) {
+      if (total_[t] != 0 && std::max(floor_[t], last_offset) + total_[t] > capacity_) return false;
+    }
+    return true;
+  }
+
+  // The node's section bound: in each section the unplaced bytes stack up from the least lower
+  // bound on an unplaced buffer there (its minimum offset, raised to the last placement's
+  // offset, since offsets never fall). With the candidates sorted by minimum offset, painting
+  // their spans in that order, each section once (next_ skips painted runs), gives those least
+  // bounds in O(sections + spans) instead of a pass over every section of every span.
+  [[nodiscard]] bool stacked_sections_fit(const Partition& partition,
+                                          const std::vector<std::pair<std::uint64_t, std::uint32_t>>& order,
+                                          std::uint64_t last_offset) {
+    const std::uint32_t lo = partition.first_section;
+    const std::uint32_t hi = partition.end_section;
+    for (std::uint32_t t = lo; t <= hi; ++t) next_[t] = t;
+    std::uint64_t work = 2 * (hi - lo) + order.size();
+    for (const auto& [off, r] : order) {
+      const std::uint32_t c = by_rank_[r];
+      const std::uint64_t base = std::max(off, last_offset);
       const Span* spans = p_.spans_of(s_.items[c]);
       for (std::uint32_t k = 0; k < item(c).span_count; ++k) {
-        for (std::uint32_t t = spans[k].first; t < spans[k].end; ++t) effective_[t] = std::min(effective_[t], min_offset_[c]);
-        work += spans[k].end - spans[k].first;
+        const std::uint32_t end = std::min(spans[k].end, hi);
+        for (std::uint32_t t = unpainted(std::max(spans[k].first, lo)); t < end; t = unpainted(t + 1)) {
+          effective_[t] = base;
+          next_[t] = t + 1;
+          ++work;
+        }
+        ++work;
       }
     }
-    budget_.spend(work);
+    budget_.spend(work + hops_);
+    hops_ = 0;
     for (std::uint32_t t = lo; t < hi; ++t) {
       if (total_[t] == 0) continue;
-      const std::uint64_t base = std::max({floor_[t], last_offset, effective_[t]});
+      const std::uint64_t base = next_[t] == t ? floor_[t] : std::max(floor_[t], effective_[t]);
       if (base + total_[t] > capacity_) return false;
     }
     return true;
   }
+
+  // The first unpainted section at or after t (path halving keeps the chains short).
+  [[nodiscard]] std::uint32_t unpainted(std::uint32_t t) {
+    while (next_[t] != t) {
+      next_[t] = next_[next_[t]];
+      t = next_[t];
+      ++hops_;
+    }
+    return t;
+  }
+
+  // Counts the depth of dfs frames, for the per-depth candidate vectors.
+  struct DepthGuard {
+    explicit DepthGuard(std::size_t& depth) : depth_(depth) { ++depth_; }
+    ~DepthGuard() { --depth_; }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+    std::size_t& depth_;
+  };
 
   const Prepared& p_;
   const Shared& s_;
@@ -254,6 +334,11 @@ class Decision {
   std::vector<std::uint8_t> placed_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> min_trail_, floor_trail_;
   std::vector<std::uint32_t> cuts_;  // unplaced buffers crossing the boundary after section t
+  std::vector<std::uint32_t> next_;  // stacked_sections_fit: first unpainted section at or after t
+  std::deque<std::vector<std::pair<std::uint64_t, std::uint32_t>>> orders_;  // per dfs depth
+  std::size_t depth_ = 0;
+  std::uint64_t hops_ = 0;  // unpainted(): steps taken, counted as work
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> raised_;  // dfs: candidates whose minimum offset rose
 };
 
 // Conflict lists among items with a footprint, or false when they would be too large.
