@@ -1,5 +1,6 @@
 // libmemtool.so's life in a process: lazy, thread-safe initialisation at the first hooked call
-// (options, log, trace file, fork handlers), the summary at exit, and the memtool_* C API.
+// (options, log, trace file, fork handlers, pool mode), the summary at exit, and the memtool_*
+// C API.
 // Any problem in here leaves the library in pass-through: the program runs as without us.
 #include <fcntl.h>
 #include <pthread.h>
@@ -7,6 +8,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "memtool/interpose/log.hpp"
 #include "memtool/interpose/memtool.h"
@@ -19,11 +21,13 @@ namespace memtool::interpose::preload {
 
 std::atomic<State> g_state{State::uninitialised};
 Recorder* g_recorder = nullptr;
+PoolMode* g_pool = nullptr;
 
 namespace {
 
 std::mutex g_init_mutex;
 int g_log_fd = -1;
+std::string* g_summary_path = nullptr;  // MEMTOOL_SUMMARY, expanded; never deleted
 
 void* resolve_driver_query(const char* name) { return driver_symbol(name); }
 
@@ -34,12 +38,55 @@ void child_after_fork() {
   g_state.store(State::pass_through, std::memory_order_release);
 }
 
+// Pool mode at exit: the one-line summary and the JSON file. No driver call (see
+// PoolMode::finish): pools go back at the program's context teardown, or with the process.
+void finish_pool() {
+  const pool::Summary summary = g_pool->finish();
+  Log::write(LogLevel::info, "{}", pool::summary_line(summary));
+  if (g_summary_path != nullptr && !pool::write_summary_file(summary, *g_summary_path)) {
+    Log::write(LogLevel::error, "cannot write the pool summary to {}", *g_summary_path);
+  }
+}
+
 void at_exit() {
+  const HookScope scope;  // whatever the exit path reaches is not the program's to record
+  if (g_pool != nullptr) finish_pool();
   const RecorderStats stats = g_recorder->stats();
   g_recorder->shutdown();
   Log::write(LogLevel::info, "recorded {} events: {} allocations, {} frees, {} launches, peak {} bytes live{}",
              stats.events, stats.allocations, stats.frees, stats.launches, stats.peak_live_bytes,
              stats.period ? fmt::format(", {} events per iteration", *stats.period) : std::string());
+}
+
+// The real driver functions pool mode calls (never our wrappers: they would record the pool's
+// own allocation and re-enter the engine).
+DriverFunctions real_driver_functions() {
+  DriverFunctions f;
+  f.mem_alloc = reinterpret_cast<fn::cuMemAlloc_v2>(real_function(HookId::cuMemAlloc_v2));
+  f.mem_free = reinterpret_cast<fn::cuMemFree_v2>(real_function(HookId::cuMemFree_v2));
+  f.mem_alloc_async = reinterpret_cast<fn::cuMemAllocAsync>(real_function(HookId::cuMemAllocAsync));
+  f.mem_free_async = reinterpret_cast<fn::cuMemFreeAsync>(real_function(HookId::cuMemFreeAsync));
+  f.stream_wait_event = reinterpret_cast<fn::cuStreamWaitEvent>(real_function(HookId::cuStreamWaitEvent));
+  f.event_create = reinterpret_cast<decltype(f.event_create)>(driver_symbol("cuEventCreate"));
+  f.event_record = reinterpret_cast<decltype(f.event_record)>(driver_symbol("cuEventRecord"));
+  f.event_query = reinterpret_cast<decltype(f.event_query)>(driver_symbol("cuEventQuery"));
+  f.event_destroy = reinterpret_cast<decltype(f.event_destroy)>(driver_symbol("cuEventDestroy_v2"));
+  return f;
+}
+
+// nullptr (logged) when the driver lacks what the pool needs: memtool then stays out of the way.
+PoolMode* make_pool_mode(const Options& options) {
+  const DriverFunctions functions = real_driver_functions();
+  if (!functions.complete()) {
+    Log::write(LogLevel::error, "MEMTOOL_STRATEGY=pool: the driver lacks functions the pool needs "
+                                "(cuMemAlloc_v2, cuMemFree_v2, cuEvent*, cuStreamWaitEvent); memtool stays out of the way");
+    return nullptr;
+  }
+  PoolModeSettings settings;
+  settings.synchronous_planning = options.pool_sync_planning;
+  Log::write(LogLevel::info, "pool mode: observing until the iteration is found, then planning ({})",
+             options.pool_sync_planning ? "on the calling thread" : "on a worker thread");
+  return new PoolMode(functions, std::move(settings));  // never deleted: hooks may run during exit
 }
 
 State decide() {
@@ -62,6 +109,15 @@ State decide() {
   }
   if (options.disable || options.strategy == Strategy::off) return State::pass_through;
 
+  PoolMode* pool = nullptr;
+  if (options.strategy == Strategy::pool) {
+    pool = make_pool_mode(options);
+    if (pool == nullptr) return State::pass_through;
+    if (!options.summary.empty()) {
+      g_summary_path = new std::string(expand_path_template(options.summary, static_cast<long>(getpid()), lookup));
+    }
+  }
+
   std::unique_ptr<EventSink> sink;
   if (!options.trace.empty()) {
     const std::string path = expand_path_template(options.trace, static_cast<long>(getpid()), lookup);
@@ -79,9 +135,10 @@ State decide() {
   }
   g_recorder = new Recorder(options, std::move(sink));  // never deleted: hooks may run during exit
   g_recorder->set_driver_resolver(resolve_driver_query);
+  g_pool = pool;
   pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
   std::atexit(at_exit);
-  return State::recording;
+  return pool != nullptr ? State::pooling : State::recording;
 }
 
 }  // namespace
@@ -119,6 +176,7 @@ MEMTOOL_EXPORTED void memtool_iteration_mark(void) {
   if (Recorder* recorder = active_recorder(); recorder != nullptr) {
     const HookScope scope;
     recorder->on_iteration_mark();
+    if (g_pool != nullptr) g_pool->mark_iteration();
   }
 }
 

@@ -23,6 +23,12 @@ std::uint64_t default_stream_of(const Call<F>& call) {
   return recorded_stream(nullptr, call.variant);
 }
 
+// Pool mode: work on `stream` is about to touch the memory at `address`.
+template <class F>
+void order(const Call<F>& call, std::uint64_t address, std::uint64_t stream) {
+  if (call.pool != nullptr) call.pool->touch(address, stream);
+}
+
 template <class F, class... Args>
 CUresult allocate(const Call<F>& call, CUdeviceptr* dptr, std::uint64_t size, MemoryKind kind, std::uint64_t stream,
                   Args... args) {
@@ -36,6 +42,22 @@ CUresult allocate_host(const Call<F>& call, void** pp, std::uint64_t size, Args.
   const CUresult result = call.real(pp, args...);
   if (result == CUDA_SUCCESS && pp != nullptr) call.recorder.on_alloc(u64(*pp), size, MemoryKind::pinned_host, 0);
   return result;
+}
+
+// A copy or memset: recorded, and in pool mode its stream ordered after earlier users of the
+// memory it touches — before the real call queues it.
+template <class F>
+void record_copy(const Call<F>& call, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, CopyKind kind,
+                 std::uint64_t stream, bool async) {
+  call.recorder.on_copy(dst, src, bytes, kind, stream, async);
+  order(call, dst, stream);
+  order(call, src, stream);
+}
+
+template <class F>
+void record_memset(const Call<F>& call, std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) {
+  call.recorder.on_memset(dst, bytes, stream, async);
+  order(call, dst, stream);
 }
 
 // The source and destination of a 2D/3D copy, whatever memory type each side is.
@@ -65,7 +87,7 @@ CopyKind copy_kind(const Copy& c) {
 template <class F>
 CUresult copy2d(const Call<F>& call, const CUDA_MEMCPY2D* p, CUstream stream, bool async) {
   if (p != nullptr) {
-    call.recorder.on_copy(copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height, copy_kind(*p),
+    record_copy(call, copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height, copy_kind(*p),
                           stream_of(call, stream), async);
   }
   if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY2D*>) {
@@ -78,7 +100,7 @@ CUresult copy2d(const Call<F>& call, const CUDA_MEMCPY2D* p, CUstream stream, bo
 template <class F>
 CUresult copy3d(const Call<F>& call, const CUDA_MEMCPY3D* p, CUstream stream, bool async) {
   if (p != nullptr) {
-    call.recorder.on_copy(copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height * p->Depth,
+    record_copy(call, copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height * p->Depth,
                           copy_kind(*p), stream_of(call, stream), async);
   }
   if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY3D*>) {
@@ -88,11 +110,34 @@ CUresult copy3d(const Call<F>& call, const CUDA_MEMCPY3D* p, CUstream stream, bo
   }
 }
 
+// A launch as the recorder saw it, told to pool mode before the real launch: an iteration mark
+// (MEMTOOL_ITERATION_KERNEL), then the stream order of every buffer its arguments touch.
+template <class F>
+void launched(const Call<F>& call, const LaunchSeen& seen, std::uint64_t stream) {
+  if (call.pool == nullptr) return;
+  if (!call.recorder.active() && call.pool->serving()) {
+    call.pool->disable("recording failed: the buffers launches touch are no longer known");
+  }
+  if (seen.marks_iteration) call.pool->mark_iteration();
+  for (const std::uint64_t base : seen.touched) call.pool->touch(base, stream);
+}
+
 }  // namespace
 
 // --- allocation family ---------------------------------------------------------------------------
 
+// Pool mode: the engine serves the request (from the pool or the real allocator); the recorder
+// sees what the program asked for and the address it got.
+template <class F>
+CUresult allocate_pooled(const Call<F>& call, CUdeviceptr* dptr, std::uint64_t size, MemoryKind kind,
+                         std::uint64_t stream) {
+  const CUresult result = call.pool->allocate(dptr, size, kind, stream);
+  if (result == CUDA_SUCCESS && dptr != nullptr) call.recorder.on_alloc(u64(*dptr), size, kind, stream);
+  return result;
+}
+
 CUresult handle_cuMemAlloc_v2(const Call<fn::cuMemAlloc_v2>& call, CUdeviceptr* dptr, size_t bytesize) noexcept {
+  if (call.pool != nullptr) return allocate_pooled(call, dptr, bytesize, MemoryKind::device, 0);
   return allocate(call, dptr, bytesize, MemoryKind::device, 0, bytesize);
 }
 
@@ -112,6 +157,7 @@ CUresult handle_cuMemAllocManaged(const Call<fn::cuMemAllocManaged>& call, CUdev
 
 CUresult handle_cuMemAllocAsync(const Call<fn::cuMemAllocAsync>& call, CUdeviceptr* dptr, size_t bytesize,
                                 CUstream hStream) noexcept {
+  if (call.pool != nullptr) return allocate_pooled(call, dptr, bytesize, MemoryKind::async, stream_of(call, hStream));
   return allocate(call, dptr, bytesize, MemoryKind::async, stream_of(call, hStream), bytesize, hStream);
 }
 
@@ -122,11 +168,13 @@ CUresult handle_cuMemAllocFromPoolAsync(const Call<fn::cuMemAllocFromPoolAsync>&
 
 CUresult handle_cuMemFree_v2(const Call<fn::cuMemFree_v2>& call, CUdeviceptr dptr) noexcept {
   if (dptr != 0) call.recorder.on_free(u64(dptr), MemoryKind::device, 0);
+  if (call.pool != nullptr && dptr != 0) return call.pool->release(dptr, MemoryKind::device, 0);
   return call.real(dptr);
 }
 
 CUresult handle_cuMemFreeAsync(const Call<fn::cuMemFreeAsync>& call, CUdeviceptr dptr, CUstream hStream) noexcept {
   if (dptr != 0) call.recorder.on_free(u64(dptr), MemoryKind::async, stream_of(call, hStream));
+  if (call.pool != nullptr && dptr != 0) return call.pool->release(dptr, MemoryKind::async, stream_of(call, hStream));
   return call.real(dptr, hStream);
 }
 
@@ -168,7 +216,15 @@ CUresult handle_cuMemRelease(const Call<fn::cuMemRelease>& call, CUmemGenericAll
 }
 
 CUresult handle_cuMemGetInfo_v2(const Call<fn::cuMemGetInfo_v2>& call, size_t* free, size_t* total) noexcept {
-  return call.real(free, total);  // record mode hands out nothing of its own: the driver's figures stand
+  const CUresult result = call.real(free, total);
+  // Record mode hands out nothing of its own: the driver's figures stand. Pool mode: the pool's
+  // unused part is free memory as far as the program is concerned (invariant 3).
+  if (result == CUDA_SUCCESS && call.pool != nullptr && free != nullptr) {
+    std::uint64_t adjusted = call.pool->program_free(*free);
+    if (total != nullptr && adjusted > *total) adjusted = *total;
+    *free = static_cast<size_t>(adjusted);
+  }
+  return result;
 }
 
 // --- launch family -------------------------------------------------------------------------------
@@ -177,7 +233,8 @@ CUresult handle_cuLaunchKernel(const Call<fn::cuLaunchKernel>& call, CUfunction 
                                unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
                                unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes,
                                CUstream hStream, void** kernelParams, void** extra) noexcept {
-  call.recorder.on_launch(f, stream_of(call, hStream), LaunchArgs{kernelParams, extra});
+  launched(call, call.recorder.on_launch(f, stream_of(call, hStream), LaunchArgs{kernelParams, extra}),
+           stream_of(call, hStream));
   return call.real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
                    kernelParams, extra);
 }
@@ -185,7 +242,8 @@ CUresult handle_cuLaunchKernel(const Call<fn::cuLaunchKernel>& call, CUfunction 
 CUresult handle_cuLaunchKernelEx(const Call<fn::cuLaunchKernelEx>& call, const CUlaunchConfig* config, CUfunction f,
                                  void** kernelParams, void** extra) noexcept {
   const CUstream stream = config != nullptr ? config->hStream : nullptr;
-  call.recorder.on_launch(f, stream_of(call, stream), LaunchArgs{kernelParams, extra});
+  launched(call, call.recorder.on_launch(f, stream_of(call, stream), LaunchArgs{kernelParams, extra}),
+           stream_of(call, stream));
   return call.real(config, f, kernelParams, extra);
 }
 
@@ -193,7 +251,8 @@ CUresult handle_cuLaunchCooperativeKernel(const Call<fn::cuLaunchCooperativeKern
                                           unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                           unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                                           unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) noexcept {
-  call.recorder.on_launch(f, stream_of(call, hStream), LaunchArgs{kernelParams, nullptr});
+  launched(call, call.recorder.on_launch(f, stream_of(call, hStream), LaunchArgs{kernelParams, nullptr}),
+           stream_of(call, hStream));
   return call.real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
                    kernelParams);
 }
@@ -207,62 +266,62 @@ CUresult handle_cuGraphLaunch(const Call<fn::cuGraphLaunch>& call, CUgraphExec h
 // Recorded before the call: the event is the request, and a failed copy still shows the intent.
 
 CUresult handle_cuMemcpy(const Call<fn::cuMemcpy>& call, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) noexcept {
-  call.recorder.on_copy(u64(dst), u64(src), ByteCount, CopyKind::unknown, default_stream_of(call), false);
+  record_copy(call, u64(dst), u64(src), ByteCount, CopyKind::unknown, default_stream_of(call), false);
   return call.real(dst, src, ByteCount);
 }
 
 CUresult handle_cuMemcpyAsync(const Call<fn::cuMemcpyAsync>& call, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
                               CUstream hStream) noexcept {
-  call.recorder.on_copy(u64(dst), u64(src), ByteCount, CopyKind::unknown, stream_of(call, hStream), true);
+  record_copy(call, u64(dst), u64(src), ByteCount, CopyKind::unknown, stream_of(call, hStream), true);
   return call.real(dst, src, ByteCount, hStream);
 }
 
 CUresult handle_cuMemcpyPeer(const Call<fn::cuMemcpyPeer>& call, CUdeviceptr dstDevice, CUcontext dstContext,
                              CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount) noexcept {
-  call.recorder.on_copy(u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, default_stream_of(call), false);
+  record_copy(call, u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, default_stream_of(call), false);
   return call.real(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
 }
 
 CUresult handle_cuMemcpyPeerAsync(const Call<fn::cuMemcpyPeerAsync>& call, CUdeviceptr dstDevice, CUcontext dstContext,
                                   CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
                                   CUstream hStream) noexcept {
-  call.recorder.on_copy(u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, stream_of(call, hStream), true);
+  record_copy(call, u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, stream_of(call, hStream), true);
   return call.real(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
 }
 
 CUresult handle_cuMemcpyHtoD_v2(const Call<fn::cuMemcpyHtoD_v2>& call, CUdeviceptr dstDevice, const void* srcHost,
                                 size_t ByteCount) noexcept {
-  call.recorder.on_copy(u64(dstDevice), u64(srcHost), ByteCount, CopyKind::h2d, default_stream_of(call), false);
+  record_copy(call, u64(dstDevice), u64(srcHost), ByteCount, CopyKind::h2d, default_stream_of(call), false);
   return call.real(dstDevice, srcHost, ByteCount);
 }
 
 CUresult handle_cuMemcpyDtoH_v2(const Call<fn::cuMemcpyDtoH_v2>& call, void* dstHost, CUdeviceptr srcDevice,
                                 size_t ByteCount) noexcept {
-  call.recorder.on_copy(u64(dstHost), u64(srcDevice), ByteCount, CopyKind::d2h, default_stream_of(call), false);
+  record_copy(call, u64(dstHost), u64(srcDevice), ByteCount, CopyKind::d2h, default_stream_of(call), false);
   return call.real(dstHost, srcDevice, ByteCount);
 }
 
 CUresult handle_cuMemcpyDtoD_v2(const Call<fn::cuMemcpyDtoD_v2>& call, CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                 size_t ByteCount) noexcept {
-  call.recorder.on_copy(u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, default_stream_of(call), false);
+  record_copy(call, u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, default_stream_of(call), false);
   return call.real(dstDevice, srcDevice, ByteCount);
 }
 
 CUresult handle_cuMemcpyHtoDAsync_v2(const Call<fn::cuMemcpyHtoDAsync_v2>& call, CUdeviceptr dstDevice,
                                      const void* srcHost, size_t ByteCount, CUstream hStream) noexcept {
-  call.recorder.on_copy(u64(dstDevice), u64(srcHost), ByteCount, CopyKind::h2d, stream_of(call, hStream), true);
+  record_copy(call, u64(dstDevice), u64(srcHost), ByteCount, CopyKind::h2d, stream_of(call, hStream), true);
   return call.real(dstDevice, srcHost, ByteCount, hStream);
 }
 
 CUresult handle_cuMemcpyDtoHAsync_v2(const Call<fn::cuMemcpyDtoHAsync_v2>& call, void* dstHost, CUdeviceptr srcDevice,
                                      size_t ByteCount, CUstream hStream) noexcept {
-  call.recorder.on_copy(u64(dstHost), u64(srcDevice), ByteCount, CopyKind::d2h, stream_of(call, hStream), true);
+  record_copy(call, u64(dstHost), u64(srcDevice), ByteCount, CopyKind::d2h, stream_of(call, hStream), true);
   return call.real(dstHost, srcDevice, ByteCount, hStream);
 }
 
 CUresult handle_cuMemcpyDtoDAsync_v2(const Call<fn::cuMemcpyDtoDAsync_v2>& call, CUdeviceptr dstDevice,
                                      CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) noexcept {
-  call.recorder.on_copy(u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, stream_of(call, hStream), true);
+  record_copy(call, u64(dstDevice), u64(srcDevice), ByteCount, CopyKind::d2d, stream_of(call, hStream), true);
   return call.real(dstDevice, srcDevice, ByteCount, hStream);
 }
 
@@ -293,26 +352,26 @@ CUresult handle_cuMemcpy3DAsync_v2(const Call<fn::cuMemcpy3DAsync_v2>& call, con
 
 #define MEMTOOL_MEMSET_1D(symbol, value_type, element_bytes)                                                      \
   CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, value_type value, size_t N) noexcept { \
-    call.recorder.on_memset(u64(dstDevice), std::uint64_t{N} * (element_bytes), default_stream_of(call), false);     \
+    record_memset(call, u64(dstDevice), std::uint64_t{N} * (element_bytes), default_stream_of(call), false);     \
     return call.real(dstDevice, value, N);                                                                        \
   }
 #define MEMTOOL_MEMSET_1D_ASYNC(symbol, value_type, element_bytes)                                                \
   CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, value_type value, size_t N,         \
                            CUstream hStream) noexcept {                                                           \
-    call.recorder.on_memset(u64(dstDevice), std::uint64_t{N} * (element_bytes), stream_of(call, hStream), true);    \
+    record_memset(call, u64(dstDevice), std::uint64_t{N} * (element_bytes), stream_of(call, hStream), true);    \
     return call.real(dstDevice, value, N, hStream);                                                               \
   }
 #define MEMTOOL_MEMSET_2D(symbol, value_type, element_bytes)                                                       \
   CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, size_t dstPitch, value_type value,  \
                            size_t Width, size_t Height) noexcept {                                                 \
-    call.recorder.on_memset(u64(dstDevice), std::uint64_t{Width} * (element_bytes) * Height, default_stream_of(call), \
+    record_memset(call, u64(dstDevice), std::uint64_t{Width} * (element_bytes) * Height, default_stream_of(call), \
                             false);                                                                                \
     return call.real(dstDevice, dstPitch, value, Width, Height);                                                   \
   }
 #define MEMTOOL_MEMSET_2D_ASYNC(symbol, value_type, element_bytes)                                                 \
   CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, size_t dstPitch, value_type value,  \
                            size_t Width, size_t Height, CUstream hStream) noexcept {                               \
-    call.recorder.on_memset(u64(dstDevice), std::uint64_t{Width} * (element_bytes) * Height,                       \
+    record_memset(call, u64(dstDevice), std::uint64_t{Width} * (element_bytes) * Height,                       \
                             stream_of(call, hStream), true);                                                       \
     return call.real(dstDevice, dstPitch, value, Width, Height, hStream);                                          \
   }
@@ -375,6 +434,32 @@ CUresult handle_cuStreamCreateWithPriority(const Call<fn::cuStreamCreateWithPrio
   const CUresult result = call.real(phStream, flags, priority);
   if (result == CUDA_SUCCESS && phStream != nullptr) call.recorder.on_stream_create(u64(*phStream), flags, priority);
   return result;
+}
+
+// --- context teardown -------------------------------------------------------------------------------
+// Pool mode ends before the context goes: idle pools are freed while the context can still free
+// them, and nothing new is handed out from memory the driver is about to reclaim. A release that
+// does not end the primary context's life ends pool mode all the same (conservative; logged).
+
+template <class F>
+void context_ending(const Call<F>& call, const char* why) {
+  if (call.pool != nullptr && call.pool->serving()) call.pool->end_with_context(why);
+}
+
+CUresult handle_cuCtxDestroy_v2(const Call<fn::cuCtxDestroy_v2>& call, CUcontext ctx) noexcept {
+  context_ending(call, "cuCtxDestroy");
+  return call.real(ctx);
+}
+
+CUresult handle_cuDevicePrimaryCtxRelease_v2(const Call<fn::cuDevicePrimaryCtxRelease_v2>& call,
+                                             CUdevice dev) noexcept {
+  context_ending(call, "cuDevicePrimaryCtxRelease");
+  return call.real(dev);
+}
+
+CUresult handle_cuDevicePrimaryCtxReset_v2(const Call<fn::cuDevicePrimaryCtxReset_v2>& call, CUdevice dev) noexcept {
+  context_ending(call, "cuDevicePrimaryCtxReset");
+  return call.real(dev);
 }
 
 }  // namespace memtool::interpose

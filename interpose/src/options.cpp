@@ -116,9 +116,9 @@ ParsedOptions parse_options(const EnvLookup& lookup, const char* const* environm
 #undef MEMTOOL_OPTION
 
   // Strategies that are planned but not built yet are refused as clearly as a typo.
-  if (parsed.options.strategy == Strategy::pool || parsed.options.strategy == Strategy::swap) {
+  if (parsed.options.strategy == Strategy::swap) {
     parsed.errors.push_back(fmt::format("MEMTOOL_STRATEGY={}: this strategy is not available yet in this version "
-                                        "(available: record, off)",
+                                        "(available: record, pool, off)",
                                         to_string(parsed.options.strategy)));
   }
 

@@ -281,8 +281,9 @@ const Recorder::KernelInfo* Recorder::kernel_info(CUfunction function) {
   return it->second.get();
 }
 
-void Recorder::on_launch(CUfunction function, std::uint64_t stream, const LaunchArgs& args) noexcept {
-  if (!active()) return;
+LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const LaunchArgs& args) noexcept {
+  LaunchSeen seen;
+  if (!active()) return seen;
   MEMTOOL_RECORD_STEP("a launch", {
     const KernelInfo* kernel = kernel_info(function);
     t_words.clear();
@@ -298,9 +299,11 @@ void Recorder::on_launch(CUfunction function, std::uint64_t stream, const Launch
       append_param_words(packed, static_cast<std::uint32_t>(std::min(packed_size, kMaxExtraBytes)), t_words);
     }
     index_.scan(t_words, t_touched);
+    seen.touched = t_touched;
+    seen.marks_iteration = kernel->marks_iteration;
 
     std::lock_guard lock(emit_mutex_);
-    if (closed_.load(std::memory_order_relaxed)) return;
+    if (closed_.load(std::memory_order_relaxed)) return seen;
     if (kernel->marks_iteration) emit_mark_locked();
     trace::LaunchEvent event;
     event.kernel = kernel->name_id;
@@ -309,6 +312,7 @@ void Recorder::on_launch(CUfunction function, std::uint64_t stream, const Launch
     ++launches_;
     emit_locked(event, trace::SignatureBuilder::launch_token(kernel->name_id));
   });
+  return seen;
 }
 
 void Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept {

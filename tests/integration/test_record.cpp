@@ -194,7 +194,7 @@ TEST_CASE("bad settings: a clear message, and memtool stays out of the way", "[i
     const char* message;
   };
   for (const Case& c : {Case{"MEMTOOL_LOG", "loud", "MEMTOOL_LOG='loud': expected one of off|error|warn|info|debug"},
-                        Case{"MEMTOOL_STRATEGY", "pool", "MEMTOOL_STRATEGY=pool: this strategy is not available yet"},
+                        Case{"MEMTOOL_STRATEGY", "swap", "MEMTOOL_STRATEGY=swap: this strategy is not available yet"},
                         Case{"MEMTOOL_STACKS", "2", "MEMTOOL_STACKS='2': expected 0 or 1"},
                         Case{"MEMTOOL_ITERATION_KERNEL", "sgd_(", "not a valid regular expression"}}) {
     INFO(c.name << "=" << c.value);

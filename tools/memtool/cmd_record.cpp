@@ -1,91 +1,24 @@
 // `memtool record [-o FILE] -- command args…`: runs the command with libmemtool.so preloaded
 // (after any LD_PRELOAD it already has), passes its exit status through, then summarises the
 // trace and says what to run next.
-#include <sys/wait.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "command.hpp"
 #include "detail/load_model.hpp"
+#include "detail/preload_run.hpp"
 #include "memtool/interpose/options.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// libmemtool.so: $MEMTOOL_LIBRARY, else next to this binary in the build tree
-// (build/tools/memtool/memtool → build/interpose/libmemtool.so) or an install tree
-// (bin/memtool → lib/libmemtool.so).
-std::string find_library() {
-  if (const char* configured = std::getenv("MEMTOOL_LIBRARY"); configured != nullptr && *configured != '\0') {
-    return configured;
-  }
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  if (error) return {};
-  const fs::path dir = self.parent_path();
-  for (const fs::path& candidate : {dir / "../../interpose/libmemtool.so", dir / "../lib/libmemtool.so",
-                                    dir / "../lib64/libmemtool.so", dir / "libmemtool.so"}) {
-    if (fs::exists(candidate, error)) return fs::weakly_canonical(candidate, error).string();
-  }
-  return {};
-}
-
-// The exit status a shell would report for the child.
-int exit_status_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
-int run_preloaded(const std::vector<std::string>& command, const std::string& library, const std::string& trace,
-                  pid_t& child) {
-  std::string preload = library;
-  if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0') {
-    preload = std::string(existing) + ":" + library;  // keep the user's preloads first
-  }
-  // Like system(): the command gets Ctrl-C, we wait for it and report.
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  struct sigaction old_int {};
-  struct sigaction old_quit {};
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
-
-  child = fork();
-  if (child < 0) {
-    fmt::print(stderr, "memtool: error: fork failed: {}\n", std::strerror(errno));
-    return 1;
-  }
-  if (child == 0) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGQUIT, &old_quit, nullptr);
-    setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv("MEMTOOL_TRACE", trace.c_str(), 1);
-    std::vector<char*> argv;
-    for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    fmt::print(stderr, "memtool: error: cannot run {}: {}\n", command[0], std::strerror(errno));
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
-  return exit_status_of(status);
-}
 
 std::string human_bytes(std::uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -138,13 +71,13 @@ std::function<int()> setup_record(CLI::App& sub) {
   sub.add_option("command", args->command, "The program to record and its arguments (after --)")->required();
   sub.footer("Example: memtool record -o train.trace -- python train.py --epochs 1");
   return [args]() -> int {
-    const std::string library = find_library();
+    const std::string library = memtool::cli::find_preload_library();
     if (library.empty()) {
       fmt::print(stderr, "memtool: error: libmemtool.so not found next to memtool; set MEMTOOL_LIBRARY\n");
       return 1;
     }
     pid_t child = 0;
-    const int status = run_preloaded(args->command, library, args->output, child);
+    const int status = memtool::cli::run_preloaded(args->command, library, {{"MEMTOOL_TRACE", args->output}}, child);
     const std::string trace = memtool::interpose::expand_path_template(
         args->output, static_cast<long>(child), [](const char* name) -> const char* { return std::getenv(name); });
     std::error_code error;

@@ -74,8 +74,20 @@ TEST_CASE("bad values are errors naming the variable", "[interpose][options]") {
   one_error_mentioning("MEMTOOL_STRATEGY", "fast", "record|off|pool|swap");
   one_error_mentioning("MEMTOOL_ITERATION_KERNEL", "adam_(", "regular expression");
   // Planned strategies are refused clearly, not silently ignored.
-  one_error_mentioning("MEMTOOL_STRATEGY", "pool", "not available yet");
   one_error_mentioning("MEMTOOL_STRATEGY", "swap", "not available yet");
+}
+
+TEST_CASE("pool is a strategy; its variables parse", "[interpose][options]") {
+  Env env;
+  env.values["MEMTOOL_STRATEGY"] = "POOL";
+  env.values["MEMTOOL_SUMMARY"] = "run.%p.json";
+  env.values["MEMTOOL_POOL_SYNC_PLANNING"] = "1";
+  const ParsedOptions parsed = parse_options(env.lookup(), nullptr);
+  CHECK(parsed.errors.empty());
+  CHECK(parsed.options.strategy == Strategy::pool);
+  CHECK(parsed.options.summary == "run.%p.json");
+  CHECK(parsed.options.pool_sync_planning);
+  CHECK_FALSE(default_options().pool_sync_planning);
 }
 
 TEST_CASE("unknown MEMTOOL_ variables are warned about", "[interpose][options]") {

@@ -2,9 +2,15 @@
 // handle_<symbol>(call, args...) calls call.real exactly once and reports to the recorder
 // (a free before the real call, an allocation after it succeeded). The exported wrappers in
 // libmemtool.so are generated around these; unit tests call them with fake real functions.
+//
+// In pool mode (`pool` set) the allocation family goes through PoolMode instead of the real
+// function (it calls the real allocator itself when it does not serve from the pool), and every
+// launch, copy and memset first tells PoolMode which buffers it touches on which stream, so that
+// reused pool memory is ordered after its previous users (invariant 2) before the work is queued.
 #pragma once
 
 #include "memtool/interpose/hook_table.hpp"
+#include "memtool/interpose/pool_mode.hpp"
 #include "memtool/interpose/recorder.hpp"
 
 namespace memtool::interpose {
@@ -14,6 +20,7 @@ struct Call {
   RealFunction real;
   Variant variant = Variant::plain;
   Recorder& recorder;
+  PoolMode* pool = nullptr;  // MEMTOOL_STRATEGY=pool
 };
 
 #define MEMTOOL_HOOK(api, symbol, since, per_thread, params, args) \

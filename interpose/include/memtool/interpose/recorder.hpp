@@ -14,6 +14,7 @@
 #include <optional>
 #include <regex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +56,14 @@ struct LaunchArgs {
   void** extra = nullptr;
 };
 
+// What a launch was found to do: the buffers its arguments point into (bases, from the index;
+// valid on this thread until its next launch) and whether the kernel marks an iteration
+// (MEMTOOL_ITERATION_KERNEL). Pool mode orders the streams and forwards the mark from it.
+struct LaunchSeen {
+  std::span<const std::uint64_t> touched;
+  bool marks_iteration = false;
+};
+
 class Recorder {
  public:
   // `sink` may be null (no trace file: detection and logging only).
@@ -76,7 +85,7 @@ class Recorder {
   void on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind, std::uint64_t stream) noexcept;
   void on_free(std::uint64_t address, trace::MemoryKind kind, std::uint64_t stream) noexcept;
   void on_unmap(std::uint64_t address, std::uint64_t size) noexcept;  // VMM: frees what was mapped there
-  void on_launch(CUfunction function, std::uint64_t stream, const LaunchArgs& args) noexcept;
+  LaunchSeen on_launch(CUfunction function, std::uint64_t stream, const LaunchArgs& args) noexcept;
   void on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept;
   // `kind` unknown: classified from the index (an address in a device buffer is device).
   void on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind, std::uint64_t stream,

@@ -1,0 +1,26 @@
+// Running a command with libmemtool.so preloaded, shared by `memtool record` and `memtool run`:
+// where the library is, how it joins the command's LD_PRELOAD, the variables the command gets,
+// and the exit status a shell would report.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace memtool::cli {
+
+// libmemtool.so: $MEMTOOL_LIBRARY, else next to this binary in the build tree
+// (build/tools/memtool/memtool → build/interpose/libmemtool.so) or an install tree
+// (bin/memtool → lib/libmemtool.so). Empty when not found.
+[[nodiscard]] std::string find_preload_library();
+
+// Runs `command` (PATH lookup like a shell) with `library` appended to its LD_PRELOAD (the
+// user's preloads stay first) and `variables` set, waits for it (Ctrl-C goes to the command),
+// and returns its exit status as a shell reports it (128+signal when killed; 127 when it could
+// not be started). `child` gets its pid (0 when fork failed).
+int run_preloaded(const std::vector<std::string>& command, const std::string& library,
+                  const std::vector<std::pair<std::string, std::string>>& variables, pid_t& child);
+
+}  // namespace memtool::cli
