@@ -14,22 +14,13 @@
 #include "command.hpp"
 #include "detail/load_model.hpp"
 #include "detail/preload_run.hpp"
+#include "detail/text_format.hpp"
+#include "memtool/trace/lifetimes.hpp"
 #include "memtool/interpose/options.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string human_bytes(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  std::size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(units)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, units[unit]);
-}
 
 void summarise(const std::string& path) {
   memtool::cli::LoadModelOptions options;
@@ -37,18 +28,11 @@ void summarise(const std::string& path) {
   const memtool::cli::LoadedModel loaded = memtool::cli::load_model(path, options);
   const auto& model = loaded.model;
   const auto& stats = model.stats();
-  std::uint64_t live = 0;
-  std::uint64_t peak = 0;
-  for (const auto& event : model.events()) {
-    if (event.kind == memtool::trace::EventKind::alloc) {
-      live += event.bytes;
-      peak = std::max(peak, live);
-    } else if (event.kind == memtool::trace::EventKind::free) {
-      live -= std::min(live, event.bytes);
-    }
-  }
+  const auto curve = memtool::trace::live_bytes_curve(model);
+  const auto peak = memtool::trace::peak_live_bytes(curve, 0, curve.size());
   fmt::print(stderr, "memtool: recorded {} events: {} allocations, {} frees, {} launches; peak {} live\n",
-             model.event_count(), stats.allocs, stats.frees, stats.launches, human_bytes(peak));
+             model.event_count(), stats.allocs, stats.frees, stats.launches,
+             memtool::cli::human_bytes(peak.bytes));
   const auto& iterations = loaded.iterations;
   if (iterations.found()) {
     fmt::print(stderr, "memtool: iterations: {} events each ({} allocations), steady from event {} ({})\n",
