@@ -22,3 +22,15 @@ banner "3. Its report"
 
 banner "4. What a planned pool would need for AlexNet's iteration, against today's allocators"
 "$memtool" plan tests/fixtures/traces/alexnet.snapshot.json
+
+banner "5. Run the same program with its iterations served from a planned pool (MEMTOOL_STRATEGY=pool)"
+export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+"$build/tests/apps/conv_train" --iterations 40 > "$out/plain.out"
+"$memtool" run --strategy pool --summary "$out/pool.json" -- "$build/tests/apps/conv_train" --iterations 40 \
+  > "$out/pool.out"
+if cmp -s "$out/plain.out" "$out/pool.out"; then
+  echo "checksums of all 40 iterations identical to the plain run ($out/plain.out, $out/pool.out)"
+else
+  echo "checksums DIFFER from the plain run: diff $out/plain.out $out/pool.out" >&2
+  exit 1
+fi
