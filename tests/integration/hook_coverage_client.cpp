@@ -9,16 +9,11 @@
 #include <string>
 
 #include "memtool/interpose/hook_table.hpp"
+#include "symbol_origin.hpp"
 
 namespace {
-std::string where(void* p) {
-  Dl_info info{};
-  if (p == nullptr || dladdr(p, &info) == 0) return "?";
-  std::string file = info.dli_fname != nullptr ? info.dli_fname : "?";
-  file = file.substr(file.rfind('/') + 1);
-  return file + ":" + (info.dli_sname != nullptr ? info.dli_sname : "?");
-}
-using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using memtool::integration::GetProc;
+using memtool::integration::where;
 }  // namespace
 
 int main() {

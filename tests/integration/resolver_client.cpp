@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string>
 
+#include "symbol_origin.hpp"
+
 namespace {
 
 int g_failures = 0;
@@ -22,16 +24,8 @@ void expect(bool ok, const std::string& what) {
   }
 }
 
-// "libmemtool.so:cuMemAlloc_v2" for a function pointer.
-std::string where(void* p) {
-  Dl_info info{};
-  if (p == nullptr || dladdr(p, &info) == 0) return "?";
-  std::string file = info.dli_fname != nullptr ? info.dli_fname : "?";
-  file = file.substr(file.rfind('/') + 1);
-  return file + ":" + (info.dli_sname != nullptr ? info.dli_sname : "?");
-}
-
-using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using memtool::integration::GetProc;
+using memtool::integration::where;
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -78,6 +79,18 @@ std::uint64_t lower_bound_of(const std::vector<Row>& rows) {
   return problem_lower_bound(p);
 }
 
+// A fixture's log with its `I n` marks stripped: only detection can find the iterations.
+memtool::test::LogTruth load_unmarked(const std::string& name, EventVisitor& visitor) {
+  LogOptions strip;
+  strip.strip_marks = true;
+  return load_fixture_log(fixture_path(name + ".log"), visitor, strip);
+}
+
+// Events in iteration 3 of the ground truth (a steady one): the period a detector must find.
+std::uint64_t truth_period(const memtool::test::LogTruth& truth) {
+  return truth.allocs[3] + truth.frees[3] + truth.launches[3];
+}
+
 }  // namespace
 
 TEST_CASE("real traces: marks give the ground-truth iterations", "[real]") {
@@ -95,7 +108,7 @@ TEST_CASE("real traces: marks give the ground-truth iterations", "[real]") {
   }
   CHECK(it.first_steady() == 1);  // iteration 0 creates the optimizer state
   CHECK(it.period_allocs == fx.allocs_per_iteration);
-  CHECK(it.period_events == truth.allocs[3] + truth.frees[3] + truth.launches[3] + 1);
+  CHECK(it.period_events == truth_period(truth) + 1);
 
   const auto curve = live_bytes_curve(m);
   CHECK(*std::max_element(curve.begin(), curve.end()) == fx.peak_live_bytes);
@@ -110,13 +123,11 @@ TEST_CASE("real traces: detection without marks finds the same iterations", "[re
   const Fixture& fx = kFixtures[GENERATE(0, 1, 2)];
   INFO(fx.name);
   TraceModel m;
-  LogOptions strip;
-  strip.strip_marks = true;
-  const auto truth = load_fixture_log(fixture_path(std::string(fx.name) + ".log"), m, strip);
+  const auto truth = load_unmarked(fx.name, m);
   REQUIRE(m.marks().empty());
   const Iterations it = find_iterations(m);
   REQUIRE(it.source == IterationSource::detector);
-  CHECK(it.period_events == truth.allocs[3] + truth.frees[3] + truth.launches[3]);
+  CHECK(it.period_events == truth_period(truth));
   CHECK(it.period_allocs == fx.allocs_per_iteration);
   std::size_t steady = 0;
   for (const auto& span : it.spans) {
@@ -170,14 +181,12 @@ TEST_CASE("real traces: iteration 3 as a planner problem equals the fixture CSV"
 
 TEST_CASE("real traces: the paper's detector agrees on alexnet", "[real][paper]") {
   TraceModel m;
-  LogOptions strip;
-  strip.strip_marks = true;
-  const auto truth = load_fixture_log(fixture_path("alexnet.log"), m, strip);
+  const auto truth = load_unmarked("alexnet", m);
   const auto tokens = signature_tokens(m);
   PaperIterationDetector paper;
   for (const auto t : tokens) paper.push(t);
   REQUIRE(paper.period());
-  CHECK(paper.period()->period == truth.allocs[3] + truth.frees[3] + truth.launches[3]);
+  CHECK(paper.period()->period == truth_period(truth));
 }
 
 namespace {
@@ -212,17 +221,15 @@ class NoiseInjector : public EventVisitor {
 
 TEST_CASE("real traces: detection survives a stray allocation in one iteration", "[real]") {
   TraceModel m;
-  LogOptions strip;
-  strip.strip_marks = true;
   // Find where iteration 5 is, then load again with noise in its middle.
   TraceModel probe;
-  const auto truth = load_fixture_log(fixture_path("alexnet.log"), probe, strip);
+  const auto truth = load_unmarked("alexnet", probe);
   const std::uint64_t at = truth.iteration_starts[5] + 200;
   NoiseInjector noisy(m, at);
-  load_fixture_log(fixture_path("alexnet.log"), noisy, strip);
+  load_unmarked("alexnet", noisy);
   const Iterations it = find_iterations(m);
   REQUIRE(it.source == IterationSource::detector);
-  const std::uint64_t period = truth.allocs[3] + truth.frees[3] + truth.launches[3];
+  const std::uint64_t period = truth_period(truth);
   CHECK(it.period_events == period);
   CHECK(it.period_allocs == 180);
   CHECK(it.steady_start == truth.iteration_starts[1]);
@@ -246,10 +253,8 @@ TEST_CASE("real traces: the online detector settles on the iteration period", "[
   const Fixture& fx = kFixtures[GENERATE(0, 1, 2)];
   INFO(fx.name);
   TraceModel m;
-  LogOptions strip;
-  strip.strip_marks = true;
-  const auto truth = load_fixture_log(fixture_path(std::string(fx.name) + ".log"), m, strip);
-  const std::uint64_t period = truth.allocs[3] + truth.frees[3] + truth.launches[3];
+  const auto truth = load_unmarked(fx.name, m);
+  const std::uint64_t period = truth_period(truth);
   IterationDetector online;
   std::vector<std::uint64_t> reported;
   std::uint64_t settled_at = 0;
