@@ -14,10 +14,12 @@
 #                 run on this system; app_kernels.fatbin likewise
 #   3. ctest      `ctest -L gpu` in --build when that build's CTest files are valid here
 #   4. preload    each app against the real driver, plain and with LD_PRELOAD=libmemtool.so
-#                 (MEMTOOL_TRACE set; each --strategy too): checksums must be identical
+#                 (MEMTOOL_TRACE set), in record mode and each --strategy (default: pool):
+#                 checksums must be identical
 #   5. torch      PyTorch training steps (torchvision ResNet-50, a GPT-2-size transformer; random
 #                 weights and data, no downloads): the caching allocator, then
-#                 PYTORCH_NO_CUDA_MEMORY_CACHING=1 plain and under libmemtool.so; losses must be
+#                 PYTORCH_NO_CUDA_MEMORY_CACHING=1 plain, under libmemtool.so recording, and in
+#                 pool mode (MEMTOOL_SUMMARY kept); losses must be
 #                 bit-identical, step times and peak memory are compared; traces are kept
 #   6. summary    summary.txt in the results folder, and on stdout
 # Exit status: 0 when nothing that ran disagreed (skips included), 1 on a mismatch or failure.
@@ -28,7 +30,7 @@ build="$repo/build"
 out=""
 budget=450            # seconds for the whole run, leaving margin under the 8 minutes
 models="resnet50 transformer"
-strategies=()
+strategies=()  # strategies besides record for the test apps (default: pool)
 module=""
 run_torch=1
 while (($#)); do
@@ -40,10 +42,11 @@ while (($#)); do
     --strategy) strategies+=("$2"); shift 2 ;;
     --module) module=$2; shift 2 ;;
     --no-torch) run_torch=0; shift ;;
-    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+((${#strategies[@]})) || strategies=(pool)
 [ -n "$out" ] || out="$repo/tests/gpu/results/$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$out/logs" "$out/traces" || { echo "run.sh: cannot create $out" >&2; exit 2; }
 out=$(cd "$out" && pwd)
@@ -202,7 +205,7 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     read -ra extra <<<"$args"
-    cmd=("$apps/$program" --iterations 8 --module "$module" "${extra[@]}")
+    cmd=("$apps/$program" --iterations 30 --module "$module" "${extra[@]}")
     if ! guarded 60 "$out/logs/$name.plain.txt" env -u LD_PRELOAD "${cmd[@]}"; then
       note "FAIL: $name (plain): $(why "$out/logs/$name.plain.txt")"
       failures=$((failures + 1))
@@ -253,7 +256,8 @@ else
     common_env=(CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONHASHSEED=0)
     # name|extra environment
     configs=("caching|" "nocache|PYTORCH_NO_CUDA_MEMORY_CACHING=1")
-    [ -n "$preload" ] && configs+=("memtool|PYTORCH_NO_CUDA_MEMORY_CACHING=1 LD_PRELOAD=$preload MEMTOOL_TRACE=$out/traces/$model.%p.trace MEMTOOL_LOG_FILE=$out/logs/$model.memtool.log")
+    [ -n "$preload" ] && configs+=("memtool|PYTORCH_NO_CUDA_MEMORY_CACHING=1 LD_PRELOAD=$preload MEMTOOL_TRACE=$out/traces/$model.%p.trace MEMTOOL_LOG_FILE=$out/logs/$model.memtool.log"
+      "pool|PYTORCH_NO_CUDA_MEMORY_CACHING=1 LD_PRELOAD=$preload MEMTOOL_STRATEGY=pool MEMTOOL_LOG=info MEMTOOL_SUMMARY=$out/$model.pool.summary.json MEMTOOL_LOG_FILE=$out/logs/$model.pool.memtool.log")
     for config in "${configs[@]}"; do
       IFS='|' read -r cname cenv <<<"$config"
       if (($(remaining) < 60)); then
@@ -262,7 +266,7 @@ else
       fi
       # shellcheck disable=SC2086 # cenv is NAME=VALUE words
       if guarded 150 "$out/logs/$model.$cname.txt" env -u LD_PRELOAD "${common_env[@]}" $cenv \
-           "$python" "$step" --model "$model" --iterations 5 --json "$out/$model.$cname.json"; then
+           "$python" "$step" --model "$model" --iterations 8 --json "$out/$model.$cname.json"; then
         note "$model/$cname: $(grep '^summary' "$out/logs/$model.$cname.txt" | tail -n1)"
         if [ "$cname" = memtool ] && ! compgen -G "$out/traces/$model.*.trace" >/dev/null; then
           note "FAIL: $model/memtool wrote no trace: was libmemtool.so loaded? (logs/$model.$cname.txt.stderr)"
@@ -274,7 +278,7 @@ else
       fi
     done
     # Losses must be bit-identical between the no-caching runs (with and without memtool).
-    for cname in caching memtool; do
+    for cname in caching memtool pool; do
       if [ ! -s "$out/$model.nocache.json" ] || [ ! -s "$out/$model.$cname.json" ]; then continue; fi
       if "$python" - "$out/$model.nocache.json" "$out/$model.$cname.json" <<'EOF'; then
 import json, sys
@@ -284,7 +288,7 @@ EOF
         note "$model: losses nocache vs $cname: bit-identical"
       else
         note "$model: losses nocache vs $cname: DIFFERENT"
-        [ "$cname" = memtool ] && failures=$((failures + 1))  # the caching allocator may differ
+        [ "$cname" != caching ] && failures=$((failures + 1))  # the caching allocator may differ
       fi
     done
   done
