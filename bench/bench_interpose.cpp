@@ -8,8 +8,10 @@
 // fakecuda's worker thread does little; every 64 launches both variants synchronise.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "memtool/interpose/recorder.hpp"
 
@@ -162,6 +165,93 @@ void launch(benchmark::State& state, bool recorded) {
   state.SetLabel("cuLaunchKernel, 2 pointer arguments");
 }
 
+// The added cost itself, measured in pairs: each iteration times a block of calls straight
+// into fakecuda and then the same block through libmemtool.so, and keeps the difference per
+// call. fakecuda's own time (system calls, the stream thread) varies from block to block far
+// more than what we add, so the separate direct/recorded means above are noisy; the median of
+// many paired differences (timed in the calling thread's CPU time) is steadier. Reported as the counter added_ns (per intercepted call).
+double median(std::vector<double>& values) {
+  if (values.empty()) return 0.0;
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+// The calling thread's CPU time: what the recorder adds runs on the caller, while fakecuda's
+// stream thread and the waits in a synchronisation (scheduling noise on a shared machine)
+// are left out, the same in both blocks.
+double thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+template <class Block>
+void paired(benchmark::State& state, Block block, double calls_per_block) {
+  std::vector<double> added;
+  added.reserve(1 << 16);
+  bool direct_first = true;  // alternated, so that neither side always runs with a warm cache
+  for (auto _ : state) {
+    const Api& first = direct_first ? setup().direct : setup().recorded;
+    const Api& second = direct_first ? setup().recorded : setup().direct;
+    const double t0 = thread_cpu_ns();
+    block(first);
+    const double t1 = thread_cpu_ns();
+    block(second);
+    const double t2 = thread_cpu_ns();
+    const double direct = direct_first ? t1 - t0 : t2 - t1;
+    const double recorded = direct_first ? t2 - t1 : t1 - t0;
+    added.push_back((recorded - direct) / calls_per_block);
+    direct_first = !direct_first;
+  }
+  state.counters["added_ns"] = median(added);
+}
+
+void added_alloc_free(benchmark::State& state) {
+  Setup& s = setup();
+  if (!s.error.empty()) {
+    state.SkipWithError(s.error.c_str());
+    return;
+  }
+  constexpr int kPairs = 16;
+  paired(
+      state,
+      [](const Api& api) {
+        for (int i = 0; i < kPairs; ++i) {
+          CUdeviceptr p = 0;
+          (void)api.alloc(&p, 4096);
+          (void)api.free(p);
+        }
+      },
+      2.0 * kPairs);
+  state.SetLabel("median over blocks of 16 alloc+free pairs: recorded - direct, per call");
+}
+
+void added_launch(benchmark::State& state) {
+  Setup& s = setup();
+  if (!s.error.empty()) {
+    state.SkipWithError(s.error.c_str());
+    return;
+  }
+  constexpr int kLaunches = 64;
+  CUdeviceptr z = 0;
+  CUdeviceptr a = 0;
+  (void)s.recorded.alloc(&z, 256);  // recorded, so that the argument scan finds them
+  (void)s.recorded.alloc(&a, 256);
+  int count = 0;
+  void* params[] = {&z, &a, &count};
+  paired(
+      state,
+      [&](const Api& api) {
+        for (int i = 0; i < kLaunches; ++i) (void)api.launch(s.kernel, 1, 1, 1, 32, 1, 1, 0, s.stream, params, nullptr);
+        (void)api.sync(s.stream);  // both blocks end drained; the recorded sync is 1/65 of its calls
+      },
+      kLaunches + 1.0);
+  (void)s.recorded.free(z);
+  (void)s.recorded.free(a);
+  state.SetLabel("median over blocks of 64 launches + 1 sync: recorded - direct, per call");
+}
+
 // The engine alone (no driver, no wrapper): where the added cost goes.
 struct EngineOnly {
   std::unique_ptr<memtool::interpose::Recorder> recorder;
@@ -220,6 +310,8 @@ BENCHMARK_CAPTURE(alloc_free, direct, false);
 BENCHMARK_CAPTURE(alloc_free, recorded, true);
 BENCHMARK_CAPTURE(launch, direct, false);
 BENCHMARK_CAPTURE(launch, recorded, true);
+BENCHMARK(added_alloc_free);
+BENCHMARK(added_launch);
 
 }  // namespace
 

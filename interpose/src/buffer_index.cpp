@@ -87,6 +87,20 @@ void BufferIndex::scan(std::span<const std::uint64_t> words, std::vector<std::ui
   }
 }
 
+void BufferIndex::scan_unlocked(std::span<const std::uint64_t> words, std::vector<std::uint64_t>& bases) const {
+  const std::uint64_t low = low_.load(std::memory_order_relaxed);
+  const std::uint64_t high = high_.load(std::memory_order_relaxed);
+  const std::size_t first_new = bases.size();
+  for (const std::uint64_t word : words) {
+    if (word < low || word >= high) continue;
+    const LiveBuffer* buffer = find_locked(word);
+    if (buffer == nullptr) continue;
+    if (std::find(bases.begin() + static_cast<std::ptrdiff_t>(first_new), bases.end(), buffer->base) == bases.end()) {
+      bases.push_back(buffer->base);
+    }
+  }
+}
+
 std::size_t BufferIndex::size() const {
   std::shared_lock lock(mutex_);
   return by_base_.size();

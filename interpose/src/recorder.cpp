@@ -74,13 +74,26 @@ bool extra_buffer(void** extra, const void*& buffer, std::size_t& size) {
   return buffer != nullptr && have_size;
 }
 
-thread_local std::vector<std::uint64_t> t_words;    // argument words of the launch in progress
-thread_local std::vector<std::uint64_t> t_touched;  // buffers they point into
+// Recorders are numbered so that a thread's cached kernel can never belong to a recorder that
+// was destroyed and whose address was reused (unit tests make many).
+std::atomic<std::uint64_t> g_next_recorder_id{1};
+
+// One thread's launch state, in one thread_local: the argument words of the launch in
+// progress, the buffers they point into, and the last kernel this thread launched. Training loops launch the same kernel in runs, and KernelInfo entries are
+// never freed while their recorder lives, so the cache needs no lock.
+struct LaunchScratch {
+  std::vector<std::uint64_t> words;
+  std::vector<std::uint64_t> touched;
+  std::uint64_t recorder = 0;
+  CUfunction function = nullptr;
+  const void* kernel = nullptr;  // const Recorder::KernelInfo*
+};
+thread_local LaunchScratch t_launch;
 
 }  // namespace
 
 Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink)
-    : options_(options), sink_(std::move(sink)) {
+    : options_(options), id_(g_next_recorder_id.fetch_add(1, std::memory_order_relaxed)), sink_(std::move(sink)) {
   if (!options_.iteration_kernel.empty()) {
     iteration_kernel_.emplace(options_.iteration_kernel, std::regex::ECMAScript | std::regex::optimize);
   }
@@ -168,11 +181,11 @@ void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::Memory
                         std::uint64_t stream) noexcept {
   if (!active()) return;
   MEMTOOL_RECORD_STEP("an allocation", {
-    index_.insert(LiveBuffer{address, size, kind});
     std::array<std::uint64_t, 256> ips;  // filled by capture_stack; not zeroed on the hot path
     std::size_t depth = 0;
     if (options_.stacks && sink_) depth = detail::capture_stack(ips.data(), options_.stack_depth, 2);
     std::lock_guard lock(emit_mutex_);
+    index_.insert(LiveBuffer{address, size, kind});
     if (closed_.load(std::memory_order_relaxed)) return;
     trace::AllocEvent event;
     event.address = address;
@@ -189,8 +202,8 @@ void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::Memory
 void Recorder::on_free(std::uint64_t address, trace::MemoryKind kind, std::uint64_t stream) noexcept {
   if (!active()) return;
   MEMTOOL_RECORD_STEP("a free", {
-    const auto buffer = index_.erase(address);
     std::lock_guard lock(emit_mutex_);
+    const auto buffer = index_.erase(address);
     if (closed_.load(std::memory_order_relaxed)) return;
     trace::FreeEvent event;
     event.address = address;
@@ -205,8 +218,8 @@ void Recorder::on_free(std::uint64_t address, trace::MemoryKind kind, std::uint6
 void Recorder::on_unmap(std::uint64_t address, std::uint64_t size) noexcept {
   if (!active()) return;
   MEMTOOL_RECORD_STEP("an unmap", {
-    const auto removed = index_.erase_range(address, address + size);
     std::lock_guard lock(emit_mutex_);
+    const auto removed = index_.erase_range(address, address + size);
     if (closed_.load(std::memory_order_relaxed)) return;
     for (const LiveBuffer& buffer : removed) {
       trace::FreeEvent event;
@@ -265,6 +278,16 @@ std::unique_ptr<Recorder::KernelInfo> Recorder::describe_kernel(CUfunction funct
 }
 
 const Recorder::KernelInfo* Recorder::kernel_info(CUfunction function) {
+  LaunchScratch& scratch = t_launch;
+  if (scratch.function == function && scratch.recorder == id_) return static_cast<const KernelInfo*>(scratch.kernel);
+  const KernelInfo* info = kernel_info_slow(function);
+  scratch.recorder = id_;
+  scratch.function = function;
+  scratch.kernel = info;
+  return info;
+}
+
+const Recorder::KernelInfo* Recorder::kernel_info_slow(CUfunction function) {
   {
     std::shared_lock lock(kernels_mutex_);
     const auto it = kernels_.find(function);
@@ -286,6 +309,9 @@ LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const 
   if (!active()) return seen;
   MEMTOOL_RECORD_STEP("a launch", {
     const KernelInfo* kernel = kernel_info(function);
+    LaunchScratch& scratch = t_launch;
+    std::vector<std::uint64_t>& t_words = scratch.words;
+    std::vector<std::uint64_t>& t_touched = scratch.touched;
     t_words.clear();
     t_touched.clear();
     const void* packed = nullptr;
@@ -298,11 +324,12 @@ LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const 
       // The packed buffer follows the parameters' alignment, so pointers sit on 8-byte words.
       append_param_words(packed, static_cast<std::uint32_t>(std::min(packed_size, kMaxExtraBytes)), t_words);
     }
-    index_.scan(t_words, t_touched);
+    // Every change to the index happens under emit_mutex_, so holding it is enough to read
+    // the index: one lock per launch instead of two.
+    std::lock_guard lock(emit_mutex_);
+    index_.scan_unlocked(t_words, t_touched);
     seen.touched = t_touched;
     seen.marks_iteration = kernel->marks_iteration;
-
-    std::lock_guard lock(emit_mutex_);
     if (closed_.load(std::memory_order_relaxed)) return seen;
     if (kernel->marks_iteration) emit_mark_locked();
     trace::LaunchEvent event;

@@ -57,4 +57,12 @@ TEST_CASE("scan reports each touched buffer once, in first-touch order", "[inter
   std::vector<std::uint64_t> bases{0xdead};  // scan appends
   index.scan(words, bases);
   CHECK(bases == std::vector<std::uint64_t>{0xdead, 0x20000, 0x10000});
+  // The recorder's variant (its own lock excludes writers) finds the same.
+  std::vector<std::uint64_t> unlocked{0xbeef};
+  index.scan_unlocked(words, unlocked);
+  CHECK(unlocked == std::vector<std::uint64_t>{0xbeef, 0x20000, 0x10000});
+  index.erase(0x20000);
+  unlocked.clear();
+  index.scan_unlocked(words, unlocked);
+  CHECK(unlocked == std::vector<std::uint64_t>{0x10000});
 }

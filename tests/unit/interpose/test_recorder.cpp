@@ -271,3 +271,21 @@ TEST_CASE("8 threads record concurrently without losing or reordering events", "
   CHECK(stats.live_bytes == 0);
   CHECK(f.recorder->index().size() == 0);
 }
+
+TEST_CASE("a thread's cached kernel never crosses from one recorder to the next", "[interpose][recorder]") {
+  // The same CUfunction launched on this thread by a recorder, then by a new one with other
+  // options: the second must describe the kernel itself (here: it marks iterations).
+  {
+    Fixture first;
+    first.start();
+    launch_gemm(*first.recorder, 0, 0, 0, 1);
+    CHECK(first.kernel_name(first.at<Launch>(0)) == "gemm");
+  }
+  Fixture second;
+  second.options.iteration_kernel = "^gemm$";
+  second.start();
+  launch_gemm(*second.recorder, 0, 0, 0, 1);
+  REQUIRE(second.shared.events.size() == 2);
+  CHECK(std::holds_alternative<memtool::trace::IterationMarkEvent>(second.shared.events[0]));
+  CHECK(second.kernel_name(second.at<Launch>(1)) == "gemm");
+}

@@ -37,6 +37,9 @@ class BufferIndex {
   // Appends to `bases` the base of the buffer each word points into, once per buffer (in
   // first-touch order). One lock for the whole scan.
   void scan(std::span<const std::uint64_t> words, std::vector<std::uint64_t>& bases) const;
+  // The same without taking the index's lock, for an owner that makes every change to the
+  // index under a lock of its own and holds that lock now (the recorder's emit lock).
+  void scan_unlocked(std::span<const std::uint64_t> words, std::vector<std::uint64_t>& bases) const;
 
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] std::uint64_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }

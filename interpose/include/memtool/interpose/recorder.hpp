@@ -110,7 +110,8 @@ class Recorder {
  private:
   struct KernelInfo;
 
-  const KernelInfo* kernel_info(CUfunction function);
+  const KernelInfo* kernel_info(CUfunction function);  // this thread's last kernel, or the slow path
+  const KernelInfo* kernel_info_slow(CUfunction function);
   std::unique_ptr<KernelInfo> describe_kernel(CUfunction function);
   void ensure_driver_queries();
   trace::StackId capture_stack_locked(std::span<const std::uint64_t> ips);
@@ -123,11 +124,12 @@ class Recorder {
   void emit_locked(Event& event, std::optional<std::uint64_t> token);
 
   const Options options_;
+  const std::uint64_t id_;  // unique per recorder: keys the per-thread kernel cache
   std::unique_ptr<EventSink> sink_;
   std::atomic<bool> active_{true};
   std::atomic<bool> closed_{false};
 
-  BufferIndex index_;
+  BufferIndex index_;  // changed only under emit_mutex_ (launches read it holding that lock alone)
 
   // Kernel layouts and names, one entry per CUfunction, built at its first launch.
   mutable std::shared_mutex kernels_mutex_;
