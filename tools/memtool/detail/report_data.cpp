@@ -70,27 +70,42 @@ std::unordered_map<std::uint64_t, std::string> kernels_touching(const TraceModel
   return out;
 }
 
-std::vector<BufferRow> rows_for(const LoadedModel& loaded, const std::vector<BufferId>& ids) {
-  const auto& model = loaded.model;
-  const auto kernels = kernels_touching(model, ids);
-  Symbolizer symbolizer;
-  std::vector<BufferRow> rows;
-  rows.reserve(ids.size());
-  for (BufferId id : ids) {
-    const auto& buffer = model.buffer(id);
-    BufferRow row;
-    row.id = id;
-    row.size = buffer.size;
-    row.alloc_event = buffer.alloc_event;
-    row.free_event = buffer.free_event;
-    row.alloc_iteration = loaded.iterations.iteration_of(buffer.alloc_event);
-    row.persistent = trace::is_persistent(buffer, loaded.iterations);
-    row.site = allocation_site(model, buffer.stack, symbolizer);
-    if (auto it = kernels.find(id.value()); it != kernels.end()) row.kernels = it->second;
-    rows.push_back(std::move(row));
+// Rows for several buffer tables at once: one pass over the launches finds the kernels of every
+// listed buffer, and one symbolizer reads each ELF file once.
+class RowBuilder {
+ public:
+  RowBuilder(const LoadedModel& loaded, const std::vector<std::vector<BufferId>>& tables)
+      : loaded_(loaded) {
+    std::vector<BufferId> all;
+    for (const auto& ids : tables) all.insert(all.end(), ids.begin(), ids.end());
+    kernels_ = kernels_touching(loaded.model, all);
   }
-  return rows;
-}
+
+  std::vector<BufferRow> rows(const std::vector<BufferId>& ids) {
+    const auto& model = loaded_.model;
+    std::vector<BufferRow> rows;
+    rows.reserve(ids.size());
+    for (BufferId id : ids) {
+      const auto& buffer = model.buffer(id);
+      BufferRow row;
+      row.id = id;
+      row.size = buffer.size;
+      row.alloc_event = buffer.alloc_event;
+      row.free_event = buffer.free_event;
+      row.alloc_iteration = loaded_.iterations.iteration_of(buffer.alloc_event);
+      row.persistent = trace::is_persistent(buffer, loaded_.iterations);
+      row.site = allocation_site(model, buffer.stack, symbolizer_);
+      if (auto it = kernels_.find(id.value()); it != kernels_.end()) row.kernels = it->second;
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+ private:
+  const LoadedModel& loaded_;
+  std::unordered_map<std::uint64_t, std::string> kernels_;
+  Symbolizer symbolizer_;
+};
 
 std::string input_kind_name(trace::InputKind kind) {
   switch (kind) {
@@ -133,7 +148,8 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
   data.period_events = iterations.period_events;
   data.period_allocs = iterations.period_allocs;
   data.steady_start = iterations.steady_start;
-  data.iterations = trace::summarize_iterations(model, iterations);
+  const auto curve = trace::live_bytes_curve(model);
+  data.iterations = trace::summarize_iterations(model, iterations, curve);
   data.warmup_iterations = static_cast<std::size_t>(
       std::count_if(data.iterations.begin(), data.iterations.end(), [](const auto& it) { return it.warm_up; }));
 
@@ -146,7 +162,6 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
   data.selected_end = std::min(options.last_iteration ? *options.last_iteration + 1 : count, count);
   if (data.selected_end < data.selected_first) data.selected_end = data.selected_first;
 
-  const auto curve = trace::live_bytes_curve(model);
   data.peak = trace::peak_live_bytes(curve, 0, curve.size());
   data.peak_iteration = iterations.iteration_of(data.peak.event);
   data.live_at_end = curve.empty() ? 0 : curve.back();
@@ -168,9 +183,12 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
   });
   if (leaked.size() > options.rows) leaked.resize(options.rows);
 
-  data.largest_at_peak = rows_for(loaded, trace::largest_live_at(model, data.peak.event, options.rows));
-  data.longest_lifetimes = rows_for(loaded, trace::longest_lifetimes(model, options.rows, &iterations));
-  data.leaks = rows_for(loaded, leaked);
+  const auto largest = trace::largest_live_at(model, data.peak.event, options.rows);
+  const auto longest = trace::longest_lifetimes(model, options.rows, &iterations);
+  RowBuilder row_builder(loaded, {largest, longest, leaked});
+  data.largest_at_peak = row_builder.rows(largest);
+  data.longest_lifetimes = row_builder.rows(longest);
+  data.leaks = row_builder.rows(leaked);
 
   // The chart covers the selected iterations, or the whole run without a selection.
   std::uint64_t first = 0;

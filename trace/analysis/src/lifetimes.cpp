@@ -80,7 +80,12 @@ std::vector<BufferId> leaked_buffers(const TraceModel& model, const Iterations& 
 
 std::vector<IterationSummary> summarize_iterations(const TraceModel& model,
                                                    const Iterations& iterations) {
-  const std::vector<std::uint64_t> curve = live_bytes_curve(model);
+  return summarize_iterations(model, iterations, live_bytes_curve(model));
+}
+
+std::vector<IterationSummary> summarize_iterations(const TraceModel& model,
+                                                   const Iterations& iterations,
+                                                   std::span<const std::uint64_t> curve) {
   std::vector<IterationSummary> result;
   result.reserve(iterations.spans.size());
   for (std::size_t k = 0; k < iterations.spans.size(); ++k) {

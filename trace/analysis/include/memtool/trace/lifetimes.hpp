@@ -54,6 +54,9 @@ struct IterationSummary {
 };
 [[nodiscard]] std::vector<IterationSummary> summarize_iterations(const TraceModel& model,
                                                                  const Iterations& iterations);
+// The same with the curve from live_bytes_curve(model) already at hand.
+[[nodiscard]] std::vector<IterationSummary> summarize_iterations(
+    const TraceModel& model, const Iterations& iterations, std::span<const std::uint64_t> curve);
 
 // One buffer as seen from one iteration window [first_event, end_event).
 struct BufferLifetime {
