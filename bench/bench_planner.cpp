@@ -11,9 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,10 +20,7 @@
 #include "memtool/planner/algorithm.hpp"
 #include "memtool/planner/baselines.hpp"
 #include "memtool/trace/problem.hpp"
-#if __has_include("memtool/trace/problem_csv.hpp")
 #include "memtool/trace/problem_csv.hpp"
-#define MEMTOOL_BENCH_HAVE_CSV 1
-#endif
 
 namespace {
 
@@ -86,31 +81,6 @@ void bench_baselines(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(mp::simulate_baselines(p));
 }
 
-Problem load_csv(const std::string& path) {
-#ifdef MEMTOOL_BENCH_HAVE_CSV
-  return memtool::trace::read_problem_csv(path);
-#else
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  Problem p;
-  p.name = path;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    std::stringstream row(line);
-    std::string f;
-    std::uint64_t v[4] = {};
-    for (auto& x : v) {
-      std::getline(row, f, ',');
-      x = std::stoull(f);
-    }
-    p.buffers.push_back({v[0], v[3], 1, {{v[1], v[2]}}, false});
-    p.time_horizon = std::max(p.time_horizon, v[2]);
-  }
-  return p;
-#endif
-}
-
 void quality_table(double time_limit, const std::string& filter, const std::string& only) {
   namespace fs = std::filesystem;
   const fs::path fixtures = MEMTOOL_FIXTURES_DIR;
@@ -134,7 +104,7 @@ void quality_table(double time_limit, const std::string& filter, const std::stri
   for (const auto* algo : chosen) fmt::print(" {:>17}", algo->name());
   fmt::print(" {:>9} {:>9} {:>9}\n", "cudaMalloc", "cnmem", "pytorch");
   for (const auto& file : files) {
-    const Problem p = load_csv(file.string());
+    const Problem p = memtool::trace::read_problem_csv(file.string());
     const std::uint64_t lb = mp::lower_bound(p);
     fmt::print("{:<32} {:>7} {:>16}", file.filename().string(), p.buffers.size(), lb);
     std::fflush(stdout);

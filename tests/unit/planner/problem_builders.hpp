@@ -1,15 +1,12 @@
 // Test helpers for the planner: hand-written problems, pseudo-random ones of every awkward kind
 // (multi-interval buffers, equal sizes, tiny and huge sizes, alignments, cross-iteration flags),
-// a small CSV loader for the fixtures (test-only: the product reads CSV with trace/import) and
-// an exhaustive optimum for tiny problems.
+// and an exhaustive optimum for tiny problems. Fixture CSVs are read with trace/import's reader.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <numeric>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -71,28 +68,6 @@ inline Problem random_problem(std::uint64_t seed, const RandomShape& shape) {
     out.push_back(std::move(b));
   }
   return problem_of(std::move(out));
-}
-
-// MiniMalloc CSV, trusted input only (fixtures).
-inline Problem load_csv(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);  // header
-  std::vector<BufferRequest> out;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    std::stringstream row(line);
-    std::string field;
-    std::uint64_t v[4] = {};
-    for (auto& x : v) {
-      std::getline(row, field, ',');
-      x = std::stoull(field);
-    }
-    out.push_back(buffer(v[0], v[3], {{v[1], v[2]}}));
-  }
-  auto p = problem_of(std::move(out));
-  p.name = path;
-  return p;
 }
 
 // The optimum of a tiny problem by trying every placement order, each buffer going to the top

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "memtool/planner/algorithm.hpp"
+#include "memtool/trace/problem_csv.hpp"
 #include "problem_builders.hpp"
 
 using namespace planner_test;
@@ -19,7 +20,7 @@ TEST_CASE("fixtures: all algorithms valid, best reaches LB on real iterations", 
       {"planner/iopddl-G_1.csv", true}};
   for (const auto& [name, reaches_lb] : fixtures) {
     DYNAMIC_SECTION(name) {
-      const auto p = load_csv(dir + "/" + name);
+      const auto p = memtool::trace::read_problem_csv(dir + "/" + name);
       REQUIRE(p.buffers.size() > 100);
       const std::uint64_t lb = mp::lower_bound(p);
       mp::PlanOptions o;
@@ -42,7 +43,7 @@ TEST_CASE("fixtures: all algorithms valid, best reaches LB on real iterations", 
 }
 
 TEST_CASE("fixtures: a MiniMalloc challenging problem stays valid under search", "[planner][fixtures]") {
-  const auto p = load_csv(std::string(MEMTOOL_FIXTURES_DIR) + "/planner/minimalloc-challenging-A.csv");
+  const auto p = memtool::trace::read_problem_csv(std::string(MEMTOOL_FIXTURES_DIR) + "/planner/minimalloc-challenging-A.csv");
   mp::PlanOptions o;
   o.time_limit_seconds = 0.2;
   const auto best = mp::find_algorithm("best")->plan(p, o);
@@ -55,7 +56,7 @@ TEST_CASE("fixtures: best meets LB on MiniMalloc challenging A, F and H with the
   // before it, `best` stopped 8%, 3% and 3% above LB on these with 1 s. About 0.2–0.5 s each.
   for (const char* name : {"A", "F", "H"}) {
     DYNAMIC_SECTION(name) {
-      const auto p = load_csv(fmt::format("{}/planner/minimalloc-challenging-{}.csv", MEMTOOL_FIXTURES_DIR, name));
+      const auto p = memtool::trace::read_problem_csv(fmt::format("{}/planner/minimalloc-challenging-{}.csv", MEMTOOL_FIXTURES_DIR, name));
       const auto best = mp::find_algorithm("best")->plan(p, mp::PlanOptions{});
       REQUIRE(mp::validate(p, best).valid);
       CHECK(best.pool_size == mp::lower_bound(p));
