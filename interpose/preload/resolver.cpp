@@ -188,7 +188,8 @@ using namespace memtool::interpose;
 // still on the stack (so the loader answers exactly as without us, at any point of start-up,
 // even for a sanitizer runtime resolving its interceptors); everything else goes to
 // memtool_dlsym. Elsewhere, RTLD_NEXT is answered by walking the link map (next_after).
-extern "C" __attribute__((visibility("hidden"))) void* memtool_bootstrap_dlsym() {
+// (`used`: these are called from the assembly only, which link-time optimisation cannot see.)
+extern "C" __attribute__((visibility("hidden"), used)) void* memtool_bootstrap_dlsym() {
   return reinterpret_cast<void*>(preload::real_dlsym());
 }
 
@@ -218,7 +219,7 @@ dlsym:
   jmp memtool_dlsym
   .size dlsym, .-dlsym
 )");
-#define MEMTOOL_DLSYM_ENTRY extern "C" __attribute__((visibility("hidden"))) void* memtool_dlsym
+#define MEMTOOL_DLSYM_ENTRY extern "C" __attribute__((visibility("hidden"), used)) void* memtool_dlsym
 #else
 #define MEMTOOL_DLSYM_ENTRY MEMTOOL_EXPORTED void* dlsym
 #endif

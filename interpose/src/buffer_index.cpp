@@ -2,7 +2,6 @@
 #include "memtool/interpose/buffer_index.hpp"
 
 #include <algorithm>
-#include <mutex>
 
 namespace memtool::interpose {
 
@@ -11,44 +10,47 @@ std::uint64_t extent(const LiveBuffer& buffer) { return std::max<std::uint64_t>(
 }  // namespace
 
 void BufferIndex::insert(const LiveBuffer& buffer) {
-  std::unique_lock lock(mutex_);
-  std::uint64_t live = live_bytes_.load(std::memory_order_relaxed) + buffer.size;
   auto [it, inserted] = by_base_.try_emplace(buffer.base, buffer);
   if (!inserted) {  // a stale entry: its free was never seen
-    live -= it->second.size;
+    live_bytes_ -= it->second.size;
     it->second = buffer;
   }
-  live_bytes_.store(live, std::memory_order_relaxed);
-  update_bounds_locked();
+  live_bytes_ += buffer.size;
+  // Allocations mostly land at the ends of the live range: widen the bounds in O(1) unless
+  // a stale entry was replaced (its extent may have shrunk).
+  if (inserted) {
+    low_ = std::min(low_, buffer.base);
+    high_ = std::max(high_, buffer.base + extent(buffer));
+  } else {
+    update_bounds();
+  }
 }
 
 std::optional<LiveBuffer> BufferIndex::erase(std::uint64_t base) {
-  std::unique_lock lock(mutex_);
   const auto it = by_base_.find(base);
   if (it == by_base_.end()) return std::nullopt;
-  LiveBuffer buffer = it->second;
+  const LiveBuffer buffer = it->second;
+  const bool at_an_end = it == by_base_.begin() || std::next(it) == by_base_.end();
   by_base_.erase(it);
-  update_bounds_locked();
-  live_bytes_.store(live_bytes_.load(std::memory_order_relaxed) - buffer.size, std::memory_order_relaxed);
+  live_bytes_ -= buffer.size;
+  if (at_an_end) update_bounds();  // an interior buffer leaves the bounds as they are
   return buffer;
 }
 
 std::vector<LiveBuffer> BufferIndex::erase_range(std::uint64_t begin, std::uint64_t end) {
   std::vector<LiveBuffer> removed;
-  std::unique_lock lock(mutex_);
   auto it = by_base_.lower_bound(begin);
-  std::uint64_t freed = 0;
   while (it != by_base_.end() && it->first < end) {
     removed.push_back(it->second);
-    freed += it->second.size;
+    live_bytes_ -= it->second.size;
     it = by_base_.erase(it);
   }
-  update_bounds_locked();
-  live_bytes_.store(live_bytes_.load(std::memory_order_relaxed) - freed, std::memory_order_relaxed);
+  update_bounds();
   return removed;
 }
 
-const LiveBuffer* BufferIndex::find_locked(std::uint64_t address) const {
+const LiveBuffer* BufferIndex::find(std::uint64_t address) const {
+  if (address < low_ || address >= high_) return nullptr;
   auto it = by_base_.upper_bound(address);
   if (it == by_base_.begin()) return nullptr;
   --it;
@@ -56,29 +58,10 @@ const LiveBuffer* BufferIndex::find_locked(std::uint64_t address) const {
   return address - buffer.base < extent(buffer) ? &buffer : nullptr;
 }
 
-std::optional<LiveBuffer> BufferIndex::find(std::uint64_t address) const {
-  if (address < low_.load(std::memory_order_relaxed) || address >= high_.load(std::memory_order_relaxed)) {
-    return std::nullopt;
-  }
-  std::shared_lock lock(mutex_);
-  const LiveBuffer* buffer = find_locked(address);
-  if (buffer == nullptr) return std::nullopt;
-  return *buffer;
-}
-
 void BufferIndex::scan(std::span<const std::uint64_t> words, std::vector<std::uint64_t>& bases) const {
-  const std::uint64_t low = low_.load(std::memory_order_relaxed);
-  const std::uint64_t high = high_.load(std::memory_order_relaxed);
   const std::size_t first_new = bases.size();
-  bool locked = false;
-  std::shared_lock lock(mutex_, std::defer_lock);
   for (const std::uint64_t word : words) {
-    if (word < low || word >= high) continue;
-    if (!locked) {
-      lock.lock();
-      locked = true;
-    }
-    const LiveBuffer* buffer = find_locked(word);
+    const LiveBuffer* buffer = find(word);
     if (buffer == nullptr) continue;
     // Launches touch a handful of buffers: a linear duplicate check beats any set.
     if (std::find(bases.begin() + static_cast<std::ptrdiff_t>(first_new), bases.end(), buffer->base) == bases.end()) {
@@ -87,34 +70,15 @@ void BufferIndex::scan(std::span<const std::uint64_t> words, std::vector<std::ui
   }
 }
 
-void BufferIndex::scan_unlocked(std::span<const std::uint64_t> words, std::vector<std::uint64_t>& bases) const {
-  const std::uint64_t low = low_.load(std::memory_order_relaxed);
-  const std::uint64_t high = high_.load(std::memory_order_relaxed);
-  const std::size_t first_new = bases.size();
-  for (const std::uint64_t word : words) {
-    if (word < low || word >= high) continue;
-    const LiveBuffer* buffer = find_locked(word);
-    if (buffer == nullptr) continue;
-    if (std::find(bases.begin() + static_cast<std::ptrdiff_t>(first_new), bases.end(), buffer->base) == bases.end()) {
-      bases.push_back(buffer->base);
-    }
-  }
-}
-
-std::size_t BufferIndex::size() const {
-  std::shared_lock lock(mutex_);
-  return by_base_.size();
-}
-
-void BufferIndex::update_bounds_locked() {
+void BufferIndex::update_bounds() {
   if (by_base_.empty()) {
-    low_.store(~std::uint64_t{0}, std::memory_order_relaxed);
-    high_.store(0, std::memory_order_relaxed);
+    low_ = ~std::uint64_t{0};
+    high_ = 0;
     return;
   }
   const LiveBuffer& last = by_base_.rbegin()->second;
-  low_.store(by_base_.begin()->first, std::memory_order_relaxed);
-  high_.store(last.base + extent(last), std::memory_order_relaxed);
+  low_ = by_base_.begin()->first;
+  high_ = last.base + extent(last);
 }
 
 }  // namespace memtool::interpose

@@ -10,11 +10,12 @@
 #include <cstring>
 #include <exception>
 
+#include "detection_worker.hpp"
+#include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/log.hpp"
-#include "stacks.hpp"
-
-#include "memtool/trace/iteration_detector.hpp"
 #include "memtool/trace/signature.hpp"
+#include "memtool/trace/writer.hpp"
+#include "stacks.hpp"
 
 namespace memtool::interpose {
 
@@ -37,14 +38,14 @@ namespace {
 constexpr std::size_t kMaxParams = 4096;       // a kernel has at most 32 KiB of parameters
 constexpr std::size_t kMaxExtraBytes = 32768;  // bound on an `extra` packed buffer we scan
 
-std::uint64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
-}
+// Per-thread state uses the initial-exec TLS model: libmemtool.so is loaded at start-up
+// (LD_PRELOAD), so its TLS is in the static block, and each access is one %fs-relative load
+// instead of a __tls_get_addr call (measurable on the launch path).
+#define MEMTOOL_TLS thread_local __attribute__((tls_model("initial-exec")))
 
 std::uint32_t current_thread() {
-  thread_local const auto tid = static_cast<std::uint32_t>(syscall(SYS_gettid));
+  static MEMTOOL_TLS std::uint32_t tid = 0;  // 0: not asked yet (no thread has id 0)
+  if (tid == 0) tid = static_cast<std::uint32_t>(syscall(SYS_gettid));
   return tid;
 }
 
@@ -88,16 +89,20 @@ struct LaunchScratch {
   CUfunction function = nullptr;
   const void* kernel = nullptr;  // const Recorder::KernelInfo*
 };
-thread_local LaunchScratch t_launch;
+MEMTOOL_TLS LaunchScratch t_launch;
 
 }  // namespace
 
 Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink)
-    : options_(options), id_(g_next_recorder_id.fetch_add(1, std::memory_order_relaxed)), sink_(std::move(sink)) {
+    : stacks_(options.stacks && sink != nullptr),
+      writer_(sink != nullptr ? sink->trace_writer() : nullptr),
+      sink_(std::move(sink)),
+      options_(options),
+      id_(g_next_recorder_id.fetch_add(1, std::memory_order_relaxed)) {
   if (!options_.iteration_kernel.empty()) {
     iteration_kernel_.emplace(options_.iteration_kernel, std::regex::ECMAScript | std::regex::optimize);
   }
-  detector_ = std::make_unique<trace::IterationDetector>();
+  detection_ = std::make_unique<DetectionWorker>();
 }
 
 Recorder::~Recorder() { shutdown(); }
@@ -131,15 +136,19 @@ void Recorder::disable(std::string_view reason) noexcept {
 
 void Recorder::stamp_locked(trace::EventHeader& header) {
   header.seq = seq_++;
-  header.time_ns = now_ns();
+  header.time_ns = clock_.now_ns();
   header.thread = trace::ThreadId{current_thread()};
 }
 
 template <class Event>
 void Recorder::emit_locked(Event& event, std::optional<std::uint64_t> token) {
   stamp_locked(event.header);
-  if (sink_) sink_->write(event);
-  if (token) push_token_locked(*token);
+  if (writer_ != nullptr) {
+    writer_->write(event);
+  } else if (sink_) {
+    sink_->write(event);
+  }
+  if (token) detection_->push(*token);
 }
 
 // An explicit iteration boundary goes to the detector as a mark, not as a token.
@@ -148,21 +157,7 @@ void Recorder::emit_mark_locked() {
   event.index = marks_++;
   stamp_locked(event.header);
   if (sink_) sink_->write(event);
-  detector_->mark();
-}
-
-void Recorder::push_token_locked(std::uint64_t token) {
-  if (detector_->push(token)) {
-    const auto found = detector_->period();
-    if (found) {
-      period_ = found->period;
-      // The detector counts signature events (allocations, frees, launches, copies, memsets).
-      Log::write(LogLevel::info,
-                 "iteration detected: {} events per iteration (allocations, frees, launches, copies, memsets), "
-                 "steady from the {}th of them{}",
-                 found->period, found->first_boundary, found->from_marks ? " (from explicit marks)" : "");
-    }
-  }
+  detection_->mark();
 }
 
 // Wraps a recording step: fail-open on any exception.
@@ -183,7 +178,7 @@ void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::Memory
   MEMTOOL_RECORD_STEP("an allocation", {
     std::array<std::uint64_t, 256> ips;  // filled by capture_stack; not zeroed on the hot path
     std::size_t depth = 0;
-    if (options_.stacks && sink_) depth = detail::capture_stack(ips.data(), options_.stack_depth, 2);
+    if (stacks_) depth = detail::capture_stack(ips.data(), options_.stack_depth, 2);
     std::lock_guard lock(emit_mutex_);
     index_.insert(LiveBuffer{address, size, kind});
     if (closed_.load(std::memory_order_relaxed)) return;
@@ -324,10 +319,8 @@ LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const 
       // The packed buffer follows the parameters' alignment, so pointers sit on 8-byte words.
       append_param_words(packed, static_cast<std::uint32_t>(std::min(packed_size, kMaxExtraBytes)), t_words);
     }
-    // Every change to the index happens under emit_mutex_, so holding it is enough to read
-    // the index: one lock per launch instead of two.
     std::lock_guard lock(emit_mutex_);
-    index_.scan_unlocked(t_words, t_touched);
+    index_.scan(t_words, t_touched);
     seen.touched = t_touched;
     seen.marks_iteration = kernel->marks_iteration;
     if (closed_.load(std::memory_order_relaxed)) return seen;
@@ -358,17 +351,17 @@ void Recorder::on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes
                        std::uint64_t stream, bool async) noexcept {
   if (!active()) return;
   MEMTOOL_RECORD_STEP("a copy", {
+    std::lock_guard lock(emit_mutex_);
     if (kind == trace::CopyKind::unknown) {
       // Unified addressing (cuMemcpy): an address inside a tracked non-host buffer is device.
       auto on_device = [&](std::uint64_t address) {
-        const auto buffer = index_.find(address);
-        return buffer && buffer->kind != trace::MemoryKind::pinned_host;
+        const LiveBuffer* buffer = index_.find(address);
+        return buffer != nullptr && buffer->kind != trace::MemoryKind::pinned_host;
       };
       const bool d = on_device(dst);
       const bool s = on_device(src);
       kind = s ? (d ? trace::CopyKind::d2d : trace::CopyKind::d2h) : (d ? trace::CopyKind::h2d : trace::CopyKind::h2h);
     }
-    std::lock_guard lock(emit_mutex_);
     if (closed_.load(std::memory_order_relaxed)) return;
     trace::CopyEvent event;
     event.dst = dst;
@@ -473,18 +466,26 @@ void Recorder::shutdown() noexcept {
     std::lock_guard lock(emit_mutex_);
     if (closed_.exchange(true)) return;
     if (sink_) sink_->close();
+    detection_->stop();  // what is still queued is processed by the next stats()
   } catch (...) {
     // Nothing left to do: the program is exiting.
   }
 }
 
-void Recorder::before_fork() noexcept { emit_mutex_.lock(); }
-void Recorder::after_fork_in_parent() noexcept { emit_mutex_.unlock(); }
+void Recorder::before_fork() noexcept {
+  emit_mutex_.lock();
+  detection_->before_fork();
+}
+void Recorder::after_fork_in_parent() noexcept {
+  detection_->after_fork_in_parent();
+  emit_mutex_.unlock();
+}
 void Recorder::after_fork_in_child() noexcept {
   // Only this thread exists now; nobody else can hold a lock we need.
   active_.store(false);
   closed_.store(true);
   if (sink_) sink_->abandon_after_fork();
+  detection_->after_fork_in_child();
   emit_mutex_.unlock();
 }
 
@@ -497,7 +498,8 @@ RecorderStats Recorder::stats() const noexcept {
   stats.launches = launches_;
   stats.live_bytes = index_.live_bytes();
   stats.peak_live_bytes = peak_live_bytes_;
-  stats.period = period_;
+  stats.live_buffers = index_.size();
+  stats.period = detection_->period_now();
   return stats;
 }
 

@@ -31,6 +31,7 @@ class TraceWriterSink final : public EventSink {
   void close() override { writer_->close(); }
   void abandon_after_fork() override { writer_->abandon_after_fork(); }
   bool failed() const override { return writer_->failed(); }
+  trace::TraceWriter* trace_writer() noexcept override { return writer_.get(); }
 
  private:
   std::unique_ptr<trace::TraceWriter> writer_;
@@ -39,7 +40,9 @@ class TraceWriterSink final : public EventSink {
 }  // namespace
 
 std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::string* error) {
-  auto writer = trace::TraceWriter::open(path, error);
+  trace::TraceWriter::Options options;
+  options.caller_serialises = true;  // the recorder makes every call under its emit lock
+  auto writer = trace::TraceWriter::open(path, options, error);
   if (!writer) return nullptr;
   return std::make_unique<TraceWriterSink>(std::move(writer));
 }

@@ -13,6 +13,7 @@ cmake --build "$build_dir" --target test_interpose -j"${JOBS:-2}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 "$build_dir/tests/unit/interpose/test_interpose" "[threads]"
 "$build_dir/tests/unit/interpose/test_interpose" "[recorder]"
+"$build_dir/tests/unit/interpose/test_interpose" "[detection]"
 # The same through the preload library: 8 threads on fakecuda, every hook path under TSan.
 cmake --build "$build_dir" --target memtool_preload stress_client memtool_app_kernels_host -j"${JOBS:-2}"
 trace=$(mktemp -d)/stress.trace

@@ -57,12 +57,51 @@ TEST_CASE("scan reports each touched buffer once, in first-touch order", "[inter
   std::vector<std::uint64_t> bases{0xdead};  // scan appends
   index.scan(words, bases);
   CHECK(bases == std::vector<std::uint64_t>{0xdead, 0x20000, 0x10000});
-  // The recorder's variant (its own lock excludes writers) finds the same.
-  std::vector<std::uint64_t> unlocked{0xbeef};
-  index.scan_unlocked(words, unlocked);
-  CHECK(unlocked == std::vector<std::uint64_t>{0xbeef, 0x20000, 0x10000});
   index.erase(0x20000);
-  unlocked.clear();
-  index.scan_unlocked(words, unlocked);
-  CHECK(unlocked == std::vector<std::uint64_t>{0x10000});
+  std::vector<std::uint64_t> after;
+  index.scan(words, after);
+  CHECK(after == std::vector<std::uint64_t>{0x10000});
+}
+
+TEST_CASE("the address bounds follow insertions and removals at either end", "[interpose][index]") {
+  BufferIndex index;
+  index.insert({0x5000, 0x100, MemoryKind::device});
+  index.insert({0x1000, 0x100, MemoryKind::device});  // a new lowest
+  index.insert({0x9000, 0x100, MemoryKind::device});  // a new highest
+  index.insert({0x3000, 0x100, MemoryKind::device});  // interior
+  CHECK(index.find(0x1000));
+  CHECK(index.find(0x90ff));
+  index.erase(0x3000);  // interior: the others stay found
+  CHECK(index.find(0x1080));
+  CHECK(index.find(0x9080));
+  index.erase(0x9000);  // the highest: 0x9000 is gone, 0x5000 still found
+  CHECK_FALSE(index.find(0x9000));
+  CHECK(index.find(0x50ff));
+  index.erase(0x1000);  // the lowest
+  CHECK_FALSE(index.find(0x1000));
+  CHECK(index.find(0x5000));
+  index.erase(0x5000);
+  CHECK(index.size() == 0);
+  CHECK_FALSE(index.find(0x5000));
+  // A stale entry replaced by a smaller buffer at the same base shrinks the bounds.
+  index.insert({0x8000, 0x1000, MemoryKind::device});
+  index.insert({0x8000, 0x10, MemoryKind::device});
+  CHECK(index.find(0x800f));
+  CHECK_FALSE(index.find(0x8010));
+}
+
+TEST_CASE("recycled map nodes: more frees than the free list keeps, then reuse", "[interpose][index]") {
+  BufferIndex index;
+  constexpr std::uint64_t kBuffers = 6000;  // above the 4096 nodes kept for reuse
+  for (int round = 0; round < 3; ++round) {
+    for (std::uint64_t i = 0; i < kBuffers; ++i) index.insert({0x100000 + i * 0x100, 0x80, MemoryKind::device});
+    CHECK(index.size() == kBuffers);
+    CHECK(index.live_bytes() == kBuffers * 0x80);
+    CHECK(index.find(0x100000 + 4321 * 0x100 + 0x7f)->base == 0x100000 + 4321 * 0x100);
+    CHECK_FALSE(index.find(0x100000 + 4321 * 0x100 + 0x80));
+    for (std::uint64_t i = 0; i < kBuffers; i += 2) REQUIRE(index.erase(0x100000 + i * 0x100));
+    for (std::uint64_t i = 1; i < kBuffers; i += 2) REQUIRE(index.erase(0x100000 + i * 0x100));
+    CHECK(index.size() == 0);
+    CHECK(index.live_bytes() == 0);
+  }
 }

@@ -1,9 +1,11 @@
 // Many threads, one writer: 8 threads write interleaved events (and intern names at the same
 // time) through a small buffer that flushes often; every record must arrive intact and each
-// thread's records in the order that thread wrote them.
+// thread's records in the order that thread wrote them. Once with the writer's own lock, once
+// opened with caller_serialises and the callers' lock around each call (as the recorder does).
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -61,24 +63,43 @@ class PerThreadChecker : public EventVisitor {
 }  // namespace
 
 TEST_CASE("8 threads write concurrently and every record arrives intact", "[trace_format]") {
+  const bool caller_serialises = GENERATE(false, true);
+  INFO("caller_serialises " << caller_serialises);
   TempPath path("threads");
   std::string error;
-  auto w = TraceWriter::open(path.str(), TraceWriter::Options{4096}, &error);
+  TraceWriter::Options options{4096};
+  options.caller_serialises = caller_serialises;
+  auto w = TraceWriter::open(path.str(), options, &error);
   REQUIRE(w != nullptr);
 
+  std::mutex callers;
+  auto serialise = [&] { return caller_serialises ? std::unique_lock(callers) : std::unique_lock<std::mutex>(); };
   std::vector<std::thread> threads;
   for (std::uint32_t t = 1; t <= kThreads; ++t) {
-    threads.emplace_back([&w, t] {
+    threads.emplace_back([&w, &serialise, t] {
       const ThreadId tid{t};
       const StreamHandle stream{t};
       for (std::uint64_t step = 0; step < kStepsPerThread; ++step) {
         // Interned on every launch: the first call defines it, racing with other threads.
-        const StringId kernel = w->intern(fmt::format("kernel_{}", t));
+        StringId kernel;
+        {
+          const auto lock = serialise();
+          kernel = w->intern(fmt::format("kernel_{}", t));
+        }
         const std::uint64_t a = address_of(t, step);
         const std::uint64_t touched[] = {a, address_of(t, step / 2)};
-        w->write(AllocEvent{{step, step * 3, tid}, a, step + t, MemoryKind::device, stream, {}});
-        w->write(LaunchEvent{{step, step * 3, tid}, kernel, stream, touched});
-        w->write(FreeEvent{{step, step * 3, tid}, a, MemoryKind::device, stream});
+        {
+          const auto lock = serialise();
+          w->write(AllocEvent{{step, step * 3, tid}, a, step + t, MemoryKind::device, stream, {}});
+        }
+        {
+          const auto lock = serialise();
+          w->write(LaunchEvent{{step, step * 3, tid}, kernel, stream, touched});
+        }
+        {
+          const auto lock = serialise();
+          w->write(FreeEvent{{step, step * 3, tid}, a, MemoryKind::device, stream});
+        }
       }
     });
   }

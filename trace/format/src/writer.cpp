@@ -90,22 +90,38 @@ struct TransparentStringHash {
 }  // namespace
 
 struct TraceWriter::Impl {
-  mutable std::mutex mutex;
-  int fd = -1;
-  std::unique_ptr<std::byte[]> buffer;
-  std::size_t capacity = 0;
-  std::size_t used = 0;
-
+  // What every event touches comes first, in as few cache lines as it fits.
   // Set in a forked child: every entry point checks it before taking the (possibly
   // forever-locked) mutex.
   std::atomic<bool> abandoned{false};
-  bool leak_on_destroy = false;  // the child could not prove the state consistent
+  bool locking = true;  // false: Options::caller_serialises
   bool failed = false;
   bool closed = false;
-
+  int fd = -1;
+  std::size_t used = 0;
+  std::size_t capacity = 0;
+  std::unique_ptr<std::byte[]> buffer;
   wire::DeltaState state;
   std::uint64_t records = 0;  // every record but the end record
   std::uint64_t events = 0;
+  mutable std::mutex mutex;
+  bool leak_on_destroy = false;  // the child could not prove the state consistent
+
+  // The lock around one call, or nothing when the caller serialises every call.
+  class Guard {
+   public:
+    explicit Guard(const Impl& w) : mutex_(w.locking ? &w.mutex : nullptr) {
+      if (mutex_ != nullptr) mutex_->lock();
+    }
+    ~Guard() {
+      if (mutex_ != nullptr) mutex_->unlock();
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+   private:
+    std::mutex* mutex_;
+  };
   std::uint64_t bytes_out = 0;
   std::uint32_t strings = 0;
   std::uint32_t stacks = 0;
@@ -261,6 +277,7 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Op
   std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
   if (impl == nullptr) return fail("cannot create trace writer", ENOMEM);
   impl->capacity = std::max(options.buffer_bytes, kMinBufferBytes);
+  impl->locking = !options.caller_serialises;
   impl->buffer.reset(new (std::nothrow) std::byte[impl->capacity]);
   if (impl->buffer == nullptr) return fail("cannot allocate the trace buffer", ENOMEM);
   impl->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -282,7 +299,7 @@ StringId TraceWriter::intern(std::string_view text) {
   Impl& w = *impl_;
   if (w.abandoned.load(std::memory_order_relaxed)) return StringId{};
   text = text.substr(0, wire::kMaxStringBytes);
-  std::lock_guard lock(w.mutex);
+  const Impl::Guard lock(w);
   if (auto it = w.string_ids.find(text); it != w.string_ids.end()) return StringId{it->second};
   if (!w.usable() || w.strings == StringId::kInvalid - 1) return StringId{};
   const std::uint32_t id = w.strings;
@@ -304,7 +321,7 @@ StackId TraceWriter::intern_stack(std::span<const StackFrame> frames) {
   if (w.abandoned.load(std::memory_order_relaxed)) return StackId{};
   frames = frames.first(std::min(frames.size(), wire::kMaxStackFrames));
   const std::uint64_t hash = hash_frames(frames);
-  std::lock_guard lock(w.mutex);
+  const Impl::Guard lock(w);
   for (auto [it, last] = w.stack_ids.equal_range(hash); it != last; ++it) {
     const auto [offset, count] = w.stack_spans[it->second];
     if (count == frames.size() &&
@@ -345,7 +362,7 @@ void TraceWriter::write_metadata(std::string_view key, std::string_view value) {
   if (w.abandoned.load(std::memory_order_relaxed)) return;
   key = key.substr(0, wire::kMaxStringBytes);
   value = value.substr(0, wire::kMaxStringBytes);
-  std::lock_guard lock(w.mutex);
+  const Impl::Guard lock(w);
   if (!w.usable()) return;
   w.emit(Tag::metadata, 2 * kV + key.size() + value.size(), [&](auto& e) {
     wire::put_string(e, key);
@@ -356,7 +373,7 @@ void TraceWriter::write_metadata(std::string_view key, std::string_view value) {
 void TraceWriter::write_module(const ModuleMapping& module) {
   Impl& w = *impl_;
   if (w.abandoned.load(std::memory_order_relaxed)) return;
-  std::lock_guard lock(w.mutex);
+  const Impl::Guard lock(w);
   if (!w.usable()) return;
   const std::uint64_t path = w.string_ref(module.path);
   w.emit(Tag::module, 4 * kV, [&](auto& e) {
@@ -372,7 +389,7 @@ void TraceWriter::write_module(const ModuleMapping& module) {
 #define MEMTOOL_EVENT_PROLOGUE                                  \
   Impl& w = *impl_;                                             \
   if (w.abandoned.load(std::memory_order_relaxed)) return;      \
-  std::lock_guard lock(w.mutex);                                \
+  const Impl::Guard lock(w);                                \
   if (!w.usable()) return;                                      \
   const HeaderCodes h = w.code_header(event.header)
 
@@ -507,7 +524,7 @@ void TraceWriter::write(const StreamCreateEvent& event) {
 bool TraceWriter::flush() {
   Impl& w = *impl_;
   if (w.abandoned.load(std::memory_order_relaxed)) return false;
-  std::lock_guard lock(w.mutex);
+  const Impl::Guard lock(w);
   if (w.fd < 0) return !w.failed;
   return w.flush_locked();
 }
@@ -515,7 +532,7 @@ bool TraceWriter::flush() {
 bool TraceWriter::close() {
   Impl& w = *impl_;
   if (w.abandoned.load(std::memory_order_relaxed)) return false;
-  std::lock_guard lock(w.mutex);
+  const Impl::Guard lock(w);
   if (w.closed) return !w.failed;
   if (w.usable()) {
     const std::uint64_t records = w.records;
@@ -554,21 +571,21 @@ void TraceWriter::abandon_after_fork() {
 std::uint64_t TraceWriter::records_written() const {
   const Impl& w = *impl_;
   if (w.abandoned.load(std::memory_order_relaxed)) return w.records;
-  std::lock_guard lock(w.mutex);
+  const Impl::Guard lock(w);
   return w.records;
 }
 
 std::uint64_t TraceWriter::bytes_written() const {
   const Impl& w = *impl_;
   if (w.abandoned.load(std::memory_order_relaxed)) return w.bytes_out;
-  std::lock_guard lock(w.mutex);
+  const Impl::Guard lock(w);
   return w.bytes_out;
 }
 
 bool TraceWriter::failed() const {
   const Impl& w = *impl_;
   if (w.abandoned.load(std::memory_order_relaxed)) return w.failed;
-  std::lock_guard lock(w.mutex);
+  const Impl::Guard lock(w);
   return w.failed;
 }
 

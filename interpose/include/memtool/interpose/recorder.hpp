@@ -2,7 +2,7 @@
 //
 // Each call becomes an event with a sequence number, a monotonic timestamp, the calling
 // thread and the stream; events go to the sink (the trace file) and, as signature tokens, to
-// the online iteration detector. Launches are resolved to kernel names and to the live
+// the online iteration detector (on a worker thread: the calling thread only queues them). Launches are resolved to kernel names and to the live
 // buffers their arguments point into. Every public member is noexcept and fail-open: an
 // internal failure disables recording, is logged once, and never reaches the program.
 #pragma once
@@ -21,15 +21,18 @@
 
 #include "memtool/interpose/buffer_index.hpp"
 #include "memtool/interpose/cuda_api.hpp"
+#include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/event_sink.hpp"
 #include "memtool/interpose/options.hpp"
 #include "memtool/trace/event.hpp"
 
 namespace memtool::trace {
-class IterationDetector;
+class TraceWriter;
 }
 
 namespace memtool::interpose {
+
+class DetectionWorker;
 
 // The driver's introspection functions the recorder calls itself (never hooked). In the
 // preload they come from the real driver; unit tests pass fakes.
@@ -46,6 +49,7 @@ struct RecorderStats {
   std::uint64_t frees = 0;
   std::uint64_t launches = 0;
   std::uint64_t live_bytes = 0;
+  std::uint64_t live_buffers = 0;
   std::uint64_t peak_live_bytes = 0;
   std::optional<std::uint64_t> period;  // events per iteration, once the detector confirmed one
 };
@@ -64,7 +68,7 @@ struct LaunchSeen {
   bool marks_iteration = false;
 };
 
-class Recorder {
+class alignas(64) Recorder {  // aligned: its hot fields start a cache line
  public:
   // `sink` may be null (no trace file: detection and logging only).
   Recorder(const Options& options, std::unique_ptr<EventSink> sink);
@@ -104,8 +108,8 @@ class Recorder {
   void after_fork_in_parent() noexcept;
   void after_fork_in_child() noexcept;
 
+  // Exact as of this call: iteration detection catches up with every event recorded so far.
   [[nodiscard]] RecorderStats stats() const noexcept;
-  [[nodiscard]] const BufferIndex& index() const noexcept { return index_; }
 
  private:
   struct KernelInfo;
@@ -116,20 +120,37 @@ class Recorder {
   void ensure_driver_queries();
   trace::StackId capture_stack_locked(std::span<const std::uint64_t> ips);
   void write_new_modules_locked();
-  void push_token_locked(std::uint64_t token);
   void stamp_locked(trace::EventHeader& header);
   void emit_mark_locked();
   trace::StringId intern_locked(std::string_view text);
   template <class Event>
   void emit_locked(Event& event, std::optional<std::uint64_t> token);
 
-  const Options options_;
-  const std::uint64_t id_;  // unique per recorder: keys the per-thread kernel cache
-  std::unique_ptr<EventSink> sink_;
+  // The hot path's state first, packed into the first cache lines: after the driver's own
+  // work (system calls) a recorded call finds little in cache, and each further line it
+  // touches costs about as much as all its arithmetic.
+  mutable std::mutex emit_mutex_;  // guards everything down to the cold part, and the sink
   std::atomic<bool> active_{true};
   std::atomic<bool> closed_{false};
+  const bool stacks_;  // MEMTOOL_STACKS and a trace file
+  std::uint64_t seq_ = 0;
+  trace::TraceWriter* const writer_;  // sink_'s writer when sink_ is the trace file: no virtual call
+  EventClock clock_;                  // timestamps, read under emit_mutex_ (one cache line)
+  std::unique_ptr<DetectionWorker> detection_;  // tokens go to a worker thread (detection_worker.hpp)
+  std::uint64_t allocations_ = 0;
+  std::uint64_t frees_ = 0;
+  std::uint64_t launches_ = 0;
+  std::uint64_t peak_live_bytes_ = 0;
+  BufferIndex index_;  // its bounds complete the line above, its map fills the next
+  std::unique_ptr<EventSink> sink_;
 
-  BufferIndex index_;  // changed only under emit_mutex_ (launches read it holding that lock alone)
+  // The cold part: set up once, or touched by the slow paths only.
+  const Options options_;
+  const std::uint64_t id_;  // unique per recorder: keys the per-thread kernel cache
+  std::uint64_t marks_ = 0;
+  unsigned long long modules_seen_ = 0;  // dl_iterate_phdr's load count at the last module dump
+  std::vector<std::uint64_t> written_module_starts_;
+  std::unordered_map<std::string, std::uint32_t> names_;  // kernel names when there is no sink
 
   // Kernel layouts and names, one entry per CUfunction, built at its first launch.
   mutable std::shared_mutex kernels_mutex_;
@@ -139,20 +160,6 @@ class Recorder {
   Resolver resolver_ = nullptr;
   std::once_flag queries_once_;
   DriverQueries queries_;
-
-  // Everything below is guarded by emit_mutex_: one order for seq, the file and the detector.
-  mutable std::mutex emit_mutex_;
-  std::uint64_t seq_ = 0;
-  std::uint64_t marks_ = 0;
-  std::unique_ptr<trace::IterationDetector> detector_;
-  std::optional<std::uint64_t> period_;
-  std::uint64_t allocations_ = 0;
-  std::uint64_t frees_ = 0;
-  std::uint64_t launches_ = 0;
-  std::uint64_t peak_live_bytes_ = 0;
-  unsigned long long modules_seen_ = 0;  // dl_iterate_phdr's load count at the last module dump
-  std::vector<std::uint64_t> written_module_starts_;
-  std::unordered_map<std::string, std::uint32_t> names_;  // kernel names when there is no sink
 };
 
 }  // namespace memtool::interpose

@@ -1,6 +1,6 @@
 // TraceWriter: streams events to a trace file (format v1, docs/trace-format.md).
 //
-// Safe to call from many threads. Records are encoded straight into one preallocated buffer
+// Safe to call from many threads (unless opened with caller_serialises). Records are encoded straight into one preallocated buffer
 // under a short lock (no allocation per event) and written out when the buffer fills, so the
 // file holds records in the order the writes happened. A process that dies mid-write leaves a
 // file readable up to its last complete record.
@@ -20,6 +20,9 @@ class TraceWriter {
  public:
   struct Options {
     std::size_t buffer_bytes = std::size_t{1} << 20;  // flushed to the file when full
+    // The caller makes every call under one lock of its own (the interposer's recorder): the
+    // writer then takes no lock of its own, one lock round trip less per event.
+    bool caller_serialises = false;
   };
 
   // Opens (truncates) `path`. Returns nullptr and sets *error on failure; never throws, so
