@@ -1,11 +1,11 @@
 # The two Quick start commands (README.md):
 #   make demo   set up, build, report on a real PyTorch trace, record + report + plan a CUDA program
-#   make test   set up, build, and run the whole test suite
+#   make test   set up, build, and run the whole test suite (ThreadSanitizer run included)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test bench clean
+.PHONY: all setup configure build demo test tsan bench clean
 
 all: build
 
@@ -23,6 +23,13 @@ demo: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory tsan
+
+# The concurrent tests again under ThreadSanitizer, in a build folder of their own: the
+# recorder's 8-thread stress test and detection worker, and an 8-thread client through a
+# TSan-built libmemtool.so on a TSan-built fakecuda (about 1.5 minutes).
+tsan: setup
+	JOBS=$(JOBS) bash tests/integration/run_tsan.sh $(abspath $(BUILD))-tsan
 
 bench: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target memtool_benchmarks

@@ -2,7 +2,7 @@
 # Builds the interposer's unit tests and the stress client with ThreadSanitizer in their own
 # build folder and runs the concurrent tests: the 8-thread recorder stress test (in-process),
 # and the 8-thread client under a TSan-built libmemtool.so on a TSan-built fakecuda.
-# Usage: tests/integration/run_tsan.sh [build-dir]   (takes minutes; not part of ctest)
+# Usage: tests/integration/run_tsan.sh [build-dir]   (`make tsan`; part of `make test`, not of ctest)
 set -euo pipefail
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 build_dir=${1:-$source_dir/build-tsan}
