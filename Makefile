@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test tsan bench clean
+.PHONY: all setup configure build demo test tsan gpu-kit bench clean
 
 all: build
 
@@ -30,6 +30,10 @@ test: build
 # TSan-built libmemtool.so on a TSan-built fakecuda (about 1.5 minutes).
 tsan: setup
 	JOBS=$(JOBS) bash tests/integration/run_tsan.sh $(abspath $(BUILD))-tsan
+
+# What tests/gpu/run.sh needs, stripped, in out/gpu-kit/ (small enough to carry to a GPU machine).
+gpu-kit: build
+	@bash scripts/gpu_kit.sh $(BUILD) out/gpu-kit
 
 bench: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target memtool_benchmarks
