@@ -53,9 +53,11 @@ void at_exit() {
   if (g_pool != nullptr) finish_pool();
   const RecorderStats stats = g_recorder->stats();
   g_recorder->shutdown();
-  Log::write(LogLevel::info, "recorded {} events: {} allocations, {} frees, {} launches, peak {} bytes live{}",
+  Log::write(LogLevel::info,
+             "recorded {} events: {} allocations, {} frees, {} launches, peak {} bytes live{}; detection thread {:.1f} ms CPU",
              stats.events, stats.allocations, stats.frees, stats.launches, stats.peak_live_bytes,
-             stats.period ? fmt::format(", {} events per iteration", *stats.period) : std::string());
+             stats.period ? fmt::format(", {} events per iteration", *stats.period) : std::string(),
+             static_cast<double>(stats.detection_cpu_ns) / 1e6);
 }
 
 // The real driver functions pool mode calls (never our wrappers: they would record the pool's

@@ -2,6 +2,7 @@
 #include "detection_worker.hpp"
 
 #include <signal.h>
+#include <time.h>
 
 #include <chrono>
 #include <exception>
@@ -85,6 +86,11 @@ void DetectionWorker::run() noexcept {
       {
         std::lock_guard lock(detector_mutex_);
         busy = drain_locked();
+      }
+      timespec cpu{};
+      if (busy && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+        worker_cpu_ns_.store(static_cast<std::uint64_t>(cpu.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(cpu.tv_nsec),
+                             std::memory_order_relaxed);
       }
       sleep_lock.lock();
       if (stopping_) break;

@@ -42,6 +42,9 @@ class DetectionWorker {
   // (signature events per iteration). Producer side.
   std::optional<std::uint64_t> period_now() noexcept;
 
+  // CPU time the worker thread has used so far (as of its last pass over the ring).
+  [[nodiscard]] std::uint64_t worker_cpu_ns() const noexcept { return worker_cpu_ns_.load(std::memory_order_relaxed); }
+
   // Joins the worker; what is still queued is processed by the next period_now(). Idempotent.
   void stop() noexcept;
 
@@ -78,6 +81,8 @@ class DetectionWorker {
   std::mutex detector_mutex_;
   trace::IterationDetector detector_;
   std::optional<std::uint64_t> period_;  // guarded by detector_mutex_
+
+  std::atomic<std::uint64_t> worker_cpu_ns_{0};
 
   std::mutex sleep_mutex_;
   std::condition_variable sleep_;

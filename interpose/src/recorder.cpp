@@ -500,6 +500,7 @@ RecorderStats Recorder::stats() const noexcept {
   stats.peak_live_bytes = peak_live_bytes_;
   stats.live_buffers = index_.size();
   stats.period = detection_->period_now();
+  stats.detection_cpu_ns = detection_->worker_cpu_ns();
   return stats;
 }
 

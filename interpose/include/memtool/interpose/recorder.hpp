@@ -52,6 +52,7 @@ struct RecorderStats {
   std::uint64_t live_buffers = 0;
   std::uint64_t peak_live_bytes = 0;
   std::optional<std::uint64_t> period;  // events per iteration, once the detector confirmed one
+  std::uint64_t detection_cpu_ns = 0;   // CPU time of the detection thread (off the program's threads)
 };
 
 // Launch arguments as the driver receives them.
