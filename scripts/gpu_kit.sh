@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what tests/gpu/run.sh needs from a build into a folder small enough to carry to a GPU
 # machine (the device tool carries at most 64 MiB; a build folder is ~800 MB): libmemtool.so,
-# the memtool command, the test apps and their kernels, without debug sections, in the build's
+# the memtool command, the test apps and their kernels, the overhead probe, without debug sections, in the build's
 # own layout so that `run.sh --build <kit>` finds them.
 # Usage: scripts/gpu_kit.sh [BUILD_DIR] [KIT_DIR]      (defaults: build, out/gpu-kit)
 set -euo pipefail
@@ -16,6 +16,7 @@ files=(
   tests/apps/mlp_train_getproc tests/apps/conv_train_getproc
   tests/apps/adversarial_train
   tests/apps/app_kernels.fatbin
+  bench/overhead_probe
 )
 rm -rf "$kit"
 missing=()

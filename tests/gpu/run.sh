@@ -16,6 +16,8 @@
 #   4. preload    each app against the real driver, plain and with LD_PRELOAD=libmemtool.so
 #                 (MEMTOOL_TRACE set), in record mode and each --strategy (default: pool):
 #                 checksums must be identical
+#   4b. overhead  bench/overhead_probe: the time libmemtool.so adds per cuMemAlloc/cuMemFree and per
+#                 cuLaunchKernel against this driver (paired blocks, median), into overhead.json
 #   5. torch      PyTorch training steps (torchvision ResNet-50, a GPT-2-size transformer; random
 #                 weights and data, no downloads): the caching allocator, then
 #                 PYTORCH_NO_CUDA_MEMORY_CACHING=1 plain, under libmemtool.so recording, and in
@@ -240,6 +242,22 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
   done
 else
   note "SKIP: no apps or no GPU module"
+fi
+
+# ---------------------------------------------------------------------------------------- 4b
+stage "overhead: what recording adds per call on this driver"
+probe="$build/bench/overhead_probe"
+if [ -x "$probe" ] && [ -n "$preload" ] && [ -n "$module" ]; then
+  # The real libcuda.so.1, as the loader finds it; the goal on fakecuda is <= 100 ns per call.
+  if guarded 60 "$out/overhead.json" "$probe" --driver libcuda.so.1 --preload "$preload" --module "$module" \
+       --samples 2000 --seconds 15; then
+    note "overhead (median added per call, direct call's own time): $(cat "$out/overhead.json")"
+  else
+    note "FAIL: overhead_probe: $(why "$out/overhead.json")"
+    failures=$((failures + 1))
+  fi
+else
+  note "SKIP: no overhead_probe in $build/bench, no libmemtool.so or no GPU module"
 fi
 
 # ---------------------------------------------------------------------------------------- 5
