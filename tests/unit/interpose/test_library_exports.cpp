@@ -1,6 +1,6 @@
 // libmemtool.so is self-contained: it exports the hook table's symbols, dlsym,
-// cuGetProcAddress{,_v2} and memtool_* and nothing else, and needs only the C library and the
-// loader at run time (no libstdc++, libgcc_s, libunwind, libfmt).
+// cuGetProcAddress{,_v2} and memtool_* and nothing else, needs only the C library and the
+// loader at run time (no libstdc++, libgcc_s, libunwind, libfmt), and no glibc newer than 2.34.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -65,4 +65,18 @@ TEST_CASE("libmemtool.so needs nothing beyond libc and the loader", "[interpose]
     CHECK(allowed.count(library_needed) == 1);
   }
   CHECK(needed.count("libc.so.6") == 1);
+}
+
+TEST_CASE("libmemtool.so asks for no glibc newer than 2.34", "[interpose][library]") {
+  // It is preloaded into programs on GPU machines of other distributions (Ubuntu 22.04 has
+  // glibc 2.35, RHEL 9 has 2.34): compat/glibc_compat.cpp keeps the static libstdc++ and
+  // unwinder from asking for arc4random (2.36) and _dl_find_object (2.35).
+  const std::string library = MEMTOOL_PRELOAD_PATH;
+  const std::string versions = run("objdump -T " + library + " | grep -o 'GLIBC_2\\.[0-9]*' | sort -u");
+  const std::set<std::string> required = words_at(versions, 0);
+  REQUIRE_FALSE(required.empty());
+  for (const std::string& version : required) {
+    INFO(version);
+    CHECK(std::stoi(version.substr(std::string("GLIBC_2.").size())) <= 34);
+  }
 }
