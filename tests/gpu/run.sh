@@ -3,9 +3,12 @@
 # one results folder and prints a summary at the end; the whole run stays under 8 minutes.
 #
 #   tests/gpu/run.sh [--build DIR] [--out DIR] [--budget SECONDS] [--models "resnet50 transformer"]
-#                    [--strategy NAME]... [--module IMAGE] [--no-torch]
+#                    [--strategy NAME]... [--module IMAGE] [--no-torch] [--fakecuda DIR]
 # --build: a build folder made on the development machine (default: build/); --module: the kernel
 # image the apps load (default: app_kernels.fatbin of the apps, else compiled here).
+# --fakecuda DIR: a rehearsal without a GPU: fakecuda's libcuda.so.1 from DIR stands in for the
+# driver and every stage but torch runs, so the script itself is tested before the one real run
+# (ctest runs it so: gpu.run_sh_rehearsal).
 #
 # Stages, each under a timeout and skipped (with a note) when its prerequisite is missing:
 #   1. machine    nvidia-smi, driver, toolkit and PyTorch versions (no GPU: note it, exit 0)
@@ -35,6 +38,7 @@ models="resnet50 transformer"
 strategies=()  # strategies besides record for the test apps (default: pool)
 module=""
 run_torch=1
+fakecuda=""
 while (($#)); do
   case "$1" in
     --build) build=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift 2 ;;
@@ -44,6 +48,7 @@ while (($#)); do
     --strategy) strategies+=("$2"); shift 2 ;;
     --module) module=$2; shift 2 ;;
     --no-torch) run_torch=0; shift ;;
+    --fakecuda) fakecuda=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift 2 ;;
     -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -95,11 +100,17 @@ finish() {
 # ---------------------------------------------------------------------------------------- 1
 stage "machine"
 note "date: $(date -u +%FT%TZ); host: $(uname -srm)"
-if ! command -v nvidia-smi >/dev/null 2>&1; then
+if [ -n "$fakecuda" ]; then
+  [ -f "$fakecuda/libcuda.so.1" ] || { note "FAIL: --fakecuda: no libcuda.so.1 in $fakecuda"; failures=1; finish; }
+  note "REHEARSAL: fakecuda ($fakecuda) stands in for the driver; no GPU, no torch"
+  export LD_LIBRARY_PATH="$fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "fakecuda, 4096 MiB, 13000, none" >"$out/gpus.csv"
+  run_torch=0
+  [ -n "$module" ] || module="$build/tests/apps/app_kernels.fakecuda"
+elif ! command -v nvidia-smi >/dev/null 2>&1; then
   note "SKIP: no nvidia-smi on this machine: no GPU stages run"
   finish
-fi
-if ! guarded 30 "$out/logs/nvidia-smi.txt" nvidia-smi ||
+elif ! guarded 30 "$out/logs/nvidia-smi.txt" nvidia-smi ||
    ! guarded 30 "$out/gpus.csv" nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader ||
    ! [ -s "$out/gpus.csv" ]; then
   note "SKIP: nvidia-smi finds no usable GPU (see logs/nvidia-smi.txt): no GPU stages run"
@@ -181,7 +192,9 @@ fi
 
 # ---------------------------------------------------------------------------------------- 3
 stage "ctest -L gpu"
-if ! command -v ctest >/dev/null 2>&1; then
+if [ -n "$fakecuda" ]; then
+  note "SKIP: rehearsal (the gpu-labelled tests need a real GPU)"
+elif ! command -v ctest >/dev/null 2>&1; then
   note "SKIP: no ctest"
 elif [ ! -f "$build/CTestTestfile.cmake" ] || ! grep -q "$build" "$build/CTestTestfile.cmake"; then
   note "SKIP: no CTest files for $build on this machine (a carried build keeps its origin's paths)"
@@ -263,7 +276,7 @@ fi
 # ---------------------------------------------------------------------------------------- 5
 stage "torch"
 if ((!run_torch)); then
-  note "SKIP: --no-torch"
+  note "SKIP: ${fakecuda:+rehearsal, }--no-torch"
 elif [ -z "$python" ] || ! guarded 120 "$out/logs/torch-version.txt" "$python" -c \
      'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available()); assert torch.cuda.is_available()'; then
   note "SKIP: no PyTorch with CUDA ($(why "$out/logs/torch-version.txt"))"
