@@ -8,7 +8,7 @@
 # image the apps load (default: app_kernels.fatbin of the apps, else compiled here).
 # --fakecuda DIR: a rehearsal without a GPU: fakecuda's libcuda.so.1 from DIR stands in for the
 # driver and every stage but torch runs, so the script itself is tested before the one real run
-# (ctest runs it so: gpu.run_sh_rehearsal).
+# (ctest runs it so: gpu.run_sh.rehearsal_on_fakecuda).
 #
 # Stages, each under a timeout and skipped (with a note) when its prerequisite is missing:
 #   1. machine    nvidia-smi, driver, toolkit and PyTorch versions (no GPU: note it, exit 0)
@@ -49,7 +49,7 @@ while (($#)); do
     --module) module=$2; shift 2 ;;
     --no-torch) run_torch=0; shift ;;
     --fakecuda) fakecuda=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift 2 ;;
-    -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
