@@ -83,7 +83,7 @@ struct EngineOnly {
     path = (fs::temp_directory_path() / ("bench_engine." + std::to_string(getpid()) + ".trace")).string();
     std::string error;
     recorder = std::make_unique<memtool::interpose::Recorder>(memtool::interpose::default_options(),
-                                                              memtool::interpose::open_trace_sink(path, &error));
+                                                              memtool::interpose::open_trace_sink(path, 0, &error));
     memtool::interpose::DriverQueries queries;
     queries.func_get_param_info = [](CUfunction, size_t i, size_t* offset, size_t* size) {
       if (i >= 3) return CUDA_ERROR_INVALID_VALUE;

@@ -124,7 +124,7 @@ State decide() {
   if (!options.trace.empty()) {
     const std::string path = expand_path_template(options.trace, static_cast<long>(getpid()), lookup);
     std::string error;
-    sink = open_trace_sink(path, &error);
+    sink = open_trace_sink(path, options.trace_limit, &error);
     if (!sink) {
       Log::write(LogLevel::error, "cannot write the trace to {}: {}; memtool stays out of the way", path, error);
       return State::pass_through;

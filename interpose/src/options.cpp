@@ -42,6 +42,26 @@ std::string parse(std::string_view text, std::uint32_t& out) {
   return {};
 }
 
+// A size in bytes: digits, then optionally K, M, G or T (powers of 1024, with or without a
+// trailing "iB" or "B"); 0 is allowed (options give it a meaning, e.g. "no limit").
+std::string parse(std::string_view text, std::uint64_t& out) {
+  constexpr const char* kExpected = "expected a size in bytes, e.g. 0, 65536, 512M or 4G (K, M, G, T: powers of 1024)";
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end == text.data()) return kExpected;
+  const std::string suffix = lower(std::string_view(end, static_cast<std::size_t>(text.data() + text.size() - end)));
+  unsigned shift = 0;
+  if (suffix.empty() || suffix == "b") shift = 0;
+  else if (suffix == "k" || suffix == "kb" || suffix == "kib") shift = 10;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib") shift = 20;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib") shift = 30;
+  else if (suffix == "t" || suffix == "tb" || suffix == "tib") shift = 40;
+  else return kExpected;
+  if (shift != 0 && value > (~std::uint64_t{0} >> shift)) return "too large";
+  out = value << shift;
+  return {};
+}
+
 std::string parse(std::string_view text, Strategy& out) {
   const std::string value = lower(text);
   if (value == "record") out = Strategy::record;

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "memtool/interpose/event_sink.hpp"
+#include "memtool/interpose/log.hpp"
 #include "memtool/trace/writer.hpp"
 
 namespace memtool::interpose {
@@ -9,7 +10,9 @@ namespace {
 
 class TraceWriterSink final : public EventSink {
  public:
-  explicit TraceWriterSink(std::unique_ptr<trace::TraceWriter> writer) : writer_(std::move(writer)) {}
+  explicit TraceWriterSink(std::string path) : path_(std::move(path)) {}
+  void attach(std::unique_ptr<trace::TraceWriter> writer) { writer_ = std::move(writer); }
+  [[nodiscard]] void* path() noexcept { return &path_; }  // the limit message's context
 
   trace::StringId intern(std::string_view text) override { return writer_->intern(text); }
   trace::StackId intern_stack(std::span<const trace::StackFrame> frames) override {
@@ -34,17 +37,28 @@ class TraceWriterSink final : public EventSink {
   trace::TraceWriter* trace_writer() noexcept override { return writer_.get(); }
 
  private:
+  std::string path_;
   std::unique_ptr<trace::TraceWriter> writer_;
 };
 
 }  // namespace
 
-std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::string* error) {
+std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error) {
   trace::TraceWriter::Options options;
   options.caller_serialises = true;  // the recorder makes every call under its emit lock
+  options.max_bytes = max_bytes;
+  options.on_limit = [](void* context, std::uint64_t events) {
+    Log::write(LogLevel::warn,
+               "the trace {} reached MEMTOOL_TRACE_LIMIT after {} events: it ends there (a complete trace of the run "
+               "so far); recording and detection go on without it",
+               *static_cast<const std::string*>(context), events);
+  };
+  auto sink = std::make_unique<TraceWriterSink>(path);
+  options.on_limit_context = sink->path();
   auto writer = trace::TraceWriter::open(path, options, error);
   if (!writer) return nullptr;
-  return std::make_unique<TraceWriterSink>(std::move(writer));
+  sink->attach(std::move(writer));
+  return sink;
 }
 
 }  // namespace memtool::interpose

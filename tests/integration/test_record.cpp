@@ -120,6 +120,21 @@ TEST_CASE("mlp_train: same output, exact trace, period found", "[integration][re
   }
 }
 
+TEST_CASE("MEMTOOL_TRACE_LIMIT: the trace ends cleanly at the limit, the program runs on unchanged",
+          "[integration][record]") {
+  const AppRun r = run_app("mlp_limit", {MLP_TRAIN, "--iterations", "40"}, {{"MEMTOOL_TRACE_LIMIT", "8K"}});
+  CHECK(r.preloaded.out == r.plain.out);
+  CHECK(iteration_lines(r.plain.out) == 40);
+  CHECK(std::filesystem::file_size(std::string(INTEGRATION_WORK_DIR) + "/mlp_limit/app.trace") <= 8192);
+  CHECK(r.trace->read.clean_end);  // a complete trace of the first iterations
+  CHECK(r.trace->iterations.found());
+  CHECK(r.trace->count(EventKind::launch) < 25 * 40);
+  const std::regex warning("reached MEMTOOL_TRACE_LIMIT after ([0-9]+) events");
+  std::smatch match;
+  REQUIRE(std::regex_search(r.preloaded.err, match, warning));
+  CHECK(std::stoull(match[1].str()) == r.trace->model.event_count());
+}
+
 TEST_CASE("conv_train: two streams, async allocations, same output", "[integration][record]") {
   for (const char* program : {CONV_TRAIN, CONV_TRAIN_GETPROC}) {
     INFO(program);

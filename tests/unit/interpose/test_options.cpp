@@ -32,6 +32,7 @@ TEST_CASE("defaults come from the table and parse", "[interpose][options]") {
   CHECK(parsed.options.stack_depth == 32);
   CHECK(parsed.options.log == LogLevel::warn);
   CHECK(parsed.options.iteration_kernel.empty());
+  CHECK(parsed.options.trace_limit == (std::uint64_t{1} << 30));
   for (const OptionInfo& option : kOptionTable) {
     CHECK(option.name.rfind("MEMTOOL_", 0) == 0);
     CHECK_FALSE(option.description.empty());
@@ -107,4 +108,28 @@ TEST_CASE("trace path placeholders", "[interpose][options]") {
   CHECK(expand_path_template("rank%r", 42, env.lookup()) == "rank3");
   env.values["RANK"] = "7";
   CHECK(expand_path_template("%r-%p-%%-%x-%", 5, env.lookup()) == "7-5-%-%x-%");
+}
+
+TEST_CASE("sizes: bytes, K/M/G/T in powers of 1024, 0", "[interpose][options]") {
+  const std::map<std::string, std::uint64_t> good{
+      {"0", 0},           {"65536", 65536},          {"512K", 512ULL << 10}, {"512m", 512ULL << 20},
+      {"4G", 4ULL << 30}, {"2TiB", 2ULL << 40},      {"3MB", 3ULL << 20},    {"100b", 100},
+      {"1gib", 1ULL << 30}};
+  for (const auto& [text, bytes] : good) {
+    INFO(text);
+    Env env;
+    env.values["MEMTOOL_TRACE_LIMIT"] = text;
+    const ParsedOptions parsed = parse_options(env.lookup(), nullptr);
+    CHECK(parsed.errors.empty());
+    CHECK(parsed.options.trace_limit == bytes);
+  }
+  for (const char* bad : {"", "12X", "-5", "1.5G", "G", "1 G", "99999999999999999999", "20000000T"}) {
+    INFO(bad);
+    Env env;
+    env.values["MEMTOOL_TRACE_LIMIT"] = bad;
+    const ParsedOptions parsed = parse_options(env.lookup(), nullptr);
+    REQUIRE(parsed.errors.size() == 1);
+    CHECK(parsed.errors[0].rfind("MEMTOOL_TRACE_LIMIT=", 0) == 0);
+    CHECK(parsed.options.trace_limit == (std::uint64_t{1} << 30));  // the default stays
+  }
 }

@@ -104,7 +104,11 @@ struct TraceWriter::Impl {
   wire::DeltaState state;
   std::uint64_t records = 0;  // every record but the end record
   std::uint64_t events = 0;
+  std::uint64_t limit = ~std::uint64_t{0};  // bytes a record may reach: Options::max_bytes less the end record
   mutable std::mutex mutex;
+  bool limit_reached = false;
+  void (*on_limit)(void*, std::uint64_t) = nullptr;
+  void* on_limit_context = nullptr;
   bool leak_on_destroy = false;  // the child could not prove the state consistent
 
   // The lock around one call, or nothing when the caller serialises every call.
@@ -189,12 +193,18 @@ struct TraceWriter::Impl {
 
   // Appends one record: tag, varint payload length, payload from `body`. `bound` is an upper
   // bound of the payload size. Caller holds the lock and checked usable().
+  // Returns whether the record was written (not: the size limit ended the trace first, or an
+  // I/O error).
   template <class Body>
-  void emit(Tag tag, std::size_t bound, const Body& body) {
+  bool emit(Tag tag, std::size_t bound, const Body& body) {
     const std::size_t len_reserve = wire::varint_size(bound);
     const std::size_t need = 1 + len_reserve + bound;
+    if (bytes_out + used + need > limit) {
+      end_at_limit();
+      return false;
+    }
     if (need <= capacity) {
-      if (capacity - used < need && !flush_locked()) return;
+      if (capacity - used < need && !flush_locked()) return false;
       std::byte* start = buffer.get() + used;
       start[0] = std::byte{static_cast<std::uint8_t>(tag)};
       std::byte* payload = start + 1 + len_reserve;
@@ -217,8 +227,36 @@ struct TraceWriter::Impl {
       s.u8(static_cast<std::uint8_t>(tag));
       s.varint(c.size);
       body(s);
+      if (failed) return false;
     }
     ++records;
+    return true;
+  }
+
+  // The end record, the last flush, the file closed. Caller holds the lock.
+  void finish_locked() {
+    if (usable()) {
+      const std::uint64_t counted = records;
+      emit(Tag::end, kEndBound, [&](auto& e) {
+        e.varint(counted);
+        e.varint(events);
+        e.varint(strings);
+        e.varint(stacks);
+      });
+      records = counted;  // the end record does not count itself
+      flush_locked();
+    }
+    if (fd >= 0 && ::close(fd) != 0 && errno != EINTR) failed = true;
+    fd = -1;
+    closed = true;
+    buffer.reset();
+  }
+
+  void end_at_limit() {
+    limit = ~std::uint64_t{0};  // the end record always fits: its bytes were kept back
+    limit_reached = true;
+    finish_locked();
+    if (on_limit != nullptr) on_limit(on_limit_context, events);
   }
 
   HeaderCodes code_header(const EventHeader& h) {
@@ -278,6 +316,13 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Op
   if (impl == nullptr) return fail("cannot create trace writer", ENOMEM);
   impl->capacity = std::max(options.buffer_bytes, kMinBufferBytes);
   impl->locking = !options.caller_serialises;
+  if (options.max_bytes != 0) {
+    // Room is kept for the end record (tag, length, payload), so the file never exceeds max_bytes.
+    constexpr std::uint64_t kEndRecordBytes = 2 + kEndBound;
+    impl->limit = options.max_bytes > kEndRecordBytes ? options.max_bytes - kEndRecordBytes : 0;
+  }
+  impl->on_limit = options.on_limit;
+  impl->on_limit_context = options.on_limit_context;
   impl->buffer.reset(new (std::nothrow) std::byte[impl->capacity]);
   if (impl->buffer == nullptr) return fail("cannot allocate the trace buffer", ENOMEM);
   impl->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -308,11 +353,14 @@ StringId TraceWriter::intern(std::string_view text) {
   } catch (...) {  // out of memory: the caller gets "no name" rather than an exception
     return StringId{};
   }
+  if (!w.emit(Tag::string_def, 2 * kV + text.size(), [&](auto& e) {
+        e.varint(id);
+        wire::put_string(e, text);
+      })) {
+    w.string_ids.erase(w.string_ids.find(text));  // not in the file: the id must not be used
+    return StringId{};
+  }
   ++w.strings;
-  w.emit(Tag::string_def, 2 * kV + text.size(), [&](auto& e) {
-    e.varint(id);
-    wire::put_string(e, text);
-  });
   return StringId{id};
 }
 
@@ -341,8 +389,7 @@ StackId TraceWriter::intern_stack(std::span<const StackFrame> frames) {
     w.stack_spans.resize(id);
     return StackId{};
   }
-  ++w.stacks;
-  w.emit(Tag::stack_def, 2 * kV + frames.size() * 4 * kV, [&](auto& e) {
+  const bool written = w.emit(Tag::stack_def, 2 * kV + frames.size() * 4 * kV, [&](auto& e) {
     e.varint(id);
     e.varint(frames.size());
     std::uint64_t prev_ip = 0;
@@ -354,6 +401,18 @@ StackId TraceWriter::intern_stack(std::span<const StackFrame> frames) {
       e.varint(f.line);
     }
   });
+  if (!written) {  // not in the file: forget it, the id must not be used
+    for (auto [it, last] = w.stack_ids.equal_range(hash); it != last; ++it) {
+      if (it->second == id) {
+        w.stack_ids.erase(it);
+        break;
+      }
+    }
+    w.stack_frames.resize(w.stack_spans[id].first);
+    w.stack_spans.resize(id);
+    return StackId{};
+  }
+  ++w.stacks;
   return StackId{id};
 }
 
@@ -398,7 +457,7 @@ void TraceWriter::write(const AllocEvent& event) {
   const std::uint64_t address = w.code_address(event.address);
   const std::uint64_t stream = w.code_stream(event.stream);
   const std::uint64_t stack = w.stack_ref(event.stack);
-  w.emit(Tag::alloc, kAllocBound, [&](auto& e) {
+  const bool written = w.emit(Tag::alloc, kAllocBound, [&](auto& e) {
     put_header(e, h);
     e.varint(address);
     e.varint(event.size);
@@ -406,20 +465,20 @@ void TraceWriter::write(const AllocEvent& event) {
     e.varint(stream);
     e.varint(stack);
   });
-  ++w.events;
+  if (written) ++w.events;
 }
 
 void TraceWriter::write(const FreeEvent& event) {
   MEMTOOL_EVENT_PROLOGUE;
   const std::uint64_t address = w.code_address(event.address);
   const std::uint64_t stream = w.code_stream(event.stream);
-  w.emit(Tag::free, kFreeBound, [&](auto& e) {
+  const bool written = w.emit(Tag::free, kFreeBound, [&](auto& e) {
     put_header(e, h);
     e.varint(address);
     e.u8(static_cast<std::uint8_t>(event.kind));
     e.varint(stream);
   });
-  ++w.events;
+  if (written) ++w.events;
 }
 
 void TraceWriter::write(const LaunchEvent& event) {
@@ -428,7 +487,7 @@ void TraceWriter::write(const LaunchEvent& event) {
   const std::uint64_t stream = w.code_stream(event.stream);
   const auto touched = event.touched.first(std::min(event.touched.size(), wire::kMaxTouched));
   const std::uint64_t base = w.state.address;  // touched addresses chain from here
-  w.emit(Tag::launch, kLaunchFixedBound + touched.size() * kV, [&](auto& e) {
+  const bool written = w.emit(Tag::launch, kLaunchFixedBound + touched.size() * kV, [&](auto& e) {
     put_header(e, h);
     e.varint(kernel);
     e.varint(stream);
@@ -439,18 +498,18 @@ void TraceWriter::write(const LaunchEvent& event) {
       prev = address;
     }
   });
-  ++w.events;
+  if (written) ++w.events;
 }
 
 void TraceWriter::write(const GraphLaunchEvent& event) {
   MEMTOOL_EVENT_PROLOGUE;
   const std::uint64_t stream = w.code_stream(event.stream);
-  w.emit(Tag::graph_launch, kGraphLaunchBound, [&](auto& e) {
+  const bool written = w.emit(Tag::graph_launch, kGraphLaunchBound, [&](auto& e) {
     put_header(e, h);
     e.varint(event.graph_exec);
     e.varint(stream);
   });
-  ++w.events;
+  if (written) ++w.events;
 }
 
 void TraceWriter::write(const CopyEvent& event) {
@@ -461,7 +520,7 @@ void TraceWriter::write(const CopyEvent& event) {
   const auto flags = static_cast<std::uint8_t>(
       (static_cast<std::uint8_t>(event.kind) & wire::kCopyKindMask) |
       (event.async ? wire::kAsyncFlag : 0));
-  w.emit(Tag::copy, kCopyBound, [&](auto& e) {
+  const bool written = w.emit(Tag::copy, kCopyBound, [&](auto& e) {
     put_header(e, h);
     e.varint(dst);
     e.varint(src);
@@ -469,7 +528,7 @@ void TraceWriter::write(const CopyEvent& event) {
     e.u8(flags);
     e.varint(stream);
   });
-  ++w.events;
+  if (written) ++w.events;
 }
 
 void TraceWriter::write(const MemsetEvent& event) {
@@ -477,46 +536,46 @@ void TraceWriter::write(const MemsetEvent& event) {
   const std::uint64_t dst = wire::delta(event.dst, w.state.address);
   const std::uint64_t stream = w.code_stream(event.stream);
   const std::uint8_t flags = event.async ? wire::kAsyncFlag : 0;
-  w.emit(Tag::memset, kMemsetBound, [&](auto& e) {
+  const bool written = w.emit(Tag::memset, kMemsetBound, [&](auto& e) {
     put_header(e, h);
     e.varint(dst);
     e.varint(event.bytes);
     e.u8(flags);
     e.varint(stream);
   });
-  ++w.events;
+  if (written) ++w.events;
 }
 
 void TraceWriter::write(const SyncEvent& event) {
   MEMTOOL_EVENT_PROLOGUE;
   const std::uint64_t stream = w.code_stream(event.stream);
-  w.emit(Tag::sync, kSyncBound, [&](auto& e) {
+  const bool written = w.emit(Tag::sync, kSyncBound, [&](auto& e) {
     put_header(e, h);
     e.u8(static_cast<std::uint8_t>(event.kind));
     e.varint(stream);
   });
-  ++w.events;
+  if (written) ++w.events;
 }
 
 void TraceWriter::write(const IterationMarkEvent& event) {
   MEMTOOL_EVENT_PROLOGUE;
-  w.emit(Tag::iteration_mark, kIterationMarkBound, [&](auto& e) {
+  const bool written = w.emit(Tag::iteration_mark, kIterationMarkBound, [&](auto& e) {
     put_header(e, h);
     e.varint(event.index);
   });
-  ++w.events;
+  if (written) ++w.events;
 }
 
 void TraceWriter::write(const StreamCreateEvent& event) {
   MEMTOOL_EVENT_PROLOGUE;
   const std::uint64_t stream = w.code_stream(event.stream);
-  w.emit(Tag::stream_create, kStreamCreateBound, [&](auto& e) {
+  const bool written = w.emit(Tag::stream_create, kStreamCreateBound, [&](auto& e) {
     put_header(e, h);
     e.varint(stream);
     e.varint(event.flags);
     e.varint(wire::zigzag(event.priority));
   });
-  ++w.events;
+  if (written) ++w.events;
 }
 
 #undef MEMTOOL_EVENT_PROLOGUE
@@ -534,21 +593,7 @@ bool TraceWriter::close() {
   if (w.abandoned.load(std::memory_order_relaxed)) return false;
   const Impl::Guard lock(w);
   if (w.closed) return !w.failed;
-  if (w.usable()) {
-    const std::uint64_t records = w.records;
-    w.emit(Tag::end, kEndBound, [&](auto& e) {
-      e.varint(records);
-      e.varint(w.events);
-      e.varint(w.strings);
-      e.varint(w.stacks);
-    });
-    w.records = records;  // the end record does not count itself
-    w.flush_locked();
-  }
-  if (w.fd >= 0 && ::close(w.fd) != 0 && errno != EINTR) w.failed = true;
-  w.fd = -1;
-  w.closed = true;
-  w.buffer.reset();
+  w.finish_locked();
   return !w.failed;
 }
 
@@ -580,6 +625,13 @@ std::uint64_t TraceWriter::bytes_written() const {
   if (w.abandoned.load(std::memory_order_relaxed)) return w.bytes_out;
   const Impl::Guard lock(w);
   return w.bytes_out;
+}
+
+bool TraceWriter::limit_reached() const {
+  const Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return w.limit_reached;
+  const Impl::Guard lock(w);
+  return w.limit_reached;
 }
 
 bool TraceWriter::failed() const {

@@ -3,6 +3,7 @@
 // need not be thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -50,6 +51,7 @@ class EventSink {
 };
 
 // The trace file sink; not thread-safe (the recorder serialises). Returns nullptr and sets *error when the file cannot be opened.
-std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::string* error);
+// `max_bytes` (0: none) is MEMTOOL_TRACE_LIMIT: past it the trace ends cleanly, with a warning.
+std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error);
 
 }  // namespace memtool::interpose

@@ -19,6 +19,7 @@ enum class LogLevel : std::uint8_t { off = 0, error = 1, warn = 2, info = 3, deb
 template <OptionType T> struct OptionValue;
 template <> struct OptionValue<OptionType::flag> { using type = bool; };
 template <> struct OptionValue<OptionType::count> { using type = std::uint32_t; };
+template <> struct OptionValue<OptionType::bytes> { using type = std::uint64_t; };
 template <> struct OptionValue<OptionType::strategy> { using type = Strategy; };
 template <> struct OptionValue<OptionType::log_level> { using type = LogLevel; };
 template <> struct OptionValue<OptionType::path> { using type = std::string; };

@@ -8,7 +8,7 @@
 
 namespace memtool::interpose {
 
-enum class OptionType { flag, count, strategy, log_level, path, path_template, regex };
+enum class OptionType { flag, count, bytes, strategy, log_level, path, path_template, regex };
 
 struct OptionInfo {
   std::string_view name;  // MEMTOOL_...
@@ -29,6 +29,7 @@ inline constexpr std::array kOptionTable = {
   switch (type) {
     case OptionType::flag: return "0|1";
     case OptionType::count: return "N";
+    case OptionType::bytes: return "N[K|M|G|T]";
     case OptionType::strategy: return "record|off|pool|swap";
     case OptionType::log_level: return "off|error|warn|info|debug";
     case OptionType::path: return "PATH";

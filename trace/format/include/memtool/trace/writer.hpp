@@ -23,6 +23,13 @@ class TraceWriter {
     // The caller makes every call under one lock of its own (the interposer's recorder): the
     // writer then takes no lock of its own, one lock round trip less per event.
     bool caller_serialises = false;
+    // Stop before the file grows past this many bytes (0: no limit). The writer then ends the
+    // trace properly (end record, close): it reads as a complete trace of the run so far, and
+    // every later call is a no-op. `on_limit` (may be null) is told once, with the number of
+    // events written, from inside the call that hit the limit.
+    std::uint64_t max_bytes = 0;
+    void (*on_limit)(void* context, std::uint64_t events_written) = nullptr;
+    void* on_limit_context = nullptr;
   };
 
   // Opens (truncates) `path`. Returns nullptr and sets *error on failure; never throws, so
@@ -71,6 +78,7 @@ class TraceWriter {
   [[nodiscard]] std::uint64_t records_written() const;
   [[nodiscard]] std::uint64_t bytes_written() const;
   [[nodiscard]] bool failed() const;  // an I/O error happened; later writes are dropped
+  [[nodiscard]] bool limit_reached() const;  // Options::max_bytes ended the trace
 
  private:
   struct Impl;
