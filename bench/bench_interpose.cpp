@@ -133,14 +133,20 @@ void engine_launch(benchmark::State& state) {
   std::uint64_t a = 0x7f0000001000;
   int count = 0;
   void* params[] = {&z, &a, &count};
-  const auto function = reinterpret_cast<CUfunction>(0x1234);
-  for (auto _ : state) engine.recorder->on_launch(function, 0, memtool::interpose::LaunchArgs{params, nullptr});
+  // Training launches a different kernel almost every time: cycle through range(0) of them.
+  std::vector<CUfunction> functions;
+  for (std::int64_t k = 0; k < state.range(0); ++k) functions.push_back(reinterpret_cast<CUfunction>(0x1000 + 0x40 * k));
+  std::size_t next = 0;
+  for (auto _ : state) {
+    engine.recorder->on_launch(functions[next], 0, memtool::interpose::LaunchArgs{params, nullptr});
+    next = next + 1 == functions.size() ? 0 : next + 1;
+  }
   engine.report_detection(state);
-  state.SetLabel("Recorder::on_launch, 2 pointer arguments, trace file, no driver");
+  state.SetLabel("Recorder::on_launch, 2 pointer arguments, N kernels in turn, trace file, no driver");
 }
 
 BENCHMARK(engine_alloc_free);
-BENCHMARK(engine_launch);
+BENCHMARK(engine_launch)->Arg(1)->Arg(64);
 BENCHMARK(added_alloc_free);
 BENCHMARK(added_launch);
 

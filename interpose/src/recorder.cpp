@@ -80,14 +80,28 @@ bool extra_buffer(void** extra, const void*& buffer, std::size_t& size) {
 std::atomic<std::uint64_t> g_next_recorder_id{1};
 
 // One thread's launch state, in one thread_local: the argument words of the launch in
-// progress, the buffers they point into, and the last kernel this thread launched. Training loops launch the same kernel in runs, and KernelInfo entries are
-// never freed while their recorder lives, so the cache needs no lock.
+// progress, the buffers they point into, and the kernels this thread launched lately. A
+// training step cycles through tens to hundreds of kernels, launching a different one almost
+// every time, so the kernel cache is a small direct-mapped table rather than "the last one".
+// KernelInfo entries are never freed while their recorder lives (entries are keyed by the
+// recorder's id as well), so the cache needs no lock.
+struct KernelCacheEntry {
+  CUfunction function = nullptr;
+  std::uint64_t recorder = 0;
+  const void* kernel = nullptr;  // const Recorder::KernelInfo*
+};
+constexpr std::size_t kKernelCacheSlots = 256;  // 6 KiB per launching thread, on the heap
+
 struct LaunchScratch {
   std::vector<std::uint64_t> words;
   std::vector<std::uint64_t> touched;
-  std::uint64_t recorder = 0;
-  CUfunction function = nullptr;
-  const void* kernel = nullptr;  // const Recorder::KernelInfo*
+  std::vector<KernelCacheEntry> kernels;  // kKernelCacheSlots entries once used
+
+  KernelCacheEntry& slot(CUfunction function) {
+    if (kernels.empty()) kernels.resize(kKernelCacheSlots);
+    const auto key = reinterpret_cast<std::uintptr_t>(function);
+    return kernels[((key >> 4) ^ (key >> 12)) & (kKernelCacheSlots - 1)];
+  }
 };
 MEMTOOL_TLS LaunchScratch t_launch;
 
@@ -273,12 +287,10 @@ std::unique_ptr<Recorder::KernelInfo> Recorder::describe_kernel(CUfunction funct
 }
 
 const Recorder::KernelInfo* Recorder::kernel_info(CUfunction function) {
-  LaunchScratch& scratch = t_launch;
-  if (scratch.function == function && scratch.recorder == id_) return static_cast<const KernelInfo*>(scratch.kernel);
+  KernelCacheEntry& entry = t_launch.slot(function);
+  if (entry.function == function && entry.recorder == id_) return static_cast<const KernelInfo*>(entry.kernel);
   const KernelInfo* info = kernel_info_slow(function);
-  scratch.recorder = id_;
-  scratch.function = function;
-  scratch.kernel = info;
+  entry = KernelCacheEntry{function, id_, info};
   return info;
 }
 

@@ -115,7 +115,7 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
  private:
   struct KernelInfo;
 
-  const KernelInfo* kernel_info(CUfunction function);  // this thread's last kernel, or the slow path
+  const KernelInfo* kernel_info(CUfunction function);  // this thread's kernel cache, or the slow path
   const KernelInfo* kernel_info_slow(CUfunction function);
   std::unique_ptr<KernelInfo> describe_kernel(CUfunction function);
   void ensure_driver_queries();
