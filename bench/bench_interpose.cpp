@@ -75,6 +75,8 @@ void added_launch(benchmark::State& state) {
   state.SetLabel("median over blocks of 64 launches + 1 sync: recorded - direct, per call");
 }
 
+const auto kWideKernel = reinterpret_cast<CUfunction>(0x5678);
+
 // The engine alone (no driver, no wrapper): where the added cost goes.
 struct EngineOnly {
   std::unique_ptr<memtool::interpose::Recorder> recorder;
@@ -85,10 +87,11 @@ struct EngineOnly {
     recorder = std::make_unique<memtool::interpose::Recorder>(memtool::interpose::default_options(),
                                                               memtool::interpose::open_trace_sink(path, 0, &error));
     memtool::interpose::DriverQueries queries;
-    queries.func_get_param_info = [](CUfunction, size_t i, size_t* offset, size_t* size) {
-      if (i >= 3) return CUDA_ERROR_INVALID_VALUE;
+    queries.func_get_param_info = [](CUfunction function, size_t i, size_t* offset, size_t* size) {
+      const bool wide = function == kWideKernel;  // 8 arguments of 8 bytes; others: 2 pointers + an int
+      if (i >= (wide ? 8u : 3u)) return CUDA_ERROR_INVALID_VALUE;
       *offset = i * 8;
-      *size = i < 2 ? 8 : 4;
+      *size = wide || i < 2 ? 8 : 4;
       return CUDA_SUCCESS;
     };
     queries.func_get_name = [](const char** name, CUfunction) {
@@ -145,8 +148,33 @@ void engine_launch(benchmark::State& state) {
   state.SetLabel("Recorder::on_launch, 2 pointer arguments, N kernels in turn, trace file, no driver");
 }
 
+// A launch among many live buffers (PyTorch without its caching allocator keeps hundreds to
+// thousands alive): 4 pointer and 4 scalar arguments, pointers into buffers spread over the
+// range, one kernel.
+void engine_launch_live(benchmark::State& state) {
+  EngineOnly engine;
+  const auto live = static_cast<std::uint64_t>(state.range(0));
+  constexpr std::uint64_t kBase = 0x7f0000000000;
+  for (std::uint64_t i = 0; i < live; ++i) {
+    engine.recorder->on_alloc(kBase + i * 0x10000, 0x1000 + (i % 7) * 0x800, memtool::trace::MemoryKind::device, 0);
+  }
+  std::uint64_t words[8] = {};
+  void* params[8];
+  for (int i = 0; i < 8; ++i) params[i] = &words[i];
+  std::uint64_t n = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < 4; ++i) words[i] = kBase + ((n * 7 + static_cast<std::uint64_t>(i) * 131) % live) * 0x10000 + 0x40;
+    for (int i = 4; i < 8; ++i) words[i] = n + static_cast<std::uint64_t>(i);  // sizes, strides
+    engine.recorder->on_launch(kWideKernel, 0, memtool::interpose::LaunchArgs{params, nullptr});
+    ++n;
+  }
+  engine.report_detection(state);
+  state.SetLabel("Recorder::on_launch, 4 pointer + 4 scalar arguments, N live buffers");
+}
+
 BENCHMARK(engine_alloc_free);
 BENCHMARK(engine_launch)->Arg(1)->Arg(64);
+BENCHMARK(engine_launch_live)->Arg(16)->Arg(1000)->Arg(10000);
 BENCHMARK(added_alloc_free);
 BENCHMARK(added_launch);
 

@@ -105,3 +105,111 @@ TEST_CASE("recycled map nodes: more frees than the free list keeps, then reuse",
     CHECK(index.live_bytes() == 0);
   }
 }
+
+TEST_CASE("lookups agree with a plain list under random allocations and frees", "[interpose][index]") {
+  // Sizes from 0 bytes to 200 MiB (past the region table's 64 MiB "large" threshold), bases
+  // 256-aligned, never overlapping, regions shared and crossed; frees, range frees and
+  // stale replacements mixed in; every lookup checked against a linear search.
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto random = [&state](std::uint64_t bound) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state % bound;
+  };
+  struct Ref {
+    std::uint64_t base;
+    std::uint64_t size;
+  };
+  std::vector<Ref> live;
+  BufferIndex index;
+  std::uint64_t cursor = 0x7f0000000000;
+  auto overlaps = [&](std::uint64_t base, std::uint64_t size) {
+    const std::uint64_t end = base + std::max<std::uint64_t>(size, 1);
+    return std::any_of(live.begin(), live.end(), [&](const Ref& r) {
+      return base < r.base + std::max<std::uint64_t>(r.size, 1) && r.base < end;
+    });
+  };
+  auto reference_find = [&](std::uint64_t address) -> const Ref* {
+    for (const Ref& r : live) {
+      if (address - r.base < std::max<std::uint64_t>(r.size, 1)) return &r;
+    }
+    return nullptr;
+  };
+  std::uint64_t checked = 0;
+  for (int step = 0; step < 4000; ++step) {
+    const std::uint64_t what = random(100);
+    if (what < 45 || live.empty()) {
+      const std::uint64_t kind = random(20);
+      const std::uint64_t size = kind == 0 ? 0 : kind < 15 ? 256 * (1 + random(4096)) : kind < 19 ? (1 + random(8)) << 21 : (65 + random(136)) << 20;
+      std::uint64_t base = random(3) == 0 ? cursor + random(1 << 22) * 256 : cursor;
+      if (overlaps(base, size)) base = cursor;
+      cursor = std::max(cursor, base + std::max<std::uint64_t>(size, 1) + 256 * random(64));
+      cursor = (cursor + 255) & ~std::uint64_t{255};
+      index.insert({base, size, MemoryKind::device});
+      live.push_back({base, size});
+    } else if (what < 85) {
+      const std::size_t victim = random(live.size());
+      REQUIRE(index.erase(live[victim].base));
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(victim));
+    } else if (what < 90) {
+      const Ref& r = live[random(live.size())];  // a free that was never seen: same base, new size
+      const std::uint64_t smaller = r.size / 2;
+      index.insert({r.base, smaller, MemoryKind::device});
+      live[static_cast<std::size_t>(&r - live.data())].size = smaller;
+    } else {
+      const Ref& r = live[random(live.size())];
+      const std::uint64_t begin = r.base;
+      const std::uint64_t end = begin + (8ULL << 20);
+      const auto removed = index.erase_range(begin, end);
+      const auto before = live.size();
+      live.erase(std::remove_if(live.begin(), live.end(), [&](const Ref& x) { return x.base >= begin && x.base < end; }),
+                 live.end());
+      REQUIRE(removed.size() == before - live.size());
+    }
+    for (int probe = 0; probe < 20; ++probe) {
+      std::uint64_t address = 0;
+      if (!live.empty() && probe % 2 == 0) {
+        const Ref& r = live[random(live.size())];
+        address = r.base + random(std::max<std::uint64_t>(r.size, 1) + 512);  // inside, or just past
+      } else {
+        address = 0x7f0000000000 + random(cursor - 0x7f0000000000 + 4096);
+      }
+      const Ref* expected = reference_find(address);
+      const LiveBuffer* found = index.find(address);
+      INFO("step " << step << " address " << address);
+      REQUIRE((found == nullptr) == (expected == nullptr));
+      if (found != nullptr) REQUIRE(found->base == expected->base);
+      ++checked;
+    }
+    REQUIRE(index.size() == live.size());
+  }
+  CHECK(checked == 4000 * 20);
+}
+
+TEST_CASE("regions emptied by frees are dropped in bulk and lookups stay right", "[interpose][index]") {
+  BufferIndex index;
+  constexpr std::uint64_t kRegion = 2ULL << 20;
+  constexpr std::uint64_t kBuffers = 3000;  // each in a region of its own
+  for (std::uint64_t i = 0; i < kBuffers; ++i) index.insert({0x7f0000000000 + i * kRegion, 4096, MemoryKind::device});
+  for (std::uint64_t i = 0; i < kBuffers; ++i) {
+    if (i % 6 != 0) REQUIRE(index.erase(0x7f0000000000 + i * kRegion));  // 2,500 regions emptied
+  }
+  for (std::uint64_t i = 0; i < kBuffers; ++i) {
+    const std::uint64_t base = 0x7f0000000000 + i * kRegion;
+    INFO(i);
+    if (i % 6 == 0) {
+      REQUIRE(index.find(base + 100) != nullptr);
+      REQUIRE(index.find(base + 100)->base == base);
+    } else {
+      REQUIRE(index.find(base + 100) == nullptr);
+    }
+  }
+  // Refilled, emptied and refilled again: the kept regions serve the new buffers.
+  for (int round = 0; round < 3; ++round) {
+    for (std::uint64_t i = 1; i < kBuffers; i += 6) index.insert({0x7f0000000000 + i * kRegion + 512, 64, MemoryKind::device});
+    for (std::uint64_t i = 1; i < kBuffers; i += 6) CHECK(index.find(0x7f0000000000 + i * kRegion + 575)->base == 0x7f0000000000 + i * kRegion + 512);
+    for (std::uint64_t i = 1; i < kBuffers; i += 6) REQUIRE(index.erase(0x7f0000000000 + i * kRegion + 512));
+  }
+  CHECK(index.size() == kBuffers / 6);
+}

@@ -1,17 +1,23 @@
 // The index of live buffers: which allocation, if any, contains an address. Launches ask it
-// for every 8-byte word of their arguments, so lookups are the hot path: an ordered map of
-// disjoint [base, base+size) ranges behind a one-comparison filter on the lowest and highest
-// live address (most argument words are sizes, strides or floats far outside that range).
+// for every 8-byte word of their arguments, allocations and frees change it: both are on
+// every recorded call's path.
+//
+// Buffers are grouped by the 2 MiB regions of address space they cover: a region's buffers sit
+// in one small array sorted by base, and regions are found through an open-addressing hash
+// table (multiplicative hash, linear probing: no division, no node per entry). A lookup is a
+// hash probe and a binary search in contiguous memory whatever the number of live buffers
+// (PyTorch without its caching allocator keeps thousands: an ordered map's lookups then cost
+// several times the rest of a launch); an insertion or removal touches the same few cache
+// lines. A buffer covering more than kMaxRegions regions goes to a short list of large
+// buffers instead. A one-comparison filter on the lowest and highest address ever live comes
+// first (most argument words are sizes, strides or floats far outside that range).
 //
 // Not thread-safe: its owner serialises every call (the recorder's emit lock, which it holds
 // for each event anyway — a lock of the index's own would be taken and released for nothing).
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <new>
 #include <optional>
-#include <utility>
 #include <span>
 #include <vector>
 
@@ -25,69 +31,13 @@ struct LiveBuffer {
   trace::MemoryKind kind = trace::MemoryKind::device;
 };
 
-namespace detail {
-
-// Freed map nodes, kept for the next insertion: a program frees and allocates in turn, so
-// each insertion reuses the node the last erase left, still in cache, without a trip
-// through malloc (which on the allocation path costs more than the tree itself).
-struct NodeFreeList {
-  static constexpr std::size_t kMaxKept = 4096;
-  struct Link {
-    Link* next;
-    std::size_t kept;  // nodes in the list from this one down: the list is one pointer wide
-  };
-  Link* head = nullptr;
-
-  NodeFreeList() = default;
-  NodeFreeList(const NodeFreeList&) = delete;
-  NodeFreeList& operator=(const NodeFreeList&) = delete;
-  ~NodeFreeList() {
-    while (head != nullptr) ::operator delete(std::exchange(head, head->next));
-  }
-  [[nodiscard]] std::size_t kept() const noexcept { return head != nullptr ? head->kept : 0; }
-};
-
-// The map's allocator over a NodeFreeList (single-object allocations only are recycled;
-// the map makes nothing else).
-template <class T>
-class RecyclingAllocator {
- public:
-  using value_type = T;
-  explicit RecyclingAllocator(NodeFreeList* list) noexcept : list_(list) {}
-  template <class U>
-  RecyclingAllocator(const RecyclingAllocator<U>& other) noexcept : list_(other.list()) {}  // NOLINT: rebinding
-
-  T* allocate(std::size_t n) {
-    if (n == 1 && list_->head != nullptr) return reinterpret_cast<T*>(std::exchange(list_->head, list_->head->next));
-    return static_cast<T*>(::operator new(n * sizeof(T)));
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    static_assert(sizeof(T) >= sizeof(NodeFreeList::Link));
-    const std::size_t kept = list_->kept();
-    if (n == 1 && kept < NodeFreeList::kMaxKept) {
-      list_->head = ::new (static_cast<void*>(p)) NodeFreeList::Link{list_->head, kept + 1};
-      return;
-    }
-    ::operator delete(p);
-  }
-  [[nodiscard]] NodeFreeList* list() const noexcept { return list_; }
-  friend bool operator==(const RecyclingAllocator& a, const RecyclingAllocator& b) noexcept {
-    return a.list_ == b.list_;
-  }
-
- private:
-  NodeFreeList* list_;
-};
-
-}  // namespace detail
-
 class BufferIndex {
  public:
   // Adds a buffer; a stale entry at the same base (a free we never saw) is replaced.
   void insert(const LiveBuffer& buffer);
   // Removes the buffer starting at `base`; nullopt when there is none.
   std::optional<LiveBuffer> erase(std::uint64_t base);
-  // Removes every buffer whose base lies in [begin, end) (cuMemUnmap of a range).
+  // Removes every buffer whose base lies in [begin, end) (cuMemUnmap of a range), in base order.
   std::vector<LiveBuffer> erase_range(std::uint64_t begin, std::uint64_t end);
   // The buffer containing `address` (interior pointers included), or null; valid until the
   // next change.
@@ -97,19 +47,42 @@ class BufferIndex {
   // first-touch order).
   void scan(std::span<const std::uint64_t> words, std::vector<std::uint64_t>& bases) const;
 
-  [[nodiscard]] std::size_t size() const { return by_base_.size(); }
+  [[nodiscard]] std::size_t size() const { return count_; }
   [[nodiscard]] std::uint64_t live_bytes() const { return live_bytes_; }
 
  private:
-  void update_bounds();
+  struct Entry {
+    std::uint64_t end;  // base + max(size, 1)
+    LiveBuffer buffer;
+  };
+  struct Slot {  // a region's buffers sit in its slot: one cache line fewer per lookup
+    std::uint64_t key = 0;  // region + 1; 0: empty
+    std::vector<Entry> entries;
+  };
+  static constexpr unsigned kRegionShift = 21;
+  static constexpr std::uint64_t kMaxRegions = 32;  // 64 MiB; bigger buffers are few
+  static constexpr std::size_t kKeptEmptyRegions = 1024;
 
-  using Map = std::map<std::uint64_t, LiveBuffer, std::less<>,
-                       detail::RecyclingAllocator<std::pair<const std::uint64_t, LiveBuffer>>>;
+  [[nodiscard]] std::vector<Entry>* region(std::uint64_t number);  // null when absent
+  [[nodiscard]] const std::vector<Entry>* region(std::uint64_t number) const;
+  std::vector<Entry>& region_for(std::uint64_t number);  // created when absent
+  void rebuild(std::size_t slot_count);                  // drops regions with no buffer
+  // The entry of the buffer starting exactly at `base`, and the list holding it.
+  std::pair<std::vector<Entry>*, std::size_t> locate(std::uint64_t base);
+  void remove(const Entry& entry, std::vector<Entry>* home);
+
+  // What every lookup and change reads, together and first (the recorder keeps its index
+  // right after its counters, in its hot cache lines).
   std::uint64_t low_ = ~std::uint64_t{0};  // [low_, high_) covers every live buffer
   std::uint64_t high_ = 0;
+  std::vector<Slot> slots_;  // power-of-two size, at most half full
+  std::size_t mask_ = 0;     // slots_.size() - 1
+  unsigned shift_ = 64;      // 64 - log2(slots_.size())
+  std::size_t count_ = 0;
   std::uint64_t live_bytes_ = 0;
-  detail::NodeFreeList free_nodes_;  // declared before the map: outlives it
-  Map by_base_{Map::allocator_type(&free_nodes_)};
+  std::size_t regions_ = 0;      // slots in use
+  std::size_t empty_lists_ = 0;  // regions kept with no buffer (refilled soon, usually)
+  std::vector<Entry> large_;     // buffers over kMaxRegions regions, by base
 };
 
 }  // namespace memtool::interpose
