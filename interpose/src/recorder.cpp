@@ -14,7 +14,6 @@
 #include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/log.hpp"
 #include "memtool/trace/signature.hpp"
-#include "memtool/trace/writer.hpp"
 #include "stacks.hpp"
 
 namespace memtool::interpose {
@@ -109,7 +108,6 @@ MEMTOOL_TLS LaunchScratch t_launch;
 
 Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink)
     : stacks_(options.stacks && sink != nullptr),
-      writer_(sink != nullptr ? sink->trace_writer() : nullptr),
       sink_(std::move(sink)),
       options_(options),
       id_(g_next_recorder_id.fetch_add(1, std::memory_order_relaxed)) {
@@ -157,11 +155,7 @@ void Recorder::stamp_locked(trace::EventHeader& header) {
 template <class Event>
 void Recorder::emit_locked(Event& event, std::optional<std::uint64_t> token) {
   stamp_locked(event.header);
-  if (writer_ != nullptr) {
-    writer_->write(event);
-  } else if (sink_) {
-    sink_->write(event);
-  }
+  if (sink_) sink_->write(event);
   if (token) detection_->push(*token);
 }
 

@@ -34,7 +34,6 @@ class TraceWriterSink final : public EventSink {
   void close() override { writer_->close(); }
   void abandon_after_fork() override { writer_->abandon_after_fork(); }
   bool failed() const override { return writer_->failed(); }
-  trace::TraceWriter* trace_writer() noexcept override { return writer_.get(); }
 
  private:
   std::string path_;

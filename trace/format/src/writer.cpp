@@ -90,27 +90,6 @@ struct TransparentStringHash {
 }  // namespace
 
 struct TraceWriter::Impl {
-  // What every event touches comes first, in as few cache lines as it fits.
-  // Set in a forked child: every entry point checks it before taking the (possibly
-  // forever-locked) mutex.
-  std::atomic<bool> abandoned{false};
-  bool locking = true;  // false: Options::caller_serialises
-  bool failed = false;
-  bool closed = false;
-  int fd = -1;
-  std::size_t used = 0;
-  std::size_t capacity = 0;
-  std::unique_ptr<std::byte[]> buffer;
-  wire::DeltaState state;
-  std::uint64_t records = 0;  // every record but the end record
-  std::uint64_t events = 0;
-  std::uint64_t limit = ~std::uint64_t{0};  // bytes a record may reach: Options::max_bytes less the end record
-  mutable std::mutex mutex;
-  bool limit_reached = false;
-  void (*on_limit)(void*, std::uint64_t) = nullptr;
-  void* on_limit_context = nullptr;
-  bool leak_on_destroy = false;  // the child could not prove the state consistent
-
   // The lock around one call, or nothing when the caller serialises every call.
   class Guard {
    public:
@@ -126,7 +105,29 @@ struct TraceWriter::Impl {
    private:
     std::mutex* mutex_;
   };
+
+  // What every event touches comes first, in as few cache lines as it fits.
+  // Set in a forked child: every entry point checks it before taking the (possibly
+  // forever-locked) mutex.
+  std::atomic<bool> abandoned{false};
+  bool locking = true;  // false: Options::caller_serialises
+  bool failed = false;
+  bool closed = false;
+  int fd = -1;
+  std::size_t used = 0;
+  std::size_t capacity = 0;
+  std::unique_ptr<std::byte[]> buffer;
+  wire::DeltaState state;
+  std::uint64_t records = 0;  // every record but the end record
+  std::uint64_t events = 0;
   std::uint64_t bytes_out = 0;
+  std::uint64_t limit = ~std::uint64_t{0};  // bytes a record may reach: Options::max_bytes less the end record
+
+  mutable std::mutex mutex;
+  bool limit_reached = false;
+  void (*on_limit)(void*, std::uint64_t) = nullptr;
+  void* on_limit_context = nullptr;
+  bool leak_on_destroy = false;  // the child could not prove the state consistent
   std::uint32_t strings = 0;
   std::uint32_t stacks = 0;
 
@@ -448,7 +449,7 @@ void TraceWriter::write_module(const ModuleMapping& module) {
 #define MEMTOOL_EVENT_PROLOGUE                                  \
   Impl& w = *impl_;                                             \
   if (w.abandoned.load(std::memory_order_relaxed)) return;      \
-  const Impl::Guard lock(w);                                \
+  const Impl::Guard lock(w);                                    \
   if (!w.usable()) return;                                      \
   const HeaderCodes h = w.code_header(event.header)
 

@@ -11,10 +11,6 @@
 
 #include "memtool/trace/event.hpp"
 
-namespace memtool::trace {
-class TraceWriter;
-}
-
 namespace memtool::interpose {
 
 class EventSink {
@@ -45,13 +41,11 @@ class EventSink {
   virtual void abandon_after_fork() = 0;
   // True once an I/O error made the sink drop records.
   [[nodiscard]] virtual bool failed() const = 0;
-  // The trace writer behind the trace file sink (nullptr for any other sink): the recorder
-  // writes events to it directly, two dependent loads (sink, vtable) fewer per event.
-  [[nodiscard]] virtual trace::TraceWriter* trace_writer() noexcept { return nullptr; }
 };
 
-// The trace file sink; not thread-safe (the recorder serialises). Returns nullptr and sets *error when the file cannot be opened.
-// `max_bytes` (0: none) is MEMTOOL_TRACE_LIMIT: past it the trace ends cleanly, with a warning.
+// The trace file sink; not thread-safe (the recorder serialises). Returns nullptr and sets
+// *error when the file cannot be opened. `max_bytes` (0: none) is MEMTOOL_TRACE_LIMIT: past
+// it the trace ends cleanly, with a warning.
 std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error);
 
 }  // namespace memtool::interpose

@@ -2,9 +2,10 @@
 //
 // Each call becomes an event with a sequence number, a monotonic timestamp, the calling
 // thread and the stream; events go to the sink (the trace file) and, as signature tokens, to
-// the online iteration detector (on a worker thread: the calling thread only queues them). Launches are resolved to kernel names and to the live
-// buffers their arguments point into. Every public member is noexcept and fail-open: an
-// internal failure disables recording, is logged once, and never reaches the program.
+// the online iteration detector (on a worker thread: the calling thread only queues them).
+// Launches are resolved to kernel names and to the live buffers their arguments point into.
+// Every public member is noexcept and fail-open: an internal failure disables recording, is
+// logged once, and never reaches the program.
 #pragma once
 
 #include <atomic>
@@ -25,10 +26,6 @@
 #include "memtool/interpose/event_sink.hpp"
 #include "memtool/interpose/options.hpp"
 #include "memtool/trace/event.hpp"
-
-namespace memtool::trace {
-class TraceWriter;
-}
 
 namespace memtool::interpose {
 
@@ -135,15 +132,14 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   std::atomic<bool> closed_{false};
   const bool stacks_;  // MEMTOOL_STACKS and a trace file
   std::uint64_t seq_ = 0;
-  trace::TraceWriter* const writer_;  // sink_'s writer when sink_ is the trace file: no virtual call
-  EventClock clock_;                  // timestamps, read under emit_mutex_ (one cache line)
+  std::unique_ptr<EventSink> sink_;
+  EventClock clock_;  // timestamps, read under emit_mutex_ (one cache line)
   std::unique_ptr<DetectionWorker> detection_;  // tokens go to a worker thread (detection_worker.hpp)
   std::uint64_t allocations_ = 0;
   std::uint64_t frees_ = 0;
   std::uint64_t launches_ = 0;
   std::uint64_t peak_live_bytes_ = 0;
-  BufferIndex index_;  // its bounds complete the line above, its map fills the next
-  std::unique_ptr<EventSink> sink_;
+  BufferIndex index_;  // its bounds and counts complete the line above
 
   // The cold part: set up once, or touched by the slow paths only.
   const Options options_;

@@ -48,7 +48,6 @@ class RegionTable {
   void remove(const IndexEntry& entry, std::vector<IndexEntry>* home);
   // Appends every entry whose base is in [begin, end), once.
   void collect(std::uint64_t begin, std::uint64_t end, std::vector<LiveBuffer>& out) const;
-  [[nodiscard]] bool empty() const { return entries_ == 0; }
 
  private:
   struct Slot {  // a region's buffers sit in its slot: one cache line fewer per lookup
