@@ -30,7 +30,7 @@ namespace memtool::interpose::preload {
     Recorder* recorder = preload::active_recorder();                                                    \
     if (recorder == nullptr) return real args;                                                          \
     const preload::HookScope scope;                                                                     \
-    const Call<fn::symbol> call{real, Variant::variant, *recorder, preload::g_pool};                    \
+    const Call<fn::symbol> call{real, Variant::variant, *recorder, *preload::g_runtimes};                    \
     return handle_##symbol(MEMTOOL_PREPEND(call, args));                                                \
   }
 #define MEMTOOL_HOOK(...) MEMTOOL_FOR_VARIANTS(MEMTOOL_WRAPPER, __VA_ARGS__)

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "memtool/interpose/hook_table.hpp"
-#include "memtool/interpose/pool_mode.hpp"
+#include "memtool/interpose/context_runtimes.hpp"
 #include "memtool/interpose/recorder.hpp"
 
 namespace memtool::interpose::preload {
@@ -29,11 +29,13 @@ inline void* real_function(HookId id) noexcept {
 }
 
 // --- runtime.cpp ---
-// pooling: MEMTOOL_STRATEGY=pool — the recorder (trace, index of live buffers) and g_pool.
-enum class State : int { uninitialised = 0, recording = 1, pass_through = 2, pooling = 3 };
+// recording: a strategy that holds no memory of its own (record): once the recorder stops, calls
+// pass straight through. serving: one that does (pool): the handlers keep running even after
+// the recorder stopped (at exit, or fail-open), since frees of its buffers must reach it.
+enum class State : int { uninitialised = 0, recording = 1, pass_through = 2, serving = 3 };
 extern std::atomic<State> g_state;
-extern Recorder* g_recorder;  // set once before g_state becomes recording/pooling; never deleted
-extern PoolMode* g_pool;      // set once before g_state becomes pooling; never deleted
+extern Recorder* g_recorder;          // set once before g_state leaves uninitialised; never deleted
+extern ContextRuntimes* g_runtimes;   // likewise
 
 // True while this thread runs inside one of our hooks or our own initialisation: nested driver
 // calls (the driver calling its own exports, our lazy init) pass straight through.
@@ -42,13 +44,12 @@ inline thread_local bool t_in_hook __attribute__((tls_model("initial-exec"))) = 
 Recorder* initialise() noexcept;  // the slow path of active_recorder()
 
 // The recorder if this call should be handled, else nullptr. The common case is one load
-// and one compare. In pool mode the recorder is returned even once it stopped (at exit, or
-// fail-open): frees of pooled buffers must still reach the pool, never the driver.
+// and one compare.
 inline Recorder* active_recorder() noexcept {
   if (t_in_hook) return nullptr;
   const State state = g_state.load(std::memory_order_acquire);
   if (state == State::recording) return g_recorder->active() ? g_recorder : nullptr;
-  if (state == State::pooling) return g_recorder;
+  if (state == State::serving) return g_recorder;
   if (state == State::pass_through) return nullptr;
   return initialise();
 }

@@ -1,6 +1,6 @@
 // libmemtool.so's life in a process: lazy, thread-safe initialisation at the first hooked call
-// (options, log, trace file, fork handlers, pool mode), the summary at exit, and the memtool_*
-// C API.
+// (options, log, trace file, fork handlers, the engine: observer, device and the strategy's
+// runtimes), the summary at exit, and the memtool_* C API.
 // Any problem in here leaves the library in pass-through: the program runs as without us.
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,6 +10,9 @@
 #include <mutex>
 #include <string>
 
+#include "memtool/engine/log.hpp"
+#include "memtool/engine/strategy.hpp"
+#include "memtool/interpose/driver_device.hpp"
 #include "memtool/interpose/log.hpp"
 #include "memtool/interpose/memtool.h"
 #include "memtool/interpose/options.hpp"
@@ -21,7 +24,7 @@ namespace memtool::interpose::preload {
 
 std::atomic<State> g_state{State::uninitialised};
 Recorder* g_recorder = nullptr;
-PoolMode* g_pool = nullptr;
+ContextRuntimes* g_runtimes = nullptr;
 
 namespace {
 
@@ -38,57 +41,52 @@ void child_after_fork() {
   g_state.store(State::pass_through, std::memory_order_release);
 }
 
-// Pool mode at exit: the one-line summary and the JSON file. No driver call (see
-// PoolMode::finish): pools go back at the program's context teardown, or with the process.
-void finish_pool() {
-  const pool::Summary summary = g_pool->finish();
-  Log::write(LogLevel::info, "{}", pool::summary_line(summary));
-  if (g_summary_path != nullptr && !pool::write_summary_file(summary, *g_summary_path)) {
-    Log::write(LogLevel::error, "cannot write the pool summary to {}", *g_summary_path);
-  }
+// The engine's messages go to memtool's log (the engine has no logging of its own).
+void engine_log(engine::LogLevel level, std::string_view line) {
+  Log::write(static_cast<LogLevel>(static_cast<int>(level)), "{}", line);
 }
 
+// At exit: the strategies stop (no driver call: by the time exit handlers run, the calling
+// thread's thread_local objects are gone — glibc destroys them first — and with them, in
+// fakecuda at least, its current context; memory goes back with the process or went back at
+// the program's context teardown), then the summary line and MEMTOOL_SUMMARY.
 void at_exit() {
   const HookScope scope;  // whatever the exit path reaches is not the program's to record
-  if (g_pool != nullptr) finish_pool();
+  g_runtimes->shutdown_all(false);
   const RecorderStats stats = g_recorder->stats();
   g_recorder->shutdown();
+  engine::Summary summary = g_runtimes->summary();
+  if (stats.step) {
+    summary.period_events = stats.step->period;
+    summary.period_peak_bytes = stats.step->peak_bytes;
+    if (summary.period_allocations == 0) summary.period_allocations = stats.step->allocations;
+  }
+  summary.periods_rejected = g_recorder->observer().periods_rejected();
+  summary.peak_device_bytes_without_pool = std::max(summary.peak_device_bytes_without_pool, stats.peak_live_bytes);
   Log::write(LogLevel::info,
              "recorded {} events: {} allocations, {} frees, {} launches, peak {} bytes live{}; detection thread {:.1f} ms CPU",
              stats.events, stats.allocations, stats.frees, stats.launches, stats.peak_live_bytes,
              stats.period ? fmt::format(", {} events per iteration", *stats.period) : std::string(),
              static_cast<double>(stats.detection_cpu_ns) / 1e6);
+  Log::write(LogLevel::info, "{}", engine::summary_line(summary));
+  if (g_summary_path != nullptr && !engine::write_summary_file(summary, *g_summary_path)) {
+    Log::write(LogLevel::error, "cannot write the summary to {}", *g_summary_path);
+  }
 }
 
-// The real driver functions pool mode calls (never our wrappers: they would record the pool's
-// own allocation and re-enter the engine).
+// The real driver functions the engine calls (never our wrappers: they would record the
+// engine's own allocations and re-enter it).
 DriverFunctions real_driver_functions() {
   DriverFunctions f;
-  f.mem_alloc = reinterpret_cast<fn::cuMemAlloc_v2>(real_function(HookId::cuMemAlloc_v2));
-  f.mem_free = reinterpret_cast<fn::cuMemFree_v2>(real_function(HookId::cuMemFree_v2));
-  f.mem_alloc_async = reinterpret_cast<fn::cuMemAllocAsync>(real_function(HookId::cuMemAllocAsync));
-  f.mem_free_async = reinterpret_cast<fn::cuMemFreeAsync>(real_function(HookId::cuMemFreeAsync));
-  f.stream_wait_event = reinterpret_cast<fn::cuStreamWaitEvent>(real_function(HookId::cuStreamWaitEvent));
-  f.event_create = reinterpret_cast<decltype(f.event_create)>(driver_symbol("cuEventCreate"));
-  f.event_record = reinterpret_cast<decltype(f.event_record)>(driver_symbol("cuEventRecord"));
-  f.event_query = reinterpret_cast<decltype(f.event_query)>(driver_symbol("cuEventQuery"));
-  f.event_destroy = reinterpret_cast<decltype(f.event_destroy)>(driver_symbol("cuEventDestroy_v2"));
+#define MEMTOOL_REAL_hook(symbol) real_function(HookId::symbol)
+#define MEMTOOL_REAL_driver(symbol) driver_symbol(#symbol)
+#define MEMTOOL_REAL_DRIVER_FUNCTION(field, symbol, route) \
+  f.field = reinterpret_cast<decltype(f.field)>(MEMTOOL_REAL_##route(symbol));
+  MEMTOOL_DRIVER_FUNCTIONS(MEMTOOL_REAL_DRIVER_FUNCTION)
+#undef MEMTOOL_REAL_DRIVER_FUNCTION
+#undef MEMTOOL_REAL_driver
+#undef MEMTOOL_REAL_hook
   return f;
-}
-
-// nullptr (logged) when the driver lacks what the pool needs: memtool then stays out of the way.
-PoolMode* make_pool_mode(const Options& options) {
-  const DriverFunctions functions = real_driver_functions();
-  if (!functions.complete()) {
-    Log::write(LogLevel::error, "MEMTOOL_STRATEGY=pool: the driver lacks functions the pool needs "
-                                "(cuMemAlloc_v2, cuMemFree_v2, cuEvent*, cuStreamWaitEvent); memtool stays out of the way");
-    return nullptr;
-  }
-  PoolModeSettings settings;
-  settings.synchronous_planning = options.pool_sync_planning;
-  Log::write(LogLevel::info, "pool mode: observing until the iteration is found, then planning ({})",
-             options.pool_sync_planning ? "on the calling thread" : "on a worker thread");
-  return new PoolMode(functions, std::move(settings));  // never deleted: hooks may run during exit
 }
 
 State decide() {
@@ -109,15 +107,32 @@ State decide() {
     }
     return State::pass_through;
   }
-  if (options.disable || options.strategy == Strategy::off) return State::pass_through;
 
-  PoolMode* pool = nullptr;
-  if (options.strategy == Strategy::pool) {
-    pool = make_pool_mode(options);
-    if (pool == nullptr) return State::pass_through;
-    if (!options.summary.empty()) {
-      g_summary_path = new std::string(expand_path_template(options.summary, static_cast<long>(getpid()), lookup));
-    }
+  if (options.disable || options.strategy == "off") return State::pass_through;
+  const engine::StrategyInfo* strategy = engine::find_strategy(options.strategy);
+  if (strategy == nullptr) return State::pass_through;  // options.cpp validated the name
+  const DriverFunctions functions = real_driver_functions();
+  if (!functions.complete()) {
+    Log::write(LogLevel::error, "MEMTOOL_STRATEGY={}: the driver lacks functions memtool needs (cuMemAlloc_v2, "
+                                "cuMemFree_v2, cuEvent*, cuStreamWaitEvent); memtool stays out of the way",
+               options.strategy);
+    return State::pass_through;
+  }
+  if (!options.summary.empty()) {
+    g_summary_path = new std::string(expand_path_template(options.summary, static_cast<long>(getpid()), lookup));
+  }
+  engine::set_log_sink(engine_log);
+  engine::StrategyOptions strategy_options;
+  strategy_options.name = options.strategy;
+  strategy_options.pool.synchronous_planning = options.pool_sync_planning;
+  strategy_options.pool.plan_time_limit_seconds = static_cast<double>(options.plan_seconds);
+  engine::ObserverOptions observer;
+  observer.keep_windows = strategy->plans;
+  observer.synchronous_detection = options.pool_sync_planning;
+  if (strategy->plans) {
+    Log::write(LogLevel::info, "{}: observing until the training step is found, then planning ({})", options.strategy,
+               options.pool_sync_planning ? "on the calling thread" : "on a worker thread");
+    engine::prepare_planner(strategy_options.pool);
   }
 
   std::unique_ptr<EventSink> sink;
@@ -131,16 +146,19 @@ State decide() {
     }
     sink->metadata("memtool_version", memtool_version());
     sink->metadata("pid", std::to_string(getpid()));
-    sink->metadata("strategy", std::string(to_string(options.strategy)));
+    sink->metadata("strategy", options.strategy);
     sink->metadata("cuda_header_version", std::to_string(CUDA_VERSION));
     Log::write(LogLevel::info, "recording to {}", path);
   }
-  g_recorder = new Recorder(options, std::move(sink));  // never deleted: hooks may run during exit
+  // Never deleted: hooks may run during exit.
+  g_recorder = new Recorder(options, std::move(sink), observer);
   g_recorder->set_driver_resolver(resolve_driver_query);
-  g_pool = pool;
+  auto* device = new DriverDevice(functions);
+  g_runtimes = new ContextRuntimes(strategy_options, *device, g_recorder->observer(),
+                                   reinterpret_cast<ContextRuntimes::CurrentContext>(driver_symbol("cuCtxGetCurrent")));
   pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
   std::atexit(at_exit);
-  return pool != nullptr ? State::pooling : State::recording;
+  return strategy->plans ? State::serving : State::recording;
 }
 
 }  // namespace
@@ -178,7 +196,6 @@ MEMTOOL_EXPORTED void memtool_iteration_mark(void) {
   if (Recorder* recorder = active_recorder(); recorder != nullptr) {
     const HookScope scope;
     recorder->on_iteration_mark();
-    if (g_pool != nullptr) g_pool->mark_iteration();
   }
 }
 

@@ -23,17 +23,22 @@ std::uint64_t default_stream_of(const Call<F>& call) {
   return recorded_stream(nullptr, call.variant);
 }
 
-// Pool mode: work on `stream` is about to touch the memory at `address`.
+// Work on `stream` is about to touch what the recorder found: the strategies order the stream
+// after the memory's earlier users, before the real call queues the work.
 template <class F>
-void order(const Call<F>& call, std::uint64_t address, std::uint64_t stream) {
-  if (call.pool != nullptr) call.pool->touch(address, stream);
+void order(const Call<F>& call, const LaunchSeen& seen, std::uint64_t stream) {
+  if (call.runtimes.wants_accesses() && !seen.touched.empty()) call.runtimes.before_access(seen.touched, stream);
 }
 
+// An allocation the engine does not serve (pitched, managed, VMM): the real call, then recorded
+// for the context's runtime.
 template <class F, class... Args>
 CUresult allocate(const Call<F>& call, CUdeviceptr* dptr, std::uint64_t size, MemoryKind kind, std::uint64_t stream,
                   Args... args) {
   const CUresult result = call.real(dptr, args...);
-  if (result == CUDA_SUCCESS && dptr != nullptr) call.recorder.on_alloc(u64(*dptr), size, kind, stream);
+  if (result == CUDA_SUCCESS && dptr != nullptr) {
+    call.recorder.on_alloc(u64(*dptr), size, kind, stream, call.runtimes.current().id());
+  }
   return result;
 }
 
@@ -44,20 +49,40 @@ CUresult allocate_host(const Call<F>& call, void** pp, std::uint64_t size, Args.
   return result;
 }
 
-// A copy or memset: recorded, and in pool mode its stream ordered after earlier users of the
-// memory it touches — before the real call queues it.
+// A device allocation: the strategy of the current context serves it; the recorder sees what
+// the program asked for and the address it got.
+template <class F>
+CUresult allocate_device(const Call<F>& call, CUdeviceptr* dptr, const engine::AllocationRequest& request) {
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;  // what the driver says
+  engine::Runtime& runtime = call.runtimes.current();
+  engine::DevicePtr ptr = 0;
+  const auto result = static_cast<CUresult>(runtime.allocate(request, &ptr));
+  if (result == CUDA_SUCCESS) {
+    *dptr = static_cast<CUdeviceptr>(ptr);
+    call.recorder.on_alloc(ptr, request.size, request.kind, request.stream, runtime.id());
+  }
+  return result;
+}
+
+// A free: recorded first (the address may be reused at once), then the runtime that made the
+// buffer frees it (a pooled buffer goes back to its pool; anything else reaches the real free).
+template <class F>
+CUresult free_device(const Call<F>& call, CUdeviceptr dptr, MemoryKind kind, std::uint64_t stream) {
+  const std::uint32_t owner = dptr != 0 ? call.recorder.on_free(u64(dptr), kind, stream) : 0;
+  return static_cast<CUresult>(call.runtimes.owner(owner).deallocate(u64(dptr), kind, stream));
+}
+
+// A copy or memset: recorded, and its stream ordered after earlier users of the memory it
+// touches — before the real call queues it.
 template <class F>
 void record_copy(const Call<F>& call, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, CopyKind kind,
                  std::uint64_t stream, bool async) {
-  call.recorder.on_copy(dst, src, bytes, kind, stream, async);
-  order(call, dst, stream);
-  order(call, src, stream);
+  order(call, call.recorder.on_copy(dst, src, bytes, kind, stream, async), stream);
 }
 
 template <class F>
 void record_memset(const Call<F>& call, std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) {
-  call.recorder.on_memset(dst, bytes, stream, async);
-  order(call, dst, stream);
+  order(call, call.recorder.on_memset(dst, bytes, stream, async), stream);
 }
 
 // The source and destination of a 2D/3D copy, whatever memory type each side is.
@@ -110,35 +135,25 @@ CUresult copy3d(const Call<F>& call, const CUDA_MEMCPY3D* p, CUstream stream, bo
   }
 }
 
-// A launch as the recorder saw it, told to pool mode before the real launch: an iteration mark
-// (MEMTOOL_ITERATION_KERNEL), then the stream order of every buffer its arguments touch.
+// A launch as the recorder saw it, told to the strategies before the real launch: the stream
+// order of every buffer its arguments touch. If recording failed, which buffers launches touch
+// is no longer known: strategies that reuse memory across streams must stop.
 template <class F>
 void launched(const Call<F>& call, const LaunchSeen& seen, std::uint64_t stream) {
-  if (call.pool == nullptr) return;
-  if (!call.recorder.active() && call.pool->serving()) {
-    call.pool->disable("recording failed: the buffers launches touch are no longer known");
+  if (!call.runtimes.wants_accesses()) return;
+  if (!call.recorder.active()) {
+    call.runtimes.fail_all("recording failed: the buffers launches touch are no longer known");
+    return;
   }
-  if (seen.marks_iteration) call.pool->mark_iteration();
-  for (const std::uint64_t base : seen.touched) call.pool->touch(base, stream);
+  order(call, seen, stream);
 }
 
 }  // namespace
 
 // --- allocation family ---------------------------------------------------------------------------
 
-// Pool mode: the engine serves the request (from the pool or the real allocator); the recorder
-// sees what the program asked for and the address it got.
-template <class F>
-CUresult allocate_pooled(const Call<F>& call, CUdeviceptr* dptr, std::uint64_t size, MemoryKind kind,
-                         std::uint64_t stream) {
-  const CUresult result = call.pool->allocate(dptr, size, kind, stream);
-  if (result == CUDA_SUCCESS && dptr != nullptr) call.recorder.on_alloc(u64(*dptr), size, kind, stream);
-  return result;
-}
-
 CUresult handle_cuMemAlloc_v2(const Call<fn::cuMemAlloc_v2>& call, CUdeviceptr* dptr, size_t bytesize) noexcept {
-  if (call.pool != nullptr) return allocate_pooled(call, dptr, bytesize, MemoryKind::device, 0);
-  return allocate(call, dptr, bytesize, MemoryKind::device, 0, bytesize);
+  return allocate_device(call, dptr, {bytesize, MemoryKind::device, 0, 0});
 }
 
 CUresult handle_cuMemAllocPitch_v2(const Call<fn::cuMemAllocPitch_v2>& call, CUdeviceptr* dptr, size_t* pPitch,
@@ -157,25 +172,23 @@ CUresult handle_cuMemAllocManaged(const Call<fn::cuMemAllocManaged>& call, CUdev
 
 CUresult handle_cuMemAllocAsync(const Call<fn::cuMemAllocAsync>& call, CUdeviceptr* dptr, size_t bytesize,
                                 CUstream hStream) noexcept {
-  if (call.pool != nullptr) return allocate_pooled(call, dptr, bytesize, MemoryKind::async, stream_of(call, hStream));
-  return allocate(call, dptr, bytesize, MemoryKind::async, stream_of(call, hStream), bytesize, hStream);
+  return allocate_device(call, dptr, {bytesize, MemoryKind::async, stream_of(call, hStream), 0});
 }
 
+// Stream-ordered memory from a pool of the program's: served like cuMemAllocAsync; what the
+// strategy passes through comes from the program's pool.
 CUresult handle_cuMemAllocFromPoolAsync(const Call<fn::cuMemAllocFromPoolAsync>& call, CUdeviceptr* dptr,
                                         size_t bytesize, CUmemoryPool pool, CUstream hStream) noexcept {
-  return allocate(call, dptr, bytesize, MemoryKind::async, stream_of(call, hStream), bytesize, pool, hStream);
+  return allocate_device(call, dptr,
+                         {bytesize, MemoryKind::async, stream_of(call, hStream), reinterpret_cast<std::uintptr_t>(pool)});
 }
 
 CUresult handle_cuMemFree_v2(const Call<fn::cuMemFree_v2>& call, CUdeviceptr dptr) noexcept {
-  if (dptr != 0) call.recorder.on_free(u64(dptr), MemoryKind::device, 0);
-  if (call.pool != nullptr && dptr != 0) return call.pool->release(dptr, MemoryKind::device, 0);
-  return call.real(dptr);
+  return free_device(call, dptr, MemoryKind::device, 0);
 }
 
 CUresult handle_cuMemFreeAsync(const Call<fn::cuMemFreeAsync>& call, CUdeviceptr dptr, CUstream hStream) noexcept {
-  if (dptr != 0) call.recorder.on_free(u64(dptr), MemoryKind::async, stream_of(call, hStream));
-  if (call.pool != nullptr && dptr != 0) return call.pool->release(dptr, MemoryKind::async, stream_of(call, hStream));
-  return call.real(dptr, hStream);
+  return free_device(call, dptr, MemoryKind::async, stream_of(call, hStream));
 }
 
 CUresult handle_cuMemAllocHost_v2(const Call<fn::cuMemAllocHost_v2>& call, void** pp, size_t bytesize) noexcept {
@@ -217,10 +230,10 @@ CUresult handle_cuMemRelease(const Call<fn::cuMemRelease>& call, CUmemGenericAll
 
 CUresult handle_cuMemGetInfo_v2(const Call<fn::cuMemGetInfo_v2>& call, size_t* free, size_t* total) noexcept {
   const CUresult result = call.real(free, total);
-  // Record mode hands out nothing of its own: the driver's figures stand. Pool mode: the pool's
-  // unused part is free memory as far as the program is concerned (invariant 3).
-  if (result == CUDA_SUCCESS && call.pool != nullptr && free != nullptr) {
-    std::uint64_t adjusted = call.pool->program_free(*free);
+  // What the strategy holds and no buffer of the program uses is free memory as far as the
+  // program is concerned (invariant 3): an allocation that needs it gets it.
+  if (result == CUDA_SUCCESS && free != nullptr) {
+    std::uint64_t adjusted = call.runtimes.current().program_free(*free);
     if (total != nullptr && adjusted > *total) adjusted = *total;
     *free = static_cast<size_t>(adjusted);
   }
@@ -437,28 +450,24 @@ CUresult handle_cuStreamCreateWithPriority(const Call<fn::cuStreamCreateWithPrio
 }
 
 // --- context teardown -------------------------------------------------------------------------------
-// Pool mode ends before the context goes: idle pools are freed while the context can still free
-// them, and nothing new is handed out from memory the driver is about to reclaim. A release that
-// does not end the primary context's life ends pool mode all the same (conservative; logged).
-
-template <class F>
-void context_ending(const Call<F>& call, const char* why) {
-  if (call.pool != nullptr && call.pool->serving()) call.pool->end_with_context(why);
-}
+// A context's strategy ends before the context goes: idle pools are freed while the context can
+// still free them, and nothing new is handed out from memory the driver is about to reclaim. A
+// primary context's release ends every runtime (which context it was is not known from the
+// device alone; conservative): a context made current again afterwards gets a fresh one.
 
 CUresult handle_cuCtxDestroy_v2(const Call<fn::cuCtxDestroy_v2>& call, CUcontext ctx) noexcept {
-  context_ending(call, "cuCtxDestroy");
+  call.runtimes.end_context(ctx, "cuCtxDestroy");
   return call.real(ctx);
 }
 
 CUresult handle_cuDevicePrimaryCtxRelease_v2(const Call<fn::cuDevicePrimaryCtxRelease_v2>& call,
                                              CUdevice dev) noexcept {
-  context_ending(call, "cuDevicePrimaryCtxRelease");
+  call.runtimes.end_all("cuDevicePrimaryCtxRelease");
   return call.real(dev);
 }
 
 CUresult handle_cuDevicePrimaryCtxReset_v2(const Call<fn::cuDevicePrimaryCtxReset_v2>& call, CUdevice dev) noexcept {
-  context_ending(call, "cuDevicePrimaryCtxReset");
+  call.runtimes.end_all("cuDevicePrimaryCtxReset");
   return call.real(dev);
 }
 

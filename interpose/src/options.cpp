@@ -1,6 +1,8 @@
 // Parsing and validation of the MEMTOOL_* variables, generated from options.def.
 #include "memtool/interpose/options.hpp"
 
+#include "memtool/engine/strategy.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -62,14 +64,16 @@ std::string parse(std::string_view text, std::uint64_t& out) {
   return {};
 }
 
-std::string parse(std::string_view text, Strategy& out) {
+// A strategy of the engine's table (memtool/engine/strategy.hpp), or off.
+std::string parse_strategy(std::string_view text, std::string& out) {
   const std::string value = lower(text);
-  if (value == "record") out = Strategy::record;
-  else if (value == "off") out = Strategy::off;
-  else if (value == "pool") out = Strategy::pool;
-  else if (value == "swap") out = Strategy::swap;
-  else return "expected one of record|off|pool|swap";
-  return {};
+  if (value == "off" || engine::find_strategy(value) != nullptr) {
+    out = value;
+    return {};
+  }
+  std::string names;
+  for (const engine::StrategyInfo& s : engine::strategies()) names += std::string(s.name) + "|";
+  return "expected one of " + names + "off";
 }
 
 std::string parse(std::string_view text, LogLevel& out) {
@@ -103,6 +107,8 @@ template <OptionType T, class V>
 std::string parse_value(std::string_view text, V& out) {
   if constexpr (T == OptionType::path || T == OptionType::path_template || T == OptionType::regex) {
     return parse_text(text, T, out);
+  } else if constexpr (T == OptionType::strategy) {
+    return parse_strategy(text, out);
   } else {
     return parse(text, out);
   }
@@ -134,13 +140,6 @@ ParsedOptions parse_options(const EnvLookup& lookup, const char* const* environm
   }
 #include "memtool/interpose/options.def"
 #undef MEMTOOL_OPTION
-
-  // Strategies that are planned but not built yet are refused as clearly as a typo.
-  if (parsed.options.strategy == Strategy::swap) {
-    parsed.errors.push_back(fmt::format("MEMTOOL_STRATEGY={}: this strategy is not available yet in this version "
-                                        "(available: record, pool, off)",
-                                        to_string(parsed.options.strategy)));
-  }
 
   for (const char* const* entry = environment; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view assignment{*entry};
@@ -180,15 +179,6 @@ std::string expand_path_template(std::string_view path_template, long pid, const
   return out;
 }
 
-std::string_view to_string(Strategy strategy) {
-  switch (strategy) {
-    case Strategy::record: return "record";
-    case Strategy::off: return "off";
-    case Strategy::pool: return "pool";
-    case Strategy::swap: return "swap";
-  }
-  return "?";
-}
 
 std::string_view to_string(LogLevel level) {
   switch (level) {

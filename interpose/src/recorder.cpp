@@ -10,7 +10,6 @@
 #include <cstring>
 #include <exception>
 
-#include "detection_worker.hpp"
 #include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/log.hpp"
 #include "memtool/trace/signature.hpp"
@@ -106,15 +105,15 @@ MEMTOOL_TLS LaunchScratch t_launch;
 
 }  // namespace
 
-Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink)
+Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink, const engine::ObserverOptions& observer)
     : stacks_(options.stacks && sink != nullptr),
       sink_(std::move(sink)),
+      observer_(observer),
       options_(options),
       id_(g_next_recorder_id.fetch_add(1, std::memory_order_relaxed)) {
   if (!options_.iteration_kernel.empty()) {
     iteration_kernel_.emplace(options_.iteration_kernel, std::regex::ECMAScript | std::regex::optimize);
   }
-  detection_ = std::make_unique<DetectionWorker>();
 }
 
 Recorder::~Recorder() { shutdown(); }
@@ -153,19 +152,18 @@ void Recorder::stamp_locked(trace::EventHeader& header) {
 }
 
 template <class Event>
-void Recorder::emit_locked(Event& event, std::optional<std::uint64_t> token) {
+void Recorder::emit_locked(Event& event) {
   stamp_locked(event.header);
   if (sink_) sink_->write(event);
-  if (token) detection_->push(*token);
 }
 
-// An explicit iteration boundary goes to the detector as a mark, not as a token.
+// An explicit iteration boundary goes to the observer as a mark, not as a token.
 void Recorder::emit_mark_locked() {
+  observer_.on_mark();
+  if (closed_.load(std::memory_order_relaxed)) return;
   trace::IterationMarkEvent event;
   event.index = marks_++;
-  stamp_locked(event.header);
-  if (sink_) sink_->write(event);
-  detection_->mark();
+  emit_locked(event);
 }
 
 // Wraps a recording step: fail-open on any exception.
@@ -180,15 +178,15 @@ void Recorder::emit_mark_locked() {
     }                                                  \
   } while (false)
 
-void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
-                        std::uint64_t stream) noexcept {
+void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind, std::uint64_t stream,
+                        std::uint32_t owner) noexcept {
   if (!active()) return;
   MEMTOOL_RECORD_STEP("an allocation", {
     std::array<std::uint64_t, 256> ips;  // filled by capture_stack; not zeroed on the hot path
     std::size_t depth = 0;
     if (stacks_) depth = detail::capture_stack(ips.data(), options_.stack_depth, 2);
     std::lock_guard lock(emit_mutex_);
-    index_.insert(LiveBuffer{address, size, kind});
+    observer_.on_alloc(address, size, kind, stream, owner);
     if (closed_.load(std::memory_order_relaxed)) return;
     trace::AllocEvent event;
     event.address = address;
@@ -197,39 +195,41 @@ void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::Memory
     event.stream = trace::StreamHandle{stream};
     if (depth > 0) event.stack = capture_stack_locked(std::span<const std::uint64_t>(ips.data(), depth));
     ++allocations_;
-    peak_live_bytes_ = std::max(peak_live_bytes_, index_.live_bytes());
-    emit_locked(event, trace::SignatureBuilder::alloc_token(size, kind));
+    peak_live_bytes_ = std::max(peak_live_bytes_, observer_.index().live_bytes());
+    emit_locked(event);
   });
 }
 
-void Recorder::on_free(std::uint64_t address, trace::MemoryKind kind, std::uint64_t stream) noexcept {
-  if (!active()) return;
+std::uint32_t Recorder::on_free(std::uint64_t address, trace::MemoryKind kind, std::uint64_t stream) noexcept {
+  std::uint32_t owner = 0;
+  if (!active()) return owner;
   MEMTOOL_RECORD_STEP("a free", {
     std::lock_guard lock(emit_mutex_);
-    const auto buffer = index_.erase(address);
-    if (closed_.load(std::memory_order_relaxed)) return;
+    const auto buffer = observer_.on_free(address);
+    if (buffer) owner = buffer->owner;
+    if (closed_.load(std::memory_order_relaxed)) return owner;
     trace::FreeEvent event;
     event.address = address;
     event.kind = buffer ? buffer->kind : kind;
     event.stream = trace::StreamHandle{stream};
     ++frees_;
-    emit_locked(event, buffer ? trace::SignatureBuilder::free_token(buffer->size)
-                               : trace::SignatureBuilder::unknown_free_token());
+    emit_locked(event);
   });
+  return owner;
 }
 
 void Recorder::on_unmap(std::uint64_t address, std::uint64_t size) noexcept {
   if (!active()) return;
   MEMTOOL_RECORD_STEP("an unmap", {
     std::lock_guard lock(emit_mutex_);
-    const auto removed = index_.erase_range(address, address + size);
+    const auto removed = observer_.on_unmap(address, address + size);
     if (closed_.load(std::memory_order_relaxed)) return;
-    for (const LiveBuffer& buffer : removed) {
+    for (const engine::LiveBuffer& buffer : removed) {
       trace::FreeEvent event;
       event.address = buffer.base;
       event.kind = buffer.kind;
       ++frees_;
-      emit_locked(event, trace::SignatureBuilder::free_token(buffer.size));
+      emit_locked(event);
     }
   });
 }
@@ -326,17 +326,17 @@ LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const 
       append_param_words(packed, static_cast<std::uint32_t>(std::min(packed_size, kMaxExtraBytes)), t_words);
     }
     std::lock_guard lock(emit_mutex_);
-    index_.scan(t_words, t_touched);
+    if (kernel->marks_iteration) emit_mark_locked();
+    observer_.on_launch(t_words, stream, trace::SignatureBuilder::launch_token(kernel->name_id), t_touched);
     seen.touched = t_touched;
     seen.marks_iteration = kernel->marks_iteration;
     if (closed_.load(std::memory_order_relaxed)) return seen;
-    if (kernel->marks_iteration) emit_mark_locked();
     trace::LaunchEvent event;
     event.kernel = kernel->name_id;
     event.stream = trace::StreamHandle{stream};
     event.touched = t_touched;
     ++launches_;
-    emit_locked(event, trace::SignatureBuilder::launch_token(kernel->name_id));
+    emit_locked(event);
   });
   return seen;
 }
@@ -349,26 +349,32 @@ void Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) n
     trace::GraphLaunchEvent event;
     event.graph_exec = graph_exec;
     event.stream = trace::StreamHandle{stream};
-    emit_locked(event, std::nullopt);
+    emit_locked(event);
   });
 }
 
-void Recorder::on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
-                       std::uint64_t stream, bool async) noexcept {
-  if (!active()) return;
+LaunchSeen Recorder::on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
+                            std::uint64_t stream, bool async) noexcept {
+  LaunchSeen seen;
+  if (!active()) return seen;
   MEMTOOL_RECORD_STEP("a copy", {
+    std::vector<std::uint64_t>& touched = t_launch.touched;
+    touched.clear();
     std::lock_guard lock(emit_mutex_);
     if (kind == trace::CopyKind::unknown) {
       // Unified addressing (cuMemcpy): an address inside a tracked non-host buffer is device.
       auto on_device = [&](std::uint64_t address) {
-        const LiveBuffer* buffer = index_.find(address);
+        const engine::LiveBuffer* buffer = observer_.index().find(address);
         return buffer != nullptr && buffer->kind != trace::MemoryKind::pinned_host;
       };
       const bool d = on_device(dst);
       const bool s = on_device(src);
       kind = s ? (d ? trace::CopyKind::d2d : trace::CopyKind::d2h) : (d ? trace::CopyKind::h2d : trace::CopyKind::h2h);
     }
-    if (closed_.load(std::memory_order_relaxed)) return;
+    observer_.on_transfer(dst, src, stream, engine::AccessKind::copy, trace::SignatureBuilder::copy_token(bytes, kind),
+                          touched);
+    seen.touched = touched;
+    if (closed_.load(std::memory_order_relaxed)) return seen;
     trace::CopyEvent event;
     event.dst = dst;
     event.src = src;
@@ -376,22 +382,30 @@ void Recorder::on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes
     event.kind = kind;
     event.stream = trace::StreamHandle{stream};
     event.async = async;
-    emit_locked(event, trace::SignatureBuilder::copy_token(bytes, kind));
+    emit_locked(event);
   });
+  return seen;
 }
 
-void Recorder::on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) noexcept {
-  if (!active()) return;
+LaunchSeen Recorder::on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) noexcept {
+  LaunchSeen seen;
+  if (!active()) return seen;
   MEMTOOL_RECORD_STEP("a memset", {
+    std::vector<std::uint64_t>& touched = t_launch.touched;
+    touched.clear();
     std::lock_guard lock(emit_mutex_);
-    if (closed_.load(std::memory_order_relaxed)) return;
+    observer_.on_transfer(dst, 0, stream, engine::AccessKind::memset, trace::SignatureBuilder::memset_token(bytes),
+                          touched);
+    seen.touched = touched;
+    if (closed_.load(std::memory_order_relaxed)) return seen;
     trace::MemsetEvent event;
     event.dst = dst;
     event.bytes = bytes;
     event.stream = trace::StreamHandle{stream};
     event.async = async;
-    emit_locked(event, trace::SignatureBuilder::memset_token(bytes));
+    emit_locked(event);
   });
+  return seen;
 }
 
 void Recorder::on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept {
@@ -402,7 +416,7 @@ void Recorder::on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept {
     trace::SyncEvent event;
     event.kind = kind;
     event.stream = trace::StreamHandle{stream};
-    emit_locked(event, std::nullopt);
+    emit_locked(event);
   });
 }
 
@@ -415,7 +429,7 @@ void Recorder::on_stream_create(std::uint64_t stream, std::uint32_t flags, std::
     event.stream = trace::StreamHandle{stream};
     event.flags = flags;
     event.priority = priority;
-    emit_locked(event, std::nullopt);
+    emit_locked(event);
   });
 }
 
@@ -423,7 +437,6 @@ void Recorder::on_iteration_mark() noexcept {
   if (!active()) return;
   MEMTOOL_RECORD_STEP("an iteration mark", {
     std::lock_guard lock(emit_mutex_);
-    if (closed_.load(std::memory_order_relaxed)) return;
     emit_mark_locked();
   });
 }
@@ -472,7 +485,7 @@ void Recorder::shutdown() noexcept {
     std::lock_guard lock(emit_mutex_);
     if (closed_.exchange(true)) return;
     if (sink_) sink_->close();
-    detection_->stop();  // what is still queued is processed by the next stats()
+    observer_.stop();  // what is still queued is processed by the next stats()
   } catch (...) {
     // Nothing left to do: the program is exiting.
   }
@@ -480,10 +493,10 @@ void Recorder::shutdown() noexcept {
 
 void Recorder::before_fork() noexcept {
   emit_mutex_.lock();
-  detection_->before_fork();
+  observer_.before_fork();
 }
 void Recorder::after_fork_in_parent() noexcept {
-  detection_->after_fork_in_parent();
+  observer_.after_fork_in_parent();
   emit_mutex_.unlock();
 }
 void Recorder::after_fork_in_child() noexcept {
@@ -491,22 +504,23 @@ void Recorder::after_fork_in_child() noexcept {
   active_.store(false);
   closed_.store(true);
   if (sink_) sink_->abandon_after_fork();
-  detection_->after_fork_in_child();
+  observer_.after_fork_in_child();
   emit_mutex_.unlock();
 }
 
-RecorderStats Recorder::stats() const noexcept {
+RecorderStats Recorder::stats() noexcept {
   std::lock_guard lock(emit_mutex_);
   RecorderStats stats;
   stats.events = seq_;
   stats.allocations = allocations_;
   stats.frees = frees_;
   stats.launches = launches_;
-  stats.live_bytes = index_.live_bytes();
+  stats.live_bytes = observer_.index().live_bytes();
   stats.peak_live_bytes = peak_live_bytes_;
-  stats.live_buffers = index_.size();
-  stats.period = detection_->period_now();
-  stats.detection_cpu_ns = detection_->worker_cpu_ns();
+  stats.live_buffers = observer_.index().size();
+  stats.period = observer_.period_now();
+  stats.step = observer_.step_now();
+  stats.detection_cpu_ns = observer_.detection_cpu_ns();
   return stats;
 }
 

@@ -84,22 +84,33 @@ Problem to_problem(const TraceModel& model, const Iterations& iterations, std::s
       problem.buffers.push_back(request(i, b.size, alignment, {{begin, stop}}, !freed_here));
       continue;
     }
-    const std::uint64_t lifetime = clock.at(b.free_event) - clock.at(b.alloc_event);
-    if (lifetime < window) {
-      const std::uint64_t wrapped_end = clock.at(b.free_event) - origin - window;
-      std::vector<LiveInterval> intervals;
-      if (wrapped_end > 0) intervals.push_back({0, wrapped_end});
-      intervals.push_back({begin, window});
-      problem.buffers.push_back(request(i, b.size, alignment, std::move(intervals), true));
-    } else {
-      const std::uint64_t slots = (lifetime + window - 1) / window;
-      for (std::uint64_t k = 0; k < slots; ++k) {
-        problem.buffers.push_back(
-            request(i | (k << kShadowSlotShift), b.size, alignment, {{0, window}}, true));
-      }
+    const WrappedLifetime wrapped =
+        wrap_lifetime(begin, clock.at(b.free_event) - origin, window);
+    for (std::uint64_t k = 0; k < wrapped.slots; ++k) {
+      problem.buffers.push_back(request(k == 0 ? i : (i | (k << kShadowSlotShift)), b.size, alignment,
+                                        wrapped.intervals, true));
     }
   }
   return problem;
+}
+
+WrappedLifetime wrap_lifetime(std::uint64_t begin, std::uint64_t end, std::uint64_t window) {
+  WrappedLifetime w;
+  if (end <= window) {
+    w.intervals.push_back({begin, end});
+    return w;
+  }
+  w.crosses_iteration = true;
+  const std::uint64_t lifetime = end - begin;
+  if (lifetime < window) {
+    // The previous iteration's copy is live over [0, end - window) in the same slot.
+    if (end - window > 0) w.intervals.push_back({0, end - window});
+    w.intervals.push_back({begin, window});
+    return w;
+  }
+  w.slots = (lifetime + window - 1) / window;
+  w.intervals.push_back({0, window});
+  return w;
 }
 
 std::uint64_t problem_lower_bound(const Problem& problem) {

@@ -3,14 +3,16 @@
 // (a free before the real call, an allocation after it succeeded). The exported wrappers in
 // libmemtool.so are generated around these; unit tests call them with fake real functions.
 //
-// In pool mode (`pool` set) the allocation family goes through PoolMode instead of the real
-// function (it calls the real allocator itself when it does not serve from the pool), and every
-// launch, copy and memset first tells PoolMode which buffers it touches on which stream, so that
-// reused pool memory is ordered after its previous users (invariant 2) before the work is queued.
+// Whatever the strategy, device allocations and frees (cuMemAlloc, cuMemAllocAsync,
+// cuMemAllocFromPoolAsync and their frees) go to the engine's runtime of the current context
+// (memtool/engine/runtime.hpp), whose strategy stack calls the real allocator itself when it does
+// not serve from elsewhere; every launch, copy and memset first tells the runtimes which buffers
+// it touches on which stream, so that reused memory is ordered after its previous users
+// (invariant 2) before the work is queued. The handlers never know which strategy runs.
 #pragma once
 
 #include "memtool/interpose/hook_table.hpp"
-#include "memtool/interpose/pool_mode.hpp"
+#include "memtool/interpose/context_runtimes.hpp"
 #include "memtool/interpose/recorder.hpp"
 
 namespace memtool::interpose {
@@ -20,7 +22,7 @@ struct Call {
   RealFunction real;
   Variant variant = Variant::plain;
   Recorder& recorder;
-  PoolMode* pool = nullptr;  // MEMTOOL_STRATEGY=pool
+  ContextRuntimes& runtimes;
 };
 
 #define MEMTOOL_HOOK(api, symbol, since, per_thread, params, args) \

@@ -13,14 +13,13 @@
 
 namespace memtool::interpose {
 
-enum class Strategy : std::uint8_t { record, off, pool, swap };
 enum class LogLevel : std::uint8_t { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
 
 template <OptionType T> struct OptionValue;
 template <> struct OptionValue<OptionType::flag> { using type = bool; };
 template <> struct OptionValue<OptionType::count> { using type = std::uint32_t; };
 template <> struct OptionValue<OptionType::bytes> { using type = std::uint64_t; };
-template <> struct OptionValue<OptionType::strategy> { using type = Strategy; };
+template <> struct OptionValue<OptionType::strategy> { using type = std::string; };  // an engine strategy, or off
 template <> struct OptionValue<OptionType::log_level> { using type = LogLevel; };
 template <> struct OptionValue<OptionType::path> { using type = std::string; };
 template <> struct OptionValue<OptionType::path_template> { using type = std::string; };
@@ -53,7 +52,6 @@ using EnvLookup = std::function<const char*(const char*)>;
 // %% a percent sign. Any other % sequence is kept as it is.
 [[nodiscard]] std::string expand_path_template(std::string_view path_template, long pid, const EnvLookup& lookup);
 
-[[nodiscard]] std::string_view to_string(Strategy strategy);
 [[nodiscard]] std::string_view to_string(LogLevel level);
 
 }  // namespace memtool::interpose

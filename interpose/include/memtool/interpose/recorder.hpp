@@ -1,9 +1,12 @@
-// The engine in record mode: turns intercepted driver calls into trace events.
+// The recorder: turns intercepted driver calls into what the engine observes and what the trace
+// file gets.
 //
 // Each call becomes an event with a sequence number, a monotonic timestamp, the calling
-// thread and the stream; events go to the sink (the trace file) and, as signature tokens, to
-// the online iteration detector (on a worker thread: the calling thread only queues them).
-// Launches are resolved to kernel names and to the live buffers their arguments point into.
+// thread and the stream; events go to the sink (the trace file) and to the engine's Observer
+// (memtool/engine/observer.hpp: the index of live buffers, the step of the training loop found
+// on a worker thread, iteration windows), under one lock, so the two always agree. Launches are
+// resolved to kernel names and to the live buffers their arguments point into (the kernel's
+// parameter layout comes from the driver, once per kernel).
 // Every public member is noexcept and fail-open: an internal failure disables recording, is
 // logged once, and never reaches the program.
 #pragma once
@@ -20,7 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "memtool/interpose/buffer_index.hpp"
+#include "memtool/engine/observer.hpp"
 #include "memtool/interpose/cuda_api.hpp"
 #include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/event_sink.hpp"
@@ -28,8 +31,6 @@
 #include "memtool/trace/event.hpp"
 
 namespace memtool::interpose {
-
-class DetectionWorker;
 
 // The driver's introspection functions the recorder calls itself (never hooked). In the
 // preload they come from the real driver; unit tests pass fakes.
@@ -49,6 +50,7 @@ struct RecorderStats {
   std::uint64_t live_buffers = 0;
   std::uint64_t peak_live_bytes = 0;
   std::optional<std::uint64_t> period;  // events per iteration, once the detector confirmed one
+  std::optional<engine::Step> step;     // the training step the engine found
   std::uint64_t detection_cpu_ns = 0;   // CPU time of the detection thread (off the program's threads)
 };
 
@@ -58,9 +60,9 @@ struct LaunchArgs {
   void** extra = nullptr;
 };
 
-// What a launch was found to do: the buffers its arguments point into (bases, from the index;
-// valid on this thread until its next launch) and whether the kernel marks an iteration
-// (MEMTOOL_ITERATION_KERNEL). Pool mode orders the streams and forwards the mark from it.
+// What a launch, copy or memset was found to do: the buffers it touches (bases, from the index;
+// valid on this thread until its next call) and, for a launch, whether the kernel marks an
+// iteration (MEMTOOL_ITERATION_KERNEL). The strategies order their streams from it.
 struct LaunchSeen {
   std::span<const std::uint64_t> touched;
   bool marks_iteration = false;
@@ -69,7 +71,7 @@ struct LaunchSeen {
 class alignas(64) Recorder {  // aligned: its hot fields start a cache line
  public:
   // `sink` may be null (no trace file: detection and logging only).
-  Recorder(const Options& options, std::unique_ptr<EventSink> sink);
+  Recorder(const Options& options, std::unique_ptr<EventSink> sink, const engine::ObserverOptions& observer = {});
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -84,15 +86,18 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
 
   // Record a free *before* the real free (the address may be reused at once), an allocation
   // only *after* it succeeded.
-  void on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind, std::uint64_t stream) noexcept;
-  void on_free(std::uint64_t address, trace::MemoryKind kind, std::uint64_t stream) noexcept;
+  // `owner`: the runtime (context) that served it. on_free returns the owner of the freed
+  // buffer (0 when unknown).
+  void on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind, std::uint64_t stream,
+                std::uint32_t owner = 0) noexcept;
+  std::uint32_t on_free(std::uint64_t address, trace::MemoryKind kind, std::uint64_t stream) noexcept;
   void on_unmap(std::uint64_t address, std::uint64_t size) noexcept;  // VMM: frees what was mapped there
   LaunchSeen on_launch(CUfunction function, std::uint64_t stream, const LaunchArgs& args) noexcept;
   void on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept;
   // `kind` unknown: classified from the index (an address in a device buffer is device).
-  void on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind, std::uint64_t stream,
-               bool async) noexcept;
-  void on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) noexcept;
+  LaunchSeen on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
+                     std::uint64_t stream, bool async) noexcept;
+  LaunchSeen on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) noexcept;
   void on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept;
   void on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept;
   void on_iteration_mark() noexcept;
@@ -107,7 +112,11 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   void after_fork_in_child() noexcept;
 
   // Exact as of this call: iteration detection catches up with every event recorded so far.
-  [[nodiscard]] RecorderStats stats() const noexcept;
+  [[nodiscard]] RecorderStats stats() noexcept;
+
+  // The engine's observer, for the runtimes: its boundary feed and period feedback are
+  // thread-safe; nothing else of it may be used outside the recorder.
+  [[nodiscard]] engine::Observer& observer() noexcept { return observer_; }
 
  private:
   struct KernelInfo;
@@ -122,7 +131,7 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   void emit_mark_locked();
   trace::StringId intern_locked(std::string_view text);
   template <class Event>
-  void emit_locked(Event& event, std::optional<std::uint64_t> token);
+  void emit_locked(Event& event);
 
   // The hot path's state first, packed into the first cache lines: after the driver's own
   // work (system calls) a recorded call finds little in cache, and each further line it
@@ -134,12 +143,11 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   std::uint64_t seq_ = 0;
   std::unique_ptr<EventSink> sink_;
   EventClock clock_;  // timestamps, read under emit_mutex_ (one cache line)
-  std::unique_ptr<DetectionWorker> detection_;  // tokens go to a worker thread (detection_worker.hpp)
   std::uint64_t allocations_ = 0;
   std::uint64_t frees_ = 0;
   std::uint64_t launches_ = 0;
   std::uint64_t peak_live_bytes_ = 0;
-  BufferIndex index_;  // its bounds and counts complete the line above
+  engine::Observer observer_;  // its index's bounds and counts come first
 
   // The cold part: set up once, or touched by the slow paths only.
   const Options options_;

@@ -134,6 +134,17 @@ struct ProblemOptions {
   bool include_persistent = false;
 };
 
+// The wrap view of one buffer allocated at `begin` (relative to the window, < window) and
+// freed at `end` (relative; may lie past the window): its intervals in the window, and how many
+// slots (copies from consecutive iterations live at once) it needs. The one layout both the
+// offline to_problem and the in-process engine's windows use.
+struct WrappedLifetime {
+  std::vector<LiveInterval> intervals;  // one slot's intervals (every slot: [0, window) when slots > 1)
+  std::uint64_t slots = 1;
+  bool crosses_iteration = false;
+};
+[[nodiscard]] WrappedLifetime wrap_lifetime(std::uint64_t begin, std::uint64_t end, std::uint64_t window);
+
 [[nodiscard]] Problem to_problem(const TraceModel& model, const Iterations& iterations,
                                  std::size_t index, std::uint64_t alignment,
                                  const ProblemOptions& options = {});

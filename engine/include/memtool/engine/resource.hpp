@@ -1,0 +1,119 @@
+// Resources and adaptors, in the spirit of rmm's memory resources: a strategy is a stack of
+// them (strategy.hpp). A resource serves the program's device allocations — from the device
+// (DeviceResource), from a planned pool (PlannedPool), from a simulated allocator (the
+// baselines of `memtool simulate`); an adaptor wraps an upstream resource and adds one thing —
+// fail-open, statistics, a budget limit. The handlers of libmemtool.so only ever talk to the
+// top of the stack, through the Runtime; they never know which strategy runs.
+//
+// Contract:
+//  - allocate writes *out only on success and returns the driver's status (or
+//    kOutOfMemory where a resource refuses memory, as the driver would);
+//  - deallocate of a pointer a resource did not hand out itself goes to its upstream, and at the
+//    bottom to the device, whose status is returned unchanged;
+//  - before_access is called before the work that touches a buffer is queued on `stream`
+//    (launch arguments, copy and memset ranges): a resource that reuses memory across streams
+//    orders the stream after the memory's earlier users there (DESIGN.md invariant 2);
+//  - on_boundary is called at each iteration boundary the observer found, with the last
+//    complete iteration's window when the resource asked for windows;
+//  - all members may be called from many threads; a resource serialises what it shares.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "memtool/engine/device.hpp"
+#include "memtool/engine/summary.hpp"
+#include "memtool/engine/window.hpp"
+
+namespace memtool::engine {
+
+struct AllocationRequest {
+  std::uint64_t size = 0;
+  MemoryKind kind = MemoryKind::device;  // device: cuMemAlloc; async: cuMemAllocAsync
+  StreamId stream = 0;                   // async: the stream the allocation is ordered on
+  std::uint64_t memory_pool = 0;         // cuMemAllocFromPoolAsync: the program's pool (0: none)
+};
+
+// An iteration boundary: the first event of an iteration is the next one.
+struct Boundary {
+  std::uint64_t tick = 0;
+  std::uint64_t period = 0;        // ticks per iteration
+  bool from_marks = false;         // memtool_iteration_mark() / MEMTOOL_ITERATION_KERNEL
+  std::shared_ptr<const IterationWindow> window;  // the last complete iteration, if asked for
+};
+
+struct MemoryUse {
+  std::uint64_t reserved = 0;  // device bytes held for the program (pools, real allocations)
+  std::uint64_t in_use = 0;    // bytes of the program's live buffers among them
+};
+
+// A sub-allocated buffer's own extent (pointer attribute queries answer with it).
+struct BufferExtent {
+  DevicePtr base = 0;
+  std::uint64_t size = 0;
+  std::uint64_t id = 0;  // unique among the buffers this resource handed out
+};
+
+// How a resource tells the observer what it learned about the iteration.
+class PeriodFeedback {
+ public:
+  virtual ~PeriodFeedback() = default;
+  // A plan of this period missed from its first iteration on: not the program's iteration.
+  virtual void period_wrong(std::uint64_t period) = 0;
+  // A plan that served whole iterations stopped matching: the program changed; look again.
+  virtual void program_changed() = 0;
+};
+
+class Resource {
+ public:
+  virtual ~Resource() = default;
+  [[nodiscard]] virtual std::string_view name() const = 0;
+
+  virtual Status allocate(const AllocationRequest& request, DevicePtr* out) = 0;
+  virtual Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) = 0;
+  virtual void before_access(DevicePtr base, StreamId stream) = 0;
+  virtual void on_boundary(const Boundary& boundary) = 0;
+  // Whether the observer should cut a window at boundaries for this stack.
+  [[nodiscard]] virtual bool wants_windows() const = 0;
+  // Whether before_access matters to this stack (the handlers skip it otherwise).
+  [[nodiscard]] virtual bool wants_accesses() const = 0;
+
+  [[nodiscard]] virtual MemoryUse memory_use() const = 0;
+  virtual void summarize(Summary& summary) const = 0;
+  [[nodiscard]] virtual std::optional<BufferExtent> extent_of(DevicePtr ptr) const = 0;
+  // Memory is short: give back reserved memory no live buffer uses; returns the bytes given back.
+  virtual std::uint64_t reclaim() = 0;
+  // The context is ending, or the process: stop serving new allocations and join background
+  // work. With `release_memory`, give idle reserved memory back now (at a context's end, while
+  // it can still be freed); without (at exit: the driver may be half gone), only stop.
+  virtual void shutdown(bool release_memory) = 0;
+};
+
+// Forwards everything to its upstream; adaptors override what they add.
+class Adaptor : public Resource {
+ public:
+  explicit Adaptor(std::unique_ptr<Resource> upstream) : upstream_(std::move(upstream)) {}
+  Status allocate(const AllocationRequest& request, DevicePtr* out) override { return upstream_->allocate(request, out); }
+  Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
+    return upstream_->deallocate(ptr, kind, stream);
+  }
+  void before_access(DevicePtr base, StreamId stream) override { upstream_->before_access(base, stream); }
+  void on_boundary(const Boundary& boundary) override { upstream_->on_boundary(boundary); }
+  [[nodiscard]] bool wants_windows() const override { return upstream_->wants_windows(); }
+  [[nodiscard]] bool wants_accesses() const override { return upstream_->wants_accesses(); }
+  [[nodiscard]] MemoryUse memory_use() const override { return upstream_->memory_use(); }
+  void summarize(Summary& summary) const override { upstream_->summarize(summary); }
+  [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const override { return upstream_->extent_of(ptr); }
+  std::uint64_t reclaim() override { return upstream_->reclaim(); }
+  void shutdown(bool release_memory) override { upstream_->shutdown(release_memory); }
+
+ protected:
+  Resource& upstream() const { return *upstream_; }
+
+ private:
+  std::unique_ptr<Resource> upstream_;
+};
+
+}  // namespace memtool::engine

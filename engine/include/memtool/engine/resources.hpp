@@ -1,0 +1,64 @@
+// The resources and adaptors strategies are stacked from (resource.hpp for the interface).
+//
+//   DeviceResource  the real allocator: Device::allocate / free, nothing added (record mode's
+//                   whole stack); optionally counts the bytes it holds (for a budget).
+//   PlannedPool     the planned pool (the paper's SmartPool, done right): at a boundary it
+//                   takes the observer's window of the last complete iteration, plans it off
+//                   the calling thread, and from a later boundary on serves the k-th allocation
+//                   of each iteration from the pool, with the occupancy check of every hand-out
+//                   (invariant 1) and stream-ordered reuse (invariant 2); anything else goes to
+//                   its upstream. See planned_pool.cpp for the state machine.
+//   FailOpen        the first exception out of its primary stack disables it (logged once):
+//                   new allocations go to the fallback (a DeviceResource), frees still reach
+//                   the primary so pooled buffers return to their pool (DESIGN.md invariant 4).
+//   Statistics      counts calls, failures and the peak of what its upstream reserves.
+//   BudgetLimit     keeps what its upstream reserves within a budget: an allocation that would
+//                   pass it first makes the upstream reclaim what it can, then is refused with
+//                   kOutOfMemory, as the driver refuses memory it does not have.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "memtool/engine/resource.hpp"
+#include "memtool/planner/placement.hpp"
+#include "memtool/trace/problem.hpp"
+
+namespace memtool::engine {
+
+std::unique_ptr<Resource> make_device_resource(Device& device, bool count_bytes = false);
+
+// Replaces the planner (tests inject wrong plans; invariant 1 must still hold).
+using PlanFunction = std::function<planner::Placement(const trace::Problem&)>;
+
+struct PoolOptions {
+  std::string algorithm = "best";  // planner registry name
+  double plan_time_limit_seconds = 4.0;  // the planner stops earlier when it reaches the lower bound
+  bool synchronous_planning = false;  // plan on the calling thread (deterministic tests)
+  bool validate_plan = true;          // reject a plan planner::validate finds invalid
+  PlanFunction plan_override;         // used instead of `algorithm` when set
+  double drift_miss_fraction = 0.05;    // misses in one iteration above this fraction: drop
+  std::uint64_t drift_min_misses = 2;   // ... and at least this many (one stray call is noise)
+  std::uint64_t drift_consecutive_misses = 16;  // or this many misses in a row: drop
+  std::uint64_t lookahead = 4;  // entries skipped to re-synchronise after a dropped allocation
+  std::uint32_t max_pool_alloc_failures = 3;  // then the pool disables itself (fail open)
+};
+
+// The planner's function-local statics (its registry, heuristic tables) are built by their first
+// use. Built first on the planner thread, they would be registered for destruction after the
+// caller's exit handler and so destroyed before it — while a plan may still be running. Call
+// this before registering one (libmemtool.so does, at start-up): one tiny plan builds them.
+void prepare_planner(const PoolOptions& options);
+
+// `feedback` (may be null) hears when a plan's period was wrong or the program changed.
+std::unique_ptr<Resource> make_planned_pool(Device& device, std::unique_ptr<Resource> upstream,
+                                            PoolOptions options, PeriodFeedback* feedback);
+
+std::unique_ptr<Resource> make_fail_open(std::unique_ptr<Resource> primary, std::unique_ptr<Resource> fallback);
+std::unique_ptr<Resource> make_statistics(std::unique_ptr<Resource> upstream);
+std::unique_ptr<Resource> make_budget_limit(std::unique_ptr<Resource> upstream, std::uint64_t budget_bytes);
+
+}  // namespace memtool::engine

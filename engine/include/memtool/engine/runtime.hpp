@@ -1,0 +1,78 @@
+// Runtime: one strategy stack serving one CUDA context, and what the handlers of
+// libmemtool.so call for it. It delivers the observer's iteration boundaries to the stack (it
+// polls the feed at each call: one atomic load when nothing happened) and keeps the observer
+// told whether the stack wants windows.
+//
+// Thread-safe: the stack serialises its own state; boundary delivery takes the runtime's lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "memtool/engine/observer.hpp"
+#include "memtool/engine/resource.hpp"
+
+namespace memtool::engine {
+
+class Runtime {
+ public:
+  // `id` names the context among the observer's owners (0 .. ObserverOptions::max_owners - 1).
+  Runtime(std::uint32_t id, std::string strategy, std::unique_ptr<Resource> stack, Observer& observer);
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  [[nodiscard]] std::uint32_t id() const { return id_; }
+  [[nodiscard]] const std::string& strategy() const { return strategy_; }
+
+  Status allocate(const AllocationRequest& request, DevicePtr* out) {
+    poll();
+    return stack_->allocate(request, out);
+  }
+  // Boundaries are delivered after the free: a boundary just before the next iteration is
+  // observed when the previous one's last free is, and a pool made there must not meet the
+  // buffer that free releases.
+  Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) {
+    const Status status = stack_->deallocate(ptr, kind, stream);
+    poll();
+    return status;
+  }
+  // Work on `stream` is about to touch these buffers (their bases).
+  void before_access(std::span<const std::uint64_t> bases, StreamId stream) {
+    if (!wants_accesses_) return;
+    poll();
+    for (const std::uint64_t base : bases) stack_->before_access(base, stream);
+  }
+  [[nodiscard]] bool wants_accesses() const { return wants_accesses_; }
+
+  // cuMemGetInfo's free bytes as the program should see them: what the stack reserved and no
+  // live buffer uses is the program's to allocate (an allocation that needs it gets it).
+  [[nodiscard]] std::uint64_t program_free(std::uint64_t driver_free) const;
+  // A sub-allocated buffer's own extent (pointer attribute queries).
+  [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const { return stack_->extent_of(ptr); }
+  std::uint64_t reclaim() { return stack_->reclaim(); }
+  // The context ends (release_memory: free what is idle now), or the process exits (stop only).
+  void shutdown(bool release_memory) { stack_->shutdown(release_memory); }
+  [[nodiscard]] Summary summary() const;
+  [[nodiscard]] Resource& stack() { return *stack_; }
+
+ private:
+  void poll() {
+    if (observer_.boundaries().count() != seen_.load(std::memory_order_relaxed)) deliver();
+  }
+  void deliver();
+
+  const std::uint32_t id_;
+  const std::string strategy_;
+  std::unique_ptr<Resource> stack_;
+  Observer& observer_;
+  const bool wants_accesses_;
+  std::mutex boundary_mutex_;
+  std::atomic<std::uint64_t> seen_{0};
+};
+
+}  // namespace memtool::engine

@@ -1,0 +1,86 @@
+// A simulated device for the pool engine's tests: real bytes behind every allocation (so a
+// buffer handed out over a live one corrupts its pattern), a capacity (out-of-memory paths),
+// and asynchronous streams modelled with vector clocks, so a missing ordering is detected
+// without any timing: each kernel access to a byte range must happen-after the previous access
+// to those bytes from another stream (through cuStreamWaitEvent on an event recorded after it,
+// or a host synchronisation); otherwise it counts as a violation.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "memtool/engine/device.hpp"
+
+namespace memtool::engine {
+
+class SimDevice final : public Device {
+ public:
+  struct Options {
+    std::uint64_t capacity = std::uint64_t{1} << 32;
+    std::uint64_t max_single_allocation = ~std::uint64_t{0};  // bigger requests: OOM
+  };
+  SimDevice() : SimDevice(Options{}) {}
+  explicit SimDevice(Options options) : options_(options) {}
+
+  Status allocate(std::uint64_t size, MemoryKind kind, StreamId stream,
+                        DevicePtr* out) override;
+  Status free(DevicePtr ptr, MemoryKind kind, StreamId stream) override;
+  Status create_event(EventId* out) override;
+  Status record_event(EventId event, StreamId stream) override;
+  Status stream_wait_event(StreamId stream, EventId event) override;
+  bool event_completed(EventId event) override;
+  void destroy_event(EventId event) override;
+
+  // A kernel on `stream` reading and writing [ptr, ptr + bytes). False if the range is not
+  // inside one allocation.
+  bool access(StreamId stream, DevicePtr ptr, std::uint64_t bytes);
+  // Buffer contents: a pattern derived from `seed`, and its check (false if the range is not
+  // allocated or any byte differs).
+  bool fill(DevicePtr ptr, std::uint64_t bytes, std::uint32_t seed);
+  bool verify(DevicePtr ptr, std::uint64_t bytes, std::uint32_t seed);
+  // The host waits for all work (cuCtxSynchronize): later work is ordered after everything.
+  void synchronize();
+  void set_capacity(std::uint64_t capacity);
+
+  std::uint64_t violations() const;
+  std::uint64_t live_bytes() const;
+  std::uint64_t peak_bytes() const;
+  std::uint64_t live_events() const;
+  std::uint64_t waits() const;
+  std::uint64_t allocate_calls() const;  // successful allocate() calls
+  std::uint64_t free_calls() const;      // successful free() calls
+
+ private:
+  using Clock = std::map<StreamId, std::uint64_t>;
+  struct Block {
+    std::vector<std::uint8_t> data;
+  };
+  struct Shadow {
+    std::uint64_t end;
+    StreamId stream;
+    std::uint64_t tick;
+  };
+  Clock& clock_of(StreamId stream);
+  std::uint8_t* bytes_at(DevicePtr ptr, std::uint64_t bytes);
+  void forget_accesses(DevicePtr begin, DevicePtr end);
+
+  Options options_;
+  mutable std::mutex mutex_;
+  std::map<DevicePtr, Block> blocks_;
+  DevicePtr next_address_ = 0x10000000;
+  std::uint64_t live_bytes_ = 0;
+  std::uint64_t peak_bytes_ = 0;
+  std::map<StreamId, Clock> streams_;
+  std::map<EventId, Clock> events_;
+  EventId next_event_ = 1;
+  Clock drained_;
+  std::map<DevicePtr, Shadow> shadow_;  // last access of each byte range
+  std::uint64_t violations_ = 0;
+  std::uint64_t waits_ = 0;
+  std::uint64_t allocate_calls_ = 0;
+  std::uint64_t free_calls_ = 0;
+};
+
+}  // namespace memtool::engine

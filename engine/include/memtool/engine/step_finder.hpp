@@ -1,0 +1,95 @@
+// StepFinder: the training step, online, from the stream of signature tokens and the live
+// bytes after each of them.
+//
+// The IterationDetector (memtool/trace/iteration_detector.hpp) proposes a period: the stream
+// repeats with it. A real model repeats at several scales inside its step — a transformer
+// layer, a ResNet block, an LSTM time step, the optimizer's loop over equally shaped
+// parameters — and those repeats are confirmed before the step is (the step needs two whole
+// steps). Planning one of them is what made pool mode fail on real models. A proposal becomes
+// the step only when it also
+//   1. repeated over `confirm_periods` whole periods (a few tokens of noise allowed);
+//   2. is balanced: the live bytes are the same one period apart at (nearly) every point (a
+//      forward layer keeps its activations, a backward one frees them: neither is balanced);
+//   3. covers the recent past: at least `min_coverage` of the last max(coverage_horizon, 2p)
+//      tokens are tokens that occur in the proposed period. A loop inside the step (the
+//      optimizer over equally shaped parameters is balanced) is preceded by the forward and
+//      backward passes, whose kernels and sizes it does not contain; the step contains
+//      everything but the program's set-up;
+//   4. has not been proven wrong: a plan made for it that missed at once (reject()) rules that
+//      period out, and the detector, which keeps its history, then grows to the next one.
+// The phase: the boundary goes where the live bytes are lowest within the period (the end of
+// the longest run of ties: just before the next allocation), which is where only the
+// persistent buffers are live — the place a user's mark would be, and where a pool can be
+// allocated without adding to the peak.
+//
+// Explicit marks win: once marks are seen the detector only reports marked periods, accepted
+// as they are (boundaries are then the marks themselves).
+//
+// Not thread-safe: the detection worker holds its lock around every call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "memtool/trace/iteration_detector.hpp"
+
+namespace memtool::engine {
+
+struct StepFinderOptions {
+  trace::IterationDetectorOptions detector{4, std::uint64_t{1} << 16, 2, 0.02};
+  std::uint32_t confirm_periods = 2;      // whole periods that must repeat (2 or more)
+  std::uint64_t coverage_horizon = 4096;  // tokens of the recent past a step must cover
+  double min_coverage = 0.8;
+  double min_balanced = 0.9;  // share of the last period's points with the same live bytes a period earlier
+};
+
+struct Step {
+  std::uint64_t period = 0;       // tokens per iteration
+  std::uint64_t phase = 0;        // a boundary: the tick of an iteration's first token
+  std::uint64_t allocations = 0;  // allocations per iteration
+  std::uint64_t peak_bytes = 0;   // most bytes live within the iteration
+  bool from_marks = false;
+};
+
+class StepFinder {
+ public:
+  explicit StepFinder(const StepFinderOptions& options = {});
+
+  // The next token; `live_bytes` after its event; whether it is an allocation. Returns true
+  // when the accepted step changed (a new one, or none any more).
+  bool push(std::uint64_t token, std::uint64_t live_bytes, bool allocation);
+  // An explicit iteration boundary before the next token.
+  bool mark();
+  // A plan of this period proved it wrong: never accept it again; look for a longer one.
+  bool reject(std::uint64_t period);
+  // The program changed: forget the history and start over (rejected periods stay rejected).
+  bool restart();
+
+  [[nodiscard]] const std::optional<Step>& step() const { return step_; }
+  [[nodiscard]] std::uint64_t ticks() const { return ticks_; }
+  [[nodiscard]] std::uint64_t rejected() const { return rejected_.size(); }
+  [[nodiscard]] std::optional<trace::DetectedPeriod> proposal() const { return detector_.period(); }
+
+ private:
+  [[nodiscard]] std::uint64_t live_at(std::uint64_t tick) const;  // after token `tick`
+  [[nodiscard]] std::uint64_t token_at(std::uint64_t tick) const;
+  [[nodiscard]] bool allocation_at(std::uint64_t tick) const;
+  bool evaluate();  // accept the detector's proposal if it passes; true if step_ changed
+
+  StepFinderOptions options_;
+  trace::IterationDetector detector_;
+  std::uint64_t ticks_ = 0;
+  std::uint64_t mask_ = 0;  // ring size - 1
+  std::vector<std::uint64_t> tokens_;
+  std::vector<std::uint64_t> lives_;  // live bytes, top bit: allocation
+  std::uint64_t last_proposal_ = 0;
+  std::uint64_t next_check_ = 0;
+  std::uint64_t marks_seen_ = 0;
+  std::unordered_set<std::uint64_t> rejected_;
+  std::optional<Step> step_;
+};
+
+}  // namespace memtool::engine

@@ -1,0 +1,49 @@
+// What a strategy reports: the counters of the run (MEMTOOL_SUMMARY=FILE gets them as one JSON
+// object) and the exit line. Every resource of a strategy's stack adds what it knows
+// (Resource::summarize); the runtime adds the step the observer found.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace memtool::engine {
+
+struct Summary {
+  std::string strategy = "record";
+  std::string state;                      // the strategy's state at the time (observe, plan, apply, ...)
+  // The iteration the observer found (0 while none).
+  std::uint64_t period_allocations = 0;   // allocations per planned iteration
+  std::uint64_t period_events = 0;        // signature events (allocations, frees, launches, copies, memsets)
+  std::uint64_t period_peak_bytes = 0;    // most bytes live inside one planned iteration
+  std::uint64_t periods_rejected = 0;     // candidate periods a plan proved wrong (then grown)
+  // Pool.
+  std::uint64_t iterations_planned = 0;   // iterations served from a plan
+  std::uint64_t pool_bytes = 0;           // size of the current pool (0 if none)
+  std::uint64_t lower_bound_bytes = 0;    // LB of the last plan's problem
+  std::uint64_t allocs_from_pool = 0;
+  std::uint64_t allocs_passed_through = 0;  // real allocator (observing, persistent, misses)
+  std::uint64_t misses = 0;               // allocations in APPLY the plan could not serve
+  std::uint64_t refusals = 0;             // misses because the planned range was live (invariant 1)
+  std::uint64_t replans = 0;              // plans dropped because the program changed
+  std::uint64_t plans_made = 0;
+  std::uint64_t plan_failures = 0;        // planner threw or produced an invalid plan
+  std::uint64_t pool_alloc_failures = 0;  // the pool's own allocation failed
+  std::uint64_t pool_reclaims = 0;        // pool memory given back to let a failing allocation succeed
+  std::uint64_t stream_waits = 0;         // cuStreamWaitEvent issued for cross-stream reuse
+  std::uint64_t events_recorded = 0;
+  // Device memory.
+  std::uint64_t peak_device_bytes_with_pool = 0;     // what memtool and the program held together
+  std::uint64_t peak_device_bytes_without_pool = 0;  // peak of live requested bytes (observed)
+  std::uint64_t budget_bytes = 0;         // MEMTOOL_BUDGET (0: none)
+  std::uint64_t budget_refusals = 0;      // allocations refused because of it
+  std::uint64_t allocation_failures = 0;  // allocations that returned an error to the program
+};
+
+// One JSON object (no trailing newline).
+[[nodiscard]] std::string to_json(const Summary& summary);
+// Writes to_json to `path`; false (errno set) if the file could not be written.
+bool write_summary_file(const Summary& summary, const std::string& path);
+// The exit line: the step found in words, the peak with and without memtool, counters.
+[[nodiscard]] std::string summary_line(const Summary& summary);
+
+}  // namespace memtool::engine

@@ -1,0 +1,50 @@
+// BudgetLimit: the device bytes a stack holds stay within MEMTOOL_BUDGET (see resources.hpp).
+// The check is made after the upstream served the request, because only then is it known
+// whether it took new device memory (a pooled hand-out takes none); one that went over is
+// given back and refused, after the upstream was asked to reclaim unused memory and retried.
+#include <atomic>
+
+#include "memtool/engine/resources.hpp"
+
+namespace memtool::engine {
+namespace {
+
+class BudgetLimit final : public Adaptor {
+ public:
+  BudgetLimit(std::unique_ptr<Resource> upstream, std::uint64_t budget) : Adaptor(std::move(upstream)), budget_(budget) {}
+  std::string_view name() const override { return "budget"; }
+
+  Status allocate(const AllocationRequest& request, DevicePtr* out) override {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      DevicePtr ptr = 0;
+      const Status status = Adaptor::allocate(request, &ptr);
+      if (status != kSuccess) return status;
+      if (upstream().memory_use().reserved <= budget_) {
+        *out = ptr;
+        return kSuccess;
+      }
+      (void)Adaptor::deallocate(ptr, request.kind, request.stream);
+      if (attempt == 0 && upstream().reclaim() == 0) break;
+    }
+    refusals_.fetch_add(1, std::memory_order_relaxed);
+    return kOutOfMemory;
+  }
+
+  void summarize(Summary& summary) const override {
+    Adaptor::summarize(summary);
+    summary.budget_bytes = budget_;
+    summary.budget_refusals += refusals_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  const std::uint64_t budget_;
+  std::atomic<std::uint64_t> refusals_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<Resource> make_budget_limit(std::unique_ptr<Resource> upstream, std::uint64_t budget_bytes) {
+  return std::make_unique<BudgetLimit>(std::move(upstream), budget_bytes);
+}
+
+}  // namespace memtool::engine

@@ -1,0 +1,66 @@
+// DeviceResource: the real allocator behind every strategy (see resources.hpp).
+#include <mutex>
+#include <unordered_map>
+
+#include "memtool/engine/resources.hpp"
+
+namespace memtool::engine {
+namespace {
+
+class DeviceResource final : public Resource {
+ public:
+  DeviceResource(Device& device, bool count_bytes) : device_(device), count_bytes_(count_bytes) {}
+
+  std::string_view name() const override { return "device"; }
+
+  Status allocate(const AllocationRequest& request, DevicePtr* out) override {
+    const Status status = request.memory_pool != 0
+                              ? device_.allocate_from_pool(request.size, request.memory_pool, request.stream, out)
+                              : device_.allocate(request.size, request.kind, request.stream, out);
+    if (status == kSuccess && count_bytes_) {
+      std::lock_guard lock(mutex_);
+      sizes_[*out] = request.size;
+      held_ += request.size;
+    }
+    return status;
+  }
+
+  Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
+    if (count_bytes_) {
+      std::lock_guard lock(mutex_);
+      if (const auto it = sizes_.find(ptr); it != sizes_.end()) {
+        held_ -= it->second;
+        sizes_.erase(it);
+      }
+    }
+    return device_.free(ptr, kind, stream);
+  }
+
+  void before_access(DevicePtr, StreamId) override {}
+  void on_boundary(const Boundary&) override {}
+  bool wants_windows() const override { return false; }
+  bool wants_accesses() const override { return false; }
+  MemoryUse memory_use() const override {
+    std::lock_guard lock(mutex_);
+    return MemoryUse{held_, held_};
+  }
+  void summarize(Summary&) const override {}
+  std::optional<BufferExtent> extent_of(DevicePtr) const override { return std::nullopt; }
+  std::uint64_t reclaim() override { return 0; }
+  void shutdown(bool) override {}
+
+ private:
+  Device& device_;
+  const bool count_bytes_;
+  mutable std::mutex mutex_;
+  std::unordered_map<DevicePtr, std::uint64_t> sizes_;
+  std::uint64_t held_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Resource> make_device_resource(Device& device, bool count_bytes) {
+  return std::make_unique<DeviceResource>(device, count_bytes);
+}
+
+}  // namespace memtool::engine

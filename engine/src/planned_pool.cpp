@@ -1,0 +1,639 @@
+// PlannedPool: the planned pool as a resource (see resources.hpp).
+//
+// States: OBSERVE → PLAN → APPLY → (drift) → OBSERVE.
+//  - OBSERVE: everything goes to the upstream. At an iteration boundary the observer hands over
+//    the window of the last complete iteration; if it has buffers to pool, PLAN starts.
+//  - PLAN: the planner runs on a worker thread (or inline with `synchronous_planning`) while
+//    calls pass through. At the first boundary after the plan is ready the pool is allocated —
+//    the observer puts boundaries where the fewest bytes are live, so the observed iterations'
+//    memory is gone by then and the pool takes its place rather than adding to the peak — or
+//    the current pool is reused when it is big enough.
+//  - APPLY: the k-th allocation of each iteration is served from entries[k] when size, kind
+//    and stream match and the planned range is free (invariant 1, checked at every hand-out
+//    whatever the plan says); otherwise the upstream serves it and a miss is counted. A small
+//    lookahead re-synchronises k after a dropped allocation; k wraps at the end of the plan
+//    (or at an explicit mark). Too many misses in one iteration, or a run of them, drop the
+//    plan: if it never served a whole iteration its period was not the program's (the
+//    observer rules it out and grows), otherwise the program changed (the observer starts
+//    over). A dropped pool is given back once none of its buffers is live.
+// Invariant 2: a pooled free records one event per stream that used the buffer (touched it, or
+// allocated/freed it stream-ordered); the next buffer in that range inherits the events and
+// every stream that touches it waits on those recorded on other streams — once, at its first
+// touch (an async allocation waits at once on its own stream). No host synchronisation.
+// Events whose work has completed are dropped instead of waited on, and are reused.
+// Memory pressure: an upstream allocation that fails with kOutOfMemory is served from a gap of
+// the pool if one fits, else after idle pools are given back (a program must never fail an
+// allocation because of the pool).
+//
+// Thread-safe: one mutex; upstream allocations and frees are called outside it.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "memtool/engine/log.hpp"
+#include "memtool/engine/resources.hpp"
+#include "plan_task.hpp"
+#include "pool_arena.hpp"
+
+namespace memtool::engine {
+namespace {
+
+enum class State : std::uint8_t { observe, plan, apply, disabled };
+
+std::string_view to_string(State state) {
+  switch (state) {
+    case State::observe: return "observe";
+    case State::plan: return "plan";
+    case State::apply: return "apply";
+    case State::disabled: return "disabled";
+  }
+  return "unknown";
+}
+
+// Events whose release records died wait here to be recorded again: creating an event per
+// pooled free would cost a driver call on the hot path.
+struct EventRecycler {
+  std::vector<EventId> spare;
+};
+
+struct PooledBuffer {
+  std::uint64_t size = 0;
+  std::uint64_t footprint = 0;
+  std::uint64_t id = 0;
+  MemoryKind kind = MemoryKind::device;
+  PoolArena* arena = nullptr;
+  std::uint64_t offset = 0;
+  std::vector<StreamId> used_on;    // streams ordered after every pending release event
+  std::vector<ReleaseRef> pending;  // release records of earlier users of the range
+};
+
+bool contains(const std::vector<StreamId>& streams, StreamId stream) {
+  return std::find(streams.begin(), streams.end(), stream) != streams.end();
+}
+
+std::uint64_t footprint_of(std::uint64_t size) { return (std::max<std::uint64_t>(size, 1) + 511) / 512 * 512; }
+
+class PlannedPool final : public Resource {
+ public:
+  PlannedPool(Device& device, std::unique_ptr<Resource> upstream, PoolOptions options, PeriodFeedback* feedback)
+      : device_(device),
+        upstream_(std::move(upstream)),
+        options_(std::move(options)),
+        feedback_(feedback),
+        recycler_(std::make_shared<EventRecycler>()) {}
+
+  ~PlannedPool() override {
+    shutdown(true);
+    // Live pools stay allocated (their memory may still be in use); drop our bookkeeping, then
+    // the events it held.
+    pooled_.clear();
+    arenas_.clear();
+    for (EventId e : recycler_->spare) device_.destroy_event(e);
+    recycler_->spare.clear();
+  }
+
+  std::string_view name() const override { return "pool"; }
+
+  Status allocate(const AllocationRequest& request, DevicePtr* out) override {
+    if (out == nullptr) return kInvalidValue;
+    std::unique_lock lock(mutex_);
+    if (auto ptr = serve_from_pool(request)) {
+      *out = *ptr;
+      return kSuccess;
+    }
+    lock.unlock();
+    DevicePtr ptr = 0;
+    Status status = upstream_->allocate(request, &ptr);
+    lock.lock();
+    if (status == kOutOfMemory) {
+      // The pool must never be the reason a program fails an allocation: take a gap of a pool,
+      // or give idle pools back and try again.
+      if (auto gap = serve_from_gap(request)) {
+        ++counters_.pool_reclaims;
+        *out = *gap;
+        return kSuccess;
+      }
+      if (release_idle_arenas(true) > 0) {
+        ++counters_.pool_reclaims;
+        if (state_ == State::apply) drop_plan("memory was short and the pool was given back");
+        lock.unlock();
+        status = upstream_->allocate(request, &ptr);
+        lock.lock();
+      }
+    }
+    if (status != kSuccess) return status;
+    ++counters_.allocs_passed_through;
+    passthrough_[ptr] = request.size;
+    passthrough_live_ += request.size;
+    program_live_ += request.size;
+    update_peaks();
+    *out = ptr;
+    return kSuccess;
+  }
+
+  Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
+    std::unique_lock lock(mutex_);
+    if (const auto it = pooled_.find(ptr); it != pooled_.end()) {
+      PooledBuffer buffer = std::move(it->second);
+      pooled_.erase(it);
+      program_live_ -= buffer.size;
+      PoolArena* arena = buffer.arena;
+      release_pooled(buffer, kind, stream);
+      pooled_live_.fetch_sub(1, std::memory_order_relaxed);
+      if (arena != current_ && arena->live_count() == 0) release_arena(arena);  // drained
+      return kSuccess;
+    }
+    if (const auto it = passthrough_.find(ptr); it != passthrough_.end()) {
+      passthrough_live_ -= it->second;
+      program_live_ -= it->second;
+      passthrough_.erase(it);
+    }
+    lock.unlock();
+    return upstream_->deallocate(ptr, kind, stream);  // not ours: the upstream decides
+  }
+
+  void before_access(DevicePtr base, StreamId stream) override {
+    if (pooled_live_.load(std::memory_order_relaxed) == 0) return;
+    std::lock_guard lock(mutex_);
+    for (const auto& arena : arenas_) {
+      if (!arena->contains(base)) continue;
+      const auto range = arena->live_range_at(base);
+      if (!range) return;
+      const auto it = pooled_.find(arena->base() + range->first);
+      if (it != pooled_.end()) order_on(it->second, stream);
+      return;
+    }
+  }
+
+  void on_boundary(const Boundary& boundary) override {
+    std::lock_guard lock(mutex_);
+    switch (state_) {
+      case State::observe:
+        // A planner still busy with a plan that was dropped meanwhile: wait for a later boundary.
+        if (boundary.window && !boundary.window->problem.buffers.empty() && !worker_running_) {
+          start_planning(boundary.window);
+          if (ready_) enter_apply(boundary.from_marks);  // planned on this thread: serve from here on
+        }
+        break;
+      case State::plan:
+        if (ready_) enter_apply(boundary.from_marks);
+        break;
+      case State::apply:
+        if (boundary.from_marks && boundaries_by_marks_ && (k_ != 0 || iteration_misses_ != 0)) end_iteration();
+        break;
+      case State::disabled: break;
+    }
+  }
+
+  bool wants_windows() const override { return wants_windows_.load(std::memory_order_relaxed); }
+  bool wants_accesses() const override { return true; }
+
+  MemoryUse memory_use() const override {
+    std::lock_guard lock(mutex_);
+    return MemoryUse{pool_reserved_ + passthrough_live_, program_live_};
+  }
+
+  void summarize(Summary& s) const override {
+    std::lock_guard lock(mutex_);
+    const std::uint64_t peak_with = s.peak_device_bytes_with_pool;
+    s = merge(s);
+    s.peak_device_bytes_with_pool = std::max(peak_with, counters_.peak_device_bytes_with_pool);
+  }
+
+  std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
+    if (pooled_live_.load(std::memory_order_relaxed) == 0) return std::nullopt;
+    std::lock_guard lock(mutex_);
+    for (const auto& arena : arenas_) {
+      if (!arena->contains(ptr)) continue;
+      const auto range = arena->live_range_at(ptr);
+      if (!range) return std::nullopt;
+      const auto it = pooled_.find(arena->base() + range->first);
+      if (it == pooled_.end()) return std::nullopt;
+      return BufferExtent{it->first, it->second.size, it->second.id};
+    }
+    return std::nullopt;
+  }
+
+  std::uint64_t reclaim() override {
+    std::lock_guard lock(mutex_);
+    return release_idle_arenas(/*dropping_plan=*/false);
+  }
+
+  void shutdown(bool release_memory) override {
+    {
+      std::lock_guard lock(mutex_);
+      set_state(State::disabled);
+      ++generation_;
+      ready_.reset();
+      if (release_memory) release_idle_arenas(true);
+      current_ = nullptr;
+    }
+    // The planner thread must not outlive the process's exit handlers; it takes the lock last.
+    std::lock_guard join_lock(join_mutex_);
+    if (worker_.joinable()) worker_.join();
+  }
+
+ private:
+  // --- bookkeeping -------------------------------------------------------------------------
+
+  Summary merge(Summary s) const {
+    s.strategy = s.strategy.empty() ? "pool" : s.strategy;
+    s.state = std::string(to_string(state_));
+    s.iterations_planned = counters_.iterations_planned;
+    s.pool_bytes = current_ != nullptr ? current_->size() : counters_.pool_bytes;
+    s.lower_bound_bytes = counters_.lower_bound_bytes;
+    s.allocs_from_pool = counters_.allocs_from_pool;
+    s.allocs_passed_through = counters_.allocs_passed_through;
+    s.misses = counters_.misses;
+    s.refusals = counters_.refusals;
+    s.replans = counters_.replans;
+    s.plans_made = counters_.plans_made;
+    s.plan_failures = counters_.plan_failures;
+    s.pool_alloc_failures = counters_.pool_alloc_failures;
+    s.pool_reclaims = counters_.pool_reclaims;
+    s.stream_waits = counters_.stream_waits;
+    s.events_recorded = counters_.events_recorded;
+    s.peak_device_bytes_without_pool = std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
+    if (plan_.period != 0) s.period_allocations = plan_.entries.size();
+    return s;
+  }
+
+  void set_state(State state) {
+    state_ = state;
+    wants_windows_.store(state == State::observe, std::memory_order_relaxed);
+  }
+
+  void update_peaks() {
+    counters_.peak_device_bytes_with_pool =
+        std::max(counters_.peak_device_bytes_with_pool, pool_reserved_ + passthrough_live_);
+    counters_.peak_device_bytes_without_pool = std::max(counters_.peak_device_bytes_without_pool, program_live_);
+  }
+
+  // --- observe → plan ----------------------------------------------------------------------
+
+  void start_planning(std::shared_ptr<const IterationWindow> window) {
+    set_state(State::plan);
+    ready_.reset();
+    const std::uint64_t gen = ++generation_;
+    log(LogLevel::info, fmt::format("memtool pool: planning an iteration of {} allocations ({} to pool, {} events)",
+                                    window->entries.size(), window->problem.buffers.size(), window->period));
+    if (options_.synchronous_planning) {
+      finish_planning(detail::make_plan(*window, options_), window->period);
+      return;
+    }
+    std::lock_guard join_lock(join_mutex_);
+    if (worker_.joinable()) worker_.join();  // finished: it cleared worker_running_ under the lock
+    worker_running_ = true;
+    worker_ = std::thread([this, window, gen] {
+      detail::PlanOutcome outcome = detail::make_plan(*window, options_);
+      std::lock_guard lock(mutex_);
+      if (gen == generation_ && state_ == State::plan) finish_planning(std::move(outcome), window->period);
+      worker_running_ = false;
+      planner_done_.notify_all();
+    });
+  }
+
+  void finish_planning(detail::PlanOutcome outcome, std::uint64_t period) {
+    if (!outcome.plan) {
+      ++counters_.plan_failures;
+      log(LogLevel::info, fmt::format("memtool pool: no plan ({}); observing again", outcome.error));
+      set_state(State::observe);
+      return;
+    }
+    ++counters_.plans_made;
+    ready_ = std::move(outcome.plan);
+    ready_period_ = period;
+  }
+
+  // --- plan → apply ------------------------------------------------------------------------
+
+  void release_arena(PoolArena* arena) {
+    pool_reserved_ -= arena->size();
+    (void)device_.free(arena->base(), MemoryKind::device, 0);
+    if (current_ == arena) current_ = nullptr;
+    std::erase_if(arenas_, [arena](const auto& a) { return a.get() == arena; });
+  }
+
+  std::uint64_t release_idle_arenas(bool include_current) {
+    std::vector<PoolArena*> idle;
+    for (const auto& arena : arenas_) {
+      if (arena->live_count() == 0 && (include_current || arena.get() != current_ || state_ != State::apply)) {
+        idle.push_back(arena.get());
+      }
+    }
+    std::uint64_t freed = 0;
+    for (PoolArena* arena : idle) {
+      freed += arena->size();
+      release_arena(arena);
+    }
+    return freed;
+  }
+
+  void enter_apply(bool from_marks) {
+    detail::ReadyPlan next = std::move(*ready_);
+    ready_.reset();
+    if (current_ == nullptr || current_->size() < next.pool_size) {
+      if (current_ != nullptr) {
+        // Too small. Never touch live memory: a pool with live buffers drains first.
+        if (current_->live_count() == 0) {
+          release_arena(current_);
+        } else {
+          current_ = nullptr;
+        }
+      }
+      DevicePtr base = 0;
+      if (device_.allocate(next.pool_size, MemoryKind::device, 0, &base) != kSuccess) {
+        ++counters_.pool_alloc_failures;
+        if (counters_.pool_alloc_failures >= options_.max_pool_alloc_failures) {
+          set_state(State::disabled);
+          log(LogLevel::info, "memtool pool: the pool could not be allocated; pool mode off, passing through");
+        } else {
+          set_state(State::observe);
+          log(LogLevel::info, "memtool pool: the pool could not be allocated; observing again");
+        }
+        return;
+      }
+      arenas_.push_back(std::make_unique<PoolArena>(base, next.pool_size));
+      current_ = arenas_.back().get();
+      pool_reserved_ += next.pool_size;
+      update_peaks();
+    }
+    plan_ = std::move(next);
+    plan_.period = ready_period_;
+    counters_.pool_bytes = current_->size();
+    counters_.lower_bound_bytes = plan_.lower_bound;
+    boundaries_by_marks_ = from_marks;
+    set_state(State::apply);
+    k_ = 0;
+    iteration_misses_ = 0;
+    consecutive_misses_ = 0;
+    iterations_this_plan_ = 0;
+    log(LogLevel::info,
+        fmt::format("memtool pool: plan applied: pool {} B, LB {} B ({:.2f}% above), {} allocations per iteration",
+                    plan_.pool_size, plan_.lower_bound,
+                    plan_.lower_bound == 0 ? 0.0
+                                          : 100.0 * (static_cast<double>(plan_.pool_size) /
+                                                         static_cast<double>(plan_.lower_bound) -
+                                                     1.0),
+                    plan_.entries.size()));
+  }
+
+  // --- apply -------------------------------------------------------------------------------
+
+  void drop_plan(std::string_view why) {
+    // A plan that never served two whole iterations had the wrong period (a loop inside the
+    // step that ran out); one that did saw the program change.
+    const bool at_once = iterations_this_plan_ < 2;
+    log(LogLevel::info, fmt::format("memtool pool: plan dropped ({}) after {} iterations; {}", why,
+                                    iterations_this_plan_,
+                                    at_once ? "its period was not the program's iteration: looking for a longer one"
+                                            : "the program changed: observing again"));
+    if (at_once) {
+      if (feedback_ != nullptr) feedback_->period_wrong(plan_.period);
+    } else {
+      ++counters_.replans;
+      if (feedback_ != nullptr) feedback_->program_changed();
+    }
+    set_state(State::observe);
+    // Give the pool back once it drains; a new plan allocates what it proves it needs.
+    if (current_ != nullptr && current_->live_count() == 0) release_arena(current_);
+    current_ = nullptr;
+  }
+
+  void end_iteration() {
+    ++counters_.iterations_planned;
+    const double allowed = options_.drift_miss_fraction * static_cast<double>(plan_.entries.size());
+    const bool drifted =
+        static_cast<double>(iteration_misses_) > allowed && iteration_misses_ >= options_.drift_min_misses;
+    k_ = 0;
+    iteration_misses_ = 0;
+    if (drifted) {
+      drop_plan("too many misses in one iteration");
+    } else {
+      ++iterations_this_plan_;
+    }
+  }
+
+  void count_miss() {
+    ++counters_.misses;
+    ++iteration_misses_;
+    if (++consecutive_misses_ >= options_.drift_consecutive_misses) drop_plan("consecutive misses");
+  }
+
+  // The plan entry this request is, if any: entries[k], or a little further on when the program
+  // skipped allocations (possibly into the next iteration).
+  std::optional<std::size_t> match(const AllocationRequest& r) {
+    const std::size_t n = plan_.entries.size();
+    if (n == 0) return std::nullopt;
+    const std::size_t reach = static_cast<std::size_t>(std::min<std::uint64_t>(options_.lookahead, n - 1));
+    for (std::size_t d = 0; d <= reach; ++d) {
+      // With explicit marks only a mark ends an iteration: allocations past the plan's last
+      // entry are misses, not the next iteration's first ones.
+      if (boundaries_by_marks_ && k_ + d >= n) break;
+      const std::size_t index = (k_ + d) % n;
+      const detail::PlannedEntry& e = plan_.entries[index];
+      if (e.size == r.size && e.kind == r.kind && e.stream == r.stream) {
+        if (k_ + d >= n) end_iteration();
+        return index;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Streams that touch the buffer wait once on the release events recorded on other streams.
+  void order_on(PooledBuffer& buffer, StreamId stream) {
+    if (contains(buffer.used_on, stream)) return;
+    buffer.used_on.push_back(stream);
+    std::size_t waits = 0;
+    for (const ReleaseRef& ref : buffer.pending) {
+      for (const auto& [recorded_on, event] : ref->events) {
+        if (recorded_on == stream) continue;  // same stream: ordered by the stream itself
+        if (device_.stream_wait_event(stream, event) == kSuccess) ++waits;
+      }
+    }
+    counters_.stream_waits += waits;
+  }
+
+  // Tries to serve the request from the pool; nullopt → the upstream.
+  std::optional<DevicePtr> serve_from_pool(const AllocationRequest& r) {
+    if (state_ != State::apply) return std::nullopt;
+    const auto index = match(r);
+    if (state_ != State::apply) return std::nullopt;  // end_iteration may have dropped it
+    if (!index) {
+      count_miss();
+      return std::nullopt;
+    }
+    k_ = *index + 1;
+    const detail::PlannedEntry entry = plan_.entries[*index];
+    std::optional<DevicePtr> result;
+    if (!entry.pooled) {
+      consecutive_misses_ = 0;  // never freed in the window: the plan says real memory
+    } else if (auto offset = free_slot(entry)) {
+      result = hand_out(*current_, *offset, entry.footprint, r);
+      consecutive_misses_ = 0;
+    } else {
+      ++counters_.refusals;  // invariant 1: every planned range is (partly) live
+      count_miss();
+    }
+    if (state_ == State::apply && k_ == plan_.entries.size() && !boundaries_by_marks_) end_iteration();
+    return result;
+  }
+
+  // Invariant 1, checked at every hand-out whatever the plan says.
+  std::optional<std::uint64_t> free_slot(const detail::PlannedEntry& entry) const {
+    if (current_ == nullptr) return std::nullopt;
+    for (std::uint64_t offset : entry.offsets) {
+      if (current_->range_free(offset, entry.footprint)) return offset;
+    }
+    return std::nullopt;
+  }
+
+  DevicePtr hand_out(PoolArena& arena, std::uint64_t offset, std::uint64_t footprint, const AllocationRequest& r) {
+    std::vector<ReleaseRef> inherited = arena.occupy(offset, footprint);
+    PooledBuffer buffer;
+    buffer.size = r.size;
+    buffer.footprint = footprint;
+    buffer.id = ++next_buffer_id_;
+    buffer.kind = r.kind;
+    buffer.arena = &arena;
+    buffer.offset = offset;
+    for (ReleaseRef& ref : inherited) {
+      const bool done = std::all_of(ref->events.begin(), ref->events.end(),
+                                    [this](const auto& e) { return device_.event_completed(e.second); });
+      if (!done) buffer.pending.push_back(std::move(ref));
+    }
+    const DevicePtr ptr = arena.base() + offset;
+    auto [it, inserted] = pooled_.insert_or_assign(ptr, std::move(buffer));
+    (void)inserted;
+    // cuMemAllocAsync: the memory is ordered on its stream from the allocation on.
+    if (r.kind == MemoryKind::async) order_on(it->second, r.stream);
+    ++counters_.allocs_from_pool;
+    pooled_live_.fetch_add(1, std::memory_order_relaxed);
+    program_live_ += r.size;
+    update_peaks();
+    return ptr;
+  }
+
+  // Any free range of a pool that fits, planned or not (the occupancy check still holds).
+  std::optional<DevicePtr> serve_from_gap(const AllocationRequest& r) {
+    const std::uint64_t footprint = footprint_of(r.size);
+    for (const auto& arena : arenas_) {
+      if (const auto offset = arena->free_gap(footprint)) return hand_out(*arena, *offset, footprint, r);
+    }
+    return std::nullopt;
+  }
+
+  // --- pooled free ---------------------------------------------------------------------------
+
+  EventId take_event(bool& ok) {
+    if (!recycler_->spare.empty()) {
+      const EventId e = recycler_->spare.back();
+      recycler_->spare.pop_back();
+      ok = true;
+      return e;
+    }
+    EventId e = 0;
+    ok = device_.create_event(&e) == kSuccess;
+    return e;
+  }
+
+  ReleaseRef make_release(const std::vector<std::pair<StreamId, EventId>>& own,
+                          std::vector<std::pair<StreamId, EventId>> carried_events, std::vector<ReleaseRef> carried) {
+    std::weak_ptr<EventRecycler> weak = recycler_;
+    const std::size_t own_count = own.size();
+    auto* record = new ReleaseEvents{own, std::move(carried)};
+    record->events.insert(record->events.end(), carried_events.begin(), carried_events.end());
+    return ReleaseRef(record, [weak, own_count](const ReleaseEvents* r) {
+      if (auto shared = weak.lock()) {
+        for (std::size_t i = 0; i < own_count; ++i) shared->spare.push_back(r->events[i].second);
+      }
+      delete r;
+    });
+  }
+
+  // Records the events that order the next user of the range after this buffer's work.
+  // False when an event could not be made: the range then stays occupied (safe, never reused).
+  bool release_pooled(PooledBuffer& buffer, MemoryKind kind, StreamId stream) {
+    if (kind == MemoryKind::async && !contains(buffer.used_on, stream)) buffer.used_on.push_back(stream);
+    std::vector<std::pair<StreamId, EventId>> own;
+    for (StreamId s : buffer.used_on) {
+      bool ok = false;
+      const EventId e = take_event(ok);
+      if (!ok || device_.record_event(e, s) != kSuccess) {
+        for (const auto& [_, spare] : own) recycler_->spare.push_back(spare);
+        if (ok) recycler_->spare.push_back(e);
+        return false;
+      }
+      ++counters_.events_recorded;
+      own.emplace_back(s, e);
+    }
+    // A buffer no stream used leaves the earlier users' work unordered: pass their events on.
+    std::vector<std::pair<StreamId, EventId>> carried_events;
+    std::vector<ReleaseRef> carried;
+    if (buffer.used_on.empty()) {
+      for (const ReleaseRef& ref : buffer.pending) {
+        for (const auto& e : ref->events) {
+          if (!device_.event_completed(e.second)) carried_events.push_back(e);
+        }
+        carried.push_back(ref);
+      }
+    }
+    ReleaseRef record;
+    if (!own.empty() || !carried_events.empty()) record = make_release(own, std::move(carried_events), std::move(carried));
+    return buffer.arena->release(buffer.offset, std::move(record));
+  }
+
+  Device& device_;
+  std::unique_ptr<Resource> upstream_;
+  PoolOptions options_;
+  PeriodFeedback* feedback_;
+  mutable std::mutex mutex_;
+  std::condition_variable planner_done_;
+  State state_ = State::observe;
+  std::atomic<bool> wants_windows_{true};
+
+  // Plan.
+  std::optional<detail::ReadyPlan> ready_;
+  std::uint64_t ready_period_ = 0;
+  std::thread worker_;
+  std::mutex join_mutex_;  // one joiner at a time (shutdown from several threads)
+  bool worker_running_ = false;
+  std::uint64_t generation_ = 0;
+
+  // Apply.
+  detail::ReadyPlan plan_;
+  bool boundaries_by_marks_ = false;
+  std::size_t k_ = 0;
+  std::uint64_t iteration_misses_ = 0;
+  std::uint64_t consecutive_misses_ = 0;
+  std::uint64_t iterations_this_plan_ = 0;
+
+  // Memory.
+  std::vector<std::unique_ptr<PoolArena>> arenas_;
+  PoolArena* current_ = nullptr;
+  std::unordered_map<DevicePtr, PooledBuffer> pooled_;
+  std::unordered_map<DevicePtr, std::uint64_t> passthrough_;  // live buffers of the upstream, by size
+  std::shared_ptr<EventRecycler> recycler_;
+  std::atomic<std::uint64_t> pooled_live_{0};
+  std::uint64_t next_buffer_id_ = 0;
+  std::uint64_t program_live_ = 0;
+  std::uint64_t passthrough_live_ = 0;
+  std::uint64_t pool_reserved_ = 0;
+  Summary counters_;
+};
+
+}  // namespace
+
+std::unique_ptr<Resource> make_planned_pool(Device& device, std::unique_ptr<Resource> upstream, PoolOptions options,
+                                            PeriodFeedback* feedback) {
+  return std::make_unique<PlannedPool>(device, std::move(upstream), std::move(options), feedback);
+}
+
+}  // namespace memtool::engine

@@ -1,0 +1,134 @@
+// StepFinder: the detector's proposals checked against the live bytes and the recent past
+// (see step_finder.hpp).
+#include "memtool/engine/step_finder.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace memtool::engine {
+namespace {
+
+constexpr std::uint64_t kAllocationBit = std::uint64_t{1} << 63;
+
+std::uint64_t ring_size(const StepFinderOptions& o) {
+  const std::uint64_t need = 2 * std::max<std::uint64_t>(o.detector.max_period, 8) + o.coverage_horizon;
+  return std::bit_ceil(need);
+}
+
+}  // namespace
+
+StepFinder::StepFinder(const StepFinderOptions& options)
+    : options_(options), detector_(options.detector) {
+  options_.confirm_periods = std::max<std::uint32_t>(options_.confirm_periods, 2);
+  const std::uint64_t size = ring_size(options_);
+  mask_ = size - 1;
+  tokens_.assign(size, 0);
+  lives_.assign(size, 0);
+}
+
+std::uint64_t StepFinder::live_at(std::uint64_t tick) const { return lives_[tick & mask_] & ~kAllocationBit; }
+std::uint64_t StepFinder::token_at(std::uint64_t tick) const { return tokens_[tick & mask_]; }
+bool StepFinder::allocation_at(std::uint64_t tick) const { return (lives_[tick & mask_] & kAllocationBit) != 0; }
+
+bool StepFinder::push(std::uint64_t token, std::uint64_t live_bytes, bool allocation) {
+  tokens_[ticks_ & mask_] = token;
+  lives_[ticks_ & mask_] = (live_bytes & ~kAllocationBit) | (allocation ? kAllocationBit : 0);
+  ++ticks_;
+  detector_.push(token);
+  const auto proposal = detector_.period();
+  if (!proposal) return false;
+  if (proposal->period != last_proposal_) {
+    last_proposal_ = proposal->period;
+    next_check_ = 0;
+  }
+  if (ticks_ < next_check_) return false;
+  return evaluate();
+}
+
+bool StepFinder::mark() {
+  ++marks_seen_;
+  detector_.mark();
+  return evaluate();
+}
+
+bool StepFinder::reject(std::uint64_t period) {
+  rejected_.insert(period);
+  if (!step_ || step_->period != period) return false;
+  step_.reset();
+  next_check_ = 0;
+  return true;
+}
+
+bool StepFinder::restart() {
+  detector_.reset();
+  last_proposal_ = 0;
+  next_check_ = 0;
+  marks_seen_ = 0;
+  const bool had = step_.has_value();
+  step_.reset();
+  return had;
+}
+
+bool StepFinder::evaluate() {
+  const auto proposal = detector_.period();
+  if (!proposal) return false;
+  const std::uint64_t p = proposal->period;
+  if (proposal->from_marks) {
+    if (step_ && step_->from_marks && step_->period == p) return false;
+    step_ = Step{p, ticks_, 0, 0, true};
+    return true;
+  }
+  if (step_ && !step_->from_marks && step_->period == p) return false;  // already the step
+  // Look again a little later unless it passes now (its run grows, the past slides).
+  next_check_ = ticks_ + std::max<std::uint64_t>(p / 4, 64);
+  if (rejected_.count(p) != 0) return false;
+  if (proposal->explained < std::uint64_t{options_.confirm_periods} * p) return false;
+  if (ticks_ < 2 * p + 1 || p > mask_ / 2) return false;
+
+  // 2. Balance: the live bytes one period apart are the same at (nearly) every point of the
+  //    last period — a repeat that keeps or frees memory (a layer's forward or backward pass,
+  //    an LSTM time step) shifts them by its net allocation everywhere.
+  std::uint64_t peak = 0;
+  std::uint64_t low = ~std::uint64_t{0};
+  std::uint64_t allocations = 0;
+  std::uint64_t balanced = 0;
+  for (std::uint64_t t = ticks_ - p; t < ticks_; ++t) {
+    peak = std::max(peak, live_at(t));
+    low = std::min(low, live_at(t));
+    allocations += allocation_at(t) ? 1 : 0;
+    balanced += live_at(t) == live_at(t - p) ? 1 : 0;
+  }
+  if (static_cast<double>(balanced) < options_.min_balanced * static_cast<double>(p)) return false;
+
+  // 3. Coverage of the recent past by the period's tokens.
+  std::unordered_set<std::uint64_t> in_period;
+  in_period.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p, 1u << 16)));
+  for (std::uint64_t t = ticks_ - p; t < ticks_; ++t) in_period.insert(token_at(t));
+  const std::uint64_t horizon = std::min({std::max(options_.coverage_horizon, 2 * p), ticks_, mask_ + 1});
+  std::uint64_t covered = 0;
+  for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
+  if (static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;
+
+  // Phase: after the last token of the longest run at the period's lowest live bytes.
+  std::uint64_t best_end = 0;
+  std::uint64_t best_run = 0;
+  std::uint64_t run = 0;
+  for (std::uint64_t i = 0; i < 2 * p; ++i) {  // twice round, so a run across the window's edge counts
+    const std::uint64_t t = ticks_ - p + (i % p);
+    if (live_at(t) == low) {
+      run = std::min(run + 1, p);
+      const bool ends = live_at(ticks_ - p + ((i + 1) % p)) != low;
+      if (ends && run >= best_run && i >= p - 1) {
+        best_run = run;
+        best_end = t;
+      }
+    } else {
+      run = 0;
+    }
+  }
+  if (best_run == 0) best_end = ticks_ - 1;  // flat: any phase
+  step_ = Step{p, best_end + 1, allocations, peak, false};
+  return true;
+}
+
+}  // namespace memtool::engine

@@ -1,0 +1,53 @@
+// Summary → JSON (for MEMTOOL_SUMMARY) and the one-line exit report. Hand-written JSON: the
+// fields are numbers and two fixed-alphabet strings, so no escaping beyond quotes is needed.
+#include "memtool/engine/summary.hpp"
+
+#include <cerrno>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace memtool::engine {
+
+std::string to_json(const Summary& s) {
+  return fmt::format(
+      "{{\"strategy\":\"{}\",\"state\":\"{}\",\"period_allocations\":{},\"period_events\":{},"
+      "\"period_peak_bytes\":{},\"periods_rejected\":{},\"iterations_planned\":{},\"pool_bytes\":{},"
+      "\"lower_bound_bytes\":{},\"allocs_from_pool\":{},\"allocs_passed_through\":{},"
+      "\"misses\":{},\"refusals\":{},\"replans\":{},\"plans_made\":{},\"plan_failures\":{},"
+      "\"pool_alloc_failures\":{},\"pool_reclaims\":{},\"stream_waits\":{},\"events_recorded\":{},"
+      "\"peak_device_bytes_with_pool\":{},\"peak_device_bytes_without_pool\":{},\"budget_bytes\":{},"
+      "\"budget_refusals\":{},\"allocation_failures\":{}}}",
+      s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
+      s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through,
+      s.misses, s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims,
+      s.stream_waits, s.events_recorded, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool,
+      s.budget_bytes, s.budget_refusals, s.allocation_failures);
+}
+
+bool write_summary_file(const Summary& summary, const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) return false;
+  const std::string text = to_json(summary) + "\n";
+  const bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  const int saved = errno;
+  const bool closed = std::fclose(file) == 0;
+  if (!ok) errno = saved;
+  return closed && ok;
+}
+
+std::string summary_line(const Summary& s) {
+  const std::string step =
+      s.period_allocations == 0
+          ? std::string("no iteration planned")
+          : fmt::format("iteration of {} allocations ({} events, up to {} B live)", s.period_allocations,
+                        s.period_events, s.period_peak_bytes);
+  return fmt::format(
+      "memtool {}: {}; device peak {} B with memtool, {} B without; pool {} B (LB {} B); "
+      "{} iterations planned, {} allocations from pool, {} passed through, {} misses, {} re-plans",
+      s.strategy, step, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool, s.pool_bytes,
+      s.lower_bound_bytes, s.iterations_planned, s.allocs_from_pool, s.allocs_passed_through, s.misses,
+      s.replans);
+}
+
+}  // namespace memtool::engine

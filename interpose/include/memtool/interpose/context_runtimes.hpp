@@ -1,0 +1,71 @@
+// One engine Runtime per CUDA context (DESIGN.md §2: a pool belongs to a context), made at the
+// context's first allocation. An allocation goes to the runtime of the calling thread's current
+// context, a free to the runtime that made the buffer (the observer's index knows its owner),
+// and the accesses of a launch, copy or memset to every runtime that orders streams.
+//
+// Thread-safe. The lookup of the current context is the real cuCtxGetCurrent (a thread-local
+// read in the driver) and a per-thread cache of the last answer.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "memtool/engine/runtime.hpp"
+#include "memtool/engine/strategy.hpp"
+#include "memtool/interpose/cuda_api.hpp"
+
+namespace memtool::interpose {
+
+class ContextRuntimes {
+ public:
+  using CurrentContext = CUresult (*)(CUcontext*);
+
+  ContextRuntimes(engine::StrategyOptions options, engine::Device& device, engine::Observer& observer,
+                  CurrentContext current_context);
+  ContextRuntimes(const ContextRuntimes&) = delete;
+  ContextRuntimes& operator=(const ContextRuntimes&) = delete;
+
+  // The runtime of the calling thread's current context (made on first use).
+  engine::Runtime& current();
+  // The runtime that made a buffer (its owner id), or the current one when unknown.
+  engine::Runtime& owner(std::uint32_t id);
+  // Work on `stream` touches these buffers: every runtime that orders streams hears it.
+  void before_access(std::span<const std::uint64_t> bases, engine::StreamId stream);
+  [[nodiscard]] bool wants_accesses() const { return wants_accesses_.load(std::memory_order_relaxed); }
+  // The context is being destroyed (or, end_all, a primary context released): its runtime stops
+  // serving and frees what is idle; a context made current later gets a new one.
+  void end_context(CUcontext context, const char* why);
+  void end_all(const char* why);
+  // Something the strategies rely on broke (recording): every runtime stops serving new
+  // allocations, logged once; frees still reach them so pooled buffers return to their pools.
+  void fail_all(const char* reason);
+  // Every context's summary, merged (counters summed, peaks maximised).
+  [[nodiscard]] engine::Summary summary();
+  // Every runtime stops (at exit: release_memory false, no driver call).
+  void shutdown_all(bool release_memory);
+
+ private:
+  struct Entry {
+    CUcontext context = nullptr;
+    std::unique_ptr<engine::Runtime> runtime;
+    bool ended = false;
+  };
+  engine::Runtime& make_locked(CUcontext context);
+
+  engine::StrategyOptions options_;
+  engine::Device& device_;
+  engine::Observer& observer_;
+  CurrentContext current_context_;
+  std::uint32_t max_runtimes_;
+  std::mutex mutex_;
+  std::vector<Entry> entries_;  // never shrinks: owner ids index it
+  std::atomic<std::size_t> count_{0};
+  std::atomic<std::uint64_t> generation_{1};  // bumped when a context ends: thread caches go stale
+  std::atomic<bool> wants_accesses_{false};
+  std::atomic<bool> failed_{false};
+};
+
+}  // namespace memtool::interpose

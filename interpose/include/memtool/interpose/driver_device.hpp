@@ -1,0 +1,101 @@
+// DriverDevice: the engine's Device (memtool/engine/device.hpp) over the REAL driver entry
+// points — the hook table's real slots for hooked functions and the driver's own symbols for the
+// rest, never our wrappers, so what the engine does (allocate a pool, record an event, copy a
+// buffer out) is neither recorded nor re-entered. Unit tests fill DriverFunctions with fakes.
+#pragma once
+
+#include "memtool/engine/device.hpp"
+#include "memtool/interpose/cuda_api.hpp"
+
+namespace memtool::interpose {
+
+// X(field, symbol, route): every driver function the engine may call, with cuda.h's type; route
+// `hook` for a function libmemtool.so hooks (its real pointer is the hook table's real slot),
+// `driver` for the others (the driver's own symbol).
+#define MEMTOOL_DRIVER_FUNCTIONS(X) \
+  X(mem_alloc, cuMemAlloc_v2, hook)                                \
+  X(mem_free, cuMemFree_v2, hook)                                  \
+  X(mem_alloc_async, cuMemAllocAsync, hook)                        \
+  X(mem_alloc_from_pool, cuMemAllocFromPoolAsync, hook)            \
+  X(mem_free_async, cuMemFreeAsync, hook)                          \
+  X(mem_get_info, cuMemGetInfo_v2, hook)                           \
+  X(event_create, cuEventCreate, driver)                           \
+  X(event_record, cuEventRecord, driver)                           \
+  X(event_query, cuEventQuery, driver)                             \
+  X(event_synchronize, cuEventSynchronize, hook)                   \
+  X(event_destroy, cuEventDestroy_v2, driver)                      \
+  X(stream_wait_event, cuStreamWaitEvent, hook)                    \
+  X(stream_create, cuStreamCreate, hook)                           \
+  X(stream_destroy, cuStreamDestroy_v2, driver)                    \
+  X(memcpy_dtoh_async, cuMemcpyDtoHAsync_v2, hook)                 \
+  X(memcpy_htod_async, cuMemcpyHtoDAsync_v2, hook)                 \
+  X(mem_host_alloc, cuMemHostAlloc, hook)                          \
+  X(mem_free_host, cuMemFreeHost, hook)                            \
+  X(mem_alloc_managed, cuMemAllocManaged, hook)                    \
+  X(mem_advise, cuMemAdvise_v2, driver)                            \
+  X(mem_prefetch, cuMemPrefetchAsync_v2, driver)                   \
+  X(ctx_get_device, cuCtxGetDevice, driver)                        \
+  X(address_reserve, cuMemAddressReserve, driver)                  \
+  X(address_free, cuMemAddressFree, driver)                        \
+  X(mem_create, cuMemCreate, hook)                                 \
+  X(mem_release, cuMemRelease, hook)                               \
+  X(mem_map, cuMemMap, hook)                                       \
+  X(mem_set_access, cuMemSetAccess, driver)                        \
+  X(mem_unmap, cuMemUnmap, hook)                                   \
+  X(allocation_granularity, cuMemGetAllocationGranularity, driver)
+
+struct DriverFunctions {
+#define MEMTOOL_DRIVER_FIELD(field, symbol, route) decltype(&::symbol) field = nullptr;
+  MEMTOOL_DRIVER_FUNCTIONS(MEMTOOL_DRIVER_FIELD)
+#undef MEMTOOL_DRIVER_FIELD
+
+  // What every strategy needs: allocation and the events of stream-ordered reuse (the async
+  // pair and the rest may be missing on old drivers: what needs them then passes through).
+  [[nodiscard]] bool complete() const {
+    return mem_alloc != nullptr && mem_free != nullptr && event_create != nullptr && event_record != nullptr &&
+           event_query != nullptr && event_destroy != nullptr && stream_wait_event != nullptr;
+  }
+};
+
+class DriverDevice final : public engine::Device {
+ public:
+  explicit DriverDevice(const DriverFunctions& functions) : f_(functions) {}
+  [[nodiscard]] const DriverFunctions& functions() const { return f_; }
+
+  engine::Status allocate(std::uint64_t size, engine::MemoryKind kind, engine::StreamId stream,
+                          engine::DevicePtr* out) override;
+  engine::Status allocate_from_pool(std::uint64_t size, std::uint64_t pool, engine::StreamId stream,
+                                    engine::DevicePtr* out) override;
+  engine::Status free(engine::DevicePtr ptr, engine::MemoryKind kind, engine::StreamId stream) override;
+  engine::Status memory_info(std::uint64_t* free_bytes, std::uint64_t* total_bytes) override;
+  engine::Status create_event(engine::EventId* out) override;
+  engine::Status record_event(engine::EventId event, engine::StreamId stream) override;
+  engine::Status stream_wait_event(engine::StreamId stream, engine::EventId event) override;
+  bool event_completed(engine::EventId event) override;
+  void destroy_event(engine::EventId event) override;
+  engine::Status synchronize_event(engine::EventId event) override;
+  engine::Status create_stream(engine::StreamId* out) override;
+  engine::Status destroy_stream(engine::StreamId stream) override;
+  engine::Status copy_to_host(void* dst, engine::DevicePtr src, std::uint64_t bytes, engine::StreamId stream) override;
+  engine::Status copy_to_device(engine::DevicePtr dst, const void* src, std::uint64_t bytes,
+                                engine::StreamId stream) override;
+  engine::Status allocate_host(std::uint64_t bytes, void** out) override;
+  engine::Status free_host(void* ptr) override;
+  engine::Status allocate_managed(std::uint64_t bytes, engine::DevicePtr* out) override;
+  engine::Status advise(engine::DevicePtr ptr, std::uint64_t bytes, engine::Residence preferred) override;
+  engine::Status prefetch(engine::DevicePtr ptr, std::uint64_t bytes, engine::Residence to,
+                          engine::StreamId stream) override;
+  engine::Status vmm_granularity(std::uint64_t* bytes) override;
+  engine::Status reserve(std::uint64_t bytes, engine::DevicePtr* out) override;
+  engine::Status unreserve(engine::DevicePtr ptr, std::uint64_t bytes) override;
+  engine::Status create_physical(std::uint64_t bytes, PhysicalHandle* out) override;
+  engine::Status release_physical(PhysicalHandle handle) override;
+  engine::Status map(engine::DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) override;
+  engine::Status unmap(engine::DevicePtr ptr, std::uint64_t bytes) override;
+
+ private:
+  [[nodiscard]] CUdevice device() const;
+  DriverFunctions f_;
+};
+
+}  // namespace memtool::interpose

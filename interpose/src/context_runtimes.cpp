@@ -1,0 +1,132 @@
+// ContextRuntimes: a runtime per CUDA context (see context_runtimes.hpp).
+#include "memtool/interpose/context_runtimes.hpp"
+
+#include <fmt/format.h>
+
+#include "memtool/interpose/log.hpp"
+
+namespace memtool::interpose {
+namespace {
+
+struct ThreadCache {
+  CUcontext context = nullptr;
+  const void* owner = nullptr;  // the ContextRuntimes
+  std::uint64_t generation = 0;
+  engine::Runtime* runtime = nullptr;
+};
+thread_local ThreadCache t_cache;
+
+void add(engine::Summary& into, const engine::Summary& s) {
+  into.state = s.state;
+  into.period_allocations = std::max(into.period_allocations, s.period_allocations);
+  into.iterations_planned += s.iterations_planned;
+  into.pool_bytes += s.pool_bytes;
+  into.lower_bound_bytes += s.lower_bound_bytes;
+  into.allocs_from_pool += s.allocs_from_pool;
+  into.allocs_passed_through += s.allocs_passed_through;
+  into.misses += s.misses;
+  into.refusals += s.refusals;
+  into.replans += s.replans;
+  into.plans_made += s.plans_made;
+  into.plan_failures += s.plan_failures;
+  into.pool_alloc_failures += s.pool_alloc_failures;
+  into.pool_reclaims += s.pool_reclaims;
+  into.stream_waits += s.stream_waits;
+  into.events_recorded += s.events_recorded;
+  into.peak_device_bytes_with_pool += s.peak_device_bytes_with_pool;
+  into.peak_device_bytes_without_pool += s.peak_device_bytes_without_pool;
+  into.budget_bytes = std::max(into.budget_bytes, s.budget_bytes);
+  into.budget_refusals += s.budget_refusals;
+  into.allocation_failures += s.allocation_failures;
+}
+
+}  // namespace
+
+ContextRuntimes::ContextRuntimes(engine::StrategyOptions options, engine::Device& device, engine::Observer& observer,
+                                 CurrentContext current_context)
+    : options_(std::move(options)),
+      device_(device),
+      observer_(observer),
+      current_context_(current_context),
+      max_runtimes_(8) {
+  entries_.reserve(max_runtimes_);
+}
+
+engine::Runtime& ContextRuntimes::make_locked(CUcontext context) {
+  for (Entry& e : entries_) {
+    if (e.context == context && !e.ended) return *e.runtime;
+  }
+  if (entries_.size() >= max_runtimes_) {
+    MEMTOOL_LOG_ONCE(LogLevel::warn, "more than {} CUDA contexts: the later ones share the last one's strategy", max_runtimes_);
+    return *entries_.back().runtime;
+  }
+  const auto id = static_cast<std::uint32_t>(entries_.size());
+  auto stack = engine::build_strategy(options_, device_, &observer_);
+  Entry entry;
+  entry.context = context;
+  entry.runtime = std::make_unique<engine::Runtime>(id, options_.name, std::move(stack), observer_);
+  if (entry.runtime->wants_accesses()) wants_accesses_.store(true, std::memory_order_relaxed);
+  entries_.push_back(std::move(entry));
+  count_.store(entries_.size(), std::memory_order_release);
+  return *entries_.back().runtime;
+}
+
+engine::Runtime& ContextRuntimes::current() {
+  CUcontext context = nullptr;
+  if (current_context_ != nullptr) (void)current_context_(&context);
+  ThreadCache& cache = t_cache;
+  const std::uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (cache.runtime != nullptr && cache.context == context && cache.owner == this && cache.generation == generation) {
+    return *cache.runtime;
+  }
+  std::lock_guard lock(mutex_);
+  engine::Runtime& runtime = make_locked(context);
+  cache = ThreadCache{context, this, generation, &runtime};
+  return runtime;
+}
+
+engine::Runtime& ContextRuntimes::owner(std::uint32_t id) {
+  if (id < count_.load(std::memory_order_acquire)) return *entries_[id].runtime;
+  return current();
+}
+
+void ContextRuntimes::before_access(std::span<const std::uint64_t> bases, engine::StreamId stream) {
+  const std::size_t n = count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i) entries_[i].runtime->before_access(bases, stream);
+}
+
+void ContextRuntimes::end_context(CUcontext context, const char* why) {
+  std::lock_guard lock(mutex_);
+  for (Entry& e : entries_) {
+    if (e.ended || (context != nullptr && e.context != context)) continue;
+    e.ended = true;
+    e.runtime->shutdown(true);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+    Log::write(LogLevel::info, "memtool {}: {} ends the context: its strategy stops, idle memory released",
+               options_.name, why);
+  }
+}
+
+void ContextRuntimes::end_all(const char* why) { end_context(nullptr, why); }
+
+void ContextRuntimes::fail_all(const char* reason) {
+  if (failed_.exchange(true)) return;
+  Log::write(LogLevel::error, "memtool {} disabled, new allocations pass through to the driver: {}", options_.name,
+             reason);
+  shutdown_all(false);
+}
+
+engine::Summary ContextRuntimes::summary() {
+  std::lock_guard lock(mutex_);
+  engine::Summary total;
+  total.strategy = options_.name;
+  for (const Entry& e : entries_) add(total, e.runtime->summary());
+  return total;
+}
+
+void ContextRuntimes::shutdown_all(bool release_memory) {
+  std::lock_guard lock(mutex_);
+  for (Entry& e : entries_) e.runtime->shutdown(release_memory);
+}
+
+}  // namespace memtool::interpose

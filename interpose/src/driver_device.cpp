@@ -1,0 +1,219 @@
+// DriverDevice: the engine's Device over the real driver (see driver_device.hpp).
+#include "memtool/interpose/driver_device.hpp"
+
+#include <cstdint>
+
+namespace memtool::interpose {
+namespace {
+
+using engine::kNotSupported;
+using engine::Status;
+
+CUstream as_stream(engine::StreamId stream) { return reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(stream)); }
+CUevent as_event(engine::EventId event) { return reinterpret_cast<CUevent>(static_cast<std::uintptr_t>(event)); }
+Status status(CUresult result) { return static_cast<Status>(result); }
+
+}  // namespace
+
+CUdevice DriverDevice::device() const {
+  CUdevice device = 0;
+  if (f_.ctx_get_device != nullptr) (void)f_.ctx_get_device(&device);
+  return device;
+}
+
+Status DriverDevice::allocate(std::uint64_t size, engine::MemoryKind kind, engine::StreamId stream,
+                              engine::DevicePtr* out) {
+  CUdeviceptr ptr = 0;
+  CUresult result = CUDA_ERROR_NOT_SUPPORTED;
+  if (kind == engine::MemoryKind::async) {
+    if (f_.mem_alloc_async != nullptr) result = f_.mem_alloc_async(&ptr, size, as_stream(stream));
+  } else if (f_.mem_alloc != nullptr) {
+    result = f_.mem_alloc(&ptr, size);
+  }
+  if (result == CUDA_SUCCESS) *out = static_cast<engine::DevicePtr>(ptr);
+  return status(result);
+}
+
+Status DriverDevice::allocate_from_pool(std::uint64_t size, std::uint64_t pool, engine::StreamId stream,
+                                        engine::DevicePtr* out) {
+  if (f_.mem_alloc_from_pool == nullptr) return kNotSupported;
+  CUdeviceptr ptr = 0;
+  const CUresult result = f_.mem_alloc_from_pool(&ptr, size, reinterpret_cast<CUmemoryPool>(static_cast<std::uintptr_t>(pool)),
+                                                 as_stream(stream));
+  if (result == CUDA_SUCCESS) *out = static_cast<engine::DevicePtr>(ptr);
+  return status(result);
+}
+
+Status DriverDevice::free(engine::DevicePtr ptr, engine::MemoryKind kind, engine::StreamId stream) {
+  if (kind == engine::MemoryKind::async) {
+    if (f_.mem_free_async == nullptr) return kNotSupported;
+    return status(f_.mem_free_async(static_cast<CUdeviceptr>(ptr), as_stream(stream)));
+  }
+  if (f_.mem_free == nullptr) return kNotSupported;
+  return status(f_.mem_free(static_cast<CUdeviceptr>(ptr)));
+}
+
+Status DriverDevice::memory_info(std::uint64_t* free_bytes, std::uint64_t* total_bytes) {
+  if (f_.mem_get_info == nullptr) return kNotSupported;
+  size_t f = 0;
+  size_t t = 0;
+  const CUresult result = f_.mem_get_info(&f, &t);
+  if (result == CUDA_SUCCESS) {
+    if (free_bytes != nullptr) *free_bytes = f;
+    if (total_bytes != nullptr) *total_bytes = t;
+  }
+  return status(result);
+}
+
+Status DriverDevice::create_event(engine::EventId* out) {
+  CUevent event = nullptr;
+  const CUresult result = f_.event_create(&event, CU_EVENT_DISABLE_TIMING);
+  if (result == CUDA_SUCCESS) *out = reinterpret_cast<std::uintptr_t>(event);
+  return status(result);
+}
+
+Status DriverDevice::record_event(engine::EventId event, engine::StreamId stream) {
+  return status(f_.event_record(as_event(event), as_stream(stream)));
+}
+
+Status DriverDevice::stream_wait_event(engine::StreamId stream, engine::EventId event) {
+  return status(f_.stream_wait_event(as_stream(stream), as_event(event), 0));
+}
+
+bool DriverDevice::event_completed(engine::EventId event) { return f_.event_query(as_event(event)) == CUDA_SUCCESS; }
+
+void DriverDevice::destroy_event(engine::EventId event) { (void)f_.event_destroy(as_event(event)); }
+
+Status DriverDevice::synchronize_event(engine::EventId event) {
+  if (f_.event_synchronize == nullptr) return kNotSupported;
+  return status(f_.event_synchronize(as_event(event)));
+}
+
+Status DriverDevice::create_stream(engine::StreamId* out) {
+  if (f_.stream_create == nullptr) return kNotSupported;
+  CUstream stream = nullptr;
+  const CUresult result = f_.stream_create(&stream, CU_STREAM_NON_BLOCKING);
+  if (result == CUDA_SUCCESS) *out = reinterpret_cast<std::uintptr_t>(stream);
+  return status(result);
+}
+
+Status DriverDevice::destroy_stream(engine::StreamId stream) {
+  if (f_.stream_destroy == nullptr) return kNotSupported;
+  return status(f_.stream_destroy(as_stream(stream)));
+}
+
+Status DriverDevice::copy_to_host(void* dst, engine::DevicePtr src, std::uint64_t bytes, engine::StreamId stream) {
+  if (f_.memcpy_dtoh_async == nullptr) return kNotSupported;
+  return status(f_.memcpy_dtoh_async(dst, static_cast<CUdeviceptr>(src), bytes, as_stream(stream)));
+}
+
+Status DriverDevice::copy_to_device(engine::DevicePtr dst, const void* src, std::uint64_t bytes,
+                                    engine::StreamId stream) {
+  if (f_.memcpy_htod_async == nullptr) return kNotSupported;
+  return status(f_.memcpy_htod_async(static_cast<CUdeviceptr>(dst), src, bytes, as_stream(stream)));
+}
+
+Status DriverDevice::allocate_host(std::uint64_t bytes, void** out) {
+  if (f_.mem_host_alloc == nullptr) return kNotSupported;
+  return status(f_.mem_host_alloc(out, bytes, CU_MEMHOSTALLOC_PORTABLE));
+}
+
+Status DriverDevice::free_host(void* ptr) {
+  if (f_.mem_free_host == nullptr) return kNotSupported;
+  return status(f_.mem_free_host(ptr));
+}
+
+Status DriverDevice::allocate_managed(std::uint64_t bytes, engine::DevicePtr* out) {
+  if (f_.mem_alloc_managed == nullptr) return kNotSupported;
+  CUdeviceptr ptr = 0;
+  const CUresult result = f_.mem_alloc_managed(&ptr, bytes, CU_MEM_ATTACH_GLOBAL);
+  if (result == CUDA_SUCCESS) *out = static_cast<engine::DevicePtr>(ptr);
+  return status(result);
+}
+
+namespace {
+CUmemLocation location_of(engine::Residence where, CUdevice device) {
+  CUmemLocation location{};
+  location.type = where == engine::Residence::host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+  location.id = where == engine::Residence::host ? 0 : device;
+  return location;
+}
+}  // namespace
+
+Status DriverDevice::advise(engine::DevicePtr ptr, std::uint64_t bytes, engine::Residence preferred) {
+  if (f_.mem_advise == nullptr) return kNotSupported;
+  return status(f_.mem_advise(static_cast<CUdeviceptr>(ptr), bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+                              location_of(preferred, device())));
+}
+
+Status DriverDevice::prefetch(engine::DevicePtr ptr, std::uint64_t bytes, engine::Residence to,
+                              engine::StreamId stream) {
+  if (f_.mem_prefetch == nullptr) return kNotSupported;
+  return status(f_.mem_prefetch(static_cast<CUdeviceptr>(ptr), bytes, location_of(to, device()), 0, as_stream(stream)));
+}
+
+namespace {
+CUmemAllocationProp device_allocation(CUdevice device) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  return prop;
+}
+}  // namespace
+
+Status DriverDevice::vmm_granularity(std::uint64_t* bytes) {
+  if (f_.allocation_granularity == nullptr) return kNotSupported;
+  const CUmemAllocationProp prop = device_allocation(device());
+  size_t granularity = 0;
+  const CUresult result = f_.allocation_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (result == CUDA_SUCCESS) *bytes = granularity;
+  return status(result);
+}
+
+Status DriverDevice::reserve(std::uint64_t bytes, engine::DevicePtr* out) {
+  if (f_.address_reserve == nullptr) return kNotSupported;
+  CUdeviceptr ptr = 0;
+  const CUresult result = f_.address_reserve(&ptr, bytes, 0, 0, 0);
+  if (result == CUDA_SUCCESS) *out = static_cast<engine::DevicePtr>(ptr);
+  return status(result);
+}
+
+Status DriverDevice::unreserve(engine::DevicePtr ptr, std::uint64_t bytes) {
+  if (f_.address_free == nullptr) return kNotSupported;
+  return status(f_.address_free(static_cast<CUdeviceptr>(ptr), bytes));
+}
+
+Status DriverDevice::create_physical(std::uint64_t bytes, PhysicalHandle* out) {
+  if (f_.mem_create == nullptr) return kNotSupported;
+  const CUmemAllocationProp prop = device_allocation(device());
+  CUmemGenericAllocationHandle handle = 0;
+  const CUresult result = f_.mem_create(&handle, bytes, &prop, 0);
+  if (result == CUDA_SUCCESS) *out = handle;
+  return status(result);
+}
+
+Status DriverDevice::release_physical(PhysicalHandle handle) {
+  if (f_.mem_release == nullptr) return kNotSupported;
+  return status(f_.mem_release(handle));
+}
+
+Status DriverDevice::map(engine::DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) {
+  if (f_.mem_map == nullptr || f_.mem_set_access == nullptr) return kNotSupported;
+  CUresult result = f_.mem_map(static_cast<CUdeviceptr>(ptr), bytes, 0, handle, 0);
+  if (result != CUDA_SUCCESS) return status(result);
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device();
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  result = f_.mem_set_access(static_cast<CUdeviceptr>(ptr), bytes, &access, 1);
+  if (result != CUDA_SUCCESS) (void)f_.mem_unmap(static_cast<CUdeviceptr>(ptr), bytes);
+  return status(result);
+}
+
+Status DriverDevice::unmap(engine::DevicePtr ptr, std::uint64_t bytes) {
+  if (f_.mem_unmap == nullptr) return kNotSupported;
+  return status(f_.mem_unmap(static_cast<CUdeviceptr>(ptr), bytes));
+}
+
+}  // namespace memtool::interpose

@@ -1,0 +1,313 @@
+// replay_train: replays a recorded PyTorch training run (replay_log.hpp) through the driver API,
+// resolved as cudart resolves it (dlopen + cuGetProcAddress_v2): every allocation and free as
+// cuMemAlloc/cuMemFree (or cuMemAllocAsync/cuMemFreeAsync on the compute stream), every operator
+// as one launch of a kernel of its own name (replay_op_<n>) whose arguments are the buffers it
+// reads and writes. The kernels check that what an operator reads is what its last writer left
+// (replay_kernels.cpp), so any memory handed out twice shows up as corrupted words.
+//
+// stdout, one line per step:   step 3 allocs 180 launches 196 corrupted 0
+// Exit status: 0; 3 when any word was corrupted; 2 for a bad command line or log; 1 when a
+// driver call fails (its name on stderr).
+#include <dlfcn.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../common/driver_api.hpp"
+#include "../common/session.hpp"
+#include "replay_abi.h"
+#include "replay_log.hpp"
+
+namespace {
+
+struct Options {
+  std::string log;
+  std::string module;
+  long steps = 0;  // 0: the log's own
+  bool async = false;
+  bool default_stream = false;
+  int threads = 1;
+  bool mark = false;
+  int cuda_version = 12000;
+};
+
+[[noreturn]] void usage(int status) {
+  std::fprintf(status == 0 ? stdout : stderr,
+               "usage: replay_train --log FILE [--steps N] [--async] [--default-stream] [--threads T]\n"
+               "                    [--mark] [--module PATH] [--cuda-version V]\n"
+               "  --log FILE        a recorded training log (tests/fixtures/traces/*.log)\n"
+               "  --steps N         steps to run (default: the log's); past the log its last step repeats\n"
+               "  --async           cuMemAllocAsync / cuMemFreeAsync on the compute stream\n"
+               "  --default-stream  run on the legacy default stream instead of a created one\n"
+               "  --threads T       step s runs on thread s %% T (1..16; default 1)\n"
+               "  --mark            call memtool_iteration_mark() at each step's start, when preloaded\n"
+               "  --module PATH     the kernels' module image (default replay_kernels.fakecuda beside the program)\n");
+  std::exit(status);
+}
+
+long parse_number(const char* name, const char* text, long min, long max) {
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < min || value > max) {
+    std::fprintf(stderr, "replay_train: %s wants an integer in [%ld, %ld], got '%s'\n", name, min, max, text);
+    std::exit(2);
+  }
+  return value;
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "replay_train: %s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--help") usage(0);
+    else if (arg == "--log") o.log = value();
+    else if (arg == "--module") o.module = value();
+    else if (arg == "--steps") o.steps = parse_number("--steps", value(), 1, 1000000);
+    else if (arg == "--async") o.async = true;
+    else if (arg == "--default-stream") o.default_stream = true;
+    else if (arg == "--threads") o.threads = static_cast<int>(parse_number("--threads", value(), 1, 16));
+    else if (arg == "--mark") o.mark = true;
+    else if (arg == "--cuda-version") o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
+    else {
+      std::fprintf(stderr, "replay_train: unknown option '%s'\n", arg.c_str());
+      usage(2);
+    }
+  }
+  if (o.log.empty()) {
+    std::fprintf(stderr, "replay_train: --log is required\n");
+    usage(2);
+  }
+  if (o.module.empty()) {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    std::string dir = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string("./replay_train");
+    o.module = dir.substr(0, dir.find_last_of('/') + 1) + "replay_kernels.fakecuda";
+  }
+  return o;
+}
+
+// The shared object a fake module image names (its second line).
+std::string module_object(const std::vector<char>& image) {
+  const std::string text(image.data());
+  const auto first = text.find('\n');
+  if (first == std::string::npos) return {};
+  const auto second = text.find('\n', first + 1);
+  return text.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+}
+
+struct Buffer {
+  CUdeviceptr ptr = 0;
+  std::uint64_t size = 0;
+  std::uint64_t instance = 0;  // a new one per allocation
+  std::uint64_t version = 0;   // writes since the allocation
+};
+
+class Replayer {
+ public:
+  Replayer(const apps::DriverApi& api, const replay::Program& program, const Options& options)
+      : api_(api), program_(program), options_(options), buffers_(program.slots) {
+    if (program_.max_refs > REPLAY_MAX_REFS) {
+      std::fprintf(stderr, "replay_train: an operator touches %llu buffers; the kernels take %u\n",
+                   static_cast<unsigned long long>(program_.max_refs), REPLAY_MAX_REFS);
+      std::exit(2);
+    }
+    if (program_.kernel_names.size() > REPLAY_KERNELS) {
+      std::fprintf(stderr, "replay_train: %zu operator names; the module has %u kernels\n",
+                   program_.kernel_names.size(), REPLAY_KERNELS);
+      std::exit(2);
+    }
+    APP_CHECK(api_, cuInit(0));
+    APP_CHECK(api_, cuDeviceGet(&device_, 0));
+    APP_CHECK(api_, cuDevicePrimaryCtxRetain(&context_, device_));
+    APP_CHECK(api_, cuCtxSetCurrent(context_));
+    const std::vector<char> image = apps::read_module_image(options_.module);
+    APP_CHECK(api_, cuModuleLoadData(&module_, image.data()));
+    for (std::size_t k = 0; k < program_.kernel_names.size(); ++k) {
+      CUfunction f = nullptr;
+      const std::string name = "replay_op_" + std::to_string(k);
+      APP_CHECK(api_, cuModuleGetFunction(&f, module_, name.c_str()));
+      kernels_.push_back(f);
+    }
+    void* object = dlopen(module_object(image).c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (object != nullptr) {
+      corrupted_ = reinterpret_cast<unsigned long long (*)()>(dlsym(object, "replay_corrupted_words"));
+    }
+    if (!options_.default_stream) APP_CHECK(api_, cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+    if (options_.mark) mark_ = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "memtool_iteration_mark"));
+  }
+
+  ~Replayer() {
+    synchronize();
+    for (Buffer& b : buffers_) {
+      if (b.ptr != 0) APP_CHECK(api_, cuMemFree_v2(b.ptr));
+    }
+    if (stream_ != nullptr) APP_CHECK(api_, cuStreamDestroy_v2(stream_));
+    APP_CHECK(api_, cuModuleUnload(module_));
+    APP_CHECK(api_, cuDevicePrimaryCtxRelease_v2(device_));
+  }
+
+  void bind_thread() { APP_CHECK(api_, cuCtxSetCurrent(context_)); }
+
+  // Runs one step's events; returns the line to print.
+  std::string run(std::uint32_t step_number, const std::vector<replay::Op>& ops) {
+    if (mark_ != nullptr && step_number != kSetup) mark_();
+    std::vector<replay_launch> launches;
+    launches.reserve(ops.size());  // addresses stay valid until the kernels ran (synchronize)
+    std::uint64_t allocs = 0;
+    std::uint64_t launched = 0;
+    for (const replay::Op& op : ops) {
+      switch (op.kind) {
+        case replay::Op::Kind::alloc: allocate(op); ++allocs; break;
+        case replay::Op::Kind::free: release(op); break;
+        case replay::Op::Kind::launch:
+          launches.emplace_back();
+          launch(op, step_number, launched++, launches.back());
+          break;
+      }
+    }
+    synchronize();
+    const unsigned long long corrupted = corrupted_ != nullptr ? corrupted_() : 0;
+    char line[160];
+    std::snprintf(line, sizeof line, "step %u allocs %llu launches %llu corrupted %llu", step_number,
+                  static_cast<unsigned long long>(allocs), static_cast<unsigned long long>(launched), corrupted);
+    return line;
+  }
+
+  unsigned long long corrupted() const { return corrupted_ != nullptr ? corrupted_() : 0; }
+
+  static constexpr std::uint32_t kSetup = ~0u;
+
+ private:
+  void allocate(const replay::Op& op) {
+    Buffer& b = buffers_[op.slot];
+    if (options_.async) {
+      APP_CHECK(api_, cuMemAllocAsync(&b.ptr, op.size, stream_));
+    } else {
+      APP_CHECK(api_, cuMemAlloc_v2(&b.ptr, op.size));
+    }
+    b.size = op.size;
+    b.instance = ++instances_;
+    b.version = 0;
+  }
+
+  void release(const replay::Op& op) {
+    Buffer& b = buffers_[op.slot];
+    if (options_.async) {
+      APP_CHECK(api_, cuMemFreeAsync(b.ptr, stream_));
+    } else {
+      APP_CHECK(api_, cuMemFree_v2(b.ptr));
+    }
+    b.ptr = 0;
+  }
+
+  void launch(const replay::Op& op, std::uint32_t step_number, std::uint64_t index, replay_launch& desc) {
+    std::memset(&desc, 0, sizeof desc);
+    desc.step = step_number;
+    desc.op = index;
+    CUdeviceptr pointers[REPLAY_MAX_REFS] = {};
+    void* params[1 + REPLAY_MAX_REFS];
+    replay_launch* desc_ptr = &desc;
+    params[0] = &desc_ptr;
+    std::uint32_t n = 0;
+    for (std::uint32_t i = 0; i < op.ref_count; ++i) {
+      const replay::Ref& ref = program_.refs[op.first_ref + i];
+      Buffer& b = buffers_[ref.slot];
+      if (b.ptr == 0) continue;  // freed before the operator line (a temporary of the op)
+      replay_ref& r = desc.refs[n];
+      r.bytes = b.size;
+      r.slot = ref.slot;
+      if (ref.read && b.version != 0) r.check_tag = tag(b);
+      if (ref.write) {
+        ++b.version;
+        r.fill_tag = tag(b);
+      }
+      pointers[n] = b.ptr;
+      ++n;
+    }
+    desc.count = n;
+    for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) params[1 + i] = &pointers[i];
+    APP_CHECK(api_, cuLaunchKernel(kernels_[op.kernel], 1, 1, 1, 1, 1, 1, 0, stream_, params, nullptr));
+  }
+
+  static std::uint64_t tag(const Buffer& b) { return (b.instance << 24) | b.version; }
+
+  void synchronize() {
+    if (stream_ != nullptr) {
+      APP_CHECK(api_, cuStreamSynchronize(stream_));
+    } else if (api_.cuCtxSynchronize_v2 != nullptr) {
+      APP_CHECK(api_, cuCtxSynchronize_v2(context_));
+    } else {
+      APP_CHECK(api_, cuCtxSynchronize());
+    }
+  }
+
+  const apps::DriverApi& api_;
+  const replay::Program& program_;
+  const Options& options_;
+  std::vector<Buffer> buffers_;
+  std::uint64_t instances_ = 0;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUmodule module_ = nullptr;
+  CUstream stream_ = nullptr;
+  std::vector<CUfunction> kernels_;
+  unsigned long long (*corrupted_)() = nullptr;
+  void (*mark_)() = nullptr;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse_options(argc, argv);
+  const replay::Program program = replay::parse_log(options.log);
+  const apps::DriverApi api = apps::getproc_driver_api({options.cuda_version, false});
+  const long steps = options.steps > 0 ? options.steps : static_cast<long>(program.steps.size());
+  {
+    Replayer replayer(api, program, options);
+    (void)replayer.run(Replayer::kSetup, program.setup);
+    // Step s runs on thread s % T, one at a time in step order (like a framework whose
+    // backward pass runs on its own thread): the call order stays deterministic.
+    std::mutex mutex;
+    std::condition_variable turn;
+    long next = 0;
+    auto worker = [&](int id) {
+      replayer.bind_thread();
+      for (long s = id; s < steps; s += options.threads) {
+        std::unique_lock lock(mutex);
+        turn.wait(lock, [&] { return next == s; });
+        const std::size_t logged = program.steps.size();
+        const auto& ops = program.steps[static_cast<std::size_t>(s) < logged ? static_cast<std::size_t>(s) : logged - 1];
+        const std::string line = replayer.run(static_cast<std::uint32_t>(s), ops);
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+        ++next;
+        turn.notify_all();
+      }
+    };
+    if (options.threads == 1) {
+      worker(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (int t = 0; t < options.threads; ++t) threads.emplace_back(worker, t);
+      for (std::thread& t : threads) t.join();
+    }
+    if (replayer.corrupted() != 0) {
+      std::fprintf(stderr, "replay_train: %llu corrupted words\n", replayer.corrupted());
+      return 3;
+    }
+  }
+  return 0;
+}
