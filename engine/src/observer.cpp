@@ -150,9 +150,10 @@ void Observer::fire_boundary(bool from_marks) {
     for (std::uint32_t owner = 0; owner < options_.max_owners; ++owner) {
       if (!wants_[owner].load(std::memory_order_relaxed)) continue;
       if (cut.size() <= owner) cut.resize(owner + 1);
-      if (auto w = windows_->window(window_begin, boundary.period, owner, options_.alignment)) {
-        cut[owner] = std::make_shared<const IterationWindow>(std::move(*w));
-      }
+      auto w = windows_->window(window_begin, boundary.period, owner, options_.alignment);
+      // Only a window the iteration after it repeats exactly is worth a plan.
+      const auto next = windows_->window(window_begin + boundary.period, boundary.period, owner, options_.alignment);
+      if (w && next && windows_agree(*w, *next)) cut[owner] = std::make_shared<const IterationWindow>(std::move(*w));
     }
   }
   feed_.publish(boundary, std::move(cut));

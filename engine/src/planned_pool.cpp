@@ -197,7 +197,7 @@ class PlannedPool final : public Resource {
 
   MemoryUse memory_use() const override {
     std::lock_guard lock(mutex_);
-    return MemoryUse{pool_reserved_ + passthrough_live_, program_live_};
+    return MemoryUse{pool_reserved_ + passthrough_live_, program_live_, pool_reserved_};
   }
 
   void summarize(Summary& s) const override {

@@ -104,7 +104,11 @@ bool StepFinder::evaluate() {
   std::unordered_set<std::uint64_t> in_period;
   in_period.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p, 1u << 16)));
   for (std::uint64_t t = ticks_ - p; t < ticks_; ++t) in_period.insert(token_at(t));
-  const std::uint64_t horizon = std::min({std::max(options_.coverage_horizon, 2 * p), ticks_, mask_ + 1});
+  // Eight periods back, at least two and at most coverage_horizon tokens (unless two periods
+  // are longer): far enough to reach out of a loop inside the step into the passes around it,
+  // short enough that a warm-up of other shapes leaves the horizon after a few steady steps.
+  const std::uint64_t horizon =
+      std::min({std::max(std::min(8 * p, options_.coverage_horizon), 2 * p), ticks_, mask_ + 1});
   std::uint64_t covered = 0;
   for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
   if (static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;

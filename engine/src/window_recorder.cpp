@@ -100,4 +100,19 @@ std::optional<IterationWindow> WindowRecorder::window(std::uint64_t begin, std::
   return w;
 }
 
+bool windows_agree(const IterationWindow& earlier, const IterationWindow& later) {
+  if (earlier.period != later.period || earlier.entries.size() != later.entries.size()) return false;
+  for (std::size_t i = 0; i < earlier.entries.size(); ++i) {
+    const WindowEntry& a = earlier.entries[i];
+    const WindowEntry& b = later.entries[i];
+    if (a.size != b.size || a.kind != b.kind || a.stream != b.stream || a.alloc_tick != b.alloc_tick) return false;
+    if (b.free_tick != WindowEntry::kNever) {
+      if (a.free_tick != b.free_tick) return false;
+    } else if (a.free_tick != WindowEntry::kNever && a.free_tick < later.period) {
+      return false;  // freed within its iteration, while the next copy outlived its own
+    }
+  }
+  return true;
+}
+
 }  // namespace memtool::engine

@@ -19,10 +19,101 @@
 #include <optional>
 #include <vector>
 
-#include "memtool/pool/engine.hpp"
-#include "sim_device.hpp"
+#include <chrono>
+#include <string>
+#include <thread>
 
-namespace memtool::pool::test {
+#include "memtool/engine/engine.hpp"
+#include "memtool/engine/log.hpp"
+#include "memtool/engine/sim_device.hpp"
+
+namespace memtool::engine::test {
+
+// The pool strategy as these tests drive it: the whole engine (observer and runtime, called in
+// the handlers' order) running the pool strategy on the simulated device, with step finding on
+// the calling thread so that what a test sees does not depend on timing.
+struct MemInfo {
+  std::uint64_t pool_reserved = 0;
+  std::uint64_t pool_in_use = 0;
+  std::uint64_t passed_through_live = 0;
+  std::uint64_t reserved = 0;
+  std::uint64_t in_use = 0;
+  [[nodiscard]] std::uint64_t program_free(std::uint64_t driver_free) const { return driver_free + (reserved - in_use); }
+};
+
+// The engine's log lines while it lives (the engine logs through one process-wide sink).
+class LogCapture {
+ public:
+  LogCapture() {
+    std::lock_guard lock(mutex());
+    lines_store().clear();
+    set_log_sink([](LogLevel, std::string_view line) {
+      std::lock_guard inner(mutex());
+      lines_store().emplace_back(line);
+    });
+  }
+  ~LogCapture() { set_log_sink(nullptr); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  [[nodiscard]] std::vector<std::string> lines() const {
+    std::lock_guard lock(mutex());
+    return lines_store();
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::string>& lines_store() {
+    static std::vector<std::string> v;
+    return v;
+  }
+};
+
+inline EngineOptions pool_engine_options(const PoolOptions& pool) {
+  EngineOptions o;
+  o.strategy.name = "pool";
+  o.strategy.pool = pool;
+  o.observer.synchronous_detection = true;
+  return o;
+}
+
+class PoolEngine {
+ public:
+  PoolEngine(Device& device, const PoolOptions& options) : engine_(device, pool_engine_options(options)) {}
+  Status allocate(std::uint64_t size, MemoryKind kind, StreamId stream, DevicePtr* out) {
+    return engine_.allocate(size, kind, stream, out);
+  }
+  Status release(DevicePtr ptr, MemoryKind kind, StreamId stream) { return engine_.release(ptr, kind, stream); }
+  void touch(DevicePtr ptr, StreamId stream) { engine_.touch(ptr, stream); }
+  void mark_iteration() { engine_.mark_iteration(); }
+  void shutdown() { engine_.shutdown(true); }
+  std::string state() { return engine_.state(); }
+  Summary summary() { return engine_.summary(); }
+  MemInfo mem_info() {
+    const MemoryUse use = engine_.memory_use();
+    MemInfo info;
+    info.pool_reserved = use.pool_reserved;
+    info.passed_through_live = use.reserved - use.pool_reserved;
+    info.pool_in_use = use.in_use - info.passed_through_live;
+    info.reserved = use.reserved;
+    info.in_use = use.in_use;
+    return info;
+  }
+  // Asynchronous planning: waits until the planner has answered once more than at the start.
+  void wait_for_planner(const Summary& before) {
+    for (int i = 0; i < 3000; ++i) {
+      const Summary s = summary();
+      if (s.plans_made + s.plan_failures > before.plans_made + before.plan_failures) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  Engine& engine() { return engine_; }
+
+ private:
+  Engine engine_;
+};
 
 struct Buffer {
   DevicePtr ptr = 0;
@@ -81,7 +172,7 @@ class Program {
     if (engine_.release(b.ptr, b.kind, stream) != kSuccess) ++failed_frees;
   }
 
-  DriverStatus last_status() const { return last_status_; }
+  Status last_status() const { return last_status_; }
 
   std::atomic<std::uint64_t> corrupted{0};
   std::atomic<std::uint64_t> overlaps{0};
@@ -102,7 +193,7 @@ class Program {
   std::mutex mutex_;
   std::map<DevicePtr, DevicePtr> live_;
   std::atomic<std::uint32_t> next_seed_{1};
-  thread_local static inline DriverStatus last_status_ = kSuccess;
+  thread_local static inline Status last_status_ = kSuccess;
 };
 
 inline constexpr std::uint64_t kUnit = 1024;
@@ -236,4 +327,4 @@ struct EngineRig {
   Program p{engine, d};
 };
 
-}  // namespace memtool::pool::test
+}  // namespace memtool::engine::test

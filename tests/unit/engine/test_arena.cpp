@@ -1,11 +1,11 @@
 // PoolArena: the occupancy check (invariant 1) and release records that follow a range.
 #include <catch2/catch.hpp>
 
-#include "memtool/pool/arena.hpp"
+#include "pool_arena.hpp"
 
-using namespace memtool::pool;
+using namespace memtool::engine;
 
-TEST_CASE("arena refuses ranges overlapping a live one", "[pool][arena]") {
+TEST_CASE("arena refuses ranges overlapping a live one", "[engine][arena]") {
   PoolArena arena(0x1000, 4096);
   CHECK(arena.range_free(0, 4096));
   CHECK_FALSE(arena.range_free(0, 4097));
@@ -32,7 +32,7 @@ TEST_CASE("arena refuses ranges overlapping a live one", "[pool][arena]") {
   CHECK(arena.live_bytes() == 0);
 }
 
-TEST_CASE("release records are inherited by overlapping hand-outs and split", "[pool][arena]") {
+TEST_CASE("release records are inherited by overlapping hand-outs and split", "[engine][arena]") {
   PoolArena arena(0, 4096);
   arena.occupy(0, 2048);
   auto events = std::make_shared<ReleaseEvents>();

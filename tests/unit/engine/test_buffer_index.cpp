@@ -1,12 +1,12 @@
 // The index of live buffers: interior pointers, removal, range removal, scanning.
 #include <catch2/catch.hpp>
 
-#include "memtool/interpose/buffer_index.hpp"
+#include "memtool/engine/buffer_index.hpp"
 
-using namespace memtool::interpose;
+using namespace memtool::engine;
 using memtool::trace::MemoryKind;
 
-TEST_CASE("lookups find the buffer containing an address", "[interpose][index]") {
+TEST_CASE("lookups find the buffer containing an address", "[engine][index]") {
   BufferIndex index;
   index.insert({0x1000, 0x100, MemoryKind::device});
   index.insert({0x2000, 0x10, MemoryKind::async});
@@ -24,7 +24,7 @@ TEST_CASE("lookups find the buffer containing an address", "[interpose][index]")
   CHECK_FALSE(index.find(~0ULL));
 }
 
-TEST_CASE("removal", "[interpose][index]") {
+TEST_CASE("removal", "[engine][index]") {
   BufferIndex index;
   index.insert({0x1000, 0x100, MemoryKind::device});
   CHECK_FALSE(index.erase(0x1010));  // only a base frees
@@ -49,7 +49,7 @@ TEST_CASE("removal", "[interpose][index]") {
   CHECK(index.live_bytes() == 0x40 + 0x200000);
 }
 
-TEST_CASE("scan reports each touched buffer once, in first-touch order", "[interpose][index]") {
+TEST_CASE("scan reports each touched buffer once, in first-touch order", "[engine][index]") {
   BufferIndex index;
   index.insert({0x10000, 0x1000, MemoryKind::device});
   index.insert({0x20000, 0x1000, MemoryKind::device});
@@ -63,7 +63,7 @@ TEST_CASE("scan reports each touched buffer once, in first-touch order", "[inter
   CHECK(after == std::vector<std::uint64_t>{0x10000});
 }
 
-TEST_CASE("the address bounds follow insertions and removals at either end", "[interpose][index]") {
+TEST_CASE("the address bounds follow insertions and removals at either end", "[engine][index]") {
   BufferIndex index;
   index.insert({0x5000, 0x100, MemoryKind::device});
   index.insert({0x1000, 0x100, MemoryKind::device});  // a new lowest
@@ -90,7 +90,7 @@ TEST_CASE("the address bounds follow insertions and removals at either end", "[i
   CHECK_FALSE(index.find(0x8010));
 }
 
-TEST_CASE("thousands of buffers in shared regions, all freed and allocated again, in rounds", "[interpose][index]") {
+TEST_CASE("thousands of buffers in shared regions, all freed and allocated again, in rounds", "[engine][index]") {
   BufferIndex index;
   constexpr std::uint64_t kBuffers = 6000;  // 256-byte spacing: ~8,000 per 2 MiB region
   for (int round = 0; round < 3; ++round) {
@@ -106,7 +106,7 @@ TEST_CASE("thousands of buffers in shared regions, all freed and allocated again
   }
 }
 
-TEST_CASE("lookups agree with a plain list under random allocations and frees", "[interpose][index]") {
+TEST_CASE("lookups agree with a plain list under random allocations and frees", "[engine][index]") {
   // Sizes from 0 bytes to 200 MiB (past the region table's 64 MiB "large" threshold), bases
   // 256-aligned, never overlapping, regions shared and crossed; frees, range frees and
   // stale replacements mixed in; every lookup checked against a linear search.
@@ -187,7 +187,7 @@ TEST_CASE("lookups agree with a plain list under random allocations and frees", 
   CHECK(checked == 4000 * 20);
 }
 
-TEST_CASE("regions emptied by frees are dropped in bulk and lookups stay right", "[interpose][index]") {
+TEST_CASE("regions emptied by frees are dropped in bulk and lookups stay right", "[engine][index]") {
   BufferIndex index;
   constexpr std::uint64_t kRegion = 2ULL << 20;
   constexpr std::uint64_t kBuffers = 3000;  // each in a region of its own

@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "detection_worker.hpp"
+#include "memtool/engine/detection_worker.hpp"
 #include "memtool/trace/iteration_detector.hpp"
 
-using memtool::interpose::DetectionWorker;
+using memtool::engine::DetectionWorker;
 using memtool::trace::IterationDetector;
 
 namespace {
@@ -33,7 +33,7 @@ std::optional<std::uint64_t> direct_period(const std::vector<std::uint64_t>& tok
 
 }  // namespace
 
-TEST_CASE("the worker finds the period the detector finds", "[interpose][detection]") {
+TEST_CASE("the worker finds the period the detector finds", "[engine][detection]") {
   const auto [period, iterations] = GENERATE(table<std::uint64_t, std::uint64_t>({
       {6, 20},       // a short loop
       {1000, 30},    // 30,000 tokens: several times the ring
@@ -42,19 +42,19 @@ TEST_CASE("the worker finds the period the detector finds", "[interpose][detecti
   INFO("period " << period << " x " << iterations);
   const auto tokens = training_stream(37, period, iterations);
   DetectionWorker worker;
-  for (const std::uint64_t t : tokens) worker.push(t);
+  for (const std::uint64_t t : tokens) worker.push(t, 0, false);
   const auto found = worker.period_now();
   REQUIRE(found.has_value());
   CHECK(*found == period);
   CHECK(found == direct_period(tokens));
 }
 
-TEST_CASE("marks reach the detector in order with the tokens", "[interpose][detection]") {
+TEST_CASE("marks reach the detector in order with the tokens", "[engine][detection]") {
   DetectionWorker worker;
   // Marked iterations of 9 tokens whose contents vary: only the marks can give the period.
   for (std::uint64_t it = 0; it < 6; ++it) {
     worker.mark();
-    for (std::uint64_t i = 0; i < 9; ++i) worker.push(it * 1000 + i);
+    for (std::uint64_t i = 0; i < 9; ++i) worker.push(it * 1000 + i, 0, false);
   }
   worker.mark();
   const auto found = worker.period_now();
@@ -62,13 +62,13 @@ TEST_CASE("marks reach the detector in order with the tokens", "[interpose][dete
   CHECK(*found == 9);
 }
 
-TEST_CASE("after stop() the producer processes what is queued itself", "[interpose][detection]") {
+TEST_CASE("after stop() the producer processes what is queued itself", "[engine][detection]") {
   DetectionWorker worker;
   const auto tokens = training_stream(5, 12, 10);
-  for (std::size_t i = 0; i < tokens.size() / 2; ++i) worker.push(tokens[i]);
+  for (std::size_t i = 0; i < tokens.size() / 2; ++i) worker.push(tokens[i], 0, false);
   worker.stop();
   worker.stop();  // idempotent
-  for (std::size_t i = tokens.size() / 2; i < tokens.size(); ++i) worker.push(tokens[i]);
+  for (std::size_t i = tokens.size() / 2; i < tokens.size(); ++i) worker.push(tokens[i], 0, false);
   const auto found = worker.period_now();
   REQUIRE(found.has_value());
   CHECK(*found == 12);

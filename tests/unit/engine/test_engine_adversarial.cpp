@@ -6,13 +6,12 @@
 #include <random>
 #include <thread>
 
-#include "memtool/pool/engine.hpp"
 #include "program.hpp"
 
-using namespace memtool::pool;
-using namespace memtool::pool::test;
+using namespace memtool::engine;
+using namespace memtool::engine::test;
 
-TEST_CASE("a wrong plan (everything at offset 0) is refused at hand-out", "[pool][invariant1]") {
+TEST_CASE("a wrong plan (everything at offset 0) is refused at hand-out", "[engine][invariant1]") {
   SimDevice d;
   PoolOptions o = sync_options();
   o.validate_plan = false;
@@ -37,7 +36,7 @@ TEST_CASE("a wrong plan (everything at offset 0) is refused at hand-out", "[pool
   check_clean(p, d);
 }
 
-TEST_CASE("the default checker rejects a wrong plan outright", "[pool][invariant1]") {
+TEST_CASE("the default checker rejects a wrong plan outright", "[engine][invariant1]") {
   SimDevice d;
   PoolOptions o = sync_options();
   o.plan_override = [](const memtool::trace::Problem& problem) {
@@ -60,7 +59,7 @@ TEST_CASE("the default checker rejects a wrong plan outright", "[pool][invariant
 
 TEST_CASE_METHOD(EngineRig,
                  "shape changing every few iterations: drift, re-plans, never an overlap",
-                 "[pool][drift]") {
+                 "[engine][drift]") {
   ConvNet net;
   net.setup(p);
   const std::uint64_t scales[] = {1, 1, 3, 2};
@@ -73,14 +72,14 @@ TEST_CASE_METHOD(EngineRig,
   CHECK(s.replans >= 2);
   CHECK(s.plans_made >= 3);
   CHECK(s.misses > 0);
-  CHECK(engine.state() == EngineState::apply);
+  CHECK(engine.state() == "apply");
   net.teardown(p);
   check_clean(p, d);
   engine.shutdown();
   CHECK(d.live_bytes() == 0);
 }
 
-TEST_CASE_METHOD(EngineRig, "random extra allocations and late frees", "[pool][drift]") {
+TEST_CASE_METHOD(EngineRig, "random extra allocations and late frees", "[engine][drift]") {
   Mlp mlp;
   mlp.setup(p);
   std::mt19937 rng(12345);
@@ -111,7 +110,7 @@ TEST_CASE_METHOD(EngineRig, "random extra allocations and late frees", "[pool][d
   check_clean(p, d);
 }
 
-TEST_CASE("many threads share one engine", "[pool][threads]") {
+TEST_CASE("many threads share one engine", "[engine][threads]") {
   SimDevice d;
   PoolOptions o;  // asynchronous planning, as in the process
   o.plan_time_limit_seconds = 0.02;
@@ -131,14 +130,14 @@ TEST_CASE("many threads share one engine", "[pool][threads]") {
   }
   for (int it = 0; it < 25; ++it) shared.iteration(p, 2);
   for (auto& t : threads) t.join();
-  engine.wait_for_planner();
+  engine.wait_for_planner(Summary{});
   shared.teardown(p);
   check_clean(p, d);
   const Summary s = engine.summary();
   CHECK(s.allocs_passed_through + s.allocs_from_pool == 5 * (3 + 25 * 9));
 }
 
-TEST_CASE("single-threaded run after a noisy multi-threaded start converges", "[pool][threads]") {
+TEST_CASE("single-threaded run after a noisy multi-threaded start converges", "[engine][threads]") {
   SimDevice d;
   PoolOptions o = sync_options();
   PoolEngine engine(d, o);
@@ -159,7 +158,7 @@ TEST_CASE("single-threaded run after a noisy multi-threaded start converges", "[
   Mlp mlp;
   mlp.setup(p);
   for (int it = 0; it < 20; ++it) mlp.iteration(p, 3);
-  CHECK(engine.state() == EngineState::apply);
+  CHECK(engine.state() == "apply");
   CHECK(engine.summary().allocs_from_pool > 0);
   mlp.teardown(p);
   check_clean(p, d);

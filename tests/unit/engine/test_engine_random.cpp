@@ -8,11 +8,10 @@
 #include <random>
 #include <vector>
 
-#include "memtool/pool/engine.hpp"
 #include "program.hpp"
 
-using namespace memtool::pool;
-using namespace memtool::pool::test;
+using namespace memtool::engine;
+using namespace memtool::engine::test;
 
 namespace {
 
@@ -78,7 +77,7 @@ void run(Program& p, const std::vector<Op>& ops, std::vector<std::optional<Buffe
 
 }  // namespace
 
-TEST_CASE("random periodic programs never break the invariants", "[pool][random]") {
+TEST_CASE("random periodic programs never break the invariants", "[engine][random]") {
   const auto seed = GENERATE(1u, 2u, 3u, 4u, 5u, 6u);
   CAPTURE(seed);
   std::mt19937 rng(seed);

@@ -2,12 +2,12 @@
 // tests prove nothing: unordered cross-stream reuse, and bytes overwritten by an overlap.
 #include <catch2/catch.hpp>
 
-#include "sim_device.hpp"
+#include "memtool/engine/sim_device.hpp"
 
-using namespace memtool::pool;
-using memtool::pool::test::SimDevice;
+using namespace memtool::engine;
 
-TEST_CASE("sim device flags cross-stream access without a wait", "[pool][sim]") {
+
+TEST_CASE("sim device flags cross-stream access without a wait", "[engine][sim]") {
   SimDevice d;
   DevicePtr p = 0;
   REQUIRE(d.allocate(4096, MemoryKind::device, 0, &p) == kSuccess);
@@ -20,7 +20,7 @@ TEST_CASE("sim device flags cross-stream access without a wait", "[pool][sim]") 
   CHECK(d.violations() == 2);
 }
 
-TEST_CASE("sim device accepts access ordered by an event or a host sync", "[pool][sim]") {
+TEST_CASE("sim device accepts access ordered by an event or a host sync", "[engine][sim]") {
   SimDevice d;
   DevicePtr p = 0;
   REQUIRE(d.allocate(4096, MemoryKind::device, 0, &p) == kSuccess);
@@ -45,7 +45,7 @@ TEST_CASE("sim device accepts access ordered by an event or a host sync", "[pool
   CHECK(d.violations() == 1);
 }
 
-TEST_CASE("sim device keeps bytes and a capacity", "[pool][sim]") {
+TEST_CASE("sim device keeps bytes and a capacity", "[engine][sim]") {
   SimDevice d(SimDevice::Options{10000, 6000});
   DevicePtr a = 0, b = 0;
   CHECK(d.allocate(7000, MemoryKind::device, 0, &a) == kOutOfMemory);

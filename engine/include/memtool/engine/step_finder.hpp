@@ -10,8 +10,9 @@
 //   1. repeated over `confirm_periods` whole periods (a few tokens of noise allowed);
 //   2. is balanced: the live bytes are the same one period apart at (nearly) every point (a
 //      forward layer keeps its activations, a backward one frees them: neither is balanced);
-//   3. covers the recent past: at least `min_coverage` of the last max(coverage_horizon, 2p)
-//      tokens are tokens that occur in the proposed period. A loop inside the step (the
+//   3. covers the recent past: at least `min_coverage` of the last 8 periods' tokens (at most
+//      coverage_horizon of them, at least two periods) are tokens that occur in the proposed
+//      period. A loop inside the step (the
 //      optimizer over equally shaped parameters is balanced) is preceded by the forward and
 //      backward passes, whose kernels and sizes it does not contain; the step contains
 //      everything but the program's set-up;
@@ -41,7 +42,7 @@ namespace memtool::engine {
 struct StepFinderOptions {
   trace::IterationDetectorOptions detector{4, std::uint64_t{1} << 16, 2, 0.02};
   std::uint32_t confirm_periods = 2;      // whole periods that must repeat (2 or more)
-  std::uint64_t coverage_horizon = 4096;  // tokens of the recent past a step must cover
+  std::uint64_t coverage_horizon = 4096;  // most tokens of the recent past a step must cover
   double min_coverage = 0.8;
   double min_balanced = 0.9;  // share of the last period's points with the same live bytes a period earlier
 };

@@ -25,6 +25,13 @@
 
 namespace memtool::engine {
 
+// Whether `earlier` is a steady iteration as far as `later`, the one after it, can tell: the
+// same allocations at the same ticks, each freed at the same tick of its iteration (or, where
+// `later`'s copy is not freed yet, after the end of `earlier`'s). A period of equal tokens can
+// still pair different buffers (a warm-up batch allocated where the prefetched one will be),
+// and a plan of that window would keep missing.
+[[nodiscard]] bool windows_agree(const IterationWindow& earlier, const IterationWindow& later);
+
 class WindowRecorder {
  public:
   static constexpr std::uint32_t kMaxSlots = 4;

@@ -1,13 +1,30 @@
-// SteadyStateRecorder: entries in allocation order, wrap view, what passes through.
+// WindowRecorder: entries in allocation order, wrap view, what passes through, accesses.
 #include <catch2/catch.hpp>
 
+#include "memtool/engine/window_recorder.hpp"
 #include "memtool/planner/placement.hpp"
-#include "memtool/pool/steady_state.hpp"
 
-using namespace memtool::pool;
+using namespace memtool::engine;
 
-TEST_CASE("window of one iteration in the wrap view", "[pool][recorder]") {
-  SteadyStateRecorder r(1000);
+namespace {
+// One tick per allocation or free, as an allocation-only program would give the observer.
+struct Ticker {
+  explicit Ticker(std::uint64_t retain, bool accesses = false) : r(retain, accesses) {}
+  std::uint64_t on_alloc(std::uint64_t size, MemoryKind kind, StreamId stream) {
+    return r.on_alloc(t++, size, kind, stream, 0);
+  }
+  void on_free(std::uint64_t id) { r.on_free(id, t++); }
+  std::optional<IterationWindow> window(std::uint64_t begin, std::uint64_t period, std::uint64_t alignment) const {
+    return r.window(begin, period, 0, alignment);
+  }
+  [[nodiscard]] std::size_t retained() const { return r.retained(); }
+  WindowRecorder r;
+  std::uint64_t t = 0;
+};
+}  // namespace
+
+TEST_CASE("window of one iteration in the wrap view", "[engine][windows]") {
+  Ticker r(1000);
   const auto weights = r.on_alloc(4096, MemoryKind::device, 0);  // tick 0, never freed
   (void)weights;
   std::uint64_t carried = r.on_alloc(100, MemoryKind::device, 3);  // tick 1, the iteration -1 copy
@@ -42,8 +59,8 @@ TEST_CASE("window of one iteration in the wrap view", "[pool][recorder]") {
 }
 
 TEST_CASE("never-freed and unpoolable kinds pass through; long-lived get slots",
-          "[pool][recorder]") {
-  SteadyStateRecorder r(1000);
+          "[engine][windows]") {
+  Ticker r(1000);
   std::uint64_t long_lived = r.on_alloc(64, MemoryKind::device, 0);
   std::vector<std::uint64_t> very_long;
   for (int it = 0; it < 8; ++it) {
@@ -73,13 +90,40 @@ TEST_CASE("never-freed and unpoolable kinds pass through; long-lived get slots",
   }
 }
 
-TEST_CASE("records older than the retention are dropped", "[pool][recorder]") {
-  SteadyStateRecorder r(8);
+TEST_CASE("records older than the retention are dropped", "[engine][windows]") {
+  Ticker r(8);
   for (int i = 0; i < 100; ++i) r.on_free(r.on_alloc(10, MemoryKind::device, 0));
   CHECK(r.retained() <= 5);
   CHECK_FALSE(r.window(10, 4, 512));
   CHECK(r.window(196, 4, 512));
-  r.reset();
-  CHECK(r.retained() == 0);
-  CHECK(r.ticks() == 200);
+}
+
+TEST_CASE("windows of one owner only, with the accesses of their buffers", "[engine][windows]") {
+  WindowRecorder r(1000, true);
+  // Two contexts interleaved; owner 1's buffer is touched twice inside the window, once after.
+  const auto a = r.on_alloc(10, 4096, MemoryKind::device, 5, 0);
+  const auto b = r.on_alloc(11, 512, MemoryKind::async, 6, 1);
+  r.on_access(b, 12, 6, AccessKind::launch);
+  r.on_access(a, 13, 5, AccessKind::copy);
+  r.on_access(b, 14, 7, AccessKind::memset);
+  r.on_free(b, 15);
+  r.on_access(b, 16, 6, AccessKind::launch);  // after the free: not this buffer's any more
+  r.on_free(a, 17);
+  const auto w = r.window(10, 8, 1, 512);
+  REQUIRE(w);
+  CHECK(w->owner == 1);
+  CHECK(w->accesses_recorded);
+  REQUIRE(w->entries.size() == 1);
+  const WindowEntry& e = w->entries[0];
+  CHECK(e.alloc_tick == 1);
+  CHECK(e.free_tick == 5);
+  REQUIRE(e.accesses.size() == 2);
+  CHECK(e.accesses[0].tick == 2);
+  CHECK(e.accesses[0].stream == 6);
+  CHECK(e.accesses[1].kind == AccessKind::memset);
+  CHECK(e.accesses[1].stream == 7);
+  const auto other = r.window(10, 8, 0, 512);
+  REQUIRE(other);
+  REQUIRE(other->entries.size() == 1);
+  CHECK(other->entries[0].accesses.size() == 1);
 }
