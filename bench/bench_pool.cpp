@@ -1,33 +1,33 @@
-// Pool mode's hot path: allocation + free latency through the PoolEngine in APPLY (served
-// from the plan, occupancy checked, events recorded at frees) against a direct call of a
-// trivial allocator (the DeviceOps below, which does nothing but hand out addresses), and the
-// engine while still observing (pass-through + detection). One run, side by side; the
-// per-item time is one allocation plus its free.
+// Pool mode's hot path: allocation + free latency through the engine (observer and the pool
+// strategy's runtime) in APPLY (served from the plan, occupancy checked, events recorded at
+// frees) against a direct call of a trivial allocator (the Device below, which does nothing but
+// hand out addresses), and the engine while still observing (pass-through + step finding). One
+// run, side by side; the per-item time is one allocation plus its free.
 #include <benchmark/benchmark.h>
 
 #include <array>
 #include <cstdint>
 
-#include "memtool/pool/engine.hpp"
+#include "memtool/engine/engine.hpp"
 
 namespace {
 
-using namespace memtool::pool;
+using namespace memtool::engine;
 
-class NoopDevice final : public DeviceOps {
+class NoopDevice final : public Device {
  public:
-  DriverStatus allocate(std::uint64_t size, MemoryKind, StreamId, DevicePtr* out) override {
+  Status allocate(std::uint64_t size, MemoryKind, StreamId, DevicePtr* out) override {
     *out = next_;
     next_ += (size + 511) / 512 * 512;
     return kSuccess;
   }
-  DriverStatus free(DevicePtr, MemoryKind, StreamId) override { return kSuccess; }
-  DriverStatus create_event(EventId* out) override {
+  Status free(DevicePtr, MemoryKind, StreamId) override { return kSuccess; }
+  Status create_event(EventId* out) override {
     *out = ++events_;
     return kSuccess;
   }
-  DriverStatus record_event(EventId, StreamId) override { return kSuccess; }
-  DriverStatus stream_wait_event(StreamId, EventId) override { return kSuccess; }
+  Status record_event(EventId, StreamId) override { return kSuccess; }
+  Status stream_wait_event(StreamId, EventId) override { return kSuccess; }
   bool event_completed(EventId) override { return false; }  // worst case: always inherited
   void destroy_event(EventId) override {}
 
@@ -63,7 +63,7 @@ constexpr std::int64_t kAllocsPerIteration = 9;
 
 void BM_DirectTrivialAllocator(benchmark::State& state) {
   NoopDevice noop;
-  DeviceOps* device = &noop;
+  Device* device = &noop;
   benchmark::DoNotOptimize(device);  // a virtual call, as the engine makes it
   auto alloc = [device](std::uint64_t size) {
     DevicePtr p = 0;
@@ -82,11 +82,13 @@ BENCHMARK(BM_DirectTrivialAllocator);
 
 void run_engine(benchmark::State& state, bool warm_to_apply) {
   NoopDevice device;
-  PoolOptions options;
-  options.synchronous_planning = true;
-  options.plan_time_limit_seconds = 0.05;
-  if (!warm_to_apply) options.confirm_periods = 1u << 30;  // never plans: observe forever
-  PoolEngine engine(device, options);
+  EngineOptions options;
+  options.strategy.name = "pool";
+  options.strategy.pool.synchronous_planning = true;
+  options.strategy.pool.plan_time_limit_seconds = 0.05;
+  options.observer.synchronous_detection = true;
+  if (!warm_to_apply) options.observer.steps.confirm_periods = 1u << 30;  // never plans: observe forever
+  Engine engine(device, options);
   const StreamId stream = 5;
   auto alloc = [&engine, stream](std::uint64_t size) {
     DevicePtr p = 0;
@@ -96,7 +98,7 @@ void run_engine(benchmark::State& state, bool warm_to_apply) {
   };
   auto release = [&engine](DevicePtr p) { engine.release(p, MemoryKind::device, 0); };
   for (int i = 0; i < 20; ++i) iteration(alloc, release);
-  if (warm_to_apply && engine.state() != EngineState::apply) {
+  if (warm_to_apply && engine.state() != "apply") {
     state.SkipWithError("engine did not reach APPLY");
     return;
   }

@@ -15,12 +15,20 @@ namespace memtool::engine {
 
 namespace {
 constexpr std::uint64_t kPublishEvery = 1024;  // the worker frees ring space in chunks
+// Record mode only reports what it found at exit: a lazy worker costs nothing. A strategy that
+// plans needs the step while the program runs (a short one is over in a fraction of a second).
 constexpr auto kBusyPoll = std::chrono::milliseconds(20);
 constexpr auto kIdlePoll = std::chrono::milliseconds(200);
+constexpr auto kEagerBusyPoll = std::chrono::milliseconds(2);
+constexpr auto kEagerIdlePoll = std::chrono::milliseconds(10);
 }  // namespace
 
-DetectionWorker::DetectionWorker(const StepFinderOptions& options, bool synchronous)
-    : ring_(new Entry[kCapacity]), start_failed_(synchronous), synchronous_(synchronous), finder_(options) {}
+DetectionWorker::DetectionWorker(const StepFinderOptions& options, bool synchronous, bool eager)
+    : ring_(new Entry[kCapacity]),
+      start_failed_(synchronous),
+      synchronous_(synchronous),
+      eager_(eager),
+      finder_(options) {}
 
 DetectionWorker::~DetectionWorker() { stop(); }
 
@@ -103,7 +111,11 @@ void DetectionWorker::run() noexcept {
       sleep_lock.lock();
       if (stopping_) break;
       // A missed wake-up costs at most one poll: the producer never waits for us.
-      sleep_.wait_for(sleep_lock, busy ? kBusyPoll : kIdlePoll);
+      if (eager_) {
+        sleep_.wait_for(sleep_lock, busy ? kEagerBusyPoll : kEagerIdlePoll);
+      } else {
+        sleep_.wait_for(sleep_lock, busy ? kBusyPoll : kIdlePoll);
+      }
     }
   } catch (...) {
     // Only the locks can throw (system errors): the producer drains by itself from now on.
@@ -136,8 +148,11 @@ bool DetectionWorker::drain_locked() noexcept {
 void DetectionWorker::publish_locked() noexcept {
   if (const auto proposal = finder_.proposal()) period_ = proposal->period;
   generation_.fetch_add(1, std::memory_order_acq_rel);
-  const auto& step = finder_.step();
-  if (!step) return;
+  // Said once per step found, not each time a break withdraws it and it comes back.
+  const auto& step = finder_.found();
+  if (!step || (step->period == logged_period_ && step->from_marks == logged_marks_)) return;
+  logged_period_ = step->period;
+  logged_marks_ = step->from_marks;
   if (step->from_marks) {
     log(LogLevel::info, fmt::format("iteration found: {} events between explicit marks", step->period));
   } else {
@@ -151,7 +166,17 @@ std::optional<Step> DetectionWorker::step_now() noexcept {
   try {
     std::lock_guard lock(finder_mutex_);
     drain_locked();
-    return finder_.step();
+    return finder_.found();
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::optional<trace::DetectedPeriod> DetectionWorker::proposal_now() noexcept {
+  try {
+    std::lock_guard lock(finder_mutex_);
+    drain_locked();
+    return finder_.proposal();
   } catch (...) {
     return std::nullopt;
   }

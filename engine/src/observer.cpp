@@ -29,7 +29,7 @@ void BoundaryFeed::publish(const Boundary& boundary, std::vector<std::shared_ptr
 
 Observer::Observer(const ObserverOptions& options)
     : options_(options),
-      detection_(options.steps, options.synchronous_detection),
+      detection_(options.steps, options.synchronous_detection, options.keep_windows),
       wants_(new std::atomic<bool>[std::max<std::uint32_t>(options.max_owners, 1)]) {
   for (std::uint32_t i = 0; i < std::max<std::uint32_t>(options_.max_owners, 1); ++i) wants_[i].store(false);
   if (options_.keep_windows) {

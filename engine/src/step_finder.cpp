@@ -36,6 +36,14 @@ bool StepFinder::push(std::uint64_t token, std::uint64_t live_bytes, bool alloca
   ++ticks_;
   detector_.push(token);
   const auto proposal = detector_.period();
+  // An accepted step whose repetition broke (an irregular iteration: evaluation, a shape change,
+  // noise) no longer says where boundaries fall: withdrawn until it re-forms, with its new phase.
+  if (step_ && !step_->from_marks && (!proposal || proposal->period != step_->period || proposal->explained < step_->period)) {
+    proven_ = step_->period;  // passed every check once: one clean period brings it back
+    step_.reset();
+    next_check_ = 0;
+    return true;
+  }
   if (!proposal) return false;
   if (proposal->period != last_proposal_) {
     last_proposal_ = proposal->period;
@@ -52,7 +60,13 @@ bool StepFinder::mark() {
 }
 
 bool StepFinder::reject(std::uint64_t period) {
-  rejected_.insert(period);
+  // How far the period had repeated when its plan failed: a loop inside the step never repeats
+  // much further, the step itself does (a plan can also fail on a noisy start).
+  const auto proposal = detector_.period();
+  const std::uint64_t run = proposal && proposal->period == period ? proposal->explained : 0;
+  if (proven_ == period) proven_ = 0;
+  std::uint64_t& worst = rejected_[period];
+  worst = std::max({worst, run, 2 * period});
   if (!step_ || step_->period != period) return false;
   step_.reset();
   next_check_ = 0;
@@ -61,11 +75,14 @@ bool StepFinder::reject(std::uint64_t period) {
 
 bool StepFinder::restart() {
   detector_.reset();
+  since_ = ticks_;  // what came before the change says nothing about the program now
+  proven_ = 0;
   last_proposal_ = 0;
   next_check_ = 0;
   marks_seen_ = 0;
   const bool had = step_.has_value();
   step_.reset();
+  found_.reset();
   return had;
 }
 
@@ -76,14 +93,17 @@ bool StepFinder::evaluate() {
   if (proposal->from_marks) {
     if (step_ && step_->from_marks && step_->period == p) return false;
     step_ = Step{p, ticks_, 0, 0, true};
+    found_ = step_;
     return true;
   }
   if (step_ && !step_->from_marks && step_->period == p) return false;  // already the step
   // Look again a little later unless it passes now (its run grows, the past slides).
   next_check_ = ticks_ + std::max<std::uint64_t>(p / 4, 64);
-  if (rejected_.count(p) != 0) return false;
-  if (proposal->explained < std::uint64_t{options_.confirm_periods} * p) return false;
-  if (ticks_ < 2 * p + 1 || p > mask_ / 2) return false;
+  if (const auto it = rejected_.find(p); it != rejected_.end() && proposal->explained < 2 * it->second) return false;
+  // A step that was accepted before and only broke for a while needs one clean period again.
+  const bool proven = proven_ == p;
+  if (proposal->explained < (proven ? p : std::uint64_t{options_.confirm_periods} * p)) return false;
+  if (ticks_ - since_ < 2 * p + 1 || p > mask_ / 2) return false;
 
   // 2. Balance: the live bytes one period apart are the same at (nearly) every point of the
   //    last period — a repeat that keeps or frees memory (a layer's forward or backward pass,
@@ -104,14 +124,14 @@ bool StepFinder::evaluate() {
   std::unordered_set<std::uint64_t> in_period;
   in_period.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p, 1u << 16)));
   for (std::uint64_t t = ticks_ - p; t < ticks_; ++t) in_period.insert(token_at(t));
-  // Eight periods back, at least two and at most coverage_horizon tokens (unless two periods
-  // are longer): far enough to reach out of a loop inside the step into the passes around it,
-  // short enough that a warm-up of other shapes leaves the horizon after a few steady steps.
+  // 32 periods back, at least two and at most coverage_horizon tokens (unless two periods are
+  // longer): far enough to reach out of a loop inside the step into the passes around it,
+  // short enough that a warm-up of other shapes leaves the horizon after some steady steps.
   const std::uint64_t horizon =
-      std::min({std::max(std::min(8 * p, options_.coverage_horizon), 2 * p), ticks_, mask_ + 1});
+      std::min({std::max(std::min(32 * p, options_.coverage_horizon), 2 * p), ticks_ - since_, mask_ + 1});
   std::uint64_t covered = 0;
   for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
-  if (static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;
+  if (!proven && static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;
 
   // Phase: after the last token of the longest run at the period's lowest live bytes.
   std::uint64_t best_end = 0;
@@ -132,6 +152,14 @@ bool StepFinder::evaluate() {
   }
   if (best_run == 0) best_end = ticks_ - 1;  // flat: any phase
   step_ = Step{p, best_end + 1, allocations, peak, false};
+  if (proven && found_ && found_->period == p) {
+    // Back after a break: what the step holds is what was measured when it was found (the last
+    // period may hold a stray call, or the program's end).
+    step_->allocations = found_->allocations;
+    step_->peak_bytes = found_->peak_bytes;
+  } else {
+    found_ = step_;
+  }
   return true;
 }
 

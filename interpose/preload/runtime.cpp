@@ -112,7 +112,7 @@ State decide() {
   const engine::StrategyInfo* strategy = engine::find_strategy(options.strategy);
   if (strategy == nullptr) return State::pass_through;  // options.cpp validated the name
   const DriverFunctions functions = real_driver_functions();
-  if (!functions.complete()) {
+  if (strategy->plans && !functions.complete()) {
     Log::write(LogLevel::error, "MEMTOOL_STRATEGY={}: the driver lacks functions memtool needs (cuMemAlloc_v2, "
                                 "cuMemFree_v2, cuEvent*, cuStreamWaitEvent); memtool stays out of the way",
                options.strategy);

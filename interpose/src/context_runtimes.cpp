@@ -8,9 +8,13 @@
 namespace memtool::interpose {
 namespace {
 
+// Instances are numbered so that a thread's cached runtime can never belong to an instance that
+// was destroyed and whose address was reused (unit tests make many).
+std::atomic<std::uint64_t> g_next_instance{1};
+
 struct ThreadCache {
   CUcontext context = nullptr;
-  const void* owner = nullptr;  // the ContextRuntimes
+  std::uint64_t instance = 0;
   std::uint64_t generation = 0;
   engine::Runtime* runtime = nullptr;
 };
@@ -48,7 +52,8 @@ ContextRuntimes::ContextRuntimes(engine::StrategyOptions options, engine::Device
       device_(device),
       observer_(observer),
       current_context_(current_context),
-      max_runtimes_(8) {
+      max_runtimes_(8),
+      instance_(g_next_instance.fetch_add(1, std::memory_order_relaxed)) {
   entries_.reserve(max_runtimes_);
 }
 
@@ -76,12 +81,13 @@ engine::Runtime& ContextRuntimes::current() {
   if (current_context_ != nullptr) (void)current_context_(&context);
   ThreadCache& cache = t_cache;
   const std::uint64_t generation = generation_.load(std::memory_order_acquire);
-  if (cache.runtime != nullptr && cache.context == context && cache.owner == this && cache.generation == generation) {
+  if (cache.runtime != nullptr && cache.context == context && cache.instance == instance_ &&
+      cache.generation == generation) {
     return *cache.runtime;
   }
   std::lock_guard lock(mutex_);
   engine::Runtime& runtime = make_locked(context);
-  cache = ThreadCache{context, this, generation, &runtime};
+  cache = ThreadCache{context, instance_, generation, &runtime};
   return runtime;
 }
 

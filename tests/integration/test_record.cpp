@@ -113,7 +113,7 @@ TEST_CASE("mlp_train: same output, exact trace, period found", "[integration][re
     const std::uint64_t per_iteration = (eight.trace->model.event_count() - t.model.event_count()) / 2;
     CHECK(t.iterations.period_events == per_iteration);
     // The online detector (in the program) reported the same period in tokens.
-    const std::regex online("iteration detected: ([0-9]+) events per iteration");
+    const std::regex online("iteration found: ([0-9]+) events");
     std::smatch match;
     REQUIRE(std::regex_search(six.preloaded.err, match, online));
     CHECK(std::stoull(match[1].str()) == t.iterations.period_tokens);
@@ -209,7 +209,7 @@ TEST_CASE("bad settings: a clear message, and memtool stays out of the way", "[i
     const char* message;
   };
   for (const Case& c : {Case{"MEMTOOL_LOG", "loud", "MEMTOOL_LOG='loud': expected one of off|error|warn|info|debug"},
-                        Case{"MEMTOOL_STRATEGY", "swap", "MEMTOOL_STRATEGY=swap: this strategy is not available yet"},
+                        Case{"MEMTOOL_STRATEGY", "swap", "MEMTOOL_STRATEGY='swap': expected one of record|pool|off"},
                         Case{"MEMTOOL_STACKS", "2", "MEMTOOL_STACKS='2': expected 0 or 1"},
                         Case{"MEMTOOL_ITERATION_KERNEL", "sgd_(", "not a valid regular expression"}}) {
     INFO(c.name << "=" << c.value);

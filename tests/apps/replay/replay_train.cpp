@@ -34,6 +34,7 @@ struct Options {
   bool default_stream = false;
   int threads = 1;
   bool mark = false;
+  bool self_test_corrupt = false;  // overwrite a word the next operator reads (the checker must see it)
   int cuda_version = 12000;
 };
 
@@ -80,6 +81,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--default-stream") o.default_stream = true;
     else if (arg == "--threads") o.threads = static_cast<int>(parse_number("--threads", value(), 1, 16));
     else if (arg == "--mark") o.mark = true;
+    else if (arg == "--self-test-corrupt") o.self_test_corrupt = true;
     else if (arg == "--cuda-version") o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
     else {
       std::fprintf(stderr, "replay_train: unknown option '%s'\n", arg.c_str());
@@ -239,6 +241,16 @@ class Replayer {
     }
     desc.count = n;
     for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) params[1 + i] = &pointers[i];
+    if (options_.self_test_corrupt && step_number == 1 && !corrupted_once_) {
+      for (std::uint32_t i = 0; i < n; ++i) {
+        if (desc.refs[i].check_tag == 0 || desc.refs[i].bytes < 8) continue;
+        synchronize();  // the write lands after every earlier use and before this operator
+        const std::uint64_t garbage = 0x0BADC0DE0BADC0DEull;
+        APP_CHECK(api_, cuMemcpyHtoD_v2(pointers[i], &garbage, sizeof garbage));
+        corrupted_once_ = true;
+        break;
+      }
+    }
     APP_CHECK(api_, cuLaunchKernel(kernels_[op.kernel], 1, 1, 1, 1, 1, 1, 0, stream_, params, nullptr));
   }
 
@@ -266,6 +278,7 @@ class Replayer {
   std::vector<CUfunction> kernels_;
   unsigned long long (*corrupted_)() = nullptr;
   void (*mark_)() = nullptr;
+  bool corrupted_once_ = false;
 };
 
 }  // namespace

@@ -157,7 +157,7 @@ TEST_CASE("single-threaded run after a noisy multi-threaded start converges", "[
   }
   Mlp mlp;
   mlp.setup(p);
-  for (int it = 0; it < 20; ++it) mlp.iteration(p, 3);
+  for (int it = 0; it < 40; ++it) mlp.iteration(p, 3);
   CHECK(engine.state() == "apply");
   CHECK(engine.summary().allocs_from_pool > 0);
   mlp.teardown(p);

@@ -4,6 +4,7 @@
 
 #include "collecting_sink.hpp"
 #include "fake_driver.hpp"
+#include "memtool/interpose/driver_device.hpp"
 #include "memtool/interpose/handlers.hpp"
 
 using namespace memtool::interpose;
@@ -44,9 +45,26 @@ CUresult fake_launch(CUfunction, unsigned gx, unsigned, unsigned, unsigned, unsi
   return CUDA_ERROR_INVALID_VALUE;
 }
 
+CUresult fake_current_context(CUcontext* ctx) {
+  *ctx = reinterpret_cast<CUcontext>(0xC0);
+  return CUDA_SUCCESS;
+}
+
+// The driver functions the engine's device calls: the allocation family reaches the driver
+// through the strategy's stack, not through the handler's `real`.
+DriverFunctions fake_driver_functions() {
+  DriverFunctions f;
+  f.mem_alloc = fake_alloc;
+  f.mem_free = fake_free;
+  f.mem_alloc_async = fake_alloc_async;
+  return f;
+}
+
 struct Fixture {
   CollectingSink::Shared shared;
   Recorder recorder{default_options(), std::make_unique<CollectingSink>(shared)};
+  DriverDevice device{fake_driver_functions()};
+  ContextRuntimes runtimes{memtool::engine::StrategyOptions{}, device, recorder.observer(), fake_current_context};
   Fixture() {
     g_shared = &shared;
     g_next_result = CUDA_SUCCESS;
@@ -55,7 +73,7 @@ struct Fixture {
   }
   template <class F>
   Call<F> call(F real, Variant variant = Variant::plain) {
-    return Call<F>{real, variant, recorder};
+    return Call<F>{real, variant, recorder, runtimes};
   }
 };
 

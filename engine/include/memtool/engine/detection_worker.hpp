@@ -32,8 +32,9 @@ namespace memtool::engine {
 class DetectionWorker {
  public:
   // `synchronous`: no worker thread; the producer runs the finder at every token (deterministic
-  // tests, MEMTOOL_POOL_SYNC_PLANNING).
-  explicit DetectionWorker(const StepFinderOptions& options = {}, bool synchronous = false);
+  // tests, MEMTOOL_POOL_SYNC_PLANNING). `eager`: the worker looks every few milliseconds rather
+  // than every 20-200 (a strategy waits for the step).
+  explicit DetectionWorker(const StepFinderOptions& options = {}, bool synchronous = false, bool eager = false);
   ~DetectionWorker();  // stop()
   DetectionWorker(const DetectionWorker&) = delete;
   DetectionWorker& operator=(const DetectionWorker&) = delete;
@@ -47,8 +48,10 @@ class DetectionWorker {
   // Processes everything queued so far, on this thread, and returns the detector's period
   // (signature events per iteration). Producer side.
   std::optional<std::uint64_t> period_now() noexcept;
-  // The same catch-up, then the accepted step.
+  // The same catch-up, then the step as found (kept while a break withdraws it).
   std::optional<Step> step_now() noexcept;
+  // The same catch-up, then what the detector proposes (before the finder's checks).
+  std::optional<trace::DetectedPeriod> proposal_now() noexcept;
 
   // Changes whenever the accepted step changes (any thread; relaxed).
   [[nodiscard]] std::uint64_t step_generation() const noexcept { return generation_.load(std::memory_order_acquire); }
@@ -98,12 +101,15 @@ class DetectionWorker {
   bool started_ = false;
   bool start_failed_ = false;
   const bool synchronous_ = false;
+  const bool eager_ = false;
   alignas(64) std::atomic<std::uint64_t> tail_{0};
 
   std::mutex finder_mutex_;
   StepFinder finder_;
   std::optional<std::uint64_t> period_;  // guarded by finder_mutex_
   std::atomic<std::uint64_t> generation_{0};
+  std::uint64_t logged_period_ = 0;  // guarded by finder_mutex_
+  bool logged_marks_ = false;
 
   std::atomic<std::uint64_t> worker_cpu_ns_{0};
 

@@ -83,6 +83,7 @@ class Observer final : public PeriodFeedback {
   // --- results ---
   [[nodiscard]] std::optional<std::uint64_t> period_now() { return detection_.period_now(); }
   [[nodiscard]] std::optional<Step> step_now() { return detection_.step_now(); }
+  [[nodiscard]] std::optional<trace::DetectedPeriod> proposal_now() { return detection_.proposal_now(); }
   [[nodiscard]] std::uint64_t periods_rejected() { return detection_.rejected(); }
   [[nodiscard]] std::uint64_t detection_cpu_ns() const { return detection_.worker_cpu_ns(); }
 

@@ -10,18 +10,24 @@
 //   1. repeated over `confirm_periods` whole periods (a few tokens of noise allowed);
 //   2. is balanced: the live bytes are the same one period apart at (nearly) every point (a
 //      forward layer keeps its activations, a backward one frees them: neither is balanced);
-//   3. covers the recent past: at least `min_coverage` of the last 8 periods' tokens (at most
+//   3. covers the recent past: at least `min_coverage` of the last 32 periods' tokens (at most
 //      coverage_horizon of them, at least two periods) are tokens that occur in the proposed
 //      period. A loop inside the step (the
 //      optimizer over equally shaped parameters is balanced) is preceded by the forward and
 //      backward passes, whose kernels and sizes it does not contain; the step contains
 //      everything but the program's set-up;
 //   4. has not been proven wrong: a plan made for it that missed at once (reject()) rules that
-//      period out, and the detector, which keeps its history, then grows to the next one.
+//      period out until it has repeated twice as far as it had then (a loop inside the step
+//      never does; the step itself, rejected on a noisy start, soon does), and the detector,
+//      which keeps its history, grows to the next one meanwhile.
 // The phase: the boundary goes where the live bytes are lowest within the period (the end of
 // the longest run of ties: just before the next allocation), which is where only the
 // persistent buffers are live — the place a user's mark would be, and where a pool can be
 // allocated without adding to the peak.
+//
+// A step whose repetition breaks (an evaluation pass, a shape change, noise) is withdrawn until
+// it re-forms: its boundaries would fall in the wrong places. Having passed every check once,
+// it is back after one clean period, at its new phase.
 //
 // Explicit marks win: once marks are seen the detector only reports marked periods, accepted
 // as they are (boundaries are then the marks themselves).
@@ -32,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -64,12 +71,14 @@ class StepFinder {
   bool push(std::uint64_t token, std::uint64_t live_bytes, bool allocation);
   // An explicit iteration boundary before the next token.
   bool mark();
-  // A plan of this period proved it wrong: never accept it again; look for a longer one.
+  // A plan of this period proved it wrong: look for a longer one (see 4. above).
   bool reject(std::uint64_t period);
   // The program changed: forget the history and start over (rejected periods stay rejected).
   bool restart();
 
   [[nodiscard]] const std::optional<Step>& step() const { return step_; }
+  // The step as last found by every check (kept while a break withdraws it): what to report.
+  [[nodiscard]] const std::optional<Step>& found() const { return found_; }
   [[nodiscard]] std::uint64_t ticks() const { return ticks_; }
   [[nodiscard]] std::uint64_t rejected() const { return rejected_.size(); }
   [[nodiscard]] std::optional<trace::DetectedPeriod> proposal() const { return detector_.period(); }
@@ -83,14 +92,17 @@ class StepFinder {
   StepFinderOptions options_;
   trace::IterationDetector detector_;
   std::uint64_t ticks_ = 0;
+  std::uint64_t since_ = 0;  // tick of the last restart()
   std::uint64_t mask_ = 0;  // ring size - 1
   std::vector<std::uint64_t> tokens_;
   std::vector<std::uint64_t> lives_;  // live bytes, top bit: allocation
   std::uint64_t last_proposal_ = 0;
   std::uint64_t next_check_ = 0;
   std::uint64_t marks_seen_ = 0;
-  std::unordered_set<std::uint64_t> rejected_;
+  std::unordered_map<std::uint64_t, std::uint64_t> rejected_;  // period → how far it had repeated
   std::optional<Step> step_;
+  std::uint64_t proven_ = 0;  // the last step withdrawn because its repetition broke
+  std::optional<Step> found_;
 };
 
 }  // namespace memtool::engine

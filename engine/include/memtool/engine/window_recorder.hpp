@@ -27,9 +27,10 @@ namespace memtool::engine {
 
 // Whether `earlier` is a steady iteration as far as `later`, the one after it, can tell: the
 // same allocations at the same ticks, each freed at the same tick of its iteration (or, where
-// `later`'s copy is not freed yet, after the end of `earlier`'s). A period of equal tokens can
-// still pair different buffers (a warm-up batch allocated where the prefetched one will be),
-// and a plan of that window would keep missing.
+// `later`'s copy is not freed yet, after the end of `earlier`'s), for all but 5% of them. A
+// period of equal tokens can still pair different buffers (a warm-up batch allocated where the
+// prefetched one will be), and a plan of that window would keep missing. Windows with different
+// numbers of allocations (noise) cannot be compared and agree.
 [[nodiscard]] bool windows_agree(const IterationWindow& earlier, const IterationWindow& later);
 
 class WindowRecorder {

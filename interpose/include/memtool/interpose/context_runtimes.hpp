@@ -60,6 +60,7 @@ class ContextRuntimes {
   engine::Observer& observer_;
   CurrentContext current_context_;
   std::uint32_t max_runtimes_;
+  const std::uint64_t instance_;
   std::mutex mutex_;
   std::vector<Entry> entries_;  // never shrinks: owner ids index it
   std::atomic<std::size_t> count_{0};
