@@ -226,6 +226,9 @@ ExportStats export_html(const ExportSource& source, const ExportOptions& options
   ExportStats stats;
   stats.first_event = window.first;
   stats.end_event = window.end;
+  for (const BufferRecord& b : source.model.buffers()) {
+    if (b.alloc_event < window.end && b.free_event > window.first) ++stats.buffers;  // live in the window
+  }
   stats.bytes_written = out.bytes_written();
   return stats;
 }
