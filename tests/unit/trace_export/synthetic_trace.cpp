@@ -57,4 +57,16 @@ TraceModel& three_iterations(SyntheticTrace& t) {
   return t.model();
 }
 
+PoolPlanView two_buffer_plan() {
+  PoolPlanView plan;
+  plan.iteration = 1;
+  plan.algorithm = "best";
+  plan.problem.buffers = {{1, 1 << 20, 512, {{1, 5}}, false}, {2, 4096, 512, {{2, 4}}, false}};
+  plan.problem.time_horizon = 6;
+  plan.offsets = {0, 1 << 20};
+  plan.pool_bytes = (1 << 20) + 4096;
+  plan.lower_bound_bytes = plan.pool_bytes;
+  return plan;
+}
+
 }  // namespace memtool::trace::test

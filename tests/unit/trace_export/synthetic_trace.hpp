@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "memtool/trace/export.hpp"
 #include "memtool/trace/model.hpp"
 
 namespace memtool::trace::test {
@@ -29,5 +30,8 @@ class SyntheticTrace {
 // Three marked iterations on two streams: each allocates 1 MiB and 4 KiB (stream 7), launches a
 // kernel over them and frees both; a 64 MiB weight lives from before the loop to the end.
 TraceModel& three_iterations(SyntheticTrace& trace);
+
+// A plan of iteration 1 of three_iterations: its two buffers side by side (pool = lower bound).
+PoolPlanView two_buffer_plan();
 
 }  // namespace memtool::trace::test

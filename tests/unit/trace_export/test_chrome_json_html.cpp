@@ -57,14 +57,7 @@ TEST_CASE("html: summary, tables, the plan beside the baselines, swaps only when
   test::SyntheticTrace trace;
   const TraceModel& model = test::three_iterations(trace);
   const Iterations iterations = find_iterations(model);
-  PoolPlanView plan;
-  plan.iteration = 1;
-  plan.algorithm = "best";
-  plan.problem.buffers = {{1, 1 << 20, 512, {{1, 5}}, false}, {2, 4096, 512, {{2, 4}}, false}};
-  plan.problem.time_horizon = 6;
-  plan.offsets = {0, 1 << 20};
-  plan.pool_bytes = (1 << 20) + 4096;
-  plan.lower_bound_bytes = plan.pool_bytes;
+  PoolPlanView plan = test::two_buffer_plan();
   plan.baselines = {{"cudaMalloc", 4 << 20}, {"cnmem", 2 << 20}, {"pytorch", 2 << 20}};
 
   ExportOptions options;

@@ -111,14 +111,7 @@ TEST_CASE("perfetto: tracks, balanced slices, counters at the peak, interned nam
   const TraceModel& model = test::three_iterations(trace);
   const Iterations iterations = find_iterations(model);
 
-  PoolPlanView plan;
-  plan.iteration = 1;
-  plan.algorithm = "best";
-  plan.problem.buffers = {{1, 1 << 20, 512, {{1, 5}}, false}, {2, 4096, 512, {{2, 4}}, false}};
-  plan.problem.time_horizon = 6;
-  plan.offsets = {0, 1 << 20};
-  plan.pool_bytes = (1 << 20) + 4096;
-  plan.lower_bound_bytes = plan.pool_bytes;
+  PoolPlanView plan = test::two_buffer_plan();
   SwapScheduleView swaps{"test", 1 << 20, {{BufferId{1}, 1 << 20, true, 3, 5}, {BufferId{1}, 1 << 20, false, 8, 10}}};
 
   ExportOptions options;

@@ -458,12 +458,7 @@ ExportStats export_perfetto(const ExportSource& source, const ExportOptions& opt
   const EventWindow window = export_window(source, options);
   PerfettoWriter writer(source, options, window, out);
   writer.begin(source.name);
-  const std::uint64_t buffers = detail::walk_window(source.model, window, writer, options.progress);
-  ExportStats stats = writer.finish(buffers);
-  stats.first_event = window.first;
-  stats.end_event = window.end;
-  stats.bytes_written = out.bytes_written();
-  return stats;
+  return detail::walk_and_finish(writer, source.model, window, options, out);
 }
 
 }  // namespace memtool::trace

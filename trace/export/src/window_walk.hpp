@@ -38,6 +38,19 @@ class WindowVisitor {
 std::uint64_t walk_window(const TraceModel& model, EventWindow window, WindowVisitor& visitor,
                           const std::function<void(std::uint64_t, std::uint64_t)>& progress);
 
+// Walks `writer` (a WindowVisitor whose finish(buffers) returns the ExportStats) over the
+// window, and fills in the window and the bytes written.
+template <class Writer>
+ExportStats walk_and_finish(Writer& writer, const TraceModel& model, EventWindow window,
+                            const ExportOptions& options, const ByteSink& out) {
+  const std::uint64_t buffers = walk_window(model, window, writer, options.progress);
+  ExportStats stats = writer.finish(buffers);
+  stats.first_event = window.first;
+  stats.end_event = window.end;
+  stats.bytes_written = out.bytes_written();
+  return stats;
+}
+
 // Host time in ns of each event, made non-decreasing (threads' clocks can disagree by a little).
 // When the window's times do not advance at all (an old snapshot without time_us), each event
 // is one microsecond after the previous, so viewers still show an ordered picture.
