@@ -10,7 +10,7 @@ memtool="$build/tools/memtool/memtool"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 trace="$work/train.trace"
-"$build/bench/make_training_trace" "$trace" "$iterations" "$buffers"
+"$build/tests/cli/make_training_trace" "$trace" "$iterations" "$buffers"
 size=$(stat -c %s "$trace")
 printf 'trace: %d iterations x %d buffers, %.1f MiB\n' "$iterations" "$buffers" "$(echo "$size / 1048576" | bc -l)"
 printf '%-22s %10s %12s %9s %12s\n' command seconds "peak RSS" "RSS/trace" output

@@ -1,4 +1,5 @@
-// Writes a synthetic training trace of any size for the export benchmark (bench/export_memory.sh):
+// Writes a synthetic training trace of any size, for the large-trace export test (tests/cli) and
+// the export benchmark (bench/export_memory.sh):
 // 64 persistent weights, then ITERATIONS iterations each allocating BUFFERS activations of
 // varied sizes on two streams, a kernel launch touching each, and frees in reverse order, with
 // an iteration mark per iteration. About 3 x BUFFERS events per iteration.
