@@ -54,8 +54,12 @@ constexpr std::string_view kScript = R"(<script>
 std::string allocation_site(detail::FrameTable& frames, StackId stack) {
   const auto& list = frames.frames(stack);
   for (const ExportFrame& f : list) {
-    const bool plumbing = f.name.starts_with("memtool") || f.name.starts_with("cuMem") ||
-                          f.filename.find("libmemtool") != std::string::npos || f.filename.find("libcuda") != std::string::npos;
+    // Symbolised raw frames name their object in the text: "cuMemAlloc_v2+0x12 (libmemtool.so)".
+    const auto in = [&](std::string_view object) {
+      return f.filename.find(object) != std::string::npos || f.name.find(object) != std::string::npos;
+    };
+    const bool plumbing = f.name.starts_with("memtool") || f.name.starts_with("cuMem") || in("libmemtool") ||
+                          in("libcuda") || in("libcudart");
     if (!plumbing) return f.filename.empty() ? f.name : fmt::format("{} ({}:{})", f.name, f.filename, f.line);
   }
   return list.empty() ? std::string{} : list.front().name;
