@@ -1,16 +1,19 @@
 // Writes a memtool trace of what a program behind a caching allocator shows the driver: a few
 // large cuMemAlloc calls in whole 2 MiB units (PyTorch's 2 MiB and 20 MiB segments), launches
-// in between, one segment freed. `memtool report` must warn about it (tests/cli).
-//   make_segment_trace OUT.trace
+// in between, one segment freed; or, with `arena`, the one allocation of most of the device a BFC
+// allocator (JAX, TensorFlow) makes. `memtool report` must warn about both (tests/cli).
+//   make_segment_trace OUT.trace [arena]
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "memtool/trace/writer.hpp"
 
 int main(int argc, char** argv) {
   using namespace memtool::trace;
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: make_segment_trace OUT.trace\n");
+  const bool arena = argc == 3 && std::string(argv[2]) == "arena";
+  if (argc != 2 && !arena) {
+    std::fprintf(stderr, "usage: make_segment_trace OUT.trace [arena]\n");
     return 2;
   }
   std::string error;
@@ -21,7 +24,8 @@ int main(int argc, char** argv) {
   }
   const StringId kernel = writer->intern("vectorized_elementwise_kernel");
   constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
-  const std::uint64_t sizes[] = {2 * kMiB, 20 * kMiB, 20 * kMiB, 42 * kMiB, 2 * kMiB};
+  const std::vector<std::uint64_t> sizes =
+      arena ? std::vector<std::uint64_t>{60 * 1024 * kMiB} : std::vector<std::uint64_t>{2 * kMiB, 20 * kMiB, 20 * kMiB, 42 * kMiB, 2 * kMiB};
   std::uint64_t seq = 0;
   std::uint64_t address = 0x7f0000000000;
   const auto header = [&] {

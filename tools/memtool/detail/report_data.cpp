@@ -141,13 +141,16 @@ std::optional<std::string> caching_allocator_warning(const LoadedModel& loaded) 
     ++device_allocs;
     smallest = std::min(smallest, b.size);
   }
-  if (device_allocs < 3) return std::nullopt;
+  // Three or more segments, or a preallocated arena (JAX and TensorFlow take most of the device
+  // in one or two allocations).
+  if (device_allocs == 0 || (device_allocs < 3 && smallest < (std::uint64_t{1} << 30))) return std::nullopt;
   return fmt::format(
-      "all {} device allocations are whole multiples of 2 MiB (the smallest {}): a caching allocator seems to sit in "
+      "the trace's {} device {} of 2 MiB (the smallest {}): a caching allocator seems to sit in "
       "front of memtool, which then sees its segments, not the tensors. Record under `memtool record` or `memtool run` "
       "(they set PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async, "
       "TF_GPU_ALLOCATOR=cuda_malloc_async), or set these yourself",
-      device_allocs, human_bytes(smallest));
+      device_allocs, device_allocs == 1 ? "allocation is a whole multiple" : "allocations are all whole multiples",
+      human_bytes(smallest));
 }
 
 ReportData build_report(const LoadedModel& loaded, const ReportOptions& options) {

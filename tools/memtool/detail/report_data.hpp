@@ -74,8 +74,9 @@ struct ReportData {
 };
 
 // A warning when a memtool trace holds only large allocations in whole 2 MiB units (at least
-// three): the segments a caching allocator (PyTorch's default, JAX's or TensorFlow's BFC) takes
-// from the driver, not the program's tensors. nullopt otherwise, and for snapshots.
+// three, or one or two of 1 GiB or more): the segments a caching allocator (PyTorch's default) or
+// the arena a BFC allocator (JAX, TensorFlow) takes from the driver, not the program's tensors.
+// nullopt otherwise, and for snapshots.
 [[nodiscard]] std::optional<std::string> caching_allocator_warning(const LoadedModel& loaded);
 
 [[nodiscard]] ReportData build_report(const LoadedModel& loaded, const ReportOptions& options);
