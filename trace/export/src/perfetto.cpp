@@ -126,7 +126,7 @@ class PerfettoWriter final : public detail::WindowVisitor {
     instant(model_.event(index).stream, activity->name, std::move(args));
   }
 
-  void buffer_begins(BufferId id, std::uint64_t event_index, bool before_window) override {
+  void buffer_begins(BufferId id, std::uint64_t /*event*/, bool before_window) override {
     const BufferRecord& b = model_.buffer(id);
     if (before_window && !counted_start_) now_ = clock_.at(window_.first);
     Stream& stream = stream_of(b.stream.value());
@@ -145,7 +145,6 @@ class PerfettoWriter final : public detail::WindowVisitor {
     live_ += b.size;
     reserved_ += detail::driver_footprint(b.size);
     changed_ = changed_ || !before_window;
-    (void)event_index;
   }
 
   void buffer_ends(BufferId id, std::uint64_t /*event*/, bool after_window) override {
