@@ -2,13 +2,15 @@
 // the run in the tools people already use (trace/export does the writing). For Perfetto and
 // HTML the first steady iteration of the window (or --plan-iteration) is planned with the
 // default algorithm and simulated against the baselines, so both show the plan beside what
-// today's allocators would reserve. The file is written under FILE.partial and renamed when
-// complete, so a failed export never leaves a truncated file behind.
+// today's allocators would reserve. A memory-viz export of the whole run streams from the reader
+// without loading a model (the big-trace case). The file is written under FILE.partial and
+// renamed when complete, so a failed export never leaves a truncated file behind.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,6 +22,7 @@
 #include "memtool/planner/algorithm.hpp"
 #include "memtool/planner/baselines.hpp"
 #include "memtool/trace/export.hpp"
+#include "memtool/trace/input.hpp"
 #include "memtool/trace/lifetimes.hpp"
 
 namespace memtool::cli {
@@ -94,10 +97,69 @@ mt::FrameResolver symbolising_resolver(const mt::TraceModel& model, Symbolizer& 
   };
 }
 
+// Writes under OUTPUT.partial with `write`, then renames: a failed export leaves no file behind.
+template <class Write>
+mt::ExportStats write_file(const std::string& output, const Write& write) {
+  const std::string partial = output + ".partial";
+  try {
+    mt::FileSink sink(partial);
+    mt::ExportStats stats = write(sink);
+    sink.close();
+    std::filesystem::rename(partial, output);
+    return stats;
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(partial, ignored);
+    throw;
+  }
+}
+
+// "memtool: writing FILE: 40%" at each tenth, for inputs of 64 MiB or windows of a million events.
+std::function<void(std::uint64_t, std::uint64_t)> tenths(const std::string& output) {
+  auto shown = std::make_shared<int>(0);
+  return [output, shown](std::uint64_t done, std::uint64_t total) {
+    const int tenth = total == 0 ? 10 : static_cast<int>(done * 10 / total);
+    if (tenth <= *shown) return;
+    *shown = tenth;
+    fmt::print(stderr, "memtool: writing {}: {}%\n", output, tenth * 10);
+  };
+}
+
+// memory-viz of a whole run: straight from the reader, without a TraceModel (see MemoryVizStream).
+int stream_memory_viz(const ExportArgs& args) {
+  Symbolizer symbolizer;
+  mt::ExportStats stats;
+  std::uint64_t unknown_frees = 0;
+  stats = write_file(args.output, [&](mt::FileSink& sink) {
+    mt::MemoryVizStream stream(sink, args.pickle_protocol, [&symbolizer](const mt::TraceModel& definitions) {
+      return symbolising_resolver(definitions, symbolizer);
+    });
+    mt::LoadOptions load;
+    load.snapshot.device = args.device;
+    std::error_code ec;
+    if (std::filesystem::file_size(args.input, ec) >= (std::uint64_t{64} << 20) && !ec) load.trace.progress = tenths(args.output);
+    const mt::LoadSummary summary = mt::load_events(args.input, stream, load);
+    if (summary.truncated) {
+      fmt::print(stderr, "memtool: warning: {}: the trace ends inside a record at byte {}; exported its {} complete records\n",
+                 args.input, summary.trace->bytes_read, summary.trace->records);
+    }
+    unknown_frees = stream.unknown_frees();
+    return stream.finish();
+  });
+  fmt::print(stderr, "memtool: wrote {} (memory-viz, streamed): {} buffers, {}\n", args.output, stats.buffers,
+             human_bytes(stats.bytes_written));
+  if (stats.overlapped_ends + unknown_frees != 0) {
+    fmt::print(stderr, "memtool: note: {} buffers were ended by an overlapping allocation, {} frees matched no live buffer\n",
+               stats.overlapped_ends, unknown_frees);
+  }
+  return 0;
+}
+
 int run_export(const ExportArgs& args) {
   const auto format = mt::parse_export_format(args.format);
   if (!format) throw std::invalid_argument(fmt::format("unknown format '{}'", args.format));
   const IterationRange range = parse_iteration_range(args.iterations);
+  if (*format == mt::ExportFormat::memory_viz && !range.first && !range.last) return stream_memory_viz(args);
   LoadModelOptions load_options;
   load_options.device = args.device;
   load_options.use_marks = !args.ignore_marks;
@@ -121,30 +183,9 @@ int run_export(const ExportArgs& args) {
     if (plan) options.plan = &*plan;
   }
 
-  // Progress in tenths for windows of a million events or more.
-  const bool show_progress = window.end - window.first >= (std::uint64_t{1} << 20);
-  int shown = 0;
-  if (show_progress) {
-    options.progress = [&](std::uint64_t done, std::uint64_t total) {
-      const int tenth = total == 0 ? 10 : static_cast<int>(done * 10 / total);
-      if (tenth <= shown) return;
-      shown = tenth;
-      fmt::print(stderr, "memtool: writing {}: {}%\n", args.output, tenth * 10);
-    };
-  }
-
-  const std::string partial = args.output + ".partial";
-  mt::ExportStats stats;
-  try {
-    mt::FileSink sink(partial);
-    stats = mt::export_trace(*format, source, options, sink);
-    sink.close();
-    std::filesystem::rename(partial, args.output);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(partial, ignored);
-    throw;
-  }
+  if (window.end - window.first >= (std::uint64_t{1} << 20)) options.progress = tenths(args.output);
+  const mt::ExportStats stats =
+      write_file(args.output, [&](mt::FileSink& sink) { return mt::export_trace(*format, source, options, sink); });
   fmt::print(stderr, "memtool: wrote {} ({}): events {} to {}, {} buffers, {}{}\n", args.output, args.format, stats.first_event,
              stats.end_event, stats.buffers, human_bytes(stats.bytes_written),
              plan ? fmt::format("; plan of iteration {}: pool {} (lower bound {})", plan->iteration, human_bytes(plan->pool_bytes),

@@ -197,3 +197,20 @@ TEST_CASE("memory_viz: a buffer overlapped by a newer allocation ends where the 
   CHECK(layout.segment_addresses.empty());
   CHECK(r.stats.unmatched_frees == 0);
 }
+
+TEST_CASE("memory_viz: streamed from the reader, the same document as from the model", "[export][memory_viz]") {
+  for (const char* fixture : {"traces/conv_train.mtrace", "traces/alexnet.snapshot.json", "snapshots/alexnet.p4.pickle"}) {
+    INFO(fixture);
+    const TraceModel model = load(fixture);
+    const Iterations iterations = find_iterations(model);
+    StringSink from_model;
+    (void)export_memory_viz(ExportSource{model, iterations, "test"}, {}, from_model);
+    StringSink streamed;
+    MemoryVizStream stream(streamed, 4);
+    (void)load_events(std::string(MEMTOOL_FIXTURES_DIR) + "/" + fixture, stream);
+    const ExportStats stats = stream.finish();
+    CHECK(stats.buffers == model.buffer_count());
+    CHECK(stream.unknown_frees() == model.stats().unknown_frees);
+    CHECK(streamed.str() == from_model.str());
+  }
+}

@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -154,6 +156,35 @@ ExportStats export_memory_viz(const ExportSource& source, const ExportOptions& o
 ExportStats export_perfetto(const ExportSource& source, const ExportOptions& options, ByteSink& out);
 ExportStats export_chrome_json(const ExportSource& source, const ExportOptions& options, ByteSink& out);
 ExportStats export_html(const ExportSource& source, const ExportOptions& options, ByteSink& out);
+
+// The memory_viz export of a whole run straight from the reader (load_events(path, stream)):
+// the events are written as they are read; only the live buffers and the definitions are kept,
+// so memory stays near the trace's own size. The same document export_memory_viz writes for a
+// model (identical bytes when the trace's times advance). `make_resolver`, when set, makes the
+// frame resolver from the definitions seen (they are complete before any event uses them).
+class MemoryVizStream final : public EventVisitor {
+ public:
+  MemoryVizStream(ByteSink& out, int pickle_protocol,
+                  const std::function<FrameResolver(const TraceModel& definitions)>& make_resolver = {});
+  MemoryVizStream(const MemoryVizStream&) = delete;
+  MemoryVizStream& operator=(const MemoryVizStream&) = delete;
+  ~MemoryVizStream() override;
+
+  void on_metadata(std::string_view key, std::string_view value) override;
+  void on_string(StringId id, std::string_view text) override;
+  void on_stack(StackId id, std::span<const StackFrame> frames) override;
+  void on_module(const ModuleMapping& module) override;
+  void on_alloc(const AllocEvent& event) override;
+  void on_free(const FreeEvent& event) override;
+
+  ExportStats finish();  // closes the document (first_event/end_event stay 0)
+  [[nodiscard]] std::uint64_t unknown_frees() const;  // frees of no live buffer's address
+
+ private:
+  void advance(std::uint64_t time_ns);
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Dispatch by format.
 ExportStats export_trace(ExportFormat format, const ExportSource& source, const ExportOptions& options,
