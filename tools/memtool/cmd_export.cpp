@@ -128,9 +128,8 @@ std::function<void(std::uint64_t, std::uint64_t)> tenths(const std::string& outp
 // memory-viz of a whole run: straight from the reader, without a TraceModel (see MemoryVizStream).
 int stream_memory_viz(const ExportArgs& args) {
   Symbolizer symbolizer;
-  mt::ExportStats stats;
   std::uint64_t unknown_frees = 0;
-  stats = write_file(args.output, [&](mt::FileSink& sink) {
+  const mt::ExportStats stats = write_file(args.output, [&](mt::FileSink& sink) {
     mt::MemoryVizStream stream(sink, args.pickle_protocol, [&symbolizer](const mt::TraceModel& definitions) {
       return symbolising_resolver(definitions, symbolizer);
     });
