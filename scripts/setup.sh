@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(cmake g++ make libfmt-dev catch2 libunwind-dev libcli11-dev nlohmann-json3-dev
-          libbenchmark-dev python3)
+          libbenchmark-dev python3
+          python3-venv chromium)   # export tests: a venv for PyPI's perfetto; headless Chromium
 optional=(clang libclang-rt-14-dev)   # libFuzzer and sanitizers; skipped if unavailable
 
 missing=()
@@ -26,4 +27,15 @@ fi
 
 if [ ! -f /usr/local/cuda/include/cuda.h ] && ! command -v nvcc >/dev/null 2>&1; then
   echo "setup: the CUDA toolkit (headers) is expected at /usr/local/cuda; set CUDAToolkit_ROOT otherwise" >&2
+fi
+
+# The export tests read Perfetto traces with the PyPI `perfetto` package's protobuf bindings, in
+# a venv of their own (MEMTOOL_VENV, default build/venv, where CMake looks for it). Without PyPI
+# the setup goes on and those tests skip, saying why.
+venv=${MEMTOOL_VENV:-"$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/venv"}
+if ! "$venv/bin/python3" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev/null 2>&1; then
+  echo "setup: making $venv with the PyPI perfetto package" >&2
+  if ! { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet --disable-pip-version-check perfetto; } >&2; then
+    echo "setup: could not install perfetto from PyPI: the Perfetto export checks will skip" >&2
+  fi
 fi

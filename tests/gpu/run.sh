@@ -26,6 +26,8 @@
 #                 PYTORCH_NO_CUDA_MEMORY_CACHING=1 plain, under libmemtool.so recording, and in
 #                 pool mode (MEMTOOL_SUMMARY kept); losses must be
 #                 bit-identical, step times and peak memory are compared; traces are kept
+#   6b. exports   each trace exported (memory-viz checked; opened by torch.cuda._memory_viz with
+#                 torch); PyTorch under backend:cudaMallocAsync recorded, against the caching allocator
 #   6. summary    summary.txt in the results folder, and on stdout
 # Exit status: 0 when nothing that ran disagreed (skips included), 1 on a mismatch or failure.
 set -uo pipefail
@@ -343,5 +345,128 @@ else
   else
     note "SKIP (reports): no runnable $memtool_cli"
   fi
+fi
+
+# --------------------------------------------------------------------------------------- 6b
+# 6b. exports  every recorded trace exported (memory-viz, perfetto, html, chrome-json) and the
+#              memory-viz file checked as PyTorch's viewer reads it (tests/cli/export/
+#              check_export.py); with torch, also opened by torch.cuda._memory_viz (segsum, trace,
+#              trace_plot, segment_plot). Then PyTorch as it is: backend:cudaMallocAsync plain and
+#              recorded by `memtool record` (which sets it), step time and peak against the default
+#              caching allocator, and which stream-ordered entry PyTorch reaches (the runtime
+#              functions libc10_cuda imports, and the memory kinds the trace recorded).
+stage "exports and PyTorch under backend:cudaMallocAsync"
+checker="$repo/tests/cli/export/check_export.py"
+has_torch=0
+((run_torch)) && [ -n "$python" ] && "$python" -c 'import torch.cuda._memory_viz' >/dev/null 2>&1 && has_torch=1
+export_trace() {  # export_trace TRACE: exports and checks one trace, notes one line
+  local t=$1 base line f
+  base=$(basename "$t")
+  mkdir -p "$out/exports"
+  line="$base:"
+  if ! guarded 60 "$out/logs/report-json-$base.json" "$memtool_cli" report --format json "$t"; then
+    note "FAIL: memtool report --format json $base: $(why "$out/logs/report-json-$base.json")"
+    failures=$((failures + 1))
+    return
+  fi
+  for f in memory-viz:pickle perfetto:pftrace html:html chrome-json:json; do
+    if guarded 90 "$out/logs/export-$base.${f%%:*}.txt" "$memtool_cli" export --format "${f%%:*}" --time-limit 0.2 \
+         -o "$out/exports/$base.${f##*:}" "$t"; then
+      line+=" ${f%%:*} written"
+    else
+      line+=" ${f%%:*} FAILED"
+      failures=$((failures + 1))
+    fi
+  done
+  if [ -n "$python" ] && guarded 60 "$out/logs/check-$base.txt" "$python" "$checker" memory-viz \
+       "$out/exports/$base.pickle" "$out/logs/report-json-$base.json"; then
+    line+="; memory-viz checked"
+  else
+    line+="; memory-viz check FAILED ($(why "$out/logs/check-$base.txt"))"
+    failures=$((failures + 1))
+  fi
+  if ((has_torch)); then
+    if guarded 120 "$out/logs/memory_viz-$base.txt" "$python" - "$out/exports/$base.pickle" "$out/exports/$base.viz.html" <<'PY'; then
+import pickle, sys
+import torch.cuda._memory_viz as mv
+snapshot = pickle.load(open(sys.argv[1], "rb"))
+print(mv.segsum(snapshot))
+print(mv.trace(snapshot)[-400:])
+open(sys.argv[2], "w").write(mv.trace_plot(snapshot))
+mv.segment_plot(snapshot)
+print("memory_viz: opened", len(snapshot["device_traces"][0]), "entries")
+PY
+      line+="; torch.cuda._memory_viz opened it"
+    else
+      line+="; torch.cuda._memory_viz FAILED ($(why "$out/logs/memory_viz-$base.txt"))"
+      failures=$((failures + 1))
+    fi
+  fi
+  note "$line"
+}
+shopt -s nullglob
+if [ ! -x "$memtool_cli" ]; then
+  note "SKIP (exports): no runnable $memtool_cli"
+else
+  exported=0
+  for t in "$out"/traces/*.trace; do
+    case $t in *.pool.*|*.off.*) continue ;; esac  # the same programs as their record-mode traces
+    if (($(remaining) < 30)); then note "SKIP: exports of the remaining traces: under 30 s left"; break; fi
+    export_trace "$t"
+    exported=$((exported + 1))
+  done
+  note "exports: $exported traces exported and checked"
+fi
+if ((!has_torch)); then
+  note "SKIP: PyTorch under backend:cudaMallocAsync: ${fakecuda:+rehearsal, }no torch with torch.cuda._memory_viz"
+elif [ ! -x "$memtool_cli" ] || (($(remaining) < 90)); then
+  note "SKIP: PyTorch under backend:cudaMallocAsync: no memtool or under 90 s of the budget left"
+else
+  model=${models%% *}
+  c10=$("$python" -c 'import glob, os, torch; print((glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libc10_cuda.so")) or [""])[0])' 2>/dev/null)
+  if [ -n "$c10" ] && command -v nm >/dev/null 2>&1; then
+    note "PyTorch's allocator imports: $(nm -D --undefined-only "$c10" | grep -oE 'cu(da)?Malloc(FromPool)?Async[A-Za-z0-9_]*' | sort -u | tr '\n' ' ')(cudaMallocAsync reaches cuMemAllocAsync, cudaMallocFromPoolAsync cuMemAllocFromPoolAsync)"
+  fi
+  common_env=(CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONHASHSEED=0)
+  for cname in caching async async-recorded; do
+    json="$out/$model.$cname.json"
+    if [ "$cname" = caching ] && [ -s "$json" ]; then continue; fi  # stage 5 measured it
+    cmd=("$python" "$repo/tests/gpu/torch_train_step.py" --model "$model" --iterations 8 --json "$json")
+    envs=()
+    case $cname in
+      async) envs=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
+      async-recorded) cmd=("$memtool_cli" record -o "$out/traces/$model.async.%p.trace" -- "${cmd[@]}") ;;
+    esac
+    if guarded 150 "$out/logs/$model.$cname.txt" env -u LD_PRELOAD -u PYTORCH_CUDA_ALLOC_CONF "${common_env[@]}" "${envs[@]}" "${cmd[@]}"; then
+      note "$model/$cname: $(grep '^summary' "$out/logs/$model.$cname.txt" | tail -n1)"
+    else
+      note "FAIL: $model/$cname: $(why "$out/logs/$model.$cname.txt")"
+      failures=$((failures + 1))
+    fi
+  done
+  if [ -s "$out/$model.caching.json" ] && [ -s "$out/$model.async.json" ]; then
+    note "$model: $("$python" - "$out/$model.caching.json" "$out/$model.async.json" "$out/$model.async-recorded.json" <<'PY'
+import json, os, sys
+runs = [json.load(open(p)) if os.path.exists(p) and os.path.getsize(p) else None for p in sys.argv[1:]]
+base = runs[0]
+parts = []
+for name, run in zip(("caching", "async", "async under memtool record"), runs):
+    if run is None:
+        continue
+    parts.append("{}: step {:.2f} ms ({:+.1f}%), driver peak {:.0f} MiB ({:+.1f}%)".format(
+        name, run["median_step_ms_after_first"],
+        100 * (run["median_step_ms_after_first"] / base["median_step_ms_after_first"] - 1),
+        run["device_bytes_used_peak_sampled"] / 2**20,
+        100 * (run["device_bytes_used_peak_sampled"] / max(1, base["device_bytes_used_peak_sampled"]) - 1)))
+print("; ".join(parts))
+PY
+)"
+  fi
+  for t in "$out"/traces/"$model".async.*.trace; do
+    export_trace "$t"
+    kinds=$("$python" -c 'import collections, json, sys; d = json.load(open(sys.argv[1])); print(dict(collections.Counter(e["args"]["memory"] for e in d["traceEvents"] if e["ph"] == "b")))' \
+      "$out/exports/$(basename "$t").json" 2>/dev/null)
+    note "$model/async-recorded: allocations by memory kind in the trace: ${kinds:-unknown}"
+  done
 fi
 finish

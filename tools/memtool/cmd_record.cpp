@@ -47,11 +47,14 @@ std::function<int()> setup_record(CLI::App& sub) {
   struct Args {
     std::string output = "memtool.%p.trace";
     std::vector<std::string> command;
+    bool no_framework_env = false;
   };
   auto args = std::make_shared<Args>();
   sub.add_option("-o,--output", args->output,
                  "Trace file (%p: the command's pid, %r: RANK or LOCAL_RANK)")
       ->capture_default_str();
+  sub.add_flag("--no-framework-env", args->no_framework_env,
+               "leave PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_ALLOCATOR and TF_GPU_ALLOCATOR as they are");
   sub.add_option("command", args->command, "The program to record and its arguments (after --)")->required();
   sub.footer("Example: memtool record -o train.trace -- python train.py --epochs 1");
   return [args]() -> int {
@@ -61,7 +64,9 @@ std::function<int()> setup_record(CLI::App& sub) {
       return 1;
     }
     pid_t child = 0;
-    const int status = memtool::cli::run_preloaded(args->command, library, {{"MEMTOOL_TRACE", args->output}}, child);
+    std::vector<std::pair<std::string, std::string>> variables{{"MEMTOOL_TRACE", args->output}};
+    if (!args->no_framework_env) memtool::cli::add_framework_environment(variables);
+    const int status = memtool::cli::run_preloaded(args->command, library, variables, child);
     const std::string trace = memtool::interpose::expand_path_template(
         args->output, static_cast<long>(child), [](const char* name) -> const char* { return std::getenv(name); });
     std::error_code error;

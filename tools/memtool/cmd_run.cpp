@@ -55,6 +55,7 @@ std::function<int()> setup_run(CLI::App& sub) {
     std::string summary;
     std::string trace;
     std::vector<std::string> command;
+    bool no_framework_env = false;
   };
   auto args = std::make_shared<Args>();
   sub.add_option("-s,--strategy", args->strategy, "pool: serve iterations from a planned pool; record: observe "
@@ -63,6 +64,8 @@ std::function<int()> setup_run(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--summary", args->summary, "pool: keep the JSON summary in this file (%p: the command's pid)");
   sub.add_option("--trace", args->trace, "Also write the trace to this file (%p: the command's pid, %r: rank)");
+  sub.add_flag("--no-framework-env", args->no_framework_env,
+               "leave PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_ALLOCATOR and TF_GPU_ALLOCATOR as they are");
   sub.add_option("command", args->command, "The program to run and its arguments (after --)")->required();
   sub.footer("Example: memtool run --strategy pool --summary pool.json -- python train.py");
   return [args]() -> int {
@@ -83,6 +86,7 @@ std::function<int()> setup_run(CLI::App& sub) {
     std::vector<std::pair<std::string, std::string>> variables{{"MEMTOOL_STRATEGY", args->strategy}};
     if (pool) variables.emplace_back("MEMTOOL_SUMMARY", summary);
     if (!args->trace.empty()) variables.emplace_back("MEMTOOL_TRACE", args->trace);
+    if (!args->no_framework_env) memtool::cli::add_framework_environment(variables);
 
     pid_t child = 0;
     const int status = memtool::cli::run_preloaded(args->command, library, variables, child);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -39,6 +40,41 @@ std::string find_preload_library() {
     if (fs::exists(candidate, error)) return fs::weakly_canonical(candidate, error).string();
   }
   return {};
+}
+
+void add_framework_environment(std::vector<std::pair<std::string, std::string>>& variables) {
+  const auto user_set = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0';
+  };
+  struct Switch {
+    const char* name;
+    const char* value;
+    std::vector<const char*> overridden_by;  // the user's own choice of that framework's allocator
+  };
+  const Switch switches[] = {
+      {"PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync",
+       {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING"}},
+      {"XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async", {"XLA_PYTHON_CLIENT_ALLOCATOR"}},
+      {"XLA_PYTHON_CLIENT_PREALLOCATE", "false", {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR"}},
+      {"TF_GPU_ALLOCATOR", "cuda_malloc_async", {"TF_GPU_ALLOCATOR"}},
+  };
+  std::string set;
+  std::string kept;
+  for (const Switch& s : switches) {
+    const auto chosen = std::find_if(s.overridden_by.begin(), s.overridden_by.end(), user_set);
+    if (chosen != s.overridden_by.end()) {
+      const std::string note = fmt::format("{}={}", *chosen, std::getenv(*chosen));
+      if (kept.find(note) == std::string::npos) kept += (kept.empty() ? "" : ", ") + note;
+      continue;
+    }
+    variables.emplace_back(s.name, s.value);
+    set += fmt::format("{}{}={}", set.empty() ? "" : " ", s.name, s.value);
+  }
+  if (!set.empty()) {
+    fmt::print(stderr, "memtool: set {} (frameworks allocate each tensor from the driver; --no-framework-env leaves them unset)\n", set);
+  }
+  if (!kept.empty()) fmt::print(stderr, "memtool: kept your {}\n", kept);
 }
 
 int run_preloaded(const std::vector<std::string>& command, const std::string& library,

@@ -20,6 +20,17 @@ namespace memtool::cli {
 // user's preloads stay first) and `variables` set, waits for it (Ctrl-C goes to the command),
 // and returns its exit status as a shell reports it (128+signal when killed; 127 when it could
 // not be started). `child` gets its pid (0 when fork failed).
+// The switches that make each framework allocate every tensor from the driver's stream-ordered
+// allocator (one cuMemAllocAsync per tensor, which memtool sees) while keeping its speed, instead
+// of a caching allocator that hands memtool a few large segments:
+//   PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync    (unless it, PYTORCH_ALLOC_CONF or
+//                                                       PYTORCH_NO_CUDA_MEMORY_CACHING is set)
+//   XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async, XLA_PYTHON_CLIENT_PREALLOCATE=false (JAX)
+//   TF_GPU_ALLOCATOR=cuda_malloc_async                 (TensorFlow)
+// Each one only where the user has not set it. Appends what it sets to `variables` and says on
+// stderr what was set and what was kept.
+void add_framework_environment(std::vector<std::pair<std::string, std::string>>& variables);
+
 int run_preloaded(const std::vector<std::string>& command, const std::string& library,
                   const std::vector<std::pair<std::string, std::string>>& variables, pid_t& child);
 

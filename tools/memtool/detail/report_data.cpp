@@ -1,6 +1,7 @@
 // build_report: every figure of `memtool report`, from the model, its iterations and lifetimes.
 #include "detail/report_data.hpp"
 #include "detail/symbolizer.hpp"
+#include "detail/text_format.hpp"
 
 #include <fmt/format.h>
 
@@ -129,6 +130,29 @@ std::string_view source_name(trace::IterationSource source) {
 
 }  // namespace
 
+std::optional<std::string> caching_allocator_warning(const LoadedModel& loaded) {
+  if (loaded.summary.kind != trace::InputKind::trace) return std::nullopt;
+  constexpr std::uint64_t kSegmentUnit = std::uint64_t{2} << 20;  // PyTorch rounds segments to 2 MiB
+  std::uint64_t device_allocs = 0;
+  std::uint64_t smallest = UINT64_MAX;
+  for (const trace::BufferRecord& b : loaded.model.buffers()) {
+    if (b.kind == trace::MemoryKind::pinned_host || b.kind == trace::MemoryKind::managed) continue;
+    if (b.size < kSegmentUnit || b.size % kSegmentUnit != 0) return std::nullopt;
+    ++device_allocs;
+    smallest = std::min(smallest, b.size);
+  }
+  // Three or more segments, or a preallocated arena (JAX and TensorFlow take most of the device
+  // in one or two allocations).
+  if (device_allocs == 0 || (device_allocs < 3 && smallest < (std::uint64_t{1} << 30))) return std::nullopt;
+  return fmt::format(
+      "the trace's {} device {} of 2 MiB (the smallest {}): a caching allocator seems to sit in "
+      "front of memtool, which then sees its segments, not the tensors. Record under `memtool record` or `memtool run` "
+      "(they set PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async, "
+      "TF_GPU_ALLOCATOR=cuda_malloc_async), or set these yourself",
+      device_allocs, device_allocs == 1 ? "allocation is a whole multiple" : "allocations are all whole multiples",
+      human_bytes(smallest));
+}
+
 ReportData build_report(const LoadedModel& loaded, const ReportOptions& options) {
   const auto& model = loaded.model;
   const auto& iterations = loaded.iterations;
@@ -141,6 +165,7 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
   data.total_frees = model.stats().frees;
   data.total_launches = model.stats().launches;
   data.anomalies = model.stats();
+  data.caching_allocator_warning = caching_allocator_warning(loaded);
   if (loaded.summary.snapshot && loaded.summary.snapshot->reserved_bytes_peak > 0)
     data.reserved_peak = loaded.summary.snapshot->reserved_bytes_peak;
 

@@ -61,6 +61,8 @@ struct ReportData {
   std::uint64_t leaked_buffers = 0;
 
   std::optional<std::uint64_t> reserved_peak;  // snapshots: the caching allocator's segments
+  // A caching allocator seems to sit in front of memtool (caching_allocator_warning).
+  std::optional<std::string> caching_allocator_warning;
 
   std::vector<BufferRow> largest_at_peak;
   std::vector<BufferRow> longest_lifetimes;
@@ -70,6 +72,12 @@ struct ReportData {
   std::uint64_t curve_first_event = 0;       // event index of curve[0]
   std::vector<std::uint64_t> curve_markers;  // iteration starts, relative to curve_first_event
 };
+
+// A warning when a memtool trace holds only large allocations in whole 2 MiB units (at least
+// three, or one or two of 1 GiB or more): the segments a caching allocator (PyTorch's default) or
+// the arena a BFC allocator (JAX, TensorFlow) takes from the driver, not the program's tensors.
+// nullopt otherwise, and for snapshots.
+[[nodiscard]] std::optional<std::string> caching_allocator_warning(const LoadedModel& loaded);
 
 [[nodiscard]] ReportData build_report(const LoadedModel& loaded, const ReportOptions& options);
 

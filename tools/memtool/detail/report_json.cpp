@@ -64,6 +64,7 @@ std::string render_report_json(const ReportData& d) {
   j["leaked_bytes"] = d.leaked_bytes;
   j["leaked_buffers"] = d.leaked_buffers;
   if (d.reserved_peak) j["reserved_peak_bytes"] = *d.reserved_peak;
+  if (d.caching_allocator_warning) j["warnings"] = {*d.caching_allocator_warning};
   j["largest_at_peak"] = buffers_json(d.largest_at_peak);
   j["longest_lifetimes"] = buffers_json(d.longest_lifetimes);
   j["leaks"] = buffers_json(d.leaks);

@@ -1,0 +1,208 @@
+// PickleWriter (see pickle_writer.hpp). Opcode values as in CPython's Lib/pickle.py.
+#include "pickle_writer.hpp"
+
+#include <stdexcept>
+
+namespace memtool::trace::detail {
+namespace {
+
+enum : std::uint8_t {
+  kMark = '(',
+  kStop = '.',
+  kBinInt = 'J',
+  kBinInt1 = 'K',
+  kBinInt2 = 'M',
+  kNone = 'N',
+  kBinUnicode = 'X',
+  kAppends = 'e',
+  kBinGet = 'h',
+  kLongBinGet = 'j',
+  kEmptyDict = '}',
+  kEmptyList = ']',
+  kBinPut = 'q',
+  kLongBinPut = 'r',
+  kSetItems = 'u',
+  kTuple = 't',
+  kProto = 0x80,
+  kNewTrue = 0x88,
+  kNewFalse = 0x89,
+  kLong1 = 0x8a,
+  kShortBinUnicode = 0x8c,
+};
+
+constexpr std::uint32_t kBatch = 1000;  // items per APPENDS / pairs per SETITEMS, as CPython
+
+}  // namespace
+
+PickleWriter::PickleWriter(ByteSink& out, int protocol) : out_(out), protocol_(protocol) {
+  if (protocol < 2 || protocol > 4) throw std::invalid_argument("pickle protocol must be 2, 3 or 4");
+  op(kProto);
+  op(static_cast<std::uint8_t>(protocol));
+}
+
+void PickleWriter::op(std::uint8_t code) { buffer_.push_back(static_cast<char>(code)); }
+
+void PickleWriter::le(std::uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) buffer_.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+void PickleWriter::flush_if_large() {
+  if (buffer_.size() >= (std::size_t{1} << 16)) {
+    out_.write(buffer_);
+    buffer_.clear();
+  }
+}
+
+// A value is complete: count it in its container, and close a batch when it is full (a dict's
+// batch is counted in values, two per pair, and only ever closed after a value).
+void PickleWriter::value_done() {
+  if (open_.empty()) return;
+  Open& top = open_.back();
+  ++top.pending;
+  if (top.kind == Container::list && top.pending == kBatch) {
+    op(kAppends);
+    op(kMark);
+    top.pending = 0;
+  } else if (top.kind == Container::dict && top.pending == 2 * kBatch) {
+    op(kSetItems);
+    op(kMark);
+    top.pending = 0;
+  }
+  flush_if_large();
+}
+
+void PickleWriter::begin_dict() {
+  op(kEmptyDict);
+  op(kMark);
+  open_.push_back({Container::dict});
+}
+
+void PickleWriter::end_dict() {
+  if (open_.empty() || open_.back().kind != Container::dict || open_.back().pending % 2 != 0)
+    throw std::logic_error("PickleWriter: end_dict without a complete dict");
+  op(kSetItems);
+  open_.pop_back();
+  value_done();
+}
+
+void PickleWriter::begin_list() {
+  op(kEmptyList);
+  op(kMark);
+  open_.push_back({Container::list});
+}
+
+void PickleWriter::end_list() {
+  if (open_.empty() || open_.back().kind != Container::list) throw std::logic_error("PickleWriter: end_list");
+  op(kAppends);
+  open_.pop_back();
+  value_done();
+}
+
+std::uint32_t PickleWriter::end_list_memoized() {
+  if (open_.empty() || open_.back().kind != Container::list) throw std::logic_error("PickleWriter: end_list");
+  op(kAppends);
+  open_.pop_back();
+  const std::uint32_t index = put();  // before value_done, which may close the parent's batch
+  value_done();
+  return index;
+}
+
+void PickleWriter::begin_tuple() {
+  op(kMark);
+  open_.push_back({Container::tuple});
+}
+
+void PickleWriter::end_tuple() {
+  if (open_.empty() || open_.back().kind != Container::tuple) throw std::logic_error("PickleWriter: end_tuple");
+  op(kTuple);
+  open_.pop_back();
+  value_done();
+}
+
+void PickleWriter::integer(std::uint64_t value) {
+  if (value < 0x100) {
+    op(kBinInt1);
+    le(value, 1);
+  } else if (value < 0x10000) {
+    op(kBinInt2);
+    le(value, 2);
+  } else if (value < 0x80000000ULL) {
+    op(kBinInt);
+    le(value, 4);
+  } else {
+    // LONG1: little-endian two's complement, as few bytes as keep the sign bit clear.
+    int bytes = 0;
+    for (std::uint64_t v = value; v != 0; v >>= 8) ++bytes;
+    const bool sign_bit = ((value >> (8 * (bytes - 1))) & 0x80) != 0;
+    op(kLong1);
+    op(static_cast<std::uint8_t>(bytes + (sign_bit ? 1 : 0)));
+    le(value, bytes);
+    if (sign_bit) op(0);
+  }
+  value_done();
+}
+
+void PickleWriter::string_op(std::string_view value) {
+  if (protocol_ >= 4 && value.size() < 0x100) {
+    op(kShortBinUnicode);
+    le(value.size(), 1);
+  } else {
+    op(kBinUnicode);
+    le(value.size(), 4);
+  }
+  buffer_.append(value);
+}
+
+void PickleWriter::text(std::string_view value) {
+  string_op(value);
+  value_done();
+}
+
+std::uint32_t PickleWriter::text_memoized(std::string_view value) {
+  string_op(value);
+  const std::uint32_t index = put();
+  value_done();
+  return index;
+}
+
+void PickleWriter::boolean(bool value) {
+  op(value ? kNewTrue : kNewFalse);
+  value_done();
+}
+
+void PickleWriter::none() {
+  op(kNone);
+  value_done();
+}
+
+std::uint32_t PickleWriter::put() {
+  const std::uint32_t index = next_memo_++;
+  if (index < 0x100) {
+    op(kBinPut);
+    le(index, 1);
+  } else {
+    op(kLongBinPut);
+    le(index, 4);
+  }
+  return index;
+}
+
+void PickleWriter::get(std::uint32_t memo_index) {
+  if (memo_index < 0x100) {
+    op(kBinGet);
+    le(memo_index, 1);
+  } else {
+    op(kLongBinGet);
+    le(memo_index, 4);
+  }
+  value_done();
+}
+
+void PickleWriter::finish() {
+  if (!open_.empty()) throw std::logic_error("PickleWriter: finish with open containers");
+  op(kStop);
+  out_.write(buffer_);
+  buffer_.clear();
+}
+
+}  // namespace memtool::trace::detail
