@@ -54,7 +54,7 @@ std::optional<LoadedCupti> try_open(const std::string& path, int flags, bool alr
   if (handle == nullptr) {
     if ((flags & RTLD_NOLOAD) == 0) {
       const char* error = dlerror();
-      tried += "\n  " + path + ": " + (error != nullptr ? error : "cannot be loaded");
+      tried += (tried.empty() ? " " : "; ") + path + ": " + (error != nullptr ? error : "cannot be loaded");
     }
     return std::nullopt;
   }
@@ -64,7 +64,7 @@ std::optional<LoadedCupti> try_open(const std::string& path, int flags, bool alr
   loaded.already_loaded = already_loaded;
   std::string missing;
   if (!resolve(handle, loaded.api, &missing)) {
-    tried += "\n  " + path + ": has no " + missing;
+    tried += (tried.empty() ? " " : "; ") + path + ": has no " + missing;
     return std::nullopt;  // left loaded: unloading a library that may be in use is riskier
   }
   return loaded;

@@ -5,8 +5,8 @@
 //                               before its first hooked call, then issues 20 memsets and prints
 //                               how many memset records it got back.
 //   cupti_client late LIBCUPTI  the same once memtool traces (a profiler started in the middle
-//                               of a run): 5 memsets, then CUPTI taken, then 3 s of memsets (20
-//                               in all) with memtool_iteration_mark() between them.
+//                               of a run): 5 memsets, then CUPTI taken, then 4 s of memsets (40,
+//                               100 ms apart) with memtool_iteration_mark() between them.
 //   cupti_client fork           10 memsets, fork (the child tries one and exits through atexit),
 //                               10 more memsets in the parent; prints "fork ok".
 #include <cuda.h>
@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
       memsets(buffer, 20);
     } else {
       auto mark = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "memtool_iteration_mark"));
-      for (int round = 0; round < 30; ++round) {
-        memsets(buffer, round < 20 ? 1 : 0);
+      for (int round = 0; round < 40; ++round) {
+        memsets(buffer, 1);
         if (mark != nullptr) mark();  // memtool flushes at each: it sees its buffers stay away
         usleep(100000);
       }

@@ -228,8 +228,8 @@ TEST_CASE("CUPTI: another tool holding CUPTI is left alone", "[integration][cupt
     const std::vector<std::string> argv{MLP_TRAIN, "--iterations", "3"};
     const Outcome plain = run(argv, plain_env(), dir + "/plain");
     Env env = traced(dir, {{"FAKECUPTI_OTHER_SUBSCRIBER", "1"}});
-    env.erase("MEMTOOL_LOG");  // said at the default level? no: auto mode says it at info
-    env["MEMTOOL_CUPTI"] = "on";
+    env.erase("MEMTOOL_LOG");
+    env["MEMTOOL_CUPTI"] = "on";  // said as a warning (in auto mode, an info line)
     const Outcome r = run(argv, env, dir + "/traced");
     REQUIRE(r.status == 0);
     CHECK(r.out == plain.out);
@@ -259,10 +259,10 @@ TEST_CASE("CUPTI: another tool holding CUPTI is left alone", "[integration][cupt
     REQUIRE(r.status == 0);
     std::smatch m;
     REQUIRE(std::regex_search(r.out, m, std::regex("own records ([0-9]+)")));
-    CHECK(std::stoi(m[1].str()) >= 20);  // the newcomer gets its records
+    CHECK(std::stoi(m[1].str()) >= 40);  // the newcomer gets its records
     CHECK(lines_containing(r.err, "another tool took CUPTI's activity buffers") == 1);
     const auto stats = fakecupti_stats(dir);
-    CHECK(stats["pushes"] < 25);  // memtool stopped pushing its ids into the newcomer's records
+    CHECK(stats["pushes"] < 5 + 40);  // memtool stopped pushing its ids into the newcomer's records
     CHECK(stats["pops"] == stats["pushes"]);
   }
 }
