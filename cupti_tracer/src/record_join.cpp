@@ -150,6 +150,21 @@ void RecordJoin::retry_pending(JoinBatch& out) {
   pending_.resize(kept);
 }
 
+// The fields every kernel, copy and memset record has; false (counted) for one CUPTI could not time.
+template <class Record>
+bool RecordJoin::timed(const Record& a, trace::GpuWorkKind kind, std::int64_t clock_offset, trace::GpuTimeRecord& r) {
+  if (a.start == 0 && a.end == 0) {
+    ++counters_.untimed;
+    return false;
+  }
+  r.kind = kind;
+  r.start_ns = to_trace_clock(a.start, clock_offset);
+  r.end_ns = a.end >= a.start ? to_trace_clock(a.end, clock_offset) : r.start_ns;
+  r.device = a.deviceId;
+  r.stream = a.streamId;
+  return true;
+}
+
 void RecordJoin::add_buffer(NextRecord next, std::uint8_t* buffer, std::size_t valid, std::int64_t clock_offset,
                             JoinBatch& out) {
   CUpti_Activity* record = nullptr;
@@ -167,31 +182,15 @@ void RecordJoin::add_buffer(NextRecord next, std::uint8_t* buffer, std::size_t v
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        if (k.start == 0 && k.end == 0) {
-          ++counters_.untimed;
-          break;
-        }
         trace::GpuTimeRecord r;
-        r.kind = trace::GpuWorkKind::kernel;
-        r.start_ns = to_trace_clock(k.start, clock_offset);
-        r.end_ns = k.end >= k.start ? to_trace_clock(k.end, clock_offset) : r.start_ns;
-        r.device = k.deviceId;
-        r.stream = k.streamId;
+        if (!timed(k, trace::GpuWorkKind::kernel, clock_offset, r)) break;
         on_work(r, k.correlationId, k.name != nullptr ? std::string_view(k.name) : std::string_view(), out);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-        if (m.start == 0 && m.end == 0) {
-          ++counters_.untimed;
-          break;
-        }
         trace::GpuTimeRecord r;
-        r.kind = trace::GpuWorkKind::copy;
-        r.start_ns = to_trace_clock(m.start, clock_offset);
-        r.end_ns = m.end >= m.start ? to_trace_clock(m.end, clock_offset) : r.start_ns;
-        r.device = m.deviceId;
-        r.stream = m.streamId;
+        if (!timed(m, trace::GpuWorkKind::copy, clock_offset, r)) break;
         r.bytes = m.bytes;
         r.copy_kind = copy_kind(m.copyKind);
         on_work(r, m.correlationId, {}, out);
@@ -199,16 +198,8 @@ void RecordJoin::add_buffer(NextRecord next, std::uint8_t* buffer, std::size_t v
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-        if (m.start == 0 && m.end == 0) {
-          ++counters_.untimed;
-          break;
-        }
         trace::GpuTimeRecord r;
-        r.kind = trace::GpuWorkKind::memset;
-        r.start_ns = to_trace_clock(m.start, clock_offset);
-        r.end_ns = m.end >= m.start ? to_trace_clock(m.end, clock_offset) : r.start_ns;
-        r.device = m.deviceId;
-        r.stream = m.streamId;
+        if (!timed(m, trace::GpuWorkKind::memset, clock_offset, r)) break;
         r.bytes = m.bytes;
         on_work(r, m.correlationId, {}, out);
         break;

@@ -109,6 +109,8 @@ class RecordJoin {
   void on_external(const CUpti_ActivityExternalCorrelation& r);
   void on_api(const CUpti_ActivityAPI& r, bool runtime);
   void on_work(trace::GpuTimeRecord record, std::uint32_t correlation, std::string_view name, JoinBatch& out);
+  template <class Record>
+  bool timed(const Record& activity, trace::GpuWorkKind kind, std::int64_t clock_offset, trace::GpuTimeRecord& out);
   void emit(const trace::GpuTimeRecord& record, std::string_view name, JoinBatch& out);
   void give_up(Pending& p, JoinBatch& out);
   void retry_pending(JoinBatch& out);

@@ -26,6 +26,7 @@ namespace memtool::interpose::preload {
 std::atomic<State> g_state{State::uninitialised};
 Recorder* g_recorder = nullptr;
 PoolMode* g_pool = nullptr;
+cupti::GpuTimeStore* g_gpu_times = nullptr;
 
 namespace {
 
@@ -38,8 +39,7 @@ void* resolve_driver_query(const char* name) { return driver_symbol(name); }
 
 // --- the CUPTI tracer (MEMTOOL_CUPTI): GPU times into the trace and the engine's store ---
 #ifdef MEMTOOL_HAVE_CUPTI
-cupti::Tracer* g_tracer = nullptr;          // never deleted: CUPTI may call back during exit
-cupti::GpuTimeStore* g_gpu_times = nullptr;  // kernel durations for the engine; never deleted
+cupti::Tracer* g_tracer = nullptr;  // never deleted: CUPTI may call back during exit
 
 class RecorderGpuTimeSink final : public cupti::GpuTimeSink {
  public:
@@ -79,9 +79,13 @@ void start_tracer(const Options& options) {
     int driver = 0;
     if (version(&driver) == CUDA_SUCCESS) settings.driver_version = driver;
   }
-  g_gpu_times = new cupti::GpuTimeStore();
-  std::unique_ptr<cupti::Tracer> tracer = cupti::Tracer::start(std::move(settings), new RecorderGpuTimeSink, g_gpu_times);
+  auto store = std::make_unique<cupti::GpuTimeStore>();
+  auto sink = std::make_unique<RecorderGpuTimeSink>();
+  std::unique_ptr<cupti::Tracer> tracer = cupti::Tracer::start(std::move(settings), sink.get(), store.get());
   if (tracer == nullptr) return;
+  // Never deleted, like the tracer that delivers into them.
+  (void)sink.release();
+  g_gpu_times = store.release();
   g_tracer = tracer.release();
   g_recorder->set_iteration_listener(flush_gpu_times, nullptr);
   std::atexit([] {

@@ -317,6 +317,19 @@ void write_stats() {
   std::fclose(f);
 }
 
+// cuptiActivityEnable{Driver,Runtime}Api: API records for the family of `cbid` (launches,
+// copies or memsets); disabling is accepted and ignored (memtool never disables one).
+CUptiResult enable_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, uint8_t enable) {
+  const char* name = callback_name(domain, cbid);
+  if (name == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  const int family = family_of(name, runtime);
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (family >= 0 && enable != 0) (runtime ? s.runtime_api : s.driver_api)[family] = true;
+  return CUPTI_SUCCESS;
+}
+
 void child_after_fork() { state().stream.forget_after_fork(); }
 
 __attribute__((constructor)) void on_load() {
@@ -407,23 +420,11 @@ FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 }
 
 FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
-  const char* name = fakecupti::callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-  if (name == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-  const int family = fakecupti::family_of(name, false);
-  auto& s = state();
-  std::lock_guard lock(s.mutex);
-  if (family >= 0 && enable != 0) s.driver_api[family] = true;
-  return CUPTI_SUCCESS;
+  return fakecupti::enable_api(CUPTI_CB_DOMAIN_DRIVER_API, cbid, enable);
 }
 
 FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
-  const char* name = fakecupti::callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
-  if (name == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-  const int family = fakecupti::family_of(name, true);
-  auto& s = state();
-  std::lock_guard lock(s.mutex);
-  if (family >= 0 && enable != 0) s.runtime_api[family] = true;
-  return CUPTI_SUCCESS;
+  return fakecupti::enable_api(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, enable);
 }
 
 FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
