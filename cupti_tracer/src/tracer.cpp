@@ -83,6 +83,20 @@ struct Tracer::Impl {
   static void* flush_main(void* self) noexcept;
 };
 
+// Every CUPTI call after start-up goes through here: a failure is said once per call site (with
+// CUPTI's name for it) and its status returned, never repeated per buffer or flush (kineto's way).
+#define MEMTOOL_CUPTI_CALL(impl, call)                                                              \
+  [&]() -> CUptiResult {                                                                           \
+    const CUptiResult memtool_cupti_result = (impl).cupti.api.call;                                 \
+    if (memtool_cupti_result != CUPTI_SUCCESS) {                                                    \
+      static std::atomic<bool> memtool_cupti_said{false};                                           \
+      if (!memtool_cupti_said.exchange(true, std::memory_order_relaxed)) {                          \
+        (impl).log(TracerLogLevel::warn, "CUPTI: " #call " failed: " + (impl).result_text(memtool_cupti_result)); \
+      }                                                                                             \
+    }                                                                                               \
+    return memtool_cupti_result;                                                                    \
+  }()
+
 namespace {
 
 std::atomic<Tracer::Impl*> g_active{nullptr};  // the running tracer: CUPTI's callbacks have no user data
@@ -190,7 +204,7 @@ void Tracer::Impl::measure_clock_offset() noexcept {
   for (int i = 0; i < 5; ++i) {
     std::uint64_t cupti_ns = 0;
     const std::uint64_t before = monotonic_ns();
-    if (cupti.api.cuptiGetTimestamp(&cupti_ns) != CUPTI_SUCCESS) return;
+    if (MEMTOOL_CUPTI_CALL(*this, cuptiGetTimestamp(&cupti_ns)) != CUPTI_SUCCESS) return;
     const std::uint64_t after = monotonic_ns();
     if (after - before < best) {
       best = after - before;
@@ -222,7 +236,8 @@ void Tracer::Impl::complete(CUcontext context, std::uint32_t stream, std::uint8_
       batch.clear();
     }
     size_t lost = 0;
-    if (cupti.api.cuptiActivityGetNumDroppedRecords(context, stream, &lost) == CUPTI_SUCCESS && lost != 0) {
+    if (MEMTOOL_CUPTI_CALL(*this, cuptiActivityGetNumDroppedRecords(context, stream, &lost)) == CUPTI_SUCCESS &&
+        lost != 0) {
       dropped.fetch_add(lost, std::memory_order_relaxed);
     }
   }
@@ -236,7 +251,7 @@ void Tracer::Impl::flush(bool final) noexcept {
   const bool pushed = detail::g_pushed_since_flush.exchange(false, std::memory_order_relaxed);
   const std::uint64_t buffers_before = completed_buffers.load(std::memory_order_relaxed);
   // No lock of ours here: CUPTI hands the buffers back through buffer_completed, which takes them.
-  const CUptiResult result = cupti.api.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  (void)MEMTOOL_CUPTI_CALL(*this, cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0));
   // Work was correlated, yet no buffer came back to us, three flushes running and for two
   // seconds (long kernels keep their buffers back a while): another tool registered its buffers
   // after us (the last registration wins) and gets our records. Stop pushing ids into its
@@ -250,10 +265,6 @@ void Tracer::Impl::flush(bool final) noexcept {
           "CUPTI: another tool took CUPTI's activity buffers (a profiler started after memtool); memtool stops "
           "recording GPU times");
     }
-  }
-  if (result != CUPTI_SUCCESS) {
-    static std::atomic<bool> said{false};
-    if (!said.exchange(true)) log(TracerLogLevel::warn, "CUPTI: cuptiActivityFlushAll failed: " + result_text(result));
   }
   try {
     std::lock_guard lock(join_mutex);
@@ -419,7 +430,7 @@ void Tracer::stop() noexcept {
   detail::g_correlating.store(false, std::memory_order_release);
   t.stop_flush_thread();
   t.flush(true);
-  for (const CUpti_ActivityKind kind : t.enabled) (void)t.cupti.api.cuptiActivityDisable(kind);
+  for (const CUpti_ActivityKind kind : t.enabled) (void)MEMTOOL_CUPTI_CALL(t, cuptiActivityDisable(kind));
   g_active.store(nullptr, std::memory_order_release);
   while (g_callbacks_in_flight.load(std::memory_order_acquire) != 0) sched_yield();
   const TracerStats s = stats();
