@@ -79,6 +79,9 @@ inline OverheadSetup open_overhead_setup(const OverheadPaths& paths) {
     setenv("MEMTOOL_TRACE", trace.c_str(), 1);
     std::atexit([] { std::remove(trace.c_str()); });  // after libmemtool.so closed it (atexit order)
     setenv("MEMTOOL_LOG", "error", 1);
+    // Record mode as it is measured: the CUPTI tracer off unless the caller asks for it
+    // (MEMTOOL_CUPTI=on with MEMTOOL_CUPTI_LIBRARY: bench/cupti_overhead.sh, tests/gpu/run.sh).
+    setenv("MEMTOOL_CUPTI", "off", 0);
 
     void* driver = dlopen(paths.driver.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (driver == nullptr) throw std::runtime_error(dlerror());

@@ -1,9 +1,12 @@
 // The exported driver entry points of libmemtool.so, generated from cuda_hooks.def. Each one:
 // find the real function, and either pass straight through (not recording, or a nested call)
-// or run the hook's handler around it. Programs linked with -lcuda bind to these directly;
-// programs that resolve the driver at run time get them from our dlsym / cuGetProcAddress.
+// or run the hook's handler around it (while the CUPTI tracer runs, the real call of a launch,
+// copy or memset inside its event's external correlation id: correlated_call.hpp). Programs
+// linked with -lcuda bind to these directly; programs that resolve the driver at run time get
+// them from our dlsym / cuGetProcAddress.
 #include <type_traits>
 
+#include "correlated_call.hpp"
 #include "memtool/interpose/handlers.hpp"
 #include "preload.hpp"
 
@@ -30,7 +33,8 @@ namespace memtool::interpose::preload {
     Recorder* recorder = preload::active_recorder();                                                    \
     if (recorder == nullptr) return real args;                                                          \
     const preload::HookScope scope;                                                                     \
-    const Call<fn::symbol> call{real, Variant::variant, *recorder, *preload::g_runtimes};                    \
+    const Call<fn::symbol> call{preload::correlated<id, preload::is_gpu_work(#symbol)>(real), Variant::variant, \
+                                *recorder, *preload::g_runtimes};                                       \
     return handle_##symbol(MEMTOOL_PREPEND(call, args));                                                \
   }
 #define MEMTOOL_HOOK(...) MEMTOOL_FOR_VARIANTS(MEMTOOL_WRAPPER, __VA_ARGS__)

@@ -6,6 +6,10 @@
 #include "memtool/interpose/context_runtimes.hpp"
 #include "memtool/interpose/recorder.hpp"
 
+namespace memtool::cupti {
+class GpuTimeStore;
+}  // namespace memtool::cupti
+
 namespace memtool::interpose::preload {
 
 // Our exported wrapper of each hook (exports.cpp), indexed by HookId.
@@ -42,6 +46,10 @@ extern ContextRuntimes* g_runtimes;   // likewise
 inline thread_local bool t_in_hook __attribute__((tls_model("initial-exec"))) = false;
 
 Recorder* initialise() noexcept;  // the slow path of active_recorder()
+
+// GPU times CUPTI measured (MEMTOOL_CUPTI), for the engine: set once when the tracer starts,
+// never deleted; nullptr without a tracer. Keyed by event seq (cupti_tracer/README.md).
+extern cupti::GpuTimeStore* g_gpu_times;
 
 // The recorder if this call should be handled, else nullptr. The common case is one load
 // and one compare.

@@ -17,6 +17,10 @@
 #include "memtool/interpose/memtool.h"
 #include "memtool/interpose/options.hpp"
 #include "preload.hpp"
+#ifdef MEMTOOL_HAVE_CUPTI
+#include "memtool/cupti/correlation.hpp"
+#include "memtool/cupti/tracer.hpp"
+#endif
 
 extern char** environ;
 
@@ -25,18 +29,88 @@ namespace memtool::interpose::preload {
 std::atomic<State> g_state{State::uninitialised};
 Recorder* g_recorder = nullptr;
 ContextRuntimes* g_runtimes = nullptr;
+cupti::GpuTimeStore* g_gpu_times = nullptr;
 
 namespace {
 
 std::mutex g_init_mutex;
+const Options* g_tracer_options = nullptr;  // set by decide() when recording; never deleted
 int g_log_fd = -1;
 std::string* g_summary_path = nullptr;  // MEMTOOL_SUMMARY, expanded; never deleted
 
 void* resolve_driver_query(const char* name) { return driver_symbol(name); }
 
+// --- the CUPTI tracer (MEMTOOL_CUPTI): GPU times into the trace and the engine's store ---
+#ifdef MEMTOOL_HAVE_CUPTI
+cupti::Tracer* g_tracer = nullptr;  // never deleted: CUPTI may call back during exit
+
+class RecorderGpuTimeSink final : public cupti::GpuTimeSink {
+ public:
+  void deliver(std::span<const trace::GpuTimeRecord> records,
+               std::span<const std::string_view> kernel_names) noexcept override {
+    g_recorder->on_gpu_times(records, kernel_names);
+  }
+};
+
+void tracer_log(cupti::TracerLogLevel level, std::string_view message) {
+  Log::write(level == cupti::TracerLogLevel::warn ? LogLevel::warn : LogLevel::info, "{}", message);
+}
+
+void flush_gpu_times(void*) noexcept { g_tracer->request_flush(); }
+
+void stop_tracer() {
+  if (g_tracer != nullptr) g_tracer->stop();
+}
+
+// auto: GPU times when a trace is written (the swapper, when it comes, will want them too).
+// Started once the library is initialised (outside the init lock: CUPTI's own threads may
+// call hooked functions while it starts). Its exit handler is registered after libcupti was
+// loaded, so it runs before CUPTI's own teardown and before ours (which closes the trace).
+void start_tracer(const Options& options) {
+  if (options.cupti == Toggle::off || (options.cupti == Toggle::automatic && options.trace.empty())) return;
+  cupti::TracerSettings settings;
+  settings.library = options.cupti_library;
+  settings.required = options.cupti == Toggle::on;
+  settings.buffer_bytes = static_cast<std::size_t>(options.cupti_buffer_bytes);
+  settings.max_buffers = options.cupti_buffers;
+  settings.log = tracer_log;
+  for (std::size_t i = 0; i < kHookCount; ++i) {
+    const std::string_view symbol = kHooks[i].symbol;
+    if (cupti::is_gpu_work_symbol(symbol)) settings.driver_apis.emplace_back(symbol);
+  }
+  if (auto version = reinterpret_cast<CUresult (*)(int*)>(driver_symbol("cuDriverGetVersion")); version != nullptr) {
+    int driver = 0;
+    if (version(&driver) == CUDA_SUCCESS) settings.driver_version = driver;
+  }
+  auto store = std::make_unique<cupti::GpuTimeStore>();
+  auto sink = std::make_unique<RecorderGpuTimeSink>();
+  std::unique_ptr<cupti::Tracer> tracer = cupti::Tracer::start(std::move(settings), sink.get(), store.get());
+  if (tracer == nullptr) return;
+  // Never deleted, like the tracer that delivers into them.
+  (void)sink.release();
+  g_gpu_times = store.release();
+  g_tracer = tracer.release();
+  g_recorder->set_iteration_listener(flush_gpu_times, nullptr);
+  std::atexit([] {
+    const HookScope scope;
+    stop_tracer();
+  });
+}
+void tracer_after_fork_in_child() {
+  if (g_tracer != nullptr) g_tracer->after_fork_in_child();
+}
+#else
+void start_tracer(const Options& options) {
+  if (options.cupti == Toggle::on) Log::write(LogLevel::warn, "MEMTOOL_CUPTI=on: this libmemtool.so was built without CUPTI");
+}
+void stop_tracer() {}
+void tracer_after_fork_in_child() {}
+#endif
+
 void prepare_fork() { g_recorder->before_fork(); }
 void parent_after_fork() { g_recorder->after_fork_in_parent(); }
 void child_after_fork() {
+  tracer_after_fork_in_child();
   g_recorder->after_fork_in_child();
   g_state.store(State::pass_through, std::memory_order_release);
 }
@@ -52,6 +126,7 @@ void engine_log(engine::LogLevel level, std::string_view line) {
 // the program's context teardown), then the summary line and MEMTOOL_SUMMARY.
 void at_exit() {
   const HookScope scope;  // whatever the exit path reaches is not the program's to record
+  stop_tracer();          // its last GPU times go into the trace before it closes
   g_runtimes->shutdown_all(false);
   const RecorderStats stats = g_recorder->stats();
   g_recorder->shutdown();
@@ -156,6 +231,7 @@ State decide() {
   auto* device = new DriverDevice(functions);
   g_runtimes = new ContextRuntimes(strategy_options, *device, g_recorder->observer(),
                                    reinterpret_cast<ContextRuntimes::CurrentContext>(driver_symbol("cuCtxGetCurrent")));
+  g_tracer_options = new Options(options);  // start_tracer's, once initialise() is done
   pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
   std::atexit(at_exit);
   return strategy->plans ? State::serving : State::recording;
@@ -164,6 +240,7 @@ State decide() {
 }  // namespace
 
 Recorder* initialise() noexcept {
+  bool start_gpu_times = false;  // this thread decided: it starts the tracer, after the lock
   {
     // Our own initialisation may reach hooked functions (and dlsym): they pass through.
     const HookScope scope;
@@ -178,6 +255,15 @@ Recorder* initialise() noexcept {
         Log::write(LogLevel::error, "initialisation failed; memtool stays out of the way");
       }
       g_state.store(decided, std::memory_order_release);
+      start_gpu_times = g_tracer_options != nullptr;
+    }
+  }
+  if (start_gpu_times) {
+    const HookScope scope;
+    try {
+      start_tracer(*g_tracer_options);
+    } catch (...) {
+      Log::write(LogLevel::warn, "CUPTI: the tracer failed to start; no GPU times");
     }
   }
   return active_recorder();

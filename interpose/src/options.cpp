@@ -87,6 +87,15 @@ std::string parse(std::string_view text, LogLevel& out) {
   return {};
 }
 
+std::string parse(std::string_view text, Toggle& out) {
+  const std::string value = lower(text);
+  if (value == "auto" || value.empty()) out = Toggle::automatic;
+  else if (value == "on" || value == "1") out = Toggle::on;
+  else if (value == "off" || value == "0") out = Toggle::off;
+  else return "expected one of auto|on|off";
+  return {};
+}
+
 std::string parse_text(std::string_view text, OptionType type, std::string& out) {
   if (type == OptionType::regex && !text.empty()) {
     try {
@@ -187,6 +196,15 @@ std::string_view to_string(LogLevel level) {
     case LogLevel::warn: return "warn";
     case LogLevel::info: return "info";
     case LogLevel::debug: return "debug";
+  }
+  return "?";
+}
+
+std::string_view to_string(Toggle toggle) {
+  switch (toggle) {
+    case Toggle::automatic: return "auto";
+    case Toggle::on: return "on";
+    case Toggle::off: return "off";
   }
   return "?";
 }

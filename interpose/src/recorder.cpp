@@ -9,6 +9,7 @@
 #include <array>
 #include <cstring>
 #include <exception>
+#include <type_traits>
 
 #include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/log.hpp"
@@ -103,6 +104,9 @@ struct LaunchScratch {
 };
 MEMTOOL_TLS LaunchScratch t_launch;
 
+// The last launch/copy/memset event this thread recorded (Recorder::take_gpu_work_seq).
+MEMTOOL_TLS std::uint64_t t_gpu_work_seq = Recorder::kNoGpuWork;
+
 }  // namespace
 
 Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink, const engine::ObserverOptions& observer)
@@ -154,6 +158,10 @@ void Recorder::stamp_locked(trace::EventHeader& header) {
 template <class Event>
 void Recorder::emit_locked(Event& event) {
   stamp_locked(event.header);
+  if constexpr (std::is_same_v<Event, trace::LaunchEvent> || std::is_same_v<Event, trace::GraphLaunchEvent> ||
+                std::is_same_v<Event, trace::CopyEvent> || std::is_same_v<Event, trace::MemsetEvent>) {
+    t_gpu_work_seq = event.header.seq;
+  }
   if (sink_) sink_->write(event);
 }
 
@@ -164,6 +172,9 @@ void Recorder::emit_mark_locked() {
   trace::IterationMarkEvent event;
   event.index = marks_++;
   emit_locked(event);
+  if (const IterationListener listener = iteration_listener_.load(std::memory_order_acquire)) {
+    listener(iteration_listener_context_);
+  }
 }
 
 // Wraps a recording step: fail-open on any exception.
@@ -439,6 +450,37 @@ void Recorder::on_iteration_mark() noexcept {
     std::lock_guard lock(emit_mutex_);
     emit_mark_locked();
   });
+}
+
+// --- GPU times ------------------------------------------------------------------------------
+
+std::uint64_t Recorder::take_gpu_work_seq() noexcept {
+  const std::uint64_t seq = t_gpu_work_seq;
+  t_gpu_work_seq = kNoGpuWork;
+  return seq;
+}
+
+void Recorder::on_gpu_times(std::span<const trace::GpuTimeRecord> records,
+                            std::span<const std::string_view> kernel_names) noexcept {
+  if (!sink_) return;
+  MEMTOOL_RECORD_STEP("GPU times", {
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      trace::GpuTimeRecord record = records[i];
+      if (!record.joined() && record.kind == trace::GpuWorkKind::kernel && i < kernel_names.size() &&
+          !kernel_names[i].empty()) {
+        record.kernel = intern_locked(kernel_names[i]);
+      }
+      sink_->write_gpu_time(record);
+    }
+  });
+}
+
+void Recorder::set_iteration_listener(IterationListener listener, void* context) noexcept {
+  std::lock_guard lock(emit_mutex_);
+  iteration_listener_context_ = context;
+  iteration_listener_.store(listener, std::memory_order_release);
 }
 
 trace::StringId Recorder::intern_locked(std::string_view text) {

@@ -30,6 +30,7 @@ class TraceWriterSink final : public EventSink {
   void write(const trace::SyncEvent& event) override { writer_->write(event); }
   void write(const trace::IterationMarkEvent& event) override { writer_->write(event); }
   void write(const trace::StreamCreateEvent& event) override { writer_->write(event); }
+  void write_gpu_time(const trace::GpuTimeRecord& record) override { writer_->write(record); }
 
   void close() override { writer_->close(); }
   void abandon_after_fork() override { writer_->abandon_after_fork(); }

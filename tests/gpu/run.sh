@@ -21,6 +21,9 @@
 #                 checksums must be identical
 #   4b. overhead  bench/overhead_probe: the time libmemtool.so adds per cuMemAlloc/cuMemFree and per
 #                 cuLaunchKernel against this driver (paired blocks, median), into overhead.json
+#   4c. cupti     the apps with MEMTOOL_CUPTI=on: every launch timed and joined in the trace, the
+#                 same calls recorded as without CUPTI; overhead_probe with the tracer off and on
+#                 (overhead-cupti-off.json, overhead-cupti-on.json)
 #   5. torch      PyTorch training steps (torchvision ResNet-50, a GPT-2-size transformer; random
 #                 weights and data, no downloads): the caching allocator, then
 #                 PYTORCH_NO_CUDA_MEMORY_CACHING=1 plain, under libmemtool.so recording, and in
@@ -273,6 +276,82 @@ if [ -x "$probe" ] && [ -n "$preload" ] && [ -n "$module" ]; then
   fi
 else
   note "SKIP: no overhead_probe in $build/bench, no libmemtool.so or no GPU module"
+fi
+
+# ---------------------------------------------------------------------------------------- 4c
+stage "cupti: every launch's GPU time joined, and what CUPTI adds per launch"
+# MEMTOOL_CUPTI=on: the apps recorded with GPU times. Each trace must time every launch
+# (gpu_timed_launches == total_launches) and hold exactly the calls of the record run above (no
+# event of CUPTI's own); overhead_probe with the tracer off and on gives the cost per launch.
+# The rehearsal uses fakecupti from --build; on a GPU libmemtool.so finds libcupti itself.
+cupti_lib=""
+if [ -n "$fakecuda" ] && [ -f "$build/tests/fakecupti/lib64/libcupti.so.13" ]; then
+  cupti_lib="$build/tests/fakecupti/lib64/libcupti.so.13"
+fi
+if [ -z "$preload" ] || [ -z "$apps" ] || [ -z "$module" ] || [ -z "$python" ] || [ ! -x "$memtool_cli" ]; then
+  note "SKIP: no libmemtool.so, apps, module, python or memtool"
+elif [ -n "$fakecuda" ] && [ -z "$cupti_lib" ]; then
+  note "SKIP: rehearsal without fakecupti in $build/tests/fakecupti"
+else
+  cupti_env=(MEMTOOL_CUPTI=on)
+  [ -n "$cupti_lib" ] && cupti_env+=(MEMTOOL_CUPTI_LIBRARY="$cupti_lib")
+  for name in mlp_train conv_train; do
+    log="$out/logs/$name.cupti.txt"
+    trace="$out/traces/$name.cupti.trace"
+    if ! guarded 90 "$log" env LD_PRELOAD="$preload" MEMTOOL_TRACE="$trace" MEMTOOL_LOG=info \
+         MEMTOOL_LOG_FILE="$out/logs/$name.cupti.memtool.log" "${cupti_env[@]}" \
+         "$apps/$name" --iterations 30 --module "$module"; then
+      note "FAIL: $name with CUPTI: $(why "$log")"
+      failures=$((failures + 1))
+      continue
+    fi
+    if ! cmp -s "$out/logs/$name.plain.txt" "$log"; then
+      note "FAIL: $name with CUPTI: checksums DIFFERENT from the plain run"
+      failures=$((failures + 1))
+      continue
+    fi
+    guarded 60 "$out/logs/$name.cupti.report.json" "$memtool_cli" report --format json "$trace"
+    record_trace=$(compgen -G "$out/traces/$name.record.*.trace" | head -n1)
+    [ -n "$record_trace" ] &&
+      guarded 60 "$out/logs/$name.record.report.json" "$memtool_cli" report --format json "$record_trace"
+    if verdict=$("$python" - "$out/logs/$name.cupti.report.json" "$out/logs/$name.record.report.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+g = c.get("gpu", {})
+line = (f"{c['gpu_timed_launches']}/{c['total_launches']} launches timed, {g.get('timed_copies', 0)} copies, "
+        f"{g.get('timed_memsets', 0)} memsets; {g.get('unjoined', 0)} GPU records name no call; "
+        f"GPU busy {g.get('busy_ns', 0) / 1e6:.2f} ms of {g.get('span_ns', 0) / 1e6:.2f} ms")
+ok = c["gpu_timed_launches"] == c["total_launches"] and c["total_launches"] > 0
+try:
+    r = json.load(open(sys.argv[2]))
+    same = all(r[k] == c[k] for k in ("total_events", "total_allocs", "total_frees", "total_launches"))
+    line += "; same calls as the record run" if same else "; calls DIFFER from the record run"
+    ok = ok and same
+except (OSError, ValueError):
+    line += "; no record run to compare"
+print(line)
+sys.exit(0 if ok else 1)
+PY
+    ); then
+      note "$name with CUPTI: identical; $verdict"
+    else
+      note "FAIL: $name with CUPTI: ${verdict:-no report}"
+      failures=$((failures + 1))
+    fi
+  done
+  if [ -x "$probe" ]; then
+    probe_size=(--samples 2000 --seconds 15)
+    [ -n "$fakecuda" ] && probe_size=(--samples 200 --seconds 3)  # the rehearsal proves it runs
+    for mode in off on; do
+      if guarded 60 "$out/overhead-cupti-$mode.json" env "${cupti_env[@]}" MEMTOOL_CUPTI=$mode \
+           "$probe" --driver libcuda.so.1 --preload "$preload" --module "$module" "${probe_size[@]}"; then
+        note "overhead, tracer $mode: $(cat "$out/overhead-cupti-$mode.json")"
+      else
+        note "FAIL: overhead_probe, tracer $mode: $(why "$out/overhead-cupti-$mode.json")"
+        failures=$((failures + 1))
+      fi
+    done
+  fi
 fi
 
 # ---------------------------------------------------------------------------------------- 5

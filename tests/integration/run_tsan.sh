@@ -21,4 +21,11 @@ cmake --build "$build_dir" --target memtool_preload stress_client memtool_app_ke
 trace=$(mktemp -d)/stress.trace
 LD_LIBRARY_PATH="$build_dir/tests/fakecuda" LD_PRELOAD="$build_dir/interpose/libmemtool.so" MEMTOOL_TRACE="$trace" \
   "$build_dir/tests/integration/stress_client" "$build_dir/tests/apps/app_kernels.fakecuda" 40
+# And with the CUPTI tracer on (fakecupti): ids pushed from 8 threads, buffers handed back on
+# fakecupti's and the tracer's threads, the join and the trace written from them.
+cmake --build "$build_dir" --target fakecupti test_cupti_tracer_fakes -j"${JOBS:-2}"
+"$build_dir/tests/fakecupti/tests/test_cupti_tracer_fakes"
+LD_LIBRARY_PATH="$build_dir/tests/fakecuda" LD_PRELOAD="$build_dir/interpose/libmemtool.so" MEMTOOL_TRACE="$trace" \
+  MEMTOOL_CUPTI=on MEMTOOL_CUPTI_LIBRARY="$build_dir/tests/fakecupti/lib64/libcupti.so.13" \
+  "$build_dir/tests/integration/stress_client" "$build_dir/tests/apps/app_kernels.fakecuda" 40
 echo "tsan: clean"

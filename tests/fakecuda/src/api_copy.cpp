@@ -8,6 +8,7 @@
 #include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
+#include "work_observer.hpp"
 
 #include <cstring>
 #include <vector>
@@ -140,14 +141,16 @@ CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thre
       }
     }
     Context* owner = s->context;
-    const std::uint64_t seq = enqueue(s, [dst, src, shape, dst_extent, src_extent, staged, owner] {
+    const int copy_kind = dst.side == Side::device ? (src.side == Side::device ? 3 : 1) : (src.side == Side::device ? 2 : 4);
+    const fakecuda_work work{FAKECUDA_WORK_COPY, copy_kind, bytes, s->id, owner->id, nullptr};
+    const std::uint64_t seq = enqueue(s, observed(work_observer(), work, [dst, src, shape, dst_extent, src_extent, staged, owner] {
       if ((dst.side == Side::device && !memory().device_range_ok(dst.address, dst_extent, true, true)) ||
           (src.side == Side::device && !memory().device_range_ok(src.address, src_extent, false, true))) {
         set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
         return;
       }
       move_rows(dst, src, shape);
-    });
+    }));
     if (wait) {
       s->wait_for(seq);
       return sticky_error(owner);
@@ -259,7 +262,8 @@ CUresult memset_rows(CUdeviceptr dst, std::size_t pitch, T value, std::size_t n,
     // The synchronous form waits only where the host could look at the bytes itself.
     const bool wait = !async_api && (info.kind == MemKind::host || info.kind == MemKind::managed);
     Context* owner = s->context;
-    const std::uint64_t seq = enqueue(s, [dst, pitch, value, n, rows, span, owner] {
+    const fakecuda_work work{FAKECUDA_WORK_MEMSET, 0, width * rows, s->id, owner->id, nullptr};
+    const std::uint64_t seq = enqueue(s, observed(work_observer(), work, [dst, pitch, value, n, rows, span, owner] {
       if (!memory().device_range_ok(dst, span, true, true)) {
         set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
         return;
@@ -275,7 +279,7 @@ CUresult memset_rows(CUdeviceptr dst, std::size_t pitch, T value, std::size_t n,
           }
         }
       }
-    });
+    }));
     if (wait) {
       s->wait_for(seq);
       return sticky_error(owner);

@@ -6,6 +6,7 @@
 #include "modules.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
+#include "work_observer.hpp"
 
 #include <cstring>
 #include <vector>
@@ -125,7 +126,9 @@ CUresult launch(CUfunction f, const fakecuda_launch_dims& dims, CUstream h, void
     count(stats().launches);
     count(*fn->launches);
     const fakecuda_kernel_desc* k = fn->desc;
-    enqueue(s, [k, packed = std::move(packed), dims]() mutable { run_kernel(*k, packed, dims); });
+    const fakecuda_work work{FAKECUDA_WORK_KERNEL, 0, 0, s->id, s->context->id, k->name};
+    enqueue(s, observed(work_observer(), work,
+                        [k, packed = std::move(packed), dims]() mutable { run_kernel(*k, packed, dims); }));
     return CUDA_SUCCESS;
   });
 }

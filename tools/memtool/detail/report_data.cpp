@@ -222,6 +222,17 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
     first = data.iterations[data.selected_first].first_event;
     end = data.iterations[data.selected_end - 1].end_event;
   }
+  if (!model.gpu_times().empty()) {
+    const trace::GpuTimeIndex gpu(model);
+    data.gpu.present = true;
+    data.gpu.timed_launches = gpu.timed_launches();
+    data.gpu.unjoined = model.stats().gpu_unjoined;
+    data.gpu.mismatched = model.stats().gpu_mismatched;
+    for (const auto& it : data.iterations) data.gpu.iteration_busy_ns.push_back(gpu.busy_ns(it.first_event, it.end_event));
+    data.gpu.window = gpu.summarize(first, end, options.rows);
+    for (const auto& k : data.gpu.window.kernels) data.gpu.kernel_names.emplace_back(model.string(k.kernel));
+  }
+
   data.curve.assign(curve.begin() + static_cast<std::ptrdiff_t>(first),
                     curve.begin() + static_cast<std::ptrdiff_t>(end));
   data.curve_first_event = first;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "detail/load_model.hpp"
+#include "memtool/trace/gpu_times.hpp"
 #include "memtool/trace/lifetimes.hpp"
 
 namespace memtool::cli {
@@ -27,6 +28,17 @@ struct BufferRow {
   bool persistent = false;
   std::string site;     // allocation site (top stack frame), "" when unknown
   std::string kernels;  // kernels that touched it, "" when none recorded
+};
+
+// GPU times (traces recorded with the CUPTI tracer): the selected iterations, or the whole run.
+struct GpuReport {
+  bool present = false;              // the trace has GPU times
+  std::uint64_t timed_launches = 0;  // whole run: launch events with a GPU time
+  std::uint64_t unjoined = 0;        // whole run: GPU work that names no event
+  std::uint64_t mismatched = 0;
+  trace::GpuSummary window;          // the selection
+  std::vector<std::uint64_t> iteration_busy_ns;  // per iteration (all of them)
+  std::vector<std::string> kernel_names;  // window.kernels' names
 };
 
 struct ReportData {
@@ -67,6 +79,8 @@ struct ReportData {
   std::vector<BufferRow> largest_at_peak;
   std::vector<BufferRow> longest_lifetimes;
   std::vector<BufferRow> leaks;
+
+  GpuReport gpu;
 
   std::vector<std::uint64_t> curve;          // live bytes after each event of the chart window
   std::uint64_t curve_first_event = 0;       // event index of curve[0]

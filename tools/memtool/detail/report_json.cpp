@@ -24,6 +24,39 @@ nlohmann::json buffers_json(const std::vector<BufferRow>& rows) {
   return list;
 }
 
+nlohmann::json gpu_json(const GpuReport& g) {
+  const auto& w = g.window;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (std::size_t i = 0; i < w.kernels.size(); ++i) {
+    kernels.push_back({{"name", g.kernel_names[i]},
+                       {"launches", w.kernels[i].launches},
+                       {"total_ns", w.kernels[i].total_ns},
+                       {"max_ns", w.kernels[i].max_ns}});
+  }
+  nlohmann::json streams = nlohmann::json::array();
+  for (const auto& s : w.streams) {
+    streams.push_back({{"device", s.device},
+                       {"cupti_stream", s.cupti_stream},
+                       {"handle", s.handle},
+                       {"items", s.items},
+                       {"busy_ns", s.busy_ns},
+                       {"idle_ns", s.idle_ns},
+                       {"gaps", s.gaps},
+                       {"longest_gap_ns", s.longest_gap_ns}});
+  }
+  nlohmann::json engines = nlohmann::json::array();
+  for (const auto& e : w.copy_engines) {
+    engines.push_back({{"direction", std::string(trace::to_string(e.direction))},
+                       {"copies", e.copies},
+                       {"bytes", e.bytes},
+                       {"busy_ns", e.busy_ns}});
+  }
+  return {{"busy_ns", w.busy_ns},         {"span_ns", w.span_ns},           {"timed_launches", w.timed_launches},
+          {"timed_copies", w.timed_copies}, {"timed_memsets", w.timed_memsets}, {"unjoined", g.unjoined},
+          {"mismatched", g.mismatched},     {"kernels", kernels},             {"streams", streams},
+          {"copy_engines", engines}};
+}
+
 }  // namespace
 
 std::string render_report_json(const ReportData& d) {
@@ -38,10 +71,12 @@ std::string render_report_json(const ReportData& d) {
   j["iteration_period"] = d.period_events;
   j["iteration_period_allocs"] = d.period_allocs;
   j["steady_start_event"] = d.steady_start;
+  j["gpu_timed_launches"] = d.gpu.timed_launches;
   auto iterations = nlohmann::json::array();
   for (std::size_t i = d.selected_first; i < d.selected_end; ++i) {
     const auto& it = d.iterations[i];
     iterations.push_back({{"index", i},
+                          {"gpu_busy_ns", d.gpu.present ? nlohmann::json(d.gpu.iteration_busy_ns[i]) : nlohmann::json(nullptr)},
                           {"first_event", it.first_event},
                           {"events", it.end_event - it.first_event},
                           {"allocs", it.allocs},
@@ -68,6 +103,7 @@ std::string render_report_json(const ReportData& d) {
   j["largest_at_peak"] = buffers_json(d.largest_at_peak);
   j["longest_lifetimes"] = buffers_json(d.longest_lifetimes);
   j["leaks"] = buffers_json(d.leaks);
+  if (d.gpu.present) j["gpu"] = gpu_json(d.gpu);
   j["anomalies"] = {{"unknown_frees", d.anomalies.unknown_frees},
                     {"allocations_over_live", d.anomalies.reused_live_addresses},
                     {"unresolved_touches", d.anomalies.unresolved_touches}};

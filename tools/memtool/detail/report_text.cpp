@@ -12,6 +12,15 @@ std::string event_text(std::uint64_t event) {
   return event == trace::kNever ? std::string("-") : group_thousands(event);
 }
 
+// Nanoseconds for people: 850 ns, 12.3 us, 4.56 ms, 1.23 s.
+std::string duration_text(std::uint64_t ns) {
+  if (ns < 1000) return fmt::format("{} ns", ns);
+  const auto v = static_cast<double>(ns);
+  if (ns < 1000000) return fmt::format("{:.1f} us", v / 1e3);
+  if (ns < 1000000000) return fmt::format("{:.2f} ms", v / 1e6);
+  return fmt::format("{:.2f} s", v / 1e9);
+}
+
 std::string iteration_text(const std::optional<std::size_t>& iteration) {
   return iteration ? fmt::format("iteration {}", *iteration) : std::string("before the first iteration");
 }
@@ -57,8 +66,15 @@ void iteration_section(const ReportData& d, std::size_t rows, std::string& out) 
   if (d.iterations.empty()) return;
   out += fmt::format("\nIterations {}–{} of {}\n", d.selected_first, d.selected_end == 0 ? 0 : d.selected_end - 1,
                      d.iterations.size());
-  TextTable table({"iter", "first event", "events", "allocs", "frees", "peak live", "live at end", "change", "note"},
-                  {false, false, false, false, false, false, false, false, true});
+  std::vector<std::string> header{"iter", "first event", "events", "allocs", "frees", "peak live", "live at end", "change"};
+  std::vector<bool> left(header.size(), false);
+  if (d.gpu.present) {
+    header.emplace_back("gpu busy");
+    left.push_back(false);
+  }
+  header.emplace_back("note");
+  left.push_back(true);
+  TextTable table(header, left);
   const std::size_t selected = d.selected_end - d.selected_first;
   const std::size_t head = selected > rows ? rows / 2 : selected;
   const std::size_t tail_from = selected > rows ? d.selected_end - (rows - head) : d.selected_end;
@@ -70,11 +86,62 @@ void iteration_section(const ReportData& d, std::size_t rows, std::string& out) 
     }
     const auto& it = d.iterations[i];
     const auto change = static_cast<std::int64_t>(it.live_at_end) - static_cast<std::int64_t>(it.live_at_start);
-    table.add_row({std::to_string(i), group_thousands(it.first_event), group_thousands(it.end_event - it.first_event),
-                   group_thousands(it.allocs), group_thousands(it.frees), human_bytes(it.peak.bytes),
-                   human_bytes(it.live_at_end), human_bytes_delta(change), d.iteration_notes[i]});
+    std::vector<std::string> row{std::to_string(i), group_thousands(it.first_event),
+                                 group_thousands(it.end_event - it.first_event), group_thousands(it.allocs),
+                                 group_thousands(it.frees), human_bytes(it.peak.bytes), human_bytes(it.live_at_end),
+                                 human_bytes_delta(change)};
+    if (d.gpu.present) row.push_back(duration_text(d.gpu.iteration_busy_ns[i]));
+    row.push_back(d.iteration_notes[i]);
+    table.add_row(row);
   }
   out += table.render();
+}
+
+// GPU times (CUPTI): what the selection's launches, copies and memsets did on the GPU.
+void gpu_section(const ReportData& d, std::string& out) {
+  if (!d.gpu.present) return;
+  const auto& w = d.gpu.window;
+  out += "\nGPU time (CUPTI; the iterations shown, or the whole run)\n";
+  out += fmt::format("  busy               {} of {} from the first start to the last end ({:.1f}%)\n",
+                     duration_text(w.busy_ns), duration_text(w.span_ns),
+                     w.span_ns == 0 ? 0.0 : 100.0 * static_cast<double>(w.busy_ns) / static_cast<double>(w.span_ns));
+  out += fmt::format("  timed              {} launches, {} copies, {} memsets", group_thousands(w.timed_launches),
+                     group_thousands(w.timed_copies), group_thousands(w.timed_memsets));
+  if (d.gpu.unjoined != 0 || d.gpu.mismatched != 0) {
+    out += fmt::format("; {} GPU records name no recorded call ({} name an unknown one)", group_thousands(d.gpu.unjoined + d.gpu.mismatched),
+                       group_thousands(d.gpu.mismatched));
+  }
+  out += "\n";
+  if (!w.kernels.empty()) {
+    out += "\nLongest kernels (total GPU time)\n";
+    TextTable table({"kernel", "launches", "total", "mean", "longest"}, {true, false, false, false, false});
+    for (std::size_t i = 0; i < w.kernels.size(); ++i) {
+      const auto& k = w.kernels[i];
+      table.add_row({d.gpu.kernel_names[i].empty() ? std::string("?") : d.gpu.kernel_names[i], group_thousands(k.launches),
+                     duration_text(k.total_ns), duration_text(k.launches == 0 ? 0 : k.total_ns / k.launches),
+                     duration_text(k.max_ns)});
+    }
+    out += table.render();
+  }
+  if (!w.streams.empty()) {
+    out += "\nStreams (idle: gaps between a stream's GPU work, from its first start to its last end)\n";
+    TextTable table({"device", "stream", "handle", "items", "busy", "idle", "gaps", "longest gap"});
+    for (const auto& s : w.streams) {
+      table.add_row({std::to_string(s.device), std::to_string(s.cupti_stream), fmt::format("{:#x}", s.handle),
+                     group_thousands(s.items), duration_text(s.busy_ns), duration_text(s.idle_ns),
+                     group_thousands(s.gaps), duration_text(s.longest_gap_ns)});
+    }
+    out += table.render();
+  }
+  if (!w.copy_engines.empty()) {
+    out += "\nCopy engines (busy: the union of each direction's copies)\n";
+    TextTable table({"direction", "copies", "bytes", "busy"}, {true, false, false, false});
+    for (const auto& e : w.copy_engines) {
+      table.add_row({std::string(trace::to_string(e.direction)), group_thousands(e.copies), human_bytes(e.bytes),
+                     duration_text(e.busy_ns)});
+    }
+    out += table.render();
+  }
 }
 
 void chart_section(const ReportData& d, std::string& out) {
@@ -109,6 +176,7 @@ std::string render_report_text(const ReportData& d) {
   std::string out;
   summary_section(d, out);
   iteration_section(d, std::max<std::size_t>(d.largest_at_peak.size(), 10), out);
+  gpu_section(d, out);
   chart_section(d, out);
   buffer_section(fmt::format("Largest buffers live at the peak (event {})", group_thousands(d.peak.event)),
                  d.largest_at_peak, out);

@@ -2,6 +2,7 @@
 // pointers to buffers through an ordered map of live buffers keyed by base address.
 #include "memtool/trace/model.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace memtool::trace {
@@ -91,7 +92,50 @@ void TraceModel::on_free(const FreeEvent& event) {
   live_.erase(it);
 }
 
+void TraceModel::note_gpu_work(const EventHeader& header) {
+  if (!gpu_work_seqs_.empty() && header.seq <= gpu_work_seqs_.back().first) gpu_work_sorted_ = false;
+  gpu_work_seqs_.emplace_back(header.seq, events_.size());
+}
+
+void TraceModel::on_gpu_time(const GpuTimeRecord& record) {
+  ++stats_.gpu_times;
+  ModelGpuTime& g = gpu_times_.emplace_back();
+  g.start_ns = record.start_ns;
+  g.end_ns = std::max(record.end_ns, record.start_ns);
+  g.bytes = record.bytes;
+  g.kernel = record.kernel;
+  g.device = record.device;
+  g.stream = record.stream;
+  g.kind = record.kind;
+  g.copy_kind = record.copy_kind;
+  if (!record.joined()) {
+    ++stats_.gpu_unjoined;
+    return;
+  }
+  if (!gpu_work_sorted_) {
+    std::sort(gpu_work_seqs_.begin(), gpu_work_seqs_.end());
+    gpu_work_sorted_ = true;
+  }
+  const auto it = std::lower_bound(gpu_work_seqs_.begin(), gpu_work_seqs_.end(),
+                                   std::pair<std::uint64_t, std::uint64_t>{record.event_seq, 0});
+  if (it == gpu_work_seqs_.end() || it->first != record.event_seq) {
+    ++stats_.gpu_mismatched;
+    return;
+  }
+  const ModelEvent& e = events_[it->second];
+  const bool fits = record.kind == GpuWorkKind::kernel
+                        ? e.kind == EventKind::launch || e.kind == EventKind::graph_launch
+                        : e.kind == (record.kind == GpuWorkKind::copy ? EventKind::copy : EventKind::memset);
+  if (!fits) {
+    ++stats_.gpu_mismatched;
+    return;
+  }
+  g.event = it->second;
+  if (e.kind == EventKind::launch) g.kernel = StringId{e.detail};
+}
+
 void TraceModel::on_launch(const LaunchEvent& event) {
+  note_gpu_work(event.header);
   ModelEvent& e = append(EventKind::launch, event.header, event.stream.value());
   e.detail = event.kernel.value();
   ++stats_.launches;
@@ -107,12 +151,14 @@ void TraceModel::on_launch(const LaunchEvent& event) {
 }
 
 void TraceModel::on_graph_launch(const GraphLaunchEvent& event) {
+  note_gpu_work(event.header);
   ModelEvent& e = append(EventKind::graph_launch, event.header, event.stream.value());
   e.bytes = event.graph_exec;
   ++stats_.graph_launches;
 }
 
 void TraceModel::on_copy(const CopyEvent& event) {
+  note_gpu_work(event.header);
   ModelEvent& e = append(EventKind::copy, event.header, event.stream.value());
   e.bytes = event.bytes;
   e.detail = static_cast<std::uint32_t>(event.kind);
@@ -126,6 +172,7 @@ void TraceModel::on_copy(const CopyEvent& event) {
 }
 
 void TraceModel::on_memset(const MemsetEvent& event) {
+  note_gpu_work(event.header);
   ModelEvent& e = append(EventKind::memset, event.header, event.stream.value());
   e.bytes = event.bytes;
   ++stats_.memsets;

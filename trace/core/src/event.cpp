@@ -50,4 +50,13 @@ std::string_view to_string(SyncKind kind) {
   return "unknown";
 }
 
+std::string_view to_string(GpuWorkKind kind) {
+  switch (kind) {
+    case GpuWorkKind::kernel: return "kernel";
+    case GpuWorkKind::copy: return "copy";
+    case GpuWorkKind::memset: return "memset";
+  }
+  return "unknown";
+}
+
 }  // namespace memtool::trace

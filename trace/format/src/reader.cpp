@@ -224,6 +224,7 @@ class TraceParser {
       case Tag::sync: decode_sync(c); break;
       case Tag::iteration_mark: decode_iteration_mark(c); break;
       case Tag::stream_create: decode_stream_create(c); break;
+      case Tag::gpu_time: decode_gpu_time(c); break;
       case Tag::end: decode_end(c); return;  // not counted as a record
       default: break;  // a record type from a newer writer: skipped whole
     }
@@ -432,6 +433,33 @@ class TraceParser {
     }
     e.priority = static_cast<std::int32_t>(priority);
     visitor_.on_stream_create(e);
+  }
+
+  void decode_gpu_time(Cursor& c) {
+    GpuTimeRecord r;
+    const std::uint8_t* at = c.p;
+    const std::uint8_t flags = c.u8("gpu time flags");
+    constexpr auto known = static_cast<std::uint8_t>(wire::kGpuKindMask | wire::kGpuCopyKindMask | wire::kGpuJoinedFlag);
+    if ((flags & ~known) != 0) c.fail(at, fmt::format("unknown gpu time flag bits 0x{:02x}", flags));
+    r.kind = checked_kind(c, at, static_cast<std::uint8_t>(flags & wire::kGpuKindMask), GpuWorkKind::memset,
+                          "gpu work kind");
+    r.copy_kind = checked_kind(c, at, static_cast<std::uint8_t>((flags & wire::kGpuCopyKindMask) >> wire::kGpuCopyKindShift),
+                               CopyKind::h2h, "copy kind");
+    const std::uint64_t seq = c.varint("gpu time event seq");
+    if ((flags & wire::kGpuJoinedFlag) != 0) {
+      state_.gpu_seq = r.event_seq = wire::undelta(state_.gpu_seq, seq);
+      if (r.event_seq == GpuTimeRecord::kNoEvent) c.fail(at, "gpu time names event seq 2^64-1");
+    }
+    state_.gpu_start = r.start_ns = wire::undelta(state_.gpu_start, c.varint("gpu start"));
+    const std::uint8_t* duration_at = c.p;
+    const std::uint64_t duration = c.varint("gpu duration");
+    if (duration > ~r.start_ns) c.fail(duration_at, "gpu time ends past 2^64 ns");
+    r.end_ns = r.start_ns + duration;
+    r.device = c.u32("gpu device");
+    r.stream = c.u32("gpu stream");
+    r.kernel = string_ref(c, "gpu kernel name");
+    r.bytes = c.varint("gpu bytes");
+    visitor_.on_gpu_time(r);
   }
 
   // The writer's own counts: a mismatch means records were lost or forged.

@@ -36,6 +36,7 @@ enum class Tag : std::uint8_t {
   sync = 0x16,
   iteration_mark = 0x17,
   stream_create = 0x18,
+  gpu_time = 0x20,  // not an event: GPU start/end of an earlier launch, copy or memset
   end = 0x7f,
 };
 
@@ -53,6 +54,11 @@ inline constexpr std::size_t kMaxVarintBytes = 10;  // a 64-bit LEB128 value
 // Flag bits in the copy / memset flags byte.
 inline constexpr std::uint8_t kCopyKindMask = 0x0f;
 inline constexpr std::uint8_t kAsyncFlag = 0x80;
+// The flags byte of a gpu_time record: the work kind, the copy kind, and whether an event is named.
+inline constexpr std::uint8_t kGpuKindMask = 0x03;
+inline constexpr std::uint8_t kGpuCopyKindShift = 2;
+inline constexpr std::uint8_t kGpuCopyKindMask = 0x1c;
+inline constexpr std::uint8_t kGpuJoinedFlag = 0x80;
 
 [[nodiscard]] constexpr std::uint64_t zigzag(std::int64_t v) {
   return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);

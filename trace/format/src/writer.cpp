@@ -39,10 +39,12 @@ constexpr std::size_t kSyncBound = kHeaderBound + kV + 1;             // kind st
 constexpr std::size_t kIterationMarkBound = kHeaderBound + kV;        // index
 constexpr std::size_t kStreamCreateBound = kHeaderBound + 3 * kV;     // stream flags priority
 constexpr std::size_t kLaunchFixedBound = kHeaderBound + 3 * kV;      // kernel stream count
+constexpr std::size_t kGpuTimeBound = 1 + 7 * kV;                   // flags seq start duration device stream kernel bytes
 constexpr std::size_t kEndBound = 4 * kV;
 static_assert(kAllocBound < 128 && kFreeBound < 128 && kGraphLaunchBound < 128 &&
               kCopyBound < 128 && kMemsetBound < 128 && kSyncBound < 128 &&
-              kIterationMarkBound < 128 && kStreamCreateBound < 128 && kEndBound < 128);
+              kIterationMarkBound < 128 && kStreamCreateBound < 128 && kGpuTimeBound < 128 &&
+              kEndBound < 128);
 
 constexpr std::size_t kMinBufferBytes = 4096;
 
@@ -580,6 +582,36 @@ void TraceWriter::write(const StreamCreateEvent& event) {
 }
 
 #undef MEMTOOL_EVENT_PROLOGUE
+
+void TraceWriter::write(const GpuTimeRecord& record) {
+  Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return;
+  const Impl::Guard lock(w);
+  if (!w.usable()) return;
+  std::uint64_t seq = 0;
+  if (record.joined()) {
+    seq = wire::delta(record.event_seq, w.state.gpu_seq);
+    w.state.gpu_seq = record.event_seq;
+  }
+  const std::uint64_t start = wire::delta(record.start_ns, w.state.gpu_start);
+  w.state.gpu_start = record.start_ns;
+  const std::uint64_t duration = record.end_ns >= record.start_ns ? record.end_ns - record.start_ns : 0;
+  const std::uint64_t kernel = w.string_ref(record.kernel);
+  const auto flags = static_cast<std::uint8_t>(
+      (static_cast<std::uint8_t>(record.kind) & wire::kGpuKindMask) |
+      ((static_cast<std::uint8_t>(record.copy_kind) << wire::kGpuCopyKindShift) & wire::kGpuCopyKindMask) |
+      (record.joined() ? wire::kGpuJoinedFlag : 0));
+  w.emit(Tag::gpu_time, kGpuTimeBound, [&](auto& e) {
+    e.u8(flags);
+    e.varint(seq);
+    e.varint(start);
+    e.varint(duration);
+    e.varint(record.device);
+    e.varint(record.stream);
+    e.varint(kernel);
+    e.varint(record.bytes);
+  });
+}
 
 bool TraceWriter::flush() {
   Impl& w = *impl_;

@@ -34,6 +34,8 @@ class EventSink {
   virtual void write(const trace::SyncEvent& event) = 0;
   virtual void write(const trace::IterationMarkEvent& event) = 0;
   virtual void write(const trace::StreamCreateEvent& event) = 0;
+  // GPU times from the CUPTI tracer (not events). A sink that keeps none ignores them.
+  virtual void write_gpu_time(const trace::GpuTimeRecord& /*record*/) {}
 
   // Ends the trace (end record, flush). Nothing is written afterwards.
   virtual void close() = 0;

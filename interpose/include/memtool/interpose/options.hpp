@@ -14,6 +14,8 @@
 namespace memtool::interpose {
 
 enum class LogLevel : std::uint8_t { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
+// auto: memtool decides (the option says when); on and off: as the user says.
+enum class Toggle : std::uint8_t { automatic, on, off };
 
 template <OptionType T> struct OptionValue;
 template <> struct OptionValue<OptionType::flag> { using type = bool; };
@@ -24,6 +26,7 @@ template <> struct OptionValue<OptionType::log_level> { using type = LogLevel; }
 template <> struct OptionValue<OptionType::path> { using type = std::string; };
 template <> struct OptionValue<OptionType::path_template> { using type = std::string; };
 template <> struct OptionValue<OptionType::regex> { using type = std::string; };
+template <> struct OptionValue<OptionType::toggle> { using type = Toggle; };
 
 struct Options {
 #define MEMTOOL_OPTION(field, NAME, kind, default_value, description) \
@@ -53,5 +56,6 @@ using EnvLookup = std::function<const char*(const char*)>;
 [[nodiscard]] std::string expand_path_template(std::string_view path_template, long pid, const EnvLookup& lookup);
 
 [[nodiscard]] std::string_view to_string(LogLevel level);
+[[nodiscard]] std::string_view to_string(Toggle toggle);
 
 }  // namespace memtool::interpose

@@ -8,7 +8,7 @@
 
 namespace memtool::interpose {
 
-enum class OptionType { flag, count, bytes, strategy, log_level, path, path_template, regex };
+enum class OptionType { flag, count, bytes, strategy, log_level, path, path_template, regex, toggle };
 
 struct OptionInfo {
   std::string_view name;  // MEMTOOL_...
@@ -35,6 +35,7 @@ inline constexpr std::array kOptionTable = {
     case OptionType::path: return "PATH";
     case OptionType::path_template: return "PATH (%p, %r)";
     case OptionType::regex: return "REGEX";
+    case OptionType::toggle: return "auto|on|off";
   }
   return "?";
 }

@@ -102,6 +102,21 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   void on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept;
   void on_iteration_mark() noexcept;
 
+  // --- GPU times (cupti_tracer/) ---
+  // The seq of the launch, copy or memset event this thread recorded last, taken once (the
+  // preload pushes it as CUPTI's external correlation id around the real call); kNoGpuWork
+  // when none was recorded since the last take.
+  static constexpr std::uint64_t kNoGpuWork = ~std::uint64_t{0};
+  [[nodiscard]] static std::uint64_t take_gpu_work_seq() noexcept;
+  // GPU times into the trace. `kernel_names[i]`: CUPTI's name of records[i], interned for
+  // kernels that name no event.
+  void on_gpu_times(std::span<const trace::GpuTimeRecord> records,
+                    std::span<const std::string_view> kernel_names) noexcept;
+  // Told of every iteration mark (explicit or MEMTOOL_ITERATION_KERNEL), under the recorder's
+  // lock: it must return at once (the tracer's flush request).
+  using IterationListener = void (*)(void* context) noexcept;
+  void set_iteration_listener(IterationListener listener, void* context) noexcept;
+
   // Fail-open: stop recording for good (logged once with `reason`).
   void disable(std::string_view reason) noexcept;
   // Ends the trace: no more events, the file is closed. Idempotent.
@@ -161,6 +176,9 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   mutable std::shared_mutex kernels_mutex_;
   std::unordered_map<CUfunction, std::unique_ptr<KernelInfo>> kernels_;
   std::optional<std::regex> iteration_kernel_;
+
+  std::atomic<IterationListener> iteration_listener_{nullptr};
+  void* iteration_listener_context_ = nullptr;
 
   Resolver resolver_ = nullptr;
   std::once_flag queries_once_;

@@ -62,6 +62,38 @@ int fakecuda_stats_write_json(const char* path);
 /* How many times kernel `name` was launched (0 when unknown). */
 unsigned long long fakecuda_kernel_launches(const char* name);
 
+/* Work observer: how a profiler stand-in (tests/fakecupti, a CPU libcupti.so) learns what CUPTI
+ * learns from the real driver — when each kernel, copy and memset was issued and when it really
+ * started and ended on its stream's worker thread. Optional: with no observer installed the
+ * driver pays one atomic load per launch, copy or memset. */
+typedef enum fakecuda_work_kind {
+  FAKECUDA_WORK_KERNEL = 1,
+  FAKECUDA_WORK_COPY = 2,
+  FAKECUDA_WORK_MEMSET = 3
+} fakecuda_work_kind;
+
+typedef struct fakecuda_work {
+  fakecuda_work_kind kind;
+  int copy_kind;                 /* copies: 1 host to device, 2 device to host, 3 device to device, 4 host to host */
+  unsigned long long bytes;      /* copies and memsets */
+  unsigned long long stream_id;  /* the stream's number (1: the legacy default stream) */
+  unsigned long long context_id; /* the context's number */
+  const char* kernel_name;       /* kernels: the kernel's name (valid while its module is loaded) */
+} fakecuda_work;
+
+typedef struct fakecuda_work_observer {
+  /* On the issuing thread, inside the driver call, just before the work is queued. The value it
+   * returns is handed back to `ran`. */
+  unsigned long long (*issued)(const fakecuda_work* work, void* user);
+  /* On the stream's worker thread once the work ran: CLOCK_MONOTONIC nanoseconds. */
+  void (*ran)(unsigned long long tag, unsigned long long start_ns, unsigned long long end_ns, void* user);
+  void* user;
+} fakecuda_work_observer;
+
+/* Installs a copy of *observer for work issued from now on (NULL: none). Work already issued
+ * reports to the observer it was issued with; an observer is never freed. */
+void fakecuda_set_work_observer(const fakecuda_work_observer* observer);
+
 #ifdef __cplusplus
 }
 #endif

@@ -63,6 +63,23 @@ struct BufferRecord {
   [[nodiscard]] bool live_at(std::uint64_t e) const { return alloc_event <= e && e < free_event; }
 };
 
+// One GPU time (from the CUPTI tracer), joined: `event` is the index of the launch, copy or
+// memset it ran for (kNever: it names no event of this trace, or one of another kind). `kernel`:
+// the launch's kernel, or the name CUPTI gave a kernel that names no event.
+struct ModelGpuTime {
+  std::uint64_t event = ~std::uint64_t{0};
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint64_t bytes = 0;
+  StringId kernel;
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;  // CUPTI's stream id
+  GpuWorkKind kind = GpuWorkKind::kernel;
+  CopyKind copy_kind = CopyKind::unknown;
+  [[nodiscard]] bool joined() const { return event != ~std::uint64_t{0}; }
+  [[nodiscard]] std::uint64_t duration_ns() const { return end_ns - start_ns; }
+};
+
 struct ModelStats {
   std::uint64_t allocs = 0;
   std::uint64_t frees = 0;
@@ -76,6 +93,9 @@ struct ModelStats {
   std::uint64_t unknown_frees = 0;        // free of an address no live buffer starts at
   std::uint64_t reused_live_addresses = 0;  // allocation at the base of a still-live buffer
   std::uint64_t unresolved_touches = 0;   // launch pointer inside no live buffer
+  std::uint64_t gpu_times = 0;            // GPU time records
+  std::uint64_t gpu_unjoined = 0;         // of which naming no event (work that bypassed the hooks)
+  std::uint64_t gpu_mismatched = 0;       // naming an unknown seq or an event of another kind
 };
 
 class TraceModel : public EventVisitor {
@@ -98,6 +118,7 @@ class TraceModel : public EventVisitor {
   void on_sync(const SyncEvent& event) override;
   void on_iteration_mark(const IterationMarkEvent& event) override;
   void on_stream_create(const StreamCreateEvent& event) override;
+  void on_gpu_time(const GpuTimeRecord& record) override;
 
   [[nodiscard]] std::size_t event_count() const { return events_.size(); }
   [[nodiscard]] std::span<const ModelEvent> events() const { return events_; }
@@ -109,6 +130,8 @@ class TraceModel : public EventVisitor {
 
   // Buffers a launch/copy/memset touched (launch order of its pointers; copy: dst then src).
   [[nodiscard]] std::span<const BufferId> touched(std::size_t event_index) const;
+  // GPU times in file order (see ModelGpuTime); joined ones name their event by index.
+  [[nodiscard]] std::span<const ModelGpuTime> gpu_times() const { return gpu_times_; }
   // Event indices of iteration marks, in order.
   [[nodiscard]] std::span<const std::uint64_t> marks() const { return marks_; }
 
@@ -125,12 +148,18 @@ class TraceModel : public EventVisitor {
  private:
   ModelEvent& append(EventKind kind, const EventHeader& header, std::uint64_t stream);
   void begin_touch(ModelEvent& event);
+  void note_gpu_work(const EventHeader& header);
 
   std::vector<ModelEvent> events_;
   std::vector<BufferRecord> buffers_;
   std::vector<BufferId> touch_buffers_;     // concatenated touch lists
   std::vector<std::uint64_t> touch_begin_;  // per touching event: start in touch_buffers_
   std::vector<std::uint64_t> marks_;
+  std::vector<ModelGpuTime> gpu_times_;
+  // (seq, event index) of every launch, graph launch, copy and memset: GPU times name events by
+  // seq. Sorted while seqs arrive in order (a recorder's trace); sorted on demand otherwise.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> gpu_work_seqs_;
+  bool gpu_work_sorted_ = true;
   std::map<std::uint64_t, BufferId> live_;  // base address → live buffer (interval index)
   std::unordered_map<std::uint32_t, std::string> strings_;
   std::unordered_map<std::uint32_t, std::vector<StackFrame>> stacks_;

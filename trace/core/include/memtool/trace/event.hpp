@@ -116,6 +116,30 @@ struct StreamCreateEvent {
   std::int32_t priority = 0;
 };
 
+// What the CUPTI tracer (cupti_tracer/) saw run on the GPU.
+enum class GpuWorkKind : std::uint8_t { kernel = 0, copy = 1, memset = 2 };
+
+// When one kernel, copy or memset ran on the GPU, in the trace's clock (the events' host
+// CLOCK_MONOTONIC nanoseconds), joined to the launch/copy/memset event it ran for by that
+// event's seq. Not an event (no header): it is written when the tracer's activity buffers come
+// back, after the event it belongs to. A record with no event is work CUPTI saw that no hook
+// recorded (it bypassed memtool); CUPTI's kernel name then says what it was.
+struct GpuTimeRecord {
+  static constexpr std::uint64_t kNoEvent = ~std::uint64_t{0};
+  GpuWorkKind kind = GpuWorkKind::kernel;
+  std::uint64_t event_seq = kNoEvent;  // seq of the event it ran for; kNoEvent: none recorded
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;  // >= start_ns
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;  // CUPTI's stream id (a small number per stream, not the handle)
+  StringId kernel;           // kernels with no event: the name CUPTI gave
+  std::uint64_t bytes = 0;   // copies and memsets, as CUPTI counted them
+  CopyKind copy_kind = CopyKind::unknown;  // copies
+
+  [[nodiscard]] bool joined() const { return event_seq != kNoEvent; }
+  [[nodiscard]] std::uint64_t duration_ns() const { return end_ns - start_ns; }
+};
+
 // One frame of an allocation call stack: a raw instruction pointer (symbolised offline) or,
 // for importers, an already symbolic frame. Unknown parts are invalid / zero.
 struct StackFrame {
@@ -156,11 +180,14 @@ class EventVisitor {
   virtual void on_sync(const SyncEvent& /*event*/) {}
   virtual void on_iteration_mark(const IterationMarkEvent& /*event*/) {}
   virtual void on_stream_create(const StreamCreateEvent& /*event*/) {}
+  // GPU times arrive after the events they refer to.
+  virtual void on_gpu_time(const GpuTimeRecord& /*record*/) {}
 };
 
 [[nodiscard]] std::string_view to_string(EventKind kind);
 [[nodiscard]] std::string_view to_string(MemoryKind kind);
 [[nodiscard]] std::string_view to_string(CopyKind kind);
 [[nodiscard]] std::string_view to_string(SyncKind kind);
+[[nodiscard]] std::string_view to_string(GpuWorkKind kind);
 
 }  // namespace memtool::trace

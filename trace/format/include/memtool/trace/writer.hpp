@@ -61,6 +61,7 @@ class TraceWriter {
   void write(const SyncEvent& event);
   void write(const IterationMarkEvent& event);
   void write(const StreamCreateEvent& event);
+  void write(const GpuTimeRecord& record);  // not an event: counted as a record only
 
   // Pushes buffered records to the file (write(2)); false on an I/O error.
   bool flush();
