@@ -4,9 +4,12 @@
 // Any problem in here leaves the library in pass-through: the program runs as without us.
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -43,9 +46,26 @@ void child_after_fork() {
 void finish_pool() {
   const pool::Summary summary = g_pool->finish();
   Log::write(LogLevel::info, "{}", pool::summary_line(summary));
-  if (g_summary_path != nullptr && !pool::write_summary_file(summary, *g_summary_path)) {
-    Log::write(LogLevel::error, "cannot write the pool summary to {}", *g_summary_path);
+  if (g_summary_path == nullptr) return;
+  struct stat st {};
+  if (::stat(g_summary_path->c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {  // a FIFO would block the exit
+    Log::write(LogLevel::error, "cannot write the pool summary to {}: not a regular file", *g_summary_path);
+    return;
   }
+  errno = 0;
+  if (!pool::write_summary_file(summary, *g_summary_path)) {
+    Log::write(LogLevel::error, "cannot write the pool summary to {}: {}", *g_summary_path,
+               errno != 0 ? std::strerror(errno) : "write failed");
+  }
+}
+
+// Whether two paths name one file (the same path, or the same inode once both exist).
+bool same_file(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  struct stat sa {};
+  struct stat sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
 }
 
 void at_exit() {
@@ -97,8 +117,14 @@ State decide() {
   const Options& options = parsed.options;
   Log::set_level(parsed.errors.empty() ? options.log : LogLevel::warn);
   if (!options.log_file.empty()) {
-    g_log_fd = ::open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (g_log_fd >= 0) Log::set_fd(g_log_fd);
+    std::string problem;
+    g_log_fd = Log::open_file(options.log_file, &problem);
+    if (g_log_fd >= 0) {
+      Log::set_fd(g_log_fd);
+    } else {
+      Log::write(LogLevel::error, "MEMTOOL_LOG_FILE={}: {}; memtool's messages go to stderr", options.log_file,
+                 problem);
+    }
   }
   for (const std::string& warning : parsed.warnings) Log::write(LogLevel::warn, "{}", warning);
   if (!parsed.errors.empty()) {
@@ -118,6 +144,9 @@ State decide() {
     if (!options.summary.empty()) {
       g_summary_path = new std::string(expand_path_template(options.summary, static_cast<long>(getpid()), lookup));
     }
+  } else if (!options.summary.empty()) {
+    Log::write(LogLevel::warn, "MEMTOOL_SUMMARY is written in pool mode only (MEMTOOL_STRATEGY=pool): ignored in {} mode",
+               to_string(options.strategy));
   }
 
   std::unique_ptr<EventSink> sink;
@@ -134,8 +163,15 @@ State decide() {
     sink->metadata("strategy", std::string(to_string(options.strategy)));
     sink->metadata("cuda_header_version", std::to_string(CUDA_VERSION));
     Log::write(LogLevel::info, "recording to {}", path);
+    if (g_summary_path != nullptr && same_file(*g_summary_path, path)) {
+      Log::write(LogLevel::error, "MEMTOOL_SUMMARY and MEMTOOL_TRACE name the same file {}: it holds the trace; "
+                                  "the pool summary is not written", path);
+      g_summary_path = nullptr;
+    }
   }
+  EventSink* const flushed = sink.get();
   g_recorder = new Recorder(options, std::move(sink));  // never deleted: hooks may run during exit
+  if (flushed != nullptr) start_trace_flushing(flushed);  // a killed run keeps its trace
   g_recorder->set_driver_resolver(resolve_driver_query);
   g_pool = pool;
   pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);

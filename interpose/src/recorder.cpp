@@ -11,6 +11,7 @@
 #include <exception>
 
 #include "detection_worker.hpp"
+#include "kernel_name_matcher.hpp"
 #include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/log.hpp"
 #include "memtool/trace/signature.hpp"
@@ -112,7 +113,10 @@ Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink)
       options_(options),
       id_(g_next_recorder_id.fetch_add(1, std::memory_order_relaxed)) {
   if (!options_.iteration_kernel.empty()) {
-    iteration_kernel_.emplace(options_.iteration_kernel, std::regex::ECMAScript | std::regex::optimize);
+    // Validated with the options; a pattern that does not compile here marks nothing.
+    if (auto matcher = KernelNameMatcher::compile(options_.iteration_kernel, nullptr)) {
+      iteration_kernel_ = std::make_unique<const KernelNameMatcher>(std::move(*matcher));
+    }
   }
   detection_ = std::make_unique<DetectionWorker>();
 }
@@ -208,6 +212,16 @@ void Recorder::on_free(std::uint64_t address, trace::MemoryKind kind, std::uint6
     std::lock_guard lock(emit_mutex_);
     const auto buffer = index_.erase(address);
     if (closed_.load(std::memory_order_relaxed)) return;
+    if (!buffer) {  // a double, interior or wild free: the driver refuses it, nothing is freed
+      trace::FailedFreeEvent failed;
+      failed.address = address;
+      failed.kind = kind;
+      failed.stream = trace::StreamHandle{stream};
+      failed.reason = index_.find(address) != nullptr ? trace::FailedFreeReason::interior
+                                                      : trace::FailedFreeReason::not_allocated;
+      emit_locked(failed, std::nullopt);
+      return;
+    }
     trace::FreeEvent event;
     event.address = address;
     event.kind = buffer ? buffer->kind : kind;
@@ -276,7 +290,7 @@ std::unique_ptr<Recorder::KernelInfo> Recorder::describe_kernel(CUfunction funct
   }
   info->name = name != nullptr ? std::string(name)
                                : fmt::format("kernel@{:#x}", reinterpret_cast<std::uintptr_t>(function));
-  info->marks_iteration = iteration_kernel_ && std::regex_search(info->name, *iteration_kernel_);
+  info->marks_iteration = iteration_kernel_ && iteration_kernel_->matches(info->name);  // once per kernel
   return info;
 }
 

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 
 namespace memtool::cli {
 namespace {
@@ -31,12 +30,16 @@ class ProgressPrinter {
 }  // namespace
 
 LoadedModel load_model(const std::string& path, const LoadModelOptions& options) {
+  const trace::MappedFile input(path);
+  return load_model(input, path, options);
+}
+
+LoadedModel load_model(const trace::MappedFile& input, const std::string& path, const LoadModelOptions& options) {
   LoadedModel loaded;
   loaded.path = path;
 
-  std::error_code ec;
-  const auto file_size = std::filesystem::file_size(path, ec);
-  const bool show_progress = options.progress && !ec && file_size >= kProgressThresholdBytes;
+  const std::uint64_t file_size = input.bytes().size();
+  const bool show_progress = options.progress && file_size >= kProgressThresholdBytes;
 
   trace::LoadOptions load_options;
   load_options.snapshot.device = options.device;
@@ -44,9 +47,9 @@ LoadedModel load_model(const std::string& path, const LoadModelOptions& options)
     load_options.trace.progress = ProgressPrinter(path);
     load_options.snapshot.progress = ProgressPrinter(path);
   }
-  if (!ec) loaded.model.reserve(file_size / 16, file_size / 64);
+  loaded.model.reserve(file_size / 16, file_size / 64);
 
-  loaded.summary = trace::load_events(path, loaded.model, load_options);
+  loaded.summary = trace::load_events(input, path, loaded.model, load_options);
   if (loaded.summary.truncated) {
     const auto& t = *loaded.summary.trace;
     fmt::print(stderr,

@@ -2,7 +2,12 @@
 // pointers to buffers through an ordered map of live buffers keyed by base address.
 #include "memtool/trace/model.hpp"
 
+#include <fmt/format.h>
+
 #include <limits>
+
+#include "memtool/trace/input_error.hpp"
+#include "memtool/trace/limits.hpp"
 
 namespace memtool::trace {
 
@@ -51,6 +56,15 @@ BufferId TraceModel::live_buffer_at(std::uint64_t address) const {
 
 void TraceModel::on_alloc(const AllocEvent& event) {
   const std::uint64_t index = events_.size();
+  const auto reused = live_.find(event.address);
+  // Every sum of live bytes later (curves, peaks, lower bounds) stays far from wrapping.
+  const std::uint64_t live_before = live_bytes_ - (reused != live_.end() ? buffers_[reused->second.value()].size : 0);
+  if (event.size > kMaxAccountedBytes - live_before) {
+    throw EventRejected(fmt::format("allocation of {} bytes with {} bytes live takes the live bytes over 2^62, "
+                                    "more than memtool accounts for",
+                                    event.size, live_before));
+  }
+  live_bytes_ = live_before + event.size;
   ModelEvent& e = append(EventKind::alloc, event.header, event.stream.value());
   e.bytes = event.size;
   e.memory = event.kind;
@@ -88,8 +102,11 @@ void TraceModel::on_free(const FreeEvent& event) {
   BufferRecord& b = buffers_[it->second.value()];
   e.bytes = b.size;
   b.free_event = index;
+  live_bytes_ -= b.size;
   live_.erase(it);
 }
+
+void TraceModel::on_failed_free(const FailedFreeEvent& /*event*/) { ++stats_.failed_frees; }
 
 void TraceModel::on_launch(const LaunchEvent& event) {
   ModelEvent& e = append(EventKind::launch, event.header, event.stream.value());

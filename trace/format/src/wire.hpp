@@ -36,6 +36,9 @@ enum class Tag : std::uint8_t {
   sync = 0x16,
   iteration_mark = 0x17,
   stream_create = 0x18,
+  // Diagnostic records (0x20-): not events; they neither read nor change the running state
+  // beyond what their own fields say, and a reader that does not know them skips them.
+  failed_free = 0x20,
   end = 0x7f,
 };
 

@@ -13,7 +13,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -30,6 +29,7 @@
 namespace memtool::interpose {
 
 class DetectionWorker;
+class KernelNameMatcher;
 
 // The driver's introspection functions the recorder calls itself (never hooked). In the
 // preload they come from the real driver; unit tests pass fakes.
@@ -152,7 +152,7 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   // Kernel layouts and names, one entry per CUfunction, built at its first launch.
   mutable std::shared_mutex kernels_mutex_;
   std::unordered_map<CUfunction, std::unique_ptr<KernelInfo>> kernels_;
-  std::optional<std::regex> iteration_kernel_;
+  std::unique_ptr<const KernelNameMatcher> iteration_kernel_;  // MEMTOOL_ITERATION_KERNEL (linear time)
 
   Resolver resolver_ = nullptr;
   std::once_flag queries_once_;
