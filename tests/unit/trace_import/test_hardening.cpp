@@ -11,6 +11,8 @@
 
 #include "memtool/trace/input.hpp"
 #include "memtool/trace/input_error.hpp"
+#include "memtool/trace/iterations.hpp"
+#include "memtool/trace/lifetimes.hpp"
 #include "memtool/trace/limits.hpp"
 #include "memtool/trace/model.hpp"
 #include "memtool/trace/problem_csv.hpp"
@@ -126,4 +128,22 @@ TEST_CASE("hardening: error lines stay one short line", "[hardening]") {
   CHECK_THAT(forged.message(), Catch::Contains("alloc\\x0amemtool"));
   const InputError long_message(std::string(1000, 'f'), 0, std::string(100000, 'm'));
   CHECK(std::string(long_message.what()).size() < 1000);
+}
+
+TEST_CASE("hardening: an iteration too large to plan names the allocation that makes it so", "[hardening]") {
+  TraceModel model;
+  for (std::uint64_t i = 0; i < 2; ++i) {  // one buffer of 2^62 at a time: live bytes fine, their sum not
+    model.on_alloc(AllocEvent{{2 * i, 0, ThreadId{1}}, 0x1000, kMaxAccountedBytes, MemoryKind::device, StreamHandle{0}, {}});
+    model.on_free(FreeEvent{{2 * i + 1, 0, ThreadId{1}}, 0x1000, MemoryKind::device, StreamHandle{0}});
+  }
+  Iterations iterations;
+  iterations.source = IterationSource::marks;
+  iterations.spans.push_back(IterationSpan{0, 4});
+  try {
+    (void)to_problem(model, iterations, 0, 512);
+    FAIL("planned");
+  } catch (const EventRejected& rejected) {
+    CHECK(rejected.event() == 2);
+    CHECK_THAT(rejected.what(), Catch::Contains("over 2^62 bytes in all"));
+  }
 }

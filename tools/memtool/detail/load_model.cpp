@@ -52,10 +52,17 @@ LoadedModel load_model(const trace::MappedFile& input, const std::string& path, 
   loaded.summary = trace::load_events(input, path, loaded.model, load_options);
   if (loaded.summary.truncated) {
     const auto& t = *loaded.summary.trace;
-    fmt::print(stderr,
-               "memtool: warning: {}: the trace ends inside a record at byte {} (the writer "
-               "stopped early); using its {} complete records\n",
-               path, t.bytes_read, t.records);
+    if (t.torn_bytes > 0) {
+      fmt::print(stderr,
+                 "memtool: warning: {}: the trace ends inside a record at byte {} (the writer "
+                 "stopped early); using its {} complete records\n",
+                 path, t.bytes_read, t.records);
+    } else {
+      fmt::print(stderr,
+                 "memtool: warning: {}: the trace has no end record (the program was killed, or is still "
+                 "running); using its {} records\n",
+                 path, t.records);
+    }
   }
   if (show_progress) fmt::print(stderr, "memtool: {}: {} events read; finding iterations\n", path, loaded.model.event_count());
 
