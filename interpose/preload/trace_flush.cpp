@@ -87,6 +87,7 @@ void start_trace_flushing(EventSink* sink) noexcept {
   const int created = pthread_create(&thread, &attributes, flush_periodically, nullptr);
   pthread_attr_destroy(&attributes);
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  if (created == 0) (void)pthread_setname_np(thread, "memtool-flush");
   if (created != 0) {
     Log::write(LogLevel::warn, "cannot start the trace flush thread: a killed run keeps what a signal handler flushes");
   }

@@ -175,6 +175,18 @@ TEST_CASE("hardening: misconfigurations are said once, with the reason", "[integ
     CHECK(lines_with(r.err, "name the same file") == 1);
     CHECK(load(both)->read.clean_end);  // the trace, whole
   }
+  SECTION("a pool summary that cannot be written says why, and a FIFO is not waited on") {
+    const std::string fifo = dir + "/summary.fifo";
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    for (const std::string& summary : {dir + "/no/such/dir/s.json", fifo}) {
+      const Outcome r = run_client({MLP_TRAIN}, {{"MEMTOOL_STRATEGY", "pool"}, {"MEMTOOL_SUMMARY", summary}}, dir + "/e");
+      INFO(r.err);
+      CHECK(r.status == 0);
+      CHECK(lines_with(r.err, "cannot write the pool summary") == 1);
+      CHECK((r.err.find("No such file or directory") != std::string::npos ||
+             r.err.find("not a regular file") != std::string::npos));
+    }
+  }
   SECTION("a trace that cannot be written says why") {
     // 8 KiB of file size: the trace of mlp_train is larger, so write(2) fails with EFBIG.
     const Outcome r = run_client({"/bin/sh", "-c", std::string("trap '' XFSZ; ulimit -f 8; exec ") + MLP_TRAIN},
