@@ -100,13 +100,7 @@ class TraceWriterSink final : public EventSink {
   void write(const trace::FailedFreeEvent& event) override { locked_write(event); }
 
   void flush() override {
-    Failure failure;
-    {
-      const Locked locked(lock_);
-      writer_->flush();
-      failure = failure_locked();
-    }
-    report(failure);
+    then_report([this] { writer_->flush(); });
   }
   void flush_from_signal() noexcept override {
     if (!lock_.try_lock_for(kSignalWaitMs)) return;  // the timer flushed at most a second ago
@@ -115,13 +109,7 @@ class TraceWriterSink final : public EventSink {
   }
 
   void close() override {
-    Failure failure;
-    {
-      const Locked locked(lock_);
-      writer_->close();
-      failure = failure_locked();
-    }
-    report(failure);
+    then_report([this] { writer_->close(); });
   }
   void abandon_after_fork() override {
     lock_.reset();
@@ -139,18 +127,23 @@ class TraceWriterSink final : public EventSink {
     writer_->write(event);
   }
 
-  struct Failure {
+  // Runs `step` (a flush or the close) under the lock, then says once, outside it, if writing
+  // failed: the trace stops there (what reached the file reads as a truncated trace).
+  template <class Step>
+  void then_report(const Step& step) {
     bool failed = false;
     int error = 0;
     std::uint64_t bytes = 0;
-  };
-  Failure failure_locked() const { return {writer_->failed(), writer_->error_number(), writer_->bytes_written()}; }
-
-  // Once: the trace stops where writing failed (what reached the file reads as a truncated trace).
-  void report(const Failure& failure) {
-    if (!failure.failed || failure_reported_.exchange(true)) return;
+    {
+      const Locked locked(lock_);
+      step();
+      failed = writer_->failed();
+      error = writer_->error_number();
+      bytes = writer_->bytes_written();
+    }
+    if (!failed || failure_reported_.exchange(true)) return;
     Log::write(LogLevel::error, "writing the trace {} failed ({}): it ends after {} bytes; the program runs on",
-               path_, std::strerror(failure.error), failure.bytes);
+               path_, std::strerror(error), bytes);
   }
 
   std::string path_;

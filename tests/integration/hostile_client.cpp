@@ -6,22 +6,13 @@
 //   hostile_client ignore    ignores SIGTERM first, is sent it, then frees the rest: exits 0
 //   hostile_client kill      allocations, 2.5 s of sleep, then SIGKILL (no handler can run)
 //   hostile_client frees     a good free, a double free, an interior free and a wild free
-#include <cuda.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <csignal>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
-#define CHECK_CU(call)                                                             \
-  do {                                                                             \
-    if (CUresult r = (call); r != CUDA_SUCCESS) {                                  \
-      std::fprintf(stderr, "%s failed with %d\n", #call, static_cast<int>(r));     \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (0)
+#include "client_driver.hpp"
 
 namespace {
 
@@ -31,22 +22,13 @@ void handled(int) {
   _exit(3);
 }
 
-void start() {
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  CHECK_CU(cuInit(0));
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (std::strcmp(mode, "handler") == 0) std::signal(SIGTERM, handled);  // before the first driver call
   if (std::strcmp(mode, "ignore") == 0) std::signal(SIGTERM, SIG_IGN);
-  start();
+  start_driver();
   if (std::strcmp(mode, "frees") == 0) {
     CUdeviceptr a = 0;
     CUdeviceptr b = 0;
