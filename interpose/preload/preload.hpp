@@ -42,9 +42,10 @@ inline thread_local bool t_in_hook __attribute__((tls_model("initial-exec"))) = 
 Recorder* initialise() noexcept;  // the slow path of active_recorder()
 
 // --- trace_flush.cpp ---
-// Flushes `sink` about once a second from a thread of ours, and on SIGTERM, SIGINT and SIGHUP
-// before their previous handler (or default action) runs. `sink` is never deleted.
-void start_trace_flushing(EventSink* sink) noexcept;
+// Flushes `recorder`'s trace about once a second from a thread of ours, and on SIGTERM, SIGINT
+// and SIGHUP before their previous handler (or default action) runs. Never deleted.
+void start_trace_flushing(Recorder* recorder) noexcept;
+void trace_flushing_after_fork_in_child() noexcept;
 
 // The recorder if this call should be handled, else nullptr. The common case is one load
 // and one compare. In pool mode the recorder is returned even once it stopped (at exit, or

@@ -37,6 +37,7 @@ void* resolve_driver_query(const char* name) { return driver_symbol(name); }
 void prepare_fork() { g_recorder->before_fork(); }
 void parent_after_fork() { g_recorder->after_fork_in_parent(); }
 void child_after_fork() {
+  trace_flushing_after_fork_in_child();
   g_recorder->after_fork_in_child();
   g_state.store(State::pass_through, std::memory_order_release);
 }
@@ -169,9 +170,9 @@ State decide() {
       g_summary_path = nullptr;
     }
   }
-  EventSink* const flushed = sink.get();
+  const bool tracing = sink != nullptr;
   g_recorder = new Recorder(options, std::move(sink));  // never deleted: hooks may run during exit
-  if (flushed != nullptr) start_trace_flushing(flushed);  // a killed run keeps its trace
+  if (tracing) start_trace_flushing(g_recorder);  // a killed run keeps its trace
   g_recorder->set_driver_resolver(resolve_driver_query);
   g_pool = pool;
   pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);

@@ -1,17 +1,23 @@
 // Keeping the trace of a run that is killed. The trace goes out through a 1 MiB buffer, so a
 // run stopped by SIGTERM (`timeout`, a batch scheduler), SIGINT (Ctrl-C) or SIGHUP used to lose
-// everything since the last full buffer — a short run, all of it. Two things keep it:
-//   - a thread of ours flushes the buffer about once a second, so even SIGKILL loses at most
-//     the last second;
-//   - handlers for those three signals flush, then hand the signal on: to the handler the
-//     program had installed (chained), or to the default action, which ends the process as it
-//     would have without us. A program that ignores the signal still ignores it.
-// The handlers are async-signal-safe: flush_from_signal takes no lock it could wait on for
-// long and writes with write(2); errno is preserved.
+// everything since the last full buffer — a short run, all of it. Now:
+//   - a thread of ours flushes the buffer about once a second (Recorder::flush_trace, under the
+//     recorder's own lock, so recording pays nothing for it): SIGKILL loses at most a second;
+//   - handlers for those three signals ask that thread for a flush at once and wait for it (a
+//     bounded wait), then hand the signal on: to the handler the program had installed
+//     (chained), or to the default action, which ends the process as it would have without
+//     us. A program that ignores the signal still ignores it.
+// The handlers are async-signal-safe: a write(2) to a pipe, atomics and nanosleep. They take no
+// lock: if the thread they interrupted holds the recorder's, the flush thread waits for it and
+// the handler gives up after kSignalWaitMs, keeping what the timer flushed.
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <iterator>
 
@@ -22,9 +28,15 @@ namespace memtool::interpose::preload {
 namespace {
 
 constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP};
-constexpr time_t kFlushPeriodSeconds = 1;
+constexpr int kFlushPeriodMs = 1000;
+constexpr unsigned kSignalWaitMs = 200;
 
-EventSink* g_flush_sink = nullptr;  // set before the thread and the handlers start; never deleted
+Recorder* g_flushed = nullptr;  // set before the thread and the handlers start; never deleted
+int g_wake[2] = {-1, -1};       // a pipe: a handler's byte wakes the flush thread at once
+// Tickets: a handler takes one, the thread marks the highest it served once its flush is done.
+std::atomic<unsigned> g_requested{0};
+std::atomic<unsigned> g_served{0};
+std::atomic<bool> g_thread_running{false};  // false in a forked child: nobody would answer
 struct sigaction g_previous[std::size(kStopSignals)];
 
 void hand_on(int signal, siginfo_t* info, void* context) {
@@ -51,29 +63,43 @@ void hand_on(int signal, siginfo_t* info, void* context) {
 
 void on_stop_signal(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  g_flush_sink->flush_from_signal();
+  if (g_thread_running.load(std::memory_order_acquire)) {
+    const unsigned ticket = g_requested.fetch_add(1, std::memory_order_acq_rel) + 1;
+    const char wake = 1;
+    (void)!write(g_wake[1], &wake, 1);  // full pipe (EAGAIN): a wake-up is pending anyway
+    for (unsigned waited = 0; waited < kSignalWaitMs; ++waited) {
+      if (static_cast<int>(g_served.load(std::memory_order_acquire) - ticket) >= 0) break;
+      const timespec pause{0, 1000000};
+      nanosleep(&pause, nullptr);
+    }
+  }
   errno = saved_errno;
   hand_on(signal, info, context);
 }
 
 void* flush_periodically(void* /*unused*/) {
   for (;;) {
-    timespec left{kFlushPeriodSeconds, 0};
-    while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+    pollfd wake{g_wake[0], POLLIN, 0};
+    if (poll(&wake, 1, kFlushPeriodMs) > 0) {
+      char drained[64];
+      while (read(g_wake[0], drained, sizeof drained) > 0) {
+      }
     }
-    try {
-      g_flush_sink->flush();  // after the trace is closed: nothing to do
-    } catch (...) {
-      MEMTOOL_LOG_ONCE(LogLevel::error, "flushing the trace failed; it is written when its buffer fills");
-    }
+    const unsigned asked = g_requested.load(std::memory_order_acquire);
+    g_flushed->flush_trace();  // after the trace is closed: nothing to do
+    g_served.store(asked, std::memory_order_release);
   }
   return nullptr;
 }
 
 }  // namespace
 
-void start_trace_flushing(EventSink* sink) noexcept {
-  g_flush_sink = sink;
+void start_trace_flushing(Recorder* recorder) noexcept {
+  g_flushed = recorder;
+  if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+    Log::write(LogLevel::warn, "cannot start the trace flush thread (pipe): the trace is written when its buffer fills");
+    return;
+  }
   // The thread takes no signal of the program's: they go to the program's own threads.
   sigset_t all;
   sigset_t before;
@@ -87,10 +113,12 @@ void start_trace_flushing(EventSink* sink) noexcept {
   const int created = pthread_create(&thread, &attributes, flush_periodically, nullptr);
   pthread_attr_destroy(&attributes);
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  if (created == 0) (void)pthread_setname_np(thread, "memtool-flush");
   if (created != 0) {
-    Log::write(LogLevel::warn, "cannot start the trace flush thread: a killed run keeps what a signal handler flushes");
+    Log::write(LogLevel::warn, "cannot start the trace flush thread: the trace is written when its buffer fills");
+    return;
   }
+  (void)pthread_setname_np(thread, "memtool-flush");
+  g_thread_running.store(true, std::memory_order_release);
 
   for (std::size_t slot = 0; slot < std::size(kStopSignals); ++slot) {
     struct sigaction ours {};
@@ -102,6 +130,11 @@ void start_trace_flushing(EventSink* sink) noexcept {
                  kStopSignals[slot]);
     }
   }
+}
+
+void trace_flushing_after_fork_in_child() noexcept {
+  // The thread did not come along; the handlers stay (they chain) but wait for nobody.
+  g_thread_running.store(false, std::memory_order_release);
 }
 
 }  // namespace memtool::interpose::preload

@@ -148,6 +148,15 @@ void Recorder::disable(std::string_view reason) noexcept {
   }
 }
 
+void Recorder::flush_trace() noexcept {
+  try {
+    std::lock_guard lock(emit_mutex_);
+    if (sink_ && !closed_.load(std::memory_order_relaxed)) sink_->flush();
+  } catch (...) {
+    // A later flush, or the buffer filling, writes it.
+  }
+}
+
 // --- emission --------------------------------------------------------------------------------
 
 void Recorder::stamp_locked(trace::EventHeader& header) {

@@ -1,8 +1,7 @@
 // Where the recorder's events go: the trace file (TraceWriterSink, over trace::TraceWriter)
-// or, in unit tests, a collector. The recorder serialises every call into its sink, so a sink
-// need not be thread-safe — except flush() and flush_from_signal(), which come from elsewhere
-// (the preload's flush timer, a signal handler) while the recorder writes: a sink that buffers
-// serialises those itself.
+// or, in unit tests, a collector. The recorder serialises every call into its sink (flush()
+// included, which the preload's flush thread makes through Recorder::flush_trace), so a sink
+// need not be thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -38,12 +37,9 @@ class EventSink {
   virtual void write(const trace::StreamCreateEvent& event) = 0;
   virtual void write(const trace::FailedFreeEvent& /*event*/) {}
 
-  // Pushes buffered records to the file, so a run killed later keeps them (called about once a
-  // second from a thread of the preload library). Says once, with the reason, when writing failed.
+  // Pushes buffered records to the file, so a run killed later keeps them (about once a second,
+  // and on the stop signals). Says once, with the reason, when writing failed.
   virtual void flush() {}
-  // The same from a signal handler: async-signal-safe, and it gives up after a short wait
-  // rather than block (the interrupted thread may be inside the sink).
-  virtual void flush_from_signal() noexcept {}
 
   // Ends the trace (end record, flush). Nothing is written afterwards.
   virtual void close() = 0;

@@ -99,6 +99,10 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
 
   // Fail-open: stop recording for good (logged once with `reason`).
   void disable(std::string_view reason) noexcept;
+  // Pushes the trace's buffered records to its file, under the lock every sink call takes (the
+  // preload's flush thread: once a second and on SIGTERM/SIGINT/SIGHUP, so a killed run keeps
+  // its trace). A no-op without a trace or once it is closed.
+  void flush_trace() noexcept;
   // Ends the trace: no more events, the file is closed. Idempotent.
   void shutdown() noexcept;
   // fork(): hold the recorder still around the fork; the child then forgets the trace.
