@@ -51,6 +51,12 @@ Recorder* initialise() noexcept;  // the slow path of active_recorder()
 // never deleted; nullptr without a tracer. Keyed by event seq (cupti_tracer/README.md).
 extern cupti::GpuTimeStore* g_gpu_times;
 
+// --- trace_flush.cpp ---
+// Flushes `recorder`'s trace about once a second from a thread of ours, and on SIGTERM, SIGINT
+// and SIGHUP before their previous handler (or default action) runs. Never deleted.
+void start_trace_flushing(Recorder* recorder) noexcept;
+void trace_flushing_after_fork_in_child() noexcept;
+
 // The recorder if this call should be handled, else nullptr. The common case is one load
 // and one compare.
 inline Recorder* active_recorder() noexcept {

@@ -4,9 +4,12 @@
 // Any problem in here leaves the library in pass-through: the program runs as without us.
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -111,6 +114,7 @@ void prepare_fork() { g_recorder->before_fork(); }
 void parent_after_fork() { g_recorder->after_fork_in_parent(); }
 void child_after_fork() {
   tracer_after_fork_in_child();
+  trace_flushing_after_fork_in_child();
   g_recorder->after_fork_in_child();
   g_state.store(State::pass_through, std::memory_order_release);
 }
@@ -118,6 +122,15 @@ void child_after_fork() {
 // The engine's messages go to memtool's log (the engine has no logging of its own).
 void engine_log(engine::LogLevel level, std::string_view line) {
   Log::write(static_cast<LogLevel>(static_cast<int>(level)), "{}", line);
+}
+
+// Whether two paths name one file (the same path, or the same inode once both exist).
+bool same_file(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  struct stat sa {};
+  struct stat sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
 }
 
 // At exit: the strategies stop (no driver call: by the time exit handlers run, the calling
@@ -144,8 +157,16 @@ void at_exit() {
              stats.period ? fmt::format(", {} events per iteration", *stats.period) : std::string(),
              static_cast<double>(stats.detection_cpu_ns) / 1e6);
   Log::write(LogLevel::info, "{}", engine::summary_line(summary));
-  if (g_summary_path != nullptr && !engine::write_summary_file(summary, *g_summary_path)) {
-    Log::write(LogLevel::error, "cannot write the summary to {}", *g_summary_path);
+  if (g_summary_path == nullptr) return;
+  struct stat st {};
+  if (::stat(g_summary_path->c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {  // a FIFO would block the exit
+    Log::write(LogLevel::error, "cannot write the summary to {}: not a regular file", *g_summary_path);
+    return;
+  }
+  errno = 0;
+  if (!engine::write_summary_file(summary, *g_summary_path)) {
+    Log::write(LogLevel::error, "cannot write the summary to {}: {}", *g_summary_path,
+               errno != 0 ? std::strerror(errno) : "write failed");
   }
 }
 
@@ -170,8 +191,14 @@ State decide() {
   const Options& options = parsed.options;
   Log::set_level(parsed.errors.empty() ? options.log : LogLevel::warn);
   if (!options.log_file.empty()) {
-    g_log_fd = ::open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (g_log_fd >= 0) Log::set_fd(g_log_fd);
+    std::string problem;
+    g_log_fd = Log::open_file(options.log_file, &problem);
+    if (g_log_fd >= 0) {
+      Log::set_fd(g_log_fd);
+    } else {
+      Log::write(LogLevel::error, "MEMTOOL_LOG_FILE={}: {}; memtool's messages go to stderr", options.log_file,
+                 problem);
+    }
   }
   for (const std::string& warning : parsed.warnings) Log::write(LogLevel::warn, "{}", warning);
   if (!parsed.errors.empty()) {
@@ -224,9 +251,16 @@ State decide() {
     sink->metadata("strategy", options.strategy);
     sink->metadata("cuda_header_version", std::to_string(CUDA_VERSION));
     Log::write(LogLevel::info, "recording to {}", path);
+    if (g_summary_path != nullptr && same_file(*g_summary_path, path)) {
+      Log::write(LogLevel::error, "MEMTOOL_SUMMARY and MEMTOOL_TRACE name the same file {}: it holds the trace; "
+                                  "the summary is not written", path);
+      g_summary_path = nullptr;
+    }
   }
   // Never deleted: hooks may run during exit.
+  const bool tracing = sink != nullptr;
   g_recorder = new Recorder(options, std::move(sink), observer);
+  if (tracing) start_trace_flushing(g_recorder);  // a killed run keeps its trace
   g_recorder->set_driver_resolver(resolve_driver_query);
   auto* device = new DriverDevice(functions);
   g_runtimes = new ContextRuntimes(strategy_options, *device, g_recorder->observer(),

@@ -1,9 +1,12 @@
 // Log sink: "memtool[pid]: level: message\n" in one write(2).
 #include "memtool/interpose/log.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 namespace memtool::interpose {
 
@@ -27,6 +30,28 @@ void Log::emit(LogLevel level, std::string_view message) noexcept {
     done += static_cast<std::size_t>(n);
   }
   errno = saved_errno;
+}
+
+int Log::open_file(const std::string& path, std::string* error) noexcept {
+  const int saved_errno = errno;
+  auto refuse = [&](const char* why) {
+    try {
+      *error = why;
+    } catch (...) {
+    }
+    errno = saved_errno;
+    return -1;
+  };
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd < 0) return refuse(errno == ENXIO ? "a FIFO nobody reads, not a regular file" : std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return refuse("not a regular file (a FIFO, a device or a directory)");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  errno = saved_errno;
+  return fd;
 }
 
 }  // namespace memtool::interpose

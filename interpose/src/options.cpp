@@ -8,7 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <regex>
+
+#include "kernel_name_matcher.hpp"
 
 namespace memtool::interpose {
 namespace {
@@ -98,12 +99,8 @@ std::string parse(std::string_view text, Toggle& out) {
 
 std::string parse_text(std::string_view text, OptionType type, std::string& out) {
   if (type == OptionType::regex && !text.empty()) {
-    try {
-      std::regex compiled{std::string(text), std::regex::ECMAScript};
-      (void)compiled;
-    } catch (const std::regex_error& e) {
-      return fmt::format("not a valid regular expression ({})", e.what());
-    }
+    std::string problem;
+    if (!KernelNameMatcher::compile(text, &problem)) return fmt::format("not a valid regular expression ({})", problem);
   }
   if ((type == OptionType::path || type == OptionType::path_template) && text.find('\0') != std::string_view::npos) {
     return "a path cannot contain NUL";

@@ -11,6 +11,7 @@
 #include <exception>
 #include <type_traits>
 
+#include "kernel_name_matcher.hpp"
 #include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/log.hpp"
 #include "memtool/trace/signature.hpp"
@@ -116,7 +117,10 @@ Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink, cons
       options_(options),
       id_(g_next_recorder_id.fetch_add(1, std::memory_order_relaxed)) {
   if (!options_.iteration_kernel.empty()) {
-    iteration_kernel_.emplace(options_.iteration_kernel, std::regex::ECMAScript | std::regex::optimize);
+    // Validated with the options; a pattern that does not compile here marks nothing.
+    if (auto matcher = KernelNameMatcher::compile(options_.iteration_kernel, nullptr)) {
+      iteration_kernel_ = std::make_unique<const KernelNameMatcher>(std::move(*matcher));
+    }
   }
 }
 
@@ -144,6 +148,15 @@ void Recorder::ensure_driver_queries() {
 void Recorder::disable(std::string_view reason) noexcept {
   if (active_.exchange(false)) {
     Log::write(LogLevel::error, "recording disabled, calls pass through unchanged: {}", reason);
+  }
+}
+
+void Recorder::flush_trace() noexcept {
+  try {
+    std::lock_guard lock(emit_mutex_);
+    if (sink_ && !closed_.load(std::memory_order_relaxed)) sink_->flush();
+  } catch (...) {
+    // A later flush, or the buffer filling, writes it.
   }
 }
 
@@ -219,6 +232,16 @@ std::uint32_t Recorder::on_free(std::uint64_t address, trace::MemoryKind kind, s
     const auto buffer = observer_.on_free(address);
     if (buffer) owner = buffer->owner;
     if (closed_.load(std::memory_order_relaxed)) return owner;
+    if (!buffer) {  // a double, interior or wild free: the driver refuses it, nothing is freed
+      trace::FailedFreeEvent failed;
+      failed.address = address;
+      failed.kind = kind;
+      failed.stream = trace::StreamHandle{stream};
+      failed.reason = observer_.index().find(address) != nullptr ? trace::FailedFreeReason::interior
+                                                                 : trace::FailedFreeReason::not_allocated;
+      emit_locked(failed);
+      return owner;
+    }
     trace::FreeEvent event;
     event.address = address;
     event.kind = buffer ? buffer->kind : kind;
@@ -287,7 +310,7 @@ std::unique_ptr<Recorder::KernelInfo> Recorder::describe_kernel(CUfunction funct
   }
   info->name = name != nullptr ? std::string(name)
                                : fmt::format("kernel@{:#x}", reinterpret_cast<std::uintptr_t>(function));
-  info->marks_iteration = iteration_kernel_ && std::regex_search(info->name, *iteration_kernel_);
+  info->marks_iteration = iteration_kernel_ && iteration_kernel_->matches(info->name);  // once per kernel
   return info;
 }
 

@@ -1,4 +1,10 @@
 // TraceWriterSink: the recorder's events into a trace file through trace::TraceWriter.
+//
+// The writer takes no lock of its own: the recorder makes every call under its emit lock,
+// flushes included (Recorder::flush_trace, from the preload's flush thread), so recording pays
+// nothing for the flushes that keep a killed run's trace. A write that fails is said once, with
+// its reason.
+#include <cstring>
 #include <memory>
 
 #include "memtool/interpose/event_sink.hpp"
@@ -31,14 +37,31 @@ class TraceWriterSink final : public EventSink {
   void write(const trace::IterationMarkEvent& event) override { writer_->write(event); }
   void write(const trace::StreamCreateEvent& event) override { writer_->write(event); }
   void write_gpu_time(const trace::GpuTimeRecord& record) override { writer_->write(record); }
+  void write(const trace::FailedFreeEvent& event) override { writer_->write(event); }
 
-  void close() override { writer_->close(); }
+  void flush() override {
+    writer_->flush();
+    report_failure();
+  }
+  void close() override {
+    writer_->close();
+    report_failure();
+  }
   void abandon_after_fork() override { writer_->abandon_after_fork(); }
   bool failed() const override { return writer_->failed(); }
 
  private:
+  // Once: the trace stops where writing failed (what reached the file reads as a truncated trace).
+  void report_failure() {
+    if (!writer_->failed() || failure_reported_) return;
+    failure_reported_ = true;
+    Log::write(LogLevel::error, "writing the trace {} failed ({}): it ends after {} bytes; the program runs on",
+               path_, std::strerror(writer_->error_number()), writer_->bytes_written());
+  }
+
   std::string path_;
   std::unique_ptr<trace::TraceWriter> writer_;
+  bool failure_reported_ = false;
 };
 
 }  // namespace

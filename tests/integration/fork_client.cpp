@@ -1,28 +1,13 @@
 // Forks after using the driver under libmemtool.so: the child allocates and exits normally
 // (running atexit handlers), the parent carries on. The parent's trace must hold the parent's
 // events only and end cleanly. Linked with -lcuda (fakecuda).
-#include <cuda.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-
-#define CHECK_CU(call)                                                  \
-  do {                                                                  \
-    if (CUresult r = (call); r != CUDA_SUCCESS) {                       \
-      std::fprintf(stderr, "%s failed with %d\n", #call, static_cast<int>(r)); \
-      std::exit(1);                                                     \
-    }                                                                   \
-  } while (0)
+#include "client_driver.hpp"
 
 int main() {
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  CHECK_CU(cuInit(0));
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  start_driver();
   CUdeviceptr a = 0;
   CHECK_CU(cuMemAlloc(&a, 1024));  // parent event 1
   CHECK_CU(cuCtxSynchronize());    // parent event 2

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the interposer's unit tests and the stress client with ThreadSanitizer in their own
 # build folder and runs the concurrent tests: the 8-thread recorder stress test (in-process),
-# and the 8-thread client under a TSan-built libmemtool.so on a TSan-built fakecuda.
+# the engine's detection worker and planner thread, and the 8-thread client under a TSan-built libmemtool.so on a TSan-built fakecuda.
 # Usage: tests/integration/run_tsan.sh [build-dir]   (`make tsan`; part of `make test`, not of ctest)
 set -euo pipefail
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,11 +11,13 @@ build_dir=${1:-$source_dir/build-tsan}
 cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread -Wno-maybe-uninitialized" -DCMAKE_C_FLAGS="-fsanitize=thread" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" >/dev/null
-cmake --build "$build_dir" --target test_interpose -j"${JOBS:-2}"
+cmake --build "$build_dir" --target test_interpose memtool_engine_tests -j"${JOBS:-2}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 "$build_dir/tests/unit/interpose/test_interpose" "[threads]"
 "$build_dir/tests/unit/interpose/test_interpose" "[recorder]"
-"$build_dir/tests/unit/interpose/test_interpose" "[detection]"
+# The engine's threads: the detection worker, and the planner's thread beside a serving pool.
+"$build_dir/tests/unit/engine/memtool_engine_tests" "[detection]"
+"$build_dir/tests/unit/engine/memtool_engine_tests" "[engine]"
 # The same through the preload library: 8 threads on fakecuda, every hook path under TSan.
 cmake --build "$build_dir" --target memtool_preload stress_client memtool_app_kernels_host -j"${JOBS:-2}"
 trace=$(mktemp -d)/stress.trace

@@ -58,14 +58,15 @@ struct LoadedProblem {
 
 LoadedProblem load_problem(const PlanArgs& args) {
   LoadedProblem loaded;
-  const auto kind = mt::sniff_input(args.input);
+  const mt::MappedFile input(args.input);  // read once: the input may be a pipe
+  const auto kind = mt::sniff_input(input);
   if (kind == mt::InputKind::problem_csv) {
-    loaded.problem = mt::read_problem_csv(args.input);
+    loaded.problem = mt::parse_problem_csv(input.text(), args.input);
     loaded.source = "planner problem (CSV)";
     if (args.iteration) throw std::invalid_argument("--iteration applies to traces and snapshots, not CSV problems");
     return loaded;
   }
-  auto model = memtool::cli::load_model(args.input, {});
+  auto model = memtool::cli::load_model(input, args.input, {});
   const auto& its = model.iterations;
   if (!its.found() || its.spans.empty()) {
     throw mt::InputError(args.input, 0, "no training iteration found in this input: nothing to plan");
@@ -81,7 +82,11 @@ LoadedProblem load_problem(const PlanArgs& args) {
   }
   mt::ProblemOptions options;
   options.include_persistent = args.include_persistent;
-  loaded.problem = mt::to_problem(model.model, its, index, args.alignment, options);
+  try {
+    loaded.problem = mt::to_problem(model.model, its, index, args.alignment, options);
+  } catch (const mt::EventRejected& rejected) {  // a problem beyond the planner's limits: say where
+    throw mt::InputError(args.input, mt::InputError::Event{rejected.event()}, rejected.what());
+  }
   loaded.source = memtool::cli::describe_input(model.summary);
   loaded.iteration = index;
   return loaded;

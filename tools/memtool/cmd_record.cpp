@@ -1,6 +1,7 @@
 // `memtool record [-o FILE] -- command args…`: runs the command with libmemtool.so preloaded
-// (after any LD_PRELOAD it already has), passes its exit status through, then summarises the
-// trace and says what to run next.
+// (after any LD_PRELOAD it already has), passes its exit status through — whatever happened to
+// the trace — then summarises the trace and says what to run next. A run killed by a signal
+// still leaves its trace up to the kill (the library flushes it), and that is summarised too.
 #include <sys/types.h>
 
 #include <CLI/CLI.hpp>
@@ -69,18 +70,22 @@ std::function<int()> setup_record(CLI::App& sub) {
     const int status = memtool::cli::run_preloaded(args->command, library, variables, child);
     const std::string trace = memtool::interpose::expand_path_template(
         args->output, static_cast<long>(child), [](const char* name) -> const char* { return std::getenv(name); });
+    if (child <= 0) return status;
     std::error_code error;
-    if (child > 0 && fs::exists(trace, error)) {
+    const fs::file_status file = fs::status(trace, error);
+    if (fs::is_regular_file(file)) {
       try {
         summarise(trace);
+        fmt::print(stderr, "memtool: trace written to {}\nmemtool: next: memtool report {}\n", trace, trace);
       } catch (const std::exception& e) {
-        fmt::print(stderr, "memtool: the trace could not be summarised: {}\n", e.what());
+        fmt::print(stderr, "memtool: the trace {} could not be read: {}\n", trace, e.what());
       }
-      fmt::print(stderr, "memtool: trace written to {}\nmemtool: next: memtool report {}\n", trace, trace);
-    } else if (child > 0) {
+    } else if (fs::exists(file)) {
+      fmt::print(stderr, "memtool: no trace was written: {} is not a regular file\n", trace);
+    } else {
       fmt::print(stderr, "memtool: no trace was written to {} (did the program use the CUDA driver?)\n", trace);
     }
-    return status;
+    return status;  // the program's, always
   };
 }
 

@@ -1,7 +1,8 @@
 // `memtool run --strategy pool|record|off [--summary FILE] [--trace FILE] -- command args…`:
 // runs the command under libmemtool.so with the chosen strategy (MEMTOOL_STRATEGY), passes its
-// exit status through, and in pool mode prints what the pool did (from MEMTOOL_SUMMARY, a
-// temporary file when --summary is not given).
+// exit status through (always: a summary that cannot be read is said, not returned), and in
+// pool mode prints what the pool did (from MEMTOOL_SUMMARY, a temporary file when --summary is
+// not given).
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,10 +33,13 @@ std::uint64_t field(const nlohmann::json& summary, const char* name) {
 }
 
 // The pool summary as two lines on stderr; false when the file is missing or not a summary.
+// Read whole first (a stream over a directory made the JSON parser throw past the exit status).
 bool print_pool_summary(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return false;
-  const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const nlohmann::json summary = nlohmann::json::parse(text.str(), nullptr, false);
   if (summary.is_discarded() || !summary.is_object()) return false;
   using memtool::cli::human_bytes;
   fmt::print(stderr,
@@ -93,17 +98,18 @@ std::function<int()> setup_run(CLI::App& sub) {
     if (pool && child > 0) {
       const std::string written = memtool::interpose::expand_path_template(
           summary, static_cast<long>(child), [](const char* name) -> const char* { return std::getenv(name); });
-      if (!print_pool_summary(written)) {
+      std::error_code error;
+      const fs::file_status file = fs::status(written, error);
+      if (fs::exists(file) && !fs::is_regular_file(file)) {
+        fmt::print(stderr, "memtool: no pool summary was written: {} is not a regular file\n", written);
+      } else if (!print_pool_summary(written)) {
         fmt::print(stderr, "memtool: no pool summary was written (did the program use the CUDA driver?)\n");
       } else if (!temporary) {
         fmt::print(stderr, "memtool: pool summary written to {}\n", written);
       }
-      if (temporary) {
-        std::error_code error;
-        fs::remove(written, error);
-      }
+      if (temporary) fs::remove(written, error);
     }
-    return status;
+    return status;  // the program's, always
   };
 }
 

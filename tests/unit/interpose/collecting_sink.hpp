@@ -27,6 +27,7 @@ class CollectingSink final : public EventSink {
     std::vector<std::string> strings;
     std::vector<std::vector<trace::StackFrame>> stacks;
     std::vector<trace::ModuleMapping> modules;
+    std::vector<trace::FailedFreeEvent> failed_frees;
     bool closed = false;
     bool abandoned = false;
     bool throw_on_write = false;
@@ -56,6 +57,7 @@ class CollectingSink final : public EventSink {
   void write(const trace::SyncEvent& e) override { add(e); }
   void write(const trace::IterationMarkEvent& e) override { add(e); }
   void write(const trace::StreamCreateEvent& e) override { add(e); }
+  void write(const trace::FailedFreeEvent& e) override { s_.failed_frees.push_back(e); }
 
   void close() override { s_.closed = true; }
   void abandon_after_fork() override { s_.abandoned = true; }

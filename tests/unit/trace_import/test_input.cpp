@@ -15,30 +15,9 @@
 using namespace memtool::trace;
 using memtool::trace::testing::fixture;
 using memtool::trace::testing::RecordingVisitor;
+using memtool::trace::testing::TempFile;
 
 namespace {
-
-// A scratch file removed at the end of the test.
-class TempFile {
- public:
-  explicit TempFile(const std::string& stem)
-      : path_(std::filesystem::temp_directory_path() /
-              fmt::format("memtool-import-{}-{}", ::getpid(), stem)) {}
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    std::error_code ignored;
-    std::filesystem::remove(path_, ignored);
-  }
-  [[nodiscard]] std::string path() const { return path_.string(); }
-  void write(std::string_view bytes) const {
-    std::ofstream out(path_, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 std::string load_error(const std::string& path) {
   RecordingVisitor visitor;

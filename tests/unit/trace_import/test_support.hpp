@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <sstream>
@@ -32,6 +35,28 @@ inline std::string read_bytes(const std::string& path) {
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return bytes;
 }
+
+// A scratch file removed at the end of the test.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& stem)
+      : path_(std::filesystem::temp_directory_path() /
+              fmt::format("memtool-import-{}-{}", ::getpid(), stem)) {}
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  [[nodiscard]] std::string path() const { return path_.string(); }
+  void write(std::string_view bytes) const {
+    std::ofstream out(path_, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+ private:
+  std::filesystem::path path_;
+};
 
 inline std::string show_id(std::uint64_t value, bool valid) {
   return valid ? fmt::format("{}", value) : "-";

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 
 namespace memtool::cli {
 namespace {
@@ -31,12 +30,16 @@ class ProgressPrinter {
 }  // namespace
 
 LoadedModel load_model(const std::string& path, const LoadModelOptions& options) {
+  const trace::MappedFile input(path);
+  return load_model(input, path, options);
+}
+
+LoadedModel load_model(const trace::MappedFile& input, const std::string& path, const LoadModelOptions& options) {
   LoadedModel loaded;
   loaded.path = path;
 
-  std::error_code ec;
-  const auto file_size = std::filesystem::file_size(path, ec);
-  const bool show_progress = options.progress && !ec && file_size >= kProgressThresholdBytes;
+  const std::uint64_t file_size = input.bytes().size();
+  const bool show_progress = options.progress && file_size >= kProgressThresholdBytes;
 
   trace::LoadOptions load_options;
   load_options.snapshot.device = options.device;
@@ -47,15 +50,22 @@ LoadedModel load_model(const std::string& path, const LoadModelOptions& options)
   // Reserved, not touched: pages the trace does not fill never become resident, while a guess a
   // little short doubles the vectors (and the peak) at the very end. Recorded traces take 12-20 B
   // per event (conv_train: 15.8), so 8 leaves room.
-  if (!ec) loaded.model.reserve(file_size / 8, file_size / 32);
+  loaded.model.reserve(file_size / 8, file_size / 32);
 
-  loaded.summary = trace::load_events(path, loaded.model, load_options);
+  loaded.summary = trace::load_events(input, path, loaded.model, load_options);
   if (loaded.summary.truncated) {
     const auto& t = *loaded.summary.trace;
-    fmt::print(stderr,
-               "memtool: warning: {}: the trace ends inside a record at byte {} (the writer "
-               "stopped early); using its {} complete records\n",
-               path, t.bytes_read, t.records);
+    if (t.torn_bytes > 0) {
+      fmt::print(stderr,
+                 "memtool: warning: {}: the trace ends inside a record at byte {} (the writer "
+                 "stopped early); using its {} complete records\n",
+                 path, t.bytes_read, t.records);
+    } else {
+      fmt::print(stderr,
+                 "memtool: warning: {}: the trace has no end record (the program was killed, or is still "
+                 "running); using its {} records\n",
+                 path, t.records);
+    }
   }
   if (show_progress) fmt::print(stderr, "memtool: {}: {} events read; finding iterations\n", path, loaded.model.event_count());
 

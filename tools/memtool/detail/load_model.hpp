@@ -26,8 +26,11 @@ struct LoadedModel {
 };
 
 // Throws trace::InputError on unreadable, corrupt or unsupported input. A truncated memtool
-// trace is loaded up to its last complete record, with a warning on stderr.
+// trace is loaded up to its last complete record, with a warning on stderr. The file is opened
+// once (a pipe or FIFO works); a caller that already read it passes its MappedFile.
 [[nodiscard]] LoadedModel load_model(const std::string& path, const LoadModelOptions& options);
+[[nodiscard]] LoadedModel load_model(const trace::MappedFile& input, const std::string& path,
+                                     const LoadModelOptions& options);
 
 // "memtool trace", "PyTorch snapshot (pickle, protocol 4)", ...
 [[nodiscard]] std::string describe_input(const trace::LoadSummary& summary);

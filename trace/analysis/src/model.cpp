@@ -3,7 +3,12 @@
 #include "memtool/trace/model.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
+
 #include <limits>
+
+#include "memtool/trace/input_error.hpp"
+#include "memtool/trace/limits.hpp"
 
 namespace memtool::trace {
 
@@ -52,6 +57,15 @@ BufferId TraceModel::live_buffer_at(std::uint64_t address) const {
 
 void TraceModel::on_alloc(const AllocEvent& event) {
   const std::uint64_t index = events_.size();
+  const auto reused = live_.find(event.address);
+  // Every sum of live bytes later (curves, peaks, lower bounds) stays far from wrapping.
+  const std::uint64_t live_before = live_bytes_ - (reused != live_.end() ? buffers_[reused->second.value()].size : 0);
+  if (event.size > kMaxAccountedBytes - live_before) {
+    throw EventRejected(fmt::format("allocation of {} bytes with {} bytes live takes the live bytes over 2^62, "
+                                    "more than memtool accounts for",
+                                    event.size, live_before));
+  }
+  live_bytes_ = live_before + event.size;
   ModelEvent& e = append(EventKind::alloc, event.header, event.stream.value());
   e.bytes = event.size;
   e.memory = event.kind;
@@ -89,6 +103,7 @@ void TraceModel::on_free(const FreeEvent& event) {
   BufferRecord& b = buffers_[it->second.value()];
   e.bytes = b.size;
   b.free_event = index;
+  live_bytes_ -= b.size;
   live_.erase(it);
 }
 
@@ -133,6 +148,8 @@ void TraceModel::on_gpu_time(const GpuTimeRecord& record) {
   g.event = it->second;
   if (e.kind == EventKind::launch) g.kernel = StringId{e.detail};
 }
+
+void TraceModel::on_failed_free(const FailedFreeEvent& /*event*/) { ++stats_.failed_frees; }
 
 void TraceModel::on_launch(const LaunchEvent& event) {
   note_gpu_work(event.header);

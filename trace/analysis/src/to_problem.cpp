@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "memtool/trace/input_error.hpp"
 #include "memtool/trace/lifetimes.hpp"
+#include "memtool/trace/limits.hpp"
 
 namespace memtool::trace {
 namespace {
@@ -27,6 +29,25 @@ class Clock {
  private:
   TimeAxis axis_;
   std::vector<std::uint64_t> prefix_;
+};
+
+// The planner works up to kMaxAccountedBytes for the sum of a problem's buffers (each rounded
+// up to its alignment): past it, the allocation that crosses it is named.
+class FootprintSum {
+ public:
+  void add(const BufferRecord& buffer, std::uint64_t alignment) {
+    const std::uint64_t footprint = (buffer.size + alignment - 1) & ~(alignment - 1);  // sizes <= 2^62
+    if (footprint > kMaxAccountedBytes - total_) {
+      throw EventRejected(fmt::format("the allocation of {} bytes here takes the iteration's buffers over 2^62 "
+                                      "bytes in all, more than memtool can plan",
+                                      buffer.size),
+                          buffer.alloc_event);
+    }
+    total_ += footprint;
+  }
+
+ private:
+  std::uint64_t total_ = 0;
 };
 
 BufferRequest request(std::uint64_t id, std::uint64_t size, std::uint64_t alignment,
@@ -55,6 +76,7 @@ Problem to_problem(const TraceModel& model, const Iterations& iterations, std::s
   Problem problem;
   problem.name = fmt::format("iteration {} [{}, {})", index, first, end);
   problem.time_horizon = window;
+  FootprintSum footprints;
   const auto buffers = model.buffers();
   for (std::uint64_t i = 0; i < buffers.size(); ++i) {
     const BufferRecord& b = buffers[i];
@@ -91,6 +113,8 @@ Problem to_problem(const TraceModel& model, const Iterations& iterations, std::s
                                         wrapped.intervals, true));
     }
   }
+  constexpr std::uint64_t kBufferIdMask = (std::uint64_t{1} << kShadowSlotShift) - 1;
+  for (const BufferRequest& r : problem.buffers) footprints.add(buffers[r.id & kBufferIdMask], alignment);
   return problem;
 }
 

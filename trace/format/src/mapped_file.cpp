@@ -1,5 +1,5 @@
-// MappedFile: see mapped_file.hpp.
-#include "mapped_file.hpp"
+// MappedFile: see memtool/trace/mapped_file.hpp.
+#include "memtool/trace/mapped_file.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 
 #include "memtool/trace/input_error.hpp"
 
-namespace memtool::trace::detail {
+namespace memtool::trace {
 
 namespace {
 
@@ -73,4 +73,4 @@ MappedFile::~MappedFile() {
   if (mapping_ != nullptr) ::munmap(mapping_, size_);
 }
 
-}  // namespace memtool::trace::detail
+}  // namespace memtool::trace

@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "delta_state.hpp"
-#include "mapped_file.hpp"
 #include "memtool/trace/input_error.hpp"
+#include "memtool/trace/mapped_file.hpp"
 #include "wire.hpp"
 
 namespace memtool::trace {
@@ -199,7 +199,11 @@ class TraceParser {
     }
     if (length > size_ - p) return false;
     Cursor c{*this, data_ + p, data_ + p + length};
-    decode(static_cast<Tag>(tag), c);
+    try {
+      decode(static_cast<Tag>(tag), c);
+    } catch (const EventRejected& rejected) {  // the visitor cannot take this event
+      fail(start, fmt::format("event seq {}: {}", state_.seq, rejected.what()));
+    }
     pos_ = p + static_cast<std::size_t>(length);
     return true;
   }
@@ -225,6 +229,7 @@ class TraceParser {
       case Tag::iteration_mark: decode_iteration_mark(c); break;
       case Tag::stream_create: decode_stream_create(c); break;
       case Tag::gpu_time: decode_gpu_time(c); break;
+      case Tag::failed_free: decode_failed_free(c); break;
       case Tag::end: decode_end(c); return;  // not counted as a record
       default: break;  // a record type from a newer writer: skipped whole
     }
@@ -346,6 +351,26 @@ class TraceParser {
     e.kind = memory_kind(c);
     e.stream = stream(c);
     visitor_.on_free(e);
+  }
+
+  // Not an event: decoded from the running state without changing it (wire.hpp).
+  void decode_failed_free(Cursor& c) {
+    FailedFreeEvent e;
+    e.header.seq = wire::undelta(state_.seq, c.varint("seq"));
+    e.header.time_ns = wire::undelta(state_.time_ns, c.varint("timestamp"));
+    const std::uint8_t* at = c.p;
+    const std::uint64_t thread = wire::undelta(state_.thread, c.varint("thread"));
+    if (thread > std::numeric_limits<std::uint32_t>::max()) {
+      c.fail(at, fmt::format("thread id {} does not fit 32 bits", thread));
+    }
+    e.header.thread = ThreadId{static_cast<std::uint32_t>(thread)};
+    e.address = wire::undelta(state_.address, c.varint("address"));
+    e.kind = memory_kind(c);
+    e.stream = StreamHandle{wire::undelta(state_.stream, c.varint("stream"))};
+    const std::uint8_t* reason_at = c.p;
+    e.reason = checked_kind(c, reason_at, c.u8("failed free reason"), FailedFreeReason::interior,
+                            "failed free reason");
+    visitor_.on_failed_free(e);
   }
 
   void decode_launch(Cursor& c) {
@@ -523,7 +548,7 @@ TraceReadResult read_trace_bytes(std::span<const std::byte> bytes, std::string d
 
 TraceReadResult read_trace(const std::string& path, EventVisitor& visitor,
                            const TraceReadOptions& options) {
-  const detail::MappedFile file(path);
+  const MappedFile file(path);
   return read_trace_bytes(file.bytes(), path, visitor, options);
 }
 

@@ -36,7 +36,10 @@ enum class Tag : std::uint8_t {
   sync = 0x16,
   iteration_mark = 0x17,
   stream_create = 0x18,
-  gpu_time = 0x20,  // not an event: GPU start/end of an earlier launch, copy or memset
+  // Records that are not events (0x20-): they neither read nor change the running state beyond
+  // what their own fields say, and a reader that does not know them skips them.
+  gpu_time = 0x20,     // GPU start/end of an earlier launch, copy or memset
+  failed_free = 0x21,  // a free the driver refused (double, interior, wild)
   end = 0x7f,
 };
 

@@ -5,6 +5,7 @@
 #include "memtool/trace/writer.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@ constexpr std::size_t kV = wire::kMaxVarintBytes;
 constexpr std::size_t kHeaderBound = 3 * kV;                          // seq, time, thread
 constexpr std::size_t kAllocBound = kHeaderBound + 4 * kV + 1;        // addr size kind stream stack
 constexpr std::size_t kFreeBound = kHeaderBound + 2 * kV + 1;         // addr kind stream
+constexpr std::size_t kFailedFreeBound = kFreeBound + 1;              // ... reason
 constexpr std::size_t kGraphLaunchBound = kHeaderBound + 2 * kV;      // exec stream
 constexpr std::size_t kCopyBound = kHeaderBound + 4 * kV + 1;         // dst src bytes flags stream
 constexpr std::size_t kMemsetBound = kHeaderBound + 3 * kV + 1;       // dst bytes flags stream
@@ -41,7 +43,7 @@ constexpr std::size_t kStreamCreateBound = kHeaderBound + 3 * kV;     // stream 
 constexpr std::size_t kLaunchFixedBound = kHeaderBound + 3 * kV;      // kernel stream count
 constexpr std::size_t kGpuTimeBound = 1 + 7 * kV;                   // flags seq start duration device stream kernel bytes
 constexpr std::size_t kEndBound = 4 * kV;
-static_assert(kAllocBound < 128 && kFreeBound < 128 && kGraphLaunchBound < 128 &&
+static_assert(kAllocBound < 128 && kFreeBound < 128 && kFailedFreeBound < 128 && kGraphLaunchBound < 128 &&
               kCopyBound < 128 && kMemsetBound < 128 && kSyncBound < 128 &&
               kIterationMarkBound < 128 && kStreamCreateBound < 128 && kGpuTimeBound < 128 &&
               kEndBound < 128);
@@ -116,6 +118,7 @@ struct TraceWriter::Impl {
   bool failed = false;
   bool closed = false;
   int fd = -1;
+  int error = 0;  // errno of the I/O error that set `failed`
   std::size_t used = 0;
   std::size_t capacity = 0;
   std::unique_ptr<std::byte[]> buffer;
@@ -148,6 +151,7 @@ struct TraceWriter::Impl {
       if (r <= 0) {  // 0 for a non-empty write would loop forever: treat it as an error
         if (r < 0 && errno == EINTR) continue;
         failed = true;
+        error = r < 0 ? errno : EIO;
         return false;
       }
       data += r;
@@ -249,7 +253,10 @@ struct TraceWriter::Impl {
       records = counted;  // the end record does not count itself
       flush_locked();
     }
-    if (fd >= 0 && ::close(fd) != 0 && errno != EINTR) failed = true;
+    if (fd >= 0 && ::close(fd) != 0 && errno != EINTR) {
+      failed = true;
+      error = errno;
+    }
     fd = -1;
     closed = true;
     buffer.reset();
@@ -328,8 +335,25 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Op
   impl->on_limit_context = options.on_limit_context;
   impl->buffer.reset(new (std::nothrow) std::byte[impl->capacity]);
   if (impl->buffer == nullptr) return fail("cannot allocate the trace buffer", ENOMEM);
-  impl->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (impl->fd < 0) return fail("cannot open for writing", errno);
+  // O_NONBLOCK: opening a FIFO for writing would wait for a reader, inside the program we
+  // are preloaded into. Only a regular file is a trace (ENXIO: a FIFO nobody reads).
+  impl->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (impl->fd < 0) {
+    const int err = errno;
+    return fail(err == ENXIO ? "cannot open for writing (a FIFO?)" : "cannot open for writing", err);
+  }
+  struct stat st {};
+  if (::fstat(impl->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(impl->fd);
+    if (error != nullptr) {
+      try {
+        *error = path + ": not a regular file (a FIFO, device or directory): a trace must be a file";
+      } catch (...) {
+      }
+    }
+    return nullptr;
+  }
+  ::fcntl(impl->fd, F_SETFL, ::fcntl(impl->fd, F_GETFL) & ~O_NONBLOCK);
   // The header goes out at once: even a process that dies before the first flush leaves a
   // file that is recognisably a (truncated) trace.
   if (!impl->write_out(reinterpret_cast<const std::byte*>(wire::kHeaderV1.data()),
@@ -482,6 +506,25 @@ void TraceWriter::write(const FreeEvent& event) {
     e.varint(stream);
   });
   if (written) ++w.events;
+}
+
+void TraceWriter::write(const FailedFreeEvent& event) {
+  Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return;
+  const Impl::Guard lock(w);
+  if (!w.usable()) return;
+  // Deltas from the running state, which stays as it is: a reader may skip this record.
+  const HeaderCodes h{wire::delta(event.header.seq, w.state.seq), wire::delta(event.header.time_ns, w.state.time_ns),
+                      wire::delta(std::uint64_t{event.header.thread.value()}, w.state.thread)};
+  const std::uint64_t address = wire::delta(event.address, w.state.address);
+  const std::uint64_t stream = wire::delta(event.stream.value(), w.state.stream);
+  w.emit(Tag::failed_free, kFailedFreeBound, [&](auto& e) {
+    put_header(e, h);
+    e.varint(address);
+    e.u8(static_cast<std::uint8_t>(event.kind));
+    e.varint(stream);
+    e.u8(static_cast<std::uint8_t>(event.reason));
+  });
 }
 
 void TraceWriter::write(const LaunchEvent& event) {
@@ -672,6 +715,13 @@ bool TraceWriter::failed() const {
   if (w.abandoned.load(std::memory_order_relaxed)) return w.failed;
   const Impl::Guard lock(w);
   return w.failed;
+}
+
+int TraceWriter::error_number() const {
+  const Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return w.error;
+  const Impl::Guard lock(w);
+  return w.error;
 }
 
 }  // namespace memtool::trace

@@ -21,6 +21,7 @@ class CountingVisitor final : public EventVisitor {
 
   void on_alloc(const AllocEvent& event) override { ++events; inner_.on_alloc(event); }
   void on_free(const FreeEvent& event) override { ++events; inner_.on_free(event); }
+  void on_failed_free(const FailedFreeEvent& event) override { inner_.on_failed_free(event); }  // not an event
   void on_launch(const LaunchEvent& event) override { ++events; inner_.on_launch(event); }
   void on_graph_launch(const GraphLaunchEvent& event) override { ++events; inner_.on_graph_launch(event); }
   void on_copy(const CopyEvent& event) override { ++events; inner_.on_copy(event); }
@@ -61,29 +62,34 @@ InputKind sniff_input_bytes(std::string_view head) {
 }
 
 InputKind sniff_input(const std::string& path) {
-  const std::string head = detail::read_file_head(path, kSniffBytes);  // throws when unreadable
-  if (is_trace_file(path)) return InputKind::trace;
-  return sniff_input_bytes(head);
+  return sniff_input_bytes(detail::read_file_head(path, kSniffBytes));  // throws when unreadable
 }
 
+InputKind sniff_input(const MappedFile& input) { return sniff_input_bytes(input.text().substr(0, kSniffBytes)); }
+
 LoadSummary load_events(const std::string& path, EventVisitor& visitor, const LoadOptions& options) {
+  const MappedFile input(path);  // the one open and read: sniffing and parsing share it
+  return load_events(input, path, visitor, options);
+}
+
+LoadSummary load_events(const MappedFile& input, const std::string& path, EventVisitor& visitor,
+                        const LoadOptions& options) {
   LoadSummary summary;
-  summary.kind = sniff_input(path);
+  summary.kind = sniff_input(input);
   CountingVisitor counter(visitor);
   switch (summary.kind) {
     case InputKind::trace: {
-      summary.trace = read_trace(path, counter, options.trace);
+      summary.trace = read_trace_bytes(input.bytes(), path, counter, options.trace);
       summary.truncated = summary.trace->truncated;
       break;
     }
     case InputKind::snapshot_pickle:
     case InputKind::snapshot_json: {
-      const std::string bytes = detail::read_file_bytes(path);
       SnapshotImportOptions snapshot_options = options.snapshot;
       if (!snapshot_options.progress) snapshot_options.progress = options.trace.progress;
       summary.snapshot = summary.kind == InputKind::snapshot_pickle
-                             ? import_snapshot_pickle(bytes, path, counter, snapshot_options)
-                             : import_snapshot_json(bytes, path, counter, snapshot_options);
+                             ? import_snapshot_pickle(input.text(), path, counter, snapshot_options)
+                             : import_snapshot_json(input.text(), path, counter, snapshot_options);
       break;
     }
     case InputKind::problem_csv:

@@ -54,8 +54,8 @@ class TreeBuilder {
   using binary_t = json::binary_t;
 
   using Progress = std::function<void(std::uint64_t, std::uint64_t)>;
-  TreeBuilder(const std::size_t* consumed, std::size_t total, const Progress& progress)
-      : consumed_(consumed), total_(total), progress_(progress) {}
+  TreeBuilder(const std::size_t* consumed, std::size_t total, DecodeBudget& budget, const Progress& progress)
+      : consumed_(consumed), total_(total), progress_(progress), budget_(budget), document_{ValueTree(&budget)} {}
 
   bool null() { return add(document_.tree.add_none(here())); }
   bool boolean(bool value) { return add(document_.tree.add_bool(here(), value)); }
@@ -77,7 +77,7 @@ class TreeBuilder {
 
   bool start_object(std::size_t /*elements*/) { return open(ValueKind::dict); }
   bool key(string_t& value) {
-    document_.tree.append(open_.back(), document_.tree.add_text(here(), value));
+    stack(document_.tree.add_text(here(), value));
     return true;
   }
   bool end_object() { return close(); }
@@ -98,6 +98,16 @@ class TreeBuilder {
  private:
   [[nodiscard]] std::uint64_t here() const { return *consumed_; }
 
+  // The items of the open containers wait on one stack; a container takes its items in one
+  // piece when it closes, so each is a single run of the tree's slots.
+  void stack(ValueRef ref) {
+    if (items_.size() == items_charged_) {
+      budget_.charge(sizeof(ValueRef));
+      ++items_charged_;
+    }
+    items_.push_back(ref);
+  }
+
   bool add(ValueRef ref) {
     if (*consumed_ >= next_progress_ && progress_) {
       progress_(*consumed_, total_);
@@ -106,7 +116,7 @@ class TreeBuilder {
     if (open_.empty()) {
       document_.root = ref;
     } else {
-      document_.tree.append(open_.back(), ref);
+      stack(ref);
     }
     return true;
   }
@@ -116,50 +126,98 @@ class TreeBuilder {
     const std::uint64_t at = here() == 0 ? 0 : here() - 1;
     const ValueRef ref = document_.tree.add_container(at, kind);
     add(ref);
-    open_.push_back(ref);
+    if (open_.size() == open_charged_) {
+      budget_.charge(sizeof(OpenContainer));
+      ++open_charged_;
+    }
+    open_.push_back({ref, static_cast<std::uint32_t>(items_.size())});  // <= values, so < 2^32
     return true;
   }
 
   bool close() {
+    const OpenContainer container = open_.back();
     open_.pop_back();
+    document_.tree.append(container.ref, std::span<const ValueRef>(items_).subspan(container.first_item));
+    items_.resize(container.first_item);
     return true;
   }
 
   static constexpr std::size_t kProgressStep = std::size_t{4} << 20;
 
+  struct OpenContainer {  // 8 bytes: a file of brackets holds one per byte
+    ValueRef ref;
+    std::uint32_t first_item;  // its first item on items_
+  };
+
   const std::size_t* consumed_;
   std::size_t total_;
   const Progress& progress_;
+  DecodeBudget& budget_;
   std::size_t next_progress_ = kProgressStep;
   JsonDocument document_;
-  std::vector<ValueRef> open_;
+  std::vector<OpenContainer> open_;
+  std::size_t open_charged_ = 0;
+  std::vector<ValueRef> items_;
+  std::size_t items_charged_ = 0;
   std::size_t error_position_ = 0;
   std::string error_message_;
 };
 
-// nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1,
-// column 7: "; our InputError already says where, so keep what follows.
-std::string short_message(const std::string& what) {
-  const std::size_t column = what.find("column ");
-  if (column != std::string::npos) {
-    const std::size_t colon = what.find(": ", column);
-    if (colon != std::string::npos) return what.substr(colon + 2);
+// nlohmann quotes the offending token whole ("number overflow parsing '<5 MB of digits>'"):
+// each quoted part is cut to its first bytes and its length.
+std::string cut_quotes(std::string_view message) {
+  constexpr std::size_t kMaxQuoted = 40;
+  std::string out;
+  std::size_t at = 0;
+  while (at < message.size()) {
+    const std::size_t open = message.find('\'', at);
+    const std::size_t close = open == std::string_view::npos ? open : message.find('\'', open + 1);
+    if (close == std::string_view::npos) break;
+    const std::string_view quoted = message.substr(open + 1, close - open - 1);
+    out.append(message.substr(at, open + 1 - at));
+    if (quoted.size() > kMaxQuoted) {
+      out += fmt::format("{}... ({} bytes)", quoted.substr(0, kMaxQuoted), quoted.size());
+    } else {
+      out.append(quoted);
+    }
+    out += '\'';
+    at = close + 1;
   }
-  return what;
+  out.append(message.substr(at < message.size() ? at : message.size()));
+  return out;
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1,
+// column 7: " or "[json.exception.out_of_range.406] "; our InputError already says where, so
+// keep what follows.
+std::string short_message(const std::string& what) {
+  std::string_view message = what;
+  if (const std::size_t column = message.find("column "); column != std::string_view::npos) {
+    if (const std::size_t colon = message.find(": ", column); colon != std::string_view::npos) {
+      message.remove_prefix(colon + 2);
+    }
+  } else if (message.starts_with("[json.exception.")) {
+    if (const std::size_t bracket = message.find("] "); bracket != std::string_view::npos) {
+      message.remove_prefix(bracket + 2);
+    }
+  }
+  return cut_quotes(message);
 }
 
 }  // namespace
 
-JsonDocument read_json(std::string_view text, const std::string& name,
+JsonDocument read_json(std::string_view text, const std::string& name, DecodeBudget& budget,
                        const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
   std::size_t consumed = 0;
-  TreeBuilder builder(&consumed, text.size(), progress);
+  TreeBuilder builder(&consumed, text.size(), budget, progress);
   bool ok = false;
   try {
     ok = nlohmann::json::sax_parse(CountingIterator(text.data(), &consumed),
                                    CountingIterator(text.data() + text.size(), &consumed), &builder);
   } catch (const std::length_error&) {
     throw InputError(name, consumed, "JSON document holds more values than we can index");
+  } catch (const DecodeBudget::Exceeded&) {
+    throw InputError(name, consumed, budget.message());
   } catch (const nlohmann::json::exception& error) {
     throw InputError(name, consumed, short_message(error.what()));
   }
@@ -169,7 +227,14 @@ JsonDocument read_json(std::string_view text, const std::string& name,
     const std::size_t offset = position == 0 ? 0 : position - 1;
     throw InputError(name, offset < text.size() ? offset : text.size(), short_message(builder.error_message()));
   }
+  builder.document().tree.finish();  // a no-op: every container took its items in one piece
   return std::move(builder.document());
+}
+
+JsonDocument read_json(std::string_view text, const std::string& name,
+                       const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+  DecodeBudget budget(text.size());
+  return read_json(text, name, budget, progress);
 }
 
 }  // namespace memtool::trace::detail

@@ -21,6 +21,10 @@ struct JsonDocument {
 // InputError at the byte offset nlohmann reports; values carry the offset the parser had
 // reached when it delivered them (just past a scalar, at a container's opening bracket).
 // `progress`, when set, is called every few MiB with (bytes parsed, total bytes).
+// `budget` is charged for the tree (and goes on to the schema walk); without one, the input's
+// own budget is used.
+[[nodiscard]] JsonDocument read_json(std::string_view text, const std::string& name, DecodeBudget& budget,
+                                     const std::function<void(std::uint64_t, std::uint64_t)>& progress = {});
 [[nodiscard]] JsonDocument read_json(std::string_view text, const std::string& name,
                                      const std::function<void(std::uint64_t, std::uint64_t)>& progress = {});
 

@@ -101,14 +101,17 @@ constexpr std::size_t kMaxOpaqueDescription = 120;
 
 class PickleMachine {
  public:
-  PickleMachine(std::string_view bytes, const std::string& name, const ProgressCallback& progress)
-      : in_(bytes), name_(name), progress_(progress) {}
+  PickleMachine(std::string_view bytes, const std::string& name, DecodeBudget& budget,
+                const ProgressCallback& progress)
+      : in_(bytes), name_(name), progress_(progress), budget_(budget), document_{ValueTree(&budget)} {}
 
   PickleDocument run() {
     try {
       return run_opcodes();
     } catch (const std::length_error&) {
       fail("pickle holds more values than we can index");
+    } catch (const DecodeBudget::Exceeded&) {
+      fail(budget_.message());
     }
   }
 
@@ -127,6 +130,7 @@ class PickleMachine {
         if (pos_ != in_.size()) {
           fail(fmt::format("{} trailing bytes after the STOP opcode", in_.size() - pos_));
         }
+        tree().finish();
         return std::move(document_);
       }
       step(op);
@@ -181,7 +185,21 @@ class PickleMachine {
 
   [[nodiscard]] std::size_t frame_base() const { return marks_.empty() ? 0 : marks_.back(); }
 
-  void push(ValueRef ref) { stack_.push_back(ref); }
+  // The stack and the marks are charged at their high-water marks.
+  void push(ValueRef ref) {
+    if (stack_.size() == stack_charged_) {
+      budget_.charge(sizeof(ValueRef));
+      ++stack_charged_;
+    }
+    stack_.push_back(ref);
+  }
+  void push_mark() {
+    if (marks_.size() == marks_charged_) {
+      budget_.charge(sizeof(std::size_t));
+      ++marks_charged_;
+    }
+    marks_.push_back(stack_.size());
+  }
 
   ValueRef pop(const char* what) {
     if (stack_.size() <= frame_base()) fail(fmt::format("{}: stack underflow", what));
@@ -195,14 +213,35 @@ class PickleMachine {
     return stack_.back();
   }
 
-  // Moves the items above the last MARK into scratch_ and drops the mark.
-  const std::vector<ValueRef>& pop_mark(const char* what) {
+  // The items above the last MARK, which is dropped. They stay on the stack (no copy) until
+  // drop(): the opcode uses them first.
+  struct Marked {
+    std::size_t base;
+    std::span<const ValueRef> items;
+  };
+  Marked pop_mark(const char* what) {
     if (marks_.empty()) fail(fmt::format("{}: no MARK on the stack", what));
     const std::size_t base = marks_.back();
     marks_.pop_back();
-    scratch_.assign(stack_.begin() + static_cast<std::ptrdiff_t>(base), stack_.end());
-    stack_.resize(base);
-    return scratch_;
+    return {base, std::span<const ValueRef>(stack_).subspan(base)};
+  }
+  void drop(const Marked& marked) { stack_.resize(marked.base); }
+
+  // The value just below a MARK's items (what APPENDS, SETITEMS and ADDITEMS add to).
+  ValueRef below(const Marked& marked, const char* what) const {
+    if (marked.base <= frame_base()) fail(fmt::format("{}: stack underflow", what));
+    return stack_[marked.base - 1];
+  }
+
+  // A container made of a MARK's items replaces them on the stack.
+  void push_marked_container(ValueKind kind, const char* what) {
+    const Marked marked = pop_mark(what);
+    if (kind == ValueKind::dict && marked.items.size() % 2 != 0) {
+      fail(fmt::format("{}: odd number of items for key/value pairs", what));
+    }
+    const ValueRef ref = make_container(kind, marked.items);
+    drop(marked);
+    push(ref);
   }
 
   // --- builders -----------------------------------------------------------------------------
@@ -262,13 +301,38 @@ class PickleMachine {
     }
   }
 
-  void put_memo(std::uint64_t index, const char* what) { memo_[index] = top(what); }
+  // The memo: a dense vector for the indices the pickler hands out (0, 1, 2, ...: never more
+  // than the input has bytes), a map for any other. Either way it is charged to the budget.
+  void put_memo(std::uint64_t index, const char* what) {
+    const ValueRef value = top(what);
+    if (index < in_.size()) {
+      if (index >= memo_.size()) {
+        budget_.charge((index + 1 - memo_.size()) * sizeof(ValueRef));
+        memo_.resize(index + 1, kNoValue);
+      }
+      if (memo_[index] == kNoValue) ++memo_entries_;
+      memo_[index] = value;
+      return;
+    }
+    auto [it, inserted] = sparse_memo_.try_emplace(index, value);
+    if (inserted) {
+      budget_.charge(kSparseMemoEntryBytes);
+      ++memo_entries_;
+    }
+    it->second = value;
+  }
 
   void get_memo(std::uint64_t index, const char* what) {
-    auto it = memo_.find(index);
-    if (it == memo_.end()) fail(fmt::format("{}: memo entry {} was never stored", what, index));
-    push(it->second);
+    ValueRef value = kNoValue;
+    if (index < memo_.size()) {
+      value = memo_[index];
+    } else if (auto it = sparse_memo_.find(index); it != sparse_memo_.end()) {
+      value = it->second;
+    }
+    if (value == kNoValue) fail(fmt::format("{}: memo entry {} was never stored", what, index));
+    push(value);
   }
+  [[nodiscard]] std::uint64_t memo_size() const { return memo_entries_; }  // len(memo) in CPython
 
   void add_to_list(ValueRef target, std::span<const ValueRef> items, const char* what) {
     switch (tree().kind(target)) {
@@ -305,15 +369,15 @@ class PickleMachine {
         }
         break;
       }
-      case MARK: marks_.push_back(stack_.size()); break;
+      case MARK: push_mark(); break;
       case POP:
         if (stack_.size() > frame_base()) {
           stack_.pop_back();
         } else {
-          pop_mark("POP");  // CPython: POP on an empty frame discards the mark
+          drop(pop_mark("POP"));  // CPython: POP on an empty frame discards the mark
         }
         break;
-      case POP_MARK: pop_mark("POP_MARK"); break;
+      case POP_MARK: drop(pop_mark("POP_MARK")); break;
       case DUP: push(top("DUP")); break;
 
       case NONE: push(tree().add_none(op_offset_)); break;
@@ -368,15 +432,10 @@ class PickleMachine {
       case EMPTY_LIST: push(tree().add_container(op_offset_, ValueKind::list)); break;
       case EMPTY_TUPLE: push(tree().add_container(op_offset_, ValueKind::tuple)); break;
       case EMPTY_SET: push(tree().add_container(op_offset_, ValueKind::set)); break;
-      case DICT: {
-        const auto& items = pop_mark("DICT");
-        if (items.size() % 2 != 0) fail("DICT: odd number of items for key/value pairs");
-        push(make_container(ValueKind::dict, items));
-        break;
-      }
-      case LIST: push(make_container(ValueKind::list, pop_mark("LIST"))); break;
-      case TUPLE: push(make_container(ValueKind::tuple, pop_mark("TUPLE"))); break;
-      case FROZENSET: push(make_container(ValueKind::set, pop_mark("FROZENSET"))); break;
+      case DICT: push_marked_container(ValueKind::dict, "DICT"); break;
+      case LIST: push_marked_container(ValueKind::list, "LIST"); break;
+      case TUPLE: push_marked_container(ValueKind::tuple, "TUPLE"); break;
+      case FROZENSET: push_marked_container(ValueKind::set, "FROZENSET"); break;
       case TUPLE1:
       case TUPLE2:
       case TUPLE3: {
@@ -392,8 +451,9 @@ class PickleMachine {
         break;
       }
       case APPENDS: {
-        const auto& items = pop_mark("APPENDS");
-        add_to_list(top("APPENDS"), items, "APPENDS");
+        const Marked marked = pop_mark("APPENDS");
+        add_to_list(below(marked, "APPENDS"), marked.items, "APPENDS");
+        drop(marked);
         break;
       }
       case SETITEM: {
@@ -404,24 +464,26 @@ class PickleMachine {
         break;
       }
       case SETITEMS: {
-        const auto& pairs = pop_mark("SETITEMS");
-        add_to_dict(top("SETITEMS"), pairs, "SETITEMS");
+        const Marked marked = pop_mark("SETITEMS");
+        add_to_dict(below(marked, "SETITEMS"), marked.items, "SETITEMS");
+        drop(marked);
         break;
       }
       case ADDITEMS: {
-        const auto& items = pop_mark("ADDITEMS");
-        const ValueRef target = top("ADDITEMS");
+        const Marked marked = pop_mark("ADDITEMS");
+        const ValueRef target = below(marked, "ADDITEMS");
         if (tree().kind(target) == ValueKind::set) {
-          tree().append(target, items);
+          tree().append(target, marked.items);
         } else if (tree().kind(target) != ValueKind::opaque) {
           fail(fmt::format("ADDITEMS on a {}", to_string(tree().kind(target))));
         }
+        drop(marked);
         break;
       }
 
       case BINPUT: put_memo(read_le(1, "BINPUT"), "BINPUT"); break;
       case LONG_BINPUT: put_memo(read_le(4, "LONG_BINPUT"), "LONG_BINPUT"); break;
-      case MEMOIZE: put_memo(memo_.size(), "MEMOIZE"); break;
+      case MEMOIZE: put_memo(memo_size(), "MEMOIZE"); break;
       case BINGET: get_memo(read_le(1, "BINGET"), "BINGET"); break;
       case LONG_BINGET: get_memo(read_le(4, "LONG_BINGET"), "LONG_BINGET"); break;
 
@@ -462,9 +524,10 @@ class PickleMachine {
         break;
       }
       case OBJ: {
-        const auto& items = pop_mark("OBJ");
-        if (items.empty()) fail("OBJ: no class on the stack");
-        const ValueRef cls = items.front();
+        const Marked marked = pop_mark("OBJ");
+        if (marked.items.empty()) fail("OBJ: no class on the stack");
+        const ValueRef cls = marked.items.front();
+        drop(marked);
         push(make_opaque(describe_callable(cls) + "(...)"));
         break;
       }
@@ -498,25 +561,37 @@ class PickleMachine {
   }
 
   static constexpr std::size_t kProgressStep = std::size_t{4} << 20;
+  static constexpr ValueRef kNoValue = std::numeric_limits<ValueRef>::max();  // never a value's ref
+  static constexpr std::uint64_t kSparseMemoEntryBytes = 64;  // a hash-map node and its bucket
 
   std::string_view in_;
   const std::string& name_;
   const ProgressCallback& progress_;
+  DecodeBudget& budget_;
   std::size_t next_progress_ = kProgressStep;
   std::size_t pos_ = 0;
   std::size_t op_offset_ = 0;
   PickleDocument document_;
   std::vector<ValueRef> stack_;
+  std::size_t stack_charged_ = 0;
   std::vector<std::size_t> marks_;
-  std::vector<ValueRef> scratch_;
-  std::unordered_map<std::uint64_t, ValueRef> memo_;
+  std::size_t marks_charged_ = 0;
+  std::vector<ValueRef> memo_;
+  std::unordered_map<std::uint64_t, ValueRef> sparse_memo_;
+  std::uint64_t memo_entries_ = 0;
 };
 
 }  // namespace
 
-PickleDocument read_pickle(std::string_view bytes, const std::string& name, const ProgressCallback& progress) {
-  PickleMachine machine(bytes, name, progress);
+PickleDocument read_pickle(std::string_view bytes, const std::string& name, DecodeBudget& budget,
+                           const ProgressCallback& progress) {
+  PickleMachine machine(bytes, name, budget, progress);
   return machine.run();
+}
+
+PickleDocument read_pickle(std::string_view bytes, const std::string& name, const ProgressCallback& progress) {
+  DecodeBudget budget(bytes.size());
+  return read_pickle(bytes, name, budget, progress);
 }
 
 }  // namespace memtool::trace::detail

@@ -5,8 +5,9 @@
 // that would construct or call a Python object (GLOBAL, STACK_GLOBAL, REDUCE, NEWOBJ, BUILD,
 // OBJ, extension codes, persistent ids) becomes an opaque placeholder value: nothing is ever
 // imported or executed. No recursion; every length is checked against the bytes left; every
-// structure grows by at most one element per input byte. Anything wrong throws InputError with
-// the byte offset of the offending opcode.
+// structure grows by at most one element per input byte, and what the document takes is
+// charged to a DecodeBudget. Anything wrong throws InputError with the byte offset of the
+// offending opcode.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,10 @@ struct PickleDocument {
 // `name` is the file name used in errors.
 // `progress`, when set, is called every few MiB with (bytes decoded, total bytes).
 using ProgressCallback = std::function<void(std::uint64_t, std::uint64_t)>;
+// `budget` is charged for the tree (and goes on to the schema walk); without one, the input's
+// own budget is used.
+[[nodiscard]] PickleDocument read_pickle(std::string_view bytes, const std::string& name, DecodeBudget& budget,
+                                         const ProgressCallback& progress = {});
 [[nodiscard]] PickleDocument read_pickle(std::string_view bytes, const std::string& name,
                                          const ProgressCallback& progress = {});
 

@@ -9,6 +9,7 @@
 
 #include "file_bytes.hpp"
 #include "memtool/trace/input_error.hpp"
+#include "memtool/trace/limits.hpp"
 
 namespace memtool::trace {
 namespace {
@@ -138,6 +139,21 @@ class CsvProblemParser {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
       fail(offsets[4], fmt::format("line {}: alignment {} is not a power of two", line_, alignment));
     }
+    // The planner's own limits, said here with the line: sizes, alignments and their sum
+    // (each size rounded up to its alignment) up to 2^62 bytes.
+    if (size > kMaxAccountedBytes) {
+      fail(offsets[3], fmt::format("line {}: size {} is over 2^62 bytes, more than memtool can plan", line_, size));
+    }
+    if (alignment > kMaxAccountedBytes) {
+      fail(offsets[4], fmt::format("line {}: alignment {} is over 2^62 bytes", line_, alignment));
+    }
+    const std::uint64_t footprint = (size + alignment - 1) & ~(alignment - 1);
+    if (footprint > kMaxAccountedBytes - total_footprint_) {
+      fail(offsets[3], fmt::format("line {}: the sizes add up to more than 2^62 bytes here, more than memtool "
+                                   "can plan",
+                                   line_));
+    }
+    total_footprint_ += footprint;
     auto [it, inserted] = first_line_of_id_.try_emplace(id, line_);
     if (!inserted) fail(offsets[0], fmt::format("line {}: duplicate id {} (first on line {})", line_, id, it->second));
 
@@ -156,6 +172,7 @@ class CsvProblemParser {
   std::size_t line_ = 0;
   std::size_t columns_ = 4;
   Problem problem_;
+  std::uint64_t total_footprint_ = 0;
   std::unordered_map<std::uint64_t, std::size_t> first_line_of_id_;
 };
 

@@ -12,9 +12,10 @@ namespace memtool::trace {
 
 SnapshotImportStats import_snapshot_pickle(std::string_view bytes, const std::string& name,
                                            EventVisitor& visitor, const SnapshotImportOptions& options) {
-  const detail::PickleDocument document = detail::read_pickle(bytes, name, options.progress);
+  detail::DecodeBudget memory(bytes.size());
+  const detail::PickleDocument document = detail::read_pickle(bytes, name, memory, options.progress);
   SnapshotImportStats stats =
-      detail::deliver_snapshot(document.tree, document.root, bytes.size(), name, visitor, options);
+      detail::deliver_snapshot(document.tree, document.root, bytes.size(), memory, name, visitor, options);
   stats.encoding = SnapshotEncoding::pickle;
   stats.pickle_protocol = document.protocol;
   return stats;
@@ -22,9 +23,10 @@ SnapshotImportStats import_snapshot_pickle(std::string_view bytes, const std::st
 
 SnapshotImportStats import_snapshot_json(std::string_view text, const std::string& name,
                                          EventVisitor& visitor, const SnapshotImportOptions& options) {
-  const detail::JsonDocument document = detail::read_json(text, name, options.progress);
+  detail::DecodeBudget memory(text.size());
+  const detail::JsonDocument document = detail::read_json(text, name, memory, options.progress);
   SnapshotImportStats stats =
-      detail::deliver_snapshot(document.tree, document.root, text.size(), name, visitor, options);
+      detail::deliver_snapshot(document.tree, document.root, text.size(), memory, name, visitor, options);
   stats.encoding = SnapshotEncoding::json;
   return stats;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "memtool/trace/input_error.hpp"
+#include "memtool/trace/limits.hpp"
 
 namespace memtool::trace::detail {
 namespace {
@@ -82,13 +83,19 @@ struct StackKeyHash {
   }
 };
 
+// What the walk keeps per distinct string and per distinct stack, beyond their frames: the
+// interning maps' nodes, charged to the memory budget.
+constexpr std::uint64_t kInternedStringBytes = 128;
+constexpr std::uint64_t kInternedStackBytes = 160;
+
 class SnapshotWalker {
  public:
-  SnapshotWalker(const ValueTree& tree, std::size_t input_bytes, const std::string& name)
+  SnapshotWalker(const ValueTree& tree, std::size_t input_bytes, DecodeBudget& memory, const std::string& name)
       : tree_(tree),
         name_(name),
         input_bytes_(input_bytes),
-        budget_(16 * static_cast<std::uint64_t>(input_bytes) + (1U << 20U)) {}
+        budget_(16 * static_cast<std::uint64_t>(input_bytes) + (1U << 20U)),
+        memory_(memory) {}
 
   SnapshotImportStats run(ValueRef root, EventVisitor& visitor, const SnapshotImportOptions& options) {
     decode(root, options);
@@ -109,6 +116,13 @@ class SnapshotWalker {
     if (work_ > budget_) {
       fail(at, "the document's shared references demand more work than its size allows");
     }
+  }
+
+  // What the walk keeps (entries, interned strings and stacks) and the events it will deliver
+  // are charged to the memory budget the decoder started: one DUP'd entry dict costs a byte
+  // of input but an entry, an event and what the visitor keeps for it.
+  void charge_memory(std::uint64_t bytes, ValueRef at) {
+    if (!memory_.try_charge(bytes)) fail(at, memory_.message());
   }
 
   bool is_sequence(ValueRef ref) const {
@@ -196,12 +210,16 @@ class SnapshotWalker {
 
     const auto trace = tree_.items(devices[stats_.device]);
     stats_.entries = trace.size();
+    charge_memory(trace.size() * sizeof(Entry), devices[stats_.device]);  // before reserving them
     entries_.reserve(trace.size());
     for (std::size_t i = 0; i < trace.size(); ++i) {
       charge(1, trace[i]);
       entries_.push_back(decode_entry(trace[i], i));
     }
     choose_free_source();
+    for (const Entry& entry : entries_) {
+      if (delivers_event(entry)) charge_memory(DecodeBudget::kDeliveredEventBytes, entry.ref);
+    }
     compute_reserved(segments);
   }
 
@@ -223,6 +241,10 @@ class SnapshotWalker {
       case Action::alloc:
         entry.addr = required(addr, ref, context, "addr");
         entry.size = required(size, ref, context, "size");
+        if (entry.size > kMaxAccountedBytes) {
+          fail(*size, fmt::format("{}: 'size' {} is over 2^62 bytes, more than memtool accounts for", context,
+                                  entry.size));
+        }
         entry.stack = intern_frames(frames, context);
         break;
       case Action::free_requested:
@@ -256,6 +278,7 @@ class SnapshotWalker {
 
   StringId intern_string(ValueRef text) {
     if (auto it = string_by_value_.find(text); it != string_by_value_.end()) return it->second;
+    charge_memory(kInternedStringBytes, text);
     const std::string_view content = tree_.text(text);
     auto [it, inserted] = string_ids_.try_emplace(content, StringId(static_cast<std::uint32_t>(strings_.size())));
     if (inserted) strings_.push_back(content);
@@ -281,6 +304,7 @@ class SnapshotWalker {
     }
     const auto items = tree_.items(*frames);
     charge(items.size(), *frames);
+    charge_memory(kInternedStackBytes + items.size() * (sizeof(FrameKey) + sizeof(StackFrame)), *frames);
     std::vector<FrameKey> key;
     key.reserve(items.size());
     static constexpr std::array<std::string_view, 3> kKeys{"filename", "line", "name"};
@@ -335,6 +359,20 @@ class SnapshotWalker {
     } else if (stats_.legacy_frees > 0) {
       stats_.free_source = FreeSource::legacy_free;
     }
+  }
+
+  [[nodiscard]] Action free_action() const {
+    switch (stats_.free_source) {
+      case FreeSource::free_completed: return Action::free_completed;
+      case FreeSource::legacy_free: return Action::legacy_free;
+      default: return Action::free_requested;
+    }
+  }
+
+  // At most one event per entry: its allocation, or its free when frees come from its action.
+  [[nodiscard]] bool delivers_event(const Entry& entry) const {
+    return entry.action == Action::alloc ||
+           (stats_.free_source != FreeSource::none && entry.action == free_action());
   }
 
   // Sum of total_size over the dump-time segments of the imported device; nullopt when the
@@ -438,39 +476,46 @@ class SnapshotWalker {
     stats_.strings = strings_.size();
     stats_.stacks = stacks_.size();
 
-    const Action free_action = stats_.free_source == FreeSource::free_completed ? Action::free_completed
-                               : stats_.free_source == FreeSource::legacy_free ? Action::legacy_free
-                                                                                : Action::free_requested;
     std::unordered_map<std::uint64_t, std::uint64_t> live;  // address → size
     std::uint64_t live_bytes = 0;
     for (std::size_t i = 0; i < entries_.size(); ++i) {
       const Entry& entry = entries_[i];
-      const EventHeader header{i, entry.time_ns, ThreadId{0}};
-      if (entry.action == Action::alloc) {
-        auto [it, inserted] = live.try_emplace(entry.addr, entry.size);
-        if (!inserted) {
-          ++stats_.allocs_over_live;
-          live_bytes -= it->second < live_bytes ? it->second : live_bytes;
-          it->second = entry.size;
-        }
-        live_bytes = saturating_add(live_bytes, entry.size);
-        if (live_bytes > stats_.peak_allocated_bytes) stats_.peak_allocated_bytes = live_bytes;
-        ++stats_.allocs;
-        visitor.on_alloc(AllocEvent{header, entry.addr, entry.size, MemoryKind::device, StreamHandle{entry.stream},
-                                    entry.stack});
-      } else if (entry.action == free_action && stats_.free_source != FreeSource::none) {
-        auto it = live.find(entry.addr);
-        if (it == live.end()) {
-          ++stats_.unmatched_frees;
-          continue;
-        }
-        live_bytes -= it->second < live_bytes ? it->second : live_bytes;
-        live.erase(it);
-        ++stats_.frees;
-        visitor.on_free(FreeEvent{header, entry.addr, MemoryKind::device, StreamHandle{entry.stream}});
+      try {
+        deliver_entry(visitor, i, live, live_bytes);
+      } catch (const EventRejected& rejected) {
+        fail(entry.ref, fmt::format("{}: {}", where(i), rejected.what()));
       }
     }
     stats_.live_at_end = live.size();
+  }
+
+  void deliver_entry(EventVisitor& visitor, std::size_t i, std::unordered_map<std::uint64_t, std::uint64_t>& live,
+                     std::uint64_t& live_bytes) {
+    const Entry& entry = entries_[i];
+    const EventHeader header{i, entry.time_ns, ThreadId{0}};
+    if (entry.action == Action::alloc) {
+      auto [it, inserted] = live.try_emplace(entry.addr, entry.size);
+      if (!inserted) {
+        ++stats_.allocs_over_live;
+        live_bytes -= it->second < live_bytes ? it->second : live_bytes;
+        it->second = entry.size;
+      }
+      live_bytes = saturating_add(live_bytes, entry.size);
+      if (live_bytes > stats_.peak_allocated_bytes) stats_.peak_allocated_bytes = live_bytes;
+      ++stats_.allocs;
+      visitor.on_alloc(AllocEvent{header, entry.addr, entry.size, MemoryKind::device, StreamHandle{entry.stream},
+                                  entry.stack});
+    } else if (delivers_event(entry)) {
+      auto it = live.find(entry.addr);
+      if (it == live.end()) {
+        ++stats_.unmatched_frees;
+        return;
+      }
+      live_bytes -= it->second < live_bytes ? it->second : live_bytes;
+      live.erase(it);
+      ++stats_.frees;
+      visitor.on_free(FreeEvent{header, entry.addr, MemoryKind::device, StreamHandle{entry.stream}});
+    }
   }
 
   const ValueTree& tree_;
@@ -478,6 +523,7 @@ class SnapshotWalker {
   std::size_t input_bytes_;
   std::uint64_t budget_;
   std::uint64_t work_ = 0;
+  DecodeBudget& memory_;
   SnapshotImportStats stats_;
   std::vector<Entry> entries_;
 
@@ -492,9 +538,9 @@ class SnapshotWalker {
 }  // namespace
 
 SnapshotImportStats deliver_snapshot(const ValueTree& tree, ValueRef root, std::size_t input_bytes,
-                                     const std::string& name, EventVisitor& visitor,
+                                     DecodeBudget& memory, const std::string& name, EventVisitor& visitor,
                                      const SnapshotImportOptions& options) {
-  SnapshotWalker walker(tree, input_bytes, name);
+  SnapshotWalker walker(tree, input_bytes, memory, name);
   return walker.run(root, visitor, options);
 }
 

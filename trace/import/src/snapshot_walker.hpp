@@ -14,9 +14,12 @@ namespace memtool::trace::detail {
 
 // Validates the whole document first (InputError naming the entry on any mismatch), then
 // delivers definitions and events. `input_bytes` bounds the work: shared references (pickle
-// memo) must not let a small file demand unbounded walking.
+// memo) must not let a small file demand unbounded walking. `memory`, the budget the decoder
+// charged, is charged for the entries, interned strings and stacks and the events to deliver,
+// all before the first event. A visitor that throws EventRejected gets an InputError at the
+// entry.
 SnapshotImportStats deliver_snapshot(const ValueTree& tree, ValueRef root, std::size_t input_bytes,
-                                     const std::string& name, EventVisitor& visitor,
+                                     DecodeBudget& memory, const std::string& name, EventVisitor& visitor,
                                      const SnapshotImportOptions& options);
 
 }  // namespace memtool::trace::detail

@@ -1,5 +1,6 @@
 // Where the recorder's events go: the trace file (TraceWriterSink, over trace::TraceWriter)
-// or, in unit tests, a collector. The recorder serialises every call into its sink, so a sink
+// or, in unit tests, a collector. The recorder serialises every call into its sink (flush()
+// included, which the preload's flush thread makes through Recorder::flush_trace), so a sink
 // need not be thread-safe.
 #pragma once
 
@@ -36,6 +37,11 @@ class EventSink {
   virtual void write(const trace::StreamCreateEvent& event) = 0;
   // GPU times from the CUPTI tracer (not events). A sink that keeps none ignores them.
   virtual void write_gpu_time(const trace::GpuTimeRecord& /*record*/) {}
+  virtual void write(const trace::FailedFreeEvent& /*event*/) {}
+
+  // Pushes buffered records to the file, so a run killed later keeps them (about once a second,
+  // and on the stop signals). Says once, with the reason, when writing failed.
+  virtual void flush() {}
 
   // Ends the trace (end record, flush). Nothing is written afterwards.
   virtual void close() = 0;

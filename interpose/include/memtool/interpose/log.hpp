@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <string>
 #include <string_view>
 
 #include "memtool/interpose/options.hpp"
@@ -18,6 +19,9 @@ class Log {
   static LogLevel level() { return level_.load(std::memory_order_relaxed); }
   // Sends messages to `fd` (not owned; -1 means stderr).
   static void set_fd(int fd) { fd_.store(fd, std::memory_order_relaxed); }
+  // Opens MEMTOOL_LOG_FILE for appending without ever blocking the program (a FIFO nobody reads
+  // would): only a regular file is accepted. -1, with *error saying why, otherwise.
+  static int open_file(const std::string& path, std::string* error) noexcept;
   static bool enabled(LogLevel level) { return level != LogLevel::off && level <= Log::level(); }
 
   template <class... Args>

@@ -16,7 +16,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -31,6 +30,8 @@
 #include "memtool/trace/event.hpp"
 
 namespace memtool::interpose {
+
+class KernelNameMatcher;
 
 // The driver's introspection functions the recorder calls itself (never hooked). In the
 // preload they come from the real driver; unit tests pass fakes.
@@ -119,6 +120,10 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
 
   // Fail-open: stop recording for good (logged once with `reason`).
   void disable(std::string_view reason) noexcept;
+  // Pushes the trace's buffered records to its file, under the lock every sink call takes (the
+  // preload's flush thread: once a second and on SIGTERM/SIGINT/SIGHUP, so a killed run keeps
+  // its trace). A no-op without a trace or once it is closed.
+  void flush_trace() noexcept;
   // Ends the trace: no more events, the file is closed. Idempotent.
   void shutdown() noexcept;
   // fork(): hold the recorder still around the fork; the child then forgets the trace.
@@ -175,7 +180,7 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   // Kernel layouts and names, one entry per CUfunction, built at its first launch.
   mutable std::shared_mutex kernels_mutex_;
   std::unordered_map<CUfunction, std::unique_ptr<KernelInfo>> kernels_;
-  std::optional<std::regex> iteration_kernel_;
+  std::unique_ptr<const KernelNameMatcher> iteration_kernel_;  // MEMTOOL_ITERATION_KERNEL (linear time)
 
   std::atomic<IterationListener> iteration_listener_{nullptr};
   void* iteration_listener_context_ = nullptr;

@@ -10,7 +10,9 @@
 //     copies and memsets, are resolved to buffer ids through an interval index of live buffers;
 //   - strings, stacks, modules and metadata are kept for reports.
 // Anomalies are counted, never fatal: frees of unknown addresses, allocations over a still-live
-// address (the old buffer is ended there), launch pointers that match no live buffer.
+// address (the old buffer is ended there), launch pointers that match no live buffer. The one
+// event it refuses (EventRejected, which the reader reports at the event) is an allocation that
+// takes the live bytes over kMaxAccountedBytes (2^62): every live-bytes sum then fits 64 bits.
 // Sized for millions of events: 48 bytes per event, 48 per buffer, plus touches.
 #pragma once
 
@@ -91,6 +93,7 @@ struct ModelStats {
   std::uint64_t marks = 0;
   std::uint64_t stream_creates = 0;
   std::uint64_t unknown_frees = 0;        // free of an address no live buffer starts at
+  std::uint64_t failed_frees = 0;         // frees the recorder saw fail (FailedFreeEvent): not events
   std::uint64_t reused_live_addresses = 0;  // allocation at the base of a still-live buffer
   std::uint64_t unresolved_touches = 0;   // launch pointer inside no live buffer
   std::uint64_t gpu_times = 0;            // GPU time records
@@ -111,6 +114,7 @@ class TraceModel : public EventVisitor {
   void on_module(const ModuleMapping& module) override;
   void on_alloc(const AllocEvent& event) override;
   void on_free(const FreeEvent& event) override;
+  void on_failed_free(const FailedFreeEvent& event) override;
   void on_launch(const LaunchEvent& event) override;
   void on_graph_launch(const GraphLaunchEvent& event) override;
   void on_copy(const CopyEvent& event) override;
@@ -161,6 +165,7 @@ class TraceModel : public EventVisitor {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> gpu_work_seqs_;
   bool gpu_work_sorted_ = true;
   std::map<std::uint64_t, BufferId> live_;  // base address → live buffer (interval index)
+  std::uint64_t live_bytes_ = 0;            // sum of their sizes, <= kMaxAccountedBytes
   std::unordered_map<std::uint32_t, std::string> strings_;
   std::unordered_map<std::uint32_t, std::vector<StackFrame>> stacks_;
   std::vector<ModuleMapping> modules_;

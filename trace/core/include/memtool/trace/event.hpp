@@ -65,6 +65,23 @@ struct FreeEvent {
   StreamHandle stream{0};
 };
 
+// A free that freed nothing: its address was no live buffer's base — a double free, a pointer
+// into a buffer (interior) or an address never allocated (wild). The driver refuses it. Kept
+// apart from FreeEvent so that no analysis ever ends a buffer there; offline, an address freed
+// before in the trace tells a double free from a wild one.
+enum class FailedFreeReason : std::uint8_t {
+  not_allocated = 0,  // no live buffer there: freed before (double) or never allocated (wild)
+  interior = 1,       // inside a live buffer, not at its base
+};
+
+struct FailedFreeEvent {
+  EventHeader header;
+  std::uint64_t address = 0;
+  MemoryKind kind = MemoryKind::device;
+  StreamHandle stream{0};
+  FailedFreeReason reason = FailedFreeReason::not_allocated;
+};
+
 struct LaunchEvent {
   EventHeader header;
   StringId kernel;  // interned kernel name
@@ -173,6 +190,7 @@ class EventVisitor {
 
   virtual void on_alloc(const AllocEvent& /*event*/) {}
   virtual void on_free(const FreeEvent& /*event*/) {}
+  virtual void on_failed_free(const FailedFreeEvent& /*event*/) {}
   virtual void on_launch(const LaunchEvent& /*event*/) {}
   virtual void on_graph_launch(const GraphLaunchEvent& /*event*/) {}
   virtual void on_copy(const CopyEvent& /*event*/) {}

@@ -33,7 +33,8 @@ class TraceWriter {
   };
 
   // Opens (truncates) `path`. Returns nullptr and sets *error on failure; never throws, so
-  // the preload library can use it.
+  // the preload library can use it. Never blocks: the file is opened with O_NONBLOCK, and a
+  // path that is not a regular file (a FIFO, a device, a directory) is refused.
   static std::unique_ptr<TraceWriter> open(const std::string& path, std::string* error);
   static std::unique_ptr<TraceWriter> open(const std::string& path, const Options& options,
                                            std::string* error);
@@ -54,6 +55,9 @@ class TraceWriter {
 
   void write(const AllocEvent& event);
   void write(const FreeEvent& event);
+  // A diagnostic record, not an event: it leaves the delta state and the end record's event
+  // count alone, so readers that predate it skip it whole (docs/trace-format.md, tag 0x20).
+  void write(const FailedFreeEvent& event);
   void write(const LaunchEvent& event);
   void write(const GraphLaunchEvent& event);
   void write(const CopyEvent& event);
@@ -79,6 +83,7 @@ class TraceWriter {
   [[nodiscard]] std::uint64_t records_written() const;
   [[nodiscard]] std::uint64_t bytes_written() const;
   [[nodiscard]] bool failed() const;  // an I/O error happened; later writes are dropped
+  [[nodiscard]] int error_number() const;  // the errno of that error (0: none)
   [[nodiscard]] bool limit_reached() const;  // Options::max_bytes ended the trace
 
  private:

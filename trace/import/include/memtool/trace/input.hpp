@@ -4,6 +4,7 @@
 // Sniffing looks only at the first bytes: the trace magic (memtool::trace::is_trace_file), a
 // pickle's PROTO byte 0x80, a JSON object's '{' after whitespace, or a CSV header starting
 // with "id,". Planner CSVs hold a problem, not events: read them with read_problem_csv.
+// load_events opens its file once (a MappedFile), so a pipe or FIFO works as well as a file.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string_view>
 
 #include "memtool/trace/event.hpp"
+#include "memtool/trace/mapped_file.hpp"
 #include "memtool/trace/reader.hpp"
 #include "memtool/trace/snapshot_import.hpp"
 
@@ -31,6 +33,7 @@ enum class InputKind : std::uint8_t {
 [[nodiscard]] InputKind sniff_input_bytes(std::string_view head);
 // From a file; InputError when it cannot be opened.
 [[nodiscard]] InputKind sniff_input(const std::string& path);
+[[nodiscard]] InputKind sniff_input(const MappedFile& input);
 
 struct LoadOptions {
   SnapshotImportOptions snapshot;  // device choice (and progress) for snapshots
@@ -49,5 +52,8 @@ struct LoadSummary {
 // Reads a trace or a snapshot into `visitor`. A CSV problem or an unknown file throws
 // InputError saying which kinds are expected.
 LoadSummary load_events(const std::string& path, EventVisitor& visitor, const LoadOptions& options = {});
+// The same for a file already read (`name` for messages): what a caller that sniffed it uses.
+LoadSummary load_events(const MappedFile& input, const std::string& name, EventVisitor& visitor,
+                        const LoadOptions& options = {});
 
 }  // namespace memtool::trace

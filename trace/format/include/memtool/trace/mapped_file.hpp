@@ -1,14 +1,16 @@
-// The bytes of a file, for readers that parse in place: mmap for regular files (no copy, the
-// kernel reads ahead), a plain read into memory for anything that cannot be mapped (pipes,
-// /dev/stdin, empty files).
+// The bytes of a file, opened and read once, for readers that parse in place: mmap for regular
+// files (no copy, the kernel reads ahead), a plain read into memory for anything that cannot be
+// mapped (pipes, FIFOs, /dev/stdin, empty files). Whoever needs to look at a file more than once
+// (sniff its kind, then parse it) keeps one of these: a pipe cannot be opened twice.
 #pragma once
 
 #include <cstddef>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
-namespace memtool::trace::detail {
+namespace memtool::trace {
 
 class MappedFile {
  public:
@@ -19,6 +21,7 @@ class MappedFile {
   ~MappedFile();
 
   [[nodiscard]] std::span<const std::byte> bytes() const { return {data_, size_}; }
+  [[nodiscard]] std::string_view text() const { return {reinterpret_cast<const char*>(data_), size_}; }
 
  private:
   const std::byte* data_ = nullptr;
@@ -27,4 +30,4 @@ class MappedFile {
   std::vector<std::byte> copy_;
 };
 
-}  // namespace memtool::trace::detail
+}  // namespace memtool::trace
