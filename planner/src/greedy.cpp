@@ -8,60 +8,34 @@ namespace memtool::planner::detail {
 
 namespace {
 
-// Sorts (offset, top) ranges by offset. Placing one buffer sorts the ranges of every placed
-// buffer it conflicts with — thousands on large problems, where this sort is most of the time —
-// so long lists take an LSD radix sort (11-bit digits, only as many as the largest offset
-// needs); ties keep their order, which is all the gap walk needs.
-void sort_by_offset(std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges,
-                    std::vector<std::pair<std::uint64_t, std::uint64_t>>& scratch) {
-  constexpr std::size_t kRadixFrom = 384;
-  constexpr unsigned kBits = 11;
-  constexpr std::size_t kBuckets = std::size_t{1} << kBits;
-  if (ranges.size() < kRadixFrom) {
-    std::sort(ranges.begin(), ranges.end(),
-              [](const auto& x, const auto& y) { return x.first < y.first; });
-    return;
-  }
-  std::uint64_t largest = 0;
-  for (const auto& r : ranges) largest = std::max(largest, r.first);
-  scratch.resize(ranges.size());
-  std::size_t counts[kBuckets];
-  for (unsigned shift = 0; shift < 64 && (largest >> shift) != 0; shift += kBits) {
-    std::fill(std::begin(counts), std::end(counts), 0);
-    for (const auto& r : ranges) ++counts[(r.first >> shift) & (kBuckets - 1)];
-    std::size_t sum = 0;
-    for (auto& c : counts) {
-      const std::size_t here = c;
-      c = sum;
-      sum += here;
-    }
-    for (const auto& r : ranges) scratch[counts[(r.first >> shift) & (kBuckets - 1)]++] = r;
-    ranges.swap(scratch);
-  }
+std::uint64_t span_sections(const Prepared& p) {
+  std::uint64_t total = 0;
+  for (const Span& s : p.spans) total += s.end - s.first;
+  return total;
 }
 
 }  // namespace
 
 GreedyPlacer::GreedyPlacer(const Prepared& prepared)
-    : prepared_(prepared), index_(prepared.section_count), stamp_(prepared.items.size(), 0) {}
+    : prepared_(prepared), index_(prepared.section_count, span_sections(prepared), prepared.spans.size()) {}
 
 GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, std::uint64_t give_up_above) {
   GreedyResult result;
   index_.clear();
   offsets_.assign(prepared_.items.size(), 0);
-  std::fill(stamp_.begin(), stamp_.end(), 0);
-  epoch_ = 0;
+  result.work = prepared_.items.size() * 2;
   for (std::uint32_t item : order) {
-    if (prepared_.items[item].footprint == 0) continue;
+    const Item& it = prepared_.items[item];
+    if (it.footprint == 0) continue;
     const std::uint64_t off = place_one(item, fit, result.work);
     offsets_[item] = off;
-    result.pool = std::max(result.pool, off + prepared_.items[item].footprint);
+    result.pool = std::max(result.pool, off + it.footprint);
     if (result.pool > give_up_above) {
       result.pool = UINT64_MAX;
       return result;
     }
     const Span* spans = prepared_.spans_of(item);
-    for (std::uint32_t k = 0; k < prepared_.items[item].span_count; ++k) index_.insert(item, spans[k]);
+    for (std::uint32_t k = 0; k < it.span_count; ++k) result.work += index_.insert(spans[k], {off, off + it.footprint});
   }
   result.offsets = offsets_;
   return result;
@@ -69,35 +43,59 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
 
 std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t& work) {
   const Item& it = prepared_.items[item];
-  ++epoch_;
-  ranges_.clear();
+  lists_.clear();
   const Span* spans = prepared_.spans_of(item);
-  for (std::uint32_t k = 0; k < it.span_count; ++k) {
-    work += index_.for_each_intersecting(spans[k], [&](std::uint32_t other) {
-      if (stamp_[other] == epoch_) return;
-      stamp_[other] = epoch_;
-      ranges_.emplace_back(offsets_[other], offsets_[other] + prepared_.items[other].footprint);
-    });
+  for (std::uint32_t k = 0; k < it.span_count; ++k) work += index_.gather(spans[k], lists_);
+  // Two sorted sequences to merge: the longest list (usually the stabbing full-cover union),
+  // and everything else, which is short, gathered into one vector and sorted.
+  auto& lists = lists_.sorted;
+  std::size_t longest = 0;
+  for (std::size_t l = 1; l < lists.size(); ++l) {
+    if (lists[l].second - lists[l].first > lists[longest].second - lists[longest].first) longest = l;
   }
-  sort_by_offset(ranges_, scratch_);
-  work += ranges_.size() * (2 + std::bit_width(ranges_.size()));  // the sort dominates
-  // Walk the gaps below, between and above the conflicting ranges.
+  const Range* main = nullptr;
+  const Range* main_end = nullptr;
+  auto& rest = lists_.loose;
+  for (std::size_t l = 0; l < lists.size(); ++l) {
+    if (l == longest) {
+      main = lists[l].first;
+      main_end = lists[l].second;
+    } else {
+      rest.insert(rest.end(), lists[l].first, lists[l].second);
+    }
+  }
+  if (!rest.empty()) {
+    std::sort(rest.begin(), rest.end(), [](const Range& x, const Range& y) { return x.lo < y.lo; });
+    work += rest.size() * std::bit_width(rest.size());
+  }
+  const Range* other = rest.data();
+  const Range* other_end = rest.data() + rest.size();
+  // Walk the gaps below, between and above the occupied ranges, in address order.
+  const std::uint64_t visited_before = static_cast<std::uint64_t>((main_end - main) + (other_end - other));
   std::uint64_t cursor = 0;
   std::uint64_t best_offset = UINT64_MAX;
   std::uint64_t best_gap = UINT64_MAX;
-  for (const auto& [lo, hi] : ranges_) {
-    if (lo > cursor) {
+  std::uint64_t found = UINT64_MAX;
+  while (main != main_end || other != other_end) {
+    const Range r = (other == other_end || (main != main_end && main->lo <= other->lo)) ? *main++ : *other++;
+    if (r.lo > cursor) {
       const std::uint64_t candidate = align_up(cursor, it.alignment);
-      if (candidate + it.footprint <= lo) {
-        if (fit == Fit::first) return candidate;
-        if (lo - cursor < best_gap) {
-          best_gap = lo - cursor;
+      if (candidate + it.footprint <= r.lo) {
+        if (fit == Fit::first) {
+          found = candidate;
+          break;
+        }
+        if (r.lo - cursor < best_gap) {
+          best_gap = r.lo - cursor;
           best_offset = candidate;
+          if (best_gap == it.footprint) break;  // nothing tighter can hold it
         }
       }
     }
-    cursor = std::max(cursor, hi);
+    cursor = std::max(cursor, r.hi);
   }
+  work += 2 * (visited_before - static_cast<std::uint64_t>((main_end - main) + (other_end - other)));
+  if (found != UINT64_MAX) return found;
   if (best_offset != UINT64_MAX) return best_offset;
   return align_up(cursor, it.alignment);
 }
