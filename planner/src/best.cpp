@@ -195,7 +195,7 @@ Placement best_plan(const Prepared& p, SearchBudget& budget, std::uint64_t capac
 Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
   SearchBudget budget(options.time_limit_seconds);
   const Prepared full = prepare(problem);
-  budget.spend(full.spans.size() * 120 + full.items.size() * 20);  // prepare(): sorting, mostly
+  budget.spend(full.spans.size() * 200 + full.items.size() * 40);  // prepare(): sorting, mostly
   std::uint64_t alignment = 0;
   bool uniform = true;
   for (const Item& it : full.items) {

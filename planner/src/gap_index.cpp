@@ -29,7 +29,7 @@ std::uint64_t RangeUnion::insert(Range r) {
     *first = r;
     ranges_.erase(first + 1, last);
   }
-  return 14 * moved + static_cast<std::uint64_t>(std::bit_width(ranges_.size())) + 2;
+  return 2 + 12 * moved;
 }
 
 std::uint64_t RangeUnion::insert(std::vector<Range>& batch) {
@@ -51,7 +51,7 @@ std::uint64_t RangeUnion::insert(std::vector<Range>& batch) {
       push(*b++);
     }
   }
-  const std::uint64_t work = 2 * ranges_.size() + batch.size() * (2 + std::bit_width(batch.size()));
+  const std::uint64_t work = 70 * (ranges_.size() + batch.size());
   ranges_.swap(scratch_);
   batch.clear();
   return work;
@@ -127,7 +127,7 @@ void GapIndex::clear() {
 }
 
 std::uint64_t GapIndex::gather(Span span, Lists& out) {
-  std::uint64_t work = 2 + 25 * levels_;  // the tree walks, cache misses mostly
+  std::uint64_t work = 2;
   auto add = [&](const RangeUnion& u) {
     if (!u.empty()) out.sorted.emplace_back(u.begin(), u.end());
   };
@@ -148,14 +148,13 @@ std::uint64_t GapIndex::gather(Span span, Lists& out) {
     const std::uint32_t first = (u << h) - leaves_;
     for (std::uint32_t s = first; s < first + (1U << h); ++s) {
       for (std::int32_t e = start_head_[s]; e >= 0; e = start_pool_[e].second) out.loose.push_back(start_pool_[e].first);
-      ++work;
     }
   };
   for (std::uint32_t lo = leaves_ + span.first + 1, hi = leaves_ + span.end; lo < hi; lo /= 2, hi /= 2, ++h) {
     if (lo & 1U) starts(lo++);
     if (hi & 1U) starts(--hi);
   }
-  return work + out.loose.size();
+  return work;
 }
 
 }  // namespace memtool::planner::detail

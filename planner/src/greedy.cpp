@@ -23,7 +23,7 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
   GreedyResult result;
   index_.clear();
   offsets_.assign(prepared_.items.size(), 0);
-  result.work = prepared_.items.size() * 2;
+  result.work = prepared_.items.size();
   for (std::uint32_t item : order) {
     const Item& it = prepared_.items[item];
     if (it.footprint == 0) continue;
@@ -66,7 +66,6 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
   }
   if (!rest.empty()) {
     std::sort(rest.begin(), rest.end(), [](const Range& x, const Range& y) { return x.lo < y.lo; });
-    work += rest.size() * std::bit_width(rest.size());
   }
   const Range* other = rest.data();
   const Range* other_end = rest.data() + rest.size();
@@ -94,7 +93,7 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
     }
     cursor = std::max(cursor, r.hi);
   }
-  work += 2 * (visited_before - static_cast<std::uint64_t>((main_end - main) + (other_end - other)));
+  work += 20 + 2 * (visited_before - static_cast<std::uint64_t>((main_end - main) + (other_end - other)));
   if (found != UINT64_MAX) return found;
   if (best_offset != UINT64_MAX) return best_offset;
   return align_up(cursor, it.alignment);
