@@ -1,16 +1,21 @@
 // The greedy placer's index of placed buffers: for a time span, the address ranges occupied by
-// placed buffers live somewhere in it, as a few lists already sorted and merged, so the gaps
-// between them come out in address order without visiting each conflicting buffer or sorting.
+// placed buffers live somewhere in it, as a few lists already sorted and merged (plus a few
+// loose ranges), so the gaps between them come out in address order without visiting each
+// conflicting buffer or sorting them all.
 //
 // A buffer live somewhere in sections [a, b) is live at section a, or starts inside (a, b).
 //  - Live at a: a segment tree over sections keeps each span at its O(log S) canonical nodes.
-//    Nodes below height H0 keep the union of their spans' address ranges; a span canonical at
-//    H0 or above is copied into every node at height H0 under it, whose union then holds every
-//    buffer covering that node whole. Stabbing a: the union at a's H0 ancestor plus the small
+//    A span canonical at height H0 or above is copied into every node at height H0 under it,
+//    whose union then holds every buffer covering that node whole. Below H0, which spans are
+//    canonical at a node is known before anything is placed, so each node has a fixed run of
+//    slots in one array, filled in as its spans are placed (contiguous, unlike lists grown in
+//    placement order); a node with many spans (where endpoints cluster, as in real traces)
+//    keeps a union instead. Stabbing a: the union at a's H0 ancestor plus the slots and small
 //    unions on the path below it — one long list (mostly one solid run per stack of buffers)
-//    and a few short ones, instead of one list per tree level.
+//    and a few short ones.
 //  - Starting inside: nodes at height H1 and above keep the union of the ranges of the spans
-//    starting in them; below H1, a list per section of the spans starting there.
+//    starting in them (fed in batches: written far more often than read); below H1, the slots
+//    of the spans starting in each section, again a fixed run per section.
 // Unions merge touching and overlapping ranges, so a column of packed buffers costs one entry.
 // H0 is chosen so that the copies stay within a few per buffer (2^H0 ≈ the mean span / 4):
 // memory and insertion work O(n log S), a query O(log S + the lists' lengths).
@@ -25,7 +30,7 @@ namespace memtool::planner::detail {
 
 struct Range {
   std::uint64_t lo = 0;
-  std::uint64_t hi = 0;  // exclusive
+  std::uint64_t hi = 0;  // exclusive; 0 in a slot: not placed yet
 };
 
 // Disjoint, sorted, non-touching address ranges.
@@ -68,17 +73,16 @@ class LazyRangeUnion {
 
 class GapIndex {
  public:
-  // `span_sections`: the sum of the lengths (in sections) of all spans that will be inserted,
-  // which sets H0.
-  GapIndex(std::uint32_t sections, std::uint64_t span_sections, std::size_t spans);
-  // Returns the work done.
-  std::uint64_t insert(Span span, Range range);
+  // For the spans of `prepared` (all of them may be inserted, each once per clear()).
+  explicit GapIndex(const Prepared& prepared);
+  // Span `index` (into prepared.spans) placed at `range`; returns the work done.
+  std::uint64_t insert(std::uint32_t index, Range range);
   void clear();
 
   // Sorted lists whose union is the occupancy of one or more spans, collected by gather().
   struct Lists {
     std::vector<std::pair<const Range*, const Range*>> sorted;
-    std::vector<Range> loose;  // from the per-section start lists: not sorted
+    std::vector<Range> loose;  // from slots: not sorted
     void clear() {
       sorted.clear();
       loose.clear();
@@ -90,22 +94,31 @@ class GapIndex {
 
  private:
   [[nodiscard]] std::uint32_t height(std::uint32_t node) const;
-  RangeUnion& low_cover(std::uint32_t node);
+  // Calls visit(node) for the canonical nodes of `span` below H0, bottom up.
+  template <typename Visit>
+  void low_nodes(Span span, Visit&& visit) const;
+  // The placed ranges among slots [begin, end) into `out`; returns how many slots it read.
+  std::uint64_t append(std::uint32_t begin, std::uint32_t end, std::vector<Range>& out) const;
 
+  const Prepared& prepared_;
   std::uint32_t leaves_ = 1;
-  std::uint32_t levels_ = 0;   // leaves_ == 2^levels_
-  std::uint32_t h0_ = 0;       // height of the full-cover nodes
-  std::uint32_t h1_ = 0;       // lowest height with a start union
-  // Cover unions below H0, allocated on first use: node -> slot + 1 (0: none).
-  std::vector<std::uint32_t> low_slot_;
-  std::vector<RangeUnion> low_;    // slots [0, low_used_) in use; the rest kept for reuse
-  std::size_t low_used_ = 0;
-  std::vector<RangeUnion> full_;   // nodes at height H0, left to right
+  std::uint32_t levels_ = 0;  // leaves_ == 2^levels_
+  std::uint32_t h0_ = 0;      // height of the full-cover nodes
+  std::uint32_t h1_ = 0;      // lowest height with a start union
+  // Cover slots below H0: node -> its run [cover_begin_[node], cover_begin_[node + 1]) of
+  // cover_span_ (the spans, by index, ascending) and cover_range_; a node whose run is longer
+  // than a few slots has union_of_[node] = its union + 1 instead (0: none).
+  std::vector<std::uint32_t> cover_begin_;
+  std::vector<std::uint32_t> cover_span_;
+  std::vector<Range> cover_range_;
+  std::vector<std::uint32_t> union_of_;
+  std::vector<RangeUnion> unions_;
+  std::vector<RangeUnion> full_;       // nodes at height H0, left to right
   std::vector<LazyRangeUnion> start_;  // nodes at height >= H1, by node index
-  // Per-section start lists, as linked lists in one pool (head per section, -1: empty).
-  std::vector<std::int32_t> start_head_;
-  std::vector<std::pair<Range, std::int32_t>> start_pool_;
-  std::vector<std::uint32_t> touched_;  // for clear(): low cover nodes, and 2 * leaves + section for start lists
+  // Start slots: section -> run [start_begin_[s], start_begin_[s + 1]); span -> its slot.
+  std::vector<std::uint32_t> start_begin_;
+  std::vector<std::uint32_t> start_slot_;
+  std::vector<Range> start_range_;
 };
 
 }  // namespace memtool::planner::detail

@@ -6,18 +6,7 @@
 
 namespace memtool::planner::detail {
 
-namespace {
-
-std::uint64_t span_sections(const Prepared& p) {
-  std::uint64_t total = 0;
-  for (const Span& s : p.spans) total += s.end - s.first;
-  return total;
-}
-
-}  // namespace
-
-GreedyPlacer::GreedyPlacer(const Prepared& prepared)
-    : prepared_(prepared), index_(prepared.section_count, span_sections(prepared), prepared.spans.size()) {}
+GreedyPlacer::GreedyPlacer(const Prepared& prepared) : prepared_(prepared), index_(prepared) {}
 
 GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, std::uint64_t give_up_above) {
   GreedyResult result;
@@ -34,8 +23,7 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
       result.pool = UINT64_MAX;
       return result;
     }
-    const Span* spans = prepared_.spans_of(item);
-    for (std::uint32_t k = 0; k < it.span_count; ++k) result.work += index_.insert(spans[k], {off, off + it.footprint});
+    for (std::uint32_t k = 0; k < it.span_count; ++k) result.work += index_.insert(it.first_span + k, {off, off + it.footprint});
   }
   result.offsets = offsets_;
   return result;
@@ -47,7 +35,8 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
   const Span* spans = prepared_.spans_of(item);
   for (std::uint32_t k = 0; k < it.span_count; ++k) work += index_.gather(spans[k], lists_);
   // Two sorted sequences to merge: the longest list (usually the stabbing full-cover union),
-  // and everything else, which is short, gathered into one vector and sorted.
+  // and everything else in one vector: the start-list ranges (loose, sorted here) and the other
+  // lists appended as sorted runs, merged pairwise (O(R log runs); a plain sort when short).
   auto& lists = lists_.sorted;
   std::size_t longest = 0;
   for (std::size_t l = 1; l < lists.size(); ++l) {
@@ -56,16 +45,35 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
   const Range* main = nullptr;
   const Range* main_end = nullptr;
   auto& rest = lists_.loose;
+  auto by_lo = [](const Range& x, const Range& y) { return x.lo < y.lo; };
+  std::sort(rest.begin(), rest.end(), by_lo);
+  runs_.assign(1, 0);
+  if (!rest.empty()) runs_.push_back(rest.size());
   for (std::size_t l = 0; l < lists.size(); ++l) {
     if (l == longest) {
       main = lists[l].first;
       main_end = lists[l].second;
     } else {
       rest.insert(rest.end(), lists[l].first, lists[l].second);
+      runs_.push_back(rest.size());
     }
   }
-  if (!rest.empty()) {
-    std::sort(rest.begin(), rest.end(), [](const Range& x, const Range& y) { return x.lo < y.lo; });
+  if (rest.size() <= 64) {
+    std::sort(rest.begin(), rest.end(), by_lo);
+  } else {
+    while (runs_.size() > 2) {
+      merged_.resize(rest.size());
+      std::size_t kept = 1;
+      for (std::size_t r = 0; r + 1 < runs_.size(); r += 2) {
+        const std::size_t end = r + 2 < runs_.size() ? runs_[r + 2] : runs_[r + 1];
+        std::merge(rest.begin() + runs_[r], rest.begin() + runs_[r + 1], rest.begin() + runs_[r + 1], rest.begin() + end,
+                   merged_.begin() + runs_[r], by_lo);
+        runs_[kept++] = end;
+      }
+      runs_.resize(kept);
+      rest.swap(merged_);
+      work += rest.size();
+    }
   }
   const Range* other = rest.data();
   const Range* other_end = rest.data() + rest.size();
@@ -75,24 +83,33 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
   std::uint64_t best_offset = UINT64_MAX;
   std::uint64_t best_gap = UINT64_MAX;
   std::uint64_t found = UINT64_MAX;
-  while (main != main_end || other != other_end) {
-    const Range r = (other == other_end || (main != main_end && main->lo <= other->lo)) ? *main++ : *other++;
+  // One range in address order; false to stop the walk.
+  auto step = [&](const Range& r) {
     if (r.lo > cursor) {
       const std::uint64_t candidate = align_up(cursor, it.alignment);
       if (candidate + it.footprint <= r.lo) {
         if (fit == Fit::first) {
           found = candidate;
-          break;
+          return false;
         }
         if (r.lo - cursor < best_gap) {
           best_gap = r.lo - cursor;
           best_offset = candidate;
-          if (best_gap == it.footprint) break;  // nothing tighter can hold it
+          if (best_gap == it.footprint) return false;  // nothing tighter can hold it
         }
       }
     }
     cursor = std::max(cursor, r.hi);
+    return true;
+  };
+  // The main list drives the walk; the (short) rest is let in where it belongs, a test that
+  // is almost always false, so the branch predicts well.
+  bool going = true;
+  while (going && main != main_end) {
+    while (going && other != other_end && other->lo < main->lo) going = step(*other++);
+    if (going) going = step(*main++);
   }
+  while (going && other != other_end) going = step(*other++);
   work += 20 + 2 * (visited_before - static_cast<std::uint64_t>((main_end - main) + (other_end - other)));
   if (found != UINT64_MAX) return found;
   if (best_offset != UINT64_MAX) return best_offset;

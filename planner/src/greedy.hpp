@@ -36,7 +36,9 @@ class GreedyPlacer {
   const Prepared& prepared_;
   GapIndex index_;
   std::vector<std::uint64_t> offsets_;
-  GapIndex::Lists lists_;  // scratch: the occupied ranges
+  GapIndex::Lists lists_;               // scratch: the occupied ranges
+  std::vector<std::size_t> runs_;       // scratch: sorted runs in lists_.loose
+  std::vector<Range> merged_;           // scratch: merging them
 };
 
 }  // namespace memtool::planner::detail
