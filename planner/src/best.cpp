@@ -45,13 +45,14 @@ struct Incumbent {
   Fit fit = Fit::best;
 };
 
-// The greedy starts, most often best first (on the fixtures). The first always runs (a plan is
-// needed); each later one only when the budget left covers a whole run like the first, so a
-// large problem stops after one; `all` runs every one regardless.
+// The greedy starts, most often best first (breadth on the real steps, first fit on the large
+// random ones). The first always runs (a plan is needed); each later one only when the budget
+// left covers a whole run like the first, so a large problem stops after one or two; `all`
+// runs every one regardless.
 void run_heuristics(const Prepared& p, SearchBudget& budget, bool all, Incumbent& best) {
   constexpr std::pair<Order, Fit> kStarts[] = {
-      {Order::breadth, Fit::best},       {Order::size_by_start, Fit::best}, {Order::conflicts, Fit::best},
-      {Order::size_by_start, Fit::first}, {Order::size, Fit::first},        {Order::size, Fit::best},
+      {Order::breadth, Fit::best},       {Order::size_by_start, Fit::first}, {Order::size_by_start, Fit::best},
+      {Order::conflicts, Fit::best},     {Order::size, Fit::first},         {Order::size, Fit::best},
       {Order::area, Fit::best},          {Order::lifetime, Fit::best}};
   GreedyPlacer placer(p);
   std::uint64_t first_cost = 0;

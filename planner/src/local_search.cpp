@@ -77,7 +77,7 @@ bool IteratedGreedy::improve(SearchBudget& budget) {
   while (!lowered && pool_ > prepared_.lower_bound && !budget.exhausted()) {
     auto candidate = round_++ % 2 == 0 ? promote_peak(prepared_, order_, offsets_, pool_, rng) : shake(order_, rng);
     auto run = placer_.place(candidate, fit_, pool_);
-    budget.spend(run.work + 8 * prepared_.items.size());  // the new order and the offsets copied
+    budget.spend(run.work + 2 * prepared_.items.size());  // the new order and the offsets copied
     if (run.pool <= pool_) {
       lowered = run.pool < pool_;
       pool_ = run.pool;
