@@ -1,14 +1,25 @@
 // Planner benchmarks. Timing (Google Benchmark): every algorithm on pseudo-random DL-like
-// problems of 1 k, 5 k and 100 k buffers (goals: heuristics ≤ 50 ms at 5 k, ≤ 2 s at 100 k;
+// problems of 1 k, 5 k and 100 k buffers (goals: heuristics ≤ 50 ms at 5 k, ≤ 1 s at 100 k;
 // `best` runs its default 1 s budget unless it reaches LB first). Quality (printed after the
 // timings; `--quality-only` skips the timings, `--no-quality` the table): pool / LB of every
 // algorithm and the baselines on tests/fixtures/planner/*.csv and tests/fixtures/traces/*.iter3.csv,
 // to set beside the greedy and MiniMalloc figures of tests/fixtures/planner/README.md.
 // `--time-limit=S` (best's budget), `--filter=TEXT` (file names), `--algo=NAME` (one column).
+// Reports run on their own, instead of the above:
+//  - `--scaling[=N]`: every algorithm against n, DL-like problems of 10 k to N (default 1 M)
+//    buffers, a thousand and more live at once at the larger sizes (goals: heuristics ≤ 1 s at
+//    100 k, ≤ 15 s at 1 M, memory linear): CPU seconds, pool / LB, the plan checked valid, and
+//    the process's peak resident memory after each size;
+//  - `--limits`: `best`'s CPU time over its --time-limit (0.1, 1, 5 s) from 10 k to 300 k
+//    buffers and on the larger fixtures (goal: at most 1.1 wherever one heuristic run fits in
+//    the limit).
+// Seconds in the tables are this thread's CPU time: the development machine is shared.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
+#include <sys/resource.h>
+
 #include <cstdio>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -81,6 +92,77 @@ void bench_baselines(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(mp::simulate_baselines(p));
 }
 
+double thread_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+double peak_resident_megabytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+void scaling_table(std::size_t largest) {
+  fmt::print("\nScaling: DL-like problems (dl_like_problem), CPU s and pool / LB; ! = invalid plan\n");
+  fmt::print("{:>8} {:>7}", "buffers", "live");
+  for (const auto* algo : mp::algorithms()) fmt::print(" {:>20}", algo->name());
+  fmt::print(" {:>9}\n", "peak MB");
+  for (const std::size_t n : {10000UL, 30000UL, 100000UL, 300000UL, 1000000UL}) {
+    if (n > largest) break;
+    const Problem p = dl_like_problem(n, 1234 + n);
+    // Buffers live at once, at the busiest moment (the greedy's cost grows with it).
+    std::vector<std::pair<std::uint64_t, int>> ends;
+    for (const auto& b : p.buffers) {
+      ends.emplace_back(b.intervals[0].begin, 1);
+      ends.emplace_back(b.intervals[0].end, -1);
+    }
+    std::sort(ends.begin(), ends.end(), [](const auto& x, const auto& y) { return x.first != y.first ? x.first < y.first : x.second < y.second; });
+    int live = 0, most = 0;
+    for (const auto& [t, d] : ends) most = std::max(most, live += d);
+    fmt::print("{:>8} {:>7}", n, most);
+    const double lb = static_cast<double>(mp::lower_bound(p));
+    for (const auto* algo : mp::algorithms()) {
+      const double start = thread_seconds();
+      const auto placement = algo->plan(p, {});
+      const double seconds = thread_seconds() - start;
+      const bool valid = mp::validate(p, placement).valid;
+      fmt::print(" {:>7.3f}{} ({:7.2f} s)", static_cast<double>(placement.pool_size) / lb, valid ? ' ' : '!', seconds);
+      std::fflush(stdout);
+    }
+    fmt::print(" {:>9.0f}\n", peak_resident_megabytes());
+  }
+}
+
+void limits_table() {
+  namespace fs = std::filesystem;
+  fmt::print("\nTime limit: best's CPU seconds / --time-limit (pool / LB)\n");
+  std::vector<std::pair<std::string, Problem>> problems;
+  for (const std::size_t n : {10000UL, 100000UL, 300000UL}) problems.emplace_back(fmt::format("dl-like {}", n), dl_like_problem(n, 1234 + n));
+  for (const char* name : {"planner/iopddl-S_1.csv", "planner/iopddl-Y_1.csv", "planner/somas-pangu_2.6B.csv",
+                           "planner/minimalloc-challenging-D.csv", "traces/mobilenet_v2.iter3.csv"}) {
+    problems.emplace_back(fs::path(name).filename().string(), memtool::trace::read_problem_csv(fs::path(MEMTOOL_FIXTURES_DIR) / name));
+  }
+  fmt::print("{:<34}", "problem");
+  for (const double limit : {0.1, 1.0, 5.0}) fmt::print(" {:>22}", fmt::format("{} s", limit));
+  fmt::print("\n");
+  for (const auto& [name, p] : problems) {
+    fmt::print("{:<34}", name);
+    const double lb = static_cast<double>(mp::lower_bound(p));
+    for (const double limit : {0.1, 1.0, 5.0}) {
+      mp::PlanOptions options;
+      options.time_limit_seconds = limit;
+      const double start = thread_seconds();
+      const auto placement = mp::find_algorithm("best")->plan(p, options);
+      const double ratio = (thread_seconds() - start) / limit;
+      fmt::print(" {:>10.2f} ({:8.5f})", ratio, static_cast<double>(placement.pool_size) / lb);
+      std::fflush(stdout);
+    }
+    fmt::print("\n");
+  }
+}
+
 void quality_table(double time_limit, const std::string& filter, const std::string& only) {
   namespace fs = std::filesystem;
   const fs::path fixtures = MEMTOOL_FIXTURES_DIR;
@@ -95,7 +177,7 @@ void quality_table(double time_limit, const std::string& filter, const std::stri
     }
   }
   std::sort(files.begin(), files.end());
-  fmt::print("\nQuality: pool / LB (time in s), best with --time-limit {} s\n", time_limit);
+  fmt::print("\nQuality: pool / LB (CPU s), best with --time-limit {} s\n", time_limit);
   fmt::print("{:<32} {:>7} {:>16}", "problem", "buffers", "LB");
   std::vector<const mp::Algorithm*> chosen;
   for (const auto* algo : mp::algorithms()) {
@@ -111,9 +193,9 @@ void quality_table(double time_limit, const std::string& filter, const std::stri
     mp::PlanOptions options;
     options.time_limit_seconds = time_limit;
     for (const auto* algo : chosen) {
-      const auto start = std::chrono::steady_clock::now();
+      const double start = thread_seconds();
       const auto placement = algo->plan(p, options);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double seconds = thread_seconds() - start;
       const bool valid = mp::validate(p, placement).valid;
       fmt::print(" {:>8.5f}{} ({:5.2f})", static_cast<double>(placement.pool_size) / static_cast<double>(lb),
                  valid ? ' ' : '!', seconds);
@@ -131,6 +213,8 @@ void quality_table(double time_limit, const std::string& filter, const std::stri
 int main(int argc, char** argv) {
   bool timings = true;
   bool quality = true;
+  std::size_t scaling = 0;
+  bool limits = false;
   double time_limit = 1.0;
   std::string filter, only;
   std::vector<char*> rest;
@@ -143,11 +227,22 @@ int main(int argc, char** argv) {
       filter = argv[i] + 9;
     } else if (std::strncmp(argv[i], "--algo=", 7) == 0) {
       only = argv[i] + 7;
+    } else if (std::strcmp(argv[i], "--scaling") == 0) {
+      scaling = 1000000;
+    } else if (std::strncmp(argv[i], "--scaling=", 10) == 0) {
+      scaling = std::stoul(argv[i] + 10);
+    } else if (std::strcmp(argv[i], "--limits") == 0) {
+      limits = true;
     } else if (std::strncmp(argv[i], "--time-limit=", 13) == 0) {
       time_limit = std::stod(argv[i] + 13);
     } else {
       rest.push_back(argv[i]);
     }
+  }
+  if (scaling != 0 || limits) {
+    if (scaling != 0) scaling_table(scaling);
+    if (limits) limits_table();
+    return 0;
   }
   if (timings) {
     for (const auto* algo : mp::algorithms()) {

@@ -1,23 +1,36 @@
-// `best`: buffers live throughout set aside (best.hpp), then the heuristics (four always — so
-// a problem of tens of thousands of buffers with thousands live at once can take longer than
-// the limit — the others while the budget lasts), the best one kept; then, unless it is at LB already, an improving search within the budget:
-//  - iterated greedy from the best heuristic's order (all of the budget for large problems, half
-//    from 600 buffers, 15% below);
-//  - for problems up to a few thousand buffers, with the rest: the skyline search
-//    (skyline_search.hpp) when every buffer has one interval and all share one alignment, else
-//    the general branch and bound (branch_and_bound.hpp), aiming under the best pool so far.
-// The smallest pool wins; it stops as soon as a pool equals LB. Deterministic: see
-// search_budget.hpp.
+// `best`: buffers live throughout set aside (best.hpp), then the heuristics — the first always,
+// each of the others only while the budget left covers what the first one cost — the best one
+// kept; then, unless it is at LB already, an improving search within the budget:
+//  - for problems up to a few thousand buffers, decision searches (branch_and_bound.hpp): the
+//    caller's capacity first, when there is one and the heuristics miss it; then turns of two
+//    resumable searches (and, from 600 buffers, of iterated greedy, local_search.hpp), each
+//    turn to the one that has spent least for its weight:
+//      · lowest (weight 2): the lowest capacity not proved infeasible — LB, and after a proof
+//        halfway up to the incumbent (a bisection from below). Real steps and most of
+//        MiniMalloc's set are solved at LB, where the bounds are tightest;
+//      · descending (weight 1): an eighth of the way from the incumbent down to that lower
+//        end; after 3 + k node-limit cycles without an answer (k: the moves so far), halfway
+//        up to the incumbent (a search's cost is heavy-tailed and far from monotone in the
+//        capacity: on J, 1,029,120 is found in 0.4 s and 1,031,000 not in 20 — a fresh search
+//        at another capacity often answers where the old one stalls, and the growing patience
+//        lets long runs search deeper);
+//      · iterated greedy (weight 1);
+//  - larger problems: iterated greedy from the best heuristic's order, with all of the budget.
+// On MiniMalloc's challenging set the weights and the eighth meet 1 MiB on all 11 with 1 s
+// (2:1 and a half missed B; 3:1 missed D and J; an eighth of 12 or 4 missed D or J; a fixed
+// patience of 3 or 4 cycles left J at 1,032,192 even with 10 s).
+// The smallest pool wins; it stops as soon as a pool equals LB or the incumbent is proved
+// optimal. Deterministic: see search_budget.hpp.
 #include "best.hpp"
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 
 #include "branch_and_bound.hpp"
 #include "greedy.hpp"
 #include "heuristics.hpp"
 #include "local_search.hpp"
-#include "skyline_search.hpp"
-#include "search_budget.hpp"
 
 namespace memtool::planner::detail {
 
@@ -25,114 +38,170 @@ namespace {
 
 constexpr std::size_t kManyItems = 600;
 
-// The greedy starts, most often best first (on the fixtures), since a large problem may
-// afford only a few. The first four always run (each wins on some real or random problem),
-// even past the budget; `all` runs every one regardless.
-void run_heuristics(const Prepared& p, SearchBudget& budget, bool all, GreedyResult& best,
-                    std::vector<std::uint32_t>& best_order, Fit& best_fit) {
+struct Incumbent {
+  std::uint64_t pool = UINT64_MAX;  // UINT64_MAX: none yet
+  std::vector<std::uint64_t> offsets;
+  std::vector<std::uint32_t> order;  // of the best heuristic, for iterated greedy
+  Fit fit = Fit::best;
+};
+
+// The greedy starts, most often best first (breadth on the real steps, first fit on the large
+// random ones). The first always runs (a plan is needed); each later one only when the budget
+// left covers a whole run like the first, so a large problem stops after one or two; `all`
+// runs every one regardless.
+void run_heuristics(const Prepared& p, SearchBudget& budget, bool all, Incumbent& best) {
   constexpr std::pair<Order, Fit> kStarts[] = {
-      {Order::breadth, Fit::best},       {Order::size_by_start, Fit::best}, {Order::conflicts, Fit::best},
-      {Order::size_by_start, Fit::first}, {Order::size, Fit::first},        {Order::size, Fit::best},
+      {Order::breadth, Fit::best},       {Order::size_by_start, Fit::first}, {Order::size_by_start, Fit::best},
+      {Order::conflicts, Fit::best},     {Order::size, Fit::first},         {Order::size, Fit::best},
       {Order::area, Fit::best},          {Order::lifetime, Fit::best}};
   GreedyPlacer placer(p);
-  bool have = false;
-  int started = 0;
+  std::uint64_t first_cost = 0;
+  const std::uint64_t ordering = p.items.size() * (8 + std::bit_width(p.items.size()));
   for (const auto& [order_kind, fit] : kStarts) {
-    if (have && (best.pool <= p.lower_bound || (!all && started >= 4 && budget.exhausted()))) break;
-    ++started;
+    if (best.pool != UINT64_MAX) {
+      if (best.pool <= p.lower_bound) break;
+      if (!all && (budget.left() < first_cost || budget.exhausted())) break;
+    }
     auto order = heuristic_order(p, order_kind);
-    auto run = placer.place(order, fit, have ? best.pool : UINT64_MAX);
-    budget.spend(run.work + p.items.size());
-    if (!have || run.pool < best.pool) {
-      best = std::move(run);
-      best_order = std::move(order);
-      best_fit = fit;
-      have = true;
+    auto run = placer.place(order, fit, best.pool);
+    const std::uint64_t cost = run.work + ordering;
+    budget.spend(cost);
+    if (first_cost == 0) first_cost = cost;
+    if (run.pool < best.pool) {
+      best.pool = run.pool;
+      best.offsets = std::move(run.offsets);
+      best.order = std::move(order);
+      best.fit = fit;
     }
   }
 }
 
-// One decision search: fit everything under `capacity`. The general branch and bound first at
-// LB (it meets LB on most of the MiniMalloc set), then the skyline search (when it applies) at
-// LB, then the two alternating, the skyline search on even rounds.
-SearchResult decide(const Prepared& p, std::uint64_t capacity, SearchBudget& budget, int round, bool skyline) {
-  if (skyline && (round == 1 || (round >= 2 && round % 2 == 0))) return skyline_search(p, capacity, budget);
-  return branch_and_bound(p, capacity, budget);
-}
+// The halfway point of [from, to], rounded down, at least `from`.
+std::uint64_t halfway(std::uint64_t from, std::uint64_t to) { return to <= from ? from : from + (to - from) / 2; }
 
-// Decision searches at shrinking capacities: LB first (a third of what is left; then an eighth
-// for the skyline search, when it applies), then halfway between the lowest capacity not
-// proved infeasible and the incumbent, or after a capacity that ran out of budget, halfway
-// between it and the incumbent (a third of what is left each), until the budget is spent, LB
-// is reached or the incumbent is proved optimal.
-void exact_phase(const Prepared& p, SearchBudget& budget, bool skyline, std::uint64_t& pool,
-                 std::vector<std::uint64_t>& offsets) {
-  std::uint64_t low = p.lower_bound;  // every capacity below `low` is infeasible
-  std::uint64_t alignment = 1;
-  for (const Item& it : p.items) {
-    if (it.footprint != 0) alignment = std::max(alignment, it.alignment);
-  }
-  std::uint64_t target = low;
-  for (int round = 0; pool > low && !budget.exhausted(); ++round) {
-    SearchBudget phase = budget.share(round == 1 ? 1.0 / 8 : 1.0 / 3);
-    if (phase.left() == 0) break;
-    auto found = decide(p, target, phase, round, skyline);
-    budget.spend(phase.used() + 1);
-    bool moved_down = true;
-    if (found.improved && found.pool < pool) {
-      pool = found.pool;
-      offsets = std::move(found.offsets);
-    } else if (found.exhausted_space) {
-      low = target + 1;
-    } else {
-      moved_down = false;  // budget ran out at this capacity: try an easier one
+// The decision searches' schedule (see the top of this file): turns go to the arm that has
+// spent the least budget for its weight, so arms whose turns cost differently still share the
+// budget as planned, and no turn is cut short except by the end of the budget.
+class ExactSchedule {
+ public:
+  ExactSchedule(const Prepared& p, std::shared_ptr<const DecisionProblem> problem, Incumbent& incumbent)
+      : p_(p), problem_(std::move(problem)), incumbent_(incumbent), low_(p.lower_bound) {}
+
+  void run(SearchBudget& budget, std::uint64_t capacity) {
+    if (capacity != 0 && capacity < incumbent_.pool && capacity >= low_) {
+      DecisionSearch at_capacity(p_, problem_, capacity);
+      take(at_capacity, at_capacity.resume(budget));
     }
-    if (pool <= low) break;
-    // LB again with the skyline search (without it, the same branch and bound would only
-    // repeat itself on a smaller budget).
-    if (skyline && round == 0 && target == p.lower_bound && low == p.lower_bound) continue;
-    // Next capacity, on the alignment grid: halfway from the lowest possible to the incumbent
-    // after progress, else halfway from the failed capacity to the incumbent.
-    const std::uint64_t from = moved_down ? low : target;
-    target = std::max(low, (from + (pool - 1 - from) / 2) / alignment * alignment);
+    if (problem_->size() >= kManyItems) {
+      greedy_.emplace(p_, incumbent_.order, incumbent_.fit, GreedyResult{incumbent_.offsets, incumbent_.pool, 0});
+    }
+    constexpr std::uint64_t kWeight[] = {2, 1, 1};  // lowest, descending, iterated greedy
+    std::uint64_t spent[] = {0, 0, 0};
+    while (!done() && !budget.exhausted()) {
+      retarget();
+      const bool active[] = {true, descending_->capacity() != lowest_->capacity(), greedy_.has_value()};
+      int arm = 0;
+      for (int k = 1; k < 3; ++k) {
+        if (active[k] && spent[k] * kWeight[arm] < spent[arm] * kWeight[k]) arm = k;
+      }
+      const std::uint64_t before = budget.used();
+      if (arm == 0) {
+        take(*lowest_, lowest_->step(budget));
+      } else if (arm == 1) {
+        take(*descending_, descending_->step(budget));
+        // No answer within its patience: halfway up to the incumbent, an easier capacity.
+        const std::uint64_t easier = halfway(descending_->capacity(), incumbent_.pool - 1);
+        if (!descending_->settled() && descending_->cycles() >= 3 + moves_ && easier != descending_->capacity()) {
+          descending_.emplace(p_, problem_, easier);
+          ++moves_;
+        }
+      } else {
+        SearchBudget part = budget.part(std::max<std::uint64_t>(std::uint64_t{1} << 16, budget.limit() / 64));
+        if (greedy_->improve(part) && greedy_->pool() < incumbent_.pool) {
+          incumbent_.pool = greedy_->pool();
+          incumbent_.offsets = greedy_->offsets();
+        }
+        budget.absorb(part);
+      }
+      spent[arm] += budget.used() - before + 1;
+    }
   }
-}
+
+ private:
+  [[nodiscard]] bool done() const { return incumbent_.pool <= low_; }
+
+  // New searches where the old ones are settled or aim at or above the incumbent: the lowest
+  // capacity not proved infeasible (LB; after a proof, halfway up to the incumbent), and just
+  // under the incumbent (below()).
+  void retarget() {
+    if (!lowest_ || lowest_->settled() || lowest_->capacity() >= incumbent_.pool) {
+      lowest_.emplace(p_, problem_, proved_ ? halfway(low_, incumbent_.pool - 1) : low_);
+    }
+    if (!descending_ || descending_->settled() || descending_->capacity() >= incumbent_.pool) {
+      descending_.emplace(p_, problem_, below(incumbent_.pool));
+    }
+  }
+
+  // An eighth of the way from the incumbent down to the lowest capacity not proved
+  // infeasible: close enough to the incumbent to be found quickly most of the time.
+  [[nodiscard]] std::uint64_t below(std::uint64_t pool) const { return pool - 1 - (pool - 1 - low_) / 8; }
+
+  // A settled search's answer: a smaller plan, or a capacity proved infeasible.
+  void take(const DecisionSearch& search, const SearchResult& result) {
+    if (result.improved && result.pool < incumbent_.pool) {
+      incumbent_.pool = result.pool;
+      incumbent_.offsets = result.offsets;
+    } else if (result.exhausted_space && search.capacity() + 1 > low_) {
+      low_ = search.capacity() + 1;
+      proved_ = true;
+    }
+  }
+
+  const Prepared& p_;
+  std::shared_ptr<const DecisionProblem> problem_;
+  Incumbent& incumbent_;
+  std::uint64_t low_;     // every capacity below it is infeasible
+  bool proved_ = false;   // low_ rose above LB by a proof
+  std::uint64_t moves_ = 0;  // moves up of the descending search: its patience grows with them
+  std::optional<DecisionSearch> lowest_, descending_;
+  std::optional<IteratedGreedy> greedy_;
+};
 
 }  // namespace
 
-Placement best_plan(const Prepared& p, const PlanOptions& options) {
-  SearchBudget budget(options.time_limit_seconds);
-  GreedyResult best;
-  std::vector<std::uint32_t> best_order;
-  Fit best_fit = Fit::best;
-  run_heuristics(p, budget, /*all=*/false, best, best_order, best_fit);
-  std::vector<std::uint64_t> offsets = std::move(best.offsets);
-  std::uint64_t pool = best.pool;
-  if (pool > p.lower_bound && !budget.exhausted()) {
-    const bool exact = branch_and_bound_applies(p);
-    const bool skyline = exact && skyline_search_applies(p);
-    // Iterated greedy pays off on problems of a thousand buffers and more; the exact searches
-    // on the small, tightly packed ones.
-    std::size_t items = 0;
-    for (const Item& it : p.items) items += it.footprint != 0 ? 1 : 0;
-    SearchBudget phase = budget.share(!exact ? 1.0 : items >= kManyItems ? 0.5 : 0.15);
-    auto improved = iterated_greedy(p, std::move(best_order), best_fit, {offsets, pool, 0}, phase);
-    budget.spend(phase.used());
-    if (improved.pool < pool) {
-      pool = improved.pool;
-      offsets = std::move(improved.offsets);
+Placement best_plan(const Prepared& p, SearchBudget& budget, std::uint64_t capacity) {
+  Incumbent best;
+  run_heuristics(p, budget, /*all=*/false, best);
+  if (best.pool > p.lower_bound && !budget.exhausted()) {
+    std::shared_ptr<DecisionProblem> problem;
+    if (branch_and_bound_applies(p)) {
+      problem = std::make_shared<DecisionProblem>();
+      if (!build_decision_problem(p, *problem)) problem.reset();
+      budget.spend(problem ? decision_problem_work(*problem) : p.items.size());
     }
-    if (exact && pool > p.lower_bound) exact_phase(p, budget, skyline, pool, offsets);
+    if (problem) {
+      ExactSchedule(p, std::move(problem), best).run(budget, capacity);
+    } else {
+      IteratedGreedy greedy(p, std::move(best.order), best.fit, GreedyResult{best.offsets, best.pool, 0});
+      while (greedy.improve(budget)) {
+      }
+      if (greedy.pool() < best.pool) {
+        best.pool = greedy.pool();
+        best.offsets = greedy.offsets();
+      }
+    }
   }
   Placement placement;
-  placement.offsets = std::move(offsets);
+  placement.offsets = std::move(best.offsets);
   placement.offsets.resize(p.items.size(), 0);
-  placement.pool_size = pool;
+  placement.pool_size = best.pool;
   return placement;
 }
 
 Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
+  SearchBudget budget(options.time_limit_seconds);
   const Prepared full = prepare(problem);
+  budget.spend(full.spans.size() * 200 + full.items.size() * 40);  // prepare(): sorting, mostly
   std::uint64_t alignment = 0;
   bool uniform = true;
   for (const Item& it : full.items) {
@@ -157,7 +226,11 @@ Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
       ++universal_count;
     }
   }
-  if (universal_count == 0 || !branch_and_bound_applies(full)) return best_plan(full, options);
+  if (universal_count == 0 || !branch_and_bound_applies(full)) return best_plan(full, budget, options.capacity_bytes);
+  // Heuristics can do better on the whole problem than on the rest by luck of ties: the whole
+  // problem's, kept when better (cheap, as the problem is small enough for the exact searches).
+  Incumbent whole;
+  run_heuristics(full, budget, /*all=*/true, whole);
   trace::Problem rest;
   rest.name = problem.name;
   rest.time_horizon = problem.time_horizon;
@@ -175,19 +248,13 @@ Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
     placement.offsets[i] = base;
     base += full.items[i].footprint;
   }
-  const Placement upper = best_plan(prepare(rest), options);
+  const std::uint64_t capacity = options.capacity_bytes > base ? options.capacity_bytes - base : 0;
+  const Placement upper = best_plan(prepare(rest), budget, capacity);
   for (std::size_t k = 0; k < rest_index.size(); ++k) {
     const Item& it = full.items[rest_index[k]];
     placement.offsets[rest_index[k]] = it.footprint == 0 ? 0 : base + upper.offsets[k];
   }
   placement.pool_size = base + upper.pool_size;
-  // Heuristics can do better on the whole problem than on the rest by luck of ties: keep the
-  // better of the two (cheap, as the problem is small enough for the exact searches).
-  SearchBudget unlimited(UINT64_MAX, 1e9);
-  GreedyResult whole;
-  std::vector<std::uint32_t> order;
-  Fit fit = Fit::best;
-  run_heuristics(full, unlimited, /*all=*/true, whole, order, fit);
   if (whole.pool < placement.pool_size) {
     placement.offsets = std::move(whole.offsets);
     placement.pool_size = whole.pool;

@@ -3,10 +3,13 @@
 
 #include "memtool/planner/algorithm.hpp"
 #include "prepared.hpp"
+#include "search_budget.hpp"
 
 namespace memtool::planner::detail {
 
-[[nodiscard]] Placement best_plan(const Prepared& prepared, const PlanOptions& options);
+// The heuristics, then the improving search within `budget`; `capacity`: the caller's limit
+// (0: none), searched first.
+[[nodiscard]] Placement best_plan(const Prepared& prepared, SearchBudget& budget, std::uint64_t capacity);
 
 // The entry point: buffers live whenever anything is live (weights spanning the window)
 // conflict with everything, so no other buffer can ever use their addresses: when all buffers

@@ -1,14 +1,16 @@
 // The greedy placer every heuristic shares: buffers are placed one by one in a given order, each
 // into a gap between the address ranges of already-placed buffers it conflicts with (best fit:
-// the tightest gap; first fit: the lowest), or on top of them all when no gap fits. Conflicts
-// come from an IntervalIndex, so a run costs O(n log n + conflicting pairs · log) — no matrix.
+// the tightest gap; first fit: the lowest), or on top of them all when no gap fits. The gaps
+// come from a GapIndex (gap_index.hpp): merged, sorted lists of the occupied ranges, walked in
+// address order, so a placement costs O(log S + the occupied runs its lifetime sees) instead of
+// a visit and a sort of every placed buffer it conflicts with.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "interval_index.hpp"
+#include "gap_index.hpp"
 #include "prepared.hpp"
 
 namespace memtool::planner::detail {
@@ -32,12 +34,11 @@ class GreedyPlacer {
   std::uint64_t place_one(std::uint32_t item, Fit fit, std::uint64_t& work);
 
   const Prepared& prepared_;
-  IntervalIndex index_;
+  GapIndex index_;
   std::vector<std::uint64_t> offsets_;
-  std::vector<std::uint32_t> stamp_;
-  std::uint32_t epoch_ = 0;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges_;  // scratch: (offset, top)
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> scratch_;
+  GapIndex::Lists lists_;               // scratch: the occupied ranges
+  std::vector<std::size_t> runs_;       // scratch: sorted runs in lists_.loose
+  std::vector<Range> merged_;           // scratch: merging them
 };
 
 }  // namespace memtool::planner::detail

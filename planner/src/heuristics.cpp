@@ -2,32 +2,30 @@
 #include "heuristics.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <numeric>
 
 namespace memtool::planner::detail {
 
 namespace {
 
-// Largest live load over each item's spans, by a sparse table over the per-section load.
+// Largest live load over each item's spans, by range-maximum queries on a segment tree over the
+// per-section load (O(S) memory: a sparse table would take S log S words, 300 MB at 1 M buffers).
 std::vector<std::uint64_t> peak_load_per_item(const Prepared& p) {
   std::vector<std::uint64_t> result(p.items.size(), 0);
-  const std::uint32_t n = p.section_count;
+  const std::size_t n = p.section_count;
   if (n == 0) return result;
-  std::vector<std::vector<std::uint64_t>> table{p.load};
-  for (std::uint32_t width = 1; 2 * width <= n; width *= 2) {
-    const auto& prev = table.back();
-    std::vector<std::uint64_t> next(n - 2 * width + 1);
-    for (std::uint32_t k = 0; k < next.size(); ++k) next[k] = std::max(prev[k], prev[k + width]);
-    table.push_back(std::move(next));
-  }
+  std::vector<std::uint64_t> tree(2 * n, 0);
+  std::copy(p.load.begin(), p.load.end(), tree.begin() + static_cast<std::ptrdiff_t>(n));
+  for (std::size_t k = n - 1; k >= 1; --k) tree[k] = std::max(tree[2 * k], tree[2 * k + 1]);
   for (std::size_t i = 0; i < p.items.size(); ++i) {
     const Span* spans = p.spans_of(static_cast<std::uint32_t>(i));
     for (std::uint32_t k = 0; k < p.items[i].span_count; ++k) {
-      const std::uint32_t length = spans[k].end - spans[k].first;
-      const auto level = static_cast<std::uint32_t>(std::bit_width(length) - 1);
-      const auto& row = table[level];
-      result[i] = std::max({result[i], row[spans[k].first], row[spans[k].end - (1U << level)]});
+      std::uint64_t most = 0;
+      for (std::size_t lo = spans[k].first + n, hi = spans[k].end + n; lo < hi; lo /= 2, hi /= 2) {
+        if (lo & 1U) most = std::max(most, tree[lo++]);
+        if (hi & 1U) most = std::max(most, tree[--hi]);
+      }
+      result[i] = std::max(result[i], most);
     }
   }
   return result;

@@ -25,6 +25,7 @@ class Random {
     return z ^ (z >> 31);
   }
   std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
+  [[nodiscard]] std::uint64_t state() const { return state_; }
 
  private:
   std::uint64_t state_;
@@ -61,22 +62,31 @@ std::vector<std::uint32_t> shake(std::vector<std::uint32_t> order, Random& rng) 
 
 }  // namespace
 
-LocalSearchResult iterated_greedy(const Prepared& p, std::vector<std::uint32_t> order, Fit fit, GreedyResult start,
-                                  SearchBudget& budget) {
-  LocalSearchResult best{std::move(start.offsets), start.pool, std::move(order)};
-  Random rng(0x6d656d746f6f6cULL ^ p.items.size() ^ (p.lower_bound << 1));
-  GreedyPlacer placer(p);
-  for (std::uint64_t round = 0; best.pool > p.lower_bound && !budget.exhausted(); ++round) {
-    auto candidate = round % 2 == 0 ? promote_peak(p, best.order, best.offsets, best.pool, rng) : shake(best.order, rng);
-    auto run = placer.place(candidate, fit, best.pool);
-    budget.spend(run.work + p.items.size());
-    if (run.pool <= best.pool) {
-      best.pool = run.pool;
-      best.offsets = std::move(run.offsets);
-      best.order = std::move(candidate);
+IteratedGreedy::IteratedGreedy(const Prepared& p, std::vector<std::uint32_t> order, Fit fit, GreedyResult start)
+    : prepared_(p),
+      placer_(p),
+      fit_(fit),
+      order_(std::move(order)),
+      offsets_(std::move(start.offsets)),
+      pool_(start.pool),
+      rng_state_(0x6d656d746f6f6cULL ^ p.items.size() ^ (p.lower_bound << 1)) {}
+
+bool IteratedGreedy::improve(SearchBudget& budget) {
+  Random rng(rng_state_);
+  bool lowered = false;
+  while (!lowered && pool_ > prepared_.lower_bound && !budget.exhausted()) {
+    auto candidate = round_++ % 2 == 0 ? promote_peak(prepared_, order_, offsets_, pool_, rng) : shake(order_, rng);
+    auto run = placer_.place(candidate, fit_, pool_);
+    budget.spend(run.work + 2 * prepared_.items.size());  // the new order and the offsets copied
+    if (run.pool <= pool_) {
+      lowered = run.pool < pool_;
+      pool_ = run.pool;
+      offsets_ = std::move(run.offsets);
+      order_ = std::move(candidate);
     }
   }
-  return best;
+  rng_state_ = rng.state();
+  return lowered;
 }
 
 }  // namespace memtool::planner::detail

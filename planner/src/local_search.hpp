@@ -11,15 +11,28 @@
 
 namespace memtool::planner::detail {
 
-struct LocalSearchResult {
-  std::vector<std::uint64_t> offsets;
-  std::uint64_t pool = 0;
-  std::vector<std::uint32_t> order;
-};
+// Resumable: `improve` goes on from where the previous call stopped (same incumbent order, same
+// pseudo-random sequence), so a schedule can hand it budget in slices. Deterministic: the
+// perturbations are seeded from the problem.
+class IteratedGreedy {
+ public:
+  // `start`: the greedy result of `order` with `fit`.
+  IteratedGreedy(const Prepared& prepared, std::vector<std::uint32_t> order, Fit fit, GreedyResult start);
+  // Stops at LB, when the budget is spent, or after a round that lowered the pool (so the
+  // caller can use it at once). True when the pool got lower.
+  bool improve(SearchBudget& budget);
+  [[nodiscard]] std::uint64_t pool() const { return pool_; }
+  [[nodiscard]] const std::vector<std::uint64_t>& offsets() const { return offsets_; }
 
-// Starts from `order` (whose greedy pool with `fit` is `pool`); stops at LB or when the budget
-// is spent. Deterministic: the pseudo-random perturbations are seeded from the problem.
-[[nodiscard]] LocalSearchResult iterated_greedy(const Prepared& prepared, std::vector<std::uint32_t> order, Fit fit,
-                                                GreedyResult start, SearchBudget& budget);
+ private:
+  const Prepared& prepared_;
+  GreedyPlacer placer_;
+  Fit fit_;
+  std::vector<std::uint32_t> order_;
+  std::vector<std::uint64_t> offsets_;
+  std::uint64_t pool_ = 0;
+  std::uint64_t round_ = 0;
+  std::uint64_t rng_state_ = 0;
+};
 
 }  // namespace memtool::planner::detail

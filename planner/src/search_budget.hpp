@@ -6,6 +6,7 @@
 // it is the one way two runs can differ, and it is counted in `wall_clock_stops`.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -22,12 +23,20 @@ class SearchBudget {
   [[nodiscard]] static std::uint64_t units_for(double seconds) {
     return seconds > 0 ? static_cast<std::uint64_t>(seconds * kWorkUnitsPerSecond) : 0;
   }
-  // A share of what is left, for one phase of the search (same wall-clock guard).
-  [[nodiscard]] SearchBudget share(double fraction) const {
-    SearchBudget child(static_cast<std::uint64_t>(static_cast<double>(left()) * fraction), 0);
+  // A slice of what is left, at most `units`, for one phase of the search (same wall-clock
+  // guard); absorb() charges what it used back.
+  [[nodiscard]] SearchBudget part(std::uint64_t units) const {
+    SearchBudget child(std::min(units, left()), 0);
     child.wall_limit_ = wall_limit_;
     child.start_ = start_;
     return child;
+  }
+  void absorb(const SearchBudget& child) {
+    used_ += child.used_;
+    if (child.wall_clock_stopped_) {
+      used_ = std::max(used_, limit_);
+      wall_clock_stopped_ = true;
+    }
   }
 
   void spend(std::uint64_t units) { used_ += units; }

@@ -35,6 +35,7 @@ struct PlanArgs {
   std::string input;
   std::string algo;  // empty: all
   double time_limit = 1.0;
+  std::uint64_t capacity = 0;  // 0: none
   std::optional<std::size_t> iteration;
   std::uint64_t alignment = 512;
   bool include_persistent = false;
@@ -123,6 +124,7 @@ int run_plan(const PlanArgs& args) {
   }
   mp::PlanOptions options;
   options.time_limit_seconds = args.time_limit;
+  options.capacity_bytes = args.capacity;
   std::vector<AlgorithmRun> runs;
   for (const auto* algorithm : chosen) {
     AlgorithmRun run;
@@ -150,6 +152,7 @@ int run_plan(const PlanArgs& args) {
     j["buffers"] = problem.buffers.size();
     j["lower_bound_bytes"] = lb;
     j["time_limit_seconds"] = args.time_limit;
+    if (args.capacity != 0) j["capacity_bytes"] = args.capacity;
     j["algorithms"] = nlohmann::json::array();
     for (const auto& run : runs) {
       nlohmann::json a;
@@ -158,6 +161,7 @@ int run_plan(const PlanArgs& args) {
       a["ratio_to_lower_bound"] = lb == 0 ? 1.0 : static_cast<double>(run.placement.pool_size) / static_cast<double>(lb);
       a["seconds"] = run.seconds;
       a["valid"] = run.valid;
+      if (args.capacity != 0) a["within_capacity"] = run.placement.pool_size <= args.capacity;
       if (!run.valid) a["error"] = run.problem_message;
       j["algorithms"].push_back(std::move(a));
     }
@@ -171,7 +175,9 @@ int run_plan(const PlanArgs& args) {
     fmt::print("memtool plan: {} ({})\n", args.input, loaded.source);
     if (loaded.iteration) fmt::print("  iteration {}\n", *loaded.iteration);
     fmt::print("  buffers: {}\n", problem.buffers.size());
-    fmt::print("  lower bound (peak live bytes, aligned): {}\n\n", human_bytes_exact(lb));
+    fmt::print("  lower bound (peak live bytes, aligned): {}\n", human_bytes_exact(lb));
+    if (args.capacity != 0) fmt::print("  capacity: {}\n", human_bytes_exact(args.capacity));
+    fmt::print("\n");
     memtool::cli::TextTable base({"baseline", "peak reserved", "vs LB"}, {true});
     for (const auto& b : baselines) {
       base.add_row({b.name, human_bytes(b.peak_reserved_bytes),
@@ -201,6 +207,11 @@ int run_plan(const PlanArgs& args) {
       return 1;
     }
   }
+  if (args.capacity != 0 && written->placement.pool_size > args.capacity) {
+    fmt::print(stderr, "memtool: {} found no plan within the capacity of {} bytes: its smallest pool is {} bytes\n",
+               written->algorithm->name(), args.capacity, written->placement.pool_size);
+    return 3;
+  }
   return 0;
 }
 
@@ -214,6 +225,9 @@ std::function<int()> setup_plan(CLI::App& sub) {
       ->check(CLI::IsMember(names));
   sub.add_option("--time-limit", args->time_limit, "search budget of `best`, seconds (default 1)")
       ->check(CLI::Range(0.0, 3600.0));
+  sub.add_option("--capacity", args->capacity,
+                 "most bytes the pool may take: best plans within it first, then smaller (exit 3 when none fits)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
   sub.add_option("--iteration", args->iteration, "which iteration of a trace to plan (default: first steady one)");
   sub.add_option("--alignment", args->alignment, "alignment of buffers from traces, bytes (default 512)")
       ->check([](const std::string& v) {

@@ -108,3 +108,28 @@ TEST_CASE("every algorithm: 100k buffers", "[planner][conformance][scale]") {
     }
   }
 }
+
+TEST_CASE("every algorithm: 20k buffers, hundreds live at once", "[planner][conformance][scale]") {
+  // Lifetimes up to a thirteenth of the horizon: about 750 buffers live at any time, the shape
+  // that made the old greedy quadratic. Larger ones (to 1 M) are in bench_planner.
+  const auto p = random_problem(777, {20000, 40000, 3000, 0, true, false, false});
+  for (const auto* algo : mp::algorithms()) {
+    DYNAMIC_SECTION(algo->name()) {
+      mp::PlanOptions o;
+      o.time_limit_seconds = 0.05;
+      check_plan(*algo, p, o);
+    }
+  }
+}
+
+TEST_CASE("best: with no budget left after the first heuristic, its plan", "[planner][conformance]") {
+  // The budget is consulted once the first heuristic has run: a limit too small for anything
+  // more returns that heuristic's plan (greedy-breadth), however large the problem.
+  const auto p = random_problem(4243, {30000, 60000, 3000, 0, true, false, false});
+  mp::PlanOptions o;
+  o.time_limit_seconds = 1e-6;
+  const auto best = mp::find_algorithm("best")->plan(p, o);
+  const auto breadth = mp::find_algorithm("greedy-breadth")->plan(p, o);
+  CHECK(best.offsets == breadth.offsets);
+  CHECK(best.pool_size == breadth.pool_size);
+}

@@ -54,3 +54,70 @@ TEST_CASE("exact search: a capacity under LB is infeasible at once", "[planner][
   CHECK_FALSE(result.improved);
   CHECK(result.exhausted_space);
 }
+
+TEST_CASE("exact search: every plan it finds is valid and within the capacity", "[planner][exact]") {
+  // Medium problems that fall apart into independent pieces as buffers are placed (short
+  // lifetimes over a long horizon), at capacities from LB up: pieces solved, then a later one
+  // failing, must leave the search state as it was.
+  int found = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const auto p = random_problem(seed, {60, 300, 25, seed % 4 == 0 ? 4 : 0, seed % 3 == 0, seed % 5 == 0, false});
+    const md::Prepared prepared = md::prepare(p);
+    for (int step = 0; step <= 6; ++step) {
+      const std::uint64_t capacity = prepared.lower_bound + prepared.lower_bound * static_cast<std::uint64_t>(step) / 20;
+      md::SearchBudget budget(2'000'000, 1e9);
+      const md::SearchResult r = md::branch_and_bound(prepared, capacity, budget);
+      INFO(fmt::format("seed {}, capacity {}", seed, capacity));
+      CHECK_FALSE((r.improved && r.exhausted_space));
+      if (!r.improved) continue;
+      ++found;
+      CHECK(r.pool <= capacity);
+      CHECK(mp::validate(p, mp::Placement{r.offsets, r.pool}).valid);
+    }
+  }
+  CHECK(found > 100);
+}
+
+TEST_CASE("exact search: resumed turn by turn in small slices, the same answer as in one go", "[planner][exact]") {
+  const auto p = random_problem(11, {80, 200, 40, 0, false, false, false});
+  const md::Prepared prepared = md::prepare(p);
+  auto problem = std::make_shared<md::DecisionProblem>();
+  REQUIRE(md::build_decision_problem(prepared, *problem));
+  const std::uint64_t capacity = prepared.lower_bound + prepared.lower_bound / 20;
+  md::DecisionSearch whole(prepared, problem, capacity);
+  auto budget = unlimited();
+  const md::SearchResult once = whole.resume(budget);
+  REQUIRE((once.improved || once.exhausted_space));
+  md::DecisionSearch sliced(prepared, problem, capacity);
+  md::SearchResult last;
+  int slices = 0;
+  while (!sliced.settled() && slices < 1000) {
+    // Slices of a few nodes at first, growing as a schedule's do: turns are cut and run again.
+    md::SearchBudget slice(std::uint64_t{20'000} << std::min(slices / 4, 30), 1e9);
+    last = sliced.step(slice);
+    ++slices;
+  }
+  REQUIRE(sliced.settled());
+  CHECK(slices > 1);
+  CHECK(last.improved == once.improved);
+  CHECK(last.offsets == once.offsets);
+}
+
+TEST_CASE("decision problem: MiniMalloc's sections, one per end time", "[planner][exact]") {
+  // a [0,10) b [5,20) c [12,14) d [12,30): ends at 10, 14, 20, 30 -> four sections; the
+  // start of b at 5 and of c, d at 12 open none.
+  const auto p = problem_of({buffer(1, 4, {{0, 10}}), buffer(2, 2, {{5, 20}}), buffer(3, 1, {{12, 14}}),
+                             buffer(4, 8, {{12, 30}})});
+  md::DecisionProblem d;
+  REQUIRE(md::build_decision_problem(md::prepare(p), d));
+  REQUIRE(d.section_count == 4);
+  CHECK(d.load == std::vector<std::uint64_t>{6, 11, 10, 8});
+  CHECK(d.hull(0).first == 0);
+  CHECK(d.hull(0).end == 1);
+  CHECK(d.hull(1).end == 3);
+  CHECK(d.hull(2).first == 1);
+  CHECK(d.hull(2).end == 2);
+  CHECK(d.width == std::vector<std::uint64_t>{10, 15, 2, 18});  // W: time, not sections
+  CHECK(d.sections == std::vector<std::uint32_t>{1, 3, 1, 3});  // C
+  CHECK(d.neighbours[0] == std::vector<std::uint32_t>{1});
+}

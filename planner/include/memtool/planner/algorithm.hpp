@@ -20,6 +20,10 @@ struct PlanOptions {
   // (see kWorkUnitsPerSecond in best.cpp) so that the result depends only on the input and this
   // number, never on the machine's speed or load.
   double time_limit_seconds = 1.0;
+  // The pool size the caller must not exceed (the device memory they have; MiniMalloc's
+  // `capacity`), 0 for none. `best` first looks for a plan within it, then for smaller ones;
+  // when it finds none the plan it returns is larger. The heuristics ignore it.
+  std::uint64_t capacity_bytes = 0;
   // Where a greedy heuristic puts a buffer among the gaps left by placed conflicting buffers:
   // the tightest gap that fits (best fit) or the lowest one (first fit). Only `smartpool`
   // consults it; the named heuristics fix their own rule.

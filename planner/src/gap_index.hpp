@@ -1,0 +1,124 @@
+// The greedy placer's index of placed buffers: for a time span, the address ranges occupied by
+// placed buffers live somewhere in it, as a few lists already sorted and merged (plus a few
+// loose ranges), so the gaps between them come out in address order without visiting each
+// conflicting buffer or sorting them all.
+//
+// A buffer live somewhere in sections [a, b) is live at section a, or starts inside (a, b).
+//  - Live at a: a segment tree over sections keeps each span at its O(log S) canonical nodes.
+//    A span canonical at height H0 or above is copied into every node at height H0 under it,
+//    whose union then holds every buffer covering that node whole. Below H0, which spans are
+//    canonical at a node is known before anything is placed, so each node has a fixed run of
+//    slots in one array, filled in as its spans are placed (contiguous, unlike lists grown in
+//    placement order); a node with many spans (where endpoints cluster, as in real traces)
+//    keeps a union instead. Stabbing a: the union at a's H0 ancestor plus the slots and small
+//    unions on the path below it — one long list (mostly one solid run per stack of buffers)
+//    and a few short ones.
+//  - Starting inside: nodes at height H1 and above keep the union of the ranges of the spans
+//    starting in them (fed in batches: written far more often than read); below H1, the slots
+//    of the spans starting in each section, again a fixed run per section.
+// Unions merge touching and overlapping ranges, so a column of packed buffers costs one entry.
+// H0 is chosen so that the copies stay within a few per buffer (2^H0 ≈ the mean span / 4):
+// memory and insertion work O(n log S), a query O(log S + the lists' lengths).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "prepared.hpp"
+
+namespace memtool::planner::detail {
+
+struct Range {
+  std::uint64_t lo = 0;
+  std::uint64_t hi = 0;  // exclusive; 0 in a slot: not placed yet
+};
+
+// Disjoint, sorted, non-touching address ranges.
+class RangeUnion {
+ public:
+  // Adds [r.lo, r.hi); returns the work done.
+  std::uint64_t insert(Range r);
+  // Adds a batch (reordered in place, then emptied) in one merge; returns the work done.
+  std::uint64_t insert(std::vector<Range>& batch);
+  void clear() { ranges_.clear(); }
+  [[nodiscard]] std::size_t size() const { return ranges_.size(); }
+  [[nodiscard]] const Range* begin() const { return ranges_.data(); }
+  [[nodiscard]] const Range* end() const { return ranges_.data() + ranges_.size(); }
+  [[nodiscard]] bool empty() const { return ranges_.empty(); }
+
+ private:
+  std::vector<Range> ranges_;
+  std::vector<Range> scratch_;
+};
+
+// A RangeUnion fed in batches: ranges wait in a list and are merged in when it grows as long as
+// the union, or when the union is read. For unions written far more often than read.
+class LazyRangeUnion {
+ public:
+  std::uint64_t insert(Range r) {
+    pending_.push_back(r);
+    return pending_.size() > 32 && pending_.size() > merged_.size() ? 1 + merged_.insert(pending_) : 1;
+  }
+  std::uint64_t flush() { return pending_.empty() ? 0 : merged_.insert(pending_); }
+  void clear() {
+    merged_.clear();
+    pending_.clear();
+  }
+  [[nodiscard]] const RangeUnion& merged() const { return merged_; }
+
+ private:
+  RangeUnion merged_;
+  std::vector<Range> pending_;
+};
+
+class GapIndex {
+ public:
+  // For the spans of `prepared` (all of them may be inserted, each once per clear()).
+  explicit GapIndex(const Prepared& prepared);
+  // Span `index` (into prepared.spans) placed at `range`; returns the work done.
+  std::uint64_t insert(std::uint32_t index, Range range);
+  void clear();
+
+  // Sorted lists whose union is the occupancy of one or more spans, collected by gather().
+  struct Lists {
+    std::vector<std::pair<const Range*, const Range*>> sorted;
+    std::vector<Range> loose;  // from slots: not sorted
+    void clear() {
+      sorted.clear();
+      loose.clear();
+    }
+  };
+  // Adds the lists for `span` to `out`; returns the work done. The lists stay valid until the
+  // next insert or gather.
+  std::uint64_t gather(Span span, Lists& out);
+
+ private:
+  [[nodiscard]] std::uint32_t height(std::uint32_t node) const;
+  // Calls visit(node) for the canonical nodes of `span` below H0, bottom up.
+  template <typename Visit>
+  void low_nodes(Span span, Visit&& visit) const;
+  // The placed ranges among slots [begin, end) into `out`; returns how many slots it read.
+  std::uint64_t append(std::uint32_t begin, std::uint32_t end, std::vector<Range>& out) const;
+
+  const Prepared& prepared_;
+  std::uint32_t leaves_ = 1;
+  std::uint32_t levels_ = 0;  // leaves_ == 2^levels_
+  std::uint32_t h0_ = 0;      // height of the full-cover nodes
+  std::uint32_t h1_ = 0;      // lowest height with a start union
+  // Cover slots below H0: node -> its run [cover_begin_[node], cover_begin_[node + 1]) of
+  // cover_span_ (the spans, by index, ascending) and cover_range_; a node whose run is longer
+  // than a few slots has union_of_[node] = its union + 1 instead (0: none).
+  std::vector<std::uint32_t> cover_begin_;
+  std::vector<std::uint32_t> cover_span_;
+  std::vector<Range> cover_range_;
+  std::vector<std::uint32_t> union_of_;
+  std::vector<RangeUnion> unions_;
+  std::vector<RangeUnion> full_;       // nodes at height H0, left to right
+  std::vector<LazyRangeUnion> start_;  // nodes at height >= H1, by node index
+  // Start slots: section -> run [start_begin_[s], start_begin_[s + 1]); span -> its slot.
+  std::vector<std::uint32_t> start_begin_;
+  std::vector<std::uint32_t> start_slot_;
+  std::vector<Range> start_range_;
+};
+
+}  // namespace memtool::planner::detail

@@ -1,0 +1,175 @@
+// The greedy placer on its gap index (planner/src/greedy.hpp, gap_index.hpp) against the
+// definition it must keep: each buffer, in order, goes into the tightest (best fit) or lowest
+// (first fit) gap between the address ranges of the placed buffers it conflicts with, else on
+// top. The reference below finds those buffers by testing every pair and sorts them, as the
+// placer did before the index; the two must agree offset for offset, on every shape of problem
+// (several intervals per buffer, alignments, equal sizes, many buffers live at once).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "gap_index.hpp"
+#include "greedy.hpp"
+#include "heuristics.hpp"
+#include "memtool/planner/placement.hpp"
+#include "prepared.hpp"
+#include "problem_builders.hpp"
+
+using namespace planner_test;
+namespace md = memtool::planner::detail;
+
+namespace {
+
+bool conflict(const md::Prepared& p, std::uint32_t a, std::uint32_t b) {
+  const md::Span* x = p.spans_of(a);
+  const md::Span* y = p.spans_of(b);
+  for (std::uint32_t i = 0; i < p.items[a].span_count; ++i)
+    for (std::uint32_t j = 0; j < p.items[b].span_count; ++j)
+      if (x[i].first < y[j].end && y[j].first < x[i].end) return true;
+  return false;
+}
+
+std::vector<std::uint64_t> reference_offsets(const md::Prepared& p, const std::vector<std::uint32_t>& order, md::Fit fit) {
+  std::vector<std::uint64_t> offsets(p.items.size(), 0);
+  std::vector<std::uint32_t> placed;
+  for (std::uint32_t i : order) {
+    const md::Item& it = p.items[i];
+    if (it.footprint == 0) continue;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> taken;
+    for (std::uint32_t j : placed)
+      if (conflict(p, i, j)) taken.emplace_back(offsets[j], offsets[j] + p.items[j].footprint);
+    std::sort(taken.begin(), taken.end());
+    std::uint64_t cursor = 0, best = UINT64_MAX, best_gap = UINT64_MAX, chosen = UINT64_MAX;
+    for (const auto& [lo, hi] : taken) {
+      const std::uint64_t at = md::align_up(cursor, it.alignment);
+      if (lo > cursor && at + it.footprint <= lo) {
+        if (fit == md::Fit::first) {
+          chosen = at;
+          break;
+        }
+        if (lo - cursor < best_gap) {
+          best_gap = lo - cursor;
+          best = at;
+        }
+      }
+      cursor = std::max(cursor, hi);
+    }
+    offsets[i] = chosen != UINT64_MAX ? chosen : best != UINT64_MAX ? best : md::align_up(cursor, it.alignment);
+    placed.push_back(i);
+  }
+  return offsets;
+}
+
+void check_same_as_reference(const Problem& problem, const std::string& what) {
+  const md::Prepared p = md::prepare(problem);
+  md::GreedyPlacer placer(p);
+  for (const auto& spec : md::heuristic_specs()) {
+    const auto order = md::heuristic_order(p, spec.order);
+    const auto run = placer.place(order, spec.fit);
+    INFO(fmt::format("{}, {}", what, spec.name));
+    REQUIRE(run.offsets == reference_offsets(p, order, spec.fit));
+    std::uint64_t pool = 0;
+    for (std::uint32_t i = 0; i < p.items.size(); ++i)
+      if (p.items[i].footprint != 0) pool = std::max(pool, run.offsets[i] + p.items[i].footprint);
+    CHECK(run.pool == pool);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("greedy placer: every placement as the pairwise definition gives it", "[planner][greedy]") {
+  const std::vector<RandomShape> shapes{
+      {200, 400, 40, 0, false, false, false},   {200, 300, 300, 0, true, false, false},
+      {150, 200, 30, 1, false, true, false},    {150, 500, 60, 2, true, true, false},
+      {120, 100, 100, 4, true, true, false},    {250, 2000, 25, 3, false, false, false},
+      {300, 150, 150, 0, false, false, false},  {100, 50, 5, 1, true, false, false},
+  };
+  std::uint64_t seed = 7;
+  for (int round = 0; round < 8; ++round) {
+    for (const auto& shape : shapes) {
+      check_same_as_reference(random_problem(seed, shape), fmt::format("seed {}", seed));
+      ++seed;
+    }
+  }
+}
+
+TEST_CASE("greedy placer: many buffers live at once, long and short lifetimes", "[planner][greedy]") {
+  // Long-lived buffers over thousands of sections (they land in the full-cover unions) mixed
+  // with short ones, as in a training step.
+  std::mt19937_64 rng(99);
+  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  std::vector<memtool::trace::BufferRequest> buffers;
+  for (std::uint64_t i = 0; i < 2500; ++i) {
+    const std::uint64_t start = uniform(0, 4999);
+    const std::uint64_t length = uniform(0, 9) == 0 ? uniform(500, 3000) : uniform(1, 40);
+    buffers.push_back(buffer(i, uniform(1, 8) == 1 ? uniform(1, 64) << 14 : uniform(64, 1 << 14), {{start, start + length}}, 256));
+  }
+  check_same_as_reference(problem_of(std::move(buffers)), "2500 buffers");
+}
+
+TEST_CASE("greedy placer: a run stops as soon as the pool exceeds the limit given", "[planner][greedy]") {
+  const auto problem = random_problem(3, {300, 400, 50, 0, false, false, false});
+  const md::Prepared p = md::prepare(problem);
+  md::GreedyPlacer placer(p);
+  const auto order = md::heuristic_order(p, md::Order::size);
+  const auto full = placer.place(order, md::Fit::best);
+  const auto stopped = placer.place(order, md::Fit::best, full.pool - 1);
+  CHECK(stopped.pool == UINT64_MAX);
+  CHECK(stopped.work < full.work);
+  const auto again = placer.place(order, md::Fit::best, full.pool);
+  CHECK(again.offsets == full.offsets);  // the index is cleared between runs
+}
+
+TEST_CASE("range union: touching and overlapping ranges merge, in single and batch inserts", "[planner][greedy]") {
+  md::RangeUnion u;
+  auto ranges = [&] { return std::vector<md::Range>(u.begin(), u.end()); };
+  auto same = [](const std::vector<md::Range>& a, std::vector<std::pair<std::uint64_t, std::uint64_t>> b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t k = 0; k < a.size(); ++k)
+      if (a[k].lo != b[k].first || a[k].hi != b[k].second) return false;
+    return true;
+  };
+  u.insert({10, 20});
+  u.insert({30, 40});
+  CHECK(same(ranges(), {{10, 20}, {30, 40}}));
+  u.insert({20, 30});  // touches both: one run
+  CHECK(same(ranges(), {{10, 40}}));
+  u.insert({0, 5});
+  u.insert({50, 60});
+  u.insert({4, 12});  // overlaps the first two
+  CHECK(same(ranges(), {{0, 40}, {50, 60}}));
+  std::vector<md::Range> batch{{70, 80}, {45, 50}, {100, 110}, {79, 90}};
+  u.insert(batch);
+  CHECK(batch.empty());
+  CHECK(same(ranges(), {{0, 40}, {45, 60}, {70, 90}, {100, 110}}));
+  // Against a bitmap, on random inserts of both kinds.
+  std::mt19937_64 rng(5);
+  md::RangeUnion r;
+  std::vector<bool> bits(4096, false);
+  std::vector<md::Range> pending;
+  for (int k = 0; k < 3000; ++k) {
+    const std::uint64_t lo = rng() % 4000;
+    const md::Range add{lo, lo + 1 + rng() % 40};
+    for (std::uint64_t b = add.lo; b < add.hi; ++b) bits[b] = true;
+    if (k % 3 == 0) {
+      pending.push_back(add);
+      if (pending.size() == 7) r.insert(pending);
+    } else {
+      r.insert(add);
+    }
+  }
+  r.insert(pending);
+  std::vector<bool> seen(4096, false);
+  std::uint64_t last_hi = 0;
+  bool first = true;
+  for (const md::Range& x : std::vector<md::Range>(r.begin(), r.end())) {
+    CHECK(x.lo < x.hi);
+    if (!first) CHECK(x.lo > last_hi);  // sorted, disjoint, not touching
+    first = false;
+    last_hi = x.hi;
+    for (std::uint64_t b = x.lo; b < x.hi; ++b) seen[b] = true;
+  }
+  CHECK(seen == bits);
+}
