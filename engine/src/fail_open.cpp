@@ -72,6 +72,13 @@ class FailOpen final : public Resource {
       return std::nullopt;
     }
   }
+  bool refuse_export(DevicePtr ptr) override {
+    try {
+      return primary_->refuse_export(ptr);
+    } catch (...) {
+      return false;
+    }
+  }
   std::uint64_t reclaim() override {
     std::uint64_t freed = 0;
     guarded("reclaiming memory", [&] { freed = primary_->reclaim(); });

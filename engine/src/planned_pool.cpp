@@ -63,6 +63,8 @@ struct EventRecycler {
   std::vector<EventId> spare;
 };
 
+constexpr std::size_t kNoEntry = ~std::size_t{0};
+
 struct PooledBuffer {
   std::uint64_t size = 0;
   std::uint64_t footprint = 0;
@@ -70,6 +72,8 @@ struct PooledBuffer {
   MemoryKind kind = MemoryKind::device;
   PoolArena* arena = nullptr;
   std::uint64_t offset = 0;
+  std::size_t entry = kNoEntry;  // plan_.entries index when served by plan `plan_serial`
+  std::uint64_t plan_serial = 0;
   std::vector<StreamId> used_on;    // streams ordered after every pending release event
   std::vector<ReleaseRef> pending;  // release records of earlier users of the range
 };
@@ -221,6 +225,29 @@ class PlannedPool final : public Resource {
     return std::nullopt;
   }
 
+  bool refuse_export(DevicePtr ptr) override {
+    if (pooled_live_.load(std::memory_order_relaxed) == 0) return false;
+    std::lock_guard lock(mutex_);
+    for (const auto& arena : arenas_) {
+      if (!arena->contains(ptr)) continue;
+      const auto range = arena->live_range_at(ptr);
+      if (!range) return false;  // a freed range of the pool: the driver answers for it
+      const auto it = pooled_.find(arena->base() + range->first);
+      if (it == pooled_.end()) return false;
+      const PooledBuffer& buffer = it->second;
+      ++counters_.exports_refused;
+      if (buffer.entry != kNoEntry && buffer.plan_serial == plan_serial_ && buffer.entry < plan_.entries.size()) {
+        plan_.entries[buffer.entry].pooled = false;  // from the next iteration on: real memory
+      }
+      log(LogLevel::warn,
+          fmt::format("memtool pool: cuIpcGetMemHandle of a pooled buffer ({} B) refused: a handle would share the "
+                      "whole pool; this allocation is kept out of the pool from the next iteration on",
+                      buffer.size));
+      return true;
+    }
+    return false;
+  }
+
   std::uint64_t reclaim() override {
     std::lock_guard lock(mutex_);
     return release_idle_arenas(/*dropping_plan=*/false);
@@ -258,6 +285,7 @@ class PlannedPool final : public Resource {
     s.plan_failures = counters_.plan_failures;
     s.pool_alloc_failures = counters_.pool_alloc_failures;
     s.pool_reclaims = counters_.pool_reclaims;
+    s.exports_refused = counters_.exports_refused;
     s.stream_waits = counters_.stream_waits;
     s.events_recorded = counters_.events_recorded;
     s.peak_device_bytes_without_pool = std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
@@ -366,6 +394,7 @@ class PlannedPool final : public Resource {
       update_peaks();
     }
     plan_ = std::move(next);
+    ++plan_serial_;
     plan_.period = ready_period_;
     counters_.pool_bytes = current_->size();
     counters_.lower_bound_bytes = plan_.lower_bound;
@@ -476,7 +505,7 @@ class PlannedPool final : public Resource {
     if (!entry.pooled) {
       consecutive_misses_ = 0;  // never freed in the window: the plan says real memory
     } else if (auto offset = free_slot(entry)) {
-      result = hand_out(*current_, *offset, entry.footprint, r);
+      result = hand_out(*current_, *offset, entry.footprint, r, *index);
       consecutive_misses_ = 0;
     } else {
       ++counters_.refusals;  // invariant 1: every planned range is (partly) live
@@ -495,7 +524,8 @@ class PlannedPool final : public Resource {
     return std::nullopt;
   }
 
-  DevicePtr hand_out(PoolArena& arena, std::uint64_t offset, std::uint64_t footprint, const AllocationRequest& r) {
+  DevicePtr hand_out(PoolArena& arena, std::uint64_t offset, std::uint64_t footprint, const AllocationRequest& r,
+                     std::size_t entry = kNoEntry) {
     std::vector<ReleaseRef> inherited = arena.occupy(offset, footprint);
     PooledBuffer buffer;
     buffer.size = r.size;
@@ -504,6 +534,8 @@ class PlannedPool final : public Resource {
     buffer.kind = r.kind;
     buffer.arena = &arena;
     buffer.offset = offset;
+    buffer.entry = entry;
+    buffer.plan_serial = plan_serial_;
     for (ReleaseRef& ref : inherited) {
       const bool done = std::all_of(ref->events.begin(), ref->events.end(),
                                     [this](const auto& e) { return device_.event_completed(e.second); });
@@ -609,6 +641,7 @@ class PlannedPool final : public Resource {
 
   // Apply.
   detail::ReadyPlan plan_;
+  std::uint64_t plan_serial_ = 0;  // which plan_ a pooled buffer's entry index refers to
   bool boundaries_by_marks_ = false;
   std::size_t k_ = 0;
   std::uint64_t iteration_misses_ = 0;

@@ -15,13 +15,13 @@ std::string to_json(const Summary& s) {
       "\"period_peak_bytes\":{},\"periods_rejected\":{},\"iterations_planned\":{},\"pool_bytes\":{},"
       "\"lower_bound_bytes\":{},\"allocs_from_pool\":{},\"allocs_passed_through\":{},"
       "\"misses\":{},\"refusals\":{},\"replans\":{},\"plans_made\":{},\"plan_failures\":{},"
-      "\"pool_alloc_failures\":{},\"pool_reclaims\":{},\"stream_waits\":{},\"events_recorded\":{},"
+      "\"pool_alloc_failures\":{},\"pool_reclaims\":{},\"exports_refused\":{},\"stream_waits\":{},\"events_recorded\":{},"
       "\"peak_device_bytes_with_pool\":{},\"peak_device_bytes_without_pool\":{},\"budget_bytes\":{},"
       "\"budget_refusals\":{},\"allocation_failures\":{}}}",
       s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
       s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through,
       s.misses, s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims,
-      s.stream_waits, s.events_recorded, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool,
+      s.exports_refused, s.stream_waits, s.events_recorded, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool,
       s.budget_bytes, s.budget_refusals, s.allocation_failures);
 }
 

@@ -35,6 +35,7 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.plan_failures += s.plan_failures;
   into.pool_alloc_failures += s.pool_alloc_failures;
   into.pool_reclaims += s.pool_reclaims;
+  into.exports_refused += s.exports_refused;
   into.stream_waits += s.stream_waits;
   into.events_recorded += s.events_recorded;
   into.peak_device_bytes_with_pool += s.peak_device_bytes_with_pool;
@@ -94,6 +95,25 @@ engine::Runtime& ContextRuntimes::current() {
 engine::Runtime& ContextRuntimes::owner(std::uint32_t id) {
   if (id < count_.load(std::memory_order_acquire)) return *entries_[id].runtime;
   return current();
+}
+
+std::optional<engine::BufferExtent> ContextRuntimes::extent_of(std::uint64_t ptr) const {
+  const std::size_t n = count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (auto extent = entries_[i].runtime->extent_of(ptr)) {
+      extent->id = (std::uint64_t{1} << 63) | (std::uint64_t{i} << 48) | (extent->id & ((std::uint64_t{1} << 48) - 1));
+      return extent;
+    }
+  }
+  return std::nullopt;
+}
+
+bool ContextRuntimes::refuse_export(std::uint64_t ptr) {
+  const std::size_t n = count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (entries_[i].runtime->refuse_export(ptr)) return true;
+  }
+  return false;
 }
 
 void ContextRuntimes::before_access(std::span<const std::uint64_t> bases, engine::StreamId stream) {

@@ -325,4 +325,26 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
   CHECK(bad.status != 0);
 }
 
+// Invariant 3: a pooled buffer is described as itself, and is never shared as the whole pool.
+TEST_CASE("pool mode: pointer queries describe the buffer, and an IPC export never shares the pool",
+          "[integration][pool]") {
+  const Pair p = run_both("pointers", {POINTER_CLIENT, "12"}, {}, {{"MEMTOOL_POOL_SYNC_PLANNING", "1"}});
+  INFO(p.pool.out);
+  INFO(p.pool.err);
+  CHECK(p.plain.out.find("export=refused") == std::string::npos);  // the driver alone exports every one
+  CHECK(p.plain.out.find("FAIL") == std::string::npos);
+  CHECK(p.pool.out.find("FAIL") == std::string::npos);
+  CHECK(u(p.summary, "allocs_from_pool") > 0);
+  // The first planned iteration's export is refused (the buffer is in the pool), the plan keeps
+  // that allocation out from then on, and later exports succeed and open to the buffer itself.
+  CHECK(u(p.summary, "exports_refused") == 1);
+  const auto refused = p.pool.out.find("export=refused");
+  REQUIRE(refused != std::string::npos);
+  CHECK(p.pool.out.find("export=refused", refused + 1) == std::string::npos);
+  CHECK(p.pool.out.find("iter 11 ok export=ok") != std::string::npos);
+  const auto said = p.pool.err.find("cuIpcGetMemHandle of a pooled buffer");
+  CHECK(said != std::string::npos);
+  CHECK(p.pool.err.find("cuIpcGetMemHandle of a pooled buffer", said + 1) == std::string::npos);
+}
+
 #endif  // MEMTOOL_HAVE_FAKECUDA

@@ -84,6 +84,13 @@ class Resource {
   [[nodiscard]] virtual MemoryUse memory_use() const = 0;
   virtual void summarize(Summary& summary) const = 0;
   [[nodiscard]] virtual std::optional<BufferExtent> extent_of(DevicePtr ptr) const = 0;
+  // The program exports `ptr` (cuIpcGetMemHandle). True when the buffer is sub-allocated: a
+  // handle would name the whole pool, so the export must be refused; the resource then keeps
+  // that allocation out of its pool from the next iteration on.
+  virtual bool refuse_export(DevicePtr ptr) {
+    (void)ptr;
+    return false;
+  }
   // Memory is short: give back reserved memory no live buffer uses; returns the bytes given back.
   virtual std::uint64_t reclaim() = 0;
   // The context is ending, or the process: stop serving new allocations and join background
@@ -107,6 +114,7 @@ class Adaptor : public Resource {
   [[nodiscard]] MemoryUse memory_use() const override { return upstream_->memory_use(); }
   void summarize(Summary& summary) const override { upstream_->summarize(summary); }
   [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const override { return upstream_->extent_of(ptr); }
+  bool refuse_export(DevicePtr ptr) override { return upstream_->refuse_export(ptr); }
   std::uint64_t reclaim() override { return upstream_->reclaim(); }
   void shutdown(bool release_memory) override { upstream_->shutdown(release_memory); }
 

@@ -54,6 +54,7 @@ class Runtime {
   [[nodiscard]] std::uint64_t program_free(std::uint64_t driver_free) const;
   // A sub-allocated buffer's own extent (pointer attribute queries).
   [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const { return stack_->extent_of(ptr); }
+  bool refuse_export(DevicePtr ptr) { return stack_->refuse_export(ptr); }
   std::uint64_t reclaim() { return stack_->reclaim(); }
   // The context ends (release_memory: free what is idle now), or the process exits (stop only).
   void shutdown(bool release_memory) { stack_->shutdown(release_memory); }

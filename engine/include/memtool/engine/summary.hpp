@@ -29,6 +29,7 @@ struct Summary {
   std::uint64_t plan_failures = 0;        // planner threw or produced an invalid plan
   std::uint64_t pool_alloc_failures = 0;  // the pool's own allocation failed
   std::uint64_t pool_reclaims = 0;        // pool memory given back to let a failing allocation succeed
+  std::uint64_t exports_refused = 0;      // cuIpcGetMemHandle of a pooled buffer (it would share the pool)
   std::uint64_t stream_waits = 0;         // cuStreamWaitEvent issued for cross-stream reuse
   std::uint64_t events_recorded = 0;
   // Device memory.

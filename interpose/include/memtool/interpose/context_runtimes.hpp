@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -32,6 +33,11 @@ class ContextRuntimes {
   engine::Runtime& current();
   // The runtime that made a buffer (its owner id), or the current one when unknown.
   engine::Runtime& owner(std::uint32_t id);
+  // A sub-allocated buffer's own extent, if `ptr` is inside one (pointer attribute queries);
+  // its id is unique across contexts and never a driver buffer id (those count up from 1).
+  [[nodiscard]] std::optional<engine::BufferExtent> extent_of(std::uint64_t ptr) const;
+  // cuIpcGetMemHandle of `ptr`: true when a runtime sub-allocated it and the export must fail.
+  bool refuse_export(std::uint64_t ptr);
   // Work on `stream` touches these buffers: every runtime that orders streams hears it.
   void before_access(std::span<const std::uint64_t> bases, engine::StreamId stream);
   [[nodiscard]] bool wants_accesses() const { return wants_accesses_.load(std::memory_order_relaxed); }
