@@ -46,6 +46,9 @@ class FailOpen final : public Resource {
   void before_access(DevicePtr base, StreamId stream) override {
     guarded("ordering a stream", [&] { primary_->before_access(base, stream); });
   }
+  void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
+    guarded("ordering a stream", [&] { primary_->before_work(bases, stream); });
+  }
   void on_boundary(const Boundary& boundary) override {
     if (!failed()) guarded("an iteration boundary", [&] { primary_->on_boundary(boundary); });
   }

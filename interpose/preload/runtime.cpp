@@ -125,6 +125,14 @@ void engine_log(engine::LogLevel level, std::string_view line) {
 }
 
 // Whether two paths name one file (the same path, or the same inode once both exist).
+// MEMTOOL_HOST_LIMIT's default: swapped-out bytes may take half of the host's memory.
+std::uint64_t half_of_host_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size) / 2;
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   if (a == b) return true;
   struct stat sa {};
@@ -228,6 +236,18 @@ State decide() {
   strategy_options.name = options.strategy;
   strategy_options.pool.synchronous_planning = options.pool_sync_planning;
   strategy_options.pool.plan_time_limit_seconds = static_cast<double>(options.plan_seconds);
+  strategy_options.budget_bytes = options.budget.bytes;
+  strategy_options.budget_percent = options.budget.percent;
+  strategy_options.swap.min_bytes = options.swap_min_bytes;
+  strategy_options.swap.host_limit_bytes = options.host_limit != 0 ? options.host_limit : half_of_host_memory();
+  if (options.strategy == "swap") {
+    if (options.swap_mode == SwapMode::explicit_copies) {
+      Log::write(LogLevel::warn, "MEMTOOL_SWAP_MODE=explicit is not available yet; swapping through managed memory (uvm)");
+    }
+    if (options.budget.bytes == 0 && options.budget.percent == 0) {
+      Log::write(LogLevel::warn, "MEMTOOL_STRATEGY=swap without MEMTOOL_BUDGET: nothing will be swapped");
+    }
+  }
   engine::ObserverOptions observer;
   observer.keep_windows = strategy->plans;
   observer.synchronous_detection = options.pool_sync_planning;

@@ -36,6 +36,12 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.pool_alloc_failures += s.pool_alloc_failures;
   into.pool_reclaims += s.pool_reclaims;
   into.exports_refused += s.exports_refused;
+  into.bytes_swapped_out += s.bytes_swapped_out;
+  into.bytes_swapped_in += s.bytes_swapped_in;
+  into.swap_ins_ahead += s.swap_ins_ahead;
+  into.swap_ins_on_demand += s.swap_ins_on_demand;
+  into.host_bytes = std::max(into.host_bytes, s.host_bytes);
+  into.peak_device_bytes = std::max(into.peak_device_bytes, s.peak_device_bytes);
   into.stream_waits += s.stream_waits;
   into.events_recorded += s.events_recorded;
   into.peak_device_bytes_with_pool += s.peak_device_bytes_with_pool;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 
 #include "kernel_name_matcher.hpp"
 
@@ -62,6 +63,33 @@ std::string parse(std::string_view text, std::uint64_t& out) {
   else return kExpected;
   if (shift != 0 && value > (~std::uint64_t{0} >> shift)) return "too large";
   out = value << shift;
+  return {};
+}
+
+// Bytes as above, or a percentage of the device's memory ("60%", more than 0 and at most 100).
+std::string parse(std::string_view text, Budget& out) {
+  if (!text.empty() && text.back() == '%') {
+    const std::string number(text.substr(0, text.size() - 1));
+    char* end = nullptr;
+    const double percent = std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size() || !(percent > 0) || percent > 100) {
+      return "expected a percentage of the device's memory above 0 and at most 100, e.g. 60%";
+    }
+    out = Budget{0, percent};
+    return {};
+  }
+  std::uint64_t bytes = 0;
+  std::string problem = parse(text, bytes);
+  if (!problem.empty()) return problem + ", or a percentage such as 60%";
+  out = Budget{bytes, 0};
+  return {};
+}
+
+std::string parse(std::string_view text, SwapMode& out) {
+  const std::string value = lower(text);
+  if (value == "uvm" || value.empty()) out = SwapMode::uvm;
+  else if (value == "explicit") out = SwapMode::explicit_copies;
+  else return "expected one of uvm|explicit";
   return {};
 }
 
@@ -205,5 +233,7 @@ std::string_view to_string(Toggle toggle) {
   }
   return "?";
 }
+
+std::string_view to_string(SwapMode mode) { return mode == SwapMode::uvm ? "uvm" : "explicit"; }
 
 }  // namespace memtool::interpose

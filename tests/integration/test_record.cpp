@@ -209,7 +209,7 @@ TEST_CASE("bad settings: a clear message, and memtool stays out of the way", "[i
     const char* message;
   };
   for (const Case& c : {Case{"MEMTOOL_LOG", "loud", "MEMTOOL_LOG='loud': expected one of off|error|warn|info|debug"},
-                        Case{"MEMTOOL_STRATEGY", "swap", "MEMTOOL_STRATEGY='swap': expected one of record|pool|off"},
+                        Case{"MEMTOOL_STRATEGY", "spill", "MEMTOOL_STRATEGY='spill': expected one of record|pool|swap|off"},
                         Case{"MEMTOOL_STACKS", "2", "MEMTOOL_STACKS='2': expected 0 or 1"},
                         Case{"MEMTOOL_ITERATION_KERNEL", "sgd_(", "not a valid regular expression"}}) {
     INFO(c.name << "=" << c.value);

@@ -154,4 +154,56 @@ TEST_CASE("replay: the kernels catch a corrupted word", "[integration][replay]")
   CHECK_THAT(o.err, Catch::Contains("CORRUPTED step 1"));
 }
 
+namespace {
+
+// Swap mode (issue 10, UVM): the device holds a fraction of what the plain run needs. Without
+// memtool the replay fails for lack of memory; under MEMTOOL_STRATEGY=swap with that budget it
+// finishes with every word right, swapping idle buffers out and most of them back ahead of use.
+// At 80% memtool meets the budget with its own prefetches; at 60% it cannot (buffers an
+// operator needs at once, and swap-ins in flight, are more than that: it says so) and the
+// driver's paging of managed memory carries the rest, still exact.
+void check_swap(unsigned percent, bool budget_attainable) {
+  const Model m{"alexnet", 180};
+  const std::string dir = fresh_dir("alexnet_swap_" + std::to_string(percent));
+  INFO("budget " << percent << "%");
+  const std::vector<std::string> steps{"--steps", "8"};
+  const Replay plain = replay(dir + "/plain", m, steps, {});
+  const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
+  const std::uint64_t budget = peak * percent / 100;
+  const std::string capacity = std::to_string(budget);
+
+  std::vector<std::string> argv{REPLAY_TRAIN, "--log", std::string(REPLAY_FIXTURES_DIR) + "/traces/alexnet.log"};
+  argv.insert(argv.end(), steps.begin(), steps.end());
+  const Outcome starved = run(argv, {{"LD_LIBRARY_PATH", FAKECUDA_DIR}, {"FAKECUDA_MEMORY_BYTES", capacity}}, dir);
+  CHECK(starved.status != 0);  // the plain run does not fit
+
+  const Replay swapped = replay(dir + "/swap", m, steps,
+                                {{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_BUDGET", capacity},
+                                 {"MEMTOOL_POOL_SYNC_PLANNING", "1"}, {"FAKECUDA_MEMORY_BYTES", capacity}});
+  check_clean(swapped.outcome, 8);
+  CHECK(swapped.outcome.out == plain.outcome.out);
+  const nlohmann::json& s = swapped.summary;
+  INFO(s.dump());
+  CHECK(s.at("strategy") == "swap");
+  CHECK(u(s, "budget_bytes") == budget);
+  CHECK(u(swapped.stats, "peak_bytes_in_use") <= budget);
+  CHECK(u(s, "bytes_swapped_out") > 0);
+  CHECK(u(s, "swap_ins_ahead") > 0);
+  CHECK(u(swapped.stats, "bytes_in_use") == 0);
+  const bool said_unattainable = swapped.outcome.err.find("cannot be met") != std::string::npos;
+  CHECK(said_unattainable == !budget_attainable);
+  if (budget_attainable) CHECK(u(s, "peak_device_bytes") <= budget);
+  WARN("alexnet swap at " << percent << "%: plain peak " << peak << " B, budget " << budget << " B, fakecuda peak "
+       << u(swapped.stats, "peak_bytes_in_use") << " B, memtool's " << u(s, "peak_device_bytes") << " B; swapped out "
+       << u(s, "bytes_swapped_out") << " B, in " << u(s, "bytes_swapped_in") << " B (" << u(s, "swap_ins_ahead")
+       << " ahead, " << u(s, "swap_ins_on_demand") << " on demand)");
+}
+
+}  // namespace
+
+TEST_CASE("replay: swap mode trains alexnet in 80% and 60% of its plain peak", "[integration][replay][swap]") {
+  check_swap(80, true);
+  check_swap(60, false);
+}
+
 #endif

@@ -72,10 +72,13 @@ TEST_CASE("bad values are errors naming the variable", "[interpose][options]") {
   one_error_mentioning("MEMTOOL_STACK_DEPTH", "0", "1 to 256");
   one_error_mentioning("MEMTOOL_STACK_DEPTH", "12x", "1 to 256");
   one_error_mentioning("MEMTOOL_STACK_DEPTH", "99999999999", "1 to 256");
-  one_error_mentioning("MEMTOOL_STRATEGY", "fast", "record|pool|off");
+  one_error_mentioning("MEMTOOL_STRATEGY", "fast", "record|pool|swap|off");
   one_error_mentioning("MEMTOOL_ITERATION_KERNEL", "adam_(", "regular expression");
   // Planned strategies are refused clearly, not silently ignored.
-  one_error_mentioning("MEMTOOL_STRATEGY", "swap", "record|pool|off");
+  one_error_mentioning("MEMTOOL_STRATEGY", "spill", "record|pool|swap|off");
+  one_error_mentioning("MEMTOOL_BUDGET", "-5%", "percentage");
+  one_error_mentioning("MEMTOOL_BUDGET", "lots", "size in bytes");
+  one_error_mentioning("MEMTOOL_SWAP_MODE", "fast", "uvm|explicit");
 }
 
 TEST_CASE("pool is a strategy; its variables parse", "[interpose][options]") {
@@ -132,4 +135,22 @@ TEST_CASE("sizes: bytes, K/M/G/T in powers of 1024, 0", "[interpose][options]") 
     CHECK(parsed.errors[0].rfind("MEMTOOL_TRACE_LIMIT=", 0) == 0);
     CHECK(parsed.options.trace_limit == (std::uint64_t{1} << 30));  // the default stays
   }
+}
+
+TEST_CASE("MEMTOOL_BUDGET takes bytes or a percentage of the device", "[interpose][options]") {
+  auto budget_of = [](const std::string& value) {
+    Env env;
+    env.values["MEMTOOL_BUDGET"] = value;
+    const auto parsed = parse_options(env.lookup(), nullptr);
+    REQUIRE(parsed.errors.empty());
+    return parsed.options.budget;
+  };
+  CHECK(budget_of("512M").bytes == 512ull << 20);
+  CHECK(budget_of("512M").percent == 0);
+  CHECK(budget_of("60%").bytes == 0);
+  CHECK(budget_of("60%").percent == Approx(60.0));
+  CHECK(budget_of("100%").percent == Approx(100.0));
+  CHECK(default_options().budget.bytes == 0);
+  CHECK(default_options().budget.percent == 0);
+  CHECK(default_options().swap_mode == SwapMode::uvm);
 }

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "memtool/engine/device.hpp"
@@ -75,6 +76,11 @@ class Resource {
   virtual Status allocate(const AllocationRequest& request, DevicePtr* out) = 0;
   virtual Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) = 0;
   virtual void before_access(DevicePtr base, StreamId stream) = 0;
+  // One launch, copy or memset on `stream` is about to touch these buffers (their bases): the
+  // unit a swapper counts time in. By default each buffer's before_access.
+  virtual void before_work(std::span<const DevicePtr> bases, StreamId stream) {
+    for (const DevicePtr base : bases) before_access(base, stream);
+  }
   virtual void on_boundary(const Boundary& boundary) = 0;
   // Whether the observer should cut a window at boundaries for this stack.
   [[nodiscard]] virtual bool wants_windows() const = 0;
@@ -108,6 +114,7 @@ class Adaptor : public Resource {
     return upstream_->deallocate(ptr, kind, stream);
   }
   void before_access(DevicePtr base, StreamId stream) override { upstream_->before_access(base, stream); }
+  void before_work(std::span<const DevicePtr> bases, StreamId stream) override { upstream_->before_work(bases, stream); }
   void on_boundary(const Boundary& boundary) override { upstream_->on_boundary(boundary); }
   [[nodiscard]] bool wants_windows() const override { return upstream_->wants_windows(); }
   [[nodiscard]] bool wants_accesses() const override { return upstream_->wants_accesses(); }

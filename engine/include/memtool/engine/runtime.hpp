@@ -45,7 +45,7 @@ class Runtime {
   void before_access(std::span<const std::uint64_t> bases, StreamId stream) {
     if (!wants_accesses_) return;
     poll();
-    for (const std::uint64_t base : bases) stack_->before_access(base, stream);
+    stack_->before_work(bases, stream);
   }
   [[nodiscard]] bool wants_accesses() const { return wants_accesses_; }
 

@@ -26,6 +26,8 @@ struct StrategyOptions {
   std::string name = "record";
   PoolOptions pool;
   std::uint64_t budget_bytes = 0;  // 0: no budget
+  double budget_percent = 0;       // of the device's memory, when budget_bytes is 0
+  SwapOptions swap;                // swap: budget_bytes is copied in
 };
 
 // The stack for `options.name` over `device`; `feedback` hears what plans learn about the

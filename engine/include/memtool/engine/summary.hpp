@@ -38,6 +38,13 @@ struct Summary {
   std::uint64_t budget_bytes = 0;         // MEMTOOL_BUDGET (0: none)
   std::uint64_t budget_refusals = 0;      // allocations refused because of it
   std::uint64_t allocation_failures = 0;  // allocations that returned an error to the program
+  // Swapping.
+  std::uint64_t peak_device_bytes = 0;    // device bytes memtool and the program held together
+  std::uint64_t bytes_swapped_out = 0;
+  std::uint64_t bytes_swapped_in = 0;
+  std::uint64_t swap_ins_ahead = 0;       // brought back before their use, on a side stream
+  std::uint64_t swap_ins_on_demand = 0;   // touched while out: brought back in the consumer's stream
+  std::uint64_t host_bytes = 0;           // peak bytes swapped out at once
 };
 
 // One JSON object (no trailing newline).

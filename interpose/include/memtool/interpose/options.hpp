@@ -14,6 +14,12 @@
 namespace memtool::interpose {
 
 enum class LogLevel : std::uint8_t { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
+// MEMTOOL_BUDGET: bytes, or a percentage of the device's memory (resolved per device).
+struct Budget {
+  std::uint64_t bytes = 0;  // 0 and percent 0: no budget
+  double percent = 0;       // of the device's total memory, when bytes is 0
+};
+enum class SwapMode : std::uint8_t { uvm, explicit_copies };
 // auto: memtool decides (the option says when); on and off: as the user says.
 enum class Toggle : std::uint8_t { automatic, on, off };
 
@@ -27,6 +33,8 @@ template <> struct OptionValue<OptionType::path> { using type = std::string; };
 template <> struct OptionValue<OptionType::path_template> { using type = std::string; };
 template <> struct OptionValue<OptionType::regex> { using type = std::string; };
 template <> struct OptionValue<OptionType::toggle> { using type = Toggle; };
+template <> struct OptionValue<OptionType::budget> { using type = Budget; };
+template <> struct OptionValue<OptionType::swap_mode> { using type = SwapMode; };
 
 struct Options {
 #define MEMTOOL_OPTION(field, NAME, kind, default_value, description) \
@@ -57,5 +65,6 @@ using EnvLookup = std::function<const char*(const char*)>;
 
 [[nodiscard]] std::string_view to_string(LogLevel level);
 [[nodiscard]] std::string_view to_string(Toggle toggle);
+[[nodiscard]] std::string_view to_string(SwapMode mode);
 
 }  // namespace memtool::interpose

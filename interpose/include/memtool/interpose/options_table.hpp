@@ -8,7 +8,7 @@
 
 namespace memtool::interpose {
 
-enum class OptionType { flag, count, bytes, strategy, log_level, path, path_template, regex, toggle };
+enum class OptionType { flag, count, bytes, budget, strategy, log_level, path, path_template, regex, toggle, swap_mode };
 
 struct OptionInfo {
   std::string_view name;  // MEMTOOL_...
@@ -30,12 +30,14 @@ inline constexpr std::array kOptionTable = {
     case OptionType::flag: return "0|1";
     case OptionType::count: return "N";
     case OptionType::bytes: return "N[K|M|G|T]";
+    case OptionType::budget: return "N[K|M|G|T] or P%";
     case OptionType::strategy: return "record|off|pool|swap";
     case OptionType::log_level: return "off|error|warn|info|debug";
     case OptionType::path: return "PATH";
     case OptionType::path_template: return "PATH (%p, %r)";
     case OptionType::regex: return "REGEX";
     case OptionType::toggle: return "auto|on|off";
+    case OptionType::swap_mode: return "uvm|explicit";
   }
   return "?";
 }
