@@ -162,11 +162,12 @@ namespace {
 // At 80% memtool meets the budget with its own prefetches; at 60% it cannot (buffers an
 // operator needs at once, and swap-ins in flight, are more than that: it says so) and the
 // driver's paging of managed memory carries the rest, still exact.
-void check_swap(unsigned percent, bool budget_attainable) {
+void check_swap(unsigned percent, bool budget_attainable, const std::string& mode = "") {
   const Model m{"alexnet", 180};
-  const std::string dir = fresh_dir("alexnet_swap_" + std::to_string(percent));
-  INFO("budget " << percent << "%");
-  const std::vector<std::string> steps{"--steps", "8"};
+  const std::string dir = fresh_dir("alexnet_swap_" + std::to_string(percent) + mode);
+  INFO("budget " << percent << "% " << mode);
+  std::vector<std::string> steps{"--steps", "8"};
+  if (!mode.empty()) steps.push_back(mode);
   const Replay plain = replay(dir + "/plain", m, steps, {});
   const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
   const std::uint64_t budget = peak * percent / 100;
@@ -193,7 +194,7 @@ void check_swap(unsigned percent, bool budget_attainable) {
   const bool said_unattainable = swapped.outcome.err.find("cannot be met") != std::string::npos;
   CHECK(said_unattainable == !budget_attainable);
   if (budget_attainable) CHECK(u(s, "peak_device_bytes") <= budget);
-  WARN("alexnet swap at " << percent << "%: plain peak " << peak << " B, budget " << budget << " B, fakecuda peak "
+  WARN("alexnet swap at " << percent << "% " << mode << ": plain peak " << peak << " B, budget " << budget << " B, fakecuda peak "
        << u(swapped.stats, "peak_bytes_in_use") << " B, memtool's " << u(s, "peak_device_bytes") << " B; swapped out "
        << u(s, "bytes_swapped_out") << " B, in " << u(s, "bytes_swapped_in") << " B (" << u(s, "swap_ins_ahead")
        << " ahead, " << u(s, "swap_ins_on_demand") << " on demand)");
@@ -204,6 +205,8 @@ void check_swap(unsigned percent, bool budget_attainable) {
 TEST_CASE("replay: swap mode trains alexnet in 80% and 60% of its plain peak", "[integration][replay][swap]") {
   check_swap(80, true);
   check_swap(60, false);
+  // Stream-ordered allocation: frees of swapped buffers wait for their stream, never the host.
+  check_swap(80, true, "--async");
 }
 
 #endif
