@@ -1,10 +1,9 @@
 // Counting: the control API in-process, and FAKECUDA_STATS=FILE written at exit by a child.
 #include "fixture.hpp"
+#include "spawn.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -13,39 +12,9 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
-
 using namespace fakecuda_test;
 
 namespace {
-
-int run_with_env(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
-  std::vector<std::string> env_strings = extra_env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    if (entry.rfind("FAKECUDA_", 0) != 0) {
-      env_strings.push_back(entry);
-    }
-  }
-  std::vector<char*> argv;
-  for (const auto& a : args) {
-    argv.push_back(const_cast<char*>(a.c_str()));
-  }
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) {
-    envp.push_back(e.data());
-  }
-  envp.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) != 0) {
-    return -1;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  // An exit code, or 1000 + the signal that killed it.
-  return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 1000 + WTERMSIG(status) : -1;
-}
 
 std::string temp_path(const char* stem) {
   return std::string("/tmp/") + stem + "-" + std::to_string(getpid()) + ".json";
