@@ -162,7 +162,7 @@ CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thre
     const bool crosses_link = dst.side != src.side;
     const LinkDirection direction = dst.side == Side::device ? LinkDirection::h2d : LinkDirection::d2h;
     const bool pinned = dst.side == Side::host ? dst.pinned : src.pinned;
-    const std::uint64_t seq = enqueue(s, observed(work_observer(), work, [=] {
+    const auto run = [dst, src, shape, dst_extent, src_extent, staged, owner, crosses_link, direction, pinned, bytes] {
       if ((dst.side == Side::device && !memory().device_range_ok(dst.address, dst_extent, true, true)) ||
           (src.side == Side::device && !memory().device_range_ok(src.address, src_extent, false, true))) {
         set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
@@ -174,7 +174,8 @@ CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thre
       }
       link_transfer(direction, bytes, pinned,
                     [&](std::size_t from, std::size_t to) { move_part(dst, src, shape, from, to); });
-    }));
+    };
+    const std::uint64_t seq = enqueue(s, observed(work_observer(), work, run));
     if (wait) {
       s->wait_for(seq);
       return sticky_error(owner);

@@ -132,6 +132,37 @@ TEST_CASE("a 64 MiB pinned D2H at 8 GB/s takes its modelled stream time and copi
   CHECK(static_cast<double>(after.link_busy_ns_d2h - before.link_busy_ns_d2h) >= kSlack * model_ms(bytes, 8.0) * 1e6);
 }
 
+TEST_CASE("with the default link a pageable H2D is captured at the call and nothing is modelled", "[fakecuda][link]") {
+  driver_ready();
+  fakecuda_link_config c{};
+  fakecuda_link_get(&c);
+  REQUIRE(c.gbps == 0.0);  // this process runs with no FAKECUDA_LINK_* (ctest's environment)
+  REQUIRE(c.latency_us == 0.0);
+  const std::size_t words = kMiB;  // large enough that freeing it unmaps it
+  DeviceBuffer d(words * sizeof(unsigned));
+  OwnStream s;
+  const fakecuda_stats before = stats_now();
+  {
+    Gate gate;
+    gate.hold(s.s);
+    {
+      std::vector<unsigned> source(words);
+      fill_pattern(source.data(), words, 3);
+      CU_REQUIRE_OK(cuMemcpyHtoDAsync(d.ptr, source.data(), words * sizeof(unsigned), s.s));
+    }  // the caller may reuse (here: free) its pageable buffer as soon as the call returned
+    CU_CHECK_IS(cuStreamQuery(s.s), CUDA_ERROR_NOT_READY);
+    gate.open();
+    CU_REQUIRE_OK(cuStreamSynchronize(s.s));
+  }
+  std::vector<unsigned> back(words);
+  CU_REQUIRE_OK(cuMemcpyDtoH(back.data(), d.ptr, words * sizeof(unsigned)));
+  CHECK(has_pattern(back.data(), words, 3));
+  const fakecuda_stats after = stats_now();
+  CHECK(after.link_transfers == before.link_transfers);
+  CHECK(after.link_bytes_h2d == before.link_bytes_h2d);
+  CHECK(after.link_busy_ns_d2h == before.link_busy_ns_d2h);
+}
+
 TEST_CASE("latency is paid once per copy, even with unlimited bandwidth", "[fakecuda][link]") {
   driver_ready();
   DeviceBuffer d(4096);
