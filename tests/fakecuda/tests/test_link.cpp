@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -514,6 +515,70 @@ TEST_CASE("a copy queued for its engine reports its real start to the work obser
   CHECK(static_cast<double>(first.second - first.first) >= kSlack * model_ns);
   CHECK(static_cast<double>(second.second - second.first) >= kSlack * model_ns);
   CHECK(static_cast<double>(second.first - first.first) >= kSlack * model_ns);  // not while it queued
+}
+
+TEST_CASE("four threads copy both ways at once: every byte arrives, each engine serves one at a time",
+          "[fakecuda][link][threads]") {
+  driver_ready();
+  TestModule module;
+  const CUfunction fill = module.get("fill_u32");
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 5;
+  constexpr std::size_t kWords = 16 * 1024;  // 64 KiB: 0.13 ms at 0.5 GB/s, plus 0.5 ms latency
+  const double gbps = 0.5;
+  const double latency_us = 500.0;
+  LinkModel link(gbps, latency_us);
+  const fakecuda_stats before = stats_now();
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const auto fail_if = [&](bool bad) {
+        if (bad) {
+          ++failures;
+        }
+      };
+      fail_if(!make_primary_current());
+      CUstream s = nullptr;
+      fail_if(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS);
+      CUdeviceptr d = 0;
+      fail_if(cuMemAlloc(&d, kWords * sizeof(unsigned)) != CUDA_SUCCESS);
+      void* up_host = nullptr;
+      void* down_host = nullptr;
+      fail_if(cuMemAllocHost(&up_host, kWords * sizeof(unsigned)) != CUDA_SUCCESS);
+      fail_if(cuMemAllocHost(&down_host, kWords * sizeof(unsigned)) != CUDA_SUCCESS);
+      auto* up = static_cast<unsigned*>(up_host);
+      auto* down = static_cast<unsigned*>(down_host);
+      for (int r = 0; r < kRounds; ++r) {
+        const unsigned seed = static_cast<unsigned>(t * 100 + r);
+        fill_pattern(up, kWords, seed);
+        fail_if(cuMemcpyHtoDAsync(d, up, kWords * sizeof(unsigned), s) != CUDA_SUCCESS);
+        unsigned value = seed;
+        unsigned n = 1;  // a kernel between the copies, on the same stream: ordered with both
+        void* args[] = {&d, &value, &n};
+        fail_if(cuLaunchKernel(fill, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr) != CUDA_SUCCESS);
+        fail_if(cuMemcpyDtoHAsync(down, d, kWords * sizeof(unsigned), s) != CUDA_SUCCESS);
+        fail_if(cuStreamSynchronize(s) != CUDA_SUCCESS);
+        fail_if(down[0] != seed);  // the kernel's word
+        fail_if(std::memcmp(down + 1, up + 1, (kWords - 1) * sizeof(unsigned)) != 0);  // the upload's
+      }
+      fail_if(cuMemFreeHost(up_host) != CUDA_SUCCESS || cuMemFreeHost(down_host) != CUDA_SUCCESS);
+      fail_if(cuMemFree(d) != CUDA_SUCCESS || cuStreamDestroy(s) != CUDA_SUCCESS);
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  const double wall_ms = ms_since(t0);
+  CHECK(failures == 0);
+  const fakecuda_stats after = stats_now();
+  const int per_direction = kThreads * kRounds;
+  const double one_ms = latency_us * 1e-3 + model_ms(kWords * sizeof(unsigned), gbps);
+  CHECK(after.link_transfers - before.link_transfers == 2u * per_direction);
+  CHECK(after.link_bytes_h2d - before.link_bytes_h2d == per_direction * kWords * sizeof(unsigned));
+  CHECK(static_cast<double>(after.link_busy_ns_h2d - before.link_busy_ns_h2d) >= kSlack * per_direction * one_ms * 1e6);
+  CHECK(wall_ms >= kSlack * per_direction * one_ms);  // one engine per direction: no two H2D at once
 }
 
 TEST_CASE("fakecuda_link_configure rejects out-of-range values and keeps the model", "[fakecuda][link]") {

@@ -41,6 +41,25 @@ TEST_CASE("FAKECUDA_STATS writes exact counts when the program exits", "[fakecud
   CHECK(stats.at("kernel_launches").at("fill_u32") == 5);
   CHECK(stats.at("peak_bytes_in_use") == 1024 + 4096 + 512);
   CHECK(stats.at("bytes_in_use") == 0);
+  CHECK(stats.at("link_transfers") == 0);  // the default link is not modelled
+}
+
+TEST_CASE("with FAKECUDA_LINK_GBPS the copies cross the link, counted in FAKECUDA_STATS", "[fakecuda][link]") {
+  const std::string path = temp_path("fakecuda-link-stats");
+  std::remove(path.c_str());
+  REQUIRE(run_with_env({FAKECUDA_STATS_CHILD, FAKECUDA_TEST_KERNELS},
+                       {"FAKECUDA_STATS=" + path, "FAKECUDA_LINK_GBPS=0.001", "FAKECUDA_LINK_LATENCY_US=100"}) == 0);
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  const nlohmann::json stats = nlohmann::json::parse(in);
+  std::remove(path.c_str());
+  CHECK(stats.at("link_transfers") == 2);  // one H2D, one D2H (pageable: both)
+  CHECK(stats.at("link_pageable_transfers") == 2);
+  CHECK(stats.at("link_bytes_h2d") == 4096);
+  CHECK(stats.at("link_bytes_d2h") == 4096);
+  // 4096 bytes at 1 MB/s, pageable (half speed): 8.2 ms, plus 0.1 ms latency, each way.
+  CHECK(stats.at("link_busy_ns_h2d").get<double>() >= 0.9 * 8.3e6);
+  CHECK(stats.at("link_busy_ns_d2h").get<double>() >= 0.9 * 8.3e6);
 }
 
 TEST_CASE("a bad FAKECUDA_MEMORY_BYTES makes the program fail, not run on a wrong device", "[fakecuda][stats]") {
