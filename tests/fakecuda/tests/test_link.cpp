@@ -59,6 +59,22 @@ struct OwnStream {
   OwnStream& operator=(const OwnStream&) = delete;
 };
 
+// Two streams held until open(), so that work issued to both starts together.
+struct HeldStreams {
+  OwnStream a;
+  OwnStream b;
+  Gate gate_a;  // declared after the streams: opened before they are destroyed
+  Gate gate_b;
+  HeldStreams() {
+    gate_a.hold(a.s);
+    gate_b.hold(b.s);
+  }
+  void open() {
+    gate_a.open();
+    gate_b.open();
+  }
+};
+
 // Stream time between two events recorded around the work a test enqueues.
 class StreamTimer {
  public:
@@ -227,20 +243,13 @@ TEST_CASE("the duplex factor slows both directions while both are busy", "[fakec
   PinnedWords src(bytes / sizeof(unsigned));
   PinnedWords dst(bytes / sizeof(unsigned));
   LinkModel link(gbps, 0.0, 0.5);
-  OwnStream a;
-  OwnStream b;
-  // Both held until issued, so the two transfers start together.
-  Gate gate_a;
-  Gate gate_b;
-  gate_a.hold(a.s);
-  gate_b.hold(b.s);
-  CU_REQUIRE_OK(cuMemcpyHtoDAsync(up.ptr, src.words, bytes, a.s));
-  CU_REQUIRE_OK(cuMemcpyDtoHAsync(dst.words, down.ptr, bytes, b.s));
+  HeldStreams streams;
+  CU_REQUIRE_OK(cuMemcpyHtoDAsync(up.ptr, src.words, bytes, streams.a.s));
+  CU_REQUIRE_OK(cuMemcpyDtoHAsync(dst.words, down.ptr, bytes, streams.b.s));
   const auto t0 = std::chrono::steady_clock::now();
-  gate_a.open();
-  gate_b.open();
-  CU_REQUIRE_OK(cuStreamSynchronize(a.s));
-  CU_REQUIRE_OK(cuStreamSynchronize(b.s));
+  streams.open();
+  CU_REQUIRE_OK(cuStreamSynchronize(streams.a.s));
+  CU_REQUIRE_OK(cuStreamSynchronize(streams.b.s));
   // At least part of both transfers ran at half speed: longer than one alone at full speed.
   CHECK(ms_since(t0) >= 1.2 * model_ms(bytes, gbps));
 }
@@ -491,20 +500,14 @@ TEST_CASE("a copy queued for its engine reports its real start to the work obser
   PinnedWords h1(bytes / sizeof(unsigned));
   PinnedWords h2(bytes / sizeof(unsigned));
   LinkModel link(1.0);
-  OwnStream a;
-  OwnStream b;
-  Gate gate_a;
-  Gate gate_b;
-  gate_a.hold(a.s);
-  gate_b.hold(b.s);
+  HeldStreams streams;
   fakecuda_set_work_observer(&observer);
-  CU_REQUIRE_OK(cuMemcpyDtoHAsync(h1.words, d1.ptr, bytes, a.s));
-  CU_REQUIRE_OK(cuMemcpyDtoHAsync(h2.words, d2.ptr, bytes, b.s));
+  CU_REQUIRE_OK(cuMemcpyDtoHAsync(h1.words, d1.ptr, bytes, streams.a.s));
+  CU_REQUIRE_OK(cuMemcpyDtoHAsync(h2.words, d2.ptr, bytes, streams.b.s));
   fakecuda_set_work_observer(nullptr);
-  gate_a.open();
-  gate_b.open();
-  CU_REQUIRE_OK(cuStreamSynchronize(a.s));
-  CU_REQUIRE_OK(cuStreamSynchronize(b.s));
+  streams.open();
+  CU_REQUIRE_OK(cuStreamSynchronize(streams.a.s));
+  CU_REQUIRE_OK(cuStreamSynchronize(streams.b.s));
   std::lock_guard<std::mutex> lock(seen.mutex);
   auto first = seen.spans[0];
   auto second = seen.spans[1];
