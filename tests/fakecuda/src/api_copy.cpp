@@ -1,15 +1,18 @@
 // Entry points: copies and memsets, synchronous and stream-ordered. Each follows the driver's
 // documented host synchronisation: a pageable source is captured before an async H2D returns,
 // a D2H into pageable memory returns when the data is there, D2D and device memsets are
-// asynchronous even in their "synchronous" forms. Device ranges are checked when the call is made
+// asynchronous even in their "synchronous" forms. Host–device copies cross the modelled link
+// (link.hpp) on their stream's worker. Device ranges are checked when the call is made
 // (CUDA_ERROR_INVALID_VALUE) and again when the stream runs the work: memory freed in stream
 // order meanwhile is a device fault, reported as a sticky CUDA_ERROR_ILLEGAL_ADDRESS.
 #include "driver.hpp"
+#include "link.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
 #include "work_observer.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -75,21 +78,30 @@ std::size_t extent(const Endpoint& e, const Shape& s) {
   return end;
 }
 
-// Moves the rows (runs on the stream worker).
-void move_rows(const Endpoint& dst, const Endpoint& src, const Shape& s) {
+// Moves bytes [from, to) of the copy, counted along its rows: byte i is byte i % width of row
+// i / width (runs on the stream worker, in chunks when the link is modelled).
+void move_part(const Endpoint& dst, const Endpoint& src, const Shape& s, std::size_t from, std::size_t to) {
   const std::size_t dp = row_pitch(dst, s);
   const std::size_t sp = row_pitch(src, s);
   const std::size_t dh = slice_rows(dst, s);
   const std::size_t sh = slice_rows(src, s);
   if (dp == s.width && sp == s.width && (s.slices == 1 || (dh == s.rows && sh == s.rows))) {
-    std::memmove(as_ptr(dst.address), as_ptr(src.address), s.width * s.rows * s.slices);
+    std::memmove(as_ptr(dst.address + from), as_ptr(src.address + from), to - from);
     return;
   }
-  for (std::size_t z = 0; z < s.slices; ++z) {
-    for (std::size_t y = 0; y < s.rows; ++y) {
-      std::memmove(as_ptr(dst.address + (z * dh + y) * dp), as_ptr(src.address + (z * sh + y) * sp), s.width);
-    }
+  while (from < to) {
+    const std::size_t row = from / s.width;
+    const std::size_t column = from % s.width;
+    const std::size_t n = std::min(s.width - column, to - from);
+    const std::size_t z = row / s.rows;
+    const std::size_t y = row % s.rows;
+    std::memmove(as_ptr(dst.address + (z * dh + y) * dp + column), as_ptr(src.address + (z * sh + y) * sp + column), n);
+    from += n;
   }
+}
+
+void move_rows(const Endpoint& dst, const Endpoint& src, const Shape& s) {
+  move_part(dst, src, s, 0, s.width * s.rows * s.slices);
 }
 
 CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thread, bool async_api) {
@@ -124,13 +136,15 @@ CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thre
       count(src.side == Side::device ? st.bytes_d2h : st.bytes_h2h, bytes);
     }
     // Which calls return before the data moved: D2D always; H2D from a captured or pinned
-    // source; D2H only into pinned memory from an async call.
+    // source; D2H only into pinned memory from an async call. With a modelled link a pageable
+    // H2D is not captured but staged through the link while the caller waits, as the driver's
+    // bounce buffer makes it synchronous in practice.
     bool wait = false;
     std::shared_ptr<std::vector<unsigned char>> staged;
     if (dst.side == Side::host) {
       wait = !(async_api && dst.pinned);
     } else if (src.side == Side::host) {
-      if (!async_api) {
+      if (!async_api || (!src.pinned && link_modelled())) {
         wait = true;
       } else if (!src.pinned) {
         // A pageable source is captured now: the caller may reuse it as soon as we return.
@@ -143,14 +157,25 @@ CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thre
     Context* owner = s->context;
     const int copy_kind = dst.side == Side::device ? (src.side == Side::device ? 3 : 1) : (src.side == Side::device ? 2 : 4);
     const fakecuda_work work{FAKECUDA_WORK_COPY, copy_kind, bytes, s->id, owner->id, nullptr};
-    const std::uint64_t seq = enqueue(s, observed(work_observer(), work, [dst, src, shape, dst_extent, src_extent, staged, owner] {
+    // Host–device copies cross the link (the host side's pinning decides its speed); D2D and
+    // H2H copies run at memory speed on the stream worker.
+    const bool crosses_link = dst.side != src.side;
+    const LinkDirection direction = dst.side == Side::device ? LinkDirection::h2d : LinkDirection::d2h;
+    const bool pinned = dst.side == Side::host ? dst.pinned : src.pinned;
+    const auto run = [dst, src, shape, dst_extent, src_extent, staged, owner, crosses_link, direction, pinned, bytes] {
       if ((dst.side == Side::device && !memory().device_range_ok(dst.address, dst_extent, true, true)) ||
           (src.side == Side::device && !memory().device_range_ok(src.address, src_extent, false, true))) {
         set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
         return;
       }
-      move_rows(dst, src, shape);
-    }));
+      if (!crosses_link) {
+        move_rows(dst, src, shape);
+        return;
+      }
+      link_transfer(direction, bytes, pinned,
+                    [&](std::size_t from, std::size_t to) { move_part(dst, src, shape, from, to); });
+    };
+    const std::uint64_t seq = enqueue(s, observed(work_observer(), work, run));
     if (wait) {
       s->wait_for(seq);
       return sticky_error(owner);

@@ -2,6 +2,7 @@
 // when it is issued (as the driver does), and the stream's worker later calls the kernel's host
 // function with kernelParams-style pointers into that copy.
 #include "driver.hpp"
+#include "link.hpp"
 #include "memory.hpp"
 #include "modules.hpp"
 #include "stats.hpp"
@@ -87,15 +88,21 @@ void run_kernel(const fakecuda_kernel_desc& k, std::vector<unsigned char>& packe
     args = heap_args.data();
   }
   const bool managed = memory().any_managed();
+  Migration faulted;
   for (unsigned i = 0; i < k.param_count; ++i) {
     args[i] = packed.data() + k.param_offsets[i];
-    // A pointer argument into managed memory is a GPU touch: the pages migrate to the device.
+    // A pointer argument into managed memory is a GPU touch: the pages migrate to the device,
+    // and the kernel waits for them to cross the link.
     if (managed && k.param_sizes[i] == sizeof(CUdeviceptr)) {
       CUdeviceptr word = 0;
       std::memcpy(&word, args[i], sizeof word);
-      memory().touch_managed(word);
+      const Migration moved = memory().touch_managed(word);
+      faulted.to_device += moved.to_device;
+      faulted.to_host += moved.to_host;
     }
   }
+  link_migrate(faulted.to_device, faulted.to_host);
+  const KernelRunning running;
   k.fn(args, &dims);
 }
 

@@ -1,6 +1,7 @@
 // Entry points: device, stream-ordered, pinned host and managed allocation; managed advice and
 // prefetch; address ranges and pointer attributes.
 #include "driver.hpp"
+#include "link.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
@@ -53,7 +54,10 @@ CUresult prefetch(CUdeviceptr devPtr, size_t bytes, bool to_device, int location
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(hStream, per_thread, s));
     count(stats().prefetches);
-    enqueue(s, [devPtr, bytes, to_device, location] { memory().migrate(devPtr, bytes, to_device, location); });
+    enqueue(s, [devPtr, bytes, to_device, location] {
+      const Migration moved = memory().migrate(devPtr, bytes, to_device, location);
+      link_migrate(moved.to_device, moved.to_host);  // the stream waits for the link, not the host
+    });
     return CUDA_SUCCESS;
   });
 }

@@ -1,6 +1,7 @@
 // Initialisation, configuration from the environment, contexts and the per-thread context stack.
 #include "driver.hpp"
 
+#include "link.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
@@ -140,6 +141,7 @@ CUresult init_driver(unsigned flags) noexcept {
     }
     s.config.capacity_bytes = bytes;
   }
+  load_link_config_from_env();
   if (!memory().init(s.config.capacity_bytes)) {
     std::fprintf(stderr, "fakecuda: cannot reserve the device address range\n");
     return CUDA_ERROR_OUT_OF_MEMORY;

@@ -457,25 +457,25 @@ CUresult Memory::check_managed_range(CUdeviceptr p, std::size_t bytes) const {
 }
 
 std::size_t Memory::evict_managed(std::size_t wanted, const Allocation* keep) {
-  std::size_t freed = 0;
+  Migration evicted;
   for (auto& [base, a] : allocations_) {
-    if (freed >= wanted) {
+    if (evicted.to_host >= wanted) {
       break;
     }
     if (!a.managed || &a == keep || a.managed->device_bytes == 0) {
       continue;
     }
-    freed += migrate_locked(a, base, base, base + a.size, false);
+    migrate_locked(a, base, base, base + a.size, false, evicted);
   }
-  return freed;
+  return evicted.to_host;
 }
 
-std::size_t Memory::migrate_locked(Allocation& a, std::uintptr_t base, std::uintptr_t from, std::uintptr_t to,
-                                   bool to_device) {
+void Memory::migrate_locked(Allocation& a, std::uintptr_t base, std::uintptr_t from, std::uintptr_t to,
+                            bool to_device, Migration& moved) {
   Managed& m = *a.managed;
   const std::size_t first = (from - base) / kResidencyChunk;
   const std::size_t last = (to - base + kResidencyChunk - 1) / kResidencyChunk;
-  std::size_t moved = 0;
+  std::size_t own = 0;
   Stats& s = stats();
   for (std::size_t c = first; c < last && c < m.on_device.size(); ++c) {
     if ((m.on_device[c] != 0) == to_device) {
@@ -484,7 +484,7 @@ std::size_t Memory::migrate_locked(Allocation& a, std::uintptr_t base, std::uint
     const std::size_t chunk = std::min(kResidencyChunk, a.size - c * kResidencyChunk);
     if (to_device) {
       if (used_ + chunk > capacity_) {
-        evict_managed(used_ + chunk - capacity_, &a);
+        moved.to_host += evict_managed(used_ + chunk - capacity_, &a);
         if (used_ + chunk > capacity_) {
           break;  // the device is full of non-managed memory: the rest stays on the host
         }
@@ -498,36 +498,40 @@ std::size_t Memory::migrate_locked(Allocation& a, std::uintptr_t base, std::uint
       s.managed_device_bytes.fetch_sub(chunk);
     }
     m.on_device[c] = to_device ? 1 : 0;
-    moved += chunk;
+    own += chunk;
   }
   s.bytes_in_use.store(used_, std::memory_order_relaxed);
   update_peak(s, used_);
-  count(to_device ? s.bytes_migrated_to_device : s.bytes_migrated_to_host, moved);
-  return moved;
+  count(to_device ? s.bytes_migrated_to_device : s.bytes_migrated_to_host, own);
+  (to_device ? moved.to_device : moved.to_host) += own;
 }
 
-std::size_t Memory::migrate(CUdeviceptr p, std::size_t bytes, bool to_device, int location_for_record) {
+Migration Memory::migrate(CUdeviceptr p, std::size_t bytes, bool to_device, int location_for_record) {
   std::lock_guard<std::mutex> lock(mutex_);
+  Migration moved;
   const auto it = find_containing(p);
   if (it == allocations_.end() || !it->second.managed) {
-    return 0;  // freed before the stream got here (stream-ordered free): nothing to move
+    return moved;  // freed before the stream got here (stream-ordered free): nothing to move
   }
   Allocation& a = it->second;
   a.managed->last_prefetch = location_for_record;
   const std::uintptr_t end = std::min<std::uintptr_t>(p + bytes, it->first + a.size);
-  return migrate_locked(a, it->first, p, end, to_device);
+  migrate_locked(a, it->first, p, end, to_device, moved);
+  return moved;
 }
 
-void Memory::touch_managed(CUdeviceptr word) {
+Migration Memory::touch_managed(CUdeviceptr word) {
   std::lock_guard<std::mutex> lock(mutex_);
+  Migration moved;
   const auto it = find_containing(word);
   if (it == allocations_.end() || !it->second.managed || it->second.dying) {
-    return;
+    return moved;
   }
   Allocation& a = it->second;
   if (a.managed->device_bytes < a.size) {
-    migrate_locked(a, it->first, it->first, it->first + a.size, true);
+    migrate_locked(a, it->first, it->first, it->first + a.size, true, moved);
   }
+  return moved;
 }
 
 CUresult Memory::advise(CUdeviceptr p, std::size_t bytes, CUmem_advise advice, int device) {

@@ -28,6 +28,12 @@ constexpr std::size_t kResidencyChunk = std::size_t{64} << 10;  // managed migra
 
 enum class MemKind : std::uint8_t { device, managed, vmm, host };
 
+// Managed bytes one call moved, in each direction (what the link is busy for).
+struct Migration {
+  std::size_t to_device = 0;
+  std::size_t to_host = 0;
+};
+
 // What a pointer resolves to.
 struct PointerInfo {
   MemKind kind = MemKind::device;
@@ -89,10 +95,11 @@ class Memory {
   bool any_managed() const { return managed_count_.load(std::memory_order_relaxed) > 0; }
   // Validates a prefetch/advise range: inside one managed allocation.
   CUresult check_managed_range(CUdeviceptr p, std::size_t bytes) const;
-  // Moves the chunks of [p, p+bytes) to the device (to_device) or the host; returns bytes moved.
-  std::size_t migrate(CUdeviceptr p, std::size_t bytes, bool to_device, int location_for_record);
+  // Moves the chunks of [p, p+bytes) to the device (to_device) or the host; returns the bytes
+  // moved, evictions it caused included.
+  Migration migrate(CUdeviceptr p, std::size_t bytes, bool to_device, int location_for_record);
   // A kernel argument that points into managed memory pulls that allocation onto the device.
-  void touch_managed(CUdeviceptr word);
+  Migration touch_managed(CUdeviceptr word);
   CUresult advise(CUdeviceptr p, std::size_t bytes, CUmem_advise advice, int device);
   CUresult range_attribute(void* data, std::size_t data_size, CUmem_range_attribute attribute, CUdeviceptr p,
                            std::size_t bytes) const;
@@ -154,8 +161,8 @@ class Memory {
   std::size_t evict_managed(std::size_t wanted, const Allocation* keep);  // mutex held
   void release_locked(AllocMap::iterator it);
   CUresult charge_or_wait(std::unique_lock<std::mutex>& lock, std::size_t bytes);
-  std::size_t migrate_locked(Allocation& a, std::uintptr_t base, std::uintptr_t from, std::uintptr_t to,
-                             bool to_device);
+  void migrate_locked(Allocation& a, std::uintptr_t base, std::uintptr_t from, std::uintptr_t to, bool to_device,
+                      Migration& moved);
 
   mutable std::mutex mutex_;
   std::size_t capacity_ = 0;

@@ -31,7 +31,15 @@
   X(bytes_migrated_to_host)        \
   X(stream_creates)                \
   X(event_records)                 \
-  X(synchronizations)
+  X(synchronizations)              \
+  X(link_bytes_h2d)                \
+  X(link_bytes_d2h)                \
+  X(link_busy_ns_h2d)              \
+  X(link_busy_ns_d2h)              \
+  X(link_queued_ns)                \
+  X(link_transfers)                \
+  X(link_pageable_transfers)       \
+  X(link_transfers_beside_kernels)
 
 // Gauges: the state of the device; kept by the memory manager under its lock.
 #define FAKECUDA_GAUGES(X) \

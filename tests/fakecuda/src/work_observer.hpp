@@ -22,7 +22,14 @@ inline unsigned long long monotonic_ns() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ULL + static_cast<unsigned long long>(ts.tv_nsec);
 }
+
+// When the work really began, if later than when the worker picked it up (a copy that queued
+// for its copy engine); 0 otherwise. Set by the work itself on the worker thread.
+inline thread_local unsigned long long tls_work_started_ns = 0;
 }  // namespace detail
+
+// Called by work that waited before it really started (see tls_work_started_ns).
+inline void note_work_started() noexcept { detail::tls_work_started_ns = detail::monotonic_ns(); }
 
 // The observer work issued now reports to, or nullptr.
 inline const fakecuda_work_observer* work_observer() noexcept {
@@ -36,8 +43,10 @@ std::function<void()> observed(const fakecuda_work_observer* observer, const fak
   if (observer == nullptr) return std::function<void()>(std::move(run));
   const unsigned long long tag = observer->issued(&work, observer->user);
   return [observer, tag, run = std::move(run)]() mutable {
-    const unsigned long long start = detail::monotonic_ns();
+    detail::tls_work_started_ns = 0;
+    const unsigned long long picked_up = detail::monotonic_ns();
     run();
+    const unsigned long long start = detail::tls_work_started_ns != 0 ? detail::tls_work_started_ns : picked_up;
     observer->ran(tag, start, detail::monotonic_ns(), observer->user);
   };
 }

@@ -1,6 +1,7 @@
 // Shared helpers of fakecuda's tests: a ready driver (small 256 MiB device so out-of-memory is
 // cheap to reach), the test kernel object, a gate that holds a stream until the test opens it
-// (so "the stream has not run yet" is a fact, not a race), and status names in failures.
+// (so "the stream has not run yet" is a fact, not a race), pinned host words, and status names in
+// failures.
 #pragma once
 
 #include "fakecuda/control.h"
@@ -52,6 +53,19 @@ inline fakecuda_stats stats_now() {
   fakecuda_stats_snapshot(&s, sizeof s);
   return s;
 }
+
+// Pinned host memory (cuMemAllocHost) of n words, freed at the end of the scope.
+struct PinnedWords {
+  unsigned* words = nullptr;
+  explicit PinnedWords(std::size_t n) {
+    void* p = nullptr;
+    REQUIRE(cuMemAllocHost(&p, n * sizeof(unsigned)) == CUDA_SUCCESS);
+    words = static_cast<unsigned*>(p);
+  }
+  ~PinnedWords() { cuMemFreeHost(words); }
+  PinnedWords(const PinnedWords&) = delete;
+  PinnedWords& operator=(const PinnedWords&) = delete;
+};
 
 // Holds every later operation of a stream until open() is called.
 class Gate {

@@ -1,10 +1,9 @@
 // Counting: the control API in-process, and FAKECUDA_STATS=FILE written at exit by a child.
 #include "fixture.hpp"
+#include "spawn.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -13,39 +12,9 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
-
 using namespace fakecuda_test;
 
 namespace {
-
-int run_with_env(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
-  std::vector<std::string> env_strings = extra_env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    if (entry.rfind("FAKECUDA_", 0) != 0) {
-      env_strings.push_back(entry);
-    }
-  }
-  std::vector<char*> argv;
-  for (const auto& a : args) {
-    argv.push_back(const_cast<char*>(a.c_str()));
-  }
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) {
-    envp.push_back(e.data());
-  }
-  envp.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) != 0) {
-    return -1;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  // An exit code, or 1000 + the signal that killed it.
-  return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 1000 + WTERMSIG(status) : -1;
-}
 
 std::string temp_path(const char* stem) {
   return std::string("/tmp/") + stem + "-" + std::to_string(getpid()) + ".json";
@@ -72,6 +41,25 @@ TEST_CASE("FAKECUDA_STATS writes exact counts when the program exits", "[fakecud
   CHECK(stats.at("kernel_launches").at("fill_u32") == 5);
   CHECK(stats.at("peak_bytes_in_use") == 1024 + 4096 + 512);
   CHECK(stats.at("bytes_in_use") == 0);
+  CHECK(stats.at("link_transfers") == 0);  // the default link is not modelled
+}
+
+TEST_CASE("with FAKECUDA_LINK_GBPS the copies cross the link, counted in FAKECUDA_STATS", "[fakecuda][link]") {
+  const std::string path = temp_path("fakecuda-link-stats");
+  std::remove(path.c_str());
+  REQUIRE(run_with_env({FAKECUDA_STATS_CHILD, FAKECUDA_TEST_KERNELS},
+                       {"FAKECUDA_STATS=" + path, "FAKECUDA_LINK_GBPS=0.001", "FAKECUDA_LINK_LATENCY_US=100"}) == 0);
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  const nlohmann::json stats = nlohmann::json::parse(in);
+  std::remove(path.c_str());
+  CHECK(stats.at("link_transfers") == 2);  // one H2D, one D2H (pageable: both)
+  CHECK(stats.at("link_pageable_transfers") == 2);
+  CHECK(stats.at("link_bytes_h2d") == 4096);
+  CHECK(stats.at("link_bytes_d2h") == 4096);
+  // 4096 bytes at 1 MB/s, pageable (half speed): 8.2 ms, plus 0.1 ms latency, each way.
+  CHECK(stats.at("link_busy_ns_h2d").get<double>() >= 0.9 * 8.3e6);
+  CHECK(stats.at("link_busy_ns_d2h").get<double>() >= 0.9 * 8.3e6);
 }
 
 TEST_CASE("a bad FAKECUDA_MEMORY_BYTES makes the program fail, not run on a wrong device", "[fakecuda][stats]") {

@@ -10,20 +10,6 @@
 
 using namespace fakecuda_test;
 
-namespace {
-
-struct PinnedWords {
-  unsigned* words = nullptr;
-  explicit PinnedWords(std::size_t n) {
-    void* p = nullptr;
-    REQUIRE(cuMemAllocHost(&p, n * sizeof(unsigned)) == CUDA_SUCCESS);
-    words = static_cast<unsigned*>(p);
-  }
-  ~PinnedWords() { cuMemFreeHost(words); }
-};
-
-}  // namespace
-
 TEST_CASE("a stream runs its work later, in order, on its own worker", "[fakecuda][streams]") {
   driver_ready();
   CUstream s = nullptr;

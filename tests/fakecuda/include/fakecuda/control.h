@@ -47,6 +47,15 @@ typedef struct fakecuda_stats {
   unsigned long long stream_creates;
   unsigned long long event_records;
   unsigned long long synchronizations;       /* stream, event and context synchronise calls */
+  /* The link model (fakecuda_link_config): zero while the link is unlimited with no latency. */
+  unsigned long long link_bytes_h2d;         /* copies and managed migrations to the device */
+  unsigned long long link_bytes_d2h;         /* copies and managed migrations (evictions too) to the host */
+  unsigned long long link_busy_ns_h2d;       /* wall time the H2D engine was held */
+  unsigned long long link_busy_ns_d2h;       /* wall time the D2H engine was held */
+  unsigned long long link_queued_ns;         /* time transfers waited for their engine, busy with another */
+  unsigned long long link_transfers;         /* transfers through an engine */
+  unsigned long long link_pageable_transfers; /* of which from or to pageable host memory */
+  unsigned long long link_transfers_beside_kernels; /* of which a kernel ran during */
 } fakecuda_stats;
 
 /* Copies the counters into *out (at most size bytes, so older callers keep working). Returns the
@@ -61,6 +70,25 @@ int fakecuda_stats_write_json(const char* path);
 
 /* How many times kernel `name` was launched (0 when unknown). */
 unsigned long long fakecuda_kernel_launches(const char* name);
+
+/* The host-device link: one copy engine per direction (H2D, D2H), FIFO across streams. A copy
+ * between host and device memory holds its direction's engine for latency + bytes / bandwidth of
+ * wall time; kernels and the other direction run meanwhile. Device-to-device and host-to-host
+ * copies do not use the link. Set at cuInit from FAKECUDA_LINK_GBPS, FAKECUDA_LINK_LATENCY_US,
+ * FAKECUDA_LINK_DUPLEX_FACTOR and FAKECUDA_LINK_PAGEABLE_FACTOR, or here at any time (transfers
+ * already on an engine keep the model they started with). */
+typedef struct fakecuda_link_config {
+  double gbps;            /* per direction, in 10^9 bytes per second; 0: unlimited (the default) */
+  double latency_us;      /* fixed cost of each transfer, in microseconds, 0 to 10^6 (default 0) */
+  double duplex_factor;   /* bandwidth multiplier while both directions are busy, (0, 1] (default 1) */
+  double pageable_factor; /* bandwidth multiplier with pageable host memory, (0, 1] (default 0.5) */
+} fakecuda_link_config;
+
+/* Replaces the link model. Returns 0, or -1 (and changes nothing) when a value is out of range. */
+int fakecuda_link_configure(const fakecuda_link_config* config);
+
+/* The link model in effect. */
+void fakecuda_link_get(fakecuda_link_config* out);
 
 /* Work observer: how a profiler stand-in (tests/fakecupti, a CPU libcupti.so) learns what CUPTI
  * learns from the real driver — when each kernel, copy and memset was issued and when it really
