@@ -229,9 +229,9 @@ TEST_CASE("the caches keep a pool per stream and hold back blocks used on other 
 TEST_CASE("simulate_baselines: what memtool plan reports, on the fixtures' iterations", "[engine][baselines]") {
   // The planner simulated these allocators itself before they became resources. Its cudaMalloc
   // and PyTorch peaks on these problems were exactly the ones below. Its CnMem was one slab
-  // grown at its top (the high-water mark of best fit over an unbounded slab): the smallest
-  // cnmemInit slab CnMem itself can serve the iteration with is that, or a little more where
-  // best fit takes the slab's free tail over a tighter hole (lstm: +0.5%), rounded by the driver.
+  // grown at its top (the high-water mark of best fit over an unbounded slab); the smallest
+  // cnmemInit slab CnMem itself serves the iteration with differs a little where best fit
+  // takes the slab's free tail over a tighter hole (lstm: +0.5%), and is rounded by the driver.
   struct Expected {
     const char* file;
     std::uint64_t cuda_malloc, planner_slab, pytorch;
