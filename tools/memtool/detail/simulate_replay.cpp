@@ -19,7 +19,7 @@ namespace {
 namespace me = memtool::engine;
 namespace mt = memtool::trace;
 
-constexpr std::uint64_t kProgressThresholdEvents = std::uint64_t{1} << 21;
+constexpr std::uint64_t kProgressThresholdEvents = std::uint64_t{1} << 20;
 
 // What the replay calls, in libmemtool.so's handlers' terms.
 class Target {
@@ -100,11 +100,14 @@ class EngineTarget final : public Target {
   me::Engine engine_;
 };
 
-// "memtool: simulating NAME: 40%" at most every half second, for inputs with many events.
+// For inputs with many events: "memtool: simulating NAME (N events)" at the start, then
+// "memtool: simulating NAME: 40%" at most every half second.
 class Progress {
  public:
   Progress(bool enabled, std::string_view name, std::size_t total)
-      : enabled_(enabled && total >= kProgressThresholdEvents), name_(name), total_(total) {}
+      : enabled_(enabled && total >= kProgressThresholdEvents), name_(name), total_(total) {
+    if (enabled_) fmt::print(stderr, "memtool: simulating {} ({} events)\n", name_, total_);
+  }
   void at(std::size_t done) {
     if (!enabled_ || (done & 0xffff) != 0) return;
     const auto now = std::chrono::steady_clock::now();
