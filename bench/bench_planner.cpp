@@ -29,7 +29,7 @@
 #include <fmt/format.h>
 
 #include "memtool/planner/algorithm.hpp"
-#include "memtool/planner/baselines.hpp"
+#include "memtool/engine/baselines.hpp"
 #include "memtool/trace/problem.hpp"
 #include "memtool/trace/problem_csv.hpp"
 
@@ -89,7 +89,7 @@ void bench_algorithm(benchmark::State& state, const mp::Algorithm* algo) {
 
 void bench_baselines(benchmark::State& state) {
   const Problem& p = cached_problem(static_cast<std::size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(mp::simulate_baselines(p));
+  for (auto _ : state) benchmark::DoNotOptimize(memtool::engine::simulate_baselines(p));
 }
 
 double thread_seconds() {
@@ -201,7 +201,7 @@ void quality_table(double time_limit, const std::string& filter, const std::stri
                  valid ? ' ' : '!', seconds);
       std::fflush(stdout);
     }
-    for (const auto& baseline : mp::simulate_baselines(p)) {
+    for (const auto& baseline : memtool::engine::simulate_baselines(p)) {
       fmt::print(" {:>9.4f}", static_cast<double>(baseline.peak_reserved_bytes) / static_cast<double>(lb));
     }
     fmt::print("\n");

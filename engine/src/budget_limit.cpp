@@ -1,7 +1,8 @@
 // BudgetLimit: the device bytes a stack holds stay within MEMTOOL_BUDGET (see resources.hpp).
 // The check is made after the upstream served the request, because only then is it known
 // whether it took new device memory (a pooled hand-out takes none); one that went over is
-// given back and refused, after the upstream was asked to reclaim unused memory and retried.
+// given back and refused, after the upstream was asked to reclaim unused memory and retried
+// (and asked again after the refusal, so that a cache keeps nothing of the refused request).
 #include <atomic>
 
 #include "memtool/engine/resources.hpp"
@@ -24,7 +25,8 @@ class BudgetLimit final : public Adaptor {
         return kSuccess;
       }
       (void)Adaptor::deallocate(ptr, request.kind, request.stream);
-      if (attempt == 0 && upstream().reclaim() == 0) break;
+      // Also after the last attempt: a caching upstream must not keep the refused bytes.
+      if (upstream().reclaim() == 0) break;
     }
     refusals_.fetch_add(1, std::memory_order_relaxed);
     return kOutOfMemory;

@@ -54,6 +54,16 @@ void Engine::launch(std::span<const std::uint64_t> words, StreamId stream, std::
   runtime_->before_access(touched, stream);
 }
 
+void Engine::transfer(DevicePtr dst, DevicePtr src, StreamId stream, AccessKind kind, std::uint64_t token) {
+  std::vector<std::uint64_t> touched;
+  {
+    std::lock_guard lock(mutex_);
+    observer_->on_transfer(dst, src, stream, kind, token, touched_);
+    touched = touched_;
+  }
+  runtime_->before_access(touched, stream);
+}
+
 void Engine::mark_iteration() {
   std::lock_guard lock(mutex_);
   observer_->on_mark();

@@ -20,17 +20,27 @@ SimDevice::Clock& SimDevice::clock_of(StreamId stream) {
   return it->second;
 }
 
+std::uint64_t SimDevice::driver_footprint(std::uint64_t size) {
+  constexpr std::uint64_t kPage = std::uint64_t{2} << 20;
+  constexpr std::uint64_t kSmall = 512;
+  if (size > (std::uint64_t{1} << 20)) return (size + kPage - 1) / kPage * kPage;
+  return std::max(kSmall, (size + kSmall - 1) / kSmall * kSmall);
+}
+
 Status SimDevice::allocate(std::uint64_t size, MemoryKind, StreamId, DevicePtr* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (size == 0) return kInvalidValue;
-  if (size > options_.max_single_allocation || size > options_.capacity ||
-      live_bytes_ > options_.capacity - size) {
-    return kOutOfMemory;
-  }
+  if (size > options_.max_single_allocation || size > (std::uint64_t{1} << 62)) return kOutOfMemory;
+  const std::uint64_t counted = options_.driver_granularity ? driver_footprint(size) : size;
+  if (counted > options_.capacity || live_bytes_ > options_.capacity - counted) return kOutOfMemory;
+  const std::uint64_t span = (size + 4095) / 4096 * 4096 + 4096;  // never reuse addresses; a guard gap
+  if (next_address_ > ~std::uint64_t{0} - span) return kOutOfMemory;  // out of address space
   const DevicePtr ptr = next_address_;
-  next_address_ += (size + 4095) / 4096 * 4096 + 4096;  // never reuse addresses; a guard gap
-  blocks_[ptr].data.assign(size, 0);
-  live_bytes_ += size;
+  next_address_ += span;
+  Block& block = blocks_[ptr];
+  block.size = size;
+  block.counted = counted;
+  live_bytes_ += counted;
   peak_bytes_ = std::max(peak_bytes_, live_bytes_);
   ++allocate_calls_;
   *out = ptr;
@@ -41,8 +51,8 @@ Status SimDevice::free(DevicePtr ptr, MemoryKind, StreamId) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = blocks_.find(ptr);
   if (it == blocks_.end()) return kInvalidValue;
-  live_bytes_ -= it->second.data.size();
-  forget_accesses(ptr, ptr + it->second.data.size());
+  live_bytes_ -= it->second.counted;
+  forget_accesses(ptr, ptr + it->second.size);
   blocks_.erase(it);
   ++free_calls_;
   return kSuccess;
@@ -99,9 +109,11 @@ std::uint8_t* SimDevice::bytes_at(DevicePtr ptr, std::uint64_t bytes) {
   auto it = blocks_.upper_bound(ptr);
   if (it == blocks_.begin()) return nullptr;
   --it;
+  Block& block = it->second;
   const std::uint64_t offset = ptr - it->first;
-  if (offset > it->second.data.size() || bytes > it->second.data.size() - offset) return nullptr;
-  return it->second.data.data() + offset;
+  if (offset > block.size || bytes > block.size - offset) return nullptr;
+  if (block.data.empty()) block.data.assign(block.size, 0);
+  return block.data.data() + offset;
 }
 
 bool SimDevice::access(StreamId stream, DevicePtr ptr, std::uint64_t bytes) {

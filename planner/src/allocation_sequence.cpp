@@ -1,9 +1,8 @@
-// The alloc/free order the baselines replay (see baselines.hpp), and the one entry point that
-// runs them all.
+// The alloc/free order the baselines replay (see allocation_sequence.hpp).
 #include <algorithm>
 #include <tuple>
 
-#include "memtool/planner/baselines.hpp"
+#include "memtool/planner/allocation_sequence.hpp"
 #include "prepared.hpp"
 
 namespace memtool::planner {
@@ -28,13 +27,6 @@ std::vector<AllocationEvent> allocation_sequence(const trace::Problem& problem) 
   events.reserve(keyed.size());
   for (const auto& k : keyed) events.push_back({k.allocate, k.buffer, problem.buffers[k.buffer].size});
   return events;
-}
-
-std::vector<BaselineResult> simulate_baselines(const trace::Problem& problem) {
-  const auto events = allocation_sequence(problem);
-  return {{"cudaMalloc", simulate_cuda_malloc(events)},
-          {"cnmem", simulate_cnmem(events)},
-          {"pytorch", simulate_pytorch_caching(events)}};
 }
 
 }  // namespace memtool::planner

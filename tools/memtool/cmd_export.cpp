@@ -20,7 +20,7 @@
 #include "detail/symbolizer.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/planner/algorithm.hpp"
-#include "memtool/planner/baselines.hpp"
+#include "memtool/engine/baselines.hpp"
 #include "memtool/trace/export.hpp"
 #include "memtool/trace/input.hpp"
 #include "memtool/trace/lifetimes.hpp"
@@ -78,7 +78,7 @@ std::optional<mt::PoolPlanView> make_plan(const LoadedModel& loaded, std::size_t
   view.offsets = std::move(placement.offsets);
   view.pool_bytes = placement.pool_size;
   view.lower_bound_bytes = mp::lower_bound(view.problem);
-  for (const auto& b : mp::simulate_baselines(view.problem)) view.baselines.push_back({b.name, b.peak_reserved_bytes});
+  for (const auto& b : memtool::engine::simulate_baselines(view.problem)) view.baselines.push_back({b.name, b.peak_reserved_bytes});
   return view;
 }
 

@@ -20,7 +20,7 @@
 #include "detail/load_model.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/planner/algorithm.hpp"
-#include "memtool/planner/baselines.hpp"
+#include "memtool/engine/baselines.hpp"
 #include "memtool/trace/input.hpp"
 #include "memtool/trace/input_error.hpp"
 #include "memtool/trace/lifetimes.hpp"
@@ -114,7 +114,7 @@ int run_plan(const PlanArgs& args) {
   const LoadedProblem loaded = load_problem(args);
   const mt::Problem& problem = loaded.problem;
   const std::uint64_t lb = mp::lower_bound(problem);
-  const auto baselines = mp::simulate_baselines(problem);
+  const auto baselines = memtool::engine::simulate_baselines(problem);
 
   std::vector<const mp::Algorithm*> chosen;
   if (args.algo.empty()) {

@@ -39,6 +39,9 @@ class Engine {
   void launch(std::span<const std::uint64_t> words, StreamId stream, std::uint64_t kernel = 0);
   // A kernel on `stream` touches the buffer containing `ptr` (a launch with one argument).
   void touch(DevicePtr ptr, StreamId stream) { launch(std::span<const std::uint64_t>(&ptr, 1), stream); }
+  // A copy (kind copy; src 0 for host memory) or memset (kind memset, src 0) on `stream`, with its
+  // signature token (trace::SignatureBuilder::copy_token / memset_token).
+  void transfer(DevicePtr dst, DevicePtr src, StreamId stream, AccessKind kind, std::uint64_t token);
   // memtool_iteration_mark().
   void mark_iteration();
 

@@ -4,6 +4,9 @@
 // without any timing: each kernel access to a byte range must happen-after the previous access
 // to those bytes from another stream (through cuStreamWaitEvent on an event recorded after it,
 // or a host synchronisation); otherwise it counts as a violation.
+// A buffer's bytes are made at its first fill, verify or access, so `memtool simulate` can
+// replay a trace of gigabytes on it; with `driver_granularity` each allocation counts (towards
+// the capacity and the peak) what the driver would map for it rather than the bytes asked for.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +23,11 @@ class SimDevice final : public Device {
   struct Options {
     std::uint64_t capacity = std::uint64_t{1} << 32;
     std::uint64_t max_single_allocation = ~std::uint64_t{0};  // bigger requests: OOM
+    bool driver_granularity = false;  // count driver_footprint(size), not size
   };
+  // What the driver holds for an allocation of `size` bytes, as we model it: a request of more
+  // than 1 MiB takes whole 2 MiB pages; a smaller one is packed into shared pages at 512 B.
+  [[nodiscard]] static std::uint64_t driver_footprint(std::uint64_t size);
   SimDevice() : SimDevice(Options{}) {}
   explicit SimDevice(Options options) : options_(options) {}
 
@@ -45,7 +52,7 @@ class SimDevice final : public Device {
   void set_capacity(std::uint64_t capacity);
 
   std::uint64_t violations() const;
-  std::uint64_t live_bytes() const;
+  std::uint64_t live_bytes() const;  // counted bytes of the live allocations (see Options)
   std::uint64_t peak_bytes() const;
   std::uint64_t live_events() const;
   std::uint64_t waits() const;
@@ -55,7 +62,9 @@ class SimDevice final : public Device {
  private:
   using Clock = std::map<StreamId, std::uint64_t>;
   struct Block {
-    std::vector<std::uint8_t> data;
+    std::uint64_t size = 0;
+    std::uint64_t counted = 0;       // towards live bytes and the capacity
+    std::vector<std::uint8_t> data;  // `size` bytes once touched, empty before
   };
   struct Shadow {
     std::uint64_t end;
