@@ -2,11 +2,10 @@
 //
 //   1. the incremental greedy from no swaps (ours_greedy.cpp): what hides behind compute, and, in
 //      stick-to-limit mode, stall-paying swaps where they remove the most byte-time per stall;
-//   2. stick-to-limit only, for targets from the budget (lowered by what the simulation overshoots)
-//      or, without one, swept down from the peak in 2.5% steps until three in a row exceed the
-//      allowance:
-//        - the constructive fill (ours_fill.cpp),
-//        - the paper's four stick-to-limit schedules for that target and the save-on-cpu
+//   2. for targets from the budget (lowered by what the simulation overshoots) or, without one,
+//      swept down from the peak in 2.5% steps until three in a row exceed the allowance:
+//        - stick-to-limit only: the constructive fill (ours_fill.cpp),
+//        - the paper's four schedules in both modes for that target, and the save-on-cpu
 //          schedule, as starting points (so that ours is never worse than they are at the same
 //          target and allowance; PlanResult::construction says which start won);
 //      the best of them then improved by the greedy.
@@ -71,35 +70,41 @@ PlanResult plan_ours(const PlanInput& input) {
     if (better(context, s, best)) best = s;
   };
 
-  // The first greedy may use a third of the simulations: the starts of stick-to-limit need theirs.
+  // The first greedy may use a third of the simulations: the other starts need theirs.
   const std::uint32_t limit = input.options.max_simulations;
   State greedy = base;
   greedy.construction = "greedy";
-  greedy_improve(context, greedy, context.allowance_ns > 0 ? limit / 3 : limit);
+  greedy_improve(context, greedy, limit / 3);
   consider(greedy);
 
-  if (context.allowance_ns > 0 && context.n > 0) {
+  if (context.n > 0) {
     State built = base;
     built.construction = "none";
     const auto consider_built = [&](State s) {
       if (better(context, s, built)) built = std::move(s);
     };
-    PlanOptions stick = input.options;
-    stick.mode = ScheduleMode::stick_to_limit;
+    const bool stall_allowed = context.allowance_ns > 0;
     // Every start for one target; true when one is within the allowance.
     const auto starts = [&](std::uint64_t target) {
-      State filled = fill_to_target(context, base, target);
-      bool within = context.within_allowance(filled);
-      consider_built(std::move(filled));
-      const PlanInput at{input.iteration, input.link, target, stick, input.timeline, input.load, input.peak_op,
-                         input.gaps};
+      bool within = false;
+      if (stall_allowed) {
+        State filled = fill_to_target(context, base, target);
+        within = context.within_allowance(filled);
+        consider_built(std::move(filled));
+      }
       static constexpr std::pair<PaperScore, const char*> kPaper[] = {
           {PaperScore::doa, "paper-doa"}, {PaperScore::aoa, "paper-aoa"},
           {PaperScore::wdoa, "paper-wdoa"}, {PaperScore::vote, "paper-vote"}};
-      for (const auto& [by, name] : kPaper) {
-        State seeded = from_schedule(context, plan_paper(at, by).schedule, name);
-        within = within || context.within_allowance(seeded);
-        consider_built(std::move(seeded));
+      for (const ScheduleMode mode : {ScheduleMode::no_overhead, ScheduleMode::stick_to_limit}) {
+        PlanOptions paper_options = input.options;
+        paper_options.mode = mode;
+        const PlanInput at{input.iteration, input.link, target, paper_options, input.timeline, input.load,
+                           input.peak_op, input.gaps};
+        for (const auto& [by, name] : kPaper) {
+          State seeded = from_schedule(context, plan_paper(at, by).schedule, name);
+          within = within || context.within_allowance(seeded);
+          consider_built(std::move(seeded));
+        }
       }
       return within;
     };
