@@ -2,6 +2,8 @@
 // against each allocator — the driver's, CnMem-like, PyTorch's caching allocator and memtool's
 // planned pool — on a simulated device (of --capacity bytes), and say what each held at its
 // worst, how that compares with the live bytes, and which allocation it would have failed first.
+// With --budget (or --budgets), the swap what-if instead: one steady iteration under every swap
+// strategy at each budget, with the zero-stall bound (detail/simulate_swap.hpp).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -16,6 +18,7 @@
 #include "detail/simulate_args.hpp"
 #include "detail/simulate_output.hpp"
 #include "detail/simulate_replay.hpp"
+#include "detail/simulate_swap.hpp"
 #include "memtool/engine/baselines.hpp"
 
 namespace memtool::cli {
@@ -27,9 +30,49 @@ struct SimulateArgs {
   std::string capacity;
   std::string format = "text";
   std::optional<std::size_t> device;
+  // Swap mode.
+  std::string budget;
+  std::string budgets;
+  std::string link = "55GB/s";
+  std::string swap;
+  std::string compute = "auto";
+  double max_slowdown = -1;
 };
 
+int run_swap_simulation(const SimulateArgs& args) {
+  SimulateSwapOptions options;
+  try {
+    if (!args.budget.empty()) options.budgets.push_back(parse_budget(args.budget));
+    if (!args.budgets.empty()) {
+      for (BudgetSpec& b : parse_budgets(args.budgets)) options.budgets.push_back(std::move(b));
+    }
+    const double rate = parse_rate(args.link);
+    options.link.d2h_bytes_per_ns = rate;
+    options.link.h2d_bytes_per_ns = rate;
+    if (!args.swap.empty()) options.strategies = parse_strategies(args.swap);
+    options.input.compute = parse_compute(args.compute);
+    if (args.max_slowdown >= 0) options.max_slowdown = args.max_slowdown;
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "memtool: error: {}\n", e.what());
+    return 2;
+  }
+  LoadModelOptions load_options;
+  load_options.device = args.device;
+  const LoadedModel loaded = load_model(args.input, load_options);
+  SwapReport report;
+  try {
+    report = simulate_swap(loaded, options);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "memtool: error: {}: {}\n", args.input, e.what());
+    return 2;
+  }
+  const std::string text = args.format == "json" ? swap_report_json(report).dump(1) + "\n" : swap_report_text(report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
 int run_simulate(const SimulateArgs& args) {
+  if (!args.budget.empty() || !args.budgets.empty()) return run_swap_simulation(args);
   SimulationOptions options;
   try {
     options.resources = resolve_resources(args.resources);
@@ -70,6 +113,14 @@ std::function<int()> setup_simulate(CLI::App& sub) {
   sub.add_option("--capacity", args->capacity, "device memory, bytes (K, M, G, T suffixes; default: unlimited)");
   sub.add_option("--format", args->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   sub.add_option("--device", args->device, "snapshots: which device's trace (default: the busiest)");
+  sub.add_option("--budget", args->budget,
+                 "swap what-if: the device budget, bytes (K, M, G, T) or a share of the iteration's plain peak (80%)");
+  sub.add_option("--budgets", args->budgets, "swap what-if at several budgets, comma-separated (90%,80%,...): the curve");
+  sub.add_option("--link", args->link, "swap: the link's bandwidth per direction, e.g. 55GB/s")->capture_default_str();
+  sub.add_option("--swap", args->swap,
+                 "swap strategies, comma-separated (default: all): ours, paper-doa, paper-aoa, paper-wdoa, paper-vote, save-on-cpu");
+  sub.add_option("--compute", args->compute, "swap: kernel times from auto|gpu|host|bytes (docs/swapper.md)")->capture_default_str();
+  sub.add_option("--max-slowdown", args->max_slowdown, "swap: the slowdown ours may spend to meet a budget (e.g. 0.05)");
   return [args] { return run_simulate(*args); };
 }
 

@@ -1,0 +1,83 @@
+// The swapper's input: one training iteration as an op sequence, the buffers those ops touch,
+// and the host link that swaps go over. No trace types and no CUDA: the offline converter
+// (swapper/trace) and the in-process engine both fill these plain structs.
+//
+// Time is the op sequence: the launches, copies and memsets of one iteration in issue order,
+// each with the time it keeps the GPU busy. The simulator runs them one after another (one
+// compute timeline; concurrency between the program's own streams is not modelled, which
+// leaves more compute to hide transfers behind than two overlapping streams would). A buffer
+// is allocated just before one op is issued and freed just after another completes; between
+// them it occupies device memory unless a swap has moved it out. Persistent buffers (weights,
+// optimizer state) are live the whole time. A buffer allocated late in one iteration and freed
+// early in the next has alloc_before_op > free_after_op: it is live over [alloc, n) and, as the
+// previous iteration's copy, over [0, free].
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memtool::swapper {
+
+enum class OpKind : std::uint8_t { launch, copy, memset };
+
+struct Op {
+  std::uint64_t duration_ns = 0;  // GPU time (measured, or a model's estimate)
+  std::uint64_t stream = 0;       // the program's stream (kept for the executor; not modelled)
+  OpKind kind = OpKind::launch;
+};
+
+enum class AccessMode : std::uint8_t { read = 1, write = 2, read_write = 3 };
+
+struct Access {
+  std::uint32_t op = 0;  // index into Iteration::ops
+  AccessMode mode = AccessMode::read_write;
+};
+
+struct Buffer {
+  std::uint64_t id = 0;    // the caller's id (a trace BufferId, an engine slot); not interpreted
+  std::uint64_t size = 0;  // bytes
+  std::uint32_t alloc_before_op = 0;  // ignored when persistent
+  std::uint32_t free_after_op = 0;    // ignored when persistent
+  bool persistent = false;  // lives across iterations (allocated before the loop, never freed)
+  // False when the observer cannot prove it saw every access (a pointer it could not see, a
+  // graph launch): such a buffer is never swapped.
+  bool swappable = true;
+  std::vector<Access> accesses;  // sorted by op, at most one per op
+
+  [[nodiscard]] bool crosses_iteration() const { return !persistent && alloc_before_op > free_after_op; }
+  // Live while op `op` runs.
+  [[nodiscard]] bool live_at(std::uint32_t op) const;
+};
+
+struct Iteration {
+  std::vector<Op> ops;
+  std::vector<Buffer> buffers;
+};
+
+// The link between device and host memory: one copy engine per direction, each running one copy
+// at a time (in issue order). A copy of b bytes takes latency + b / bandwidth; while both
+// directions move data at once, each runs at its bandwidth divided by duplex_factor.
+struct Link {
+  double d2h_bytes_per_ns = 55.0;  // 55 GB/s: an H200's PCIe 5 link, measured per direction
+  double h2d_bytes_per_ns = 55.0;
+  std::uint64_t d2h_latency_ns = 5'000;
+  std::uint64_t h2d_latency_ns = 5'000;
+  double duplex_factor = 1.0;  // >= 1
+
+  // Uncontended copy times.
+  [[nodiscard]] double d2h_ns(std::uint64_t bytes) const;
+  [[nodiscard]] double h2d_ns(std::uint64_t bytes) const;
+};
+
+// Empty when well formed; else what is wrong, naming the buffer or op.
+[[nodiscard]] std::string validate(const Iteration& iteration);
+[[nodiscard]] std::string validate(const Link& link);
+
+// Sum of the op durations: the iteration's time without swapping.
+[[nodiscard]] std::uint64_t base_time_ns(const Iteration& iteration);
+// Live bytes while each op runs (persistent buffers included), and their maximum.
+[[nodiscard]] std::vector<std::uint64_t> live_bytes_per_op(const Iteration& iteration);
+[[nodiscard]] std::uint64_t plain_peak_bytes(const Iteration& iteration);
+
+}  // namespace memtool::swapper

@@ -1,0 +1,77 @@
+// Planning a swap schedule for a budget: the strategies by name.
+//
+//   paper-doa, paper-aoa, paper-wdoa, paper-vote   AutoSwap (Zhang et al. 2019) as published:
+//       candidates are the gaps spanning the peak of buffers of at least 1 MiB, ranked by one
+//       score (or the majority vote of the three ranks), taken greedily until the load with every
+//       chosen buffer out over its whole gap is below the budget, then scheduled in the paper's
+//       no-overhead or stick-to-limit mode (PlanOptions::mode). docs/swapper.md lists the
+//       implementation's bugs; PlanOptions::paper_bugs reproduces them.
+//   save-on-cpu   PyTorch's torch.autograd.graph.save_on_cpu: every activation saved in the
+//       forward pass (a non-persistent buffer idle across the peak) is copied out on the compute
+//       stream right after its last forward access and copied back on the compute stream right
+//       before its first backward one. The budget plays no part.
+//   ours   greedy with the simulator in the loop: candidates ranked by the over-budget
+//       byte-time their zero-stall window could remove per nanosecond of link time; each is
+//       simulated and kept only if the memory above the target shrinks without the peak rising
+//       or the stall exceeding the allowance. Swap-outs are issued right after the last access,
+//       swap-ins as late as the link allows them to arrive in time (or, paying stall within the
+//       allowance, after the over-budget stretch). No-overhead mode allows no stall;
+//       stick-to-limit allows PlanOptions::max_slowdown.
+//
+// A budget of 0 asks for the lowest peak the strategy can reach.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "memtool/swapper/iteration.hpp"
+#include "memtool/swapper/schedule.hpp"
+#include "memtool/swapper/simulate.hpp"
+
+namespace memtool::swapper {
+
+enum class ScheduleMode : std::uint8_t {
+  no_overhead,     // only transfers hidden behind compute: the saving is what they give
+  stick_to_limit,  // meet the budget, paying stall where transfers cannot hide
+};
+
+struct PlanOptions {
+  ScheduleMode mode = ScheduleMode::no_overhead;
+  // ours in stick-to-limit mode: the most stall it may pay, as a fraction of the iteration time.
+  double max_slowdown = std::numeric_limits<double>::infinity();
+  // paper-*: reproduce the implementation's bugs (WDOA always 0, DOA minus the swap-out time
+  // twice, candidate search stopping at the first gap that crosses the iteration boundary).
+  bool paper_bugs = false;
+  std::uint64_t paper_min_bytes = std::uint64_t{1} << 20;  // the paper's smallest candidate
+  // ours: a deterministic work limit (simulations run), never a wall-clock one.
+  std::uint32_t max_simulations = 4000;
+  SimulateOptions simulate;
+};
+
+struct PlanResult {
+  Schedule schedule;
+  Simulation simulation;     // of the schedule
+  bool budget_met = false;   // simulation.peak_bytes <= budget (always true for budget 0)
+  std::uint32_t simulations = 0;  // how many the strategy ran
+  // ours: which construction won ("greedy", "fill", "paper-doa", ..., "save-on-cpu", each
+  // "+greedy" when the greedy improved it; "none": no swap helps). Others: the strategy's name.
+  std::string construction;
+};
+
+struct StrategyInfo {
+  std::string_view name;
+  std::string_view description;
+};
+
+// paper-doa, paper-aoa, paper-wdoa, paper-vote, save-on-cpu, ours.
+[[nodiscard]] std::span<const StrategyInfo> strategies();
+[[nodiscard]] const StrategyInfo* find_strategy(std::string_view name);
+
+// Throws std::invalid_argument for an unknown strategy or a malformed iteration or link.
+[[nodiscard]] PlanResult plan(const Iteration& iteration, const Link& link, std::uint64_t budget_bytes,
+                              std::string_view strategy, const PlanOptions& options = {});
+
+}  // namespace memtool::swapper

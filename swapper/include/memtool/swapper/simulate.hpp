@@ -1,0 +1,95 @@
+// The simulator: what a schedule does to device memory and to the iteration's time.
+//
+// Ops run one after another on one compute timeline; an op starts when the one before it has
+// ended and every swap-in it consumes (and every copy-out it waits for) has finished. Copies run
+// on two engines, device-to-host and host-to-device, one copy at a time each, in issue order
+// (FIFO); a copy starts when its engine is free, its trigger has passed and (swap-in) its own
+// copy-out has finished; it takes the link's latency and then its bytes at the link's bandwidth,
+// divided by the duplex factor while the other engine is moving data too (an exact event
+// simulation of the two rates).
+//
+// Memory: a buffer occupies its bytes from the start of the op it is allocated before to the end
+// of the op it is freed after; a swapped buffer's bytes are released when its copy-out finishes
+// and occupied again from its copy-in's start. At equal times releases come first. The peak is
+// the highest occupancy (the live bytes a pool re-planned for the schedule has to hold).
+//
+// Steady state: the iteration runs `iterations` times back to back with the same schedule
+// (swaps of the gaps that wrap around the iteration end move data from one iteration into the
+// next) and the last one is measured: its time, peak, link busy time and every consumer's stall.
+//
+// No I/O, no trace types; a Simulator keeps its scratch space between runs, so simulating the
+// same iteration again allocates nothing once the buffers have grown.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "memtool/swapper/iteration.hpp"
+#include "memtool/swapper/schedule.hpp"
+
+namespace memtool::swapper {
+
+struct SimulateOptions {
+  std::uint32_t iterations = 3;  // >= 2: the first ones bring the link and the wrapped swaps to steady state
+  bool record_curve = false;     // fill Simulation::curve
+};
+
+struct MemoryPoint {
+  double time_ns = 0;  // from the measured iteration's start
+  std::uint64_t bytes = 0;  // occupancy from this time on
+};
+
+// One swap of the measured iteration (the instance whose consumer runs in it). Times are from
+// the measured iteration's start (a wrapped swap's copy-out may lie before it: negative).
+struct SwapTiming {
+  double out_start_ns = 0;
+  double out_end_ns = 0;
+  double in_start_ns = 0;
+  double in_end_ns = 0;
+  // in_end - the time the consumer would have started had this swap-in been ready: > 0 means the
+  // consumer waited this long for it (the learning hook moves its trigger earlier), <= 0 is slack.
+  double lateness_ns = 0;
+};
+
+struct Simulation {
+  double base_time_ns = 0;  // the iteration without swapping
+  double time_ns = 0;       // the measured iteration with the schedule
+  double stall_ns = 0;      // time_ns - base_time_ns: every op's wait summed
+  double slowdown = 0;      // stall_ns / base_time_ns
+  std::uint64_t plain_peak_bytes = 0;  // without swapping
+  std::uint64_t peak_bytes = 0;
+  double peak_time_ns = 0;
+  std::uint64_t bytes_out = 0;  // per iteration
+  std::uint64_t bytes_in = 0;
+  double d2h_busy_ns = 0;  // link occupancy per direction within the measured iteration
+  double h2d_busy_ns = 0;
+  std::vector<double> op_stall_ns;  // per op: how long it waited after the op before it ended
+  std::vector<SwapTiming> swaps;    // per schedule entry
+  std::vector<MemoryPoint> curve;   // with record_curve: every change of occupancy
+};
+
+class Simulator {
+ public:
+  // Throws std::invalid_argument for a malformed iteration, link or schedule (validate()).
+  const Simulation& run(const Iteration& iteration, const Schedule& schedule, const Link& link,
+                        const SimulateOptions& options = {});
+  // The same without re-validating the iteration and schedule (the planner's inner loop, which
+  // builds valid schedules only).
+  const Simulation& run_trusted(const Iteration& iteration, const Schedule& schedule, const Link& link,
+                                const SimulateOptions& options = {});
+  [[nodiscard]] const Simulation& last() const { return result_; }
+
+ private:
+  struct Scratch;
+  struct ScratchDeleter {
+    void operator()(Scratch* scratch) const;
+  };
+  Simulation result_;
+  std::unique_ptr<Scratch, ScratchDeleter> scratch_;
+};
+
+[[nodiscard]] Simulation simulate(const Iteration& iteration, const Schedule& schedule, const Link& link,
+                                  const SimulateOptions& options = {});
+
+}  // namespace memtool::swapper

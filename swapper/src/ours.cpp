@@ -1,0 +1,151 @@
+// Our strategy (plan.hpp): the best of several constructions, each judged by the simulator.
+//
+//   1. the incremental greedy from no swaps (ours_greedy.cpp): what hides behind compute, and, in
+//      stick-to-limit mode, stall-paying swaps where they remove the most byte-time per stall;
+//   2. for targets from the budget (lowered by what the simulation overshoots) or, without one,
+//      swept down from the peak in 2.5% steps until three in a row exceed the allowance:
+//        - stick-to-limit only: the constructive fill (ours_fill.cpp),
+//        - the paper's four schedules in both modes for that target, and the save-on-cpu
+//          schedule, as starting points (so that ours is never worse than they are at the same
+//          target and allowance; PlanResult::construction says which start won);
+//      the best of them then improved by the greedy.
+// The result is the best schedule within the allowance: within the budget with the least stall,
+// or, when none is, the lowest peak (then the least stall).
+#include <algorithm>
+#include <string>
+
+#include "ours_context.hpp"
+
+namespace memtool::swapper::detail {
+namespace {
+
+constexpr int kBudgetTries = 3;
+constexpr int kTargetSteps = 40;  // targets in 2.5% steps of the plain peak
+constexpr int kMisses = 3;        // targets beyond the allowance before the sweep stops
+
+bool better(const OursContext& c, const State& a, const State& b) {
+  const bool fa = c.within_allowance(a);
+  const bool fb = c.within_allowance(b);
+  if (fa != fb) return fa;
+  const Simulation& x = a.simulation;
+  const Simulation& y = b.simulation;
+  const std::uint64_t budget = c.input.budget_bytes;
+  if (budget != 0) {
+    const bool ma = x.peak_bytes <= budget;
+    const bool mb = y.peak_bytes <= budget;
+    if (ma != mb) return ma;
+    if (ma) return x.stall_ns != y.stall_ns ? x.stall_ns < y.stall_ns : x.peak_bytes < y.peak_bytes;
+  }
+  return x.peak_bytes != y.peak_bytes ? x.peak_bytes < y.peak_bytes : x.stall_ns < y.stall_ns;
+}
+
+// Another strategy's schedule as a starting point: simulated as it is; re-timing may move its
+// swap-ins later than it issued them, never earlier.
+State from_schedule(OursContext& context, const Schedule& schedule, const char* construction) {
+  State state;
+  state.construction = construction;
+  for (const Swap& swap : schedule.swaps) {
+    const auto& gaps = context.input.gaps;
+    const auto it = std::lower_bound(gaps.begin(), gaps.end(), swap.gap, [](const Gap& a, const Gap& b) {
+      return a.buffer != b.buffer ? a.buffer < b.buffer : a.from_op < b.from_op;
+    });
+    Planned p;
+    p.swap = swap;
+    p.candidate = static_cast<std::uint32_t>(it - gaps.begin());
+    p.earliest_in = swap.in_at_op;
+    state.planned.push_back(p);
+  }
+  context.simulate(state, 0);
+  return state;
+}
+
+}  // namespace
+
+PlanResult plan_ours(const PlanInput& input) {
+  OursContext context(input);
+  State base;
+  context.simulate(base, 0);
+  State best = base;
+  const auto consider = [&](const State& s) {
+    if (better(context, s, best)) best = s;
+  };
+
+  // The first greedy may use a third of the simulations: the other starts need theirs.
+  const std::uint32_t limit = input.options.max_simulations;
+  State greedy = base;
+  greedy.construction = "greedy";
+  greedy_improve(context, greedy, limit / 3);
+  consider(greedy);
+
+  if (context.n > 0) {
+    State built = base;
+    built.construction = "none";
+    const auto consider_built = [&](State s) {
+      if (better(context, s, built)) built = std::move(s);
+    };
+    const bool stall_allowed = context.allowance_ns > 0;
+    // Every start for one target; true when one is within the allowance.
+    const auto starts = [&](std::uint64_t target) {
+      bool within = false;
+      if (stall_allowed) {
+        State filled = fill_to_target(context, base, target);
+        within = context.within_allowance(filled);
+        consider_built(std::move(filled));
+      }
+      static constexpr std::pair<PaperScore, const char*> kPaper[] = {
+          {PaperScore::doa, "paper-doa"}, {PaperScore::aoa, "paper-aoa"},
+          {PaperScore::wdoa, "paper-wdoa"}, {PaperScore::vote, "paper-vote"}};
+      for (const ScheduleMode mode : {ScheduleMode::no_overhead, ScheduleMode::stick_to_limit}) {
+        PlanOptions paper_options = input.options;
+        paper_options.mode = mode;
+        const PlanInput at{input.iteration, input.link, target, paper_options, input.timeline, input.load,
+                           input.peak_op, input.gaps};
+        for (const auto& [by, name] : kPaper) {
+          State seeded = from_schedule(context, plan_paper(at, by).schedule, name);
+          within = within || context.within_allowance(seeded);
+          consider_built(std::move(seeded));
+        }
+      }
+      return within;
+    };
+    consider_built(from_schedule(context, plan_save_on_cpu(input).schedule, "save-on-cpu"));
+    const std::uint64_t budget = input.budget_bytes;
+    std::uint64_t target = budget;
+    for (int attempt = 0; budget != 0 && attempt < kBudgetTries && !context.out_of_simulations(); ++attempt) {
+      starts(target);
+      const std::uint64_t peak = built.simulation.peak_bytes;
+      if (peak <= budget || peak - budget >= target) break;
+      target -= peak - budget;  // what the timing overshot
+    }
+    if (budget == 0 || built.simulation.peak_bytes > budget) {
+      const double plain = static_cast<double>(base.simulation.peak_bytes);
+      int misses = 0;
+      for (int step = 1; step < kTargetSteps && misses < kMisses && !context.out_of_simulations(); ++step) {
+        const auto t = static_cast<std::uint64_t>(plain * (1.0 - static_cast<double>(step) / kTargetSteps));
+        if (budget != 0 && t < budget) break;
+        misses = starts(t) ? 0 : misses + 1;
+      }
+    }
+    consider(built);
+    const std::size_t before = built.planned.size();
+    const double stall_before = built.simulation.stall_ns;
+    const std::uint64_t peak_before = built.simulation.peak_bytes;
+    greedy_improve(context, built, limit);
+    if (built.planned.size() != before || built.simulation.stall_ns != stall_before ||
+        built.simulation.peak_bytes != peak_before) {
+      built.construction += "+greedy";
+    }
+    consider(built);
+  }
+
+  PlanResult result;
+  result.construction = best.planned.empty() ? "none" : best.construction;
+  result.schedule = std::move(best.schedule);
+  result.simulation = std::move(best.simulation);
+  result.simulation.curve.clear();
+  result.budget_met = input.budget_bytes == 0 || result.simulation.peak_bytes <= input.budget_bytes;
+  result.simulations = context.simulations();
+  return result;
+}
+
+}  // namespace memtool::swapper::detail

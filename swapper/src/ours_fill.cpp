@@ -1,0 +1,144 @@
+// Our strategy's constructive plan (ours_context.hpp): fill the ideal load down to a target.
+//
+// The ideal load is the live bytes per op with every chosen buffer out wherever it can be. Each
+// candidate's worth is the byte-time above the target it removes from that load per nanosecond
+// of link time, over the ops it can be out without stalling anything (after its copy-out, before
+// a copy-in that arrives in time, at the link's uncontended speed). Candidates are taken in order
+// of worth, re-evaluated lazily (a worth only falls as the load falls), until the ideal load is
+// within the target; if hidden transfers do not get there, the rest are weighed over their whole
+// gap (their transfers will cost stall). Then each chosen swap gets what the target needs of it:
+// its copy-out waited for at the first op where the load with it would exceed the target, its
+// swap-in held back until after the last such op, both re-timed by the shared re-timing, and the
+// simulation says what that costs.
+#include <algorithm>
+#include <queue>
+
+#include "ours_context.hpp"
+
+namespace memtool::swapper::detail {
+namespace {
+
+struct Pick {
+  std::uint32_t candidate = 0;
+  std::uint64_t begin = 0;  // unrolled ops [begin, end) it is out of the ideal load
+  std::uint64_t end = 0;
+};
+
+class Filler {
+ public:
+  Filler(OursContext& context, std::uint64_t target)
+      : c_(context), t_(context.input.timeline), target_(static_cast<std::int64_t>(target)),
+        load_(context.input.load.begin(), context.input.load.end()), picked_(context.candidates.size(), false) {}
+
+  std::vector<Pick> choose() {
+    fill(true);
+    if (peak() > target_) fill(false);
+    return picks_;
+  }
+
+  [[nodiscard]] std::int64_t load_at(std::uint64_t u) const { return load_[u % load_.size()]; }
+
+ private:
+  [[nodiscard]] std::int64_t peak() const { return *std::max_element(load_.begin(), load_.end()); }
+
+  // Ops of the gap the candidate can be out of: hidden transfers only, or the whole gap.
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> window(const Candidate& c, bool hidden) const {
+    const std::uint64_t first = c.gap.from_op + 1;
+    const std::uint64_t last = c.gap.to_op - 1;
+    if (!hidden) return {first, c.gap.to_op};
+    const double out_done = t_.end(c.gap.from_op) + c.out_ns;
+    const double in_start = t_.start(c.gap.to_op) - c.in_ns;
+    std::uint64_t begin = t_.op_at(out_done, first, last);
+    if (t_.start(begin) < out_done) ++begin;
+    std::uint64_t end = t_.op_at(in_start, first, last);
+    if (t_.end(end) <= in_start) ++end;
+    return {begin, std::max(begin, end)};
+  }
+
+  [[nodiscard]] double worth(const Candidate& c, std::pair<std::uint64_t, std::uint64_t> w) const {
+    double removed = 0;
+    const auto size = static_cast<std::int64_t>(c.size);
+    for (std::uint64_t u = w.first; u < w.second; ++u) {
+      const std::int64_t above = std::min(size, load_at(u) - target_);
+      if (above > 0) removed += static_cast<double>(above) * c_.duration(u % load_.size());
+    }
+    return removed / (c.out_ns + c.in_ns);
+  }
+
+  void fill(bool hidden) {
+    using Entry = std::pair<double, std::uint32_t>;
+    std::priority_queue<Entry> heap;
+    for (std::uint32_t k = 0; k < c_.candidates.size(); ++k) {
+      if (picked_[k]) continue;
+      const double w = worth(c_.candidates[k], window(c_.candidates[k], hidden));
+      if (w > 0) heap.emplace(w, k);
+    }
+    while (!heap.empty() && peak() > target_) {
+      const std::uint32_t k = heap.top().second;
+      heap.pop();
+      const Candidate& c = c_.candidates[k];
+      const auto w = window(c, hidden);
+      const double now = worth(c, w);
+      if (now <= 0) continue;
+      if (!heap.empty() && now < heap.top().first) {
+        heap.emplace(now, k);
+        continue;
+      }
+      picked_[k] = true;
+      picks_.push_back({k, w.first, w.second});
+      for (std::uint64_t u = w.first; u < w.second; ++u) load_[u % load_.size()] -= static_cast<std::int64_t>(c.size);
+    }
+  }
+
+  OursContext& c_;
+  const BaseTimeline& t_;
+  std::int64_t target_;
+  std::vector<std::int64_t> load_;
+  std::vector<bool> picked_;
+  std::vector<Pick> picks_;
+};
+
+// Each chosen swap gets what the target needs of it, from the ideal load with every pick out.
+State time_picks(OursContext& context, const State& base, const std::vector<Pick>& picks, std::uint64_t target) {
+  std::vector<std::int64_t> load(context.input.load.begin(), context.input.load.end());
+  const std::uint64_t n = load.size();
+  for (const Pick& pick : picks) {
+    const auto size = static_cast<std::int64_t>(context.candidates[pick.candidate].size);
+    for (std::uint64_t u = pick.begin; u < pick.end; ++u) load[u % n] -= size;
+  }
+  const auto limit = static_cast<std::int64_t>(target);
+  State state;
+  for (const Pick& pick : picks) {
+    Planned p = context.plain(pick.candidate);
+    const Gap& gap = p.swap.gap;
+    const auto size = static_cast<std::int64_t>(context.candidates[pick.candidate].size);
+    // Where the load with this buffer back would exceed the target: it must be out there.
+    std::uint64_t first_needed = gap.to_op;
+    std::uint64_t last_needed = gap.from_op;
+    for (std::uint64_t u = gap.from_op + 1; u < gap.to_op; ++u) {
+      const bool out_here = u >= pick.begin && u < pick.end;
+      if (load[u % n] + (out_here ? size : 0) <= limit) continue;
+      first_needed = std::min(first_needed, u);
+      last_needed = u;
+    }
+    if (first_needed < gap.to_op) {
+      p.swap.out_wait_op = first_needed;
+      p.earliest_in = last_needed + 1;
+    }
+    state.planned.push_back(p);
+  }
+  context.evaluate(state, base, target);
+  context.add_waits(state);
+  return state;
+}
+
+}  // namespace
+
+State fill_to_target(OursContext& context, const State& base, std::uint64_t target) {
+  Filler filler(context, target);
+  State state = time_picks(context, base, filler.choose(), target);
+  state.construction = "fill";
+  return state;
+}
+
+}  // namespace memtool::swapper::detail

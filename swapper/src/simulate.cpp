@@ -1,0 +1,267 @@
+// The simulator (simulate.hpp): ops in order on one compute timeline, copies on the link's two
+// engines, then one sweep over the measured iteration's memory events.
+#include "memtool/swapper/simulate.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "link_engines.hpp"
+
+namespace memtool::swapper {
+
+struct Simulator::Scratch {
+  // Per op i (positions modulo n): the swaps triggered, consumed or waited on there (CSR lists).
+  std::vector<std::uint32_t> out_begin, out_items;
+  std::vector<std::uint32_t> in_begin, in_items;
+  std::vector<std::uint32_t> use_begin, use_items;
+  std::vector<std::uint32_t> wait_begin, wait_items;
+  std::vector<std::uint32_t> fill;
+  // Static memory: bytes allocated before each op starts and freed after it ends.
+  std::vector<std::uint64_t> alloc_at_start, free_at_end;
+  std::vector<double> start, end;  // per unrolled op of all simulated iterations
+  std::vector<std::int32_t> out_copy, in_copy;  // [swap * iterations + instance], -1: not issued
+  std::vector<std::pair<double, std::int64_t>> swap_events;
+  detail::LinkEngines link;
+};
+
+void Simulator::ScratchDeleter::operator()(Scratch* scratch) const { delete scratch; }
+
+namespace {
+
+// CSR lists of swap indices keyed by a position modulo n.
+template <typename Key>
+void bucket(std::size_t n, std::size_t swaps, Key key, std::vector<std::uint32_t>& begin,
+            std::vector<std::uint32_t>& items, std::vector<std::uint32_t>& fill) {
+  begin.assign(n + 1, 0);
+  for (std::uint32_t s = 0; s < swaps; ++s) {
+    const std::uint64_t k = key(s);
+    if (k != kNoWait) ++begin[k % n + 1];
+  }
+  for (std::size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
+  items.resize(begin[n]);
+  fill.assign(begin.begin(), begin.end() - 1);
+  for (std::uint32_t s = 0; s < swaps; ++s) {
+    const std::uint64_t k = key(s);
+    if (k != kNoWait) items[fill[k % n]++] = s;
+  }
+}
+
+}  // namespace
+
+const Simulation& Simulator::run(const Iteration& iteration, const Schedule& schedule, const Link& link,
+                                 const SimulateOptions& options) {
+  if (std::string e = validate(iteration); !e.empty()) throw std::invalid_argument("swapper: " + e);
+  if (std::string e = validate(link); !e.empty()) throw std::invalid_argument("swapper: " + e);
+  if (std::string e = validate(iteration, schedule); !e.empty()) throw std::invalid_argument("swapper: " + e);
+  return run_trusted(iteration, schedule, link, options);
+}
+
+const Simulation& Simulator::run_trusted(const Iteration& iteration, const Schedule& schedule, const Link& link,
+                                         const SimulateOptions& options) {
+  if (!scratch_) scratch_.reset(new Scratch);
+  Scratch& w = *scratch_;
+  Simulation& out = result_;
+  const std::size_t n = iteration.ops.size();
+  const std::size_t swaps = schedule.swaps.size();
+  const std::uint32_t rounds = std::max<std::uint32_t>(options.iterations, 2);
+  const std::vector<Swap>& plan = schedule.swaps;
+
+  out.base_time_ns = static_cast<double>(base_time_ns(iteration));
+  out.plain_peak_bytes = plain_peak_bytes(iteration);
+  out.op_stall_ns.assign(n, 0.0);
+  out.swaps.assign(swaps, SwapTiming{});
+  out.curve.clear();
+  out.bytes_out = out.bytes_in = 0;
+  for (const Swap& swap : plan) {
+    out.bytes_out += iteration.buffers[swap.gap.buffer].size;
+    out.bytes_in += iteration.buffers[swap.gap.buffer].size;
+  }
+  if (n == 0) {
+    out.time_ns = out.stall_ns = out.slowdown = out.peak_time_ns = 0;
+    out.d2h_busy_ns = out.h2d_busy_ns = 0;
+    out.peak_bytes = out.plain_peak_bytes;
+    return out;
+  }
+
+  bucket(n, swaps, [&](std::uint32_t s) { return plan[s].out_after_op; }, w.out_begin, w.out_items, w.fill);
+  bucket(n, swaps, [&](std::uint32_t s) { return plan[s].in_at_op; }, w.in_begin, w.in_items, w.fill);
+  bucket(n, swaps, [&](std::uint32_t s) { return plan[s].gap.to_op; }, w.use_begin, w.use_items, w.fill);
+  bucket(n, swaps, [&](std::uint32_t s) { return plan[s].out_wait_op; }, w.wait_begin, w.wait_items, w.fill);
+
+  // Static memory per op; `initial` is what is live before op 0 of any iteration.
+  w.alloc_at_start.assign(n, 0);
+  w.free_at_end.assign(n, 0);
+  std::uint64_t initial = 0;
+  for (const Buffer& buffer : iteration.buffers) {
+    if (buffer.persistent) {
+      initial += buffer.size;
+      continue;
+    }
+    w.alloc_at_start[buffer.alloc_before_op] += buffer.size;
+    w.free_at_end[buffer.free_after_op] += buffer.size;
+    if (buffer.crosses_iteration()) initial += buffer.size;
+  }
+
+  const std::size_t total = n * rounds;
+  w.start.assign(total, 0.0);
+  w.end.assign(total, 0.0);
+  w.out_copy.assign(swaps * rounds, -1);
+  w.in_copy.assign(swaps * rounds, -1);
+  w.link.reset(link.d2h_bytes_per_ns, link.h2d_bytes_per_ns, static_cast<double>(link.d2h_latency_ns),
+               static_cast<double>(link.h2d_latency_ns), link.duplex_factor);
+
+  // The instance of swap s whose position `pos` (unrolled in its gap) falls on op r*n + i.
+  const auto instance = [&](std::uint64_t pos, std::uint32_t r) -> std::int64_t {
+    return static_cast<std::int64_t>(r) - static_cast<std::int64_t>(pos / n);
+  };
+
+  for (std::uint32_t r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t u = r * n + i;
+      const double previous_end = u == 0 ? 0.0 : w.end[u - 1];
+      // Swap-ins triggered here are ordered after the ops before this one.
+      for (std::uint32_t k = w.in_begin[i]; k < w.in_begin[i + 1]; ++k) {
+        const std::uint32_t s = w.in_items[k];
+        const std::int64_t inst = instance(plan[s].in_at_op, r);
+        if (inst < 0) continue;
+        const std::int32_t out_copy = w.out_copy[s * rounds + inst];
+        if (out_copy < 0) continue;  // its copy-out lies before the first simulated iteration
+        detail::Copy copy;
+        copy.bytes = static_cast<double>(iteration.buffers[plan[s].gap.buffer].size);
+        copy.ready_ns = previous_end;
+        copy.dep = out_copy;
+        copy.direction = detail::h2d;
+        w.in_copy[s * rounds + inst] = w.link.enqueue(copy);
+      }
+      double start = previous_end;
+      for (std::uint32_t k = w.use_begin[i]; k < w.use_begin[i + 1]; ++k) {
+        const std::uint32_t s = w.use_items[k];
+        const std::int64_t inst = instance(plan[s].gap.to_op, r);
+        if (inst < 0) continue;
+        const std::int32_t in_copy = w.in_copy[s * rounds + inst];
+        if (in_copy >= 0) start = std::max(start, w.link.finish(in_copy));
+      }
+      for (std::uint32_t k = w.wait_begin[i]; k < w.wait_begin[i + 1]; ++k) {
+        const std::uint32_t s = w.wait_items[k];
+        const std::int64_t inst = instance(plan[s].out_wait_op, r);
+        if (inst < 0) continue;
+        const std::int32_t out_copy = w.out_copy[s * rounds + inst];
+        if (out_copy >= 0) start = std::max(start, w.link.finish(out_copy));
+      }
+      w.start[u] = start;
+      w.end[u] = start + static_cast<double>(iteration.ops[i].duration_ns);
+      for (std::uint32_t k = w.out_begin[i]; k < w.out_begin[i + 1]; ++k) {
+        const std::uint32_t s = w.out_items[k];
+        const std::int64_t inst = instance(plan[s].out_after_op, r);
+        if (inst < 0) continue;
+        detail::Copy copy;
+        copy.bytes = static_cast<double>(iteration.buffers[plan[s].gap.buffer].size);
+        copy.ready_ns = w.end[u];
+        copy.direction = detail::d2h;
+        w.out_copy[s * rounds + inst] = w.link.enqueue(copy);
+      }
+    }
+  }
+  w.link.drain();
+  const std::vector<detail::Copy>& copies = w.link.copies();
+
+  // The measured iteration: [t0, t1).
+  const std::size_t first = (rounds - 1) * n;
+  const double t0 = w.end[first - 1];
+  const double t1 = w.end[total - 1];
+  out.time_ns = t1 - t0;
+  out.stall_ns = std::max(0.0, out.time_ns - out.base_time_ns);
+  out.slowdown = out.base_time_ns > 0 ? out.stall_ns / out.base_time_ns : 0.0;
+  for (std::size_t i = 0; i < n; ++i) out.op_stall_ns[i] = w.start[first + i] - w.end[first + i - 1];
+
+  out.d2h_busy_ns = out.h2d_busy_ns = 0;
+  for (const detail::Copy& copy : copies) {
+    const double busy = std::max(0.0, std::min(copy.end_ns, t1) - std::max(copy.start_ns, t0));
+    (copy.direction == detail::d2h ? out.d2h_busy_ns : out.h2d_busy_ns) += busy;
+  }
+
+  // Swap memory events, and the timings of the instances consumed in the measured iteration.
+  w.swap_events.clear();
+  for (std::uint32_t s = 0; s < swaps; ++s) {
+    const auto size = static_cast<std::int64_t>(iteration.buffers[plan[s].gap.buffer].size);
+    for (std::uint32_t inst = 0; inst < rounds; ++inst) {
+      const std::int32_t o = w.out_copy[s * rounds + inst];
+      if (o < 0) continue;
+      w.swap_events.emplace_back(copies[o].end_ns, -size);
+      const std::int32_t in = w.in_copy[s * rounds + inst];
+      if (in >= 0) w.swap_events.emplace_back(copies[in].start_ns, size);
+    }
+    const std::int64_t measured = static_cast<std::int64_t>(rounds - 1) - static_cast<std::int64_t>(plan[s].gap.to_op / n);
+    if (measured < 0) continue;
+    const std::int32_t o = w.out_copy[s * rounds + measured];
+    const std::int32_t in = w.in_copy[s * rounds + measured];
+    if (o < 0 || in < 0) continue;
+    const std::size_t consumer = measured * n + plan[s].gap.to_op;
+    SwapTiming& timing = out.swaps[s];
+    timing.out_start_ns = copies[o].start_ns - t0;
+    timing.out_end_ns = copies[o].end_ns - t0;
+    timing.in_start_ns = copies[in].start_ns - t0;
+    timing.in_end_ns = copies[in].end_ns - t0;
+    timing.lateness_ns = copies[in].end_ns - w.end[consumer - 1];
+  }
+  std::sort(w.swap_events.begin(), w.swap_events.end());  // by time, releases (negative) first
+
+  // Level at t0: the static level between iterations plus every swap event before t0.
+  std::int64_t level = static_cast<std::int64_t>(initial);
+  std::size_t e = 0;
+  while (e < w.swap_events.size() && (w.swap_events[e].first < t0 ||
+                                       (w.swap_events[e].first == t0 && w.swap_events[e].second < 0))) {
+    level += w.swap_events[e++].second;
+  }
+  std::uint64_t peak = static_cast<std::uint64_t>(std::max<std::int64_t>(level, 0));
+  double peak_time = 0;
+  const auto note = [&](double time) {
+    const auto bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(level, 0));
+    if (bytes > peak) {
+      peak = bytes;
+      peak_time = time - t0;
+    }
+    if (options.record_curve) {
+      if (!out.curve.empty() && out.curve.back().time_ns == time - t0) out.curve.back().bytes = bytes;
+      else out.curve.push_back({time - t0, bytes});
+    }
+  };
+  if (options.record_curve) out.curve.push_back({0.0, peak});
+  // Merge the static events (already in time order) with the sorted swap events.
+  const auto drain_swaps_before = [&](double time, bool including_releases_at) {
+    while (e < w.swap_events.size()) {
+      const auto& [t, delta] = w.swap_events[e];
+      if (t >= t1) return;
+      if (t < time || (including_releases_at && t == time && delta < 0)) {
+        level += delta;
+        note(t);
+        ++e;
+      } else {
+        return;
+      }
+    }
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t u = first + i;
+    drain_swaps_before(w.start[u], true);
+    level += static_cast<std::int64_t>(w.alloc_at_start[i]);
+    note(w.start[u]);
+    drain_swaps_before(w.end[u], true);
+    if (u + 1 < total) {
+      level -= static_cast<std::int64_t>(w.free_at_end[i]);
+      note(w.end[u]);
+    }
+  }
+  drain_swaps_before(t1, false);
+  out.peak_bytes = peak;
+  out.peak_time_ns = peak_time;
+  return out;
+}
+
+Simulation simulate(const Iteration& iteration, const Schedule& schedule, const Link& link,
+                    const SimulateOptions& options) {
+  Simulator simulator;
+  return simulator.run(iteration, schedule, link, options);
+}
+
+}  // namespace memtool::swapper

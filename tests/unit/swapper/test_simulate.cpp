@@ -1,0 +1,241 @@
+// The simulator on hand-made iterations whose answers are worked out by hand: one buffer and one
+// gap (exact peak, stall, link time), latency, the duplex penalty, FIFO engines, a swap around
+// the iteration end, a waited copy-out, malformed schedules, the memory curve, and reuse.
+#include <catch2/catch.hpp>
+
+#include "iteration_builder.hpp"
+#include "memtool/swapper/simulate.hpp"
+
+namespace ms = memtool::swapper;
+using memtool::test::add_buffer;
+using memtool::test::add_persistent;
+using memtool::test::ops_of;
+using memtool::test::simple_link;
+using memtool::test::swap;
+
+namespace {
+
+// 5 ops of 1 us. A: 5000 B persistent; B: 1000 B, used by ops 0 and 4; C: 500 B during op 2.
+struct OneGap {
+  ms::Iteration it = ops_of(5, 1000);
+  std::uint32_t b = 0;
+  OneGap() {
+    add_persistent(it, 5000, {2});
+    b = add_buffer(it, 1000, 0, 4, {0, 4});
+    add_buffer(it, 500, 2, 2, {2});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("no schedule: the plain iteration", "[swapper][simulate]") {
+  const OneGap g;
+  const ms::Simulation sim = ms::simulate(g.it, {}, simple_link());
+  CHECK(sim.plain_peak_bytes == 6500);
+  CHECK(sim.peak_bytes == 6500);
+  CHECK(sim.base_time_ns == 5000);
+  CHECK(sim.time_ns == 5000);
+  CHECK(sim.stall_ns == 0);
+  CHECK(sim.bytes_out == 0);
+  CHECK(sim.d2h_busy_ns == 0);
+}
+
+TEST_CASE("one buffer, one gap, hidden: exact peak, times and link occupancy", "[swapper][simulate]") {
+  const OneGap g;
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(g.b, 0, 0, 4, /*out after*/ 0, /*in at*/ 3));
+  const ms::Simulation sim = ms::simulate(g.it, schedule, simple_link());
+  // Out [1000, 2000) after op 0; in issued when op 3 starts (3000), done at 4000 when op 4 starts.
+  CHECK(sim.time_ns == 5000);
+  CHECK(sim.stall_ns == 0);
+  CHECK(sim.slowdown == 0);
+  // B is away over [2000, 3000), exactly while C is live: the peak is A + B.
+  CHECK(sim.peak_bytes == 6000);
+  CHECK(sim.bytes_out == 1000);
+  CHECK(sim.bytes_in == 1000);
+  CHECK(sim.d2h_busy_ns == 1000);
+  CHECK(sim.h2d_busy_ns == 1000);
+  REQUIRE(sim.swaps.size() == 1);
+  CHECK(sim.swaps[0].out_start_ns == 1000);
+  CHECK(sim.swaps[0].out_end_ns == 2000);
+  CHECK(sim.swaps[0].in_start_ns == 3000);
+  CHECK(sim.swaps[0].in_end_ns == 4000);
+  CHECK(sim.swaps[0].lateness_ns == 0);
+}
+
+TEST_CASE("a swap-in issued at its consumer stalls it for the whole copy", "[swapper][simulate]") {
+  const OneGap g;
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(g.b, 0, 0, 4, 0, 4));
+  const ms::Simulation sim = ms::simulate(g.it, schedule, simple_link());
+  CHECK(sim.stall_ns == 1000);
+  CHECK(sim.time_ns == 6000);
+  CHECK(sim.slowdown == Approx(0.2));
+  CHECK(sim.op_stall_ns[4] == 1000);
+  CHECK(sim.op_stall_ns[3] == 0);
+  CHECK(sim.swaps[0].lateness_ns == 1000);
+  CHECK(sim.peak_bytes == 6000);
+}
+
+TEST_CASE("latency is paid by every copy", "[swapper][simulate]") {
+  const OneGap g;
+  ms::Link link = simple_link();
+  link.d2h_latency_ns = link.h2d_latency_ns = 100;
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(g.b, 0, 0, 4, 0, 3));
+  const ms::Simulation sim = ms::simulate(g.it, schedule, link);
+  CHECK(sim.swaps[0].out_end_ns == 2100);
+  CHECK(sim.swaps[0].in_end_ns == 4100);
+  CHECK(sim.stall_ns == 100);
+  CHECK(sim.op_stall_ns[4] == 100);
+  // B is away over [2100, 3000): C's 500 bytes from 2000 to 2100 land on top of A and B.
+  CHECK(sim.peak_bytes == 6500);
+}
+
+TEST_CASE("both directions at once run at the bandwidth divided by the duplex factor", "[swapper][simulate]") {
+  // Y (ops 0 and 3) comes back while X (ops 1 and 5) goes out, both from t = 2000.
+  ms::Iteration it = ops_of(6, 1000);
+  const std::uint32_t y = add_buffer(it, 1000, 0, 3, {0, 3});
+  const std::uint32_t x = add_buffer(it, 1000, 0, 5, {1, 5});
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(y, 0, 0, 3, 0, 2));
+  schedule.swaps.push_back(swap(x, 0, 1, 5, 1, 4));
+
+  ms::Link link = simple_link();
+  const ms::Simulation full = ms::simulate(it, schedule, link);
+  CHECK(full.swaps[0].in_end_ns == 3000);
+  CHECK(full.swaps[1].out_end_ns == 3000);
+  CHECK(full.stall_ns == 0);
+
+  link.duplex_factor = 2.0;
+  const ms::Simulation halved = ms::simulate(it, schedule, link);
+  CHECK(halved.swaps[0].in_start_ns == 2000);
+  CHECK(halved.swaps[0].in_end_ns == 4000);  // 1000 B at 0.5 B/ns
+  CHECK(halved.swaps[1].out_end_ns == 4000);
+  CHECK(halved.op_stall_ns[3] == 1000);       // Y's consumer waits
+  CHECK(halved.swaps[1].in_start_ns == 5000);  // X comes back alone, at full speed
+  CHECK(halved.swaps[1].in_end_ns == 6000);
+  CHECK(halved.stall_ns == 1000);
+}
+
+TEST_CASE("each engine runs its copies one at a time in issue order", "[swapper][simulate]") {
+  ms::Iteration it = ops_of(5, 1000);
+  const std::uint32_t p = add_buffer(it, 1000, 0, 4, {0, 4});
+  const std::uint32_t q = add_buffer(it, 1000, 0, 4, {0, 4});
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(p, 0, 0, 4, 0, 3));
+  schedule.swaps.push_back(swap(q, 0, 0, 4, 0, 3));
+  const ms::Simulation sim = ms::simulate(it, schedule, simple_link());
+  CHECK(sim.swaps[0].out_start_ns == 1000);
+  CHECK(sim.swaps[0].out_end_ns == 2000);
+  CHECK(sim.swaps[1].out_start_ns == 2000);
+  CHECK(sim.swaps[1].out_end_ns == 3000);
+  CHECK(sim.swaps[0].in_end_ns == 4000);
+  CHECK(sim.swaps[1].in_start_ns == 4000);  // behind P's copy-in
+  CHECK(sim.swaps[1].in_end_ns == 5000);
+  CHECK(sim.stall_ns == 1000);
+  CHECK(sim.d2h_busy_ns == 2000);
+}
+
+TEST_CASE("a persistent buffer swapped across the iteration boundary, in steady state", "[swapper][simulate]") {
+  // P (2000 B, persistent) is used by op 3 only: out after op 3, back for op 3 of the next
+  // iteration, issued at its op 2. T (500 B) lives during op 1.
+  ms::Iteration it = ops_of(4, 1000);
+  const std::uint32_t p = add_persistent(it, 2000, {3});
+  add_buffer(it, 500, 1, 1, {1});
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(p, 0, 3, 7, 3, 6));
+  const ms::Simulation sim = ms::simulate(it, schedule, simple_link(2.0));
+  CHECK(sim.plain_peak_bytes == 2500);
+  CHECK(sim.peak_bytes == 2000);  // P is away over [1000, 2000) of every iteration, while T lives
+  CHECK(sim.stall_ns == 0);
+  // The instance consumed in the measured iteration went out at the end of the one before.
+  CHECK(sim.swaps[0].out_start_ns == 0);
+  CHECK(sim.swaps[0].out_end_ns == 1000);
+  CHECK(sim.swaps[0].in_start_ns == 2000);
+  CHECK(sim.swaps[0].in_end_ns == 3000);
+  CHECK(sim.swaps[0].lateness_ns == 0);
+}
+
+TEST_CASE("an op waiting for a copy-out stalls until it ends", "[swapper][simulate]") {
+  ms::Iteration it = ops_of(4, 1000);
+  const std::uint32_t b = add_buffer(it, 2000, 0, 3, {0, 3});
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(b, 0, 0, 3, 0, 3, /*op 1 waits*/ 1));
+  const ms::Simulation sim = ms::simulate(it, schedule, simple_link());
+  CHECK(sim.op_stall_ns[1] == 2000);  // copy-out [1000, 3000)
+  CHECK(sim.op_stall_ns[3] == 2000);  // synchronous copy-in [5000, 7000)
+  CHECK(sim.stall_ns == 4000);
+  CHECK(sim.peak_bytes == 2000);
+}
+
+TEST_CASE("malformed schedules are refused", "[swapper][simulate]") {
+  const OneGap g;
+  const auto refused = [&](const ms::Swap& s) {
+    ms::Schedule schedule;
+    schedule.swaps.push_back(s);
+    const bool reported = !ms::validate(g.it, schedule).empty();
+    bool thrown = false;
+    try {
+      (void)ms::simulate(g.it, schedule, simple_link());
+    } catch (const std::invalid_argument&) {
+      thrown = true;
+    }
+    return reported && thrown;
+  };
+  CHECK(refused(swap(g.b, 0, 0, 4, 2, 2)));   // in not after out
+  CHECK(refused(swap(g.b, 0, 0, 4, 0, 5)));   // in after the consumer
+  CHECK(refused(swap(g.b, 0, 1, 4, 1, 3)));   // no access at op 1: not a gap
+  CHECK(refused(swap(g.b, 0, 0, 4, 0, 3, 0)));  // waiting op before the copy-out
+  ms::Schedule twice;
+  twice.swaps = {swap(g.b, 0, 0, 4, 0, 3), swap(g.b, 0, 0, 4, 1, 2)};
+  CHECK_FALSE(ms::validate(g.it, twice).empty());
+
+  OneGap unswappable;
+  unswappable.it.buffers[unswappable.b].swappable = false;
+  ms::Schedule one;
+  one.swaps.push_back(swap(unswappable.b, 0, 0, 4, 0, 3));
+  CHECK_FALSE(ms::validate(unswappable.it, one).empty());
+  CHECK(ms::validate(g.it, one).empty());
+}
+
+TEST_CASE("the memory curve of the measured iteration", "[swapper][simulate]") {
+  const OneGap g;
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(g.b, 0, 0, 4, 0, 3));
+  ms::SimulateOptions options;
+  options.record_curve = true;
+  const ms::Simulation sim = ms::simulate(g.it, schedule, simple_link(), options);
+  REQUIRE(sim.curve.size() >= 3);
+  const auto level_at = [&](double t) {
+    std::uint64_t bytes = 0;
+    for (const ms::MemoryPoint& p : sim.curve) {
+      if (p.time_ns <= t) bytes = p.bytes;
+    }
+    return bytes;
+  };
+  CHECK(level_at(500) == 6000);
+  CHECK(level_at(2500) == 5500);
+  CHECK(level_at(3500) == 6000);
+  std::uint64_t highest = 0;
+  for (const ms::MemoryPoint& p : sim.curve) highest = std::max(highest, p.bytes);
+  CHECK(highest == sim.peak_bytes);
+}
+
+TEST_CASE("a simulator reused gives the same answers, and more warm-up changes nothing here", "[swapper][simulate]") {
+  const OneGap g;
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(g.b, 0, 0, 4, 0, 4));
+  ms::Simulator simulator;
+  const ms::Simulation first = simulator.run(g.it, schedule, simple_link());
+  (void)simulator.run(g.it, {}, simple_link());
+  const ms::Simulation again = simulator.run(g.it, schedule, simple_link());
+  CHECK(again.time_ns == first.time_ns);
+  CHECK(again.peak_bytes == first.peak_bytes);
+  CHECK(again.op_stall_ns == first.op_stall_ns);
+  ms::SimulateOptions longer;
+  longer.iterations = 6;
+  const ms::Simulation steady = ms::simulate(g.it, schedule, simple_link(), longer);
+  CHECK(steady.time_ns == first.time_ns);
+  CHECK(steady.peak_bytes == first.peak_bytes);
+}

@@ -1,0 +1,115 @@
+// The offline driver behind `memtool simulate --budget`: option values, and the report on the
+// fixtures (a PyTorch snapshot, which has no launches, and a memtool trace of conv_train).
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "detail/load_model.hpp"
+#include "detail/simulate_swap.hpp"
+
+namespace mc = memtool::cli;
+namespace ms = memtool::swapper;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(MEMTOOL_FIXTURES_DIR) + "/traces/" + name; }
+
+mc::SimulateSwapOptions quick(const std::string& budgets) {
+  mc::SimulateSwapOptions options;
+  options.budgets = mc::parse_budgets(budgets);
+  options.max_simulations = 300;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("budgets: bytes with units or a share of the plain peak", "[swapper][cli]") {
+  CHECK(mc::parse_budget("80%").fraction == Approx(0.8));
+  CHECK(mc::parse_budget("80%").bytes == 0);
+  CHECK(mc::parse_budget("512M").bytes == 512ull << 20);
+  CHECK(mc::parse_budget("1.5G").bytes == 3ull << 29);
+  CHECK(mc::parse_budget("4GiB").bytes == 4ull << 30);
+  CHECK(mc::parse_budget("123456").bytes == 123456);
+  for (const char* bad : {"", "abc", "0%", "120%", "5X", "-1G", "0"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(mc::parse_budget(bad), std::invalid_argument);
+  }
+  const auto list = mc::parse_budgets("90%, 80%,1G");
+  REQUIRE(list.size() == 3);
+  CHECK(list[1].text == "80%");
+  CHECK(list[2].bytes == 1ull << 30);
+  try {
+    (void)mc::parse_budget("5X");
+    FAIL("no error");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("'5X'") != std::string::npos);
+  }
+}
+
+TEST_CASE("link rates, compute models and strategy lists", "[swapper][cli]") {
+  CHECK(mc::parse_rate("55GB/s") == Approx(55.0));
+  CHECK(mc::parse_rate("900MB/s") == Approx(0.9));
+  CHECK(mc::parse_rate("1GiB/s") == Approx(1.073741824));
+  CHECK(mc::parse_rate("12.5 GB") == Approx(12.5));
+  for (const char* bad : {"fast", "0GB/s", "55", "55 furlongs/s"}) CHECK_THROWS_AS(mc::parse_rate(bad), std::invalid_argument);
+  CHECK(mc::parse_compute("bytes") == ms::ComputeModel::bytes);
+  CHECK(mc::parse_compute("GPU") == ms::ComputeModel::gpu);
+  CHECK_THROWS_AS(mc::parse_compute("guess"), std::invalid_argument);
+  CHECK(mc::parse_strategies("ours,paper-doa") == std::vector<std::string>{"ours", "paper-doa"});
+  CHECK_THROWS_AS(mc::parse_strategies("ours,smartswap"), std::invalid_argument);
+}
+
+TEST_CASE("a PyTorch snapshot: every strategy at every budget, with the bound and the curve", "[swapper][cli]") {
+  const mc::LoadedModel loaded = mc::load_model(fixture("alexnet.snapshot.json"), {});
+  const mc::SwapReport report = mc::simulate_swap(loaded, quick("90%,70%"));
+  CHECK(report.ops > 100);
+  CHECK(report.compute == ms::ComputeModel::bytes);  // a snapshot has no times
+  CHECK_FALSE(report.notes.empty());                 // the allocation/free assumption is said
+  CHECK(report.budget_bytes.size() == 2);
+  CHECK(report.budget_bytes[0] == static_cast<std::uint64_t>(std::llround(0.9 * static_cast<double>(report.plain_peak_bytes))));
+  CHECK(report.rows.size() == 2 * 11);  // 5 strategies x 2 modes + save-on-cpu, per budget
+  CHECK(report.bound.peak_bytes <= report.plain_peak_bytes);
+  for (const mc::SwapRow& row : report.rows) {
+    INFO(row.strategy << " " << mc::to_string(row.mode));
+    CHECK(row.peak_bytes <= report.plain_peak_bytes);
+    CHECK(row.budget_met == (row.peak_bytes <= row.budget_bytes));
+    if (row.strategy == "ours" && row.mode == ms::ScheduleMode::no_overhead) CHECK(row.stall_ns == 0);
+    if (row.stall_ns == 0) CHECK(row.peak_bytes >= report.bound.peak_bytes);
+  }
+
+  const std::string text = mc::swap_report_text(report);
+  for (const char* part : {"bound", "plain peak", "budget 90%", "budget 70%", "curve", "paper-vote", "save-on-cpu",
+                           "stick-to-limit", "note:"}) {
+    INFO(part);
+    CHECK(text.find(part) != std::string::npos);
+  }
+
+  const nlohmann::json j = mc::swap_report_json(report);
+  CHECK(j["plain_peak_bytes"] == report.plain_peak_bytes);
+  CHECK(j["bound_peak_bytes"] == report.bound.peak_bytes);
+  CHECK(j["compute_model"] == "bytes");
+  REQUIRE(j["results"].size() == report.rows.size());
+  const nlohmann::json& first = j["results"][0];
+  for (const char* key : {"strategy", "mode", "budget_bytes", "peak_bytes", "budget_met", "bytes_out", "bytes_in",
+                          "stall_ns", "slowdown", "swaps", "construction"}) {
+    INFO(key);
+    CHECK(first.contains(key));
+  }
+}
+
+TEST_CASE("a memtool trace: its launches are the ops, host gaps their durations", "[swapper][cli]") {
+  const mc::LoadedModel loaded = mc::load_model(fixture("conv_train.mtrace"), {});
+  mc::SimulateSwapOptions options = quick("80%");
+  options.strategies = {"ours", "paper-doa"};
+  options.link.d2h_bytes_per_ns = options.link.h2d_bytes_per_ns = mc::parse_rate("12GB/s");
+  const mc::SwapReport report = mc::simulate_swap(loaded, options);
+  CHECK(report.ops > 0);
+  CHECK(report.compute == ms::ComputeModel::host);
+  CHECK(report.rows.size() == 4);
+  CHECK(report.link.d2h_bytes_per_ns == Approx(12.0));
+  CHECK(mc::swap_report_text(report).find("curve") == std::string::npos);  // one budget: no curve
+
+  mc::SimulateSwapOptions bytes = quick("80%");
+  bytes.input.compute = ms::ComputeModel::bytes;
+  CHECK(mc::simulate_swap(loaded, bytes).compute == ms::ComputeModel::bytes);
+}

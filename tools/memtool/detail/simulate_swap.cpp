@@ -1,0 +1,302 @@
+// The offline swap what-if (simulate_swap.hpp).
+#include "detail/simulate_swap.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+#include "detail/text_format.hpp"
+
+namespace memtool::cli {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  return text;
+}
+
+// A non-negative decimal number at the start of `text`; the rest goes to `rest`.
+bool leading_number(std::string_view text, double& value, std::string_view& rest) {
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc{} || stop == begin || !(value >= 0) || !std::isfinite(value)) return false;
+  rest = std::string_view(stop, static_cast<std::size_t>(end - stop));
+  return true;
+}
+
+std::vector<std::string_view> split(std::string_view text) {
+  std::vector<std::string_view> parts;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    parts.push_back(trim(text.substr(0, comma)));
+    if (comma == std::string_view::npos) return parts;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+std::string percent(double value) { return fmt::format("{:.1f}%", 100.0 * value); }
+
+std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
+
+}  // namespace
+
+std::string_view to_string(swapper::ScheduleMode mode) {
+  return mode == swapper::ScheduleMode::no_overhead ? "no-overhead" : "stick-to-limit";
+}
+
+BudgetSpec parse_budget(std::string_view text) {
+  text = trim(text);
+  const auto bad = [&](std::string_view why) {
+    return std::invalid_argument(fmt::format("budget '{}': {}", text, why));
+  };
+  double value = 0;
+  std::string_view rest;
+  if (!leading_number(text, value, rest)) throw bad("expected bytes (e.g. 512M, 4G) or a percentage (e.g. 80%)");
+  BudgetSpec spec;
+  spec.text = std::string(text);
+  const std::string suffix = lower(rest);
+  if (suffix == "%") {
+    if (!(value > 0) || value > 100) throw bad("a percentage must be above 0 and at most 100");
+    spec.fraction = value / 100.0;
+    return spec;
+  }
+  unsigned shift = 0;
+  if (suffix.empty() || suffix == "b") shift = 0;
+  else if (suffix == "k" || suffix == "kb" || suffix == "kib") shift = 10;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib") shift = 20;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib") shift = 30;
+  else if (suffix == "t" || suffix == "tb" || suffix == "tib") shift = 40;
+  else throw bad("unknown unit (K, M, G, T, or %)");
+  const double bytes = std::ldexp(value, static_cast<int>(shift));
+  if (!(bytes >= 1) || bytes > 0x1p62) throw bad("out of range");
+  spec.bytes = static_cast<std::uint64_t>(bytes);
+  return spec;
+}
+
+std::vector<BudgetSpec> parse_budgets(std::string_view text) {
+  std::vector<BudgetSpec> budgets;
+  for (const std::string_view part : split(text)) budgets.push_back(parse_budget(part));
+  return budgets;
+}
+
+double parse_rate(std::string_view text) {
+  text = trim(text);
+  double value = 0;
+  std::string_view rest;
+  const auto bad = [&] {
+    return std::invalid_argument(fmt::format("rate '{}': expected e.g. 55GB/s, 12.5GiB/s or 900MB/s", text));
+  };
+  if (!leading_number(text, value, rest) || !(value > 0)) throw bad();
+  std::string unit = lower(trim(rest));
+  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "/s") unit.resize(unit.size() - 2);
+  double scale = 0;
+  if (unit == "b") scale = 1;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "gb") scale = 1e9;
+  else if (unit == "tb") scale = 1e12;
+  else if (unit == "kib") scale = 0x1p10;
+  else if (unit == "mib") scale = 0x1p20;
+  else if (unit == "gib") scale = 0x1p30;
+  else if (unit == "tib") scale = 0x1p40;
+  else throw bad();
+  return value * scale / 1e9;
+}
+
+swapper::ComputeModel parse_compute(std::string_view text) {
+  const std::string value = lower(trim(text));
+  if (value == "auto") return swapper::ComputeModel::automatic;
+  if (value == "gpu") return swapper::ComputeModel::gpu;
+  if (value == "host") return swapper::ComputeModel::host;
+  if (value == "bytes") return swapper::ComputeModel::bytes;
+  throw std::invalid_argument(fmt::format("compute model '{}': expected auto, gpu, host or bytes", text));
+}
+
+std::vector<std::string> parse_strategies(std::string_view text) {
+  std::vector<std::string> names;
+  for (const std::string_view part : split(text)) {
+    if (swapper::find_strategy(part) == nullptr) {
+      std::string known;
+      for (const swapper::StrategyInfo& s : swapper::strategies()) known += (known.empty() ? "" : ", ") + std::string(s.name);
+      throw std::invalid_argument(fmt::format("swap strategy '{}': expected one of {}", part, known));
+    }
+    names.emplace_back(part);
+  }
+  return names;
+}
+
+SwapReport simulate_swap(const LoadedModel& loaded, const SimulateSwapOptions& options) {
+  if (options.budgets.empty()) throw std::invalid_argument("no budget given");
+  const swapper::TraceInput input = swapper::to_swap_input(loaded.model, loaded.iterations, options.input);
+  const swapper::Iteration& iteration = input.iteration;
+  SwapReport report;
+  report.path = loaded.path;
+  report.input_kind = describe_input(loaded.summary);
+  report.iteration_index = input.iteration_index;
+  report.ops = iteration.ops.size();
+  report.buffers = iteration.buffers.size();
+  for (const swapper::Buffer& b : iteration.buffers) report.persistent_bytes += b.persistent ? b.size : 0;
+  report.base_time_ns = static_cast<double>(swapper::base_time_ns(iteration));
+  report.plain_peak_bytes = swapper::plain_peak_bytes(iteration);
+  report.bound = swapper::bound(iteration, options.link);
+  report.compute = input.compute;
+  report.link = options.link;
+  report.notes = input.notes;
+  report.budgets = options.budgets;
+
+  std::vector<std::string> names = options.strategies;
+  if (names.empty()) {
+    for (const swapper::StrategyInfo& s : swapper::strategies()) names.emplace_back(s.name);
+  }
+  std::optional<swapper::PlanResult> save_on_cpu;  // the same at every budget and mode
+  for (const BudgetSpec& spec : options.budgets) {
+    const std::uint64_t budget =
+        spec.bytes != 0 ? spec.bytes
+                        : static_cast<std::uint64_t>(std::llround(spec.fraction * static_cast<double>(report.plain_peak_bytes)));
+    report.budget_bytes.push_back(budget);
+    for (const std::string& name : names) {
+      for (const swapper::ScheduleMode mode : {swapper::ScheduleMode::no_overhead, swapper::ScheduleMode::stick_to_limit}) {
+        if (name == "save-on-cpu" && mode == swapper::ScheduleMode::stick_to_limit) continue;
+        swapper::PlanOptions plan_options;
+        plan_options.mode = mode;
+        plan_options.max_slowdown = options.max_slowdown;
+        plan_options.max_simulations = options.max_simulations;
+        swapper::PlanResult result;
+        if (name == "save-on-cpu" && save_on_cpu) {
+          result = *save_on_cpu;
+        } else {
+          result = swapper::plan(iteration, options.link, budget, name, plan_options);
+          if (name == "save-on-cpu") save_on_cpu = result;
+        }
+        SwapRow row;
+        row.strategy = name;
+        row.mode = mode;
+        row.budget_bytes = budget;
+        row.peak_bytes = result.simulation.peak_bytes;
+        row.budget_met = result.simulation.peak_bytes <= budget;
+        row.bytes_out = result.simulation.bytes_out;
+        row.bytes_in = result.simulation.bytes_in;
+        row.stall_ns = result.simulation.stall_ns;
+        row.slowdown = result.simulation.slowdown;
+        row.d2h_busy_ns = result.simulation.d2h_busy_ns;
+        row.h2d_busy_ns = result.simulation.h2d_busy_ns;
+        row.swaps = result.schedule.swaps.size();
+        row.construction = result.construction;
+        report.rows.push_back(std::move(row));
+      }
+    }
+  }
+  return report;
+}
+
+std::string swap_report_text(const SwapReport& r) {
+  std::string out;
+  const double plain = static_cast<double>(r.plain_peak_bytes);
+  const auto of_plain = [&](std::uint64_t bytes) { return plain > 0 ? percent(static_cast<double>(bytes) / plain) : "-"; };
+  out += fmt::format("memtool simulate: {} ({})\n", r.path, r.input_kind);
+  out += fmt::format("  iteration {}: {} ops, {} buffers ({} persistent), {} without swapping (compute model: {})\n",
+                     r.iteration_index, r.ops, r.buffers, human_bytes(r.persistent_bytes), ms(r.base_time_ns),
+                     swapper::to_string(r.compute));
+  out += fmt::format("  link: {:.1f} GB/s out, {:.1f} GB/s in, {} us latency, duplex factor {:.2f}\n",
+                     r.link.d2h_bytes_per_ns, r.link.h2d_bytes_per_ns, static_cast<double>(r.link.d2h_latency_ns) / 1e3,
+                     r.link.duplex_factor);
+  out += fmt::format("  plain peak: {}\n", human_bytes_exact(r.plain_peak_bytes));
+  out += fmt::format("  bound (no schedule without stall goes lower): {} ({} of the plain peak)\n",
+                     human_bytes_exact(r.bound.peak_bytes), of_plain(r.bound.peak_bytes));
+  for (const std::string& note : r.notes) out += fmt::format("  note: {}\n", note);
+  for (std::size_t b = 0; b < r.budgets.size(); ++b) {
+    const std::uint64_t budget = r.budget_bytes[b];
+    out += fmt::format("\nbudget {} ({}, {} of the plain peak)\n", r.budgets[b].text, human_bytes(budget), of_plain(budget));
+    TextTable table({"strategy", "mode", "peak", "of plain", "within", "moved out", "stall", "slowdown", "swaps"},
+                    {true, true});
+    for (const SwapRow& row : r.rows) {
+      if (row.budget_bytes != budget) continue;
+      table.add_row({row.strategy, std::string(to_string(row.mode)), human_bytes(row.peak_bytes), of_plain(row.peak_bytes),
+                     row.budget_met ? "yes" : "no", human_bytes(row.bytes_out), ms(row.stall_ns), percent(row.slowdown),
+                     std::to_string(row.swaps)});
+    }
+    out += table.render();
+  }
+  if (r.budgets.size() > 1) {
+    out += "\ncurve: peak (of the plain peak) @ slowdown, per budget\n";
+    std::vector<std::string> header{"strategy", "mode"};
+    for (const BudgetSpec& spec : r.budgets) header.push_back(spec.text);
+    TextTable table(header, {true, true});
+    std::vector<std::pair<std::string, swapper::ScheduleMode>> keys;
+    for (const SwapRow& row : r.rows) {
+      const auto key = std::pair(row.strategy, row.mode);
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
+    for (const auto& [name, mode] : keys) {
+      std::vector<std::string> cells{name, std::string(to_string(mode))};
+      for (const std::uint64_t budget : r.budget_bytes) {
+        std::string cell = "-";
+        for (const SwapRow& row : r.rows) {
+          if (row.strategy == name && row.mode == mode && row.budget_bytes == budget) {
+            cell = of_plain(row.peak_bytes) + " @ " + percent(row.slowdown);
+          }
+        }
+        cells.push_back(cell);
+      }
+      table.add_row(cells);
+    }
+    std::vector<std::string> bound_row{"bound", "zero stall"};
+    for (std::size_t b = 0; b < r.budgets.size(); ++b) bound_row.push_back(of_plain(r.bound.peak_bytes) + " @ 0.0%");
+    table.add_row(bound_row);
+    out += table.render();
+  }
+  return out;
+}
+
+nlohmann::json swap_report_json(const SwapReport& r) {
+  nlohmann::json j;
+  j["input"] = r.path;
+  j["input_kind"] = r.input_kind;
+  j["iteration"] = r.iteration_index;
+  j["ops"] = r.ops;
+  j["buffers"] = r.buffers;
+  j["persistent_bytes"] = r.persistent_bytes;
+  j["base_time_ns"] = r.base_time_ns;
+  j["compute_model"] = std::string(swapper::to_string(r.compute));
+  j["plain_peak_bytes"] = r.plain_peak_bytes;
+  j["bound_peak_bytes"] = r.bound.peak_bytes;
+  j["link"] = {{"d2h_bytes_per_ns", r.link.d2h_bytes_per_ns},
+               {"h2d_bytes_per_ns", r.link.h2d_bytes_per_ns},
+               {"d2h_latency_ns", r.link.d2h_latency_ns},
+               {"h2d_latency_ns", r.link.h2d_latency_ns},
+               {"duplex_factor", r.link.duplex_factor}};
+  j["notes"] = r.notes;
+  nlohmann::json results = nlohmann::json::array();
+  for (const SwapRow& row : r.rows) {
+    results.push_back({{"strategy", row.strategy},
+                       {"mode", std::string(to_string(row.mode))},
+                       {"budget_bytes", row.budget_bytes},
+                       {"peak_bytes", row.peak_bytes},
+                       {"budget_met", row.budget_met},
+                       {"bytes_out", row.bytes_out},
+                       {"bytes_in", row.bytes_in},
+                       {"stall_ns", row.stall_ns},
+                       {"slowdown", row.slowdown},
+                       {"d2h_busy_ns", row.d2h_busy_ns},
+                       {"h2d_busy_ns", row.h2d_busy_ns},
+                       {"swaps", row.swaps},
+                       {"construction", row.construction}});
+  }
+  j["results"] = std::move(results);
+  return j;
+}
+
+}  // namespace memtool::cli

@@ -1,0 +1,90 @@
+// The offline swap what-if behind `memtool simulate TRACE --budget B`: one steady iteration of a
+// loaded trace or snapshot, every swap strategy at every budget, and the zero-stall bound; as a
+// report in text (one table per budget, and the curve of peak against slowdown when there are
+// several) or JSON. Parsing of the option values lives here too, so the verb only wires flags.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "detail/load_model.hpp"
+#include "memtool/swapper/bound.hpp"
+#include "memtool/swapper/plan.hpp"
+#include "memtool/swapper/trace_input.hpp"
+
+namespace memtool::cli {
+
+// A budget: bytes, or a fraction of the iteration's plain peak ("80%").
+struct BudgetSpec {
+  std::uint64_t bytes = 0;
+  double fraction = 0;  // used when bytes == 0
+  std::string text;
+};
+
+// "80%", "1.5G", "512M", "4GiB", "123456" (K, M, G, T: powers of 1024). Throws
+// std::invalid_argument naming the value.
+[[nodiscard]] BudgetSpec parse_budget(std::string_view text);
+// A comma-separated list of budgets.
+[[nodiscard]] std::vector<BudgetSpec> parse_budgets(std::string_view text);
+// "55GB/s", "12.5GiB/s", "900MB/s" (decimal GB = 1e9, binary GiB = 2^30) → bytes per ns.
+[[nodiscard]] double parse_rate(std::string_view text);
+// "auto", "gpu", "host", "bytes".
+[[nodiscard]] swapper::ComputeModel parse_compute(std::string_view text);
+// A comma-separated list of strategy names, each checked.
+[[nodiscard]] std::vector<std::string> parse_strategies(std::string_view text);
+
+struct SimulateSwapOptions {
+  std::vector<BudgetSpec> budgets;      // at least one
+  swapper::Link link;                   // 55 GB/s and 5 us each way by default
+  std::vector<std::string> strategies;  // empty: every strategy
+  double max_slowdown = std::numeric_limits<double>::infinity();  // ours in stick-to-limit
+  swapper::TraceInputOptions input;
+  std::uint32_t max_simulations = 4000;  // ours' work limit
+};
+
+struct SwapRow {
+  std::string strategy;
+  swapper::ScheduleMode mode = swapper::ScheduleMode::no_overhead;
+  std::uint64_t budget_bytes = 0;
+  std::uint64_t peak_bytes = 0;
+  bool budget_met = false;
+  std::uint64_t bytes_out = 0;
+  std::uint64_t bytes_in = 0;
+  double stall_ns = 0;
+  double slowdown = 0;
+  double d2h_busy_ns = 0;
+  double h2d_busy_ns = 0;
+  std::size_t swaps = 0;
+  std::string construction;
+};
+
+struct SwapReport {
+  std::string path;
+  std::string input_kind;
+  std::size_t iteration_index = 0;
+  std::size_t ops = 0;
+  std::size_t buffers = 0;
+  std::uint64_t persistent_bytes = 0;
+  double base_time_ns = 0;
+  std::uint64_t plain_peak_bytes = 0;
+  swapper::Bound bound;
+  swapper::ComputeModel compute = swapper::ComputeModel::bytes;
+  swapper::Link link;
+  std::vector<std::string> notes;
+  std::vector<BudgetSpec> budgets;
+  std::vector<std::uint64_t> budget_bytes;  // resolved, per budget
+  std::vector<SwapRow> rows;                // per budget, per strategy and mode
+};
+
+// Throws std::invalid_argument when the input has no usable iteration.
+[[nodiscard]] SwapReport simulate_swap(const LoadedModel& loaded, const SimulateSwapOptions& options);
+[[nodiscard]] std::string swap_report_text(const SwapReport& report);
+[[nodiscard]] nlohmann::json swap_report_json(const SwapReport& report);
+[[nodiscard]] std::string_view to_string(swapper::ScheduleMode mode);
+
+}  // namespace memtool::cli
