@@ -245,6 +245,34 @@ TEST_CASE("pool mode: adversarial_train never sees a corrupted byte and makes th
     if (i == 2) CHECK(u(p.summary, "allocs_from_pool") > 0);
   }
 }
+
+// Swap mode (UVM) against the adversarial app: shapes that drift every 5 iterations, late frees,
+// buffers traded between streams, 1 and 4 threads, every buffer pattern-checked, under a budget
+// far below what it keeps live, so buffers are out while other streams and threads reach them.
+TEST_CASE("swap mode: adversarial_train under a tiny budget never sees a wrong byte", "[integration][swap]") {
+  for (const char* threads : {"1", "4"}) {
+    INFO("threads " << threads);
+    const std::vector<std::string> argv{ADVERSARIAL_TRAIN, "--iterations", "30", "--threads", threads};
+    const std::string dir = fresh_dir(std::string("swap_adversarial_") + threads);
+    const Outcome plain = run(argv, fakecuda(dir + "/plain"), dir + "/plain");
+    Env env = fakecuda(dir + "/swap");
+    env["LD_PRELOAD"] = MEMTOOL_PRELOAD;
+    env["MEMTOOL_STRATEGY"] = "swap";
+    env["MEMTOOL_BUDGET"] = "64K";
+    env["MEMTOOL_SWAP_MIN_BYTES"] = "0";
+    env["MEMTOOL_SUMMARY"] = dir + "/swap/summary.json";
+    const Outcome swapped = run(argv, env, dir + "/swap");
+    INFO(swapped.err);
+    REQUIRE(plain.status == 0);
+    REQUIRE(swapped.status == 0);
+    CHECK(swapped.out == plain.out);
+    const nlohmann::json summary = read_json(dir + "/swap/summary.json");
+    CHECK(summary.at("strategy") == "swap");
+    CHECK(u(summary, "bytes_swapped_out") > 0);
+    CHECK(u(summary, "bytes_swapped_in") > 0);
+    CHECK(u(read_json(dir + "/swap/fakecuda.json"), "bytes_in_use") == 0);
+  }
+}
 #endif
 
 TEST_CASE("pool mode: 8 threads allocating, launching and freeing at once", "[integration][pool]") {
