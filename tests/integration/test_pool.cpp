@@ -348,9 +348,19 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
                           fakecuda(dir + "/off"), dir + "/off");
   CHECK(off.status == 0);
   CHECK(off.out.substr(0, 20) == plain.out.substr(0, 20));
-  const Outcome bad = run({MEMTOOL_TOOL, "run", "--strategy", "swap", "--", MLP_TRAIN}, fakecuda(dir + "/bad"),
+  const Outcome bad = run({MEMTOOL_TOOL, "run", "--strategy", "spill", "--", MLP_TRAIN}, fakecuda(dir + "/bad"),
                           dir + "/bad");
   CHECK(bad.status != 0);
+  // Swap: the budget reaches the library, the swap line is printed, the program's output holds.
+  Env small = fakecuda(dir + "/swap");
+  small["MEMTOOL_SWAP_MIN_BYTES"] = "0";
+  const Outcome swapped = run({MEMTOOL_TOOL, "run", "--strategy", "swap", "--budget", "32K", "--", MLP_TRAIN,
+                               "--iterations", "30"},
+                              small, dir + "/swap");
+  INFO(swapped.err);
+  CHECK(swapped.status == 0);
+  CHECK(swapped.out == plain.out);
+  CHECK_THAT(swapped.err, Catch::Contains("memtool: swap: device peak") && Catch::Contains("(budget 32.0 KiB)"));
 }
 
 // Invariant 3: a pooled buffer is described as itself, and is never shared as the whole pool.

@@ -42,6 +42,16 @@ bool print_pool_summary(const std::string& path) {
   const nlohmann::json summary = nlohmann::json::parse(text.str(), nullptr, false);
   if (summary.is_discarded() || !summary.is_object()) return false;
   using memtool::cli::human_bytes;
+  if (summary.value("strategy", "") == "swap") {
+    fmt::print(stderr,
+               "memtool: swap: device peak {} (budget {}); {} swapped out, {} back in ({} ahead of use, {} on "
+               "demand); {} on the host at most\n",
+               human_bytes(field(summary, "peak_device_bytes")), human_bytes(field(summary, "budget_bytes")),
+               human_bytes(field(summary, "bytes_swapped_out")), human_bytes(field(summary, "bytes_swapped_in")),
+               field(summary, "swap_ins_ahead"), field(summary, "swap_ins_on_demand"),
+               human_bytes(field(summary, "host_bytes")));
+    return true;
+  }
   fmt::print(stderr,
              "memtool: pool: {} iterations served from a plan; pool {} (lower bound {}); {} allocations from the "
              "pool, {} passed through, {} misses, {} re-plans\n",
@@ -59,14 +69,17 @@ std::function<int()> setup_run(CLI::App& sub) {
     std::string strategy = "pool";
     std::string summary;
     std::string trace;
+    std::string budget;
     std::vector<std::string> command;
     bool no_framework_env = false;
   };
   auto args = std::make_shared<Args>();
-  sub.add_option("-s,--strategy", args->strategy, "pool: serve iterations from a planned pool; record: observe "
+  sub.add_option("-s,--strategy", args->strategy, "pool: serve iterations from a planned pool; swap: stay within "
+                                                 "--budget by moving idle buffers to the host; record: observe "
                                                  "only; off: pass every call through")
-      ->check(CLI::IsMember({"pool", "record", "off"}))
+      ->check(CLI::IsMember({"pool", "swap", "record", "off"}))
       ->capture_default_str();
+  sub.add_option("--budget", args->budget, "swap: device bytes to stay within (K, M, G, T) or a share of the device (60%)");
   sub.add_option("--summary", args->summary, "pool: keep the JSON summary in this file (%p: the command's pid)");
   sub.add_option("--trace", args->trace, "Also write the trace to this file (%p: the command's pid, %r: rank)");
   sub.add_flag("--no-framework-env", args->no_framework_env,
@@ -79,7 +92,7 @@ std::function<int()> setup_run(CLI::App& sub) {
       fmt::print(stderr, "memtool: error: libmemtool.so not found next to memtool; set MEMTOOL_LIBRARY\n");
       return 1;
     }
-    const bool pool = args->strategy == "pool";
+    const bool pool = args->strategy == "pool" || args->strategy == "swap";  // the ones with a summary to show
     std::string summary = args->summary;
     const bool temporary = pool && summary.empty();
     if (temporary) {
@@ -91,6 +104,7 @@ std::function<int()> setup_run(CLI::App& sub) {
     std::vector<std::pair<std::string, std::string>> variables{{"MEMTOOL_STRATEGY", args->strategy}};
     if (pool) variables.emplace_back("MEMTOOL_SUMMARY", summary);
     if (!args->trace.empty()) variables.emplace_back("MEMTOOL_TRACE", args->trace);
+    if (!args->budget.empty()) variables.emplace_back("MEMTOOL_BUDGET", args->budget);
     if (!args->no_framework_env) memtool::cli::add_framework_environment(variables);
 
     pid_t child = 0;
