@@ -14,18 +14,7 @@ lib="$build/interpose/libmemtool.so"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Median wall time in ms of `repeats` runs of "$@" (environment from the caller).
-median_ms() {
-  local times=()
-  for _ in $(seq "$repeats"); do
-    local start end
-    start=$(date +%s%N)
-    "$@" > "$work/out" 2> "$work/err" || { echo "failed: $*" >&2; cat "$work/err" >&2; exit 1; }
-    end=$(date +%s%N)
-    times+=($(((end - start) / 1000)))
-  done
-  printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)] / 1000}'
-}
+source "$(dirname "$0")/median_ms.sh"
 
 echo "== end-to-end wall time, $iterations iterations, median of $repeats runs (ms)"
 printf '%-12s %10s %10s %10s %8s\n' app plain record pool pool/plain

@@ -18,18 +18,8 @@ replay="$build/tests/apps/replay_train"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Median wall time in ms of `repeats` runs of "$@" (environment from the caller).
-median_ms() {
-  local times=()
-  for _ in $(seq "$repeats"); do
-    local start end
-    start=$(date +%s%N)
-    "$@" > "$work/out" 2> "$work/err" || { echo "failed: $*" >&2; tail -3 "$work/err" >&2; exit 1; }
-    end=$(date +%s%N)
-    times+=($(((end - start) / 1000)))
-  done
-  printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.0f", a[int((NR+1)/2)] / 1000}'
-}
+median_digits=0
+source "$(dirname "$0")/median_ms.sh"
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2"; }
 
 echo "== replays of real training, $steps steps, median of $repeats runs; swap at $percent% of the plain peak" \
@@ -45,7 +35,7 @@ for model in alexnet mobilenet_v2 lstm; do
   LD_LIBRARY_PATH=$fakecuda LD_PRELOAD=$lib MEMTOOL_STRATEGY=pool FAKECUDA_STATS="$work/pool.json" "${cmd[@]}" > /dev/null
   budget=$((peak * percent / 100))
   swap_env=(LD_LIBRARY_PATH=$fakecuda LD_PRELOAD=$lib MEMTOOL_STRATEGY=swap MEMTOOL_BUDGET=$budget FAKECUDA_MEMORY_BYTES=$budget)
-  swap=$(env "${swap_env[@]}" bash -c "$(declare -f median_ms); work=$work repeats=$repeats median_ms \"\$@\"" _ "${cmd[@]}")
+  swap=$(export "${swap_env[@]}"; median_ms "${cmd[@]}")
   env "${swap_env[@]}" FAKECUDA_STATS="$work/swap.json" MEMTOOL_SUMMARY="$work/swap.summary.json" "${cmd[@]}" > /dev/null
   printf '%-13s %9s %9s %9s %7.2f %7.2f %14s %14s %14s %8.1fG\n' "$model" "$plain" "$pool" "$swap" \
     "$(awk -v a="$pool" -v b="$plain" 'BEGIN {print a / b}')" "$(awk -v a="$swap" -v b="$plain" 'BEGIN {print a / b}')" \

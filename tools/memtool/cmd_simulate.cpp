@@ -39,9 +39,27 @@ struct SimulateArgs {
   double max_slowdown = -1;
 };
 
+LoadedModel load(const SimulateArgs& args) {
+  LoadModelOptions load_options;
+  load_options.device = args.device;
+  return load_model(args.input, load_options);
+}
+
+// The option values, checked before the input is read: a bad one is exit status 2.
+template <class Parse>
+bool parsed(Parse&& parse) {
+  try {
+    parse();
+    return true;
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "memtool: error: {}\n", e.what());
+    return false;
+  }
+}
+
 int run_swap_simulation(const SimulateArgs& args) {
   SimulateSwapOptions options;
-  try {
+  const bool ok = parsed([&] {
     if (!args.budget.empty()) options.budgets.push_back(parse_budget(args.budget));
     if (!args.budgets.empty()) {
       for (BudgetSpec& b : parse_budgets(args.budgets)) options.budgets.push_back(std::move(b));
@@ -52,13 +70,9 @@ int run_swap_simulation(const SimulateArgs& args) {
     if (!args.swap.empty()) options.strategies = parse_strategies(args.swap);
     options.input.compute = parse_compute(args.compute);
     if (args.max_slowdown >= 0) options.max_slowdown = args.max_slowdown;
-  } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "memtool: error: {}\n", e.what());
-    return 2;
-  }
-  LoadModelOptions load_options;
-  load_options.device = args.device;
-  const LoadedModel loaded = load_model(args.input, load_options);
+  });
+  if (!ok) return 2;
+  const LoadedModel loaded = load(args);
   SwapReport report;
   try {
     report = simulate_swap(loaded, options);
@@ -74,16 +88,12 @@ int run_swap_simulation(const SimulateArgs& args) {
 int run_simulate(const SimulateArgs& args) {
   if (!args.budget.empty() || !args.budgets.empty()) return run_swap_simulation(args);
   SimulationOptions options;
-  try {
+  const bool ok = parsed([&] {
     options.resources = resolve_resources(args.resources);
     if (!args.capacity.empty()) options.capacity = parse_capacity(args.capacity);
-  } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "memtool: error: {}\n", e.what());
-    return 2;
-  }
-  LoadModelOptions load_options;
-  load_options.device = args.device;
-  const LoadedModel loaded = load_model(args.input, load_options);
+  });
+  if (!ok) return 2;
+  const LoadedModel loaded = load(args);
   for (auto it = loaded.iterations.spans.rbegin(); it != loaded.iterations.spans.rend(); ++it) {
     if (it->complete) {
       options.steady_iteration = std::pair(it->first_event, it->end_event);
