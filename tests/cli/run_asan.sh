@@ -15,6 +15,7 @@ cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_T
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DMEMTOOL_SANITIZER_PRELOAD="$asan_runtime" >/dev/null
-cmake --build "$build_dir" -j"${JOBS:-2}" --target memtool memtool_preload fakecuda hostile_client
+cmake --build "$build_dir" -j"${JOBS:-2}" --target memtool memtool_preload fakecuda hostile_client \
+  make_segment_trace make_training_trace
 UBSAN_OPTIONS="print_stacktrace=1" ctest --test-dir "$build_dir" -L cli --output-on-failure -j"${JOBS:-2}"
 echo "asan: clean"
