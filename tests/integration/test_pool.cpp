@@ -17,28 +17,20 @@
 #include "memtool/trace/lifetimes.hpp"
 #include "memtool/trace/model.hpp"
 #include "memtool/trace/reader.hpp"
+#include "json_files.hpp"
 #include "process.hpp"
 
 namespace {
 
 using memtool::testing::Outcome;
+using memtool::testing::read_json;
+using memtool::testing::u;
 using memtool::testing::run;
 using Env = std::map<std::string, std::string>;
 
 constexpr std::uint64_t kGranule = 512;  // what fakecuda's cuMemAlloc charges per allocation
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = std::string(INTEGRATION_WORK_DIR) + "/pool/" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
+std::string fresh_dir(const std::string& name) { return memtool::testing::fresh_work_dir("pool", name); }
 
 Env fakecuda(const std::string& dir, Env env = {}) {
   env["LD_LIBRARY_PATH"] = FAKECUDA_DIR;
@@ -77,7 +69,6 @@ Pair run_both(const std::string& name, const std::vector<std::string>& argv, con
   return p;
 }
 
-std::uint64_t u(const nlohmann::json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
 
 }  // namespace
 

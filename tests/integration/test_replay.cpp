@@ -18,11 +18,14 @@
 #include <fstream>
 #include <regex>
 
+#include "json_files.hpp"
 #include "process.hpp"
 
 namespace {
 
 using memtool::testing::Outcome;
+using memtool::testing::read_json;
+using memtool::testing::u;
 using memtool::testing::run;
 using Env = std::map<std::string, std::string>;
 
@@ -31,20 +34,8 @@ struct Model {
   std::uint64_t allocations_per_step;  // tests/fixtures/traces/README.md
 };
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = std::string(INTEGRATION_WORK_DIR) + "/replay/" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::string fresh_dir(const std::string& name) { return memtool::testing::fresh_work_dir("replay", name); }
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
-
-std::uint64_t u(const nlohmann::json& j, const char* key) { return j.at(key).get<std::uint64_t>(); }
 
 struct Replay {
   Outcome outcome;
