@@ -41,6 +41,7 @@
 #include "memtool/engine/resources.hpp"
 #include "plan_task.hpp"
 #include "pool_arena.hpp"
+#include "spare_events.hpp"
 
 namespace memtool::engine {
 namespace {
@@ -57,11 +58,8 @@ std::string_view to_string(State state) {
   return "unknown";
 }
 
-// Events whose release records died wait here to be recorded again: creating an event per
-// pooled free would cost a driver call on the hot path.
-struct EventRecycler {
-  std::vector<EventId> spare;
-};
+// Events whose release records died wait here to be recorded again.
+using EventRecycler = detail::SpareEvents;
 
 constexpr std::size_t kNoEntry = ~std::size_t{0};
 
@@ -99,8 +97,7 @@ class PlannedPool final : public Resource {
     // the events it held.
     pooled_.clear();
     arenas_.clear();
-    for (EventId e : recycler_->spare) device_.destroy_event(e);
-    recycler_->spare.clear();
+    recycler_->destroy_all(device_);
   }
 
   std::string_view name() const override { return "pool"; }
@@ -564,17 +561,7 @@ class PlannedPool final : public Resource {
 
   // --- pooled free ---------------------------------------------------------------------------
 
-  EventId take_event(bool& ok) {
-    if (!recycler_->spare.empty()) {
-      const EventId e = recycler_->spare.back();
-      recycler_->spare.pop_back();
-      ok = true;
-      return e;
-    }
-    EventId e = 0;
-    ok = device_.create_event(&e) == kSuccess;
-    return e;
-  }
+  EventId take_event(bool& ok) { return recycler_->take(device_, ok); }
 
   ReleaseRef make_release(const std::vector<std::pair<StreamId, EventId>>& own,
                           std::vector<std::pair<StreamId, EventId>> carried_events, std::vector<ReleaseRef> carried) {
@@ -584,7 +571,7 @@ class PlannedPool final : public Resource {
     record->events.insert(record->events.end(), carried_events.begin(), carried_events.end());
     return ReleaseRef(record, [weak, own_count](const ReleaseEvents* r) {
       if (auto shared = weak.lock()) {
-        for (std::size_t i = 0; i < own_count; ++i) shared->spare.push_back(r->events[i].second);
+        for (std::size_t i = 0; i < own_count; ++i) shared->give(r->events[i].second);
       }
       delete r;
     });
@@ -599,8 +586,8 @@ class PlannedPool final : public Resource {
       bool ok = false;
       const EventId e = take_event(ok);
       if (!ok || device_.record_event(e, s) != kSuccess) {
-        for (const auto& [_, spare] : own) recycler_->spare.push_back(spare);
-        if (ok) recycler_->spare.push_back(e);
+        for (const auto& [_, spare] : own) recycler_->give(spare);
+        if (ok) recycler_->give(e);
         return false;
       }
       ++counters_.events_recorded;

@@ -31,6 +31,7 @@
 
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
+#include "spare_events.hpp"
 
 namespace memtool::engine {
 namespace {
@@ -61,7 +62,7 @@ class UvmSwap final : public Adaptor {
 
   ~UvmSwap() override {
     std::lock_guard lock(mutex_);
-    for (EventId e : spare_events_) device_.destroy_event(e);
+    spare_events_.destroy_all(device_);
   }
 
   std::string_view name() const override { return "uvm-swap"; }
@@ -351,19 +352,8 @@ class UvmSwap final : public Adaptor {
     });
   }
 
-  EventId take_event(bool& ok) {
-    if (!spare_events_.empty()) {
-      const EventId e = spare_events_.back();
-      spare_events_.pop_back();
-      ok = true;
-      return e;
-    }
-    EventId e = 0;
-    ok = device_.create_event(&e) == kSuccess;
-    return e;
-  }
-  // An event may be recorded again once the waits on it are enqueued (they capture its state).
-  void recycle(EventId e) { spare_events_.push_back(e); }
+  EventId take_event(bool& ok) { return spare_events_.take(device_, ok); }
+  void recycle(EventId e) { spare_events_.give(e); }
 
   void update_peaks() {
     const std::uint64_t device = resident_bytes_ + deferred_bytes_ + Adaptor::memory_use().reserved;
@@ -391,7 +381,7 @@ class UvmSwap final : public Adaptor {
   mutable std::mutex mutex_;
   std::unordered_map<DevicePtr, Managed> managed_;
   std::vector<DeferredFree> deferred_;
-  std::vector<EventId> spare_events_;
+  detail::SpareEvents spare_events_;
   std::vector<DevicePtr> current_;  // the managed buffers of the work item being issued
   std::vector<std::pair<std::uint64_t, std::uint64_t>> uses_;  // (key, relative work) this iteration
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> last_uses_;
