@@ -10,7 +10,7 @@ namespace {
 constexpr std::array<StrategyInfo, 3> kStrategies = {{
     {"record", "observe and record: every allocation goes to the driver", false},
     {"pool", "serve each iteration from a pool planned from an observed one", true},
-    {"swap", "keep the device within a budget: idle buffers to the host, back before use (UVM)", false},
+    {"swap", "keep the device within a budget: idle buffers to the host, back before use", false},
 }};
 
 // MEMTOOL_BUDGET as a percentage: of this device's memory.
@@ -40,7 +40,7 @@ std::unique_ptr<Resource> build_strategy(const StrategyOptions& options, Device&
     // The swapper meets the budget by moving memory; it refuses nothing.
     SwapOptions swap = options.swap;
     swap.budget_bytes = budget;
-    auto swapper = make_uvm_swap(device, make_device_resource(device, true), swap);
+    auto swapper = make_swap(device, make_device_resource(device, true), swap);
     return make_fail_open(make_statistics(std::move(swapper)), make_device_resource(device));
   }
   if (options.name == "record") {

@@ -239,11 +239,10 @@ State decide() {
   strategy_options.budget_bytes = options.budget.bytes;
   strategy_options.budget_percent = options.budget.percent;
   strategy_options.swap.min_bytes = options.swap_min_bytes;
+  strategy_options.swap.mode =
+      options.swap_mode == SwapMode::uvm ? engine::SwapMechanism::uvm : engine::SwapMechanism::explicit_copies;
   strategy_options.swap.host_limit_bytes = options.host_limit != 0 ? options.host_limit : half_of_host_memory();
   if (options.strategy == "swap") {
-    if (options.swap_mode == SwapMode::explicit_copies) {
-      Log::write(LogLevel::warn, "MEMTOOL_SWAP_MODE=explicit is not available yet; swapping through managed memory (uvm)");
-    }
     if (options.budget.bytes == 0 && options.budget.percent == 0) {
       Log::write(LogLevel::warn, "MEMTOOL_STRATEGY=swap without MEMTOOL_BUDGET: nothing will be swapped");
     }

@@ -41,6 +41,11 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.swap_ins_ahead += s.swap_ins_ahead;
   into.swap_ins_on_demand += s.swap_ins_on_demand;
   into.host_bytes = std::max(into.host_bytes, s.host_bytes);
+  if (!s.swap_mode.empty()) into.swap_mode = s.swap_mode;
+  into.swap_ins_late += s.swap_ins_late;
+  into.swap_ins_failed += s.swap_ins_failed;
+  into.allocations_on_host += s.allocations_on_host;
+  into.stall_ns += s.stall_ns;
   into.peak_device_bytes = std::max(into.peak_device_bytes, s.peak_device_bytes);
   into.stream_waits += s.stream_waits;
   into.events_recorded += s.events_recorded;

@@ -113,6 +113,13 @@ Status DriverDevice::copy_to_device(engine::DevicePtr dst, const void* src, std:
   return status(f_.memcpy_htod_async(static_cast<CUdeviceptr>(dst), src, bytes, as_stream(stream)));
 }
 
+Status DriverDevice::copy_device(engine::DevicePtr dst, engine::DevicePtr src, std::uint64_t bytes,
+                                 engine::StreamId stream) {
+  if (f_.memcpy_dtod_async == nullptr) return kNotSupported;
+  return status(f_.memcpy_dtod_async(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
+                                     as_stream(stream)));
+}
+
 Status DriverDevice::allocate_host(std::uint64_t bytes, void** out) {
   if (f_.mem_host_alloc == nullptr) return kNotSupported;
   return status(f_.mem_host_alloc(out, bytes, CU_MEMHOSTALLOC_PORTABLE));
@@ -160,16 +167,28 @@ CUmemAllocationProp device_allocation(CUdevice device) {
   prop.location.id = device;
   return prop;
 }
+
+// Pinned host memory not bound to a NUMA node (CU_MEM_LOCATION_TYPE_HOST, CUDA 12.2 on).
+CUmemAllocationProp host_allocation() {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+  prop.location.id = 0;
+  return prop;
+}
 }  // namespace
 
-Status DriverDevice::vmm_granularity(std::uint64_t* bytes) {
+Status DriverDevice::granularity_of(const CUmemAllocationProp& prop, std::uint64_t* bytes) {
   if (f_.allocation_granularity == nullptr) return kNotSupported;
-  const CUmemAllocationProp prop = device_allocation(device());
   size_t granularity = 0;
   const CUresult result = f_.allocation_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
   if (result == CUDA_SUCCESS) *bytes = granularity;
   return status(result);
 }
+
+Status DriverDevice::vmm_granularity(std::uint64_t* bytes) { return granularity_of(device_allocation(device()), bytes); }
+
+Status DriverDevice::host_vmm_granularity(std::uint64_t* bytes) { return granularity_of(host_allocation(), bytes); }
 
 Status DriverDevice::reserve(std::uint64_t bytes, engine::DevicePtr* out) {
   if (f_.address_reserve == nullptr) return kNotSupported;
@@ -184,13 +203,20 @@ Status DriverDevice::unreserve(engine::DevicePtr ptr, std::uint64_t bytes) {
   return status(f_.address_free(static_cast<CUdeviceptr>(ptr), bytes));
 }
 
-Status DriverDevice::create_physical(std::uint64_t bytes, PhysicalHandle* out) {
+Status DriverDevice::create_with(const CUmemAllocationProp& prop, std::uint64_t bytes, PhysicalHandle* out) {
   if (f_.mem_create == nullptr) return kNotSupported;
-  const CUmemAllocationProp prop = device_allocation(device());
   CUmemGenericAllocationHandle handle = 0;
   const CUresult result = f_.mem_create(&handle, bytes, &prop, 0);
   if (result == CUDA_SUCCESS) *out = handle;
   return status(result);
+}
+
+Status DriverDevice::create_physical(std::uint64_t bytes, PhysicalHandle* out) {
+  return create_with(device_allocation(device()), bytes, out);
+}
+
+Status DriverDevice::create_host_physical(std::uint64_t bytes, PhysicalHandle* out) {
+  return create_with(host_allocation(), bytes, out);
 }
 
 Status DriverDevice::release_physical(PhysicalHandle handle) {

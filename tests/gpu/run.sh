@@ -389,23 +389,27 @@ else
         failures=$((failures + 1))
       fi
     done
-    # Swap (UVM mode) at 60% of the no-caching run's sampled device peak: the step must still
-    # train, bit-identical, and its step time and peak are compared with the plain run's.
-    if [ -n "$preload" ] && [ -s "$out/$model.nocache.json" ] && (($(remaining) >= 60)); then
+    # Swap, explicit (VMM copies) and UVM mode, at 60% of the no-caching run's sampled device
+    # peak: the step must still train, bit-identical, and its step time and peak are compared
+    # with the plain run's.
+    for swap_mode in explicit uvm; do
+      if [ -z "$preload" ] || [ ! -s "$out/$model.nocache.json" ] || (($(remaining) < 60)); then continue; fi
+      run_name="swap-$swap_mode"
       swap_budget=$("$python" -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["device_bytes_used_peak_sampled"] * 0.6))' "$out/$model.nocache.json" 2>/dev/null)
-      if [ -n "$swap_budget" ] && guarded 150 "$out/logs/$model.swap.txt" env -u LD_PRELOAD "${common_env[@]}" \
-           PYTORCH_NO_CUDA_MEMORY_CACHING=1 LD_PRELOAD="$preload" MEMTOOL_STRATEGY=swap MEMTOOL_BUDGET="$swap_budget" \
-           MEMTOOL_LOG=info MEMTOOL_SUMMARY="$out/$model.swap.summary.json" MEMTOOL_LOG_FILE="$out/logs/$model.swap.memtool.log" \
-           "$python" "$step" --model "$model" --iterations 8 --json "$out/$model.swap.json"; then
-        note "$model/swap (budget $swap_budget B): $(grep '^summary' "$out/logs/$model.swap.txt" | tail -n1)"
-        note "$model/swap memtool: $(tail -n1 "$out/logs/$model.swap.memtool.log" 2>/dev/null)"
+      if [ -n "$swap_budget" ] && guarded 150 "$out/logs/$model.$run_name.txt" env -u LD_PRELOAD "${common_env[@]}" \
+           PYTORCH_NO_CUDA_MEMORY_CACHING=1 LD_PRELOAD="$preload" MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_MODE="$swap_mode" \
+           MEMTOOL_BUDGET="$swap_budget" MEMTOOL_LOG=info MEMTOOL_SUMMARY="$out/$model.$run_name.summary.json" \
+           MEMTOOL_LOG_FILE="$out/logs/$model.$run_name.memtool.log" \
+           "$python" "$step" --model "$model" --iterations 8 --json "$out/$model.$run_name.json"; then
+        note "$model/$run_name (budget $swap_budget B): $(grep '^summary' "$out/logs/$model.$run_name.txt" | tail -n1)"
+        note "$model/$run_name memtool: $(tail -n1 "$out/logs/$model.$run_name.memtool.log" 2>/dev/null)"
       else
-        note "FAIL: $model/swap: $(why "$out/logs/$model.swap.txt")"
+        note "FAIL: $model/$run_name: $(why "$out/logs/$model.$run_name.txt")"
         failures=$((failures + 1))
       fi
-    fi
+    done
     # Losses must be bit-identical between the no-caching runs (with and without memtool).
-    for cname in caching memtool pool swap; do
+    for cname in caching memtool pool swap-explicit swap-uvm; do
       if [ ! -s "$out/$model.nocache.json" ] || [ ! -s "$out/$model.$cname.json" ]; then continue; fi
       if "$python" - "$out/$model.nocache.json" "$out/$model.$cname.json" <<'EOF'; then
 import json, sys

@@ -237,18 +237,21 @@ TEST_CASE("pool mode: adversarial_train never sees a corrupted byte and makes th
   }
 }
 
-// Swap mode (UVM) against the adversarial app: shapes that drift every 5 iterations, late frees,
-// buffers traded between streams, 1 and 4 threads, every buffer pattern-checked, under a budget
-// far below what it keeps live, so buffers are out while other streams and threads reach them.
+// Swap mode, both mechanisms, against the adversarial app: shapes that drift every 5 iterations,
+// late frees, buffers traded between streams, 1 and 4 threads, every buffer pattern-checked,
+// under a budget far below what it keeps live, so buffers are out while other streams and
+// threads reach them (explicit mode: each one's address then maps the host copy).
 TEST_CASE("swap mode: adversarial_train under a tiny budget never sees a wrong byte", "[integration][swap]") {
+  for (const char* mode : {"explicit", "uvm"})
   for (const char* threads : {"1", "4"}) {
-    INFO("threads " << threads);
+    INFO("mode " << mode << ", threads " << threads);
     const std::vector<std::string> argv{ADVERSARIAL_TRAIN, "--iterations", "30", "--threads", threads};
-    const std::string dir = fresh_dir(std::string("swap_adversarial_") + threads);
+    const std::string dir = fresh_dir(std::string("swap_adversarial_") + mode + threads);
     const Outcome plain = run(argv, fakecuda(dir + "/plain"), dir + "/plain");
     Env env = fakecuda(dir + "/swap");
     env["LD_PRELOAD"] = MEMTOOL_PRELOAD;
     env["MEMTOOL_STRATEGY"] = "swap";
+    env["MEMTOOL_SWAP_MODE"] = mode;
     env["MEMTOOL_BUDGET"] = "64K";
     env["MEMTOOL_SWAP_MIN_BYTES"] = "0";
     env["MEMTOOL_SUMMARY"] = dir + "/swap/summary.json";
@@ -259,6 +262,7 @@ TEST_CASE("swap mode: adversarial_train under a tiny budget never sees a wrong b
     CHECK(swapped.out == plain.out);
     const nlohmann::json summary = read_json(dir + "/swap/summary.json");
     CHECK(summary.at("strategy") == "swap");
+    CHECK(summary.at("swap_mode") == mode);
     CHECK(u(summary, "bytes_swapped_out") > 0);
     CHECK(u(summary, "bytes_swapped_in") > 0);
     CHECK(u(read_json(dir + "/swap/fakecuda.json"), "bytes_in_use") == 0);

@@ -38,7 +38,14 @@ struct Shape {
   std::size_t slices = 1;
 };
 
-Endpoint device_end(CUdeviceptr p) { return Endpoint{p, Side::device, false, 0, 0}; }
+// A device address is host memory when it maps host-located VMM memory: the copy crosses the
+// link at pinned speed.
+Endpoint device_end(CUdeviceptr p) {
+  if (memory().is_host_located(p)) {
+    return Endpoint{p, Side::host, true, 0, 0};
+  }
+  return Endpoint{p, Side::device, false, 0, 0};
+}
 
 Endpoint host_end(const void* p, std::size_t bytes) {
   return Endpoint{reinterpret_cast<std::uintptr_t>(p), Side::host, memory().is_pinned_host(p, bytes), 0, 0};
@@ -48,7 +55,7 @@ Endpoint host_end(const void* p, std::size_t bytes) {
 Endpoint classify(CUdeviceptr p, std::size_t bytes) {
   PointerInfo info;
   if (memory().lookup(p, info) && info.kind != MemKind::host) {
-    return device_end(p);
+    return info.host_located ? Endpoint{p, Side::host, true, 0, 0} : Endpoint{p, Side::device, false, 0, 0};
   }
   return host_end(reinterpret_cast<const void*>(p), bytes);
 }

@@ -13,15 +13,19 @@ CUresult prologue() {
   return current_context(ctx);
 }
 
-// Only what the emulated device can back: pinned device memory on device 0.
+// Only what the emulated machine can back: pinned memory on device 0, or pinned host memory
+// (CU_MEM_LOCATION_TYPE_HOST, or HOST_NUMA on node 0: this machine has one node), which a
+// device mapping reaches across the link, as since CUDA 12.2.
 CUresult check_prop(const CUmemAllocationProp* prop) {
   if (prop == nullptr || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-    return CUDA_ERROR_INVALID_VALUE;
+  switch (prop->location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: return check_device(prop->location.id);
+    case CU_MEM_LOCATION_TYPE_HOST: return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA: return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_INVALID_VALUE;
   }
-  return check_device(prop->location.id);
 }
 
 }  // namespace

@@ -162,6 +162,7 @@ bool Memory::lookup(CUdeviceptr p, PointerInfo& out) const {
   if (it != allocations_.end() && !it->second.dying) {
     const Allocation& a = it->second;
     out = PointerInfo{a.kind, it->first, a.size, a.id, a.context, a.access, a.async};
+    if (a.kind == MemKind::vmm) out.host_located = physical_.at(a.handle).host_located;
     return true;
   }
   auto h = host_.upper_bound(p);
@@ -174,6 +175,12 @@ bool Memory::lookup(CUdeviceptr p, PointerInfo& out) const {
     }
   }
   return false;
+}
+
+bool Memory::is_host_located(CUdeviceptr p) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = find_containing(p);
+  return it != allocations_.end() && it->second.kind == MemKind::vmm && physical_.at(it->second.handle).host_located;
 }
 
 bool Memory::device_range_ok(CUdeviceptr p, std::size_t bytes, bool writable, bool include_dying) const {
@@ -637,25 +644,41 @@ CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& pr
   if (size == 0 || size % kVmmGranularity != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  const bool host_located = prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE;
   std::unique_lock<std::mutex> lock(mutex_);
-  FC_TRY(charge_or_wait(lock, size));
+  if (!host_located) {
+    FC_TRY(charge_or_wait(lock, size));
+  }
   const int fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
   if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
     if (fd >= 0) {
       close(fd);
     }
-    uncharge(size);
+    if (!host_located) {
+      uncharge(size);
+    }
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   Physical ph;
   ph.size = size;
   ph.fd = fd;
   ph.prop = prop;
+  ph.host_located = host_located;
   out = next_handle_++;
   physical_.emplace(out, ph);
   count(stats().vmm_creates);
   count(stats().vmm_physical_bytes, size);
   return CUDA_SUCCESS;
+}
+
+void Memory::destroy_physical_locked(std::unordered_map<CUmemGenericAllocationHandle, Physical>::iterator it) {
+  const Physical& ph = it->second;
+  close(ph.fd);
+  if (!ph.host_located) {
+    uncharge(ph.size);
+  }
+  stats().vmm_physical_bytes.fetch_sub(ph.size);
+  physical_.erase(it);
 }
 
 CUresult Memory::release_physical(CUmemGenericAllocationHandle handle) {
@@ -668,10 +691,7 @@ CUresult Memory::release_physical(CUmemGenericAllocationHandle handle) {
   --ph.user_refs;
   count(stats().vmm_releases);
   if (ph.user_refs == 0 && ph.mappings == 0) {
-    close(ph.fd);
-    uncharge(ph.size);
-    stats().vmm_physical_bytes.fetch_sub(ph.size);
-    physical_.erase(it);
+    destroy_physical_locked(it);
   }
   return CUDA_SUCCESS;
 }
@@ -766,10 +786,7 @@ CUresult Memory::unmap(CUdeviceptr p, std::size_t size) {
     Physical& ph = physical_.at(m->second.handle);
     --ph.mappings;
     if (ph.user_refs == 0 && ph.mappings == 0) {
-      close(ph.fd);
-      uncharge(ph.size);
-      stats().vmm_physical_bytes.fetch_sub(ph.size);
-      physical_.erase(m->second.handle);
+      destroy_physical_locked(physical_.find(m->second.handle));
     }
     m = allocations_.erase(m);
     count(stats().vmm_unmaps);

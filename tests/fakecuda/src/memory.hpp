@@ -43,6 +43,7 @@ struct PointerInfo {
   Context* context = nullptr;
   unsigned access = 0;    // CUmemAccess_flags for VMM mappings
   bool async = false;     // allocated in stream order
+  bool host_located = false;  // a VMM mapping of host memory: copies to it cross the link
 };
 
 // Free address ranges of the reserved span, searchable by size (best fit) and by address (merge).
@@ -84,6 +85,8 @@ class Memory {
   bool device_range_ok(CUdeviceptr p, std::size_t bytes, bool writable, bool include_dying = false) const;
   bool is_pinned_host(const void* p, std::size_t bytes) const;
   bool lookup(CUdeviceptr p, PointerInfo& out) const;
+  // Whether p lies in a VMM mapping of host-located physical memory.
+  bool is_host_located(CUdeviceptr p) const;
 
   // Pinned host memory.
   CUresult host_alloc(std::size_t bytes, unsigned flags, void*& out);
@@ -132,6 +135,7 @@ class Memory {
     int user_refs = 1;
     int mappings = 0;
     CUmemAllocationProp prop{};
+    bool host_located = false;  // host memory: not charged to the device's capacity
   };
   struct Allocation {
     std::size_t size = 0;      // requested bytes (mapping size for VMM)
@@ -160,6 +164,7 @@ class Memory {
   void uncharge(std::size_t bytes);                                  // mutex held
   std::size_t evict_managed(std::size_t wanted, const Allocation* keep);  // mutex held
   void release_locked(AllocMap::iterator it);
+  void destroy_physical_locked(std::unordered_map<CUmemGenericAllocationHandle, Physical>::iterator it);
   CUresult charge_or_wait(std::unique_lock<std::mutex>& lock, std::size_t bytes);
   void migrate_locked(Allocation& a, std::uintptr_t base, std::uintptr_t from, std::uintptr_t to, bool to_device,
                       Migration& moved);

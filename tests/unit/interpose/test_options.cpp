@@ -78,7 +78,7 @@ TEST_CASE("bad values are errors naming the variable", "[interpose][options]") {
   one_error_mentioning("MEMTOOL_STRATEGY", "spill", "record|pool|swap|off");
   one_error_mentioning("MEMTOOL_BUDGET", "-5%", "percentage");
   one_error_mentioning("MEMTOOL_BUDGET", "lots", "size in bytes");
-  one_error_mentioning("MEMTOOL_SWAP_MODE", "fast", "uvm|explicit");
+  one_error_mentioning("MEMTOOL_SWAP_MODE", "fast", "explicit|uvm");
 }
 
 TEST_CASE("pool is a strategy; its variables parse", "[interpose][options]") {
@@ -152,5 +152,5 @@ TEST_CASE("MEMTOOL_BUDGET takes bytes or a percentage of the device", "[interpos
   CHECK(budget_of("100%").percent == Approx(100.0));
   CHECK(default_options().budget.bytes == 0);
   CHECK(default_options().budget.percent == 0);
-  CHECK(default_options().swap_mode == SwapMode::uvm);
+  CHECK(default_options().swap_mode == SwapMode::explicit_copies);
 }

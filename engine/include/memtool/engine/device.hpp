@@ -82,6 +82,11 @@ class Device {
     (void)dst, (void)src, (void)bytes, (void)stream;
     return kNotSupported;
   }
+  // Between two device addresses (either may map host-located memory: then it crosses the link).
+  virtual Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) {
+    (void)dst, (void)src, (void)bytes, (void)stream;
+    return kNotSupported;
+  }
 
   // --- pinned host memory (cuMemHostAlloc / cuMemFreeHost) ---
   virtual Status allocate_host(std::uint64_t bytes, void** out) {
@@ -123,6 +128,16 @@ class Device {
   }
   virtual Status create_physical(std::uint64_t bytes, PhysicalHandle* out) {
     (void)bytes, (void)out;
+    return kNotSupported;
+  }
+  // Pinned host memory as a physical allocation (CU_MEM_LOCATION_TYPE_HOST): mapped into the
+  // device's address space, the device reaches it across the link.
+  virtual Status create_host_physical(std::uint64_t bytes, PhysicalHandle* out) {
+    (void)bytes, (void)out;
+    return kNotSupported;
+  }
+  virtual Status host_vmm_granularity(std::uint64_t* bytes) {
+    (void)bytes;
     return kNotSupported;
   }
   virtual Status release_physical(PhysicalHandle handle) {

@@ -12,9 +12,10 @@
 //                   new allocations go to the fallback (a DeviceResource), frees still reach
 //                   the primary so pooled buffers return to their pool (DESIGN.md invariant 4).
 //   Statistics      counts calls, failures and the peak of what its upstream reserves.
-//   UvmSwap         MEMTOOL_STRATEGY=swap, UVM mode: large allocations become managed memory
-//                   and idle ones are prefetched to the host and back before use, so the
-//                   device-resident bytes stay within the budget (uvm_swap.cpp).
+//   SwapAdaptor     MEMTOOL_STRATEGY=swap: large allocations are backed so they can move (VMM
+//                   with explicit copies to pinned host memory, or managed memory), idle ones
+//                   go to the host and come back before use, so the device bytes stay within
+//                   the budget (swap_adaptor.cpp, swap_mover.hpp).
 //   BudgetLimit     keeps what its upstream reserves within a budget: an allocation that would
 //                   pass it first makes the upstream reclaim what it can, then is refused with
 //                   kOutOfMemory, as the driver refuses memory it does not have.
@@ -61,16 +62,20 @@ std::unique_ptr<Resource> make_planned_pool(Device& device, std::unique_ptr<Reso
                                             PoolOptions options, PeriodFeedback* feedback);
 
 // MEMTOOL_STRATEGY=swap.
+enum class SwapMechanism : std::uint8_t {
+  explicit_copies,  // VMM: device memory released, host copy mapped at the same address
+  uvm,              // managed memory, moved by prefetches
+};
 struct SwapOptions {
+  SwapMechanism mode = SwapMechanism::explicit_copies;  // falls back to uvm where VMM cannot map host memory
   std::uint64_t budget_bytes = 0;      // device bytes the stack may hold (0: no budget, nothing moves)
   std::uint64_t min_bytes = 1 << 20;   // smaller allocations stay device memory
   std::uint64_t host_limit_bytes = 0;  // most bytes on the host at once (0: no limit)
   std::uint64_t lookahead = 16;        // work items ahead a swap-in is started
 };
 
-// UVM mode: swap candidates are managed memory, moved by prefetches on side streams on the
-// schedule the last iteration's uses give (uvm_swap.cpp).
-std::unique_ptr<Resource> make_uvm_swap(Device& device, std::unique_ptr<Resource> upstream, SwapOptions options);
+// Swap candidates moved on the schedule the last iteration's uses give (swap_adaptor.cpp).
+std::unique_ptr<Resource> make_swap(Device& device, std::unique_ptr<Resource> upstream, SwapOptions options);
 
 std::unique_ptr<Resource> make_fail_open(std::unique_ptr<Resource> primary, std::unique_ptr<Resource> fallback);
 std::unique_ptr<Resource> make_statistics(std::unique_ptr<Resource> upstream);

@@ -44,7 +44,12 @@ struct Summary {
   std::uint64_t bytes_swapped_in = 0;
   std::uint64_t swap_ins_ahead = 0;       // brought back before their use, on a side stream
   std::uint64_t swap_ins_on_demand = 0;   // touched while out: brought back in the consumer's stream
-  std::uint64_t host_bytes = 0;           // peak bytes swapped out at once
+  std::uint64_t host_bytes = 0;           // peak pinned host bytes held for swapped-out buffers
+  std::string swap_mode;                  // "explicit" or "uvm" (empty: no swapping)
+  std::uint64_t swap_ins_late = 0;        // brought back ahead, but the copy had not arrived at the use
+  std::uint64_t swap_ins_failed = 0;      // no device memory to bring it back: used from the host
+  std::uint64_t allocations_on_host = 0;  // no device memory for a new buffer: it started on the host
+  std::uint64_t stall_ns = 0;             // host time memtool waited for copies to free device memory
 };
 
 // One JSON object (no trailing newline).

@@ -29,6 +29,7 @@ namespace memtool::interpose {
   X(stream_destroy, cuStreamDestroy_v2, driver)                    \
   X(memcpy_dtoh_async, cuMemcpyDtoHAsync_v2, hook)                 \
   X(memcpy_htod_async, cuMemcpyHtoDAsync_v2, hook)                 \
+  X(memcpy_dtod_async, cuMemcpyDtoDAsync_v2, hook)                 \
   X(mem_host_alloc, cuMemHostAlloc, hook)                          \
   X(mem_free_host, cuMemFreeHost, hook)                            \
   X(mem_alloc_managed, cuMemAllocManaged, hook)                    \
@@ -86,6 +87,10 @@ class DriverDevice final : public engine::Device {
   engine::Status prefetch(engine::DevicePtr ptr, std::uint64_t bytes, engine::Residence to,
                           engine::StreamId stream) override;
   engine::Status vmm_granularity(std::uint64_t* bytes) override;
+  engine::Status host_vmm_granularity(std::uint64_t* bytes) override;
+  engine::Status create_host_physical(std::uint64_t bytes, PhysicalHandle* out) override;
+  engine::Status copy_device(engine::DevicePtr dst, engine::DevicePtr src, std::uint64_t bytes,
+                             engine::StreamId stream) override;
   engine::Status reserve(std::uint64_t bytes, engine::DevicePtr* out) override;
   engine::Status unreserve(engine::DevicePtr ptr, std::uint64_t bytes) override;
   engine::Status create_physical(std::uint64_t bytes, PhysicalHandle* out) override;
@@ -95,6 +100,8 @@ class DriverDevice final : public engine::Device {
 
  private:
   [[nodiscard]] CUdevice device() const;
+  engine::Status granularity_of(const CUmemAllocationProp& prop, std::uint64_t* bytes);
+  engine::Status create_with(const CUmemAllocationProp& prop, std::uint64_t bytes, PhysicalHandle* out);
   DriverFunctions f_;
 };
 

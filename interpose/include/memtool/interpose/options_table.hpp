@@ -37,7 +37,7 @@ inline constexpr std::array kOptionTable = {
     case OptionType::path_template: return "PATH (%p, %r)";
     case OptionType::regex: return "REGEX";
     case OptionType::toggle: return "auto|on|off";
-    case OptionType::swap_mode: return "uvm|explicit";
+    case OptionType::swap_mode: return "explicit|uvm";
   }
   return "?";
 }

@@ -1,0 +1,77 @@
+// How a swapped buffer's bytes move: the mechanism under the swap policy (swap_adaptor.cpp).
+// The policy decides which buffer leaves the device and when it comes back; a mover backs the
+// buffers and moves them, without ever changing the program's pointer:
+//  - UvmMover (uvm_mover.cpp): managed memory, moved by prefetches; the driver migrates pages
+//    on demand, so any access reads the right bytes.
+//  - VmmMover (vmm_mover.cpp): explicit copies. A buffer is a reserved address range with
+//    device memory mapped into it; swapped out, its bytes are copied into pinned host memory
+//    (a physical allocation located on the host) and, once the copy is done, the device memory
+//    is released and the host memory mapped at the same address, so an access the policy did
+//    not see still reads the right bytes, across the link.
+// Movers are called with the policy's lock held; they never wait for the device unless asked
+// (settle(wait = true)), and then count the wait as a stall.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "memtool/engine/device.hpp"
+#include "spare_events.hpp"
+
+namespace memtool::engine::detail {
+
+struct SwapBuffer {
+  // The policy's.
+  std::uint64_t size = 0;
+  std::uint64_t key = 0;  // the allocation's ordinal in its iteration (or address, before one)
+  bool resident = true;   // on the device, or on its way there
+  std::vector<StreamId> streams;  // every stream that used it since it last reached the device
+  std::uint64_t last_work = 0;  // absolute work counter of its last use
+  EventId arrival = 0;          // a copy back in flight: its users wait on this
+  bool arrival_pending = false;
+  bool arrival_ahead = false;   // that copy was a swap-in ahead, not yet used
+  // The mover's.
+  std::uint64_t footprint = 0;  // device bytes it holds when resident
+  Device::PhysicalHandle device_memory = 0;
+  std::uint32_t host_slot = 0;  // 1 + index in the host pool; 0: none
+  EventId left = 0;             // the copy to the host: done when this completes
+  bool leaving = false;         // copied out, device memory not yet released
+};
+
+class SwapMover {
+ public:
+  virtual ~SwapMover() = default;
+  [[nodiscard]] virtual std::string_view mode() const = 0;  // "uvm" | "explicit"
+  // Device bytes a buffer of `size` bytes holds when resident.
+  [[nodiscard]] virtual std::uint64_t footprint_of(std::uint64_t size) const = 0;
+  // Back a new buffer of b.size bytes, resident; sets b.footprint.
+  virtual Status allocate(SwapBuffer& b, StreamId stream, DevicePtr* out) = 0;
+  // No device memory for a new buffer: back it with host memory at a device address, as if
+  // swapped out from the start (b.resident false). kNotSupported where the mover cannot.
+  virtual Status allocate_on_host(SwapBuffer& b, DevicePtr* out) = 0;
+  // Give its memory back; every use of it has completed.
+  virtual void free(DevicePtr ptr, SwapBuffer& b) = 0;
+  // Queue its move to the host on `side` (already ordered after its last use). False: it stays.
+  virtual bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side) = 0;
+  // Queue its move back on `stream`: work queued on `stream` after this sees its bytes. False:
+  // no device memory for it now (it stays on the host, still readable there).
+  virtual bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream) = 0;
+  // Release the device memory of buffers whose copy out has finished; with `wait`, wait for
+  // those copies first (a stall, counted).
+  virtual void settle(bool wait) = 0;
+
+  [[nodiscard]] virtual std::uint64_t device_bytes() const = 0;   // held on the device now
+  [[nodiscard]] virtual std::uint64_t leaving_bytes() const = 0;  // of those, freed by settle
+  [[nodiscard]] virtual std::uint64_t host_bytes() const = 0;     // pinned host bytes held
+  [[nodiscard]] virtual std::uint64_t stall_ns() const = 0;       // host time spent waiting
+  // Release everything it holds that no buffer uses (the host pool's free slots).
+  virtual void trim() = 0;
+};
+
+// Null when the device cannot do it (no managed memory; no VMM with host-located memory).
+std::unique_ptr<SwapMover> make_uvm_mover(Device& device);
+std::unique_ptr<SwapMover> make_vmm_mover(Device& device, SpareEvents& events, std::uint64_t host_limit_bytes);
+
+}  // namespace memtool::engine::detail
