@@ -75,7 +75,7 @@ class SwapAdaptor final : public Adaptor {
     const bool candidate = (request.kind == MemoryKind::device || request.kind == MemoryKind::async) &&
                            request.memory_pool == 0 && request.size >= options_.min_bytes &&
                            !unavailable_.load(std::memory_order_relaxed);
-    if (!candidate) return Adaptor::allocate(request, out);
+    if (!candidate) return allocate_beside(request, out);
     std::lock_guard lock(mutex_);
     in_flight_.erase(std::this_thread::get_id());
     collect_frees(false);
@@ -279,6 +279,32 @@ class SwapAdaptor final : public Adaptor {
   }
 
  private:
+  // An allocation that is not swapped (small, pitched, from the program's pool) still counts
+  // against the budget: room is made for it first, and a refusal of the driver's is retried once
+  // what swapping can free is free.
+  Status allocate_beside(const AllocationRequest& request, DevicePtr* out) {
+    if (options_.budget_bytes != 0) {
+      std::lock_guard lock(mutex_);
+      in_flight_.erase(std::this_thread::get_id());
+      make_room(request.size, 0, nullptr, Room::quiet);
+    }
+    Status status = Adaptor::allocate(request, out);
+    // The driver rounds what it charges, so memtool's count may be a little short: free more,
+    // twice as much each time, while there is something to free.
+    std::uint64_t extra = std::max<std::uint64_t>(request.size, 1 << 20);
+    for (int attempt = 0; status == kOutOfMemory && options_.budget_bytes != 0 && attempt < 8; ++attempt, extra *= 2) {
+      {
+        std::lock_guard lock(mutex_);
+        const std::uint64_t before = mover_->device_bytes();
+        make_room(request.size + extra, 0, nullptr, Room::quiet);
+        settle(true);
+        if (mover_->device_bytes() == before && attempt > 0) break;  // nothing more to free
+      }
+      status = Adaptor::allocate(request, out);
+    }
+    return status;
+  }
+
   // When the last iteration next used `key` after work item `now` (relative); kFar if never.
   std::uint64_t next_use(std::uint64_t key, std::uint64_t now) const {
     const auto it = last_uses_.find(key);

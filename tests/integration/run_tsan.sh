@@ -25,6 +25,10 @@ LD_LIBRARY_PATH="$build_dir/tests/fakecuda" LD_PRELOAD="$build_dir/interpose/lib
   "$build_dir/tests/integration/stress_client" "$build_dir/tests/apps/app_kernels.fakecuda" 40
 # And with the CUPTI tracer on (fakecupti): ids pushed from 8 threads, buffers handed back on
 # fakecupti's and the tracer's threads, the join and the trace written from them.
+# Swap, explicit mode, 4 threads trading buffers between streams under a tiny budget.
+cmake --build "$build_dir" --target adversarial_train -j"${JOBS:-2}"
+LD_LIBRARY_PATH="$build_dir/tests/fakecuda" LD_PRELOAD="$build_dir/interpose/libmemtool.so" MEMTOOL_STRATEGY=swap \
+  MEMTOOL_BUDGET=64K MEMTOOL_SWAP_MIN_BYTES=0 "$build_dir/tests/apps/adversarial_train" --iterations 12 --threads 4 >/dev/null
 cmake --build "$build_dir" --target fakecupti test_cupti_tracer_fakes -j"${JOBS:-2}"
 "$build_dir/tests/fakecupti/tests/test_cupti_tracer_fakes"
 LD_LIBRARY_PATH="$build_dir/tests/fakecuda" LD_PRELOAD="$build_dir/interpose/libmemtool.so" MEMTOOL_TRACE="$trace" \

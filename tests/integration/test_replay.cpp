@@ -157,14 +157,15 @@ namespace {
 //    needs the room is sent back).
 struct SwapCase {
   unsigned percent = 80;
+  Model model{"alexnet", 180};
   std::string mode = "explicit";
   bool attainable = true;
   bool async = false;
 };
 
 void check_swap(const SwapCase& c) {
-  const Model m{"alexnet", 180};
-  const std::string dir = fresh_dir("alexnet_swap_" + c.mode + std::to_string(c.percent) + (c.async ? "async" : ""));
+  const Model& m = c.model;
+  const std::string dir = fresh_dir(std::string(m.name) + "_swap_" + c.mode + std::to_string(c.percent) + (c.async ? "async" : ""));
   INFO("budget " << c.percent << "% " << c.mode << (c.async ? " --async" : ""));
   std::vector<std::string> steps{"--steps", "6"};
   if (c.async) steps.push_back("--async");
@@ -173,7 +174,7 @@ void check_swap(const SwapCase& c) {
   const std::uint64_t budget = peak * c.percent / 100;
   const std::string capacity = std::to_string(budget);
 
-  std::vector<std::string> argv{REPLAY_TRAIN, "--log", std::string(REPLAY_FIXTURES_DIR) + "/traces/alexnet.log"};
+  std::vector<std::string> argv{REPLAY_TRAIN, "--log", std::string(REPLAY_FIXTURES_DIR) + "/traces/" + m.name + ".log"};
   argv.insert(argv.end(), steps.begin(), steps.end());
   const Outcome starved = run(argv, {{"LD_LIBRARY_PATH", FAKECUDA_DIR}, {"FAKECUDA_MEMORY_BYTES", capacity}}, dir);
   CHECK(starved.status != 0);  // the plain run does not fit
@@ -195,7 +196,7 @@ void check_swap(const SwapCase& c) {
   const bool said_unattainable = swapped.outcome.err.find("cannot be met") != std::string::npos;
   CHECK(said_unattainable == !c.attainable);
   if (c.attainable) CHECK(u(s, "peak_device_bytes") <= budget);
-  WARN("alexnet swap (" << c.mode << ") at " << c.percent << "%" << (c.async ? " --async" : "") << ": plain peak "
+  WARN(m.name << " swap (" << c.mode << ") at " << c.percent << "%" << (c.async ? " --async" : "") << ": plain peak "
        << peak << " B, budget " << budget << " B, fakecuda peak " << u(swapped.stats, "peak_bytes_in_use")
        << " B, memtool's " << u(s, "peak_device_bytes") << " B; swapped out " << u(s, "bytes_swapped_out") << " B, in "
        << u(s, "bytes_swapped_in") << " B (" << u(s, "swap_ins_ahead") << " ahead, " << u(s, "swap_ins_late")
@@ -205,18 +206,28 @@ void check_swap(const SwapCase& c) {
 
 }  // namespace
 
+const Model kAlexnet{"alexnet", 180};
+
 TEST_CASE("replay: explicit swapping trains alexnet in 80%, 60% and 50% of its plain peak",
           "[integration][replay][swap]") {
-  check_swap({80, "explicit", true, false});
-  check_swap({60, "explicit", true, false});
+  check_swap({80, kAlexnet, "explicit", true, false});
+  check_swap({60, kAlexnet, "explicit", true, false});
   // Stream-ordered allocation: frees of swapped buffers wait for their stream, never the host.
-  check_swap({80, "explicit", true, true});
-  check_swap({50, "explicit", false, false});
+  check_swap({80, kAlexnet, "explicit", true, true});
+  check_swap({50, kAlexnet, "explicit", false, false});
+}
+
+// mobilenet_v2: 2,043 allocations a step, many of 1–2 MiB (VMM rounds them to 2 MiB) and
+// thousands of small ones that stay device memory beside the swapped ones; lstm: Adam's state.
+TEST_CASE("replay: explicit swapping trains mobilenet_v2 and lstm in 80% of their plain peak",
+          "[integration][replay][swap_models]") {
+  check_swap({80, Model{"mobilenet_v2", 2043}, "explicit", true, false});
+  check_swap({80, Model{"lstm", 1903}, "explicit", true, false});
 }
 
 TEST_CASE("replay: UVM swapping trains alexnet in 80% and 60% of its plain peak", "[integration][replay][uvm]") {
-  check_swap({80, "uvm", true, false});
-  check_swap({60, "uvm", true, false});
+  check_swap({80, kAlexnet, "uvm", true, false});
+  check_swap({60, kAlexnet, "uvm", true, false});
 }
 
 #endif
