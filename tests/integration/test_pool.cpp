@@ -270,6 +270,31 @@ TEST_CASE("swap mode: adversarial_train under a tiny budget never sees a wrong b
 }
 #endif
 
+// A buffer reached only through a pointer in device memory is swapped out (memtool cannot see
+// its uses): kernels still read and write the true bytes through it — the host copy is mapped at
+// its address (explicit mode), or the driver migrates it (uvm) — and what they wrote comes back.
+TEST_CASE("swap mode: a buffer reached through a pointer table reads and writes true bytes while out",
+          "[integration][swap]") {
+  for (const char* mode : {"explicit", "uvm"}) {
+    INFO("mode " << mode);
+    const std::string dir = fresh_dir(std::string("swap_stray_") + mode);
+    Env env = fakecuda(dir);
+    env["LD_PRELOAD"] = MEMTOOL_PRELOAD;
+    env["MEMTOOL_STRATEGY"] = "swap";
+    env["MEMTOOL_SWAP_MODE"] = mode;
+    env["MEMTOOL_BUDGET"] = "13M";
+    env["MEMTOOL_SUMMARY"] = dir + "/summary.json";
+    const Outcome o = run({STRAY_CLIENT, APP_MODULE_IMAGE}, env, dir);
+    INFO(o.out << o.err);
+    CHECK(o.status == 0);
+    CHECK_THAT(o.out, Catch::Contains("indirect read ok") && Catch::Contains("indirect write ok"));
+    const nlohmann::json summary = read_json(dir + "/summary.json");
+    CHECK(summary.at("swap_mode") == mode);
+    CHECK(u(summary, "bytes_swapped_out") >= (std::uint64_t{4} << 20));
+    CHECK(u(read_json(dir + "/fakecuda.json"), "bytes_in_use") == 0);
+  }
+}
+
 TEST_CASE("pool mode: 8 threads allocating, launching and freeing at once", "[integration][pool]") {
   const std::string dir = fresh_dir("stress");
   const Outcome r = run({STRESS_CLIENT, APP_MODULE_IMAGE, "400"}, pooled(dir), dir);

@@ -72,3 +72,13 @@ extern "C" __global__ void pattern_verify(const unsigned* buffer, unsigned key, 
                                           int* verdict) {
   APP_GRID_STRIDE(1) { kernel_math::pattern_verify(buffer, key, count, verdict); }
 }
+
+// Through a pointer kept in device memory (table[0]): memtool's argument scan sees only the table.
+extern "C" __global__ void pattern_fill_indirect(unsigned* const* table, unsigned key, int count) {
+  APP_GRID_STRIDE(count) { kernel_math::pattern_fill(i, table[0], key); }
+}
+
+extern "C" __global__ void pattern_verify_indirect(const unsigned* const* table, unsigned key, int count,
+                                                   int* verdict) {
+  APP_GRID_STRIDE(1) { kernel_math::pattern_verify(table[0], key, count, verdict); }
+}

@@ -72,6 +72,16 @@ void pattern_verify(const unsigned* buffer, unsigned key, int count, int* verdic
   kernel_math::pattern_verify(buffer, key, count, verdict);
 }
 
+// Through a pointer kept in device memory (`table[0]`), as a pointer array or a graph reaches
+// a buffer: memtool's argument scan sees the table, never the buffer.
+void pattern_fill_indirect(unsigned* const* table, unsigned key, int count) {
+  for (int i = 0; i < count; ++i) kernel_math::pattern_fill(i, table[0], key);
+}
+
+void pattern_verify_indirect(const unsigned* const* table, unsigned key, int count, int* verdict) {
+  kernel_math::pattern_verify(table[0], key, count, verdict);
+}
+
 namespace {
 
 constexpr fakecuda_kernel_desc kernel_descs[] = {
@@ -88,6 +98,8 @@ constexpr fakecuda_kernel_desc kernel_descs[] = {
     HOST_KERNEL_ENTRY(pattern_fill),
     HOST_KERNEL_ENTRY(pattern_digest),
     HOST_KERNEL_ENTRY(pattern_verify),
+    HOST_KERNEL_ENTRY(pattern_fill_indirect),
+    HOST_KERNEL_ENTRY(pattern_verify_indirect),
 };
 
 }  // namespace
