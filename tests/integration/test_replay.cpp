@@ -225,6 +225,26 @@ TEST_CASE("replay: explicit swapping trains mobilenet_v2 and lstm in 80% of thei
   check_swap({80, Model{"lstm", 1903}, "explicit", true, false});
 }
 
+// The host limit reached: buffers that would pass it stay on the device, memtool says so once,
+// and when neither the device nor the host has room the program gets CUDA_ERROR_OUT_OF_MEMORY,
+// as from the driver — a clean error, never a crash or a wrong byte before it.
+TEST_CASE("replay: explicit swapping past the host limit fails like the driver", "[integration][replay][swap]") {
+  const std::string dir = fresh_dir("alexnet_swap_host_limit");
+  const Replay plain = replay(dir + "/plain", kAlexnet, {"--steps", "2"}, {});
+  const std::string capacity = std::to_string(u(plain.stats, "peak_bytes_in_use") * 60 / 100);
+  std::vector<std::string> argv{REPLAY_TRAIN, "--log", std::string(REPLAY_FIXTURES_DIR) + "/traces/alexnet.log",
+                                "--steps", "2"};
+  const Outcome o = run(argv,
+                        {{"LD_LIBRARY_PATH", FAKECUDA_DIR}, {"LD_PRELOAD", MEMTOOL_PRELOAD}, {"MEMTOOL_STRATEGY", "swap"},
+                         {"MEMTOOL_BUDGET", capacity}, {"MEMTOOL_HOST_LIMIT", "32M"}, {"FAKECUDA_MEMORY_BYTES", capacity}},
+                        dir);
+  INFO(o.err);
+  CHECK(o.status == 1);  // the replay's own exit on a failed call
+  CHECK_THAT(o.err, Catch::Contains("the host limit of 33554432 B is reached"));
+  CHECK_THAT(o.err, Catch::Contains("CUDA_ERROR_OUT_OF_MEMORY"));
+  CHECK(o.err.find("CORRUPTED") == std::string::npos);
+}
+
 TEST_CASE("replay: UVM swapping trains alexnet in 80% and 60% of its plain peak", "[integration][replay][uvm]") {
   check_swap({80, kAlexnet, "uvm", true, false});
   check_swap({60, kAlexnet, "uvm", true, false});
