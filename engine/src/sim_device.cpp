@@ -107,17 +107,31 @@ void SimDevice::destroy_event(EventId event) {
 
 std::uint8_t* SimDevice::bytes_at(DevicePtr ptr, std::uint64_t bytes) {
   auto it = blocks_.upper_bound(ptr);
-  if (it == blocks_.begin()) return nullptr;
-  --it;
-  Block& block = it->second;
-  const std::uint64_t offset = ptr - it->first;
-  if (offset > block.size || bytes > block.size - offset) return nullptr;
-  if (block.data.empty()) block.data.assign(block.size, 0);
-  return block.data.data() + offset;
+  if (it != blocks_.begin()) {
+    --it;
+    Block& block = it->second;
+    const std::uint64_t offset = ptr - it->first;
+    if (offset <= block.size && bytes <= block.size - offset) {
+      if (block.data.empty()) block.data.assign(block.size, 0);
+      return block.data.data() + offset;
+    }
+  }
+  auto m = mappings_.upper_bound(ptr);
+  if (m == mappings_.begin()) return nullptr;
+  --m;
+  const std::uint64_t offset = ptr - m->first;
+  if (offset > m->second.size || bytes > m->second.size - offset) return nullptr;
+  Physical& ph = physical_.at(m->second.handle);
+  if (ph.data.empty()) ph.data.assign(ph.size, 0);
+  return ph.data.data() + offset;
 }
 
 bool SimDevice::access(StreamId stream, DevicePtr ptr, std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return check_access(stream, ptr, bytes);
+}
+
+bool SimDevice::check_access(StreamId stream, DevicePtr ptr, std::uint64_t bytes) {
   if (bytes_at(ptr, bytes) == nullptr) return false;
   Clock& clock = clock_of(stream);
   const std::uint64_t tick = ++clock[stream];
@@ -155,6 +169,132 @@ bool SimDevice::verify(DevicePtr ptr, std::uint64_t bytes, std::uint32_t seed) {
     if (data[i] != pattern_byte(seed, i)) return false;
   }
   return true;
+}
+
+Status SimDevice::synchronize_event(EventId event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = events_.find(event);
+  if (it == events_.end()) return kInvalidValue;
+  // The host has seen the work done: whatever it queues next, on any stream, comes after.
+  join(drained_, it->second);
+  for (auto& [stream, clock] : streams_) join(clock, it->second);
+  return kSuccess;
+}
+
+Status SimDevice::create_stream(StreamId* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *out = next_stream_++;
+  return kSuccess;
+}
+
+namespace {
+constexpr std::uint64_t kGranule = std::uint64_t{2} << 20;
+}  // namespace
+
+Status SimDevice::vmm_granularity(std::uint64_t* bytes) {
+  *bytes = kGranule;
+  return kSuccess;
+}
+
+Status SimDevice::host_vmm_granularity(std::uint64_t* bytes) {
+  *bytes = kGranule;
+  return kSuccess;
+}
+
+Status SimDevice::reserve(std::uint64_t bytes, DevicePtr* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (bytes == 0 || bytes % kGranule != 0 || bytes > (std::uint64_t{1} << 50)) return kInvalidValue;
+  const DevicePtr ptr = (next_address_ + kGranule - 1) / kGranule * kGranule;
+  next_address_ = ptr + bytes + kGranule;  // never reused; a guard gap
+  reservations_.emplace(ptr, bytes);
+  *out = ptr;
+  return kSuccess;
+}
+
+Status SimDevice::unreserve(DevicePtr ptr, std::uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = reservations_.find(ptr);
+  if (it == reservations_.end() || it->second != bytes) return kInvalidValue;
+  const auto mapped = mappings_.lower_bound(ptr);
+  if (mapped != mappings_.end() && mapped->first < ptr + bytes) return kInvalidValue;  // unmap first
+  reservations_.erase(it);
+  forget_accesses(ptr, ptr + bytes);
+  return kSuccess;
+}
+
+Status SimDevice::create_physical_on(std::uint64_t bytes, bool on_host, PhysicalHandle* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (bytes == 0 || bytes % kGranule != 0) return kInvalidValue;
+  if (!on_host) {
+    if (bytes > options_.capacity || live_bytes_ > options_.capacity - bytes) return kOutOfMemory;
+    live_bytes_ += bytes;
+    peak_bytes_ = std::max(peak_bytes_, live_bytes_);
+  }
+  Physical& ph = physical_[next_handle_];
+  ph.size = bytes;
+  ph.on_host = on_host;
+  *out = next_handle_++;
+  return kSuccess;
+}
+
+Status SimDevice::create_physical(std::uint64_t bytes, PhysicalHandle* out) { return create_physical_on(bytes, false, out); }
+
+Status SimDevice::create_host_physical(std::uint64_t bytes, PhysicalHandle* out) {
+  return create_physical_on(bytes, true, out);
+}
+
+void SimDevice::drop_physical_if_unused(PhysicalHandle handle) {
+  const auto it = physical_.find(handle);
+  if (it == physical_.end() || !it->second.released || it->second.mappings != 0) return;
+  if (!it->second.on_host) live_bytes_ -= it->second.size;
+  physical_.erase(it);
+}
+
+Status SimDevice::release_physical(PhysicalHandle handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = physical_.find(handle);
+  if (it == physical_.end() || it->second.released) return kInvalidValue;
+  it->second.released = true;  // gone once unmapped, as the driver's
+  drop_physical_if_unused(handle);
+  return kSuccess;
+}
+
+Status SimDevice::map(DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto ph = physical_.find(handle);
+  if (ph == physical_.end() || ph->second.released || bytes != ph->second.size) return kInvalidValue;
+  auto r = reservations_.upper_bound(ptr);
+  if (r == reservations_.begin()) return kInvalidValue;
+  --r;
+  if (ptr - r->first >= r->second || bytes > r->second - (ptr - r->first)) return kInvalidValue;
+  const auto next = mappings_.lower_bound(ptr);
+  if (next != mappings_.end() && next->first < ptr + bytes) return kInvalidValue;
+  if (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second.size > ptr) return kInvalidValue;
+  mappings_.emplace(ptr, Mapping{bytes, handle});
+  ++ph->second.mappings;
+  return kSuccess;
+}
+
+Status SimDevice::unmap(DevicePtr ptr, std::uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = mappings_.find(ptr);
+  if (it == mappings_.end() || it->second.size != bytes) return kInvalidValue;
+  const PhysicalHandle handle = it->second.handle;
+  mappings_.erase(it);
+  --physical_.at(handle).mappings;
+  drop_physical_if_unused(handle);
+  return kSuccess;
+}
+
+Status SimDevice::copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::uint8_t* to = bytes_at(dst, bytes);
+  const std::uint8_t* from = bytes_at(src, bytes);
+  if (to == nullptr || from == nullptr) return kInvalidValue;
+  std::copy_n(from, bytes, to);
+  (void)check_access(stream, src, bytes);
+  (void)check_access(stream, dst, bytes);
+  return kSuccess;
 }
 
 void SimDevice::synchronize() {

@@ -39,6 +39,22 @@ class SimDevice final : public Device {
   Status stream_wait_event(StreamId stream, EventId event) override;
   bool event_completed(EventId event) override;
   void destroy_event(EventId event) override;
+  Status synchronize_event(EventId event) override;  // the host waits for the event's work
+  Status create_stream(StreamId* out) override;
+
+  // Virtual memory (what explicit swapping uses): reservations, physical memory on the device
+  // (counted towards the capacity) or on the host (not), mappings; 2 MiB granularity.
+  Status vmm_granularity(std::uint64_t* bytes) override;
+  Status host_vmm_granularity(std::uint64_t* bytes) override;
+  Status reserve(std::uint64_t bytes, DevicePtr* out) override;
+  Status unreserve(DevicePtr ptr, std::uint64_t bytes) override;
+  Status create_physical(std::uint64_t bytes, PhysicalHandle* out) override;
+  Status create_host_physical(std::uint64_t bytes, PhysicalHandle* out) override;
+  Status release_physical(PhysicalHandle handle) override;
+  Status map(DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) override;
+  Status unmap(DevicePtr ptr, std::uint64_t bytes) override;
+  // A copy on `stream`: both ranges are accessed in its order (checked like a kernel's).
+  Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override;
 
   // A kernel on `stream` reading and writing [ptr, ptr + bytes). False if the range is not
   // inside one allocation.
@@ -71,9 +87,23 @@ class SimDevice final : public Device {
     StreamId stream;
     std::uint64_t tick;
   };
+  struct Physical {
+    std::uint64_t size = 0;
+    bool on_host = false;
+    bool released = false;
+    int mappings = 0;
+    std::vector<std::uint8_t> data;  // `size` bytes once touched
+  };
+  struct Mapping {
+    std::uint64_t size = 0;
+    PhysicalHandle handle = 0;
+  };
   Clock& clock_of(StreamId stream);
   std::uint8_t* bytes_at(DevicePtr ptr, std::uint64_t bytes);
   void forget_accesses(DevicePtr begin, DevicePtr end);
+  bool check_access(StreamId stream, DevicePtr ptr, std::uint64_t bytes);  // mutex held
+  Status create_physical_on(std::uint64_t bytes, bool on_host, PhysicalHandle* out);
+  void drop_physical_if_unused(PhysicalHandle handle);  // mutex held
 
   Options options_;
   mutable std::mutex mutex_;
@@ -90,6 +120,11 @@ class SimDevice final : public Device {
   std::uint64_t waits_ = 0;
   std::uint64_t allocate_calls_ = 0;
   std::uint64_t free_calls_ = 0;
+  std::map<DevicePtr, std::uint64_t> reservations_;
+  std::map<DevicePtr, Mapping> mappings_;
+  std::map<PhysicalHandle, Physical> physical_;
+  PhysicalHandle next_handle_ = 1;
+  StreamId next_stream_ = 0x5000;
 };
 
 }  // namespace memtool::engine
