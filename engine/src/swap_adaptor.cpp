@@ -29,7 +29,9 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <unordered_set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -76,7 +78,13 @@ class SwapAdaptor final : public Adaptor {
                            request.memory_pool == 0 && request.size >= options_.min_bytes &&
                            !unavailable_.load(std::memory_order_relaxed);
     if (!candidate) return allocate_beside(request, out);
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    if (iteration_started_ && exported_.contains(next_ordinal_)) {
+      // Exported last time (an IPC handle cannot name VMM memory): the driver's own memory.
+      ++next_ordinal_;
+      lock.unlock();
+      return allocate_beside(request, out);
+    }
     in_flight_.erase(std::this_thread::get_id());
     collect_frees(false);
     SwapBuffer b;
@@ -108,6 +116,7 @@ class SwapAdaptor final : public Adaptor {
       return Adaptor::allocate(request, out);
     }
     b.key = iteration_started_ ? next_ordinal_++ : (kPersistentKey | ptr);
+    b.id = ++next_id_;
     b.streams.push_back(request.stream);
     b.last_work = work_;
     if (iteration_started_) allocations_.emplace_back(work_ - iteration_begin_, b.footprint);
@@ -222,6 +231,35 @@ class SwapAdaptor final : public Adaptor {
 
   bool wants_accesses() const override { return true; }
 
+  // The buffer itself, with an id that survives its moves (the driver's would change with each
+  // remap, and a registration cache keyed by it would see a new buffer).
+  std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = buffers_.upper_bound(ptr);
+      if (it != buffers_.begin()) {
+        --it;
+        if (ptr - it->first < it->second.size) return BufferExtent{it->first, it->second.size, it->second.id};
+      }
+    }
+    return Adaptor::extent_of(ptr);
+  }
+
+  // cuIpcGetMemHandle cannot export a swapped buffer (VMM or managed memory): refused, and that
+  // allocation is the driver's own from the next iteration on, when the export succeeds.
+  bool refuse_export(DevicePtr ptr) override {
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = buffers_.find(ptr);
+      if (it != buffers_.end()) {
+        if ((it->second.key & kPersistentKey) == 0) exported_.insert(it->second.key);
+        ++counters_.exports_refused;
+        return true;
+      }
+    }
+    return Adaptor::refuse_export(ptr);
+  }
+
   MemoryUse memory_use() const override {
     MemoryUse use = Adaptor::memory_use();
     std::lock_guard lock(mutex_);
@@ -253,6 +291,7 @@ class SwapAdaptor final : public Adaptor {
     s.peak_device_bytes_with_pool = std::max(s.peak_device_bytes_with_pool, counters_.peak_device_bytes);
     s.peak_device_bytes_without_pool = std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
     s.allocation_failures += counters_.allocation_failures;
+    s.exports_refused += counters_.exports_refused;
   }
 
   std::uint64_t reclaim() override {
@@ -560,6 +599,7 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t peak_device_bytes = 0;
     std::uint64_t peak_device_bytes_without_pool = 0;
     std::uint64_t allocation_failures = 0;
+    std::uint64_t exports_refused = 0;
   };
 
   Device& device_;
@@ -567,8 +607,8 @@ class SwapAdaptor final : public Adaptor {
   mutable std::mutex mutex_;
   detail::SpareEvents spare_events_;  // before the mover, which borrows it
   std::unique_ptr<detail::SwapMover> mover_;
-  std::unordered_map<DevicePtr, SwapBuffer> buffers_;  // node-based: the mover keeps pointers to them
-  std::unordered_map<DevicePtr, SwapBuffer> dying_;  // freed by the program, not yet reached
+  std::map<DevicePtr, SwapBuffer> buffers_;  // node-based: the mover keeps pointers to them
+  std::map<DevicePtr, SwapBuffer> dying_;  // freed by the program, not yet reached
   std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
   std::vector<DevicePtr> current_;  // the swapped buffers of the work item being issued
   std::unordered_map<std::thread::id, std::vector<DevicePtr>> in_flight_;  // per thread: its last work item's
@@ -588,7 +628,9 @@ class SwapAdaptor final : public Adaptor {
   std::atomic<bool> unavailable_{false};
   bool said_over_budget_ = false;
   bool said_host_limit_ = false;
-  bool stopped_ = false;  // shut down: frees are carried out at once
+  bool stopped_ = false;
+  std::unordered_set<std::uint64_t> exported_;  // keys whose buffer the program exported
+  std::uint64_t next_id_ = 0;  // shut down: frees are carried out at once
   Counters counters_;
 };
 

@@ -26,6 +26,7 @@ struct SwapBuffer {
   // The policy's.
   std::uint64_t size = 0;
   std::uint64_t key = 0;  // the allocation's ordinal in its iteration (or address, before one)
+  std::uint64_t id = 0;   // what pointer queries answer as its buffer id
   bool resident = true;   // on the device, or on its way there
   std::vector<StreamId> streams;  // every stream that used it since it last reached the device
   std::uint64_t last_work = 0;  // absolute work counter of its last use

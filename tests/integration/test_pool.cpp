@@ -405,4 +405,29 @@ TEST_CASE("pool mode: pointer queries describe the buffer, and an IPC export nev
   CHECK(p.pool.err.find("cuIpcGetMemHandle of a pooled buffer", said + 1) == std::string::npos);
 }
 
+// The same questions of swapped buffers (explicit mode: VMM ranges rounded to 2 MiB, remapped at
+// each move): each is described as itself, with an id that survives its moves; an export (an IPC
+// handle cannot name VMM memory) is refused once and that allocation is the driver's from then on.
+TEST_CASE("swap mode: pointer queries describe the buffer, and an IPC export is refused then learned",
+          "[integration][swap]") {
+  const std::string dir = fresh_dir("swap_pointers");
+  Env env = fakecuda(dir);
+  env["LD_PRELOAD"] = MEMTOOL_PRELOAD;
+  env["MEMTOOL_STRATEGY"] = "swap";
+  env["MEMTOOL_BUDGET"] = "5M";
+  env["MEMTOOL_SWAP_MIN_BYTES"] = "0";
+  env["MEMTOOL_POOL_SYNC_PLANNING"] = "1";
+  env["MEMTOOL_SUMMARY"] = dir + "/summary.json";
+  const Outcome o = run({POINTER_CLIENT, "12"}, env, dir);
+  INFO(o.out);
+  INFO(o.err);
+  CHECK(o.status == 0);
+  CHECK(o.out.find("FAIL") == std::string::npos);
+  const nlohmann::json summary = read_json(dir + "/summary.json");
+  CHECK(u(summary, "bytes_swapped_out") > 0);
+  CHECK(u(summary, "exports_refused") >= 1);
+  CHECK(o.out.find("export=refused") != std::string::npos);
+  CHECK(o.out.find("iter 11 ok export=ok") != std::string::npos);
+}
+
 #endif  // MEMTOOL_HAVE_FAKECUDA
