@@ -380,7 +380,7 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
   INFO(swapped.err);
   CHECK(swapped.status == 0);
   CHECK(swapped.out == plain.out);
-  CHECK_THAT(swapped.err, Catch::Contains("memtool: swap: device peak") && Catch::Contains("(budget 32.0 KiB)"));
+  CHECK_THAT(swapped.err, Catch::Contains("memtool: swap (explicit): device peak") && Catch::Contains("(budget 32.0 KiB)"));
 }
 
 // Invariant 3: a pooled buffer is described as itself, and is never shared as the whole pool.

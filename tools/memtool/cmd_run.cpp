@@ -43,13 +43,15 @@ bool print_pool_summary(const std::string& path) {
   if (summary.is_discarded() || !summary.is_object()) return false;
   using memtool::cli::human_bytes;
   if (summary.value("strategy", "") == "swap") {
+    const std::string mode = summary.value("swap_mode", "");
     fmt::print(stderr,
-               "memtool: swap: device peak {} (budget {}); {} swapped out, {} back in ({} ahead of use, {} on "
-               "demand); {} on the host at most\n",
-               human_bytes(field(summary, "peak_device_bytes")), human_bytes(field(summary, "budget_bytes")),
-               human_bytes(field(summary, "bytes_swapped_out")), human_bytes(field(summary, "bytes_swapped_in")),
-               field(summary, "swap_ins_ahead"), field(summary, "swap_ins_on_demand"),
-               human_bytes(field(summary, "host_bytes")));
+               "memtool: swap ({}): device peak {} (budget {}); {} swapped out, {} back in ({} ahead of use, {} of "
+               "them late, {} on demand); {} on the host at most; {:.1f} ms waiting for copies\n",
+               mode.empty() ? "off" : mode, human_bytes(field(summary, "peak_device_bytes")),
+               human_bytes(field(summary, "budget_bytes")), human_bytes(field(summary, "bytes_swapped_out")),
+               human_bytes(field(summary, "bytes_swapped_in")), field(summary, "swap_ins_ahead"),
+               field(summary, "swap_ins_late"), field(summary, "swap_ins_on_demand"),
+               human_bytes(field(summary, "host_bytes")), static_cast<double>(field(summary, "stall_ns")) / 1e6);
     return true;
   }
   fmt::print(stderr,
