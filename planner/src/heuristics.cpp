@@ -2,6 +2,7 @@
 #include "heuristics.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 namespace memtool::planner::detail {
@@ -108,6 +109,17 @@ std::vector<std::uint32_t> heuristic_order(const Prepared& p, Order order) {
     }
   }
   return items;
+}
+
+std::uint64_t heuristic_order_work(const Prepared& p, Order order) {
+  // Per buffer and per halving of n: one sort with its comparisons, and for breadth, area and
+  // conflicts the keys (range maxima, products, two more sorts and binary searches).
+  std::uint64_t per_step = 8;
+  if (order == Order::breadth) per_step = 10;
+  if (order == Order::area) per_step = 14;
+  if (order == Order::conflicts) per_step = 26;
+  const std::uint64_t n = p.items.size();
+  return n * per_step * static_cast<std::uint64_t>(std::bit_width(n)) + 2 * p.spans.size();
 }
 
 const std::vector<HeuristicSpec>& heuristic_specs() {

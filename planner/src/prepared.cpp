@@ -2,6 +2,7 @@
 #include "prepared.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <stdexcept>
 
@@ -102,6 +103,11 @@ Prepared prepare(const trace::Problem& problem) {
     p.lower_bound = std::max(p.lower_bound, live);
   }
   return p;
+}
+
+std::uint64_t prepare_work(const Prepared& p) {
+  const std::uint64_t spans = p.spans.size();
+  return spans * 20 * static_cast<std::uint64_t>(std::bit_width(spans)) + 40 * p.items.size();
 }
 
 }  // namespace detail
