@@ -185,7 +185,6 @@ class ExactSchedule {
 Placement best_plan(const Prepared& p, SearchBudget& budget, std::uint64_t capacity) {
   Incumbent best;
   GreedyPlacer placer(p);
-  budget.spend(placer.setup_work());
   run_heuristics(p, placer, budget, /*all=*/false, best);
   if (best.pool > p.lower_bound && !budget.exhausted()) {
     std::shared_ptr<DecisionProblem> problem;
@@ -246,7 +245,6 @@ Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
   // problem's, kept when better (cheap, as the problem is small enough for the exact searches).
   Incumbent whole;
   GreedyPlacer whole_placer(full);
-  budget.spend(whole_placer.setup_work());
   run_heuristics(full, whole_placer, budget, /*all=*/true, whole);
   trace::Problem rest;
   rest.name = problem.name;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
+#include <utility>
 
 #include "greedy_costs.hpp"
 
@@ -62,15 +64,30 @@ std::uint64_t RangeUnion::insert(std::vector<Range>& batch) {
   return work;
 }
 
-GapIndex::GapIndex(const Prepared& prepared) : prepared_(prepared) {
-  while (leaves_ < prepared.section_count + 1) {
-    leaves_ *= 2;
-    ++levels_;
-  }
+namespace {
+
+// The tree's levels (leaves = 2^levels) and H0 for a problem.
+std::pair<std::uint32_t, std::uint32_t> levels_and_h0(const Prepared& prepared) {
+  std::uint32_t levels = 0;
+  while ((std::uint64_t{1} << levels) < std::uint64_t{prepared.section_count} + 1) ++levels;
   std::uint64_t span_sections = 0;
   for (const Span& s : prepared.spans) span_sections += s.end - s.first;
   const std::uint64_t mean = prepared.spans.empty() ? 1 : span_sections / prepared.spans.size();
-  h0_ = std::min<std::uint32_t>(levels_ + 1, static_cast<std::uint32_t>(std::bit_width(mean / 4)));
+  return {levels, std::min<std::uint32_t>(levels + 1, static_cast<std::uint32_t>(std::bit_width(mean / 4)))};
+}
+
+}  // namespace
+
+std::uint64_t GapIndex::setup_work_bound(const Prepared& prepared) {
+  const auto [levels, h0] = levels_and_h0(prepared);
+  const std::uint64_t spans = prepared.spans.size();
+  // The constructor's count with every span at two low nodes per level, plus the pass above.
+  return 6 * spans * 2 * h0 + 4 * (std::uint64_t{2} << levels) + 5 * spans + 2 * prepared.section_count;
+}
+
+GapIndex::GapIndex(const Prepared& prepared) : prepared_(prepared) {
+  std::tie(levels_, h0_) = levels_and_h0(prepared);
+  leaves_ = 1U << levels_;
   h1_ = std::min(kStartUnionHeight, levels_ + 1);
   // Cover slots: count per node, then fill in span order (so each run is sorted by span).
   const std::size_t nodes = 2 * static_cast<std::size_t>(leaves_);
@@ -100,7 +117,7 @@ GapIndex::GapIndex(const Prepared& prepared) : prepared_(prepared) {
   for (std::uint32_t k = 0; k < spans; ++k) start_slot_[k] = next[prepared.spans[k].first]++;
   start_range_.assign(spans, Range{});
   // Two passes over every span's low nodes, the prefix sums, the fills.
-  setup_work_ = 12 * cover_span_.size() + 8 * nodes + 8 * std::uint64_t{spans} + 3 * prepared.section_count;
+  setup_work_ = 6 * cover_span_.size() + 4 * nodes + 5 * std::uint64_t{spans} + 2 * prepared.section_count;
 }
 
 std::uint32_t GapIndex::height(std::uint32_t node) const {

@@ -60,7 +60,7 @@ class LazyRangeUnion {
  public:
   std::uint64_t insert(Range r) {
     pending_.push_back(r);
-    return pending_.size() > 32 && pending_.size() > merged_.size() ? 3 + merged_.insert(pending_) : 3;
+    return pending_.size() > 32 && pending_.size() > merged_.size() ? 7 + merged_.insert(pending_) : 7;
   }
   std::uint64_t flush() { return pending_.empty() ? 0 : merged_.insert(pending_); }
   void clear() {
@@ -82,8 +82,9 @@ class GapIndex {
   std::uint64_t insert(std::uint32_t index, Range range);
   // Empties it; returns the work done.
   std::uint64_t clear();
-  // What the constructor cost, in work units.
+  // What the constructor cost, in work units; at most setup_work_bound(prepared).
   [[nodiscard]] std::uint64_t setup_work() const { return setup_work_; }
+  [[nodiscard]] static std::uint64_t setup_work_bound(const Prepared& prepared);
 
   // Sorted lists whose union is the occupancy of one or more spans, collected by gather().
   struct Lists {

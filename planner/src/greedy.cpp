@@ -9,24 +9,30 @@
 
 namespace memtool::planner::detail {
 
-GreedyPlacer::GreedyPlacer(const Prepared& prepared) : prepared_(prepared), index_(prepared) {}
+GreedyPlacer::GreedyPlacer(const Prepared& prepared) : prepared_(prepared) {}
 
 GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, GreedyStops stops) {
   namespace cost = greedy_cost;
   GreedyResult result;
   // Counted in eighths (greedy_costs.hpp), then turned into units at the problem's size.
   const std::uint64_t fifths = cost::size_fifths(prepared_.items.size());
-  std::uint64_t work = index_.clear() + 2 * cost::kPerItem * prepared_.items.size();  // cleared, set, copied out
+  std::uint64_t work = 2 * cost::kPerItem * prepared_.items.size();  // offsets set and copied out
+  std::uint64_t setup = 0;  // units: building the index
+  if (index_) work += index_->clear();
   offsets_.assign(prepared_.items.size(), 0);
   const bool limited = stops.work != UINT64_MAX;
   for (std::size_t k = 0; k < order.size(); ++k) {
     const std::uint32_t item = order[k];
     const Item& it = prepared_.items[item];
     if (it.footprint == 0) continue;
-    if (limited && cost::to_units(work, fifths) + (stops.finish ? sweep_fill_work(order.size() - k) : 0) > stops.work) {
+    // What is spent, what building the index would cost (before it is built) and what
+    // finishing would, against the limit.
+    const std::uint64_t to_build = !limited || index_ ? 0 : GapIndex::setup_work_bound(prepared_);
+    if (limited && setup + to_build + cost::to_units(work, fifths) + (stops.finish ? sweep_fill_work(order.size() - k) : 0) >
+                       stops.work) {
       result.cut = true;
       result.placed = k;
-      result.work = cost::to_units(work, fifths);
+      result.work = setup + cost::to_units(work, fifths);
       if (!stops.finish) {
         result.pool = UINT64_MAX;
         return result;
@@ -36,19 +42,23 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
       result.offsets = offsets_;
       return result;
     }
+    if (!index_) {
+      index_.emplace(prepared_);
+      setup = index_->setup_work();
+    }
     const std::uint64_t off = place_one(item, fit, work);
     offsets_[item] = off;
     result.pool = std::max(result.pool, off + it.footprint);
     if (result.pool > stops.above) {
       result.pool = UINT64_MAX;
       result.placed = k;
-      result.work = cost::to_units(work, fifths);
+      result.work = setup + cost::to_units(work, fifths);
       return result;
     }
-    for (std::uint32_t s = 0; s < it.span_count; ++s) work += index_.insert(it.first_span + s, {off, off + it.footprint});
+    for (std::uint32_t s = 0; s < it.span_count; ++s) work += index_->insert(it.first_span + s, {off, off + it.footprint});
   }
   result.placed = order.size();
-  result.work = cost::to_units(work, fifths);
+  result.work = setup + cost::to_units(work, fifths);
   result.offsets = offsets_;
   return result;
 }
@@ -58,7 +68,7 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
   const Item& it = prepared_.items[item];
   lists_.clear();
   const Span* spans = prepared_.spans_of(item);
-  for (std::uint32_t k = 0; k < it.span_count; ++k) work += index_.gather(spans[k], lists_);
+  for (std::uint32_t k = 0; k < it.span_count; ++k) work += index_->gather(spans[k], lists_);
   // Two sorted sequences to merge: the longest list (usually the stabbing full-cover union),
   // and everything else in one vector: the start-list ranges (loose, sorted here) and the other
   // lists appended as sorted runs, merged pairwise (O(R log runs); a plain sort when short).

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -42,17 +43,16 @@ class GreedyPlacer {
  public:
   explicit GreedyPlacer(const Prepared& prepared);
   // Places `order` (item indices; items with no footprint may be left out: they go to 0),
-  // unless `stops` end it early.
+  // unless `stops` end it early. The work counts everything, the index's construction too
+  // when this run builds it.
   GreedyResult place(std::span<const std::uint32_t> order, Fit fit, GreedyStops stops = {});
-  // What building the placer cost (its index), in work units.
-  [[nodiscard]] std::uint64_t setup_work() const { return index_.setup_work(); }
 
  private:
   // Adds its work to `work`, in eighths of a unit (greedy_costs.hpp).
   std::uint64_t place_one(std::uint32_t item, Fit fit, std::uint64_t& work);
 
   const Prepared& prepared_;
-  GapIndex index_;
+  std::optional<GapIndex> index_;  // built by the first run that places a buffer in the gaps (its cost charged there)
   std::vector<std::uint64_t> offsets_;
   GapIndex::Lists lists_;               // scratch: the occupied ranges
   std::vector<std::size_t> runs_;       // scratch: sorted runs in lists_.loose

@@ -12,14 +12,14 @@
 
 namespace memtool::planner::detail::greedy_cost {
 
-inline constexpr std::uint64_t kPlacement = 340;     // per buffer placed: its lookups, the walk's setup
-inline constexpr std::uint64_t kSlotRead = 28;       // a slot of the index read by a gather
-inline constexpr std::uint64_t kRange = 3;           // a range copied, merged, sorted (per log step) or walked
-inline constexpr std::uint64_t kSlotWrite = 7;       // a slot filled at an insert
-inline constexpr std::uint64_t kUnionInsert = 7;     // one range into a union: its binary search
-inline constexpr std::uint64_t kMoved = 14;          // a union's range moved by an insert
-inline constexpr std::uint64_t kBatchRange = 100;    // a range through a batch merge of a start union
-inline constexpr std::uint64_t kPerItem = 3;         // per buffer of the problem per run (clear, copy out)
+inline constexpr std::uint64_t kPlacement = 680;     // per buffer placed: its lookups, the walk's setup
+inline constexpr std::uint64_t kSlotRead = 56;       // a slot of the index read by a gather
+inline constexpr std::uint64_t kRange = 7;           // a range copied, merged, sorted (per log step) or walked
+inline constexpr std::uint64_t kSlotWrite = 14;       // a slot filled at an insert
+inline constexpr std::uint64_t kUnionInsert = 14;     // one range into a union: its binary search
+inline constexpr std::uint64_t kMoved = 28;          // a union's range moved by an insert
+inline constexpr std::uint64_t kBatchRange = 200;    // a range through a batch merge of a start union
+inline constexpr std::uint64_t kPerItem = 7;         // per buffer of the problem per run (clear, copy out)
 inline constexpr std::uint64_t kEighths = 8;
 
 // The size factor, in fifths: 1 up to 32 k buffers, then +1/5 per doubling.
