@@ -77,8 +77,9 @@ bool IteratedGreedy::improve(SearchBudget& budget) {
   bool lowered = false;
   while (!lowered && pool_ > prepared_.lower_bound && !budget.exhausted()) {
     auto candidate = round_++ % 2 == 0 ? promote_peak(prepared_, order_, offsets_, pool_, rng) : shake(order_, rng);
-    // The new order and the offsets kept are O(n) copies, charged with the run.
-    const std::uint64_t copies = 3 * prepared_.items.size();
+    // The new order (built with a pass or two over the old one and the offsets, at random)
+    // and the offsets kept: O(n), charged with the run.
+    const std::uint64_t copies = 8 * prepared_.items.size();
     auto run = placer_.place(candidate, fit_, {.above = pool_, .work = budget.left() > copies ? budget.left() - copies : 0});
     budget.spend(run.work + copies);
     if (run.pool <= pool_) {
