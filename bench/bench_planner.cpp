@@ -10,28 +10,38 @@
 //    buffers, a thousand and more live at once at the larger sizes (goals: heuristics ≤ 1 s at
 //    100 k, ≤ 15 s at 1 M, memory linear): CPU seconds, pool / LB, the plan checked valid, and
 //    the process's peak resident memory after each size;
-//  - `--limits`: `best`'s CPU time over its --time-limit (0.1, 1, 5 s) from 10 k to 300 k
-//    buffers and on the larger fixtures (goal: at most 1.1 wherever one heuristic run fits in
-//    the limit).
+//  - `--limits`: `best`'s CPU (and wall) time over its --time-limit (0.1, 1, 5 s), the least
+//    of `--repeat=N` runs, from 10 k to 1 M buffers and on the larger fixtures (goal: at most
+//    1.1 everywhere above the floor, the least time best takes: prepare, the orders, the sweep);
+//  - `--calibrate`: each greedy start's charged work against its CPU time (the work model
+//    behind the limit, planner/src/greedy_costs.hpp), the least of `--repeat=N` runs.
 // Seconds in the tables are this thread's CPU time: the development machine is shared.
 #include <benchmark/benchmark.h>
 
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "memtool/planner/algorithm.hpp"
+#include "greedy.hpp"
+#include "heuristics.hpp"
 #include "memtool/engine/baselines.hpp"
+#include "memtool/planner/algorithm.hpp"
 #include "memtool/trace/problem.hpp"
 #include "memtool/trace/problem_csv.hpp"
+#include "prepared.hpp"
+#include "search_budget.hpp"
+#include "sweep_fill.hpp"
 
 namespace {
 
@@ -135,31 +145,101 @@ void scaling_table(std::size_t largest) {
   }
 }
 
-void limits_table() {
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The least of `repeat` runs of best at each limit (the machine is shared: the least is the
+// closest to an idle one), CPU and wall seconds over the limit.
+void limits_table(int repeat) {
   namespace fs = std::filesystem;
-  fmt::print("\nTime limit: best's CPU seconds / --time-limit (pool / LB)\n");
+  fmt::print("\nTime limit: best's CPU seconds / --time-limit, least of {} runs (wall / limit; pool / LB); "
+             "\"floor\": a limit of 1 ns, the least best can take (prepare, orders, the sweep)\n", repeat);
   std::vector<std::pair<std::string, Problem>> problems;
-  for (const std::size_t n : {10000UL, 100000UL, 300000UL}) problems.emplace_back(fmt::format("dl-like {}", n), dl_like_problem(n, 1234 + n));
+  for (const std::size_t n : {10000UL, 30000UL, 100000UL, 300000UL, 1000000UL}) problems.emplace_back(fmt::format("dl-like {}", n), dl_like_problem(n, 1234 + n));
   for (const char* name : {"planner/iopddl-S_1.csv", "planner/iopddl-Y_1.csv", "planner/somas-pangu_2.6B.csv",
                            "planner/minimalloc-challenging-D.csv", "traces/mobilenet_v2.iter3.csv"}) {
     problems.emplace_back(fs::path(name).filename().string(), memtool::trace::read_problem_csv(fs::path(MEMTOOL_FIXTURES_DIR) / name));
   }
-  fmt::print("{:<34}", "problem");
-  for (const double limit : {0.1, 1.0, 5.0}) fmt::print(" {:>22}", fmt::format("{} s", limit));
+  constexpr double kLimits[] = {1e-9, 0.1, 1.0, 5.0};
+  fmt::print("{:<30}", "problem");
+  for (const double limit : kLimits) fmt::print(" {:>27}", limit < 1e-6 ? std::string("floor (s)") : fmt::format("{} s", limit));
   fmt::print("\n");
   for (const auto& [name, p] : problems) {
-    fmt::print("{:<34}", name);
+    fmt::print("{:<30}", name);
     const double lb = static_cast<double>(mp::lower_bound(p));
-    for (const double limit : {0.1, 1.0, 5.0}) {
+    for (const double limit : kLimits) {
       mp::PlanOptions options;
       options.time_limit_seconds = limit;
-      const double start = thread_seconds();
-      const auto placement = mp::find_algorithm("best")->plan(p, options);
-      const double ratio = (thread_seconds() - start) / limit;
-      fmt::print(" {:>10.2f} ({:8.5f})", ratio, static_cast<double>(placement.pool_size) / lb);
+      std::vector<double> cpu, wall;
+      std::uint64_t pool = 0;
+      for (int r = 0; r < repeat; ++r) {
+        const double start = thread_seconds();
+        const double wall_start = wall_seconds();
+        pool = mp::find_algorithm("best")->plan(p, options).pool_size;
+        cpu.push_back(thread_seconds() - start);
+        wall.push_back(wall_seconds() - wall_start);
+      }
+      std::sort(cpu.begin(), cpu.end());
+      std::sort(wall.begin(), wall.end());
+      const double scale = limit < 1e-6 ? 1.0 : limit;  // the floor in seconds
+      fmt::print(" {:>6.2f} ({:5.2f}; {:8.5f})", cpu.front() / scale, wall.front() / scale,
+                 static_cast<double>(pool) / lb);
       std::fflush(stdout);
     }
     fmt::print("\n");
+  }
+}
+
+// Each greedy start's CPU time against the work it is charged (greedy_costs.hpp), the least of
+// `repeat` runs, and the sweep's: the check of the work model behind --time-limit.
+void calibration_table(int repeat) {
+  namespace fs = std::filesystem;
+  namespace md = memtool::planner::detail;
+  fmt::print("\nWork model: charged seconds (work / {:.0f} units per s) over CPU seconds, least of {} runs\n",
+             md::kWorkUnitsPerSecond, repeat);
+  std::vector<std::pair<std::string, Problem>> problems;
+  for (const std::size_t n : {10000UL, 30000UL, 100000UL, 300000UL}) problems.emplace_back(fmt::format("dl-like {}", n), dl_like_problem(n, 1234 + n));
+  for (const char* name : {"planner/iopddl-S_1.csv", "planner/iopddl-Y_1.csv", "planner/somas-pangu_2.6B.csv",
+                           "planner/somas-resnet50.csv", "traces/mobilenet_v2.iter3.csv", "traces/lstm.iter3.csv"}) {
+    problems.emplace_back(fs::path(name).filename().string(), memtool::trace::read_problem_csv(fs::path(MEMTOOL_FIXTURES_DIR) / name));
+  }
+  const std::pair<md::Order, md::Fit> starts[] = {
+      {md::Order::size_by_start, md::Fit::first}, {md::Order::breadth, md::Fit::best}, {md::Order::size_by_start, md::Fit::best},
+      {md::Order::conflicts, md::Fit::best},      {md::Order::size, md::Fit::first},   {md::Order::area, md::Fit::best},
+      {md::Order::lifetime, md::Fit::best}};
+  fmt::print("{:<24} {:>8}", "problem", "prepare");
+  for (const char* name : {"sbs-ff", "breadth", "sbs-bf", "confl", "size-ff", "area", "life", "sweep"}) fmt::print(" {:>7}", name);
+  fmt::print("\n");
+  auto least = [&](auto&& run) {
+    double best = 1e300;
+    for (int r = 0; r < repeat; ++r) {
+      const double start = thread_seconds();
+      run();
+      best = std::min(best, thread_seconds() - start);
+    }
+    return best;
+  };
+  auto ratio = [](std::uint64_t work, double seconds) { return static_cast<double>(work) / md::kWorkUnitsPerSecond / seconds; };
+  for (const auto& [name, problem] : problems) {
+    md::Prepared p;
+    const double prepare_s = least([&] { p = md::prepare(problem); });
+    std::unique_ptr<md::GreedyPlacer> placer;
+    placer = std::make_unique<md::GreedyPlacer>(p);
+    fmt::print("{:<24} {:>8.2f}", name, ratio(md::prepare_work(p), prepare_s));
+    std::vector<std::uint32_t> order;
+    for (const auto& [kind, fit] : starts) {
+      std::uint64_t work = 0;
+      const double seconds = least([&] {
+        order = md::heuristic_order(p, kind);
+        work = md::heuristic_order_work(p, kind) + placer->place(order, fit).work;
+      });
+      fmt::print(" {:>7.2f}", ratio(work, seconds));
+      std::fflush(stdout);
+    }
+    std::vector<std::uint64_t> offsets(p.items.size(), 0);
+    const double sweep_s = least([&] { md::sweep_fill(p, order, 0, offsets); });
+    fmt::print(" {:>7.2f}\n", ratio(md::sweep_fill_work(order.size()), sweep_s));
   }
 }
 
@@ -215,6 +295,8 @@ int main(int argc, char** argv) {
   bool quality = true;
   std::size_t scaling = 0;
   bool limits = false;
+  bool calibrate = false;
+  int repeat = 1;
   double time_limit = 1.0;
   std::string filter, only;
   std::vector<char*> rest;
@@ -233,15 +315,20 @@ int main(int argc, char** argv) {
       scaling = std::stoul(argv[i] + 10);
     } else if (std::strcmp(argv[i], "--limits") == 0) {
       limits = true;
+    } else if (std::strcmp(argv[i], "--calibrate") == 0) {
+      calibrate = true;
+    } else if (std::strncmp(argv[i], "--repeat=", 9) == 0) {
+      repeat = std::max(1, std::stoi(argv[i] + 9));
     } else if (std::strncmp(argv[i], "--time-limit=", 13) == 0) {
       time_limit = std::stod(argv[i] + 13);
     } else {
       rest.push_back(argv[i]);
     }
   }
-  if (scaling != 0 || limits) {
+  if (scaling != 0 || limits || calibrate) {
     if (scaling != 0) scaling_table(scaling);
-    if (limits) limits_table();
+    if (limits) limits_table(repeat);
+    if (calibrate) calibration_table(repeat);
     return 0;
   }
   if (timings) {

@@ -3,10 +3,16 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
+#include <utility>
+
+#include "greedy_costs.hpp"
 
 namespace memtool::planner::detail {
 
 namespace {
+
+namespace cost = greedy_cost;
 
 constexpr std::uint32_t kStartUnionHeight = 5;  // H1: below it, spans starting in 32 sections are few
 constexpr std::uint32_t kListLength = 8;  // a node with more cover slots keeps a union instead
@@ -30,7 +36,7 @@ std::uint64_t RangeUnion::insert(Range r) {
     *first = r;
     ranges_.erase(first + 1, last);
   }
-  return 2 + 12 * moved;
+  return cost::kUnionInsert + cost::kMoved * moved;
 }
 
 std::uint64_t RangeUnion::insert(std::vector<Range>& batch) {
@@ -52,21 +58,36 @@ std::uint64_t RangeUnion::insert(std::vector<Range>& batch) {
       push(*b++);
     }
   }
-  const std::uint64_t work = 70 * (ranges_.size() + batch.size());
+  const std::uint64_t work = cost::kBatchRange * (ranges_.size() + batch.size());
   ranges_.swap(scratch_);
   batch.clear();
   return work;
 }
 
-GapIndex::GapIndex(const Prepared& prepared) : prepared_(prepared) {
-  while (leaves_ < prepared.section_count + 1) {
-    leaves_ *= 2;
-    ++levels_;
-  }
+namespace {
+
+// The tree's levels (leaves = 2^levels) and H0 for a problem.
+std::pair<std::uint32_t, std::uint32_t> levels_and_h0(const Prepared& prepared) {
+  std::uint32_t levels = 0;
+  while ((std::uint64_t{1} << levels) < std::uint64_t{prepared.section_count} + 1) ++levels;
   std::uint64_t span_sections = 0;
   for (const Span& s : prepared.spans) span_sections += s.end - s.first;
   const std::uint64_t mean = prepared.spans.empty() ? 1 : span_sections / prepared.spans.size();
-  h0_ = std::min<std::uint32_t>(levels_ + 1, static_cast<std::uint32_t>(std::bit_width(mean / 4)));
+  return {levels, std::min<std::uint32_t>(levels + 1, static_cast<std::uint32_t>(std::bit_width(mean / 4)))};
+}
+
+}  // namespace
+
+std::uint64_t GapIndex::setup_work_bound(const Prepared& prepared) {
+  const auto [levels, h0] = levels_and_h0(prepared);
+  const std::uint64_t spans = prepared.spans.size();
+  // The constructor's count with every span at two low nodes per level, plus the pass above.
+  return 6 * spans * 2 * h0 + 4 * (std::uint64_t{2} << levels) + 5 * spans + 2 * prepared.section_count;
+}
+
+GapIndex::GapIndex(const Prepared& prepared) : prepared_(prepared) {
+  std::tie(levels_, h0_) = levels_and_h0(prepared);
+  leaves_ = 1U << levels_;
   h1_ = std::min(kStartUnionHeight, levels_ + 1);
   // Cover slots: count per node, then fill in span order (so each run is sorted by span).
   const std::size_t nodes = 2 * static_cast<std::size_t>(leaves_);
@@ -95,6 +116,8 @@ GapIndex::GapIndex(const Prepared& prepared) : prepared_(prepared) {
   std::vector<std::uint32_t> next(start_begin_.begin(), start_begin_.end() - 1);
   for (std::uint32_t k = 0; k < spans; ++k) start_slot_[k] = next[prepared.spans[k].first]++;
   start_range_.assign(spans, Range{});
+  // Two passes over every span's low nodes, the prefix sums, the fills.
+  setup_work_ = 6 * cover_span_.size() + 4 * nodes + 5 * std::uint64_t{spans} + 2 * prepared.section_count;
 }
 
 std::uint32_t GapIndex::height(std::uint32_t node) const {
@@ -119,7 +142,7 @@ std::uint64_t GapIndex::append(std::uint32_t begin, std::uint32_t end, std::vect
 
 std::uint64_t GapIndex::insert(std::uint32_t index, Range range) {
   const Span span = prepared_.spans[index];
-  std::uint64_t work = 4;
+  std::uint64_t work = cost::kUnionInsert;
   low_nodes(span, [&](std::uint32_t node) {
     if (union_of_[node] != 0) {
       work += unions_[union_of_[node] - 1].insert(range);
@@ -128,7 +151,7 @@ std::uint64_t GapIndex::insert(std::uint32_t index, Range range) {
     const auto first = cover_span_.begin() + cover_begin_[node];
     const auto slot = std::lower_bound(first, cover_span_.begin() + cover_begin_[node + 1], index);
     cover_range_[static_cast<std::size_t>(slot - cover_span_.begin())] = range;
-    work += 2;
+    work += cost::kSlotWrite;
   });
   // Every node at height H0 under a canonical node at H0 or above.
   if (h0_ <= levels_) {
@@ -149,20 +172,22 @@ std::uint64_t GapIndex::insert(std::uint32_t index, Range range) {
   }
   // Starts: the span's slot, and the unions of its ancestors from H1 up.
   start_range_[start_slot_[index]] = range;
+  work += cost::kSlotWrite;
   for (std::uint32_t node = (leaves_ + span.first) >> h1_; node >= 1; node /= 2) work += start_[node].insert(range);
   return work;
 }
 
-void GapIndex::clear() {
+std::uint64_t GapIndex::clear() {
   std::fill(cover_range_.begin(), cover_range_.end(), Range{});
   std::fill(start_range_.begin(), start_range_.end(), Range{});
   for (auto& u : unions_) u.clear();
   for (auto& u : full_) u.clear();
   for (auto& u : start_) u.clear();
+  return cost::kRange * (cover_range_.size() + start_range_.size() + unions_.size() + full_.size() + start_.size()) / 2;
 }
 
 std::uint64_t GapIndex::gather(Span span, Lists& out) {
-  std::uint64_t work = 2;
+  std::uint64_t work = cost::kSlotRead;
   auto add = [&](const RangeUnion& u) {
     if (!u.empty()) out.sorted.emplace_back(u.begin(), u.end());
   };
@@ -172,7 +197,7 @@ std::uint64_t GapIndex::gather(Span span, Lists& out) {
     if (union_of_[node] != 0) {
       add(unions_[union_of_[node] - 1]);
     } else {
-      work += append(cover_begin_[node], cover_begin_[node + 1], out.loose);
+      work += cost::kSlotRead * append(cover_begin_[node], cover_begin_[node + 1], out.loose);
     }
   }
   if (h0_ <= levels_) add(full_[node - (1U << (levels_ - h0_))]);
@@ -188,7 +213,7 @@ std::uint64_t GapIndex::gather(Span span, Lists& out) {
     for (std::uint32_t slot = start_begin_[first]; slot < start_begin_[first + (1U << h)]; ++slot) {
       if (start_range_[slot].hi != 0) out.loose.push_back(start_range_[slot]);
     }
-    work += start_begin_[first + (1U << h)] - start_begin_[first];
+    work += cost::kSlotRead * (start_begin_[first + (1U << h)] - start_begin_[first]);
   };
   for (std::uint32_t lo = leaves_ + span.first + 1, hi = leaves_ + span.end; lo < hi; lo /= 2, hi /= 2, ++h) {
     if (lo & 1U) starts(lo++);

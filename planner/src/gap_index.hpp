@@ -33,6 +33,9 @@ struct Range {
   std::uint64_t hi = 0;  // exclusive; 0 in a slot: not placed yet
 };
 
+// Work is counted in eighths of a unit (greedy_costs.hpp) here and in GreedyPlacer, except for
+// setup_work(), in units.
+
 // Disjoint, sorted, non-touching address ranges.
 class RangeUnion {
  public:
@@ -57,7 +60,7 @@ class LazyRangeUnion {
  public:
   std::uint64_t insert(Range r) {
     pending_.push_back(r);
-    return pending_.size() > 32 && pending_.size() > merged_.size() ? 1 + merged_.insert(pending_) : 1;
+    return pending_.size() > 32 && pending_.size() > merged_.size() ? 7 + merged_.insert(pending_) : 7;
   }
   std::uint64_t flush() { return pending_.empty() ? 0 : merged_.insert(pending_); }
   void clear() {
@@ -77,7 +80,11 @@ class GapIndex {
   explicit GapIndex(const Prepared& prepared);
   // Span `index` (into prepared.spans) placed at `range`; returns the work done.
   std::uint64_t insert(std::uint32_t index, Range range);
-  void clear();
+  // Empties it; returns the work done.
+  std::uint64_t clear();
+  // What the constructor cost, in work units; at most setup_work_bound(prepared).
+  [[nodiscard]] std::uint64_t setup_work() const { return setup_work_; }
+  [[nodiscard]] static std::uint64_t setup_work_bound(const Prepared& prepared);
 
   // Sorted lists whose union is the occupancy of one or more spans, collected by gather().
   struct Lists {
@@ -119,6 +126,7 @@ class GapIndex {
   std::vector<std::uint32_t> start_begin_;
   std::vector<std::uint32_t> start_slot_;
   std::vector<Range> start_range_;
+  std::uint64_t setup_work_ = 0;
 };
 
 }  // namespace memtool::planner::detail

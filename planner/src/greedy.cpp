@@ -4,40 +4,71 @@
 #include <algorithm>
 #include <bit>
 
+#include "greedy_costs.hpp"
+#include "sweep_fill.hpp"
+
 namespace memtool::planner::detail {
 
-GreedyPlacer::GreedyPlacer(const Prepared& prepared) : prepared_(prepared), index_(prepared) {}
+GreedyPlacer::GreedyPlacer(const Prepared& prepared) : prepared_(prepared) {}
 
-GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, std::uint64_t give_up_above) {
+GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, GreedyStops stops) {
+  namespace cost = greedy_cost;
   GreedyResult result;
-  index_.clear();
+  // Counted in eighths (greedy_costs.hpp), then turned into units at the problem's size.
+  const std::uint64_t fifths = cost::size_fifths(prepared_.items.size());
+  std::uint64_t work = 2 * cost::kPerItem * prepared_.items.size();  // offsets set and copied out
+  std::uint64_t setup = 0;  // units: building the index
+  if (index_) work += index_->clear();
   offsets_.assign(prepared_.items.size(), 0);
-  result.work = prepared_.items.size();
-  for (std::uint32_t item : order) {
+  const bool limited = stops.work != UINT64_MAX;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::uint32_t item = order[k];
     const Item& it = prepared_.items[item];
     if (it.footprint == 0) continue;
-    const std::uint64_t off = place_one(item, fit, result.work);
-    offsets_[item] = off;
-    result.pool = std::max(result.pool, off + it.footprint);
-    if (result.pool > give_up_above) {
-      result.pool = UINT64_MAX;
-      result.work += result.work / 4;
+    // What is spent, what building the index would cost (before it is built) and what
+    // finishing would, against the limit.
+    const std::uint64_t to_build = !limited || index_ ? 0 : GapIndex::setup_work_bound(prepared_);
+    if (limited && setup + to_build + cost::to_units(work, fifths) + (stops.finish ? sweep_fill_work(order.size() - k) : 0) >
+                       stops.work) {
+      result.cut = true;
+      result.placed = k;
+      result.work = setup + cost::to_units(work, fifths);
+      if (!stops.finish) {
+        result.pool = UINT64_MAX;
+        return result;
+      }
+      result.pool = std::max(result.pool, sweep_fill(prepared_, order.subspan(k), result.pool, offsets_));
+      result.work += sweep_fill_work(order.size() - k);
+      result.offsets = offsets_;
       return result;
     }
-    for (std::uint32_t k = 0; k < it.span_count; ++k) result.work += index_.insert(it.first_span + k, {off, off + it.footprint});
+    if (!index_) {
+      index_.emplace(prepared_);
+      setup = index_->setup_work();
+    }
+    const std::uint64_t off = place_one(item, fit, work);
+    offsets_[item] = off;
+    result.pool = std::max(result.pool, off + it.footprint);
+    if (result.pool > stops.above) {
+      result.pool = UINT64_MAX;
+      result.placed = k;
+      result.work = setup + cost::to_units(work, fifths);
+      return result;
+    }
+    for (std::uint32_t s = 0; s < it.span_count; ++s) work += index_->insert(it.first_span + s, {off, off + it.footprint});
   }
+  result.placed = order.size();
+  result.work = setup + cost::to_units(work, fifths);
   result.offsets = offsets_;
-  // A margin: the model in place_one and the index undercounts some runs (first fit on large
-  // problems) by up to a fifth of their CPU time.
-  result.work += result.work / 4;
   return result;
 }
 
 std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t& work) {
+  namespace cost = greedy_cost;
   const Item& it = prepared_.items[item];
   lists_.clear();
   const Span* spans = prepared_.spans_of(item);
-  for (std::uint32_t k = 0; k < it.span_count; ++k) work += index_.gather(spans[k], lists_);
+  for (std::uint32_t k = 0; k < it.span_count; ++k) work += index_->gather(spans[k], lists_);
   // Two sorted sequences to merge: the longest list (usually the stabbing full-cover union),
   // and everything else in one vector: the start-list ranges (loose, sorted here) and the other
   // lists appended as sorted runs, merged pairwise (O(R log runs); a plain sort when short).
@@ -51,6 +82,7 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
   auto& rest = lists_.loose;
   auto by_lo = [](const Range& x, const Range& y) { return x.lo < y.lo; };
   std::sort(rest.begin(), rest.end(), by_lo);
+  work += cost::kRange * rest.size() * std::bit_width(rest.size());
   runs_.assign(1, 0);
   if (!rest.empty()) runs_.push_back(rest.size());
   for (std::size_t l = 0; l < lists.size(); ++l) {
@@ -60,10 +92,12 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
     } else {
       rest.insert(rest.end(), lists[l].first, lists[l].second);
       runs_.push_back(rest.size());
+      work += cost::kRange * static_cast<std::uint64_t>(lists[l].second - lists[l].first);
     }
   }
   if (rest.size() <= 64) {
     std::sort(rest.begin(), rest.end(), by_lo);
+    work += cost::kRange * rest.size() * std::bit_width(rest.size());
   } else {
     while (runs_.size() > 2) {
       merged_.resize(rest.size());
@@ -76,7 +110,7 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
       }
       runs_.resize(kept);
       rest.swap(merged_);
-      work += rest.size();
+      work += cost::kRange * rest.size();
     }
   }
   const Range* other = rest.data();
@@ -114,7 +148,7 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
     if (going) going = step(*main++);
   }
   while (going && other != other_end) going = step(*other++);
-  work += 20 + 2 * (visited_before - static_cast<std::uint64_t>((main_end - main) + (other_end - other)));
+  work += cost::kPlacement + cost::kRange * (visited_before - static_cast<std::uint64_t>((main_end - main) + (other_end - other)));
   if (found != UINT64_MAX) return found;
   if (best_offset != UINT64_MAX) return best_offset;
   return align_up(cursor, it.alignment);

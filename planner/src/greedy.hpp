@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -20,21 +21,38 @@ enum class Fit { best, first };
 struct GreedyResult {
   std::vector<std::uint64_t> offsets;  // per item
   std::uint64_t pool = 0;
-  std::uint64_t work = 0;  // conflicts visited: the deterministic cost measure
+  std::uint64_t work = 0;  // the deterministic cost measure (search_budget.hpp), all of the run's work
+  // The work limit cut the run short (the rest of the order then went to sweep_fill, or there
+  // is no plan); `placed`: how many of the order the gaps placed before any stop.
+  bool cut = false;
+  std::size_t placed = 0;
+};
+
+// When a run stops before its end.
+struct GreedyStops {
+  // The pool would exceed it: no plan (pool = UINT64_MAX). For runs that only count if better.
+  std::uint64_t above = UINT64_MAX;
+  // The run's work (with what finishing would cost) would pass it: with `finish`, the rest of
+  // the order goes above what is placed, by sweep_fill (a plan within the limit); without, no
+  // plan (pool = UINT64_MAX).
+  std::uint64_t work = UINT64_MAX;
+  bool finish = false;
 };
 
 class GreedyPlacer {
  public:
   explicit GreedyPlacer(const Prepared& prepared);
-  // Places `order` (item indices; items with no footprint may be left out: they go to 0).
-  // Stops early, returning pool = UINT64_MAX, as soon as the pool would exceed `give_up_above`.
-  GreedyResult place(std::span<const std::uint32_t> order, Fit fit, std::uint64_t give_up_above = UINT64_MAX);
+  // Places `order` (item indices; items with no footprint may be left out: they go to 0),
+  // unless `stops` end it early. The work counts everything, the index's construction too
+  // when this run builds it.
+  GreedyResult place(std::span<const std::uint32_t> order, Fit fit, GreedyStops stops = {});
 
  private:
+  // Adds its work to `work`, in eighths of a unit (greedy_costs.hpp).
   std::uint64_t place_one(std::uint32_t item, Fit fit, std::uint64_t& work);
 
   const Prepared& prepared_;
-  GapIndex index_;
+  std::optional<GapIndex> index_;  // built by the first run that places a buffer in the gaps (its cost charged there)
   std::vector<std::uint64_t> offsets_;
   GapIndex::Lists lists_;               // scratch: the occupied ranges
   std::vector<std::size_t> runs_;       // scratch: sorted runs in lists_.loose

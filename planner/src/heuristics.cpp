@@ -2,7 +2,10 @@
 #include "heuristics.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
+#include <tuple>
+#include <utility>
 
 namespace memtool::planner::detail {
 
@@ -53,61 +56,70 @@ std::vector<std::uint64_t> conflicts_per_item(const Prepared& p) {
 
 }  // namespace
 
+namespace {
+
+// The items sorted by a key computed once per item (ascending; ties by index), so the sort
+// moves small records instead of reading items at random for every comparison.
+template <typename Key, typename MakeKey>
+std::vector<std::uint32_t> sorted_by(std::size_t n, MakeKey&& make_key) {
+  std::vector<std::pair<Key, std::uint32_t>> keyed(n);
+  for (std::uint32_t i = 0; i < n; ++i) keyed[i] = {make_key(i), i};
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<std::uint32_t> items(n);
+  for (std::size_t k = 0; k < n; ++k) items[k] = keyed[k].second;
+  return items;
+}
+
+using Key3 = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>;
+using Key4 = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
+
+}  // namespace
+
 std::vector<std::uint32_t> heuristic_order(const Prepared& p, Order order) {
-  std::vector<std::uint32_t> items(p.items.size());
-  std::iota(items.begin(), items.end(), 0U);
   const auto& it = p.items;
-  auto by_size = [&](std::uint32_t x, std::uint32_t y) {
-    if (it[x].footprint != it[y].footprint) return it[x].footprint > it[y].footprint;
-    if (it[x].live_time != it[y].live_time) return it[x].live_time > it[y].live_time;
-    if (it[x].begin != it[y].begin) return it[x].begin < it[y].begin;
-    return x < y;
-  };
+  const std::size_t n = it.size();
+  // Larger first is ascending in the complement.
+  auto desc = [](std::uint64_t v) { return ~v; };
   switch (order) {
-    case Order::size:
-      std::sort(items.begin(), items.end(), by_size);
-      break;
-    case Order::size_by_start:
-      std::sort(items.begin(), items.end(), [&](std::uint32_t x, std::uint32_t y) {
-        if (it[x].footprint != it[y].footprint) return it[x].footprint > it[y].footprint;
-        if (it[x].begin != it[y].begin) return it[x].begin < it[y].begin;
-        return x < y;
-      });
-      break;
-    case Order::lifetime:
-      std::sort(items.begin(), items.end(), [&](std::uint32_t x, std::uint32_t y) {
-        if (it[x].live_time != it[y].live_time) return it[x].live_time > it[y].live_time;
-        return by_size(x, y);
-      });
-      break;
+    case Order::size:  // largest, then longer-lived, then earlier
+      return sorted_by<Key3>(n, [&](std::uint32_t i) { return Key3{desc(it[i].footprint), desc(it[i].live_time), it[i].begin}; });
+    case Order::size_by_start:  // largest, then earlier
+      return sorted_by<Key3>(n, [&](std::uint32_t i) { return Key3{desc(it[i].footprint), it[i].begin, 0}; });
+    case Order::lifetime:  // longest-lived, then as size
+      return sorted_by<Key3>(n, [&](std::uint32_t i) { return Key3{desc(it[i].live_time), desc(it[i].footprint), it[i].begin}; });
     case Order::area: {
-      // footprint × live time can exceed 64 bits; compare as long double products.
-      std::sort(items.begin(), items.end(), [&](std::uint32_t x, std::uint32_t y) {
-        const long double ax = static_cast<long double>(it[x].footprint) * static_cast<long double>(it[x].live_time);
-        const long double ay = static_cast<long double>(it[y].footprint) * static_cast<long double>(it[y].live_time);
-        if (ax != ay) return ax > ay;
-        return by_size(x, y);
+      // footprint × live time can exceed 64 bits: a long double product, then as size.
+      using AreaKey = std::tuple<long double, std::uint64_t, std::uint64_t, std::uint64_t>;
+      return sorted_by<AreaKey>(n, [&](std::uint32_t i) {
+        const long double area = static_cast<long double>(it[i].footprint) * static_cast<long double>(it[i].live_time);
+        return AreaKey{-area, desc(it[i].footprint), desc(it[i].live_time), it[i].begin};
       });
-      break;
     }
     case Order::breadth: {
       const auto peak = peak_load_per_item(p);
-      std::sort(items.begin(), items.end(), [&](std::uint32_t x, std::uint32_t y) {
-        if (peak[x] != peak[y]) return peak[x] > peak[y];
-        return by_size(x, y);
+      return sorted_by<Key4>(n, [&](std::uint32_t i) {
+        return Key4{desc(peak[i]), desc(it[i].footprint), desc(it[i].live_time), it[i].begin};
       });
-      break;
     }
     case Order::conflicts: {
       const auto degree = conflicts_per_item(p);
-      std::sort(items.begin(), items.end(), [&](std::uint32_t x, std::uint32_t y) {
-        if (degree[x] != degree[y]) return degree[x] > degree[y];
-        return by_size(x, y);
+      return sorted_by<Key4>(n, [&](std::uint32_t i) {
+        return Key4{desc(degree[i]), desc(it[i].footprint), desc(it[i].live_time), it[i].begin};
       });
-      break;
     }
   }
-  return items;
+  return sorted_by<Key3>(n, [](std::uint32_t) { return Key3{}; });
+}
+
+std::uint64_t heuristic_order_work(const Prepared& p, Order order) {
+  // Per buffer and per halving of n: one sort with its comparisons, and for breadth, area and
+  // conflicts the keys (range maxima, products, two more sorts and binary searches).
+  std::uint64_t per_step = 8;
+  if (order == Order::breadth) per_step = 10;
+  if (order == Order::area) per_step = 14;
+  if (order == Order::conflicts) per_step = 26;
+  const std::uint64_t n = p.items.size();
+  return n * per_step * static_cast<std::uint64_t>(std::bit_width(n)) + 2 * p.spans.size();
 }
 
 const std::vector<HeuristicSpec>& heuristic_specs() {

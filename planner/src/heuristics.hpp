@@ -23,6 +23,8 @@ namespace memtool::planner::detail {
 enum class Order { size, size_by_start, lifetime, area, breadth, conflicts };
 
 [[nodiscard]] std::vector<std::uint32_t> heuristic_order(const Prepared& prepared, Order order);
+// What heuristic_order costs, in work units (search_budget.hpp).
+[[nodiscard]] std::uint64_t heuristic_order_work(const Prepared& prepared, Order order);
 
 struct HeuristicSpec {
   std::string_view name;

@@ -62,9 +62,10 @@ std::vector<std::uint32_t> shake(std::vector<std::uint32_t> order, Random& rng) 
 
 }  // namespace
 
-IteratedGreedy::IteratedGreedy(const Prepared& p, std::vector<std::uint32_t> order, Fit fit, GreedyResult start)
+IteratedGreedy::IteratedGreedy(const Prepared& p, GreedyPlacer& placer, std::vector<std::uint32_t> order, Fit fit,
+                               GreedyResult start)
     : prepared_(p),
-      placer_(p),
+      placer_(placer),
       fit_(fit),
       order_(std::move(order)),
       offsets_(std::move(start.offsets)),
@@ -76,8 +77,11 @@ bool IteratedGreedy::improve(SearchBudget& budget) {
   bool lowered = false;
   while (!lowered && pool_ > prepared_.lower_bound && !budget.exhausted()) {
     auto candidate = round_++ % 2 == 0 ? promote_peak(prepared_, order_, offsets_, pool_, rng) : shake(order_, rng);
-    auto run = placer_.place(candidate, fit_, pool_);
-    budget.spend(run.work + 2 * prepared_.items.size());  // the new order and the offsets copied
+    // The new order (built with a pass or two over the old one and the offsets, at random)
+    // and the offsets kept: O(n), charged with the run.
+    const std::uint64_t copies = 8 * prepared_.items.size();
+    auto run = placer_.place(candidate, fit_, {.above = pool_, .work = budget.left() > copies ? budget.left() - copies : 0});
+    budget.spend(run.work + copies);
     if (run.pool <= pool_) {
       lowered = run.pool < pool_;
       pool_ = run.pool;

@@ -16,17 +16,20 @@ namespace memtool::planner::detail {
 // perturbations are seeded from the problem.
 class IteratedGreedy {
  public:
-  // `start`: the greedy result of `order` with `fit`.
-  IteratedGreedy(const Prepared& prepared, std::vector<std::uint32_t> order, Fit fit, GreedyResult start);
-  // Stops at LB, when the budget is spent, or after a round that lowered the pool (so the
-  // caller can use it at once). True when the pool got lower.
+  // `start`: the greedy result of `order` with `fit`. Its rounds run on `placer` (the caller's,
+  // for the same problem).
+  IteratedGreedy(const Prepared& prepared, GreedyPlacer& placer, std::vector<std::uint32_t> order, Fit fit,
+                 GreedyResult start);
+  // Stops at LB, when the budget is spent (a round it cannot pay for to the end is cut short
+  // and counts for nothing), or after a round that lowered the pool (so the caller can use it
+  // at once). True when the pool got lower.
   bool improve(SearchBudget& budget);
   [[nodiscard]] std::uint64_t pool() const { return pool_; }
   [[nodiscard]] const std::vector<std::uint64_t>& offsets() const { return offsets_; }
 
  private:
   const Prepared& prepared_;
-  GreedyPlacer placer_;
+  GreedyPlacer& placer_;
   Fit fit_;
   std::vector<std::uint32_t> order_;
   std::vector<std::uint64_t> offsets_;

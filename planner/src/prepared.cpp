@@ -2,6 +2,7 @@
 #include "prepared.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <stdexcept>
 
@@ -29,21 +30,35 @@ std::uint64_t footprint(const trace::BufferRequest& buffer) {
 
 namespace detail {
 
-std::vector<trace::LiveInterval> normalised_intervals(const trace::BufferRequest& buffer) {
-  std::vector<trace::LiveInterval> in;
-  in.reserve(buffer.intervals.size());
-  for (const auto& iv : buffer.intervals) {
-    if (iv.begin < iv.end) in.push_back(iv);
+namespace {
+
+// Normalises `buffer`'s intervals into `out` (emptied first), reusing its memory.
+void normalise_into(const trace::BufferRequest& buffer, std::vector<trace::LiveInterval>& out) {
+  out.clear();
+  if (buffer.intervals.size() == 1) {  // the common case: nothing to sort or merge
+    if (buffer.intervals[0].begin < buffer.intervals[0].end) out.push_back(buffer.intervals[0]);
+    return;
   }
-  std::sort(in.begin(), in.end(), [](const auto& x, const auto& y) { return x.begin < y.begin; });
-  std::vector<trace::LiveInterval> out;
-  for (const auto& iv : in) {
-    if (!out.empty() && iv.begin <= out.back().end) {
-      out.back().end = std::max(out.back().end, iv.end);
+  for (const auto& iv : buffer.intervals) {
+    if (iv.begin < iv.end) out.push_back(iv);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.begin < y.begin; });
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    if (kept != 0 && out[k].begin <= out[kept - 1].end) {
+      out[kept - 1].end = std::max(out[kept - 1].end, out[k].end);
     } else {
-      out.push_back(iv);
+      out[kept++] = out[k];
     }
   }
+  out.resize(kept);
+}
+
+}  // namespace
+
+std::vector<trace::LiveInterval> normalised_intervals(const trace::BufferRequest& buffer) {
+  std::vector<trace::LiveInterval> out;
+  normalise_into(buffer, out);
   return out;
 }
 
@@ -54,13 +69,16 @@ Prepared prepare(const trace::Problem& problem) {
   p.items.resize(problem.buffers.size());
   std::vector<trace::LiveInterval> intervals;
   std::vector<std::uint32_t> owner;
+  intervals.reserve(problem.buffers.size());
+  owner.reserve(problem.buffers.size());
+  std::vector<trace::LiveInterval> norm;
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
     const auto& b = problem.buffers[i];
     Item& item = p.items[i];
     item.footprint = footprint(b);
     item.alignment = b.alignment;
     item.crosses_iteration = b.crosses_iteration;
-    auto norm = normalised_intervals(b);
+    normalise_into(b, norm);
     if (norm.empty()) item.footprint = 0;  // never live: occupies nothing
     if (item.footprint == 0) continue;
     p.total_footprint += item.footprint;
@@ -75,24 +93,28 @@ Prepared prepare(const trace::Problem& problem) {
     }
     if (intervals.size() >= kMaxCount) throw std::invalid_argument("too many intervals");
   }
-  p.times.reserve(intervals.size() * 2);
-  for (const auto& iv : intervals) {
-    p.times.push_back(iv.begin);
-    p.times.push_back(iv.end);
+  // Sections: every endpoint sorted once with its place (2k: the begin of interval k, 2k + 1
+  // its end), then numbered in one pass — no search per endpoint.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> endpoints;
+  endpoints.reserve(intervals.size() * 2);
+  for (std::size_t k = 0; k < intervals.size(); ++k) {
+    endpoints.emplace_back(intervals[k].begin, static_cast<std::uint32_t>(2 * k));
+    endpoints.emplace_back(intervals[k].end, static_cast<std::uint32_t>(2 * k + 1));
   }
-  std::sort(p.times.begin(), p.times.end());
-  p.times.erase(std::unique(p.times.begin(), p.times.end()), p.times.end());
-  p.section_count = p.times.empty() ? 0 : static_cast<std::uint32_t>(p.times.size() - 1);
-  auto index_of = [&](std::uint64_t t) {
-    return static_cast<std::uint32_t>(std::lower_bound(p.times.begin(), p.times.end(), t) - p.times.begin());
-  };
+  std::sort(endpoints.begin(), endpoints.end());
   p.spans.resize(intervals.size());
+  p.times.reserve(endpoints.size());
+  for (const auto& [time, place] : endpoints) {
+    if (p.times.empty() || p.times.back() != time) p.times.push_back(time);
+    const auto section = static_cast<std::uint32_t>(p.times.size() - 1);
+    (place % 2 == 0 ? p.spans[place / 2].first : p.spans[place / 2].end) = section;
+  }
+  p.times.shrink_to_fit();
+  p.section_count = p.times.empty() ? 0 : static_cast<std::uint32_t>(p.times.size() - 1);
   std::vector<std::uint64_t> add(p.section_count + 1, 0), sub(p.section_count + 1, 0);
   for (std::size_t k = 0; k < intervals.size(); ++k) {
-    Span s{index_of(intervals[k].begin), index_of(intervals[k].end)};
-    p.spans[k] = s;
-    add[s.first] += p.items[owner[k]].footprint;
-    sub[s.end] += p.items[owner[k]].footprint;
+    add[p.spans[k].first] += p.items[owner[k]].footprint;
+    sub[p.spans[k].end] += p.items[owner[k]].footprint;
   }
   p.load.assign(p.section_count, 0);
   std::uint64_t live = 0;
@@ -102,6 +124,11 @@ Prepared prepare(const trace::Problem& problem) {
     p.lower_bound = std::max(p.lower_bound, live);
   }
   return p;
+}
+
+std::uint64_t prepare_work(const Prepared& p) {
+  const std::uint64_t spans = p.spans.size();
+  return spans * 6 * static_cast<std::uint64_t>(std::bit_width(spans)) + 18 * p.items.size();
 }
 
 }  // namespace detail

@@ -43,6 +43,10 @@ struct Prepared {
 // or intervals.
 [[nodiscard]] Prepared prepare(const trace::Problem& problem);
 
+// What prepare() cost, in work units (search_budget.hpp): mostly sorting the endpoints and
+// finding each one's section.
+[[nodiscard]] std::uint64_t prepare_work(const Prepared& prepared);
+
 // Alignment helpers (alignment is a power of two).
 [[nodiscard]] inline std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
   return (value + alignment - 1) & ~(alignment - 1);

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@
 #include "memtool/planner/placement.hpp"
 #include "prepared.hpp"
 #include "problem_builders.hpp"
+#include "sweep_fill.hpp"
 
 using namespace planner_test;
 namespace md = memtool::planner::detail;
@@ -115,11 +117,83 @@ TEST_CASE("greedy placer: a run stops as soon as the pool exceeds the limit give
   md::GreedyPlacer placer(p);
   const auto order = md::heuristic_order(p, md::Order::size);
   const auto full = placer.place(order, md::Fit::best);
-  const auto stopped = placer.place(order, md::Fit::best, full.pool - 1);
+  const auto stopped = placer.place(order, md::Fit::best, {.above = full.pool - 1});
   CHECK(stopped.pool == UINT64_MAX);
   CHECK(stopped.work < full.work);
-  const auto again = placer.place(order, md::Fit::best, full.pool);
+  const auto again = placer.place(order, md::Fit::best, {.above = full.pool});
   CHECK(again.offsets == full.offsets);  // the index is cleared between runs
+}
+
+TEST_CASE("greedy placer: a run cut by its work limit", "[planner][greedy]") {
+  // Cut with `finish`: the buffers placed before the cut sit where the full run put them, the
+  // rest above them (by sweep_fill), a valid plan; without `finish`, no plan.
+  for (std::uint64_t seed = 40; seed < 46; ++seed) {
+    const auto problem = random_problem(seed, {3000, 6000, 300, static_cast<int>(seed % 5), true, seed % 2 == 0, false});
+    const md::Prepared p = md::prepare(problem);
+    md::GreedyPlacer placer(p);
+    const auto order = md::heuristic_order(p, md::Order::size_by_start);
+    const auto full = placer.place(order, md::Fit::first);
+    CHECK_FALSE(full.cut);
+    CHECK(full.placed == order.size());
+    // With no work at all, the sweep places everything: what the index's setup and it cost.
+    const auto none = placer.place(order, md::Fit::first, {.work = 0, .finish = true});
+    CHECK(none.placed == 0);
+    CHECK(none.work >= md::sweep_fill_work(order.size()));
+    for (const std::uint64_t limit : {std::uint64_t{0}, full.work / 3, full.work / 2}) {
+      INFO(fmt::format("seed {}, limit {} of {}", seed, limit, full.work));
+      const auto cut = placer.place(order, md::Fit::first, {.work = limit, .finish = true});
+      REQUIRE(cut.cut);
+      CHECK(cut.placed < order.size());
+      // Within the limit, but for the placement that crossed it (far less than a twentieth).
+      CHECK(cut.work <= std::max(limit, none.work) + full.work / 20);
+      std::uint64_t prefix_top = 0;
+      for (std::size_t k = 0; k < cut.placed; ++k) {
+        const std::uint32_t i = order[k];
+        CHECK(cut.offsets[i] == full.offsets[i]);
+        if (p.items[i].footprint != 0) prefix_top = std::max(prefix_top, full.offsets[i] + p.items[i].footprint);
+      }
+      for (std::size_t k = cut.placed; k < order.size(); ++k) {
+        if (p.items[order[k]].footprint != 0) CHECK(cut.offsets[order[k]] >= prefix_top);
+      }
+      memtool::planner::Placement placement{cut.offsets, cut.pool};
+      const auto verdict = memtool::planner::validate(problem, placement);
+      INFO(verdict.message);
+      CHECK(verdict.valid);
+      CHECK(verdict.required_pool == cut.pool);
+      const auto abandoned = placer.place(order, md::Fit::first, {.work = limit});
+      CHECK(abandoned.cut);
+      CHECK(abandoned.pool == UINT64_MAX);
+    }
+  }
+}
+
+TEST_CASE("sweep fill: valid above its base on every shape", "[planner][greedy]") {
+  const std::vector<RandomShape> shapes{
+      {400, 800, 60, 0, true, true, false}, {400, 200, 200, 1, false, false, false}, {300, 500, 40, 2, true, false, false},
+      {300, 1000, 300, 3, false, true, false}, {500, 300, 20, 4, true, true, false}};
+  std::uint64_t seed = 900;
+  for (const auto& shape : shapes) {
+    for (int round = 0; round < 6; ++round, ++seed) {
+      const auto problem = random_problem(seed, shape);
+      const md::Prepared p = md::prepare(problem);
+      std::vector<std::uint32_t> all(p.items.size());
+      std::iota(all.begin(), all.end(), 0U);
+      const std::uint64_t base = 1000 * (seed % 3);
+      std::vector<std::uint64_t> offsets(p.items.size(), 0);
+      const std::uint64_t top = md::sweep_fill(p, all, base, offsets);
+      std::uint64_t required = base;
+      for (std::uint32_t i = 0; i < p.items.size(); ++i) {
+        if (p.items[i].footprint == 0) continue;
+        CHECK(offsets[i] >= base);
+        required = std::max(required, offsets[i] + p.items[i].footprint);
+      }
+      CHECK(top == required);
+      const auto verdict = memtool::planner::validate(problem, {offsets, top});
+      INFO(fmt::format("seed {}: {}", seed, verdict.message));
+      CHECK(verdict.valid);
+      CHECK(top - base >= p.lower_bound);
+    }
+  }
 }
 
 TEST_CASE("range union: touching and overlapping ranges merge, in single and batch inserts", "[planner][greedy]") {
