@@ -9,38 +9,18 @@
 #include <cuda.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
-#include <string>
 
-namespace {
+#include "client_session.hpp"
 
-int g_failures = 0;
-
-void check(CUresult result, const char* what) {
-  if (result != CUDA_SUCCESS) {
-    std::printf("FAIL %s: %d\n", what, static_cast<int>(result));
-    ++g_failures;
-  }
-}
-
-}  // namespace
+using client::check;
+using client::g_failures;
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
-  std::ifstream file(argv[1]);
-  std::stringstream image;
-  image << file.rdbuf();
-  const std::string module_image = image.str();
   CUdevice device = 0;
   CUcontext context = nullptr;
-  check(cuInit(0), "cuInit");
-  check(cuDeviceGet(&device, 0), "cuDeviceGet");
-  check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-  CUmodule module = nullptr;
+  const CUmodule module = client::open_session(argv[1], &device, &context);
   CUfunction fill = nullptr, verify = nullptr, fill_indirect = nullptr, verify_indirect = nullptr;
-  check(cuModuleLoadData(&module, module_image.c_str()), "cuModuleLoadData");
   check(cuModuleGetFunction(&fill, module, "pattern_fill"), "pattern_fill");
   check(cuModuleGetFunction(&verify, module, "pattern_verify"), "pattern_verify");
   check(cuModuleGetFunction(&fill_indirect, module, "pattern_fill_indirect"), "pattern_fill_indirect");

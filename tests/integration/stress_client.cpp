@@ -3,42 +3,23 @@
 // test checks the trace's exact counts. Usage: stress_client MODULE_IMAGE ROUNDS
 #include <cuda.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
-#include <string>
 #include <thread>
 #include <vector>
 
-namespace {
-std::atomic<int> g_failures{0};
-void check(CUresult result, const char* what) {
-  if (result != CUDA_SUCCESS) {
-    std::fprintf(stderr, "%s failed with %d\n", what, static_cast<int>(result));
-    ++g_failures;
-  }
-}
-}  // namespace
+#include "client_session.hpp"
+
+using client::check;
+using client::g_failures;
 
 int main(int argc, char** argv) {
   if (argc != 3) return 2;
-  std::ifstream file(argv[1]);
-  std::stringstream image;
-  image << file.rdbuf();
-  const std::string module_image = image.str();
   const int rounds = std::atoi(argv[2]);
-
   CUdevice device = 0;
   CUcontext context = nullptr;
-  check(cuInit(0), "cuInit");
-  check(cuDeviceGet(&device, 0), "cuDeviceGet");
-  check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-  CUmodule module = nullptr;
+  const CUmodule module = client::open_session(argv[1], &device, &context);
   CUfunction relu = nullptr;
-  check(cuModuleLoadData(&module, module_image.c_str()), "cuModuleLoadData");
   check(cuModuleGetFunction(&relu, module, "relu_forward"), "cuModuleGetFunction");
   if (g_failures != 0) return 1;
 
