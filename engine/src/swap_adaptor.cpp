@@ -89,7 +89,7 @@ class SwapAdaptor final : public Adaptor {
     collect_frees(false);
     SwapBuffer b;
     b.size = request.size;
-    make_room(mover_->footprint_of(request.size), 0, nullptr, Room::wait);
+    make_room(mover_->footprint_of(request.size), 0, Room::wait);
     DevicePtr ptr = 0;
     Status status = mover_->allocate(b, request.stream, &ptr);
     if (status == kOutOfMemory) {
@@ -180,8 +180,7 @@ class SwapAdaptor final : public Adaptor {
     for (const DevicePtr base : bases) {
       if (buffers_.contains(base)) current.push_back(base);
     }
-    current_ = current;
-    for (const DevicePtr base : current_) {
+    for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
       uses_.emplace_back(b.key, now);
       if (!b.resident) bring_back_now(base, b, stream);
@@ -203,10 +202,10 @@ class SwapAdaptor final : public Adaptor {
       if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
       b.last_work = work_;
     }
-    make_room(0, 0, &current_, Room::warn);
+    make_room(0, 0, Room::warn);
     prefetch_ahead(now);
     // Leave early for what the next few items will allocate, so the copies out are done by then.
-    make_room(upcoming_allocations(now, options_.lookahead), options_.lookahead, &current_, Room::quiet);
+    make_room(upcoming_allocations(now, options_.lookahead), options_.lookahead, Room::quiet);
     update_peaks();
   }
 
@@ -298,7 +297,7 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t freed = Adaptor::reclaim();
     std::lock_guard lock(mutex_);
     const std::uint64_t before = mover_->device_bytes();
-    make_room(before, 0, nullptr, Room::quiet);  // everything idle to the host
+    make_room(before, 0, Room::quiet);  // everything idle to the host
     settle(true);
     return freed + (before - std::min(before, mover_->device_bytes()));
   }
@@ -325,7 +324,7 @@ class SwapAdaptor final : public Adaptor {
     if (options_.budget_bytes != 0) {
       std::lock_guard lock(mutex_);
       in_flight_.erase(std::this_thread::get_id());
-      make_room(request.size, 0, nullptr, Room::quiet);
+      make_room(request.size, 0, Room::quiet);
     }
     Status status = Adaptor::allocate(request, out);
     // The driver rounds what it charges, so memtool's count may be a little short: free more,
@@ -335,7 +334,7 @@ class SwapAdaptor final : public Adaptor {
       {
         std::lock_guard lock(mutex_);
         const std::uint64_t before = mover_->device_bytes();
-        make_room(request.size + extra, 0, nullptr, Room::quiet);
+        make_room(request.size + extra, 0, Room::quiet);
         settle(true);
         if (mover_->device_bytes() == before && attempt > 0) break;  // nothing more to free
       }
@@ -392,8 +391,9 @@ class SwapAdaptor final : public Adaptor {
 
   // Swap out resident buffers, farthest next use first, until `incoming` more bytes fit in the
   // budget once their copies are done; only buffers needed later than `needed_in` (work items
-  // from now) and not used by the current work item (`busy`) go.
-  void make_room(std::uint64_t incoming, std::uint64_t needed_in, const std::vector<DevicePtr>* busy, Room room) {
+  // from now) and not used by a work item still being issued (in_flight_, which holds the
+  // current one's) go.
+  void make_room(std::uint64_t incoming, std::uint64_t needed_in, Room room) {
     if (options_.budget_bytes == 0) return;
     const std::uint64_t budget = device_budget();
     if (committed() + incoming <= budget) return;
@@ -412,7 +412,6 @@ class SwapAdaptor final : public Adaptor {
     };
     for (const auto& [ptr, b] : buffers_) {
       if (!b.resident) continue;
-      if (busy != nullptr && std::find(busy->begin(), busy->end(), ptr) != busy->end()) continue;
       if (issuing(ptr)) continue;
       const std::uint64_t distance = next_use(b.key, now);
       if (distance != kFar && distance <= needed_in) continue;
@@ -503,7 +502,7 @@ class SwapAdaptor final : public Adaptor {
 
   // The plan did not bring it back in time: in the consumer's stream order, before the work.
   void bring_back_now(DevicePtr base, SwapBuffer& b, StreamId stream) {
-    make_room(b.footprint, 0, &current_, Room::wait);
+    make_room(b.footprint, 0, Room::wait);
     bool back = mover_->move_in(base, b, stream);
     if (!back) {
       settle(true);
@@ -529,7 +528,7 @@ class SwapAdaptor final : public Adaptor {
       // Room for it and for what is allocated before its use, from buffers needed after it only:
       // else the next item's early leaving would send it straight back (Belady, both ways).
       const std::uint64_t needs = b.footprint + upcoming_allocations(now, distance);
-      make_room(needs, distance, &current_, Room::quiet);
+      make_room(needs, distance, Room::quiet);
       if (options_.budget_bytes != 0 && mover_->device_bytes() + needs > device_budget()) continue;
       StreamId side = 0;
       if (!side_stream(in_stream_, side)) return;
@@ -610,7 +609,6 @@ class SwapAdaptor final : public Adaptor {
   std::map<DevicePtr, SwapBuffer> buffers_;  // node-based: the mover keeps pointers to them
   std::map<DevicePtr, SwapBuffer> dying_;  // freed by the program, not yet reached
   std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
-  std::vector<DevicePtr> current_;  // the swapped buffers of the work item being issued
   std::unordered_map<std::thread::id, std::vector<DevicePtr>> in_flight_;  // per thread: its last work item's
   std::vector<std::pair<std::uint64_t, std::uint64_t>> uses_;         // (key, relative work) this iteration
   std::vector<std::pair<std::uint64_t, std::uint64_t>> allocations_;  // (relative work, footprint) this iteration

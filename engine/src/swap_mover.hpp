@@ -65,7 +65,6 @@ class SwapMover {
 
   [[nodiscard]] virtual std::uint64_t device_bytes() const = 0;   // held on the device now
   [[nodiscard]] virtual std::uint64_t leaving_bytes() const = 0;  // of those, freed by settle
-  [[nodiscard]] virtual std::uint64_t host_bytes() const = 0;     // pinned host bytes held
   [[nodiscard]] virtual std::uint64_t stall_ns() const = 0;       // host time spent waiting
   // Release everything it holds that no buffer uses (the host pool's free slots).
   virtual void trim() = 0;

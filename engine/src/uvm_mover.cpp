@@ -33,7 +33,6 @@ class UvmMover final : public SwapMover {
 
   void free(DevicePtr ptr, SwapBuffer& b) override {
     if (b.resident) device_bytes_ -= std::min(device_bytes_, b.footprint);
-    else host_bytes_ -= std::min(host_bytes_, b.size);
     (void)device_.free(ptr, MemoryKind::managed, 0);
   }
 
@@ -41,7 +40,6 @@ class UvmMover final : public SwapMover {
     if (device_.prefetch(ptr, b.size, Residence::host, side) != kSuccess) return false;
     b.resident = false;
     device_bytes_ -= std::min(device_bytes_, b.footprint);
-    host_bytes_ += b.size;
     return true;
   }
 
@@ -49,21 +47,18 @@ class UvmMover final : public SwapMover {
     if (device_.prefetch(ptr, b.size, Residence::device, stream) != kSuccess) return false;
     b.resident = true;
     device_bytes_ += b.footprint;
-    host_bytes_ -= std::min(host_bytes_, b.size);
     return true;
   }
 
   void settle(bool) override {}
   std::uint64_t device_bytes() const override { return device_bytes_; }
   std::uint64_t leaving_bytes() const override { return 0; }
-  std::uint64_t host_bytes() const override { return host_bytes_; }
   std::uint64_t stall_ns() const override { return 0; }
   void trim() override {}
 
  private:
   Device& device_;
   std::uint64_t device_bytes_ = 0;
-  std::uint64_t host_bytes_ = 0;
 };
 
 }  // namespace

@@ -205,7 +205,6 @@ class VmmMover final : public SwapMover {
 
   std::uint64_t device_bytes() const override { return device_bytes_ + cached_bytes_; }
   std::uint64_t leaving_bytes() const override { return leaving_bytes_ + cached_bytes_; }
-  std::uint64_t host_bytes() const override { return host_bytes_; }
   std::uint64_t stall_ns() const override { return stall_ns_; }
 
   void trim() override {
