@@ -19,14 +19,17 @@ std::string to_json(const Summary& s) {
       "\"peak_device_bytes_with_pool\":{},\"peak_device_bytes_without_pool\":{},\"budget_bytes\":{},"
       "\"budget_refusals\":{},\"allocation_failures\":{},\"peak_device_bytes\":{},\"bytes_swapped_out\":{},"
       "\"bytes_swapped_in\":{},\"swap_ins_ahead\":{},\"swap_ins_on_demand\":{},\"host_bytes\":{},"
-      "\"swap_mode\":\"{}\",\"swap_ins_late\":{},\"swap_ins_failed\":{},\"allocations_on_host\":{},\"stall_ns\":{}}}",
+      "\"swap_mode\":\"{}\",\"swap_ins_late\":{},\"swap_ins_failed\":{},\"allocations_on_host\":{},\"stall_ns\":{},"
+      "\"swap_policy\":\"{}\",\"swap_schedules\":{},\"swap_schedule_drops\":{},\"swap_outs_scheduled\":{},"
+      "\"swap_ins_scheduled\":{}}}",
       s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
       s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through,
       s.misses, s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims,
       s.exports_refused, s.stream_waits, s.events_recorded, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool,
       s.budget_bytes, s.budget_refusals, s.allocation_failures, s.peak_device_bytes, s.bytes_swapped_out,
       s.bytes_swapped_in, s.swap_ins_ahead, s.swap_ins_on_demand, s.host_bytes, s.swap_mode, s.swap_ins_late,
-      s.swap_ins_failed, s.allocations_on_host, s.stall_ns);
+      s.swap_ins_failed, s.allocations_on_host, s.stall_ns, s.swap_policy, s.swap_schedules, s.swap_schedule_drops,
+      s.swap_outs_scheduled, s.swap_ins_scheduled);
 }
 
 bool write_summary_file(const Summary& summary, const std::string& path) {
@@ -43,10 +46,12 @@ bool write_summary_file(const Summary& summary, const std::string& path) {
 std::string summary_line(const Summary& s) {
   if (s.strategy == "swap") {
     return fmt::format(
-        "memtool swap ({}): device peak {} B with memtool (budget {} B), {} B of live buffers at most; {} B swapped "
-        "out, {} B in ({} ahead of use, {} of them late, {} on demand); {} B on the host at most; {:.1f} ms waited",
-        s.swap_mode.empty() ? "off" : s.swap_mode, s.peak_device_bytes, s.budget_bytes, s.peak_device_bytes_without_pool,
-        s.bytes_swapped_out, s.bytes_swapped_in, s.swap_ins_ahead, s.swap_ins_late, s.swap_ins_on_demand, s.host_bytes,
+        "memtool swap ({}, {}): device peak {} B with memtool (budget {} B), {} B of live buffers at most; {} B "
+        "swapped out, {} B in ({} on the schedule, {} ahead of use by the rule, {} late, {} on demand); {} B on the "
+        "host at most; {:.1f} ms waited",
+        s.swap_mode.empty() ? "off" : s.swap_mode, s.swap_policy.empty() ? "belady" : s.swap_policy,
+        s.peak_device_bytes, s.budget_bytes, s.peak_device_bytes_without_pool, s.bytes_swapped_out, s.bytes_swapped_in,
+        s.swap_ins_scheduled, s.swap_ins_ahead, s.swap_ins_late, s.swap_ins_on_demand, s.host_bytes,
         static_cast<double>(s.stall_ns) / 1e6);
   }
   const std::string step =

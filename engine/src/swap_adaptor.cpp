@@ -40,12 +40,17 @@
 
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
+#include "op_timer.hpp"
 #include "spare_events.hpp"
 #include "swap_mover.hpp"
+#include "swap_observation.hpp"
+#include "swap_schedule.hpp"
 
 namespace memtool::engine {
 namespace {
 
+using detail::Birth;
+using detail::BufferName;
 using detail::SwapBuffer;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
@@ -55,7 +60,7 @@ constexpr std::uint64_t kMaxLead = 1024;  // work items
 class SwapAdaptor final : public Adaptor {
  public:
   SwapAdaptor(Device& device, std::unique_ptr<Resource> upstream, SwapOptions options)
-      : Adaptor(std::move(upstream)), device_(device), options_(options) {
+      : Adaptor(std::move(upstream)), device_(device), options_(std::move(options)), timer_(device) {
     if (options_.mode == SwapMechanism::explicit_copies) {
       mover_ = detail::make_vmm_mover(device_, spare_events_, options_.host_limit_bytes);
       if (!mover_) {
@@ -67,7 +72,14 @@ class SwapAdaptor final : public Adaptor {
   }
 
   ~SwapAdaptor() override {
+    if (planning_.valid()) planning_.wait();
     std::lock_guard lock(mutex_);
+    timer_.destroy_all();
+    for (const Lateness& l : lateness_) timing_spare_.insert(timing_spare_.end(), {l.arrival, l.consumer});
+    for (auto& [ptr, b] : buffers_) {
+      if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
+    }
+    for (const EventId e : timing_spare_) device_.destroy_event(e);
     spare_events_.destroy_all(device_);
   }
 
@@ -87,6 +99,7 @@ class SwapAdaptor final : public Adaptor {
     }
     in_flight_.erase(std::this_thread::get_id());
     collect_frees(false);
+    if (iteration_started_) apply_outs(work_ - iteration_begin_);
     SwapBuffer b;
     b.size = request.size;
     make_room(mover_->footprint_of(request.size), 0, Room::wait);
@@ -115,7 +128,17 @@ class SwapAdaptor final : public Adaptor {
       // What the driver would have answered without memtool.
       return Adaptor::allocate(request, out);
     }
-    b.key = iteration_started_ ? next_ordinal_++ : (kPersistentKey | ptr);
+    if (iteration_started_) {
+      b.ordinal = next_ordinal_;
+      b.birth = Birth::current;
+      b.key = next_ordinal_++;
+      if (born_current_.size() <= b.ordinal) born_current_.resize(b.ordinal + 1, 0);
+      born_current_[b.ordinal] = ptr;
+      if (logging_) log_.allocated(b.ordinal, b.footprint, ptr);
+      if (schedule_ && !schedule_->expects(b.ordinal, b.footprint)) drop_schedule("an allocation differs from the plan's");
+    } else {
+      b.key = kPersistentKey | ptr;
+    }
     b.id = ++next_id_;
     b.streams.push_back(request.stream);
     b.last_work = work_;
@@ -137,6 +160,9 @@ class SwapAdaptor final : public Adaptor {
     }
     SwapBuffer& b = it->second;
     live_bytes_ -= b.size;
+    forget_name(ptr, b);
+    if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
+    b.timed_arrival = 0;
     if (b.arrival_pending) {
       recycle(b.arrival);
       b.arrival_pending = false;
@@ -180,9 +206,16 @@ class SwapAdaptor final : public Adaptor {
     for (const DevicePtr base : bases) {
       if (buffers_.contains(base)) current.push_back(base);
     }
+    if (logging_) {
+      (void)log_.item();
+      timer_.item(stream);
+    }
+    // The schedule's copies for this item first: a copy-in due now is then waited for below.
+    apply_schedule(now - 1, stream);
     for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
       uses_.emplace_back(b.key, now);
+      if (logging_) log_.used(name_of(base, b));
       if (!b.resident) bring_back_now(base, b, stream);
       if (b.arrival_pending) {
         // Every stream waits for the copy back until it has arrived, not only the first user.
@@ -191,7 +224,12 @@ class SwapAdaptor final : public Adaptor {
           ++counters_.swap_ins_late;
           grow_lead(b.key);
         }
+        // A scheduled copy-in learns from the GPU's clock only: the host may be far ahead of the
+        // GPU, so "not arrived yet" seen from here says little (without timing events, the
+        // schedule keeps its triggers).
+        if (b.scheduled_in != 0 && b.timed_arrival != 0) judge_later(b, stream);
         b.arrival_ahead = false;
+        b.scheduled_in = 0;
         if (arrived_already) {
           recycle(b.arrival);
           b.arrival_pending = false;
@@ -202,6 +240,7 @@ class SwapAdaptor final : public Adaptor {
       if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
       b.last_work = work_;
     }
+    advance_planning();
     make_room(0, 0, Room::warn);
     prefetch_ahead(now);
     // Leave early for what the next few items will allocate, so the copies out are done by then.
@@ -212,6 +251,8 @@ class SwapAdaptor final : public Adaptor {
   void on_boundary(const Boundary& boundary) override {
     Adaptor::on_boundary(boundary);
     std::lock_guard lock(mutex_);
+    // No work since the last boundary (as at teardown): not an iteration of its own.
+    if (iteration_started_ && work_ == iteration_begin_) return;
     // The iteration that just ended is the oracle of the next one.
     if (iteration_started_) {
       last_uses_.clear();
@@ -220,12 +261,15 @@ class SwapAdaptor final : public Adaptor {
       for (std::size_t i = 1; i < last_allocations_.size(); ++i) last_allocations_[i].second += last_allocations_[i - 1].second;
       last_length_ = work_ - iteration_begin_;
       ++counters_.iterations_planned;
+      rename_at_boundary();
     }
     uses_.clear();
     allocations_.clear();
     iteration_started_ = true;
     iteration_begin_ = work_;
     next_ordinal_ = 0;
+    outs_done_ = kFar;
+    schedule_at_boundary();
   }
 
   bool wants_accesses() const override { return true; }
@@ -283,6 +327,11 @@ class SwapAdaptor final : public Adaptor {
     s.swap_ins_failed += counters_.swap_ins_failed;
     s.allocations_on_host += counters_.born_on_host;
     s.stall_ns += mover_->stall_ns();
+    s.swap_policy = options_.policy;
+    s.swap_schedules += counters_.schedules;
+    s.swap_schedule_drops += counters_.schedule_drops;
+    s.swap_outs_scheduled += counters_.swap_outs_scheduled;
+    s.swap_ins_scheduled += counters_.swap_ins_scheduled;
     s.host_bytes = std::max(s.host_bytes, counters_.host_bytes);
     s.stream_waits += counters_.stream_waits;
     s.iterations_planned += counters_.iterations_planned;
@@ -324,6 +373,7 @@ class SwapAdaptor final : public Adaptor {
     if (options_.budget_bytes != 0) {
       std::lock_guard lock(mutex_);
       in_flight_.erase(std::this_thread::get_id());
+      if (iteration_started_) apply_outs(work_ - iteration_begin_);
       make_room(request.size, 0, Room::quiet);
     }
     Status status = Adaptor::allocate(request, out);
@@ -396,7 +446,11 @@ class SwapAdaptor final : public Adaptor {
   void make_room(std::uint64_t incoming, std::uint64_t needed_in, Room room) {
     if (options_.budget_bytes == 0) return;
     const std::uint64_t budget = device_budget();
-    if (committed() + incoming <= budget) return;
+    if (committed() + incoming <= budget) {
+      // Enough once the copies out under way are done: wait for them if the bytes are needed now.
+      if (room == Room::wait && mover_->device_bytes() + incoming > budget) settle(true);
+      return;
+    }
     const std::uint64_t now = work_ - iteration_begin_;
     struct Victim {
       std::uint64_t distance;
@@ -404,12 +458,6 @@ class SwapAdaptor final : public Adaptor {
       DevicePtr ptr;
     };
     std::vector<Victim> victims;
-    const auto issuing = [this](DevicePtr ptr) {
-      for (const auto& [thread, bases] : in_flight_) {
-        if (std::find(bases.begin(), bases.end(), ptr) != bases.end()) return true;
-      }
-      return false;
-    };
     for (const auto& [ptr, b] : buffers_) {
       if (!b.resident) continue;
       if (issuing(ptr)) continue;
@@ -437,7 +485,11 @@ class SwapAdaptor final : public Adaptor {
       swap_out(v.ptr, b);
     }
     if (room == Room::quiet) return;
-    if (room == Room::wait && mover_->device_bytes() + incoming > budget && mover_->leaving_bytes() != 0) settle(true);
+    // Device memory still held by copies out under way, or by frees the GPU has not reached.
+    if (room == Room::wait && mover_->device_bytes() + incoming > budget &&
+        (mover_->leaving_bytes() != 0 || !dying_.empty())) {
+      settle(true);
+    }
     if (committed() + incoming > budget && !said_over_budget_) {
       said_over_budget_ = true;
       log(LogLevel::warn,
@@ -447,23 +499,33 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  void swap_out(DevicePtr ptr, SwapBuffer& b) {
-    StreamId side = 0;
-    if (!side_stream(out_stream_, side)) return;
+  // On the swap-out stream, or on `on` (save-on-cpu: the compute stream) when given.
+  bool swap_out(DevicePtr ptr, SwapBuffer& b, StreamId on = 0) {
+    StreamId side = on;
+    if (on == 0 && !side_stream(out_stream_, side)) return false;
     // After the last work that used it on every stream, on the side stream: the compute streams
     // never wait.
-    if (!join_uses(b, side)) return;
+    if (!join_uses(b, side)) return false;
     if (b.arrival_pending) {
       // Brought back ahead but needed later than what needs the room now: after that copy.
       (void)device_.stream_wait_event(side, b.arrival);
       recycle(b.arrival);
       b.arrival_pending = false;
     }
-    if (!mover_->move_out(ptr, b, side)) return;
+    if (!mover_->move_out(ptr, b, side)) return false;
     b.streams.clear();
     counters_.bytes_swapped_out += b.size;
     counters_.host_bytes_now += b.size;
     counters_.host_bytes = std::max(counters_.host_bytes, counters_.host_bytes_now);
+    return true;
+  }
+
+  // Used by a work item still being issued (in_flight_ holds each thread's current one).
+  bool issuing(DevicePtr ptr) const {
+    for (const auto& [thread, bases] : in_flight_) {
+      if (std::find(bases.begin(), bases.end(), ptr) != bases.end()) return true;
+    }
+    return false;
   }
 
   // Orders `side` after the work queued so far on every stream that used `b`; false if an event
@@ -522,7 +584,7 @@ class SwapAdaptor final : public Adaptor {
   void prefetch_ahead(std::uint64_t now) {
     if (last_length_ == 0 || options_.lookahead == 0) return;
     for (auto& [ptr, b] : buffers_) {
-      if (b.resident) continue;
+      if (b.resident || b.held_out) continue;
       const std::uint64_t distance = next_use(b.key, now);
       if (distance == kFar || distance > lead_of(b.key)) continue;
       // Room for it and for what is allocated before its use, from buffers needed after it only:
@@ -536,6 +598,268 @@ class SwapAdaptor final : public Adaptor {
       mark_arrival(b, side, true);
       arrived(b);
       ++counters_.swap_ins_ahead;
+    }
+  }
+
+  // --- the swapper's schedule (swap_schedule.hpp) ---
+  // Learning: each iteration is logged and timed from its start; two in a row with the same
+  // allocations and length make the plan's input once their GPU times are known. Planning runs
+  // on its own thread; the schedule applies from the next boundary on, until drift drops it.
+  enum class PlanState : std::uint8_t { off, learning, waiting_times, planning, ready, applying, failed };
+
+  BufferName name_of(DevicePtr ptr, const SwapBuffer& b) const {
+    if (b.birth == Birth::persistent) return BufferName{Birth::persistent, ptr};
+    return BufferName{b.birth, b.ordinal};
+  }
+
+  // The live buffer a schedule's name stands for, or 0.
+  DevicePtr resolve(const BufferName& name) const {
+    DevicePtr ptr = 0;
+    if (name.birth == Birth::persistent) {
+      ptr = name.id;
+    } else {
+      const auto& table = name.birth == Birth::current ? born_current_ : born_previous_;
+      if (name.id < table.size()) ptr = table[name.id];
+    }
+    const auto it = buffers_.find(ptr);
+    return it != buffers_.end() && it->second.birth == name.birth ? ptr : 0;
+  }
+
+  void forget_name(DevicePtr ptr, const SwapBuffer& b) {
+    if (logging_) log_.freed(name_of(ptr, b));
+    auto& table = b.birth == Birth::current ? born_current_ : born_previous_;
+    if (b.birth != Birth::persistent && b.ordinal < table.size() && table[b.ordinal] == ptr) table[b.ordinal] = 0;
+  }
+
+  // This iteration's buffers are the previous one's from now on; those made before it that still
+  // live are persistent.
+  void rename_at_boundary() {
+    for (auto& [ptr, b] : buffers_) {
+      if (b.birth == Birth::previous) {
+        b.birth = Birth::persistent;
+        b.key = kPersistentKey | ptr;
+      } else if (b.birth == Birth::current) {
+        b.birth = Birth::previous;
+      }
+    }
+    born_previous_ = std::move(born_current_);
+    born_current_.clear();
+  }
+
+  void start_log() {
+    log_.clear();
+    for (const auto& [ptr, b] : buffers_) log_.alive(name_of(ptr, b), b.footprint, ptr);
+    timer_.begin();
+    logging_ = true;
+  }
+
+  void schedule_at_boundary() {
+    if (plan_state_ == PlanState::off && options_.budget_bytes != 0 && options_.policy != "belady") {
+      plan_state_ = PlanState::learning;
+    }
+    switch (plan_state_) {
+      case PlanState::applying:
+        if (last_length_ != schedule_->items()) {
+          drop_schedule(fmt::format("an iteration of {} work items, the plan's had {}", last_length_, schedule_->items()));
+          start_log();
+        } else {
+          judge_lateness();
+          schedule_->rebuild();
+        }
+        return;
+      case PlanState::ready:
+        install_schedule();
+        return;
+      case PlanState::learning:
+        if (logging_) {
+          timer_.end();
+          logging_ = false;
+          if (log_.items() == learned_items_ && log_.signature() == learned_signature_) {
+            plan_state_ = PlanState::waiting_times;  // the GPU times come later (advance_planning)
+            return;
+          }
+          learned_items_ = log_.items();
+          learned_signature_ = log_.signature();
+        }
+        start_log();
+        return;
+      default:
+        return;
+    }
+  }
+
+  // While waiting: the GPU times of the logged iteration, then the plan.
+  void advance_planning() {
+    if (plan_state_ == PlanState::waiting_times) {
+      std::optional<std::vector<double>> times = timer_.poll();
+      if (!times) return;
+      std::string why;
+      std::optional<detail::IterationLog::Input> input = log_.to_input(*times, why);
+      if (!input) {
+        fail_planning(why);
+        return;
+      }
+      detail::PlanRequest request;
+      request.input = std::move(*input);
+      request.link.d2h_bytes_per_ns = request.link.h2d_bytes_per_ns =
+          static_cast<double>(options_.link_bytes_per_second) / 1e9;
+      request.budget_bytes = device_budget();
+      request.strategy = options_.policy;
+      request.options.mode = swapper::ScheduleMode::stick_to_limit;
+      request.items = log_.items();
+      request.signature = log_.signature();
+      log(LogLevel::info, fmt::format("memtool swap: planning {} ({} work items, {} buffers, {} GPU times) for {} B",
+                                      options_.policy, request.items, request.input.iteration.buffers.size(),
+                                      timer_.gpu_timed() ? "measured" : "host-gap", request.budget_bytes));
+      planning_ = detail::plan_async(std::move(request));
+      plan_state_ = PlanState::planning;
+      return;
+    }
+    if (plan_state_ != PlanState::planning) return;
+    if (planning_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    detail::PlanReply reply = planning_.get();
+    if (!reply.schedule) {
+      fail_planning(reply.message);
+      return;
+    }
+    log(LogLevel::info, "memtool swap: " + options_.policy + " schedule: " + reply.message);
+    ready_ = std::move(reply.schedule);
+    plan_state_ = PlanState::ready;
+  }
+
+  void fail_planning(const std::string& why) {
+    log(LogLevel::warn, "memtool swap: no " + options_.policy + " schedule (" + why + "); swapping by its own rule");
+    plan_state_ = PlanState::failed;
+  }
+
+  void install_schedule() {
+    schedule_ = std::move(ready_);
+    plan_state_ = PlanState::applying;
+    ++counters_.schedules;
+    for (auto& [ptr, b] : buffers_) {
+      b.scheduled_in = 0;
+      if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
+      b.timed_arrival = 0;
+    }
+  }
+
+  void drop_schedule(const std::string& why) {
+    log(LogLevel::info, "memtool swap: the schedule is dropped (" + why + "); learning again");
+    schedule_.reset();
+    ++counters_.schedule_drops;
+    for (const Lateness& l : lateness_) timing_spare_.insert(timing_spare_.end(), {l.arrival, l.consumer});
+    lateness_.clear();
+    plan_state_ = PlanState::learning;
+    logging_ = false;  // from the next boundary
+    learned_items_ = 0;
+    learned_signature_.clear();
+    for (auto& [ptr, b] : buffers_) {
+      b.scheduled_in = 0;
+      b.held_out = false;
+      if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
+      b.timed_arrival = 0;
+    }
+  }
+
+  // A timing event recorded on `stream` now, or 0 when the device cannot time events.
+  EventId timed_mark(StreamId stream) {
+    if (!timing_events_) return 0;
+    EventId e = 0;
+    if (!timing_spare_.empty()) {
+      e = timing_spare_.back();
+      timing_spare_.pop_back();
+    } else if (device_.create_timing_event(&e) != kSuccess) {
+      timing_events_ = false;
+      return 0;
+    }
+    if (device_.record_event(e, stream) != kSuccess) {
+      timing_spare_.push_back(e);
+      return 0;
+    }
+    return e;
+  }
+
+  // The consumer of a scheduled copy-in is about to be issued on `stream`: whether the copy
+  // arrived in time is decided on the GPU's clock once both events have completed.
+  void judge_later(SwapBuffer& b, StreamId stream) {
+    const EventId consumer = timed_mark(stream);
+    if (consumer != 0) {
+      lateness_.push_back(Lateness{b.scheduled_in - 1, b.timed_arrival, consumer});
+    } else {
+      timing_spare_.push_back(b.timed_arrival);
+    }
+    b.timed_arrival = 0;
+  }
+
+  // Copy-ins that arrived after their consumer's turn on the GPU start earlier from now on.
+  void judge_lateness() {
+    std::erase_if(lateness_, [this](const Lateness& l) {
+      if (!device_.event_completed(l.arrival) || !device_.event_completed(l.consumer)) return false;
+      double ns = 0;
+      if (schedule_ && device_.elapsed_ns(l.consumer, l.arrival, &ns) == kSuccess && ns > 0) schedule_->late(l.swap);
+      timing_spare_.push_back(l.arrival);
+      timing_spare_.push_back(l.consumer);
+      return true;
+    });
+  }
+
+  // The copies out due once the item before `item` was issued: at the first call after it (an
+  // allocation between two items must find the room the plan made for it), once.
+  void apply_outs(std::uint64_t item) {
+    if (!schedule_ || item >= schedule_->items() || outs_done_ == item) return;
+    outs_done_ = item;
+    const bool on_compute = options_.policy == "save-on-cpu";  // its copies run in the program's order
+    for (const detail::SwapSchedule::Trigger& t : schedule_->outs_at(static_cast<std::uint32_t>(item))) {
+      const DevicePtr ptr = resolve(t.name);
+      if (ptr == 0) continue;
+      SwapBuffer& b = buffers_.at(ptr);
+      if (!b.resident || issuing(ptr) || counters_.host_bytes_now + b.size > host_limit()) continue;
+      if (swap_out(ptr, b, on_compute && !b.streams.empty() ? b.streams.back() : 0)) {
+        b.held_out = true;
+        ++counters_.swap_outs_scheduled;
+      }
+    }
+  }
+
+  // The schedule's copies issued at work item `item`: out first, then in.
+  void apply_schedule(std::uint64_t item, StreamId stream) {
+    if (!schedule_) return;
+    if (item >= schedule_->items()) {
+      drop_schedule(fmt::format("an iteration longer than the plan's {} work items", schedule_->items()));
+      return;
+    }
+    const auto at = static_cast<std::uint32_t>(item);
+    const bool on_compute = options_.policy == "save-on-cpu";
+    apply_outs(item);
+    for (const detail::SwapSchedule::Trigger& t : schedule_->ins_at(at)) {
+      const DevicePtr ptr = resolve(t.name);
+      if (ptr == 0) continue;
+      SwapBuffer& b = buffers_.at(ptr);
+      if (b.resident) continue;
+      b.held_out = false;  // from here the rule may bring it back too
+      // The plan has room for it here; what still holds that room (a copy out, a free the GPU
+      // has not reached) is waited for, as the consumer would wait for the buffer.
+      make_room(b.footprint, schedule_->lead(t.swap), Room::wait);
+      if (mover_->device_bytes() + b.footprint > device_budget()) continue;
+      StreamId on = stream;
+      if (!on_compute) {
+        // On the swap-in stream, once the program's stream has reached this item (the plan's
+        // time), not when the host gets here, which may be far ahead of the GPU.
+        if (!side_stream(in_stream_, on)) continue;
+        bool ok = false;
+        const EventId e = take_event(ok);
+        if (!ok) continue;
+        const bool ordered = device_.record_event(e, stream) == kSuccess && device_.stream_wait_event(on, e) == kSuccess;
+        recycle(e);
+        if (!ordered) continue;
+      }
+      if (!mover_->move_in(ptr, b, on)) continue;
+      mark_arrival(b, on, true);
+      b.scheduled_in = t.swap + 1;
+      if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
+      b.timed_arrival = timed_mark(on);
+      arrived(b);
+      ++counters_.swap_ins_scheduled;
     }
   }
 
@@ -599,6 +923,10 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t peak_device_bytes_without_pool = 0;
     std::uint64_t allocation_failures = 0;
     std::uint64_t exports_refused = 0;
+    std::uint64_t schedules = 0;
+    std::uint64_t schedule_drops = 0;
+    std::uint64_t swap_outs_scheduled = 0;
+    std::uint64_t swap_ins_scheduled = 0;
   };
 
   Device& device_;
@@ -626,9 +954,30 @@ class SwapAdaptor final : public Adaptor {
   std::atomic<bool> unavailable_{false};
   bool said_over_budget_ = false;
   bool said_host_limit_ = false;
-  bool stopped_ = false;
+  bool stopped_ = false;  // shut down: frees are carried out at once
   std::unordered_set<std::uint64_t> exported_;  // keys whose buffer the program exported
-  std::uint64_t next_id_ = 0;  // shut down: frees are carried out at once
+  std::uint64_t next_id_ = 0;
+  // The schedule's state (see PlanState).
+  PlanState plan_state_ = PlanState::off;
+  detail::IterationLog log_;
+  detail::OpTimer timer_;
+  bool logging_ = false;  // log_ holds this iteration from its start
+  std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
+  struct Lateness {
+    std::uint32_t swap;
+    EventId arrival;   // after the copy-in
+    EventId consumer;  // where its consumer starts
+  };
+  std::vector<Lateness> lateness_;     // scheduled copy-ins to judge once the GPU got there
+  std::vector<EventId> timing_spare_;  // timing events to record again
+  bool timing_events_ = true;          // until the device cannot make one
+  std::uint32_t learned_items_ = 0;
+  std::vector<std::uint64_t> learned_signature_;
+  std::future<detail::PlanReply> planning_;
+  std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
+  std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
+  std::vector<DevicePtr> born_current_;   // by ordinal: this iteration's buffers (0: freed)
+  std::vector<DevicePtr> born_previous_;  // the last iteration's
   Counters counters_;
 };
 

@@ -19,6 +19,7 @@
 
 #include "memtool/engine/device.hpp"
 #include "spare_events.hpp"
+#include "swap_names.hpp"
 
 namespace memtool::engine::detail {
 
@@ -33,6 +34,11 @@ struct SwapBuffer {
   EventId arrival = 0;          // a copy back in flight: its users wait on this
   bool arrival_pending = false;
   bool arrival_ahead = false;   // that copy was a swap-in ahead, not yet used
+  std::uint32_t scheduled_in = 0;  // 1 + the schedule's swap that copy was; 0: not the schedule's
+  EventId timed_arrival = 0;    // a timing event after that copy (0: none), to judge lateness on the GPU
+  bool held_out = false;        // sent out by the schedule, which also brings it back
+  std::uint64_t ordinal = 0;    // its allocation's place in the iteration that made it
+  Birth birth = Birth::persistent;
   // The mover's.
   std::uint64_t footprint = 0;  // device bytes it holds when resident
   Device::PhysicalHandle device_memory = 0;

@@ -46,6 +46,11 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.swap_ins_failed += s.swap_ins_failed;
   into.allocations_on_host += s.allocations_on_host;
   into.stall_ns += s.stall_ns;
+  if (!s.swap_policy.empty()) into.swap_policy = s.swap_policy;
+  into.swap_schedules += s.swap_schedules;
+  into.swap_schedule_drops += s.swap_schedule_drops;
+  into.swap_outs_scheduled += s.swap_outs_scheduled;
+  into.swap_ins_scheduled += s.swap_ins_scheduled;
   into.peak_device_bytes = std::max(into.peak_device_bytes, s.peak_device_bytes);
   into.stream_waits += s.stream_waits;
   into.events_recorded += s.events_recorded;

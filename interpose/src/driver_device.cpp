@@ -89,6 +89,23 @@ Status DriverDevice::synchronize_event(engine::EventId event) {
   return status(f_.event_synchronize(as_event(event)));
 }
 
+Status DriverDevice::create_timing_event(engine::EventId* out) {
+  CUevent event = nullptr;
+  const CUresult result = f_.event_create(&event, CU_EVENT_DEFAULT);
+  if (result == CUDA_SUCCESS) *out = reinterpret_cast<std::uintptr_t>(event);
+  return status(result);
+}
+
+// cuEventElapsedTime_v2 (CUDA 12.8 on); older drivers have only the first version, which memtool
+// does not resolve: their op times come from the host.
+Status DriverDevice::elapsed_ns(engine::EventId start, engine::EventId end, double* out) {
+  if (f_.event_elapsed_time == nullptr) return kNotSupported;
+  float ms = 0;
+  const CUresult result = f_.event_elapsed_time(&ms, as_event(start), as_event(end));
+  if (result == CUDA_SUCCESS) *out = static_cast<double>(ms) * 1e6;
+  return status(result);
+}
+
 Status DriverDevice::create_stream(engine::StreamId* out) {
   if (f_.stream_create == nullptr) return kNotSupported;
   CUstream stream = nullptr;

@@ -2,6 +2,7 @@
 #include "memtool/interpose/options.hpp"
 
 #include "memtool/engine/strategy.hpp"
+#include "memtool/swapper/plan.hpp"
 
 #include <fmt/format.h>
 
@@ -105,6 +106,18 @@ std::string parse_strategy(std::string_view text, std::string& out) {
   return "expected one of " + names + "off";
 }
 
+// A swapper strategy (memtool/swapper/plan.hpp), or belady: the swap policy's own rule alone.
+std::string parse_swap_policy(std::string_view text, std::string& out) {
+  const std::string value = lower(text);
+  if (value == "belady" || swapper::find_strategy(value) != nullptr) {
+    out = value;
+    return {};
+  }
+  std::string names;
+  for (const swapper::StrategyInfo& s : swapper::strategies()) names += std::string(s.name) + "|";
+  return "expected one of " + names + "belady";
+}
+
 std::string parse(std::string_view text, LogLevel& out) {
   const std::string value = lower(text);
   if (value == "off") out = LogLevel::off;
@@ -143,6 +156,8 @@ std::string parse_value(std::string_view text, V& out) {
     return parse_text(text, T, out);
   } else if constexpr (T == OptionType::strategy) {
     return parse_strategy(text, out);
+  } else if constexpr (T == OptionType::swap_policy) {
+    return parse_swap_policy(text, out);
   } else {
     return parse(text, out);
   }

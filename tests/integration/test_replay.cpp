@@ -161,13 +161,15 @@ struct SwapCase {
   std::string mode = "explicit";
   bool attainable = true;
   bool async = false;
+  std::string policy;  // MEMTOOL_SWAP_POLICY; set: the run is long enough for its schedule to apply
+  unsigned steps = 6;
 };
 
 void check_swap(const SwapCase& c) {
   const Model& m = c.model;
   const std::string dir = fresh_dir(std::string(m.name) + "_swap_" + c.mode + std::to_string(c.percent) + (c.async ? "async" : ""));
-  INFO("budget " << c.percent << "% " << c.mode << (c.async ? " --async" : ""));
-  std::vector<std::string> steps{"--steps", "6"};
+  INFO("budget " << c.percent << "% " << c.mode << (c.async ? " --async" : "") << " " << c.policy);
+  std::vector<std::string> steps{"--steps", std::to_string(c.steps)};
   if (c.async) steps.push_back("--async");
   const Replay plain = replay(dir + "/plain", m, steps, {});
   const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
@@ -179,10 +181,11 @@ void check_swap(const SwapCase& c) {
   const Outcome starved = run(argv, {{"LD_LIBRARY_PATH", FAKECUDA_DIR}, {"FAKECUDA_MEMORY_BYTES", capacity}}, dir);
   CHECK(starved.status != 0);  // the plain run does not fit
 
-  const Replay swapped = replay(dir + "/swap", m, steps,
-                                {{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_SWAP_MODE", c.mode}, {"MEMTOOL_BUDGET", capacity},
-                                 {"MEMTOOL_POOL_SYNC_PLANNING", "1"}, {"FAKECUDA_MEMORY_BYTES", capacity}});
-  check_clean(swapped.outcome, 6);
+  Env env{{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_SWAP_MODE", c.mode}, {"MEMTOOL_BUDGET", capacity},
+          {"MEMTOOL_POOL_SYNC_PLANNING", "1"}, {"FAKECUDA_MEMORY_BYTES", capacity}};
+  if (!c.policy.empty()) env["MEMTOOL_SWAP_POLICY"] = c.policy;
+  const Replay swapped = replay(dir + "/swap", m, steps, env);
+  check_clean(swapped.outcome, c.steps);
   CHECK(swapped.outcome.out == plain.outcome.out);
   const nlohmann::json& s = swapped.summary;
   INFO(s.dump());
@@ -191,7 +194,15 @@ void check_swap(const SwapCase& c) {
   CHECK(u(s, "budget_bytes") == budget);
   CHECK(u(swapped.stats, "peak_bytes_in_use") <= budget);
   CHECK(u(s, "bytes_swapped_out") > 0);
-  CHECK(u(s, "swap_ins_ahead") > 0);
+  CHECK(u(s, "swap_ins_ahead") + u(s, "swap_ins_scheduled") > 0);
+  if (!c.policy.empty()) {
+    // Planned from one observed iteration and applied: its copies out and in were issued.
+    CHECK(s.at("swap_policy") == c.policy);
+    CHECK(u(s, "swap_schedules") == 1);
+    CHECK(u(s, "swap_schedule_drops") == 0);
+    CHECK(u(s, "swap_outs_scheduled") > 0);
+    CHECK(u(s, "swap_ins_scheduled") > 0);
+  }
   CHECK(u(swapped.stats, "bytes_in_use") == 0);
   const bool said_unattainable = swapped.outcome.err.find("cannot be met") != std::string::npos;
   CHECK(said_unattainable == !c.attainable);
@@ -243,6 +254,16 @@ TEST_CASE("replay: explicit swapping past the host limit fails like the driver",
   CHECK_THAT(o.err, Catch::Contains("the host limit of 33554432 B is reached"));
   CHECK_THAT(o.err, Catch::Contains("CUDA_ERROR_OUT_OF_MEMORY"));
   CHECK(o.err.find("CORRUPTED") == std::string::npos);
+}
+
+// The swapper's schedule in the process (MEMTOOL_SWAP_POLICY): learned from the replay's own
+// iterations (GPU times from timing events), applied from then on; the rule stays the safety net.
+TEST_CASE("replay: the swapper's schedules train lstm and alexnet in 80% of their plain peak",
+          "[integration][replay][swap_schedule]") {
+  check_swap({80, Model{"lstm", 1903}, "explicit", true, false, "ours", 10});
+  check_swap({80, kAlexnet, "explicit", true, false, "paper-vote", 10});
+  check_swap({80, kAlexnet, "explicit", true, false, "save-on-cpu", 10});
+  check_swap({80, kAlexnet, "uvm", true, false, "ours", 10});
 }
 
 TEST_CASE("replay: UVM swapping trains alexnet in 80% and 60% of its plain peak", "[integration][replay][uvm]") {

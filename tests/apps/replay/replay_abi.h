@@ -21,6 +21,7 @@ typedef struct replay_launch {
   uint32_t count;
   uint32_t step;
   uint64_t op;
+  uint64_t compute_ns; /* the kernel takes at least this long (0: only its checks) */
   replay_ref refs[REPLAY_MAX_REFS];
 } replay_launch;
 

@@ -6,6 +6,8 @@
 #include <fakecuda/kernel_abi.h>
 
 #include <array>
+#include <chrono>
+#include <thread>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -59,7 +61,14 @@ void fill(unsigned char* base, const replay_ref& ref) {
   });
 }
 
+// A GPU kernel's run time, without a CPU's: the worker sleeps (it does not compete with the
+// host thread or the copy engines for the machine's cores).
+void take_time(std::chrono::steady_clock::time_point start, std::uint64_t ns) {
+  if (ns != 0) std::this_thread::sleep_until(start + std::chrono::nanoseconds(ns));
+}
+
 void replay_op(void** params, const fakecuda_launch_dims* /*dims*/) {
+  const auto start = std::chrono::steady_clock::now();
   const replay_launch* launch = nullptr;
   std::memcpy(&launch, params[0], sizeof launch);
   for (std::uint32_t i = 0; i < launch->count; ++i) {
@@ -72,6 +81,7 @@ void replay_op(void** params, const fakecuda_launch_dims* /*dims*/) {
     std::memcpy(&address, params[1 + i], sizeof address);
     if (launch->refs[i].fill_tag != 0) fill(reinterpret_cast<unsigned char*>(address), launch->refs[i]);
   }
+  take_time(start, launch->compute_ns);
 }
 
 constexpr unsigned kParams = 1 + REPLAY_MAX_REFS;

@@ -10,6 +10,8 @@
 // driver call fails (its name on stderr).
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -36,19 +38,24 @@ struct Options {
   bool mark = false;
   bool self_test_corrupt = false;  // overwrite a word the next operator reads (the checker must see it)
   int cuda_version = 12000;
+  double compute_gbps = 0;  // 0: kernels take only the time of their checks
+  bool step_times = false;
 };
 
 [[noreturn]] void usage(int status) {
   std::fprintf(status == 0 ? stdout : stderr,
                "usage: replay_train --log FILE [--steps N] [--async] [--default-stream] [--threads T]\n"
-               "                    [--mark] [--module PATH] [--cuda-version V]\n"
+               "                    [--mark] [--module PATH] [--cuda-version V] [--compute-gbps G]\n"
                "  --log FILE        a recorded training log (tests/fixtures/traces/*.log)\n"
                "  --steps N         steps to run (default: the log's); past the log its last step repeats\n"
                "  --async           cuMemAllocAsync / cuMemFreeAsync on the compute stream\n"
                "  --default-stream  run on the legacy default stream instead of a created one\n"
                "  --threads T       step s runs on thread s %% T (1..16; default 1)\n"
                "  --mark            call memtool_iteration_mark() at each step's start, when preloaded\n"
-               "  --module PATH     the kernels' module image (default replay_kernels.fakecuda beside the program)\n");
+               "  --module PATH     the kernels' module image (default replay_kernels.fakecuda beside the program)\n"
+               "  --compute-gbps G  each kernel takes the bytes it touches at G GB/s, at least 5 us (a GPU's run\n"
+               "                    time: the kernel's worker sleeps; default: only the time of its checks)\n"
+               "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n");
   std::exit(status);
 }
 
@@ -81,6 +88,8 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--default-stream") o.default_stream = true;
     else if (arg == "--threads") o.threads = static_cast<int>(parse_number("--threads", value(), 1, 16));
     else if (arg == "--mark") o.mark = true;
+    else if (arg == "--step-times") o.step_times = true;
+    else if (arg == "--compute-gbps") o.compute_gbps = static_cast<double>(parse_number("--compute-gbps", value(), 1, 100000));
     else if (arg == "--self-test-corrupt") o.self_test_corrupt = true;
     else if (arg == "--cuda-version") o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
     else {
@@ -240,6 +249,11 @@ class Replayer {
       ++n;
     }
     desc.count = n;
+    if (options_.compute_gbps > 0) {
+      std::uint64_t bytes = 0;
+      for (std::uint32_t i = 0; i < n; ++i) bytes += desc.refs[i].bytes;
+      desc.compute_ns = std::max<std::uint64_t>(5'000, static_cast<std::uint64_t>(static_cast<double>(bytes) / options_.compute_gbps));
+    }
     for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) params[1 + i] = &pointers[i];
     if (options_.self_test_corrupt && step_number == 1 && !corrupted_once_) {
       for (std::uint32_t i = 0; i < n; ++i) {
@@ -303,8 +317,13 @@ int main(int argc, char** argv) {
         turn.wait(lock, [&] { return next == s; });
         const std::size_t logged = program.steps.size();
         const auto& ops = program.steps[static_cast<std::size_t>(s) < logged ? static_cast<std::size_t>(s) : logged - 1];
+        const auto start = std::chrono::steady_clock::now();
         const std::string line = replayer.run(static_cast<std::uint32_t>(s), ops);
         std::printf("%s\n", line.c_str());
+        if (options.step_times) {
+          std::printf("step-ms %ld %.3f\n", s,
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        }
         std::fflush(stdout);
         ++next;
         turn.notify_all();

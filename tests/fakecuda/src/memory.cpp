@@ -649,7 +649,14 @@ CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& pr
   if (!host_located) {
     FC_TRY(charge_or_wait(lock, size));
   }
-  const int fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
+  int fd = -1;
+  if (const auto spare = spare_files_.find(size); spare != spare_files_.end()) {
+    fd = spare->second;
+    spare_files_.erase(spare);
+    spare_file_bytes_ -= size;
+  } else {
+    fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
+  }
   if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
     if (fd >= 0) {
       close(fd);
@@ -673,7 +680,13 @@ CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& pr
 
 void Memory::destroy_physical_locked(std::unordered_map<CUmemGenericAllocationHandle, Physical>::iterator it) {
   const Physical& ph = it->second;
-  close(ph.fd);
+  constexpr std::size_t kSpareFileBytes = std::size_t{1} << 30;
+  if (spare_file_bytes_ + ph.size <= kSpareFileBytes) {
+    spare_files_.emplace(ph.size, ph.fd);
+    spare_file_bytes_ += ph.size;
+  } else {
+    close(ph.fd);
+  }
   if (!ph.host_located) {
     uncharge(ph.size);
   }

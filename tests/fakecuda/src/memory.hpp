@@ -178,6 +178,11 @@ class Memory {
   AllocMap allocations_;                            // device, managed and VMM mappings by start
   std::map<std::uintptr_t, std::size_t> reservations_;
   std::unordered_map<CUmemGenericAllocationHandle, Physical> physical_;
+  // Released physical memory's files, by size, kept for the next cuMemCreate of that size: a new
+  // file's pages are zeroed and faulted in again, an emulation cost a GPU does not have (its
+  // cuMemCreate makes no promise about the contents either). At most kSpareFileBytes in all.
+  std::multimap<std::size_t, int> spare_files_;
+  std::size_t spare_file_bytes_ = 0;
   std::map<std::uintptr_t, HostRange> host_;
   std::uint64_t next_id_ = 1;
   CUmemGenericAllocationHandle next_handle_ = 0x10001;

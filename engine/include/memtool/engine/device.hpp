@@ -62,6 +62,18 @@ class Device {
     (void)event;
     return kNotSupported;
   }
+  // Events that keep a timestamp (cuEventCreate without DISABLE_TIMING), and the GPU time from
+  // one's completion to another's (cuEventElapsedTime): kNotReady until both have completed.
+  virtual Status create_timing_event(EventId* out) {
+    (void)out;
+    return kNotSupported;
+  }
+  virtual Status elapsed_ns(EventId start, EventId end, double* out) {
+    (void)start;
+    (void)end;
+    (void)out;
+    return kNotSupported;
+  }
 
   // --- streams ---
   virtual Status create_stream(StreamId* out) {  // cuStreamCreate(NON_BLOCKING)

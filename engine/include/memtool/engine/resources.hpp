@@ -72,6 +72,11 @@ struct SwapOptions {
   std::uint64_t min_bytes = 1 << 20;   // smaller allocations stay device memory
   std::uint64_t host_limit_bytes = 0;  // most bytes on the host at once (0: no limit)
   std::uint64_t lookahead = 16;        // work items ahead a swap-in is started
+  // Who decides what moves when: "belady" (the policy's own rule, below) or a swapper strategy
+  // (memtool/swapper/plan.hpp: ours, paper-doa, ..., save-on-cpu) planned on one observed
+  // iteration and applied from then on, with the rule as the safety net.
+  std::string policy = "ours";
+  std::uint64_t link_bytes_per_second = 55'000'000'000;  // host link per direction, for the plan
 };
 
 // Swap candidates moved on the schedule the last iteration's uses give (swap_adaptor.cpp).

@@ -50,6 +50,11 @@ struct Summary {
   std::uint64_t swap_ins_failed = 0;      // no device memory to bring it back: used from the host
   std::uint64_t allocations_on_host = 0;  // no device memory for a new buffer: it started on the host
   std::uint64_t stall_ns = 0;             // host time memtool waited for copies to free device memory
+  std::string swap_policy;                // "belady" or the swapper strategy whose schedule applies
+  std::uint64_t swap_schedules = 0;       // schedules planned and applied
+  std::uint64_t swap_schedule_drops = 0;  // dropped when the program deviated from their iteration
+  std::uint64_t swap_outs_scheduled = 0;  // copies out issued by the schedule (the rest: the rule)
+  std::uint64_t swap_ins_scheduled = 0;   // copies in issued by the schedule
 };
 
 // One JSON object (no trailing newline).

@@ -24,6 +24,7 @@ namespace memtool::interpose {
   X(event_query, cuEventQuery, driver)                             \
   X(event_synchronize, cuEventSynchronize, hook)                   \
   X(event_destroy, cuEventDestroy_v2, driver)                      \
+  X(event_elapsed_time, cuEventElapsedTime_v2, driver)             \
   X(stream_wait_event, cuStreamWaitEvent, hook)                    \
   X(stream_create, cuStreamCreate, hook)                           \
   X(stream_destroy, cuStreamDestroy_v2, driver)                    \
@@ -75,6 +76,8 @@ class DriverDevice final : public engine::Device {
   bool event_completed(engine::EventId event) override;
   void destroy_event(engine::EventId event) override;
   engine::Status synchronize_event(engine::EventId event) override;
+  engine::Status create_timing_event(engine::EventId* out) override;
+  engine::Status elapsed_ns(engine::EventId start, engine::EventId end, double* out) override;
   engine::Status create_stream(engine::StreamId* out) override;
   engine::Status destroy_stream(engine::StreamId stream) override;
   engine::Status copy_to_host(void* dst, engine::DevicePtr src, std::uint64_t bytes, engine::StreamId stream) override;

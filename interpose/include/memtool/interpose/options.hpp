@@ -35,6 +35,7 @@ template <> struct OptionValue<OptionType::regex> { using type = std::string; };
 template <> struct OptionValue<OptionType::toggle> { using type = Toggle; };
 template <> struct OptionValue<OptionType::budget> { using type = Budget; };
 template <> struct OptionValue<OptionType::swap_mode> { using type = SwapMode; };
+template <> struct OptionValue<OptionType::swap_policy> { using type = std::string; };  // a swapper strategy, or belady
 
 struct Options {
 #define MEMTOOL_OPTION(field, NAME, kind, default_value, description) \

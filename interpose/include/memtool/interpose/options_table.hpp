@@ -8,7 +8,8 @@
 
 namespace memtool::interpose {
 
-enum class OptionType { flag, count, bytes, budget, strategy, log_level, path, path_template, regex, toggle, swap_mode };
+enum class OptionType { flag, count, bytes, budget, strategy, log_level, path, path_template, regex, toggle, swap_mode,
+                        swap_policy };
 
 struct OptionInfo {
   std::string_view name;  // MEMTOOL_...
@@ -38,6 +39,7 @@ inline constexpr std::array kOptionTable = {
     case OptionType::regex: return "REGEX";
     case OptionType::toggle: return "auto|on|off";
     case OptionType::swap_mode: return "explicit|uvm";
+    case OptionType::swap_policy: return "ours|paper-doa|paper-aoa|paper-wdoa|paper-vote|save-on-cpu|belady";
   }
   return "?";
 }

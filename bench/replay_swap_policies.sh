@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Swap policies in the process, side by side in one run: the replays of real PyTorch training
+# (tests/apps/replay over tests/fixtures/traces/*.log) on fakecuda with a device of BUDGET_PERCENT
+# of the plain run's peak (the plain run cannot run there), kernels that take the bytes they
+# touch at COMPUTE_GBPS, and a host link of LINK_GBPS each way (fakecuda's copy engines; memtool
+# plans with the same figure, MEMTOOL_SWAP_LINK). Each policy (MEMTOOL_SWAP_POLICY) learns from
+# the first steps; the median wall time of the last four steps is set against the plain run's.
+#
+# The defaults are 500 GB/s of compute against an H200's 55 GB/s PCIe 5 link, both 100x slower:
+# fakecuda's copies are real memmoves and its new memory is faulted in page by page, costs a GPU
+# does not have, and at full speed they would be most of every step.
+# Usage: bench/replay_swap_policies.sh [BUILD_DIR] [STEPS] [BUDGET_PERCENT] [COMPUTE_GBPS] [LINK_GBPS] [MODELS] [POLICIES]
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+steps=${2:-10}
+percent=${3:-80}
+compute=${4:-5}
+link=${5:-0.55}
+models=${6:-"alexnet mobilenet_v2 lstm"}
+policies=${7:-"belady ours paper-doa paper-aoa paper-wdoa paper-vote save-on-cpu"}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+fakecuda="$build/tests/fakecuda"
+lib="$build/interpose/libmemtool.so"
+replay="$build/tests/apps/replay_train"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+link_bytes=$(awk -v l="$link" 'BEGIN { printf "%d", l * 1e9 }')
+
+# Median step time (ms) of the steps from `first` on.
+median_step() { awk -v first="$2" '$1 == "step-ms" && $2 >= first { print $3 }' "$1" | sort -n |
+                awk '{ v[NR] = $1 } END { print (NR == 0) ? 0 : v[int((NR + 1) / 2)] }'; }
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2"; }
+
+echo "== swap policies in the process: $steps steps (the last 4 timed), device = $percent% of the plain peak," \
+     "compute $compute GB/s of bytes touched, link $link GB/s each way"
+printf '%-13s %-12s %9s %7s %13s %7s %9s %9s %6s %6s %6s %5s\n' model policy "step ms" "/plain" "fakecuda peak" \
+  "budget" "out GB" "in GB" "sched" "rule" "demand" "late"
+for model in $models; do
+  cmd=("$replay" --log "$repo/tests/fixtures/traces/$model.log" --steps "$steps" --compute-gbps "$compute" --step-times)
+  LD_LIBRARY_PATH=$fakecuda FAKECUDA_STATS="$work/plain.json" "${cmd[@]}" > "$work/plain.out"
+  peak=$(field "$work/plain.json" peak_bytes_in_use)
+  plain=$(median_step "$work/plain.out" 2)
+  budget=$((peak * percent / 100))
+  printf '%-13s %-12s %9.1f %7s %13s\n' "$model" plain "$plain" 1.00 "$peak"
+  for policy in $policies; do
+    if ! LD_LIBRARY_PATH=$fakecuda LD_PRELOAD=$lib MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_POLICY=$policy \
+         MEMTOOL_BUDGET=$budget FAKECUDA_MEMORY_BYTES=$budget FAKECUDA_LINK_GBPS=$link MEMTOOL_SWAP_LINK=$link_bytes \
+         MEMTOOL_SUMMARY="$work/swap.json" FAKECUDA_STATS="$work/stats.json" "${cmd[@]}" > "$work/swap.out" 2> "$work/swap.err"; then
+      echo "$model $policy: FAILED"; tail -3 "$work/swap.err"; continue
+    fi
+    step=$(median_step "$work/swap.out" $((steps - 4)))
+    s="$work/swap.json"
+    printf '%-13s %-12s %9.1f %7.2f %13s %6.1f%% %9.2f %9.2f %6s %6s %6s %5s\n' "$model" "$policy" "$step" \
+      "$(awk -v a="$step" -v b="$plain" 'BEGIN { print a / b }')" "$(field "$work/stats.json" peak_bytes_in_use)" \
+      "$(awk -v a="$(field "$work/stats.json" peak_bytes_in_use)" -v b="$peak" 'BEGIN { print 100 * a / b }')" \
+      "$(awk -v b="$(field "$s" bytes_swapped_out)" 'BEGIN { print b / 1e9 }')" \
+      "$(awk -v b="$(field "$s" bytes_swapped_in)" 'BEGIN { print b / 1e9 }')" \
+      "$(field "$s" swap_ins_scheduled)" "$(field "$s" swap_ins_ahead)" "$(field "$s" swap_ins_on_demand)" \
+      "$(field "$s" swap_ins_late)"
+  done
+done

@@ -1,0 +1,84 @@
+// OpTimer: per-item GPU times of one iteration (see op_timer.hpp).
+#include "op_timer.hpp"
+
+#include <algorithm>
+
+namespace memtool::engine::detail {
+
+void OpTimer::begin() {
+  spare_.insert(spare_.end(), events_.begin(), events_.end());
+  events_.clear();
+  host_.clear();
+  ended_ = false;
+}
+
+void OpTimer::mark(StreamId stream) {
+  if (!timing_) return;
+  EventId e = 0;
+  if (!spare_.empty()) {
+    e = spare_.back();
+    spare_.pop_back();
+  } else if (device_.create_timing_event(&e) != kSuccess) {
+    timing_ = false;  // host gaps from now on
+    spare_.insert(spare_.end(), events_.begin(), events_.end());
+    events_.clear();
+    return;
+  }
+  if (device_.record_event(e, stream) != kSuccess) {
+    spare_.push_back(e);
+    timing_ = false;
+    spare_.insert(spare_.end(), events_.begin(), events_.end());
+    events_.clear();
+    return;
+  }
+  events_.push_back(e);
+}
+
+void OpTimer::item(StreamId stream) {
+  if (ended_) return;
+  // Before the first item: the start, on its stream; later ones: after the item before.
+  mark(host_.empty() ? stream : last_stream_);
+  host_.push_back(std::chrono::steady_clock::now());
+  last_stream_ = stream;
+}
+
+void OpTimer::end() {
+  if (ended_ || host_.empty()) return;
+  mark(last_stream_);
+  host_.push_back(std::chrono::steady_clock::now());
+  ended_ = true;
+}
+
+std::optional<std::vector<double>> OpTimer::poll() {
+  if (!ended_) return std::nullopt;
+  const std::size_t items = host_.size() - 1;
+  std::vector<double> times(items, 0.0);
+  if (timing_ && events_.size() == items + 1) {
+    if (!device_.event_completed(events_.back())) return std::nullopt;
+    bool all = true;
+    for (std::size_t i = 0; i < items && all; ++i) {
+      double ns = 0;
+      all = device_.elapsed_ns(events_[i], events_[i + 1], &ns) == kSuccess;
+      times[i] = std::max(0.0, ns);
+    }
+    if (all) {
+      ended_ = false;
+      return times;
+    }
+    timing_ = false;  // the driver cannot tell: host gaps from now on
+  }
+  for (std::size_t i = 0; i < items; ++i) {
+    times[i] = std::chrono::duration<double, std::nano>(host_[i + 1] - host_[i]).count();
+  }
+  ended_ = false;
+  return times;
+}
+
+void OpTimer::destroy_all() {
+  for (const EventId e : events_) device_.destroy_event(e);
+  for (const EventId e : spare_) device_.destroy_event(e);
+  events_.clear();
+  spare_.clear();
+}
+
+}  // namespace memtool::engine::detail

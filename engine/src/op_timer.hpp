@@ -1,0 +1,51 @@
+// How long each work item of one iteration kept the GPU busy, for the swap planner. With timing
+// events (cuEventCreate without DISABLE_TIMING), one is recorded on each item's stream after the
+// item was issued (at the next item's before_work), and an item's time is the GPU time from the
+// previous event's completion to its own: its run time plus the idle time before it, which is
+// time a copy can use too. Items on concurrent streams can overlap: a negative gap counts 0.
+// Without timing events (SimDevice, old drivers), the host-time gap from an item to the next is
+// used: the time the program took to issue it, right only for a GPU-bound program that waits for
+// the GPU often (documented in docs/swapping.md). Not thread-safe: the swap policy's lock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "memtool/engine/device.hpp"
+
+namespace memtool::engine::detail {
+
+class OpTimer {
+ public:
+  explicit OpTimer(Device& device) : device_(device) {}
+  ~OpTimer() = default;
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+  // A new iteration starts (drops what an unfinished one recorded).
+  void begin();
+  // The iteration's next work item is about to be issued on `stream`: the one before it has been.
+  void item(StreamId stream);
+  // The iteration ended after its last item: from now on, poll() until the times are known.
+  void end();
+  // The times of the ended iteration once the GPU has run it (timing events), or at once (host
+  // gaps); nullopt while the GPU is behind, or when there is no ended iteration.
+  [[nodiscard]] std::optional<std::vector<double>> poll();
+  [[nodiscard]] bool gpu_timed() const { return timing_; }
+  void destroy_all();
+
+ private:
+  void mark(StreamId stream);
+
+  Device& device_;
+  bool timing_ = true;  // until an event cannot be made
+  bool ended_ = false;
+  StreamId last_stream_ = 0;
+  std::vector<EventId> events_;  // events_[i]: after item i-1 (events_[0]: the start)
+  std::vector<EventId> spare_;
+  std::vector<std::chrono::steady_clock::time_point> host_;  // host_[i]: item i's before_work; the end
+};
+
+}  // namespace memtool::engine::detail

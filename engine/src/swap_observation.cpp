@@ -1,0 +1,153 @@
+// IterationLog: one observed iteration as the swapper's input (see swap_observation.hpp).
+#include "swap_observation.hpp"
+
+#include <algorithm>
+
+namespace memtool::engine::detail {
+
+void IterationLog::clear() {
+  items_ = 0;
+  signature_.clear();
+  order_.clear();
+  records_.clear();
+}
+
+void IterationLog::alive(const BufferName& name, std::uint64_t footprint, DevicePtr address) {
+  const auto [it, inserted] = records_.try_emplace(name);
+  if (!inserted) return;
+  it->second.footprint = footprint;
+  it->second.address = address;
+  order_.push_back(name);
+}
+
+std::uint32_t IterationLog::item() { return items_++; }
+
+void IterationLog::allocated(std::uint64_t ordinal, std::uint64_t footprint, DevicePtr address) {
+  const BufferName name{Birth::current, ordinal};
+  signature_.push_back(footprint);
+  const auto [it, inserted] = records_.try_emplace(name);
+  if (!inserted) return;  // an ordinal is allocated once per iteration
+  it->second.footprint = footprint;
+  it->second.address = address;
+  it->second.alloc = items_;
+  order_.push_back(name);
+}
+
+IterationLog::Record* IterationLog::find(const BufferName& name) {
+  const auto it = records_.find(name);
+  return it == records_.end() ? nullptr : &it->second;
+}
+
+void IterationLog::freed(const BufferName& name) {
+  if (Record* r = find(name)) {
+    r->freed = true;
+    r->free = static_cast<std::int64_t>(items_) - 1;
+  }
+}
+
+void IterationLog::used(const BufferName& name) {
+  if (items_ == 0) return;
+  Record* r = find(name);
+  if (r == nullptr) return;
+  const std::uint32_t op = items_ - 1;
+  if (r->uses.empty() || r->uses.back() != op) r->uses.push_back(op);
+}
+
+namespace {
+
+std::vector<swapper::Access> accesses(const std::vector<std::uint32_t>& ops) {
+  std::vector<swapper::Access> out;
+  out.reserve(ops.size());
+  for (const std::uint32_t op : ops) out.push_back(swapper::Access{op, swapper::AccessMode::read_write});
+  return out;
+}
+
+}  // namespace
+
+std::optional<IterationLog::Input> IterationLog::to_input(const std::vector<double>& durations_ns,
+                                                          std::string& why) const {
+  const std::uint32_t n = items_;
+  if (n < 2 || durations_ns.size() != n) {
+    why = "an iteration needs two work items and the time of each";
+    return std::nullopt;
+  }
+  Input in;
+  in.iteration.ops.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    in.iteration.ops[i].duration_ns = static_cast<std::uint64_t>(std::max(1.0, durations_ns[i]));
+  }
+  const auto add = [&](const BufferName& name, swapper::Buffer b) {
+    b.id = in.names.size();
+    in.names.push_back(name);
+    in.iteration.buffers.push_back(std::move(b));
+  };
+  const auto resident = [&](const Record& r, bool swappable, const BufferName& name) {
+    swapper::Buffer b;
+    b.size = r.footprint;
+    b.persistent = true;
+    b.swappable = swappable;
+    b.accesses = accesses(r.uses);
+    add(name, std::move(b));
+  };
+  std::size_t swappable = 0;
+  for (const BufferName& name : order_) {
+    const Record& r = records_.at(name);
+    if (r.footprint == 0) continue;
+    if (name.birth == Birth::persistent) {
+      resident(r, true, name);
+      ++swappable;
+      continue;
+    }
+    if (name.birth == Birth::previous) {
+      const auto twin = records_.find(BufferName{Birth::current, name.id});
+      const bool crossing = twin != records_.end() && !twin->second.freed && r.freed && r.free >= 0 &&
+                            static_cast<std::uint32_t>(r.free) < std::min(twin->second.alloc, n - 1);
+      if (crossing) continue;  // its uses go with its twin's
+      if (!r.freed) {
+        resident(r, true, BufferName{Birth::persistent, r.address});  // lives on: persistent from now on
+        ++swappable;
+        continue;
+      }
+      if (r.free < 0) continue;  // freed before any item
+      swapper::Buffer b;
+      b.size = r.footprint;
+      b.alloc_before_op = 0;
+      b.free_after_op = static_cast<std::uint32_t>(r.free);
+      b.swappable = false;  // no twin: not periodic
+      b.accesses = accesses(r.uses);
+      add(name, std::move(b));
+      continue;
+    }
+    const std::uint32_t alloc = std::min(r.alloc, n - 1);
+    swapper::Buffer b;
+    b.size = r.footprint;
+    b.alloc_before_op = alloc;
+    if (r.freed) {
+      if (r.free < static_cast<std::int64_t>(alloc)) continue;  // live during no item
+      b.free_after_op = static_cast<std::uint32_t>(r.free);
+      b.accesses = accesses(r.uses);
+    } else {
+      const auto twin = records_.find(BufferName{Birth::previous, name.id});
+      if (twin == records_.end() || !twin->second.freed || twin->second.free < 0 ||
+          static_cast<std::uint32_t>(twin->second.free) >= alloc) {
+        resident(r, false, name);  // when it goes is unknown
+        continue;
+      }
+      b.free_after_op = static_cast<std::uint32_t>(twin->second.free);
+      std::vector<std::uint32_t> ops = twin->second.uses;  // before its free, then after its allocation
+      ops.insert(ops.end(), r.uses.begin(), r.uses.end());
+      std::sort(ops.begin(), ops.end());
+      ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+      b.accesses = accesses(ops);
+    }
+    add(name, std::move(b));
+    ++swappable;
+  }
+  if (swappable == 0) {
+    why = "no buffer can be swapped";
+    return std::nullopt;
+  }
+  return in;
+}
+
+}  // namespace memtool::engine::detail

@@ -1,0 +1,112 @@
+// SwapSchedule and plan_async (see swap_schedule.hpp).
+#include "swap_schedule.hpp"
+
+#include <algorithm>
+#include <exception>
+
+#include <fmt/format.h>
+
+namespace memtool::engine::detail {
+
+SwapSchedule::SwapSchedule(swapper::Schedule schedule, std::vector<BufferName> names, std::uint32_t items,
+                           std::vector<std::uint64_t> signature, std::uint64_t predicted_peak)
+    : schedule_(std::move(schedule)),
+      names_(std::move(names)),
+      items_(items),
+      signature_(std::move(signature)),
+      predicted_peak_(predicted_peak) {
+  rebuild();
+}
+
+namespace {
+
+// Where an unrolled position fires, and the buffer's name there; false past the next iteration.
+bool place(const BufferName& born, std::uint64_t position, std::uint32_t items, std::uint32_t& item,
+           BufferName& name) {
+  if (position >= 2 * std::uint64_t{items}) return false;
+  item = static_cast<std::uint32_t>(position % items);
+  name = born;
+  if (position >= items && born.birth == Birth::current) name.birth = Birth::previous;
+  return true;
+}
+
+// Trigger lists per item, as offsets into one array.
+void lay_out(std::vector<std::pair<std::uint32_t, SwapSchedule::Trigger>>& at, std::uint32_t items,
+             std::vector<std::uint32_t>& begin, std::vector<SwapSchedule::Trigger>& out) {
+  std::stable_sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  begin.assign(items + 1, 0);
+  for (const auto& [item, t] : at) ++begin[item + 1];
+  for (std::uint32_t i = 0; i < items; ++i) begin[i + 1] += begin[i];
+  out.clear();
+  for (const auto& entry : at) out.push_back(entry.second);
+}
+
+}  // namespace
+
+void SwapSchedule::rebuild() {
+  if (!dirty_) return;
+  std::vector<std::pair<std::uint32_t, Trigger>> outs, ins;
+  for (std::uint32_t s = 0; s < schedule_.swaps.size(); ++s) {
+    const swapper::Swap& swap = schedule_.swaps[s];
+    const BufferName& born = names_.at(swap.gap.buffer);
+    std::uint32_t item = 0;
+    BufferName name;
+    if (place(born, swap.out_after_op + 1, items_, item, name)) outs.emplace_back(item, Trigger{name, s});
+    if (place(born, swap.in_at_op, items_, item, name)) ins.emplace_back(item, Trigger{name, s});
+  }
+  lay_out(outs, items_, out_begin_, outs_);
+  lay_out(ins, items_, in_begin_, ins_);
+  dirty_ = false;
+}
+
+std::span<const SwapSchedule::Trigger> SwapSchedule::outs_at(std::uint32_t item) const {
+  if (item >= items_) return {};
+  return {outs_.data() + out_begin_[item], out_begin_[item + 1] - out_begin_[item]};
+}
+
+std::span<const SwapSchedule::Trigger> SwapSchedule::ins_at(std::uint32_t item) const {
+  if (item >= items_) return {};
+  return {ins_.data() + in_begin_[item], in_begin_[item + 1] - in_begin_[item]};
+}
+
+std::uint64_t SwapSchedule::lead(std::uint32_t swap) const {
+  const swapper::Swap& s = schedule_.swaps.at(swap);
+  return s.gap.to_op - s.in_at_op;
+}
+
+bool SwapSchedule::expects(std::uint64_t ordinal, std::uint64_t footprint) const {
+  return ordinal < signature_.size() && signature_[ordinal] == footprint;
+}
+
+void SwapSchedule::late(std::uint32_t swap) {
+  swapper::Swap& s = schedule_.swaps.at(swap);
+  const std::uint64_t lead = std::max<std::uint64_t>(1, s.gap.to_op - s.in_at_op);
+  const std::uint64_t earliest = s.out_after_op + 1;
+  const std::uint64_t moved = s.in_at_op > earliest + lead ? s.in_at_op - lead : earliest;
+  if (moved != s.in_at_op) {
+    s.in_at_op = moved;
+    dirty_ = true;
+  }
+}
+
+std::future<PlanReply> plan_async(PlanRequest request) {
+  return std::async(std::launch::async, [request = std::move(request)]() {
+    PlanReply reply;
+    try {
+      swapper::PlanResult result = swapper::plan(request.input.iteration, request.link, request.budget_bytes,
+                                                 request.strategy, request.options);
+      const swapper::Simulation& sim = result.simulation;
+      reply.message = fmt::format(
+          "{} swaps ({}), predicted peak {} B against {} B{}, {:.1f}% slowdown, {} B out per iteration",
+          result.schedule.swaps.size(), result.construction, sim.peak_bytes, request.budget_bytes,
+          result.budget_met ? "" : " (not met)", 100.0 * sim.slowdown, sim.bytes_out);
+      reply.schedule = std::make_unique<SwapSchedule>(std::move(result.schedule), request.input.names, request.items,
+                                                      request.signature, sim.peak_bytes);
+    } catch (const std::exception& e) {
+      reply.message = e.what();
+    }
+    return reply;
+  });
+}
+
+}  // namespace memtool::engine::detail

@@ -1,0 +1,82 @@
+// The offline swapper's schedule in the process: planned off the calling thread from one
+// observed iteration (swap_observation.hpp), then applied as triggers at work items.
+//  - A swap's copy-out is issued at the first work item after `out_after_op` (the copy waits for
+//    the buffer's last use through events, so it never runs early); its copy-in is issued at
+//    item `in_at_op`, before the item, on the swap-in stream, and the consumer waits for it.
+//  - Positions are unrolled (swapper/candidates.hpp): one past the iteration's length fires in
+//    the next iteration, where a buffer made in this one is `previous`.
+//  - Learning: a copy-in that had not arrived when its consumer was issued is issued earlier from
+//    the next iteration on (its lead doubles, never before its copy-out).
+//  - Drift: an allocation whose footprint differs from the plan's, or an iteration of another
+//    length, drops the schedule (the policy falls back to its own rule and plans again).
+#pragma once
+
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memtool/swapper/plan.hpp"
+#include "swap_observation.hpp"
+
+namespace memtool::engine::detail {
+
+class SwapSchedule {
+ public:
+  struct Trigger {
+    BufferName name;     // as named in the iteration the trigger fires in
+    std::uint32_t swap;  // index into the schedule's swaps
+  };
+
+  SwapSchedule(swapper::Schedule schedule, std::vector<BufferName> names, std::uint32_t items,
+               std::vector<std::uint64_t> signature, std::uint64_t predicted_peak);
+
+  [[nodiscard]] std::uint32_t items() const { return items_; }
+  [[nodiscard]] const std::string& strategy() const { return schedule_.strategy; }
+  [[nodiscard]] std::size_t size() const { return schedule_.swaps.size(); }
+  [[nodiscard]] std::uint64_t predicted_peak() const { return predicted_peak_; }
+  // Copy-outs and copy-ins issued at work item `item` of an iteration (0 <= item < items()).
+  [[nodiscard]] std::span<const Trigger> outs_at(std::uint32_t item) const;
+  [[nodiscard]] std::span<const Trigger> ins_at(std::uint32_t item) const;
+  // Items from a swap's copy-in to its consumer.
+  [[nodiscard]] std::uint64_t lead(std::uint32_t swap) const;
+  // Does the `ordinal`-th allocation of an iteration match the plan's?
+  [[nodiscard]] bool expects(std::uint64_t ordinal, std::uint64_t footprint) const;
+  // A copy-in arrived late: issue it earlier from the next iteration on (rebuild()).
+  void late(std::uint32_t swap);
+  // At an iteration boundary: the triggers with what was learned (nothing to do if nothing was).
+  void rebuild();
+
+ private:
+  swapper::Schedule schedule_;
+  std::vector<BufferName> names_;  // per swapper buffer, as named where it was born
+  std::uint32_t items_ = 0;
+  std::vector<std::uint64_t> signature_;
+  std::uint64_t predicted_peak_ = 0;
+  std::vector<std::uint32_t> out_begin_, in_begin_;  // CSR offsets per item
+  std::vector<Trigger> outs_, ins_;
+  bool dirty_ = true;
+};
+
+struct PlanRequest {
+  IterationLog::Input input;
+  swapper::Link link;
+  std::uint64_t budget_bytes = 0;
+  std::string strategy;  // a swapper strategy name
+  swapper::PlanOptions options;
+  std::uint32_t items = 0;
+  std::vector<std::uint64_t> signature;
+};
+
+struct PlanReply {
+  std::unique_ptr<SwapSchedule> schedule;  // null: `message` says why
+  std::string message;                     // what the plan predicts, or why there is none
+};
+
+// Plans on its own thread; the future is ready when it is done.
+[[nodiscard]] std::future<PlanReply> plan_async(PlanRequest request);
+
+}  // namespace memtool::engine::detail
