@@ -94,28 +94,28 @@ std::string parse(std::string_view text, SwapMode& out) {
   return {};
 }
 
-// A strategy of the engine's table (memtool/engine/strategy.hpp), or off.
-std::string parse_strategy(std::string_view text, std::string& out) {
+// A name from a table (`table` of entries with a `name`), or `extra`.
+template <class Table>
+std::string parse_name(std::string_view text, const Table& table, std::string_view extra, std::string& out) {
   const std::string value = lower(text);
-  if (value == "off" || engine::find_strategy(value) != nullptr) {
+  const bool known = std::any_of(table.begin(), table.end(), [&](const auto& entry) { return entry.name == value; });
+  if (value == extra || known) {
     out = value;
     return {};
   }
   std::string names;
-  for (const engine::StrategyInfo& s : engine::strategies()) names += std::string(s.name) + "|";
-  return "expected one of " + names + "off";
+  for (const auto& entry : table) names += std::string(entry.name) + "|";
+  return "expected one of " + names + std::string(extra);
+}
+
+// A strategy of the engine's table (memtool/engine/strategy.hpp), or off.
+std::string parse_strategy(std::string_view text, std::string& out) {
+  return parse_name(text, engine::strategies(), "off", out);
 }
 
 // A swapper strategy (memtool/swapper/plan.hpp), or belady: the swap policy's own rule alone.
 std::string parse_swap_policy(std::string_view text, std::string& out) {
-  const std::string value = lower(text);
-  if (value == "belady" || swapper::find_strategy(value) != nullptr) {
-    out = value;
-    return {};
-  }
-  std::string names;
-  for (const swapper::StrategyInfo& s : swapper::strategies()) names += std::string(s.name) + "|";
-  return "expected one of " + names + "belady";
+  return parse_name(text, swapper::strategies(), "belady", out);
 }
 
 std::string parse(std::string_view text, LogLevel& out) {
