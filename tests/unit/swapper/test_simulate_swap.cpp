@@ -140,7 +140,7 @@ TEST_CASE("--pool: every row gets the pool re-planned for its schedule, free and
   CHECK(text.find("pool/peak") != std::string::npos);
   const nlohmann::json j = mc::swap_report_json(report);
   for (const char* key : {"pool_bytes", "pool_bytes_same_address", "pool_lower_bound_bytes", "pool_over_peak",
-                          "pool_same_address_over_peak"}) {
+                          "pool_same_address_over_peak", "pool_within_budget", "pool_same_address_within_budget"}) {
     INFO(key);
     CHECK(j["results"][0].contains(key));
   }

@@ -240,7 +240,7 @@ std::string swap_report_text(const SwapReport& r) {
     out += fmt::format("\nbudget {} ({}, {} of the plain peak)\n", r.budgets[b].text, human_bytes(budget), of_plain(budget));
     std::vector<std::string> header{"strategy", "mode", "peak", "of plain", "within", "moved out", "stall", "slowdown", "swaps"};
     if (r.pool) {
-      for (const char* column : {"pool", "pool/peak", "same address", "same/peak"}) header.emplace_back(column);
+      for (const char* column : {"pool", "pool/peak", "same address", "same/peak", "pool within"}) header.emplace_back(column);
     }
     TextTable table(header, {true, true});
     for (const SwapRow& row : r.rows) {
@@ -253,6 +253,9 @@ std::string swap_report_text(const SwapReport& r) {
         cells.push_back(ratio(row.pool_bytes, row.peak_bytes));
         cells.push_back(human_bytes(row.pool_bytes_same_address));
         cells.push_back(ratio(row.pool_bytes_same_address, row.peak_bytes));
+        // Whether the budget holds in pool bytes: under both rules, or only when a swapped-in
+        // buffer may come back elsewhere.
+        cells.push_back(row.pool_bytes_same_address <= budget ? "yes" : row.pool_bytes <= budget ? "free only" : "no");
       }
       table.add_row(cells);
     }
@@ -330,6 +333,8 @@ nlohmann::json swap_report_json(const SwapReport& r) {
       const double peak = static_cast<double>(row.peak_bytes);
       last["pool_over_peak"] = peak > 0 ? static_cast<double>(row.pool_bytes) / peak : 0.0;
       last["pool_same_address_over_peak"] = peak > 0 ? static_cast<double>(row.pool_bytes_same_address) / peak : 0.0;
+      last["pool_within_budget"] = row.pool_bytes <= row.budget_bytes;
+      last["pool_same_address_within_budget"] = row.pool_bytes_same_address <= row.budget_bytes;
     }
   }
   j["results"] = std::move(results);
