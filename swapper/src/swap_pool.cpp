@@ -196,7 +196,7 @@ SwapPool plan_swap_pool(const Iteration& iteration, const Schedule& schedule, co
   planner::PlanOptions plan_options;
   plan_options.time_limit_seconds = options.time_limit_seconds;
   const auto pack = [&](bool same_address) {
-    const trace::Problem problem = pool_problem(iteration, pool.residencies, pool.period_ns, options.alignment, same_address);
+    trace::Problem problem = pool_problem(iteration, pool.residencies, pool.period_ns, options.alignment, same_address);
     planner::Placement placement = algorithm->plan(problem, plan_options);
     // The planner never returns an invalid placement; a check costs O(I log I) and guards the
     // promise the pool's users (an executor reusing these offsets) depend on.

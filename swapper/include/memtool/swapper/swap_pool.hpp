@@ -22,8 +22,9 @@
 //       an executor without remapping needs, as the program keeps its pointer). The planner
 //       takes that natively: one buffer with several intervals.
 // Both are valid placements checked by the planner's validator; the lower bound (the most
-// footprint bytes resident at once) is the same for both, and no larger than the simulator's
-// peak plus the alignment padding.
+// footprint bytes resident at once) is the same for both: the simulator's peak plus at most the
+// alignment padding (the residencies are its occupancy), unless a residency shorter than the
+// tolerance is held to the next event.
 #pragma once
 
 #include <cstdint>
