@@ -10,12 +10,17 @@
 //   - domination: for every baseline point, ours asked for that budget within that slowdown;
 //     dominated when it meets the budget whenever the baseline does (else gets at least as low)
 //     with no more slowdown; which of ours' constructions won.
+//   - the pool re-planned for ours' schedules at 80% and 60% (swapper/swap_pool.hpp): simulated
+//     peak, lower bound, pool when a swapped buffer may come back elsewhere (a) and when it must
+//     come back to its address (b), and the planner's time (`--pool-only`: just this table;
+//     `--pool-limit=S`: the planner's time limit per packing, default 1 s).
 // Figures in bench/RESULTS.md.
 #include <benchmark/benchmark.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
@@ -24,6 +29,7 @@
 #include "../tests/unit/trace_analysis/fixture_log.hpp"
 #include "memtool/swapper/bound.hpp"
 #include "memtool/swapper/plan.hpp"
+#include "memtool/swapper/swap_pool.hpp"
 #include "memtool/swapper/trace_input.hpp"
 #include "memtool/trace/iterations.hpp"
 #include "memtool/trace/model.hpp"
@@ -36,6 +42,7 @@ const std::vector<std::string> kModels{"alexnet", "mobilenet_v2", "lstm"};
 constexpr double kBudgets[] = {0.9, 0.8, 0.7, 0.6, 0.5};
 constexpr double kAllowances[] = {0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0};
 double g_rate_bytes_per_ns = 2000.0;
+double g_pool_limit_seconds = 1.0;  // the planner's, per packing
 
 const ms::Iteration& iteration(const std::string& model) {
   static std::map<std::string, ms::Iteration> loaded;
@@ -151,15 +158,61 @@ void quality() {
   }
 }
 
+// The pool for ours' schedules, both packings, with the planner's default time limit.
+void pools() {
+  fmt::print("\nPool re-planned for ours' schedules: planner `best`, {:g} s per packing, 512-byte alignment\n",
+             g_pool_limit_seconds);
+  ms::SwapPoolOptions pool_options;
+  pool_options.time_limit_seconds = g_pool_limit_seconds;
+  fmt::print("| model | budget | mode | swaps | residencies | simulated peak | lower bound | pool (a) | (a)/peak |"
+             " pool (b), same address | (b)/peak | (b)/(a) | planner s |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  const auto mb = [](std::uint64_t bytes) { return fmt::format("{:.3f} MB", static_cast<double>(bytes) / 1e6); };
+  const auto ratio = [](std::uint64_t a, std::uint64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
+  for (const std::string& model : kModels) {
+    const ms::Iteration& it = iteration(model);
+    const auto row = [&](const std::string& budget, const std::string& mode, const ms::Schedule& schedule,
+                         const ms::Simulation& simulation) {
+      const auto start = std::chrono::steady_clock::now();
+      const ms::SwapPool pool = ms::plan_swap_pool(it, schedule, simulation, pool_options);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::uint64_t peak = simulation.peak_bytes;
+      fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {:.4f} | {} | {:.4f} | {:.4f} | {:.2f} |\n", model, budget, mode,
+                 schedule.swaps.size(), pool.residencies.size(), mb(peak), mb(pool.lower_bound_bytes), mb(pool.pool_bytes),
+                 ratio(pool.pool_bytes, peak), mb(pool.pool_bytes_same_address), ratio(pool.pool_bytes_same_address, peak),
+                 ratio(pool.pool_bytes_same_address, pool.pool_bytes), seconds);
+    };
+    // The planner's own gap on the same iteration without swapping: the reference.
+    const ms::Schedule none;
+    row("-", "no swap", none, ms::simulate(it, none, ms::Link{}));
+    for (const double b : {0.8, 0.6}) {
+      for (const auto mode : {ms::ScheduleMode::no_overhead, ms::ScheduleMode::stick_to_limit}) {
+        ms::PlanOptions options;
+        options.mode = mode;
+        const ms::PlanResult r = ms::plan(it, ms::Link{}, budget_of(it, b), "ours", options);
+        row(fmt::format("{:.0f}%", 100 * b), mode == ms::ScheduleMode::no_overhead ? "no-overhead" : "stick-to-limit",
+            r.schedule, r.simulation);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool timings = true;
+  bool pool_only = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quality-only") == 0) timings = false;
+    else if (std::strcmp(argv[i], "--pool-only") == 0) pool_only = true;
+    else if (std::strncmp(argv[i], "--pool-limit=", 13) == 0) g_pool_limit_seconds = std::stod(argv[i] + 13);
     else if (std::strncmp(argv[i], "--rate=", 7) == 0) g_rate_bytes_per_ns = std::stod(argv[i] + 7);
     else args.push_back(argv[i]);
+  }
+  if (pool_only) {
+    pools();
+    return 0;
   }
   if (timings) {
     for (const std::string& model : kModels) {
@@ -176,5 +229,6 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks();
   }
   quality();
+  pools();
   return 0;
 }

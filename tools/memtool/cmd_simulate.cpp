@@ -3,7 +3,8 @@
 // planned pool — on a simulated device (of --capacity bytes), and say what each held at its
 // worst, how that compares with the live bytes, and which allocation it would have failed first.
 // With --budget (or --budgets), the swap what-if instead: one steady iteration under every swap
-// strategy at each budget, with the zero-stall bound (detail/simulate_swap.hpp).
+// strategy at each budget, with the zero-stall bound (detail/simulate_swap.hpp), and with --pool
+// the pool re-planned for each schedule.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -37,6 +38,8 @@ struct SimulateArgs {
   std::string swap;
   std::string compute = "auto";
   double max_slowdown = -1;
+  bool pool = false;
+  double pool_time_limit = 1.0;
 };
 
 LoadedModel load(const SimulateArgs& args) {
@@ -70,6 +73,9 @@ int run_swap_simulation(const SimulateArgs& args) {
     if (!args.swap.empty()) options.strategies = parse_strategies(args.swap);
     options.input.compute = parse_compute(args.compute);
     if (args.max_slowdown >= 0) options.max_slowdown = args.max_slowdown;
+    if (!(args.pool_time_limit > 0)) throw std::invalid_argument("--pool-time-limit: must be above 0 seconds");
+    options.pool = args.pool;
+    options.pool_time_limit_seconds = args.pool_time_limit;
   });
   if (!ok) return 2;
   const LoadedModel loaded = load(args);
@@ -131,6 +137,11 @@ std::function<int()> setup_simulate(CLI::App& sub) {
                  "swap strategies, comma-separated (default: all): ours, paper-doa, paper-aoa, paper-wdoa, paper-vote, save-on-cpu");
   sub.add_option("--compute", args->compute, "swap: kernel times from auto|gpu|host|bytes (docs/swapper.md)")->capture_default_str();
   sub.add_option("--max-slowdown", args->max_slowdown, "swap: the slowdown ours may spend to meet a budget (e.g. 0.05)");
+  sub.add_flag("--pool", args->pool,
+               "swap: re-plan the pool for every schedule (swapped buffers' residencies), with and without the "
+               "same-address rule");
+  sub.add_option("--pool-time-limit", args->pool_time_limit, "swap: the planner's search budget per pool, seconds")
+      ->capture_default_str();
   return [args] { return run_simulate(*args); };
 }
 

@@ -113,3 +113,41 @@ TEST_CASE("a memtool trace: its launches are the ops, host gaps their durations"
   bytes.input.compute = ms::ComputeModel::bytes;
   CHECK(mc::simulate_swap(loaded, bytes).compute == ms::ComputeModel::bytes);
 }
+
+TEST_CASE("--pool: every row gets the pool re-planned for its schedule, free and at the same address", "[swapper][cli]") {
+  const mc::LoadedModel loaded = mc::load_model(fixture("lstm.snapshot.json"), {});
+  mc::SimulateSwapOptions options = quick("80%");
+  options.strategies = {"ours", "paper-vote"};
+  options.pool = true;
+  options.pool_time_limit_seconds = 0.1;
+  const mc::SwapReport report = mc::simulate_swap(loaded, options);
+  REQUIRE(report.rows.size() == 4);
+  bool swapped = false;
+  for (const mc::SwapRow& row : report.rows) {
+    INFO(row.strategy << " " << mc::to_string(row.mode) << ": peak " << row.peak_bytes << ", lower bound "
+                      << row.pool_lower_bound_bytes << ", pool " << row.pool_bytes << ", same address "
+                      << row.pool_bytes_same_address);
+    swapped = swapped || row.swaps > 0;
+    // The residencies at the simulator's times: at least the peak, at most its 512-byte padding more.
+    CHECK(row.pool_lower_bound_bytes >= row.peak_bytes);
+    CHECK(static_cast<double>(row.pool_lower_bound_bytes) <= 1.01 * static_cast<double>(row.peak_bytes));
+    CHECK(row.pool_bytes >= row.pool_lower_bound_bytes);
+    CHECK(row.pool_bytes_same_address >= row.pool_lower_bound_bytes);
+  }
+  CHECK(swapped);
+  const std::string text = mc::swap_report_text(report);
+  CHECK(text.find("same address") != std::string::npos);
+  CHECK(text.find("pool/peak") != std::string::npos);
+  const nlohmann::json j = mc::swap_report_json(report);
+  for (const char* key : {"pool_bytes", "pool_bytes_same_address", "pool_lower_bound_bytes", "pool_over_peak",
+                          "pool_same_address_over_peak", "pool_within_budget", "pool_same_address_within_budget"}) {
+    INFO(key);
+    CHECK(j["results"][0].contains(key));
+  }
+  CHECK(j["results"][0]["pool_bytes"] == report.rows[0].pool_bytes);
+
+  // Without --pool the report says nothing of pools.
+  const mc::SwapReport plain = mc::simulate_swap(loaded, quick("80%"));
+  CHECK(mc::swap_report_text(plain).find("same address") == std::string::npos);
+  CHECK_FALSE(mc::swap_report_json(plain)["results"][0].contains("pool_bytes"));
+}

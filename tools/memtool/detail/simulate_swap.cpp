@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "detail/text_format.hpp"
+#include "memtool/swapper/swap_pool.hpp"
 
 namespace memtool::cli {
 namespace {
@@ -50,6 +51,10 @@ std::vector<std::string_view> split(std::string_view text) {
 std::string percent(double value) { return fmt::format("{:.1f}%", 100.0 * value); }
 
 std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
+
+std::string ratio(std::uint64_t bytes, std::uint64_t of) {
+  return of > 0 ? fmt::format("{:.4f}", static_cast<double>(bytes) / static_cast<double>(of)) : "-";
+}
 
 }  // namespace
 
@@ -156,12 +161,16 @@ SwapReport simulate_swap(const LoadedModel& loaded, const SimulateSwapOptions& o
   report.link = options.link;
   report.notes = input.notes;
   report.budgets = options.budgets;
+  report.pool = options.pool;
+  swapper::SwapPoolOptions pool_options;
+  pool_options.time_limit_seconds = options.pool_time_limit_seconds;
 
   std::vector<std::string> names = options.strategies;
   if (names.empty()) {
     for (const swapper::StrategyInfo& s : swapper::strategies()) names.emplace_back(s.name);
   }
   std::optional<swapper::PlanResult> save_on_cpu;  // the same at every budget and mode
+  std::optional<swapper::SwapPool> save_on_cpu_pool;
   for (const BudgetSpec& spec : options.budgets) {
     const std::uint64_t budget =
         spec.bytes != 0 ? spec.bytes
@@ -195,6 +204,15 @@ SwapReport simulate_swap(const LoadedModel& loaded, const SimulateSwapOptions& o
         row.h2d_busy_ns = result.simulation.h2d_busy_ns;
         row.swaps = result.schedule.swaps.size();
         row.construction = result.construction;
+        if (options.pool) {
+          const bool cached = name == "save-on-cpu" && save_on_cpu_pool;
+          const swapper::SwapPool pool =
+              cached ? *save_on_cpu_pool : swapper::plan_swap_pool(iteration, result.schedule, result.simulation, pool_options);
+          if (name == "save-on-cpu") save_on_cpu_pool = pool;
+          row.pool_bytes = pool.pool_bytes;
+          row.pool_bytes_same_address = pool.pool_bytes_same_address;
+          row.pool_lower_bound_bytes = pool.lower_bound_bytes;
+        }
         report.rows.push_back(std::move(row));
       }
     }
@@ -220,13 +238,26 @@ std::string swap_report_text(const SwapReport& r) {
   for (std::size_t b = 0; b < r.budgets.size(); ++b) {
     const std::uint64_t budget = r.budget_bytes[b];
     out += fmt::format("\nbudget {} ({}, {} of the plain peak)\n", r.budgets[b].text, human_bytes(budget), of_plain(budget));
-    TextTable table({"strategy", "mode", "peak", "of plain", "within", "moved out", "stall", "slowdown", "swaps"},
-                    {true, true});
+    std::vector<std::string> header{"strategy", "mode", "peak", "of plain", "within", "moved out", "stall", "slowdown", "swaps"};
+    if (r.pool) {
+      for (const char* column : {"pool", "pool/peak", "same address", "same/peak", "pool within"}) header.emplace_back(column);
+    }
+    TextTable table(header, {true, true});
     for (const SwapRow& row : r.rows) {
       if (row.budget_bytes != budget) continue;
-      table.add_row({row.strategy, std::string(to_string(row.mode)), human_bytes(row.peak_bytes), of_plain(row.peak_bytes),
-                     row.budget_met ? "yes" : "no", human_bytes(row.bytes_out), ms(row.stall_ns), percent(row.slowdown),
-                     std::to_string(row.swaps)});
+      std::vector<std::string> cells{row.strategy, std::string(to_string(row.mode)), human_bytes(row.peak_bytes),
+                                     of_plain(row.peak_bytes), row.budget_met ? "yes" : "no", human_bytes(row.bytes_out),
+                                     ms(row.stall_ns), percent(row.slowdown), std::to_string(row.swaps)};
+      if (r.pool) {
+        cells.push_back(human_bytes(row.pool_bytes));
+        cells.push_back(ratio(row.pool_bytes, row.peak_bytes));
+        cells.push_back(human_bytes(row.pool_bytes_same_address));
+        cells.push_back(ratio(row.pool_bytes_same_address, row.peak_bytes));
+        // Whether the budget holds in pool bytes: under both rules, or only when a swapped-in
+        // buffer may come back elsewhere.
+        cells.push_back(row.pool_bytes_same_address <= budget ? "yes" : row.pool_bytes <= budget ? "free only" : "no");
+      }
+      table.add_row(cells);
     }
     out += table.render();
   }
@@ -294,6 +325,17 @@ nlohmann::json swap_report_json(const SwapReport& r) {
                        {"h2d_busy_ns", row.h2d_busy_ns},
                        {"swaps", row.swaps},
                        {"construction", row.construction}});
+    if (r.pool) {
+      nlohmann::json& last = results.back();
+      last["pool_bytes"] = row.pool_bytes;
+      last["pool_bytes_same_address"] = row.pool_bytes_same_address;
+      last["pool_lower_bound_bytes"] = row.pool_lower_bound_bytes;
+      const double peak = static_cast<double>(row.peak_bytes);
+      last["pool_over_peak"] = peak > 0 ? static_cast<double>(row.pool_bytes) / peak : 0.0;
+      last["pool_same_address_over_peak"] = peak > 0 ? static_cast<double>(row.pool_bytes_same_address) / peak : 0.0;
+      last["pool_within_budget"] = row.pool_bytes <= row.budget_bytes;
+      last["pool_same_address_within_budget"] = row.pool_bytes_same_address <= row.budget_bytes;
+    }
   }
   j["results"] = std::move(results);
   return j;

@@ -1,7 +1,8 @@
 // The offline swap what-if behind `memtool simulate TRACE --budget B`: one steady iteration of a
-// loaded trace or snapshot, every swap strategy at every budget, and the zero-stall bound; as a
-// report in text (one table per budget, and the curve of peak against slowdown when there are
-// several) or JSON. Parsing of the option values lives here too, so the verb only wires flags.
+// loaded trace or snapshot, every swap strategy at every budget, and the zero-stall bound (with
+// --pool, each schedule's re-planned pool too); as a report in text (one table per budget, and
+// the curve of peak against slowdown when there are several) or JSON. Parsing of the option
+// values lives here too, so the verb only wires flags.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,9 @@ struct SimulateSwapOptions {
   double max_slowdown = std::numeric_limits<double>::infinity();  // ours in stick-to-limit
   swapper::TraceInputOptions input;
   std::uint32_t max_simulations = 4000;  // ours' work limit
+  // --pool: re-plan the pool for every schedule (swapper/swap_pool.hpp), free and same-address.
+  bool pool = false;
+  double pool_time_limit_seconds = 1.0;  // the planner's, per packing
 };
 
 struct SwapRow {
@@ -61,6 +65,12 @@ struct SwapRow {
   double h2d_busy_ns = 0;
   std::size_t swaps = 0;
   std::string construction;
+  // With SimulateSwapOptions::pool: the pool that holds the schedule's residencies (512-byte
+  // aligned), when a buffer may come back elsewhere and when it must come back to its address,
+  // and the most footprint bytes resident at once (no pool is smaller).
+  std::uint64_t pool_bytes = 0;
+  std::uint64_t pool_bytes_same_address = 0;
+  std::uint64_t pool_lower_bound_bytes = 0;
 };
 
 struct SwapReport {
@@ -77,6 +87,7 @@ struct SwapReport {
   swapper::Link link;
   std::vector<std::string> notes;
   std::vector<BudgetSpec> budgets;
+  bool pool = false;                        // rows carry pool sizes
   std::vector<std::uint64_t> budget_bytes;  // resolved, per budget
   std::vector<SwapRow> rows;                // per budget, per strategy and mode
 };
