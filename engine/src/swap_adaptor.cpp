@@ -28,6 +28,7 @@
 // asynchronous enqueues, except allocation, mapping and free).
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -269,7 +270,10 @@ class SwapAdaptor final : public Adaptor {
     iteration_begin_ = work_;
     next_ordinal_ = 0;
     outs_done_ = kFar;
-    schedule_at_boundary();
+    const auto now = std::chrono::steady_clock::now();
+    const double iteration_ns = std::chrono::duration<double, std::nano>(now - iteration_started_at_).count();
+    iteration_started_at_ = now;
+    schedule_at_boundary(last_length_ != 0 ? iteration_ns : 0.0);
   }
 
   bool wants_accesses() const override { return true; }
@@ -330,6 +334,7 @@ class SwapAdaptor final : public Adaptor {
     s.swap_policy = options_.policy;
     s.swap_schedules += counters_.schedules;
     s.swap_schedule_drops += counters_.schedule_drops;
+    s.swap_schedules_rejected += counters_.schedules_rejected;
     s.swap_outs_scheduled += counters_.swap_outs_scheduled;
     s.swap_ins_scheduled += counters_.swap_ins_scheduled;
     s.host_bytes = std::max(s.host_bytes, counters_.host_bytes);
@@ -653,15 +658,22 @@ class SwapAdaptor final : public Adaptor {
     logging_ = true;
   }
 
-  void schedule_at_boundary() {
+  // `iteration_ns`: the host time of the iteration that just ended (0: none).
+  void schedule_at_boundary(double iteration_ns) {
     if (plan_state_ == PlanState::off && options_.budget_bytes != 0 && options_.policy != "belady") {
       plan_state_ = PlanState::learning;
+    }
+    if (iteration_ns > 0 && plan_state_ != PlanState::applying && plan_state_ != PlanState::off) {
+      rule_ns_.push_back(iteration_ns);  // an iteration under the rule alone
+      if (rule_ns_.size() > 3) rule_ns_.erase(rule_ns_.begin());
     }
     switch (plan_state_) {
       case PlanState::applying:
         if (last_length_ != schedule_->items()) {
           drop_schedule(fmt::format("an iteration of {} work items, the plan's had {}", last_length_, schedule_->items()));
           start_log();
+        } else if (!keep_after_trial(iteration_ns)) {
+          return;
         } else {
           judge_lateness();
           schedule_->rebuild();
@@ -727,6 +739,28 @@ class SwapAdaptor final : public Adaptor {
     plan_state_ = PlanState::ready;
   }
 
+  // The schedule's first iterations against the rule's last ones: a schedule slower than the rule
+  // alone (the best of its second and third iterations against the rule's best, 5% margin; the
+  // first still carries the rule's state) gives way to the rule for the rest of the run. False
+  // when it did.
+  bool keep_after_trial(double iteration_ns) {
+    if (trial_over_ || iteration_ns <= 0 || !options_.schedule_trial) return true;
+    schedule_ns_.push_back(iteration_ns);
+    if (schedule_ns_.size() < 3) return true;
+    trial_over_ = true;
+    if (rule_ns_.empty()) return true;
+    const double with_schedule = std::min(schedule_ns_[1], schedule_ns_[2]);
+    const double rule = *std::min_element(rule_ns_.begin(), rule_ns_.end());
+    if (with_schedule <= 1.05 * rule) return true;
+    log(LogLevel::info, fmt::format("memtool swap: the {} schedule gives way to the rule ({:.1f} ms an iteration "
+                                    "with it, {:.1f} ms with the rule alone)",
+                                    options_.policy, with_schedule / 1e6, rule / 1e6));
+    ++counters_.schedules_rejected;
+    clear_schedule();
+    plan_state_ = PlanState::failed;  // the rule from now on
+    return false;
+  }
+
   void fail_planning(const std::string& why) {
     log(LogLevel::warn, "memtool swap: no " + options_.policy + " schedule (" + why + "); swapping by its own rule");
     plan_state_ = PlanState::failed;
@@ -736,6 +770,8 @@ class SwapAdaptor final : public Adaptor {
     schedule_ = std::move(ready_);
     plan_state_ = PlanState::applying;
     ++counters_.schedules;
+    schedule_ns_.clear();
+    trial_over_ = false;
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
@@ -745,14 +781,20 @@ class SwapAdaptor final : public Adaptor {
 
   void drop_schedule(const std::string& why) {
     log(LogLevel::info, "memtool swap: the schedule is dropped (" + why + "); learning again");
-    schedule_.reset();
     ++counters_.schedule_drops;
-    for (const Lateness& l : lateness_) timing_spare_.insert(timing_spare_.end(), {l.arrival, l.consumer});
-    lateness_.clear();
+    clear_schedule();
     plan_state_ = PlanState::learning;
-    logging_ = false;  // from the next boundary
     learned_items_ = 0;
     learned_signature_.clear();
+    rule_ns_.clear();
+  }
+
+  // The schedule and what the buffers held of it go; the rule alone until a state says otherwise.
+  void clear_schedule() {
+    schedule_.reset();
+    for (const Lateness& l : lateness_) timing_spare_.insert(timing_spare_.end(), {l.arrival, l.consumer});
+    lateness_.clear();
+    logging_ = false;  // a log starts at a boundary
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       b.held_out = false;
@@ -925,6 +967,7 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t exports_refused = 0;
     std::uint64_t schedules = 0;
     std::uint64_t schedule_drops = 0;
+    std::uint64_t schedules_rejected = 0;
     std::uint64_t swap_outs_scheduled = 0;
     std::uint64_t swap_ins_scheduled = 0;
   };
@@ -963,6 +1006,10 @@ class SwapAdaptor final : public Adaptor {
   detail::OpTimer timer_;
   bool logging_ = false;  // log_ holds this iteration from its start
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
+  std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
+  std::vector<double> rule_ns_;      // the last iterations under the rule alone (host ns)
+  std::vector<double> schedule_ns_;  // the schedule's first iterations
+  bool trial_over_ = false;
   struct Lateness {
     std::uint32_t swap;
     EventId arrival;   // after the copy-in

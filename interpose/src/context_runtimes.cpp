@@ -49,6 +49,7 @@ void add(engine::Summary& into, const engine::Summary& s) {
   if (!s.swap_policy.empty()) into.swap_policy = s.swap_policy;
   into.swap_schedules += s.swap_schedules;
   into.swap_schedule_drops += s.swap_schedule_drops;
+  into.swap_schedules_rejected += s.swap_schedules_rejected;
   into.swap_outs_scheduled += s.swap_outs_scheduled;
   into.swap_ins_scheduled += s.swap_ins_scheduled;
   into.peak_device_bytes = std::max(into.peak_device_bytes, s.peak_device_bytes);

@@ -153,6 +153,7 @@ struct Loop {
     options.budget_bytes = budget;
     options.min_bytes = MiB;
     options.policy = std::move(policy);
+    options.schedule_trial = false;  // iterations of microseconds: their host times say nothing
     swap = make_swap(device, make_device_resource(device, true), options);
     weight = alloc(4 * MiB);
   }

@@ -77,6 +77,9 @@ struct SwapOptions {
   // iteration and applied from then on, with the rule as the safety net.
   std::string policy = "ours";
   std::uint64_t link_bytes_per_second = 55'000'000'000;  // host link per direction, for the plan
+  // A schedule whose first iterations are slower than the rule's gives way to the rule (host
+  // time per iteration; off for tests whose iterations are too short to time).
+  bool schedule_trial = true;
 };
 
 // Swap candidates moved on the schedule the last iteration's uses give (swap_adaptor.cpp).

@@ -53,6 +53,7 @@ struct Summary {
   std::string swap_policy;                // "belady" or the swapper strategy whose schedule applies
   std::uint64_t swap_schedules = 0;       // schedules planned and applied
   std::uint64_t swap_schedule_drops = 0;  // dropped when the program deviated from their iteration
+  std::uint64_t swap_schedules_rejected = 0;  // slower than the rule alone in their first iterations
   std::uint64_t swap_outs_scheduled = 0;  // copies out issued by the schedule (the rest: the rule)
   std::uint64_t swap_ins_scheduled = 0;   // copies in issued by the schedule
 };
