@@ -16,7 +16,7 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
   namespace cost = greedy_cost;
   GreedyResult result;
   // Counted in eighths (greedy_costs.hpp), then turned into units at the problem's size.
-  const std::uint64_t fifths = cost::size_fifths(prepared_.items.size());
+  const std::uint64_t tenths = cost::size_tenths(prepared_.items.size());
   std::uint64_t work = 2 * cost::kPerItem * prepared_.items.size();  // offsets set and copied out
   std::uint64_t setup = 0;  // units: building the index
   if (index_) work += index_->clear();
@@ -29,11 +29,11 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
     // What is spent, what building the index would cost (before it is built) and what
     // finishing would, against the limit.
     const std::uint64_t to_build = !limited || index_ ? 0 : GapIndex::setup_work_bound(prepared_);
-    if (limited && setup + to_build + cost::to_units(work, fifths) + (stops.finish ? sweep_fill_work(order.size() - k) : 0) >
+    if (limited && setup + to_build + cost::to_units(work, tenths) + (stops.finish ? sweep_fill_work(order.size() - k) : 0) >
                        stops.work) {
       result.cut = true;
       result.placed = k;
-      result.work = setup + cost::to_units(work, fifths);
+      result.work = setup + cost::to_units(work, tenths);
       if (!stops.finish) {
         result.pool = UINT64_MAX;
         return result;
@@ -53,13 +53,13 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
     if (result.pool > stops.above) {
       result.pool = UINT64_MAX;
       result.placed = k;
-      result.work = setup + cost::to_units(work, fifths);
+      result.work = setup + cost::to_units(work, tenths);
       return result;
     }
     for (std::uint32_t s = 0; s < it.span_count; ++s) work += index_->insert(it.first_span + s, {off, off + it.footprint});
   }
   result.placed = order.size();
-  result.work = setup + cost::to_units(work, fifths);
+  result.work = setup + cost::to_units(work, tenths);
   result.offsets = offsets_;
   return result;
 }
