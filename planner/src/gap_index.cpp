@@ -189,7 +189,7 @@ std::uint64_t GapIndex::clear() {
 std::uint64_t GapIndex::gather(Span span, Lists& out) {
   std::uint64_t work = cost::kSlotRead;
   auto add = [&](const RangeUnion& u) {
-    if (!u.empty()) out.sorted.emplace_back(u.begin(), u.end());
+    if (!u.empty()) out.sorted.push_back(&u);
   };
   // Live at span.first.
   std::uint32_t node = leaves_ + span.first;

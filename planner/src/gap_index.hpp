@@ -88,7 +88,7 @@ class GapIndex {
 
   // Sorted lists whose union is the occupancy of one or more spans, collected by gather().
   struct Lists {
-    std::vector<std::pair<const Range*, const Range*>> sorted;
+    std::vector<const RangeUnion*> sorted;
     std::vector<Range> loose;  // from slots: not sorted
     void clear() {
       sorted.clear();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "gap_walk.hpp"
 #include "greedy_costs.hpp"
 #include "sweep_fill.hpp"
 
@@ -15,7 +16,7 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
   namespace cost = greedy_cost;
   GreedyResult result;
   // Counted in eighths (greedy_costs.hpp), then turned into units at the problem's size.
-  const std::uint64_t fifths = cost::size_fifths(prepared_.items.size());
+  const std::uint64_t tenths = cost::size_tenths(prepared_.items.size());
   std::uint64_t work = 2 * cost::kPerItem * prepared_.items.size();  // offsets set and copied out
   std::uint64_t setup = 0;  // units: building the index
   if (index_) work += index_->clear();
@@ -28,11 +29,11 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
     // What is spent, what building the index would cost (before it is built) and what
     // finishing would, against the limit.
     const std::uint64_t to_build = !limited || index_ ? 0 : GapIndex::setup_work_bound(prepared_);
-    if (limited && setup + to_build + cost::to_units(work, fifths) + (stops.finish ? sweep_fill_work(order.size() - k) : 0) >
+    if (limited && setup + to_build + cost::to_units(work, tenths) + (stops.finish ? sweep_fill_work(order.size() - k) : 0) >
                        stops.work) {
       result.cut = true;
       result.placed = k;
-      result.work = setup + cost::to_units(work, fifths);
+      result.work = setup + cost::to_units(work, tenths);
       if (!stops.finish) {
         result.pool = UINT64_MAX;
         return result;
@@ -52,15 +53,92 @@ GreedyResult GreedyPlacer::place(std::span<const std::uint32_t> order, Fit fit, 
     if (result.pool > stops.above) {
       result.pool = UINT64_MAX;
       result.placed = k;
-      result.work = setup + cost::to_units(work, fifths);
+      result.work = setup + cost::to_units(work, tenths);
       return result;
     }
     for (std::uint32_t s = 0; s < it.span_count; ++s) work += index_->insert(it.first_span + s, {off, off + it.footprint});
   }
   result.placed = order.size();
-  result.work = setup + cost::to_units(work, fifths);
+  result.work = setup + cost::to_units(work, tenths);
   result.offsets = offsets_;
   return result;
+}
+
+namespace {
+
+// Merges two sorted runs of disjoint ranges into `out` as one, ranges that touch or overlap
+// made one; returns the end of what it wrote. Without branches in the loop (the choice
+// between the runs is a coin toss the predictor would miss half the time): the range being
+// built is stored at every step, and kept by moving `out` on only when the next one leaves
+// a gap.
+Range* merge_union(const Range* a, const Range* a_end, const Range* b, const Range* b_end, Range* out) {
+  if (a == a_end && b == b_end) return out;
+  Range current = a == a_end || (b != b_end && b->lo < a->lo) ? *b++ : *a++;
+  // Selections by masks: the compiler turns a plain condition back into a branch.
+  auto pick = [](bool second, std::uint64_t x, std::uint64_t y) {
+    const std::uint64_t mask = std::uint64_t{0} - static_cast<std::uint64_t>(second);
+    return (x & ~mask) | (y & mask);
+  };
+  auto add = [&](const Range& r) {
+    *out = current;
+    const bool gap = r.lo > current.hi;
+    out += gap ? 1 : 0;
+    current.lo = pick(gap, current.lo, r.lo);
+    current.hi = pick(gap, std::max(current.hi, r.hi), r.hi);
+  };
+  while (a != a_end && b != b_end) {
+    const bool from_b = b->lo < a->lo;
+    const auto at = pick(from_b, reinterpret_cast<std::uintptr_t>(a), reinterpret_cast<std::uintptr_t>(b));
+    const Range r = *reinterpret_cast<const Range*>(at);
+    a += from_b ? 0 : 1;
+    b += from_b ? 1 : 0;
+    add(r);
+  }
+  for (; a != a_end; ++a) add(*a);
+  for (; b != b_end; ++b) add(*b);
+  *out++ = current;
+  return out;
+}
+
+}  // namespace
+
+std::span<const Range> GreedyPlacer::union_of_rest(std::size_t main, std::uint64_t& work) {
+  namespace cost = greedy_cost;
+  auto& loose = lists_.loose;
+  std::sort(loose.begin(), loose.end(), [](const Range& x, const Range& y) { return x.lo < y.lo; });
+  work += cost::kRange * loose.size() * std::bit_width(loose.size());
+  // Sorted ranges may touch or overlap: one merge with nothing makes them a union.
+  const Range* const loose_end = merge_union(loose.data(), loose.data() + loose.size(), nullptr, nullptr, loose.data());
+  runs_.clear();
+  std::size_t total = 0;
+  if (loose_end != loose.data()) runs_.emplace_back(loose.data(), loose_end);
+  for (std::size_t l = 0; l < lists_.sorted.size(); ++l) {
+    if (l == main) continue;
+    runs_.emplace_back(lists_.sorted[l]->begin(), lists_.sorted[l]->end());
+  }
+  for (const auto& [first, last] : runs_) total += static_cast<std::size_t>(last - first);
+  if (runs_.empty()) return {};
+  // Each round writes into the scratch buffer the previous one did not.
+  for (int round = 0; runs_.size() > 1; ++round) {
+    auto& buffer = round % 2 == 0 ? merged_[0] : merged_[1];
+    if (buffer.size() < total) buffer.resize(total);
+    Range* out = buffer.data();
+    std::size_t kept = 0;
+    for (std::size_t r = 0; r < runs_.size(); r += 2) {
+      Range* const start = out;
+      if (r + 1 < runs_.size()) {
+        out = merge_union(runs_[r].first, runs_[r].second, runs_[r + 1].first, runs_[r + 1].second, out);
+        work += cost::kRange * static_cast<std::uint64_t>((runs_[r].second - runs_[r].first) + (runs_[r + 1].second - runs_[r + 1].first));
+      } else {
+        out = std::copy(runs_[r].first, runs_[r].second, out);
+        work += cost::kRange * static_cast<std::uint64_t>(runs_[r].second - runs_[r].first);
+      }
+      runs_[kept++] = {start, out};
+    }
+    runs_.resize(kept);
+    total = static_cast<std::size_t>(out - buffer.data());
+  }
+  return {runs_[0].first, runs_[0].second};
 }
 
 std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t& work) {
@@ -69,89 +147,37 @@ std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t
   lists_.clear();
   const Span* spans = prepared_.spans_of(item);
   for (std::uint32_t k = 0; k < it.span_count; ++k) work += index_->gather(spans[k], lists_);
-  // Two sorted sequences to merge: the longest list (usually the stabbing full-cover union),
-  // and everything else in one vector: the start-list ranges (loose, sorted here) and the other
-  // lists appended as sorted runs, merged pairwise (O(R log runs); a plain sort when short).
+  // Two sorted sequences to walk: the longest list (usually the stabbing full-cover union), and
+  // the union of everything else: the start-slot ranges (loose, sorted here) and the other
+  // lists, merged pairwise (O(R log lists)), coalescing as they go — the lists overlap much
+  // (the same columns of buffers seen from several nodes), so later rounds and the walk read
+  // a fraction of R.
   auto& lists = lists_.sorted;
   std::size_t longest = 0;
   for (std::size_t l = 1; l < lists.size(); ++l) {
-    if (lists[l].second - lists[l].first > lists[longest].second - lists[longest].first) longest = l;
+    if (lists[l]->size() > lists[longest]->size()) longest = l;
   }
-  const Range* main = nullptr;
-  const Range* main_end = nullptr;
-  auto& rest = lists_.loose;
-  auto by_lo = [](const Range& x, const Range& y) { return x.lo < y.lo; };
-  std::sort(rest.begin(), rest.end(), by_lo);
-  work += cost::kRange * rest.size() * std::bit_width(rest.size());
-  runs_.assign(1, 0);
-  if (!rest.empty()) runs_.push_back(rest.size());
-  for (std::size_t l = 0; l < lists.size(); ++l) {
-    if (l == longest) {
-      main = lists[l].first;
-      main_end = lists[l].second;
-    } else {
-      rest.insert(rest.end(), lists[l].first, lists[l].second);
-      runs_.push_back(rest.size());
-      work += cost::kRange * static_cast<std::uint64_t>(lists[l].second - lists[l].first);
-    }
-  }
-  if (rest.size() <= 64) {
-    std::sort(rest.begin(), rest.end(), by_lo);
-    work += cost::kRange * rest.size() * std::bit_width(rest.size());
-  } else {
-    while (runs_.size() > 2) {
-      merged_.resize(rest.size());
-      std::size_t kept = 1;
-      for (std::size_t r = 0; r + 1 < runs_.size(); r += 2) {
-        const std::size_t end = r + 2 < runs_.size() ? runs_[r + 2] : runs_[r + 1];
-        std::merge(rest.begin() + runs_[r], rest.begin() + runs_[r + 1], rest.begin() + runs_[r + 1], rest.begin() + end,
-                   merged_.begin() + runs_[r], by_lo);
-        runs_[kept++] = end;
-      }
-      runs_.resize(kept);
-      rest.swap(merged_);
-      work += cost::kRange * rest.size();
-    }
-  }
+  const RangeUnion* main = lists.empty() ? nullptr : lists[longest];
+  const std::span<const Range> rest = union_of_rest(longest, work);
+  GapWalk walk{.footprint = it.footprint, .alignment = it.alignment, .first_fit = fit == Fit::first};
+  work += cost::kPlacement;
+  if (fit == Fit::best && main != nullptr) return best_fit({main->begin(), main->size()}, rest, walk, work);
+  // Walk the gaps below, between and above the occupied ranges, in address order.
+  const Range* m = main != nullptr ? main->begin() : nullptr;
+  const Range* m_end = main != nullptr ? main->end() : nullptr;
   const Range* other = rest.data();
   const Range* other_end = rest.data() + rest.size();
-  // Walk the gaps below, between and above the occupied ranges, in address order.
-  const std::uint64_t visited_before = static_cast<std::uint64_t>((main_end - main) + (other_end - other));
-  std::uint64_t cursor = 0;
-  std::uint64_t best_offset = UINT64_MAX;
-  std::uint64_t best_gap = UINT64_MAX;
-  std::uint64_t found = UINT64_MAX;
-  // One range in address order; false to stop the walk.
-  auto step = [&](const Range& r) {
-    if (r.lo > cursor) {
-      const std::uint64_t candidate = align_up(cursor, it.alignment);
-      if (candidate + it.footprint <= r.lo) {
-        if (fit == Fit::first) {
-          found = candidate;
-          return false;
-        }
-        if (r.lo - cursor < best_gap) {
-          best_gap = r.lo - cursor;
-          best_offset = candidate;
-          if (best_gap == it.footprint) return false;  // nothing tighter can hold it
-        }
-      }
-    }
-    cursor = std::max(cursor, r.hi);
-    return true;
-  };
+  const std::uint64_t visited_before = static_cast<std::uint64_t>((m_end - m) + (other_end - other));
   // The main list drives the walk; the (short) rest is let in where it belongs, a test that
   // is almost always false, so the branch predicts well.
   bool going = true;
-  while (going && main != main_end) {
-    while (going && other != other_end && other->lo < main->lo) going = step(*other++);
-    if (going) going = step(*main++);
+  while (going && m != m_end) {
+    while (going && other != other_end && other->lo < m->lo) going = walk.step(*other++);
+    if (going) going = walk.step(*m++);
   }
-  while (going && other != other_end) going = step(*other++);
-  work += cost::kPlacement + cost::kRange * (visited_before - static_cast<std::uint64_t>((main_end - main) + (other_end - other)));
-  if (found != UINT64_MAX) return found;
-  if (best_offset != UINT64_MAX) return best_offset;
-  return align_up(cursor, it.alignment);
+  while (going && other != other_end) going = walk.step(*other++);
+  work += cost::kRange * (visited_before - static_cast<std::uint64_t>((m_end - m) + (other_end - other)));
+  return walk.offset();
 }
 
 }  // namespace memtool::planner::detail

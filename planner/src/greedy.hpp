@@ -55,8 +55,11 @@ class GreedyPlacer {
   std::optional<GapIndex> index_;  // built by the first run that places a buffer in the gaps (its cost charged there)
   std::vector<std::uint64_t> offsets_;
   GapIndex::Lists lists_;               // scratch: the occupied ranges
-  std::vector<std::size_t> runs_;       // scratch: sorted runs in lists_.loose
-  std::vector<Range> merged_;           // scratch: merging them
+  // The union of the occupied ranges but those of list `main` of lists_.sorted (valid until the
+  // next call); adds its work.
+  std::span<const Range> union_of_rest(std::size_t main, std::uint64_t& work);
+  std::vector<std::pair<const Range*, const Range*>> runs_;  // scratch: sorted runs to merge
+  std::vector<Range> merged_[2];        // scratch: merging them, a round into each in turn
 };
 
 }  // namespace memtool::planner::detail

@@ -4,12 +4,16 @@
 // pruning rule (dominance, section bounds, hatless, decomposition) cuts off the last solution.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "branch_and_bound.hpp"
 #include "memtool/planner/placement.hpp"
 #include "prepared.hpp"
 #include "problem_builders.hpp"
+#include "search_budget.hpp"
 
 using namespace planner_test;
 namespace mp = memtool::planner;
@@ -120,4 +124,31 @@ TEST_CASE("decision problem: MiniMalloc's sections, one per end time", "[planner
   CHECK(d.width == std::vector<std::uint64_t>{10, 15, 2, 18});  // W: time, not sections
   CHECK(d.sections == std::vector<std::uint32_t>{1, 3, 1, 3});  // C
   CHECK(d.neighbours[0] == std::vector<std::uint32_t>{1});
+}
+
+TEST_CASE("search budget: the clock guard counts this thread's CPU time, not the wall's", "[planner][exact]") {
+  // Units that never run out, a guard at 0.05 CPU s. Asleep (as on a loaded machine, where the
+  // thread waits for a core) the wall passes the guard but the CPU time does not: no stop.
+  md::SearchBudget budget(UINT64_MAX / 2, 0.05);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  for (int k = 0; k < 256; ++k) REQUIRE_FALSE(budget.exhausted());
+  CHECK_FALSE(budget.clock_stopped());
+  // Working, the thread's CPU time reaches the guard: a stop, not before the CPU time is spent.
+  const double start = md::SearchBudget::thread_seconds();
+  volatile std::uint64_t sink = 0;
+  while (!budget.exhausted()) {
+    for (int k = 0; k < 1000; ++k) sink = sink + static_cast<std::uint64_t>(k);
+    REQUIRE(md::SearchBudget::thread_seconds() - start < 5.0);  // it must stop
+  }
+  CHECK(budget.clock_stopped());
+  CHECK(md::SearchBudget::thread_seconds() - start >= 0.04);
+  // A part shares the guard, and hands a stop back.
+  md::SearchBudget outer(UINT64_MAX / 2, 0.0);
+  md::SearchBudget part = outer.part(UINT64_MAX / 4);
+  for (int k = 0; k < 64 && !part.exhausted(); ++k) {
+  }
+  CHECK(part.clock_stopped());
+  outer.absorb(part);
+  CHECK(outer.clock_stopped());
+  CHECK(outer.exhausted());
 }
