@@ -663,8 +663,9 @@ class SwapAdaptor final : public Adaptor {
     if (plan_state_ == PlanState::off && options_.budget_bytes != 0 && options_.policy != "belady") {
       plan_state_ = PlanState::learning;
     }
-    if (iteration_ns > 0 && plan_state_ != PlanState::applying && plan_state_ != PlanState::off) {
-      rule_ns_.push_back(iteration_ns);  // an iteration under the rule alone
+    // An iteration under the rule alone, and not logged (logging and timing cost time too).
+    if (iteration_ns > 0 && !logging_ && plan_state_ != PlanState::applying && plan_state_ != PlanState::off) {
+      rule_ns_.push_back(iteration_ns);
       if (rule_ns_.size() > 3) rule_ns_.erase(rule_ns_.begin());
     }
     switch (plan_state_) {
