@@ -42,6 +42,7 @@
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
 #include "op_timer.hpp"
+#include "schedule_trial.hpp"
 #include "spare_events.hpp"
 #include "swap_mover.hpp"
 #include "swap_observation.hpp"
@@ -665,8 +666,7 @@ class SwapAdaptor final : public Adaptor {
     }
     // An iteration under the rule alone, and not logged (logging and timing cost time too).
     if (iteration_ns > 0 && !logging_ && plan_state_ != PlanState::applying && plan_state_ != PlanState::off) {
-      rule_ns_.push_back(iteration_ns);
-      if (rule_ns_.size() > 3) rule_ns_.erase(rule_ns_.begin());
+      trial_.rule_iteration(iteration_ns);
     }
     switch (plan_state_) {
       case PlanState::applying:
@@ -740,22 +740,15 @@ class SwapAdaptor final : public Adaptor {
     plan_state_ = PlanState::ready;
   }
 
-  // The schedule's first iterations against the rule's last ones: a schedule slower than the rule
-  // alone (the best of its second and third iterations against the rule's best, 5% margin; the
-  // first still carries the rule's state) gives way to the rule for the rest of the run. False
-  // when it did.
+  // A schedule slower than the rule alone in its first iterations (schedule_trial.hpp) gives way
+  // to the rule for the rest of the run. False when it did.
   bool keep_after_trial(double iteration_ns) {
-    if (trial_over_ || iteration_ns <= 0 || !options_.schedule_trial) return true;
-    schedule_ns_.push_back(iteration_ns);
-    if (schedule_ns_.size() < 3) return true;
-    trial_over_ = true;
-    if (rule_ns_.empty()) return true;
-    const double with_schedule = std::min(schedule_ns_[1], schedule_ns_[2]);
-    const double rule = *std::min_element(rule_ns_.begin(), rule_ns_.end());
-    if (with_schedule <= 1.05 * rule) return true;
+    if (!options_.schedule_trial || trial_.schedule_iteration(iteration_ns) != detail::ScheduleTrial::Verdict::reject) {
+      return true;
+    }
     log(LogLevel::info, fmt::format("memtool swap: the {} schedule gives way to the rule ({:.1f} ms an iteration "
                                     "with it, {:.1f} ms with the rule alone)",
-                                    options_.policy, with_schedule / 1e6, rule / 1e6));
+                                    options_.policy, trial_.with_schedule() / 1e6, trial_.rule() / 1e6));
     ++counters_.schedules_rejected;
     clear_schedule();
     plan_state_ = PlanState::failed;  // the rule from now on
@@ -771,8 +764,7 @@ class SwapAdaptor final : public Adaptor {
     schedule_ = std::move(ready_);
     plan_state_ = PlanState::applying;
     ++counters_.schedules;
-    schedule_ns_.clear();
-    trial_over_ = false;
+    trial_.start(false);
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
@@ -787,7 +779,7 @@ class SwapAdaptor final : public Adaptor {
     plan_state_ = PlanState::learning;
     learned_items_ = 0;
     learned_signature_.clear();
-    rule_ns_.clear();
+    trial_.start(true);  // the program changed: the rule's times are old
   }
 
   // The schedule and what the buffers held of it go; the rule alone until a state says otherwise.
@@ -1008,9 +1000,7 @@ class SwapAdaptor final : public Adaptor {
   bool logging_ = false;  // log_ holds this iteration from its start
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
-  std::vector<double> rule_ns_;      // the last iterations under the rule alone (host ns)
-  std::vector<double> schedule_ns_;  // the schedule's first iterations
-  bool trial_over_ = false;
+  detail::ScheduleTrial trial_;
   struct Lateness {
     std::uint32_t swap;
     EventId arrival;   // after the copy-in

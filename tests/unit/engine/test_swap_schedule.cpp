@@ -1,12 +1,14 @@
 // The swapper's schedule in the process: an observed iteration becomes the swapper's input with
 // the right lifetimes and names (swap_observation.hpp), a schedule becomes triggers at the right
 // work items, wrapping into the next iteration under the right name, and learns from a late
-// copy-in (swap_schedule.hpp); and on the simulated device a periodic program is planned,
-// served from the schedule with its bytes intact, and falls back when it drifts.
+// copy-in (swap_schedule.hpp); a schedule slower than the rule gives way (schedule_trial.hpp);
+// and on the simulated device a periodic program is planned, served from the schedule with its
+// bytes intact, and falls back when it drifts.
 #include <catch2/catch.hpp>
 
 #include "memtool/engine/resources.hpp"
 #include "memtool/engine/sim_device.hpp"
+#include "schedule_trial.hpp"
 #include "swap_observation.hpp"
 #include "swap_schedule.hpp"
 
@@ -231,4 +233,27 @@ TEST_CASE("swap schedule: belady plans nothing", "[engine][swap][schedule]") {
   CHECK(loop.device.violations() == 0);
   loop.free(loop.weight);
   loop.swap->shutdown(true);
+}
+
+TEST_CASE("swap schedule: the trial keeps a schedule no slower than the rule", "[engine][swap][schedule]") {
+  ScheduleTrial trial;
+  for (const double ns : {100.0, 120.0, 110.0, 130.0}) trial.rule_iteration(ns);  // the last three: best 110
+  CHECK(trial.rule() == 110.0);
+  trial.start(false);
+  // The first iteration with the schedule carries the rule's state and does not count.
+  CHECK(trial.schedule_iteration(500.0) == ScheduleTrial::Verdict::undecided);
+  CHECK(trial.schedule_iteration(0.0) == ScheduleTrial::Verdict::undecided);  // not timed
+  CHECK(trial.schedule_iteration(140.0) == ScheduleTrial::Verdict::undecided);
+  CHECK(trial.schedule_iteration(115.0) == ScheduleTrial::Verdict::keep);  // within 5% of 110
+  CHECK(trial.schedule_iteration(900.0) == ScheduleTrial::Verdict::keep);  // decided once
+
+  trial.start(false);
+  (void)trial.schedule_iteration(100.0);
+  (void)trial.schedule_iteration(130.0);
+  CHECK(trial.schedule_iteration(117.0) == ScheduleTrial::Verdict::reject);  // 6% slower
+  CHECK(trial.with_schedule() == 117.0);
+
+  trial.start(true);  // the rule was never timed since: nothing to hold against the schedule
+  for (const double ns : {1e9, 1e9, 1e9}) (void)trial.schedule_iteration(ns);
+  CHECK(trial.schedule_iteration(1e9) == ScheduleTrial::Verdict::keep);
 }
