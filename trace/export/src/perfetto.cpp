@@ -50,7 +50,6 @@ constexpr std::uint32_t kInternedName = 2;                // EventName.name
 constexpr std::uint32_t kEventType = 9;                   // TrackEvent.type
 constexpr std::uint32_t kEventTrack = 11;                 // TrackEvent.track_uuid
 constexpr std::uint32_t kEventNameIid = 10;               // TrackEvent.name_iid
-constexpr std::uint32_t kEventName = 23;                  // TrackEvent.name
 constexpr std::uint32_t kCounterValue = 30;               // TrackEvent.counter_value
 constexpr std::uint32_t kDebugAnnotations = 4;            // TrackEvent.debug_annotations
 constexpr std::uint32_t kAnnotationName = 10;             // DebugAnnotation.name
