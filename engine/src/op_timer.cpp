@@ -6,32 +6,25 @@
 namespace memtool::engine::detail {
 
 void OpTimer::begin() {
-  spare_.insert(spare_.end(), events_.begin(), events_.end());
-  events_.clear();
+  release();
   host_.clear();
   ended_ = false;
 }
 
+void OpTimer::release() {
+  for (EventId& e : marks_) events_.give(e);
+  marks_.clear();
+}
+
 void OpTimer::mark(StreamId stream) {
   if (!timing_) return;
-  EventId e = 0;
-  if (!spare_.empty()) {
-    e = spare_.back();
-    spare_.pop_back();
-  } else if (device_.create_timing_event(&e) != kSuccess) {
+  const EventId e = events_.record(device_, stream);
+  if (e == 0) {
     timing_ = false;  // host gaps from now on
-    spare_.insert(spare_.end(), events_.begin(), events_.end());
-    events_.clear();
+    release();
     return;
   }
-  if (device_.record_event(e, stream) != kSuccess) {
-    spare_.push_back(e);
-    timing_ = false;
-    spare_.insert(spare_.end(), events_.begin(), events_.end());
-    events_.clear();
-    return;
-  }
-  events_.push_back(e);
+  marks_.push_back(e);
 }
 
 void OpTimer::item(StreamId stream) {
@@ -53,12 +46,12 @@ std::optional<std::vector<double>> OpTimer::poll() {
   if (!ended_) return std::nullopt;
   const std::size_t items = host_.size() - 1;
   std::vector<double> times(items, 0.0);
-  if (timing_ && events_.size() == items + 1) {
-    if (!device_.event_completed(events_.back())) return std::nullopt;
+  if (timing_ && marks_.size() == items + 1) {
+    if (!device_.event_completed(marks_.back())) return std::nullopt;
     bool all = true;
     for (std::size_t i = 0; i < items && all; ++i) {
       double ns = 0;
-      all = device_.elapsed_ns(events_[i], events_[i + 1], &ns) == kSuccess;
+      all = device_.elapsed_ns(marks_[i], marks_[i + 1], &ns) == kSuccess;
       times[i] = std::max(0.0, ns);
     }
     if (all) {
@@ -72,13 +65,6 @@ std::optional<std::vector<double>> OpTimer::poll() {
   }
   ended_ = false;
   return times;
-}
-
-void OpTimer::destroy_all() {
-  for (const EventId e : events_) device_.destroy_event(e);
-  for (const EventId e : spare_) device_.destroy_event(e);
-  events_.clear();
-  spare_.clear();
 }
 
 }  // namespace memtool::engine::detail

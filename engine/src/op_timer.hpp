@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "memtool/engine/device.hpp"
+#include "spare_events.hpp"
 
 namespace memtool::engine::detail {
 
 class OpTimer {
  public:
-  explicit OpTimer(Device& device) : device_(device) {}
+  OpTimer(Device& device, SpareTimingEvents& events) : device_(device), events_(events) {}
   ~OpTimer() = default;
   OpTimer(const OpTimer&) = delete;
   OpTimer& operator=(const OpTimer&) = delete;
@@ -34,17 +35,18 @@ class OpTimer {
   // gaps); nullopt while the GPU is behind, or when there is no ended iteration.
   [[nodiscard]] std::optional<std::vector<double>> poll();
   [[nodiscard]] bool gpu_timed() const { return timing_; }
-  void destroy_all();
+  // Its events back to the spares (before they are destroyed).
+  void release();
 
  private:
   void mark(StreamId stream);
 
   Device& device_;
-  bool timing_ = true;  // until an event cannot be made
+  SpareTimingEvents& events_;
+  bool timing_ = true;  // until an event cannot be made or timed
   bool ended_ = false;
   StreamId last_stream_ = 0;
-  std::vector<EventId> events_;  // events_[i]: after item i-1 (events_[0]: the start)
-  std::vector<EventId> spare_;
+  std::vector<EventId> marks_;  // marks_[i]: after item i-1 (marks_[0]: the start)
   std::vector<std::chrono::steady_clock::time_point> host_;  // host_[i]: item i's before_work; the end
 };
 

@@ -62,7 +62,11 @@ constexpr std::uint64_t kMaxLead = 1024;  // work items
 class SwapAdaptor final : public Adaptor {
  public:
   SwapAdaptor(Device& device, std::unique_ptr<Resource> upstream, SwapOptions options)
-      : Adaptor(std::move(upstream)), device_(device), options_(std::move(options)), timer_(device) {
+      : Adaptor(std::move(upstream)),
+        device_(device),
+        options_(std::move(options)),
+        copies_on_program_stream_(options_.policy == "save-on-cpu"),
+        timer_(device, timing_events_) {
     if (options_.mode == SwapMechanism::explicit_copies) {
       mover_ = detail::make_vmm_mover(device_, spare_events_, options_.host_limit_bytes);
       if (!mover_) {
@@ -76,12 +80,10 @@ class SwapAdaptor final : public Adaptor {
   ~SwapAdaptor() override {
     if (planning_.valid()) planning_.wait();
     std::lock_guard lock(mutex_);
-    timer_.destroy_all();
-    for (const Lateness& l : lateness_) timing_spare_.insert(timing_spare_.end(), {l.arrival, l.consumer});
-    for (auto& [ptr, b] : buffers_) {
-      if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
-    }
-    for (const EventId e : timing_spare_) device_.destroy_event(e);
+    timer_.release();
+    forget_lateness();
+    for (auto& [ptr, b] : buffers_) timing_events_.give(b.timed_arrival);
+    timing_events_.destroy_all(device_);
     spare_events_.destroy_all(device_);
   }
 
@@ -131,15 +133,12 @@ class SwapAdaptor final : public Adaptor {
       return Adaptor::allocate(request, out);
     }
     if (iteration_started_) {
-      b.ordinal = next_ordinal_;
+      b.ordinal = next_ordinal_++;
       b.birth = Birth::current;
-      b.key = next_ordinal_++;
       if (born_current_.size() <= b.ordinal) born_current_.resize(b.ordinal + 1, 0);
       born_current_[b.ordinal] = ptr;
       if (logging_) log_.allocated(b.ordinal, b.footprint, ptr);
       if (schedule_ && !schedule_->expects(b.ordinal, b.footprint)) drop_schedule("an allocation differs from the plan's");
-    } else {
-      b.key = kPersistentKey | ptr;
     }
     b.id = ++next_id_;
     b.streams.push_back(request.stream);
@@ -163,8 +162,7 @@ class SwapAdaptor final : public Adaptor {
     SwapBuffer& b = it->second;
     live_bytes_ -= b.size;
     forget_name(ptr, b);
-    if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
-    b.timed_arrival = 0;
+    timing_events_.give(b.timed_arrival);
     if (b.arrival_pending) {
       recycle(b.arrival);
       b.arrival_pending = false;
@@ -216,7 +214,7 @@ class SwapAdaptor final : public Adaptor {
     apply_schedule(now - 1, stream);
     for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
-      uses_.emplace_back(b.key, now);
+      uses_.emplace_back(key_of(base, b), now);
       if (logging_) log_.used(name_of(base, b));
       if (!b.resident) bring_back_now(base, b, stream);
       if (b.arrival_pending) {
@@ -224,7 +222,7 @@ class SwapAdaptor final : public Adaptor {
         const bool arrived_already = device_.event_completed(b.arrival);
         if (b.arrival_ahead && !arrived_already) {
           ++counters_.swap_ins_late;
-          grow_lead(b.key);
+          grow_lead(key_of(base, b));
         }
         // A scheduled copy-in learns from the GPU's clock only: the host may be far ahead of the
         // GPU, so "not arrived yet" seen from here says little (without timing events, the
@@ -300,7 +298,7 @@ class SwapAdaptor final : public Adaptor {
       std::lock_guard lock(mutex_);
       const auto it = buffers_.find(ptr);
       if (it != buffers_.end()) {
-        if ((it->second.key & kPersistentKey) == 0) exported_.insert(it->second.key);
+        if (it->second.birth != Birth::persistent) exported_.insert(it->second.ordinal);
         ++counters_.exports_refused;
         return true;
       }
@@ -399,6 +397,12 @@ class SwapAdaptor final : public Adaptor {
     return status;
   }
 
+  // The rule's name for a buffer: its ordinal in the iteration that made it, or its address (a
+  // persistent buffer's, marked so that it never equals an ordinal).
+  static std::uint64_t key_of(DevicePtr ptr, const SwapBuffer& b) {
+    return b.birth == Birth::persistent ? (kPersistentKey | ptr) : b.ordinal;
+  }
+
   // When the last iteration next used `key` after work item `now` (relative); kFar if never.
   std::uint64_t next_use(std::uint64_t key, std::uint64_t now) const {
     const auto it = last_uses_.find(key);
@@ -467,7 +471,7 @@ class SwapAdaptor final : public Adaptor {
     for (const auto& [ptr, b] : buffers_) {
       if (!b.resident) continue;
       if (issuing(ptr)) continue;
-      const std::uint64_t distance = next_use(b.key, now);
+      const std::uint64_t distance = next_use(key_of(ptr, b), now);
       if (distance != kFar && distance <= needed_in) continue;
       victims.push_back(Victim{distance, b.last_work, ptr});
     }
@@ -576,7 +580,7 @@ class SwapAdaptor final : public Adaptor {
       settle(true);
       back = mover_->move_in(base, b, stream);
     }
-    grow_lead(b.key);
+    grow_lead(key_of(base, b));
     if (!back) {
       ++counters_.swap_ins_failed;  // read where it is
       return;
@@ -591,8 +595,9 @@ class SwapAdaptor final : public Adaptor {
     if (last_length_ == 0 || options_.lookahead == 0) return;
     for (auto& [ptr, b] : buffers_) {
       if (b.resident || b.held_out) continue;
-      const std::uint64_t distance = next_use(b.key, now);
-      if (distance == kFar || distance > lead_of(b.key)) continue;
+      const std::uint64_t key = key_of(ptr, b);
+      const std::uint64_t distance = next_use(key, now);
+      if (distance == kFar || distance > lead_of(key)) continue;
       // Room for it and for what is allocated before its use, from buffers needed after it only:
       // else the next item's early leaving would send it straight back (Belady, both ways).
       const std::uint64_t needs = b.footprint + upcoming_allocations(now, distance);
@@ -643,7 +648,6 @@ class SwapAdaptor final : public Adaptor {
     for (auto& [ptr, b] : buffers_) {
       if (b.birth == Birth::previous) {
         b.birth = Birth::persistent;
-        b.key = kPersistentKey | ptr;
       } else if (b.birth == Birth::current) {
         b.birth = Birth::previous;
       }
@@ -673,12 +677,11 @@ class SwapAdaptor final : public Adaptor {
         if (last_length_ != schedule_->items()) {
           drop_schedule(fmt::format("an iteration of {} work items, the plan's had {}", last_length_, schedule_->items()));
           start_log();
-        } else if (!keep_after_trial(iteration_ns)) {
           return;
-        } else {
-          judge_lateness();
-          schedule_->rebuild();
         }
+        if (!keep_after_trial(iteration_ns)) return;
+        judge_lateness();
+        schedule_->rebuild();
         return;
       case PlanState::ready:
         install_schedule();
@@ -767,8 +770,7 @@ class SwapAdaptor final : public Adaptor {
     trial_.start(false);
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
-      if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
-      b.timed_arrival = 0;
+      timing_events_.give(b.timed_arrival);
     }
   }
 
@@ -785,57 +787,45 @@ class SwapAdaptor final : public Adaptor {
   // The schedule and what the buffers held of it go; the rule alone until a state says otherwise.
   void clear_schedule() {
     schedule_.reset();
-    for (const Lateness& l : lateness_) timing_spare_.insert(timing_spare_.end(), {l.arrival, l.consumer});
-    lateness_.clear();
+    forget_lateness();
     logging_ = false;  // a log starts at a boundary
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       b.held_out = false;
-      if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
-      b.timed_arrival = 0;
+      timing_events_.give(b.timed_arrival);
     }
-  }
-
-  // A timing event recorded on `stream` now, or 0 when the device cannot time events.
-  EventId timed_mark(StreamId stream) {
-    if (!timing_events_) return 0;
-    EventId e = 0;
-    if (!timing_spare_.empty()) {
-      e = timing_spare_.back();
-      timing_spare_.pop_back();
-    } else if (device_.create_timing_event(&e) != kSuccess) {
-      timing_events_ = false;
-      return 0;
-    }
-    if (device_.record_event(e, stream) != kSuccess) {
-      timing_spare_.push_back(e);
-      return 0;
-    }
-    return e;
   }
 
   // The consumer of a scheduled copy-in is about to be issued on `stream`: whether the copy
   // arrived in time is decided on the GPU's clock once both events have completed.
   void judge_later(SwapBuffer& b, StreamId stream) {
-    const EventId consumer = timed_mark(stream);
+    EventId consumer = timing_events_.record(device_, stream);
     if (consumer != 0) {
       lateness_.push_back(Lateness{b.scheduled_in - 1, b.timed_arrival, consumer});
+      b.timed_arrival = 0;
     } else {
-      timing_spare_.push_back(b.timed_arrival);
+      timing_events_.give(b.timed_arrival);
     }
-    b.timed_arrival = 0;
   }
 
   // Copy-ins that arrived after their consumer's turn on the GPU start earlier from now on.
   void judge_lateness() {
-    std::erase_if(lateness_, [this](const Lateness& l) {
+    std::erase_if(lateness_, [this](Lateness& l) {
       if (!device_.event_completed(l.arrival) || !device_.event_completed(l.consumer)) return false;
       double ns = 0;
       if (schedule_ && device_.elapsed_ns(l.consumer, l.arrival, &ns) == kSuccess && ns > 0) schedule_->late(l.swap);
-      timing_spare_.push_back(l.arrival);
-      timing_spare_.push_back(l.consumer);
+      timing_events_.give(l.arrival);
+      timing_events_.give(l.consumer);
       return true;
     });
+  }
+
+  void forget_lateness() {
+    for (Lateness& l : lateness_) {
+      timing_events_.give(l.arrival);
+      timing_events_.give(l.consumer);
+    }
+    lateness_.clear();
   }
 
   // The copies out due once the item before `item` was issued: at the first call after it (an
@@ -843,13 +833,12 @@ class SwapAdaptor final : public Adaptor {
   void apply_outs(std::uint64_t item) {
     if (!schedule_ || item >= schedule_->items() || outs_done_ == item) return;
     outs_done_ = item;
-    const bool on_compute = options_.policy == "save-on-cpu";  // its copies run in the program's order
     for (const detail::SwapSchedule::Trigger& t : schedule_->outs_at(static_cast<std::uint32_t>(item))) {
       const DevicePtr ptr = resolve(t.name);
       if (ptr == 0) continue;
       SwapBuffer& b = buffers_.at(ptr);
       if (!b.resident || issuing(ptr) || counters_.host_bytes_now + b.size > host_limit()) continue;
-      if (swap_out(ptr, b, on_compute && !b.streams.empty() ? b.streams.back() : 0)) {
+      if (swap_out(ptr, b, copies_on_program_stream_ && !b.streams.empty() ? b.streams.back() : 0)) {
         b.held_out = true;
         ++counters_.swap_outs_scheduled;
       }
@@ -864,7 +853,6 @@ class SwapAdaptor final : public Adaptor {
       return;
     }
     const auto at = static_cast<std::uint32_t>(item);
-    const bool on_compute = options_.policy == "save-on-cpu";
     apply_outs(item);
     for (const detail::SwapSchedule::Trigger& t : schedule_->ins_at(at)) {
       const DevicePtr ptr = resolve(t.name);
@@ -877,7 +865,7 @@ class SwapAdaptor final : public Adaptor {
       make_room(b.footprint, schedule_->lead(t.swap), Room::wait);
       if (mover_->device_bytes() + b.footprint > device_budget()) continue;
       StreamId on = stream;
-      if (!on_compute) {
+      if (!copies_on_program_stream_) {
         // On the swap-in stream, once the program's stream has reached this item (the plan's
         // time), not when the host gets here, which may be far ahead of the GPU.
         if (!side_stream(in_stream_, on)) continue;
@@ -891,8 +879,8 @@ class SwapAdaptor final : public Adaptor {
       if (!mover_->move_in(ptr, b, on)) continue;
       mark_arrival(b, on, true);
       b.scheduled_in = t.swap + 1;
-      if (b.timed_arrival != 0) timing_spare_.push_back(b.timed_arrival);
-      b.timed_arrival = timed_mark(on);
+      timing_events_.give(b.timed_arrival);
+      b.timed_arrival = timing_events_.record(device_, on);
       arrived(b);
       ++counters_.swap_ins_scheduled;
     }
@@ -967,6 +955,7 @@ class SwapAdaptor final : public Adaptor {
 
   Device& device_;
   const SwapOptions options_;
+  const bool copies_on_program_stream_;  // save-on-cpu: its copies run in the program's order
   mutable std::mutex mutex_;
   detail::SpareEvents spare_events_;  // before the mover, which borrows it
   std::unique_ptr<detail::SwapMover> mover_;
@@ -996,6 +985,7 @@ class SwapAdaptor final : public Adaptor {
   // The schedule's state (see PlanState).
   PlanState plan_state_ = PlanState::off;
   detail::IterationLog log_;
+  detail::SpareTimingEvents timing_events_;  // before the timer, which borrows it
   detail::OpTimer timer_;
   bool logging_ = false;  // log_ holds this iteration from its start
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
@@ -1006,9 +996,7 @@ class SwapAdaptor final : public Adaptor {
     EventId arrival;   // after the copy-in
     EventId consumer;  // where its consumer starts
   };
-  std::vector<Lateness> lateness_;     // scheduled copy-ins to judge once the GPU got there
-  std::vector<EventId> timing_spare_;  // timing events to record again
-  bool timing_events_ = true;          // until the device cannot make one
+  std::vector<Lateness> lateness_;  // scheduled copy-ins to judge once the GPU got there
   std::uint32_t learned_items_ = 0;
   std::vector<std::uint64_t> learned_signature_;
   std::future<detail::PlanReply> planning_;

@@ -26,7 +26,6 @@ namespace memtool::engine::detail {
 struct SwapBuffer {
   // The policy's.
   std::uint64_t size = 0;
-  std::uint64_t key = 0;  // the allocation's ordinal in its iteration (or address, before one)
   std::uint64_t id = 0;   // what pointer queries answer as its buffer id
   bool resident = true;   // on the device, or on its way there
   std::vector<StreamId> streams;  // every stream that used it since it last reached the device
