@@ -3,7 +3,7 @@
 # (tests/apps/replay over tests/fixtures/traces/*.log) on fakecuda with a device of BUDGET_PERCENT
 # of the plain run's peak (the plain run cannot run there), kernels that take the bytes they
 # touch at COMPUTE_GBPS, and a host link of LINK_GBPS each way (fakecuda's copy engines; memtool
-# plans with the same figure, MEMTOOL_SWAP_LINK). Each policy (MEMTOOL_SWAP_POLICY) learns from
+# plans with what it measures of them, MEMTOOL_SWAP_LINK's default). Each policy (MEMTOOL_SWAP_POLICY) learns from
 # the first steps; the median wall time of the last four steps is set against the plain run's.
 #
 # The defaults are 500 GB/s of compute against an H200's 55 GB/s PCIe 5 link, both 100x slower:
@@ -24,7 +24,6 @@ lib="$build/interpose/libmemtool.so"
 replay="$build/tests/apps/replay_train"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-link_bytes=$(awk -v l="$link" 'BEGIN { printf "%d", l * 1e9 }')
 
 # Median step time (ms) of the steps from `first` on.
 median_step() { awk -v first="$2" '$1 == "step-ms" && $2 >= first { print $3 }' "$1" | sort -n |
@@ -44,7 +43,7 @@ for model in $models; do
   printf '%-13s %-12s %9.1f %7s %13s\n' "$model" plain "$plain" 1.00 "$peak"
   for policy in $policies; do
     if ! LD_LIBRARY_PATH=$fakecuda LD_PRELOAD=$lib MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_POLICY=$policy \
-         MEMTOOL_BUDGET=$budget FAKECUDA_MEMORY_BYTES=$budget FAKECUDA_LINK_GBPS=$link MEMTOOL_SWAP_LINK=$link_bytes \
+         MEMTOOL_BUDGET=$budget FAKECUDA_MEMORY_BYTES=$budget FAKECUDA_LINK_GBPS=$link \
          MEMTOOL_SUMMARY="$work/swap.json" FAKECUDA_STATS="$work/stats.json" "${cmd[@]}" > "$work/swap.out" 2> "$work/swap.err"; then
       echo "$model $policy: FAILED"; tail -3 "$work/swap.err"; continue
     fi

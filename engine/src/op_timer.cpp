@@ -13,7 +13,9 @@ void OpTimer::begin() {
 
 void OpTimer::release() {
   for (EventId& e : marks_) events_.give(e);
+  for (EventId& e : starts_) events_.give(e);
   marks_.clear();
+  starts_.clear();
 }
 
 void OpTimer::mark(StreamId stream) {
@@ -32,7 +34,13 @@ void OpTimer::item(StreamId stream) {
   // Before the first item: the start, on its stream; later ones: after the item before.
   mark(host_.empty() ? stream : last_stream_);
   host_.push_back(std::chrono::steady_clock::now());
+  starts_.push_back(0);
   last_stream_ = stream;
+}
+
+void OpTimer::waited(StreamId stream) {
+  if (ended_ || !timing_ || starts_.empty() || starts_.back() != 0) return;
+  starts_.back() = events_.record(device_, stream);  // 0: timed from the mark, as without waits
 }
 
 void OpTimer::end() {
@@ -46,12 +54,12 @@ std::optional<std::vector<double>> OpTimer::poll() {
   if (!ended_) return std::nullopt;
   const std::size_t items = host_.size() - 1;
   std::vector<double> times(items, 0.0);
-  if (timing_ && marks_.size() == items + 1) {
+  if (timing_ && marks_.size() == items + 1 && starts_.size() == items) {
     if (!device_.event_completed(marks_.back())) return std::nullopt;
     bool all = true;
     for (std::size_t i = 0; i < items && all; ++i) {
       double ns = 0;
-      all = device_.elapsed_ns(marks_[i], marks_[i + 1], &ns) == kSuccess;
+      all = device_.elapsed_ns(starts_[i] != 0 ? starts_[i] : marks_[i], marks_[i + 1], &ns) == kSuccess;
       times[i] = std::max(0.0, ns);
     }
     if (all) {

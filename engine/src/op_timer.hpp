@@ -3,6 +3,9 @@
 // item was issued (at the next item's before_work), and an item's time is the GPU time from the
 // previous event's completion to its own: its run time plus the idle time before it, which is
 // time a copy can use too. Items on concurrent streams can overlap: a negative gap counts 0.
+// An item whose stream was made to wait for a copy back (the swapping of the iteration being
+// learned, not the program's) is timed from an event recorded after those waits: under another
+// schedule that wait is not there, and it is no time a copy could use.
 // Without timing events (SimDevice, old drivers), the host-time gap from an item to the next is
 // used: the time the program took to issue it, right only for a GPU-bound program that waits for
 // the GPU often (documented in docs/swapping.md). Not thread-safe: the swap policy's lock.
@@ -29,6 +32,8 @@ class OpTimer {
   void begin();
   // The iteration's next work item is about to be issued on `stream`: the one before it has been.
   void item(StreamId stream);
+  // The item being issued had its stream wait for copies (queued by now): its time starts here.
+  void waited(StreamId stream);
   // The iteration ended after its last item: from now on, poll() until the times are known.
   void end();
   // The times of the ended iteration once the GPU has run it (timing events), or at once (host
@@ -47,6 +52,7 @@ class OpTimer {
   bool ended_ = false;
   StreamId last_stream_ = 0;
   std::vector<EventId> marks_;  // marks_[i]: after item i-1 (marks_[0]: the start)
+  std::vector<EventId> starts_;  // starts_[i]: after item i's waits for copies (0: it had none)
   std::vector<std::chrono::steady_clock::time_point> host_;  // host_[i]: item i's before_work; the end
 };
 

@@ -4,6 +4,8 @@
 #include <array>
 #include <stdexcept>
 
+#include "small_cache.hpp"
+
 namespace memtool::engine {
 namespace {
 
@@ -40,7 +42,9 @@ std::unique_ptr<Resource> build_strategy(const StrategyOptions& options, Device&
     // The swapper meets the budget by moving memory; it refuses nothing.
     SwapOptions swap = options.swap;
     swap.budget_bytes = budget;
-    auto swapper = make_swap(device, make_device_resource(device, true), swap);
+    // What it does not swap: small cuMemAlloc buffers cached, so that their frees wait for the
+    // program's streams only, not for the swap copies (small_cache.hpp).
+    auto swapper = make_swap(device, detail::make_small_cache(device, swap.min_bytes), swap);
     return make_fail_open(make_statistics(std::move(swapper)), make_device_resource(device));
   }
   if (options.name == "record") {

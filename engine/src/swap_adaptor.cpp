@@ -41,6 +41,7 @@
 
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
+#include "link_meter.hpp"
 #include "op_timer.hpp"
 #include "schedule_trial.hpp"
 #include "spare_events.hpp"
@@ -53,11 +54,13 @@ namespace {
 
 using detail::Birth;
 using detail::BufferName;
+using detail::LinkMeter;
 using detail::SwapBuffer;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
 constexpr std::uint64_t kMaxLead = 1024;  // work items
+constexpr std::uint64_t kDefaultLinkBytesPerSecond = std::uint64_t{51} << 30;  // about an H200's 55 GB/s
 
 class SwapAdaptor final : public Adaptor {
  public:
@@ -66,7 +69,8 @@ class SwapAdaptor final : public Adaptor {
         device_(device),
         options_(std::move(options)),
         copies_on_program_stream_(options_.policy == "save-on-cpu"),
-        timer_(device, timing_events_) {
+        timer_(device, timing_events_),
+        meter_(device, timing_events_) {
     if (options_.mode == SwapMechanism::explicit_copies) {
       mover_ = detail::make_vmm_mover(device_, spare_events_, options_.host_limit_bytes);
       if (!mover_) {
@@ -81,6 +85,7 @@ class SwapAdaptor final : public Adaptor {
     if (planning_.valid()) planning_.wait();
     std::lock_guard lock(mutex_);
     timer_.release();
+    meter_.release();
     forget_lateness();
     for (auto& [ptr, b] : buffers_) timing_events_.give(b.timed_arrival);
     timing_events_.destroy_all(device_);
@@ -114,6 +119,8 @@ class SwapAdaptor final : public Adaptor {
       settle(true);
       status = mover_->allocate(b, request.stream, &ptr);
     }
+    // Then what the memory for buffers memtool does not swap holds idle (the small cache's).
+    if (status == kOutOfMemory && Adaptor::reclaim() != 0) status = mover_->allocate(b, request.stream, &ptr);
     if (status == kOutOfMemory && mover_->allocate_on_host(b, &ptr) == kSuccess) {
       // Still none: the buffer starts on the host, mapped at its address (slower, never wrong).
       status = kSuccess;
@@ -176,6 +183,7 @@ class SwapAdaptor final : public Adaptor {
     const EventId e = take_event(ok);
     if (ok && device_.record_event(e, after) == kSuccess) {
       // The node moves whole: the mover's pointer to the buffer stays good.
+      if (b.resident) dying_device_bytes_ += b.footprint;
       dying_.insert(buffers_.extract(it));
       free_events_.emplace(ptr, e);
       mover_->settle(false);
@@ -212,11 +220,15 @@ class SwapAdaptor final : public Adaptor {
     }
     // The schedule's copies for this item first: a copy-in due now is then waited for below.
     apply_schedule(now - 1, stream);
+    bool waits = false;  // the stream waits for a copy back before this item
     for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
       uses_.emplace_back(key_of(base, b), now);
       if (logging_) log_.used(name_of(base, b));
-      if (!b.resident) bring_back_now(base, b, stream);
+      if (!b.resident) {
+        bring_back_now(base, b, stream);
+        waits = true;
+      }
       if (b.arrival_pending) {
         // Every stream waits for the copy back until it has arrived, not only the first user.
         const bool arrived_already = device_.event_completed(b.arrival);
@@ -235,11 +247,13 @@ class SwapAdaptor final : public Adaptor {
           b.arrival_pending = false;
         } else if (device_.stream_wait_event(stream, b.arrival) == kSuccess) {
           ++counters_.stream_waits;
+          waits = true;
         }
       }
       if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
       b.last_work = work_;
     }
+    if (logging_ && waits) timer_.waited(stream);
     advance_planning();
     make_room(0, 0, Room::warn);
     prefetch_ahead(now);
@@ -272,6 +286,7 @@ class SwapAdaptor final : public Adaptor {
     const auto now = std::chrono::steady_clock::now();
     const double iteration_ns = std::chrono::duration<double, std::nano>(now - iteration_started_at_).count();
     iteration_started_at_ = now;
+    if (last_length_ != 0) say_iteration(iteration_ns);
     schedule_at_boundary(last_length_ != 0 ? iteration_ns : 0.0);
   }
 
@@ -336,6 +351,11 @@ class SwapAdaptor final : public Adaptor {
     s.swap_schedules_rejected += counters_.schedules_rejected;
     s.swap_outs_scheduled += counters_.swap_outs_scheduled;
     s.swap_ins_scheduled += counters_.swap_ins_scheduled;
+    if (!link_source_.empty()) {
+      s.swap_link_to_host_bytes_per_s = static_cast<std::uint64_t>(link_.d2h_bytes_per_ns * 1e9);
+      s.swap_link_to_device_bytes_per_s = static_cast<std::uint64_t>(link_.h2d_bytes_per_ns * 1e9);
+      s.swap_link_source = link_source_;
+    }
     s.host_bytes = std::max(s.host_bytes, counters_.host_bytes);
     s.stream_waits += counters_.stream_waits;
     s.iterations_planned += counters_.iterations_planned;
@@ -441,8 +461,13 @@ class SwapAdaptor final : public Adaptor {
 
   std::uint64_t host_limit() const { return options_.host_limit_bytes == 0 ? kFar : options_.host_limit_bytes; }
 
-  // Device bytes once the copies under way have finished.
-  std::uint64_t committed() const { return mover_->device_bytes() - mover_->leaving_bytes(); }
+  // Device bytes once the copies under way have finished and the GPU has reached the frees
+  // queued so far: memory that comes back without a copy, only a wait, so nothing resident is
+  // sent out for it (the program's own synchronous free would have waited there too).
+  std::uint64_t committed() const {
+    const std::uint64_t held = mover_->device_bytes() - mover_->leaving_bytes();
+    return held - std::min(held, dying_device_bytes_);
+  }
 
   // How make_room ends: `wait` — the bytes are needed now, so copies still under way are waited
   // for; `warn` — falling short of the budget is said (once); `quiet` — the caller gives up when
@@ -522,12 +547,37 @@ class SwapAdaptor final : public Adaptor {
       recycle(b.arrival);
       b.arrival_pending = false;
     }
-    if (!mover_->move_out(ptr, b, side)) return false;
+    EventId timed = metered(side) ? meter_.start(LinkMeter::Direction::to_host, side) : 0;
+    if (!mover_->move_out(ptr, b, side)) {
+      timing_events_.give(timed);
+      return false;
+    }
+    meter_.finish(timed, LinkMeter::Direction::to_host, side, b.size);
     b.streams.clear();
     counters_.bytes_swapped_out += b.size;
+    ++counters_.swap_outs;
     counters_.host_bytes_now += b.size;
     counters_.host_bytes = std::max(counters_.host_bytes, counters_.host_bytes_now);
     return true;
+  }
+
+  // At MEMTOOL_LOG=debug, what the iteration that just ended moved, and who moved it.
+  void say_iteration(double iteration_ns) {
+    const Counters& c = counters_;
+    const Counters& a = at_boundary_;
+    log(LogLevel::debug,
+        fmt::format("memtool swap: iteration {} ({}): {:.1f} ms on the host; {} out ({} on the schedule, {} B), {} in "
+                    "({} on the schedule, {} ahead by the rule, {} on demand, {} late); {:.1f} ms waited",
+                    c.iterations_planned, schedule_ ? "schedule" : (logging_ ? "rule, learning" : "rule"),
+                    iteration_ns / 1e6, c.swap_outs - a.swap_outs, c.swap_outs_scheduled - a.swap_outs_scheduled,
+                    c.bytes_swapped_out - a.bytes_swapped_out,
+                    (c.swap_ins_scheduled - a.swap_ins_scheduled) + (c.swap_ins_ahead - a.swap_ins_ahead) +
+                        (c.swap_ins_on_demand - a.swap_ins_on_demand),
+                    c.swap_ins_scheduled - a.swap_ins_scheduled, c.swap_ins_ahead - a.swap_ins_ahead,
+                    c.swap_ins_on_demand - a.swap_ins_on_demand, c.swap_ins_late - a.swap_ins_late,
+                    static_cast<double>(mover_->stall_ns() - stall_at_boundary_) / 1e6));
+    at_boundary_ = counters_;
+    stall_at_boundary_ = mover_->stall_ns();
   }
 
   // Used by a work item still being issued (in_flight_ holds each thread's current one).
@@ -605,7 +655,7 @@ class SwapAdaptor final : public Adaptor {
       if (options_.budget_bytes != 0 && mover_->device_bytes() + needs > device_budget()) continue;
       StreamId side = 0;
       if (!side_stream(in_stream_, side)) return;
-      if (!mover_->move_in(ptr, b, side)) continue;
+      if (!move_in_timed(ptr, b, side)) continue;
       mark_arrival(b, side, true);
       arrived(b);
       ++counters_.swap_ins_ahead;
@@ -665,6 +715,7 @@ class SwapAdaptor final : public Adaptor {
 
   // `iteration_ns`: the host time of the iteration that just ended (0: none).
   void schedule_at_boundary(double iteration_ns) {
+    meter_.poll();
     if (plan_state_ == PlanState::off && options_.budget_bytes != 0 && options_.policy != "belady") {
       plan_state_ = PlanState::learning;
     }
@@ -717,16 +768,19 @@ class SwapAdaptor final : public Adaptor {
       }
       detail::PlanRequest request;
       request.input = std::move(*input);
-      request.link.d2h_bytes_per_ns = request.link.h2d_bytes_per_ns =
-          static_cast<double>(options_.link_bytes_per_second) / 1e9;
+      request.link = planning_link();
       request.budget_bytes = device_budget();
       request.strategy = options_.policy;
       request.options.mode = swapper::ScheduleMode::stick_to_limit;
       request.items = log_.items();
       request.signature = log_.signature();
-      log(LogLevel::info, fmt::format("memtool swap: planning {} ({} work items, {} buffers, {} GPU times) for {} B",
-                                      options_.policy, request.items, request.input.iteration.buffers.size(),
-                                      timer_.gpu_timed() ? "measured" : "host-gap", request.budget_bytes));
+      log(LogLevel::info,
+          fmt::format("memtool swap: planning {} ({} work items, {} buffers, {} GPU times) for {} B; link {:.3g} GB/s "
+                      "to the host, {:.3g} GB/s back ({}: {} and {} copies timed)",
+                      options_.policy, request.items, request.input.iteration.buffers.size(),
+                      timer_.gpu_timed() ? "measured" : "host-gap", request.budget_bytes,
+                      request.link.d2h_bytes_per_ns, request.link.h2d_bytes_per_ns, link_source_,
+                      meter_.samples(LinkMeter::Direction::to_host), meter_.samples(LinkMeter::Direction::to_device)));
       planning_ = detail::plan_async(std::move(request));
       plan_state_ = PlanState::planning;
       return;
@@ -741,6 +795,24 @@ class SwapAdaptor final : public Adaptor {
     log(LogLevel::info, "memtool swap: " + options_.policy + " schedule: " + reply.message);
     ready_ = std::move(reply.schedule);
     plan_state_ = PlanState::ready;
+  }
+
+  // MEMTOOL_SWAP_LINK when set; else what the copies timed while learning say, each direction
+  // on its own (the default 51 GiB/s for one too little timed). Sets link_source_ and link_.
+  swapper::Link planning_link() {
+    swapper::Link link;
+    if (options_.link_bytes_per_second != 0) {
+      link.d2h_bytes_per_ns = link.h2d_bytes_per_ns = static_cast<double>(options_.link_bytes_per_second) / 1e9;
+      link_source_ = "MEMTOOL_SWAP_LINK";
+    } else {
+      link.d2h_bytes_per_ns = link.h2d_bytes_per_ns = static_cast<double>(kDefaultLinkBytesPerSecond) / 1e9;
+      meter_.poll();
+      bool measured = false;
+      link = meter_.link(link, &measured);
+      link_source_ = measured ? "measured" : "default";
+    }
+    link_ = link;
+    return link;
   }
 
   // A schedule slower than the rule alone in its first iterations (schedule_trial.hpp) gives way
@@ -876,7 +948,7 @@ class SwapAdaptor final : public Adaptor {
         recycle(e);
         if (!ordered) continue;
       }
-      if (!mover_->move_in(ptr, b, on)) continue;
+      if (!move_in_timed(ptr, b, on)) continue;
       mark_arrival(b, on, true);
       b.scheduled_in = t.swap + 1;
       timing_events_.give(b.timed_arrival);
@@ -884,6 +956,23 @@ class SwapAdaptor final : public Adaptor {
       arrived(b);
       ++counters_.swap_ins_scheduled;
     }
+  }
+
+  // Copies are timed on the swap streams while an iteration is learned (link_meter.hpp): there a
+  // copy queues only behind its own direction's copies.
+  bool metered(StreamId stream) const {
+    return logging_ && stream != 0 && (stream == out_stream_ || stream == in_stream_);
+  }
+
+  // (A buffer still leaving comes back without a copy: its device memory is kept.)
+  bool move_in_timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
+    EventId timed = metered(stream) && !b.leaving ? meter_.start(LinkMeter::Direction::to_device, stream) : 0;
+    if (!mover_->move_in(ptr, b, stream)) {
+      timing_events_.give(timed);
+      return false;
+    }
+    meter_.finish(timed, LinkMeter::Direction::to_device, stream, b.size);
+    return true;
   }
 
   bool side_stream(StreamId& slot, StreamId& out) {
@@ -908,6 +997,7 @@ class SwapAdaptor final : public Adaptor {
       }
       SwapBuffer& b = it->second;
       if (!b.resident) counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+      if (b.resident) dying_device_bytes_ -= std::min(dying_device_bytes_, b.footprint);
       mover_->free(it->first, b);
       recycle(event->second);
       free_events_.erase(event);
@@ -932,6 +1022,7 @@ class SwapAdaptor final : public Adaptor {
 
   struct Counters {
     std::uint64_t bytes_swapped_out = 0;
+    std::uint64_t swap_outs = 0;
     std::uint64_t bytes_swapped_in = 0;
     std::uint64_t swap_ins_on_demand = 0;
     std::uint64_t swap_ins_ahead = 0;
@@ -961,6 +1052,7 @@ class SwapAdaptor final : public Adaptor {
   std::unique_ptr<detail::SwapMover> mover_;
   std::map<DevicePtr, SwapBuffer> buffers_;  // node-based: the mover keeps pointers to them
   std::map<DevicePtr, SwapBuffer> dying_;  // freed by the program, not yet reached
+  std::uint64_t dying_device_bytes_ = 0;   // of those, device bytes (resident when freed)
   std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
   std::unordered_map<std::thread::id, std::vector<DevicePtr>> in_flight_;  // per thread: its last work item's
   std::vector<std::pair<std::uint64_t, std::uint64_t>> uses_;         // (key, relative work) this iteration
@@ -987,6 +1079,9 @@ class SwapAdaptor final : public Adaptor {
   detail::IterationLog log_;
   detail::SpareTimingEvents timing_events_;  // before the timer, which borrows it
   detail::OpTimer timer_;
+  detail::LinkMeter meter_;
+  swapper::Link link_;        // the last plan's
+  std::string link_source_;  // where its figures came from (summary: swap_link_source); empty: none
   bool logging_ = false;  // log_ holds this iteration from its start
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
@@ -1005,6 +1100,8 @@ class SwapAdaptor final : public Adaptor {
   std::vector<DevicePtr> born_current_;   // by ordinal: this iteration's buffers (0: freed)
   std::vector<DevicePtr> born_previous_;  // the last iteration's
   Counters counters_;
+  Counters at_boundary_;  // counters_ at the last boundary (say_iteration)
+  std::uint64_t stall_at_boundary_ = 0;
 };
 
 }  // namespace

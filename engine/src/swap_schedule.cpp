@@ -97,9 +97,11 @@ std::future<PlanReply> plan_async(PlanRequest request) {
                                                  request.strategy, request.options);
       const swapper::Simulation& sim = result.simulation;
       reply.message = fmt::format(
-          "{} swaps ({}), predicted peak {} B against {} B{}, {:.1f}% slowdown, {} B out per iteration",
+          "{} swaps ({}), predicted peak {} B against {} B{}, {:.1f}% slowdown ({:.1f} ms an iteration, {:.1f} ms "
+          "without swapping), {} B out per iteration",
           result.schedule.swaps.size(), result.construction, sim.peak_bytes, request.budget_bytes,
-          result.budget_met ? "" : " (not met)", 100.0 * sim.slowdown, sim.bytes_out);
+          result.budget_met ? "" : " (not met)", 100.0 * sim.slowdown, sim.time_ns / 1e6, sim.base_time_ns / 1e6,
+          sim.bytes_out);
       reply.schedule = std::make_unique<SwapSchedule>(std::move(result.schedule), request.input.names, request.items,
                                                       request.signature, sim.peak_bytes);
     } catch (const std::exception& e) {

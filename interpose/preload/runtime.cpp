@@ -240,7 +240,7 @@ State decide() {
   strategy_options.budget_percent = options.budget.percent;
   strategy_options.swap.min_bytes = options.swap_min_bytes;
   strategy_options.swap.policy = options.swap_policy;
-  strategy_options.swap.link_bytes_per_second = options.swap_link != 0 ? options.swap_link : 1;
+  strategy_options.swap.link_bytes_per_second = options.swap_link;
   strategy_options.swap.mode =
       options.swap_mode == SwapMode::uvm ? engine::SwapMechanism::uvm : engine::SwapMechanism::explicit_copies;
   strategy_options.swap.host_limit_bytes = options.host_limit != 0 ? options.host_limit : half_of_host_memory();

@@ -52,6 +52,11 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.swap_schedules_rejected += s.swap_schedules_rejected;
   into.swap_outs_scheduled += s.swap_outs_scheduled;
   into.swap_ins_scheduled += s.swap_ins_scheduled;
+  if (!s.swap_link_source.empty()) {
+    into.swap_link_to_host_bytes_per_s = s.swap_link_to_host_bytes_per_s;
+    into.swap_link_to_device_bytes_per_s = s.swap_link_to_device_bytes_per_s;
+    into.swap_link_source = s.swap_link_source;
+  }
   into.peak_device_bytes = std::max(into.peak_device_bytes, s.peak_device_bytes);
   into.stream_waits += s.stream_waits;
   into.events_recorded += s.events_recorded;

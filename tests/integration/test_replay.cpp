@@ -161,8 +161,9 @@ struct SwapCase {
   std::string mode = "explicit";
   bool attainable = true;
   bool async = false;
-  std::string policy;  // MEMTOOL_SWAP_POLICY; set: the run is long enough for its schedule to apply
+  std::string policy = {};  // MEMTOOL_SWAP_POLICY; set: the run is long enough for its schedule to apply
   unsigned steps = 6;
+  double link_gbps = 0;  // FAKECUDA_LINK_GBPS (0: unlimited)
 };
 
 void check_swap(const SwapCase& c) {
@@ -184,6 +185,7 @@ void check_swap(const SwapCase& c) {
   Env env{{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_SWAP_MODE", c.mode}, {"MEMTOOL_BUDGET", capacity},
           {"MEMTOOL_POOL_SYNC_PLANNING", "1"}, {"FAKECUDA_MEMORY_BYTES", capacity}};
   if (!c.policy.empty()) env["MEMTOOL_SWAP_POLICY"] = c.policy;
+  if (c.link_gbps > 0) env["FAKECUDA_LINK_GBPS"] = std::to_string(c.link_gbps);
   const Replay swapped = replay(dir + "/swap", m, steps, env);
   check_clean(swapped.outcome, c.steps);
   CHECK(swapped.outcome.out == plain.outcome.out);
@@ -202,6 +204,19 @@ void check_swap(const SwapCase& c) {
     CHECK(u(s, "swap_schedule_drops") == 0);
     CHECK(u(s, "swap_outs_scheduled") > 0);
     CHECK(u(s, "swap_ins_scheduled") > 0);
+    // Planned with the link its own copies were timed at, not a guess.
+    CHECK(s.at("swap_link_source") == "measured");
+    if (c.link_gbps > 0) {
+      for (const char* direction : {"swap_link_to_host_bytes_per_s", "swap_link_to_device_bytes_per_s"}) {
+        INFO(direction);
+        const double gbps = static_cast<double>(u(s, direction)) / 1e9;
+        // fakecuda's engines never copy faster than their link (a fitted latency can steepen the
+        // slope a little); and its own memmoves, slower than this link on a busy CI machine too,
+        // never halve it.
+        CHECK(gbps <= c.link_gbps * 1.25);
+        CHECK(gbps >= c.link_gbps * 0.5);
+      }
+    }
   }
   CHECK(u(swapped.stats, "bytes_in_use") == 0);
   const bool said_unattainable = swapped.outcome.err.find("cannot be met") != std::string::npos;
@@ -260,7 +275,7 @@ TEST_CASE("replay: explicit swapping past the host limit fails like the driver",
 // iterations (GPU times from timing events), applied from then on; the rule stays the safety net.
 TEST_CASE("replay: the swapper's schedules train lstm and alexnet in 80% of their plain peak",
           "[integration][replay][swap_schedule]") {
-  check_swap({80, Model{"lstm", 1903}, "explicit", true, false, "ours", 10});
+  check_swap({80, Model{"lstm", 1903}, "explicit", true, false, "ours", 10, 0.5});
   check_swap({80, kAlexnet, "explicit", true, false, "paper-vote", 10});
   check_swap({80, kAlexnet, "explicit", true, false, "save-on-cpu", 10});
   check_swap({80, kAlexnet, "uvm", true, false, "ours", 10});

@@ -76,7 +76,8 @@ struct SwapOptions {
   // (memtool/swapper/plan.hpp: ours, paper-doa, ..., save-on-cpu) planned on one observed
   // iteration and applied from then on, with the rule as the safety net.
   std::string policy = "ours";
-  std::uint64_t link_bytes_per_second = 55'000'000'000;  // host link per direction, for the plan
+  // Host link per direction, for the plan (0: timed from the copies made while learning).
+  std::uint64_t link_bytes_per_second = 0;
   // A schedule whose first iterations are slower than the rule's gives way to the rule (host
   // time per iteration; off for tests whose iterations are too short to time).
   bool schedule_trial = true;

@@ -56,6 +56,12 @@ struct Summary {
   std::uint64_t swap_schedules_rejected = 0;  // slower than the rule alone in their first iterations
   std::uint64_t swap_outs_scheduled = 0;  // copies out issued by the schedule (the rest: the rule)
   std::uint64_t swap_ins_scheduled = 0;   // copies in issued by the schedule
+  // The host link the last schedule was planned with, per direction (0: none planned), and
+  // where its figures came from: "measured" (copies timed while learning), "MEMTOOL_SWAP_LINK",
+  // or "default" (too few copies to time).
+  std::uint64_t swap_link_to_host_bytes_per_s = 0;
+  std::uint64_t swap_link_to_device_bytes_per_s = 0;
+  std::string swap_link_source;
 };
 
 // One JSON object (no trailing newline).

@@ -1,0 +1,147 @@
+// SmallCache: the swap strategy's unswapped cuMemAlloc buffers, cached (see small_cache.hpp).
+#include "small_cache.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "memtool/engine/baselines.hpp"
+#include "memtool/engine/resources.hpp"
+#include "spare_events.hpp"
+
+namespace memtool::engine::detail {
+namespace {
+
+class SmallCache final : public Resource {
+ public:
+  SmallCache(Device& device, std::uint64_t below_bytes)
+      : device_(device),
+        below_(below_bytes),
+        cache_(make_pytorch_caching(device, make_device_resource(device, true))),
+        direct_(make_device_resource(device, true)) {}
+
+  ~SmallCache() override {
+    std::lock_guard lock(mutex_);
+    events_.destroy_all(device_);
+  }
+
+  std::string_view name() const override { return "small-cache"; }
+
+  Status allocate(const AllocationRequest& request, DevicePtr* out) override {
+    if (!cacheable(request)) return direct_->allocate(request, out);
+    const Status status = cache_->allocate(request, out);
+    if (status == kSuccess) {
+      std::lock_guard lock(mutex_);
+      cached_.emplace(*out, request.size);
+    }
+    return status;
+  }
+
+  Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
+    std::vector<StreamId> streams;
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = cached_.find(ptr);
+      if (it == cached_.end()) return direct_->deallocate(ptr, kind, stream);
+      cached_.erase(it);
+      if (kind == MemoryKind::device) streams = program_streams_;
+    }
+    // cuMemFree's synchronization, as far as the program can see it: its own streams.
+    for (const StreamId s : streams) wait_for(s);
+    return cache_->deallocate(ptr, kind, stream);
+  }
+
+  void before_access(DevicePtr base, StreamId stream) override {
+    note_stream(stream);
+    cache_->before_access(base, stream);
+  }
+
+  void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
+    note_stream(stream);
+    cache_->before_work(bases, stream);
+  }
+
+  void on_boundary(const Boundary& boundary) override { cache_->on_boundary(boundary); }
+  bool wants_windows() const override { return false; }
+  bool wants_accesses() const override { return true; }
+
+  MemoryUse memory_use() const override {
+    const MemoryUse a = cache_->memory_use();
+    const MemoryUse b = direct_->memory_use();
+    return MemoryUse{a.reserved + b.reserved, a.in_use + b.in_use, a.pool_reserved + b.pool_reserved};
+  }
+
+  void summarize(Summary&) const override {}
+
+  std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
+    if (std::optional<BufferExtent> extent = cache_->extent_of(ptr)) return extent;
+    return direct_->extent_of(ptr);
+  }
+
+  bool refuse_export(DevicePtr ptr) override {
+    std::lock_guard lock(mutex_);
+    const auto it = cached_.find(ptr);
+    if (it == cached_.end()) return false;
+    exported_sizes_.insert(it->second);  // the driver's own from now on
+    return true;
+  }
+
+  std::uint64_t reclaim() override { return cache_->reclaim() + direct_->reclaim(); }
+
+  void shutdown(bool release_memory) override {
+    cache_->shutdown(release_memory);
+    direct_->shutdown(release_memory);
+  }
+
+ private:
+  bool cacheable(const AllocationRequest& request) const {
+    if (request.kind != MemoryKind::device || request.memory_pool != 0 || request.size >= below_) return false;
+    std::lock_guard lock(mutex_);
+    return !exported_sizes_.contains(request.size);
+  }
+
+  void note_stream(StreamId stream) {
+    std::lock_guard lock(mutex_);
+    if (std::find(program_streams_.begin(), program_streams_.end(), stream) == program_streams_.end()) {
+      program_streams_.push_back(stream);
+    }
+  }
+
+  // The host waits until `stream` has run the work queued on it so far (without the lock: other
+  // threads go on meanwhile). A stream that takes no event any more was destroyed by the program
+  // (its work runs to its end, as cuStreamDestroy says): it is forgotten.
+  void wait_for(StreamId stream) {
+    bool ok = false;
+    EventId e = 0;
+    {
+      std::lock_guard lock(mutex_);
+      e = events_.take(device_, ok);
+    }
+    if (!ok) return;
+    const bool recorded = device_.record_event(e, stream) == kSuccess;
+    if (recorded) (void)device_.synchronize_event(e);
+    std::lock_guard lock(mutex_);
+    events_.give(e);
+    if (!recorded) std::erase(program_streams_, stream);
+  }
+
+  Device& device_;
+  const std::uint64_t below_;
+  std::unique_ptr<Resource> cache_;
+  std::unique_ptr<Resource> direct_;
+  mutable std::mutex mutex_;
+  std::unordered_map<DevicePtr, std::uint64_t> cached_;  // live buffers from the cache: their sizes
+  std::unordered_set<std::uint64_t> exported_sizes_;
+  std::vector<StreamId> program_streams_;  // every stream the program's work ran on
+  SpareEvents events_;
+};
+
+}  // namespace
+
+std::unique_ptr<Resource> make_small_cache(Device& device, std::uint64_t below_bytes) {
+  return std::make_unique<SmallCache>(device, below_bytes);
+}
+
+}  // namespace memtool::engine::detail
