@@ -1,0 +1,102 @@
+// The swap strategy's cache for the cuMemAlloc buffers it does not swap (small_cache.hpp), on
+// the simulated device, whose vector clocks count any access not ordered after the last user of
+// its bytes: a free waits for the program's streams (what it can see of cuMemFree's device-wide
+// synchronization) and its block is reused without a driver call, safely from another stream;
+// an exported block is refused and its size goes
+// to the driver from then on; everything else passes straight through.
+#include <catch2/catch.hpp>
+
+#include "memtool/engine/sim_device.hpp"
+#include "small_cache.hpp"
+
+using namespace memtool::engine;
+
+namespace {
+
+constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = KiB * KiB;
+
+struct CacheRig {
+  SimDevice device{SimDevice::Options{64 * MiB}};
+  std::unique_ptr<Resource> cache = detail::make_small_cache(device, MiB);
+
+  DevicePtr alloc(std::uint64_t size, MemoryKind kind = MemoryKind::device, StreamId stream = 0) {
+    DevicePtr ptr = 0;
+    REQUIRE(cache->allocate(AllocationRequest{size, kind, stream, 0}, &ptr) == kSuccess);
+    return ptr;
+  }
+  void kernel(DevicePtr ptr, std::uint64_t size, StreamId stream) {
+    const DevicePtr bases[] = {ptr};
+    cache->before_work(bases, stream);
+    REQUIRE(device.access(stream, ptr, size));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("small cache: a freed block comes back without the driver, ordered after its last user",
+          "[engine][swap][small_cache]") {
+  CacheRig rig;
+  const StreamId s1 = 1;
+  const StreamId s2 = 2;
+  // s2 has run work before (its clock is its own); the program's work then runs on s1, so its
+  // blocks are s1's (PyTorch's current stream).
+  const DevicePtr y = rig.alloc(64 * KiB);
+  rig.kernel(y, 64 * KiB, s2);
+  const DevicePtr x = rig.alloc(64 * KiB);
+  rig.kernel(x, 64 * KiB, s1);
+  const DevicePtr a = rig.alloc(64 * KiB);
+  rig.kernel(a, 64 * KiB, s1);
+  EventId after_s1 = 0;
+  EventId after_s2 = 0;
+  REQUIRE(rig.device.create_event(&after_s1) == kSuccess);
+  REQUIRE(rig.device.create_event(&after_s2) == kSuccess);
+  REQUIRE(rig.device.record_event(after_s1, s1) == kSuccess);
+  REQUIRE(rig.device.record_event(after_s2, s2) == kSuccess);
+  const std::uint64_t calls = rig.device.allocate_calls();
+  REQUIRE(rig.cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
+  CHECK(rig.device.free_calls() == 0);  // cached, not given back (no device-wide wait)
+  // What the program sees of cuMemFree's synchronization: its streams' work is done.
+  CHECK(rig.device.event_completed(after_s1));
+  CHECK(rig.device.event_completed(after_s2));
+  const DevicePtr b = rig.alloc(64 * KiB);
+  CHECK(b == a);
+  CHECK(rig.device.allocate_calls() == calls);
+  // The next owner, on another stream: ordered after the block's last user.
+  rig.kernel(b, 64 * KiB, s2);
+  CHECK(rig.device.violations() == 0);
+  CHECK(rig.cache->memory_use().in_use == 3 * 64 * KiB);
+  REQUIRE(rig.cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
+  REQUIRE(rig.cache->deallocate(x, MemoryKind::device, 0) == kSuccess);
+  REQUIRE(rig.cache->deallocate(y, MemoryKind::device, 0) == kSuccess);
+  CHECK(rig.cache->memory_use().in_use == 0);
+  CHECK(rig.cache->reclaim() > 0);  // the idle segment goes back when memory is short
+  CHECK(rig.device.live_bytes() == 0);
+}
+
+TEST_CASE("small cache: an exported block is refused, its size the driver's from then on",
+          "[engine][swap][small_cache]") {
+  CacheRig rig;
+  const DevicePtr a = rig.alloc(96 * KiB);
+  CHECK(rig.cache->refuse_export(a));
+  REQUIRE(rig.cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
+  const std::uint64_t calls = rig.device.allocate_calls();
+  const DevicePtr b = rig.alloc(96 * KiB);
+  CHECK(rig.device.allocate_calls() == calls + 1);  // a driver allocation of its own
+  CHECK_FALSE(rig.cache->refuse_export(b));         // exportable as it is
+  REQUIRE(rig.cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
+}
+
+TEST_CASE("small cache: large, stream-ordered and pooled allocations pass through",
+          "[engine][swap][small_cache]") {
+  CacheRig rig;
+  const DevicePtr large = rig.alloc(MiB);
+  const DevicePtr async = rig.alloc(64 * KiB, MemoryKind::async, 1);
+  CHECK_FALSE(rig.cache->refuse_export(large));
+  CHECK_FALSE(rig.cache->refuse_export(async));
+  CHECK(rig.device.allocate_calls() == 2);
+  REQUIRE(rig.cache->deallocate(large, MemoryKind::device, 0) == kSuccess);
+  REQUIRE(rig.cache->deallocate(async, MemoryKind::async, 1) == kSuccess);
+  CHECK(rig.device.free_calls() == 2);
+  CHECK(rig.device.live_bytes() == 0);
+}
