@@ -41,26 +41,24 @@
 
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
-#include "link_meter.hpp"
-#include "op_timer.hpp"
+#include "schedule_learner.hpp"
 #include "schedule_trial.hpp"
 #include "spare_events.hpp"
 #include "swap_mover.hpp"
-#include "swap_observation.hpp"
-#include "swap_schedule.hpp"
 
 namespace memtool::engine {
 namespace {
 
 using detail::Birth;
 using detail::BufferName;
+using detail::IterationLog;
 using detail::LinkMeter;
+using detail::ScheduleLearner;
 using detail::SwapBuffer;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
 constexpr std::uint64_t kMaxLead = 1024;  // work items
-constexpr std::uint64_t kDefaultLinkBytesPerSecond = std::uint64_t{51} << 30;  // about an H200's 55 GB/s
 
 class SwapAdaptor final : public Adaptor {
  public:
@@ -69,8 +67,7 @@ class SwapAdaptor final : public Adaptor {
         device_(device),
         options_(std::move(options)),
         copies_on_program_stream_(options_.policy == "save-on-cpu"),
-        timer_(device, timing_events_),
-        meter_(device, timing_events_) {
+        learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second) {
     if (options_.mode == SwapMechanism::explicit_copies) {
       mover_ = detail::make_vmm_mover(device_, spare_events_, options_.host_limit_bytes);
       if (!mover_) {
@@ -82,10 +79,8 @@ class SwapAdaptor final : public Adaptor {
   }
 
   ~SwapAdaptor() override {
-    if (planning_.valid()) planning_.wait();
     std::lock_guard lock(mutex_);
-    timer_.release();
-    meter_.release();
+    learner_.release();
     forget_lateness();
     for (auto& [ptr, b] : buffers_) timing_events_.give(b.timed_arrival);
     timing_events_.destroy_all(device_);
@@ -144,7 +139,7 @@ class SwapAdaptor final : public Adaptor {
       b.birth = Birth::current;
       if (born_current_.size() <= b.ordinal) born_current_.resize(b.ordinal + 1, 0);
       born_current_[b.ordinal] = ptr;
-      if (logging_) log_.allocated(b.ordinal, b.footprint, ptr);
+      if (learner_.logging()) learner_.log().allocated(b.ordinal, b.footprint, ptr);
       if (schedule_ && !schedule_->expects(b.ordinal, b.footprint)) drop_schedule("an allocation differs from the plan's");
     }
     b.id = ++next_id_;
@@ -214,17 +209,14 @@ class SwapAdaptor final : public Adaptor {
     for (const DevicePtr base : bases) {
       if (buffers_.contains(base)) current.push_back(base);
     }
-    if (logging_) {
-      (void)log_.item();
-      timer_.item(stream);
-    }
+    if (learner_.logging()) learner_.item(stream);
     // The schedule's copies for this item first: a copy-in due now is then waited for below.
     apply_schedule(now - 1, stream);
     bool waits = false;  // the stream waits for a copy back before this item
     for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
       uses_.emplace_back(key_of(base, b), now);
-      if (logging_) log_.used(name_of(base, b));
+      if (learner_.logging()) learner_.log().used(name_of(base, b));
       if (!b.resident) {
         bring_back_now(base, b, stream);
         waits = true;
@@ -253,7 +245,7 @@ class SwapAdaptor final : public Adaptor {
       if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
       b.last_work = work_;
     }
-    if (logging_ && waits) timer_.waited(stream);
+    if (learner_.logging() && waits) learner_.waited(stream);
     advance_planning();
     make_room(0, 0, Room::warn);
     prefetch_ahead(now);
@@ -351,10 +343,10 @@ class SwapAdaptor final : public Adaptor {
     s.swap_schedules_rejected += counters_.schedules_rejected;
     s.swap_outs_scheduled += counters_.swap_outs_scheduled;
     s.swap_ins_scheduled += counters_.swap_ins_scheduled;
-    if (!link_source_.empty()) {
-      s.swap_link_to_host_bytes_per_s = static_cast<std::uint64_t>(link_.d2h_bytes_per_ns * 1e9);
-      s.swap_link_to_device_bytes_per_s = static_cast<std::uint64_t>(link_.h2d_bytes_per_ns * 1e9);
-      s.swap_link_source = link_source_;
+    if (!learner_.link_source().empty()) {
+      s.swap_link_to_host_bytes_per_s = static_cast<std::uint64_t>(learner_.link().d2h_bytes_per_ns * 1e9);
+      s.swap_link_to_device_bytes_per_s = static_cast<std::uint64_t>(learner_.link().h2d_bytes_per_ns * 1e9);
+      s.swap_link_source = learner_.link_source();
     }
     s.host_bytes = std::max(s.host_bytes, counters_.host_bytes);
     s.stream_waits += counters_.stream_waits;
@@ -547,12 +539,12 @@ class SwapAdaptor final : public Adaptor {
       recycle(b.arrival);
       b.arrival_pending = false;
     }
-    EventId timed = metered(side) ? meter_.start(LinkMeter::Direction::to_host, side) : 0;
+    EventId timed = metered(side) ? learner_.meter().start(LinkMeter::Direction::to_host, side) : 0;
     if (!mover_->move_out(ptr, b, side)) {
       timing_events_.give(timed);
       return false;
     }
-    meter_.finish(timed, LinkMeter::Direction::to_host, side, b.size);
+    learner_.meter().finish(timed, LinkMeter::Direction::to_host, side, b.size);
     b.streams.clear();
     counters_.bytes_swapped_out += b.size;
     ++counters_.swap_outs;
@@ -568,7 +560,7 @@ class SwapAdaptor final : public Adaptor {
     log(LogLevel::debug,
         fmt::format("memtool swap: iteration {} ({}): {:.1f} ms on the host; {} out ({} on the schedule, {} B), {} in "
                     "({} on the schedule, {} ahead by the rule, {} on demand, {} late); {:.1f} ms waited",
-                    c.iterations_planned, schedule_ ? "schedule" : (logging_ ? "rule, learning" : "rule"),
+                    c.iterations_planned, schedule_ ? "schedule" : (learner_.logging() ? "rule, learning" : "rule"),
                     iteration_ns / 1e6, c.swap_outs - a.swap_outs, c.swap_outs_scheduled - a.swap_outs_scheduled,
                     c.bytes_swapped_out - a.bytes_swapped_out,
                     (c.swap_ins_scheduled - a.swap_ins_scheduled) + (c.swap_ins_ahead - a.swap_ins_ahead) +
@@ -663,10 +655,9 @@ class SwapAdaptor final : public Adaptor {
   }
 
   // --- the swapper's schedule (swap_schedule.hpp) ---
-  // Learning: each iteration is logged and timed from its start; two in a row with the same
-  // allocations and length make the plan's input once their GPU times are known. Planning runs
-  // on its own thread; the schedule applies from the next boundary on, until drift drops it.
-  enum class PlanState : std::uint8_t { off, learning, waiting_times, planning, ready, applying, failed };
+  // Learning (schedule_learner.hpp) until a schedule is planned; it applies from the next
+  // boundary on, until drift drops it (learning again) or the trial rejects it (the rule alone).
+  enum class PlanState : std::uint8_t { off, learning, ready, applying, failed };
 
   BufferName name_of(DevicePtr ptr, const SwapBuffer& b) const {
     if (b.birth == Birth::persistent) return BufferName{Birth::persistent, ptr};
@@ -687,7 +678,7 @@ class SwapAdaptor final : public Adaptor {
   }
 
   void forget_name(DevicePtr ptr, const SwapBuffer& b) {
-    if (logging_) log_.freed(name_of(ptr, b));
+    if (learner_.logging()) learner_.log().freed(name_of(ptr, b));
     auto& table = b.birth == Birth::current ? born_current_ : born_previous_;
     if (b.birth != Birth::persistent && b.ordinal < table.size() && table[b.ordinal] == ptr) table[b.ordinal] = 0;
   }
@@ -707,20 +698,18 @@ class SwapAdaptor final : public Adaptor {
   }
 
   void start_log() {
-    log_.clear();
-    for (const auto& [ptr, b] : buffers_) log_.alive(name_of(ptr, b), b.footprint, ptr);
-    timer_.begin();
-    logging_ = true;
+    IterationLog& log = learner_.start();
+    for (const auto& [ptr, b] : buffers_) log.alive(name_of(ptr, b), b.footprint, ptr);
   }
 
   // `iteration_ns`: the host time of the iteration that just ended (0: none).
   void schedule_at_boundary(double iteration_ns) {
-    meter_.poll();
+    learner_.meter().poll();
     if (plan_state_ == PlanState::off && options_.budget_bytes != 0 && options_.policy != "belady") {
       plan_state_ = PlanState::learning;
     }
     // An iteration under the rule alone, and not logged (logging and timing cost time too).
-    if (iteration_ns > 0 && !logging_ && plan_state_ != PlanState::applying && plan_state_ != PlanState::off) {
+    if (iteration_ns > 0 && !learner_.logging() && plan_state_ != PlanState::applying && plan_state_ != PlanState::off) {
       trial_.rule_iteration(iteration_ns);
     }
     switch (plan_state_) {
@@ -738,81 +727,27 @@ class SwapAdaptor final : public Adaptor {
         install_schedule();
         return;
       case PlanState::learning:
-        if (logging_) {
-          timer_.end();
-          logging_ = false;
-          if (log_.items() == learned_items_ && log_.signature() == learned_signature_) {
-            plan_state_ = PlanState::waiting_times;  // the GPU times come later (advance_planning)
-            return;
-          }
-          learned_items_ = log_.items();
-          learned_signature_ = log_.signature();
-        }
-        start_log();
+        if (learner_.end_iteration()) start_log();
         return;
       default:
         return;
     }
   }
 
-  // While waiting: the GPU times of the logged iteration, then the plan.
+  // While learning: the plan, once two iterations agreed and their GPU times are known.
   void advance_planning() {
-    if (plan_state_ == PlanState::waiting_times) {
-      std::optional<std::vector<double>> times = timer_.poll();
-      if (!times) return;
-      std::string why;
-      std::optional<detail::IterationLog::Input> input = log_.to_input(*times, why);
-      if (!input) {
+    if (plan_state_ != PlanState::learning) return;
+    std::string why;
+    switch (learner_.advance(device_budget(), ready_, why)) {
+      case ScheduleLearner::Progress::ready:
+        plan_state_ = PlanState::ready;
+        return;
+      case ScheduleLearner::Progress::failed:
         fail_planning(why);
         return;
-      }
-      detail::PlanRequest request;
-      request.input = std::move(*input);
-      request.link = planning_link();
-      request.budget_bytes = device_budget();
-      request.strategy = options_.policy;
-      request.options.mode = swapper::ScheduleMode::stick_to_limit;
-      request.items = log_.items();
-      request.signature = log_.signature();
-      log(LogLevel::info,
-          fmt::format("memtool swap: planning {} ({} work items, {} buffers, {} GPU times) for {} B; link {:.3g} GB/s "
-                      "to the host, {:.3g} GB/s back ({}: {} and {} copies timed)",
-                      options_.policy, request.items, request.input.iteration.buffers.size(),
-                      timer_.gpu_timed() ? "measured" : "host-gap", request.budget_bytes,
-                      request.link.d2h_bytes_per_ns, request.link.h2d_bytes_per_ns, link_source_,
-                      meter_.samples(LinkMeter::Direction::to_host), meter_.samples(LinkMeter::Direction::to_device)));
-      planning_ = detail::plan_async(std::move(request));
-      plan_state_ = PlanState::planning;
-      return;
+      default:
+        return;
     }
-    if (plan_state_ != PlanState::planning) return;
-    if (planning_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-    detail::PlanReply reply = planning_.get();
-    if (!reply.schedule) {
-      fail_planning(reply.message);
-      return;
-    }
-    log(LogLevel::info, "memtool swap: " + options_.policy + " schedule: " + reply.message);
-    ready_ = std::move(reply.schedule);
-    plan_state_ = PlanState::ready;
-  }
-
-  // MEMTOOL_SWAP_LINK when set; else what the copies timed while learning say, each direction
-  // on its own (the default 51 GiB/s for one too little timed). Sets link_source_ and link_.
-  swapper::Link planning_link() {
-    swapper::Link link;
-    if (options_.link_bytes_per_second != 0) {
-      link.d2h_bytes_per_ns = link.h2d_bytes_per_ns = static_cast<double>(options_.link_bytes_per_second) / 1e9;
-      link_source_ = "MEMTOOL_SWAP_LINK";
-    } else {
-      link.d2h_bytes_per_ns = link.h2d_bytes_per_ns = static_cast<double>(kDefaultLinkBytesPerSecond) / 1e9;
-      meter_.poll();
-      bool measured = false;
-      link = meter_.link(link, &measured);
-      link_source_ = measured ? "measured" : "default";
-    }
-    link_ = link;
-    return link;
   }
 
   // A schedule slower than the rule alone in its first iterations (schedule_trial.hpp) gives way
@@ -851,8 +786,7 @@ class SwapAdaptor final : public Adaptor {
     ++counters_.schedule_drops;
     clear_schedule();
     plan_state_ = PlanState::learning;
-    learned_items_ = 0;
-    learned_signature_.clear();
+    learner_.stop(true);
     trial_.start(true);  // the program changed: the rule's times are old
   }
 
@@ -860,7 +794,7 @@ class SwapAdaptor final : public Adaptor {
   void clear_schedule() {
     schedule_.reset();
     forget_lateness();
-    logging_ = false;  // a log starts at a boundary
+    learner_.stop(false);  // a log starts at a boundary
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       b.held_out = false;
@@ -961,17 +895,17 @@ class SwapAdaptor final : public Adaptor {
   // Copies are timed on the swap streams while an iteration is learned (link_meter.hpp): there a
   // copy queues only behind its own direction's copies.
   bool metered(StreamId stream) const {
-    return logging_ && stream != 0 && (stream == out_stream_ || stream == in_stream_);
+    return learner_.logging() && stream != 0 && (stream == out_stream_ || stream == in_stream_);
   }
 
   // (A buffer still leaving comes back without a copy: its device memory is kept.)
   bool move_in_timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    EventId timed = metered(stream) && !b.leaving ? meter_.start(LinkMeter::Direction::to_device, stream) : 0;
+    EventId timed = metered(stream) && !b.leaving ? learner_.meter().start(LinkMeter::Direction::to_device, stream) : 0;
     if (!mover_->move_in(ptr, b, stream)) {
       timing_events_.give(timed);
       return false;
     }
-    meter_.finish(timed, LinkMeter::Direction::to_device, stream, b.size);
+    learner_.meter().finish(timed, LinkMeter::Direction::to_device, stream, b.size);
     return true;
   }
 
@@ -1076,13 +1010,8 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t next_id_ = 0;
   // The schedule's state (see PlanState).
   PlanState plan_state_ = PlanState::off;
-  detail::IterationLog log_;
   detail::SpareTimingEvents timing_events_;  // before the timer, which borrows it
-  detail::OpTimer timer_;
-  detail::LinkMeter meter_;
-  swapper::Link link_;        // the last plan's
-  std::string link_source_;  // where its figures came from (summary: swap_link_source); empty: none
-  bool logging_ = false;  // log_ holds this iteration from its start
+  detail::ScheduleLearner learner_;
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
   detail::ScheduleTrial trial_;
@@ -1092,9 +1021,6 @@ class SwapAdaptor final : public Adaptor {
     EventId consumer;  // where its consumer starts
   };
   std::vector<Lateness> lateness_;  // scheduled copy-ins to judge once the GPU got there
-  std::uint32_t learned_items_ = 0;
-  std::vector<std::uint64_t> learned_signature_;
-  std::future<detail::PlanReply> planning_;
   std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
   std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
   std::vector<DevicePtr> born_current_;   // by ordinal: this iteration's buffers (0: freed)

@@ -1,0 +1,127 @@
+// ScheduleLearner: from logged iterations to a planned swap schedule (see schedule_learner.hpp).
+#include "schedule_learner.hpp"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "memtool/engine/log.hpp"
+
+namespace memtool::engine::detail {
+namespace {
+
+constexpr std::uint64_t kDefaultLinkBytesPerSecond = std::uint64_t{51} << 30;  // about an H200's 55 GB/s
+
+}  // namespace
+
+ScheduleLearner::ScheduleLearner(Device& device, SpareTimingEvents& events, std::string policy,
+                                 std::uint64_t link_bytes_per_second)
+    : policy_(std::move(policy)),
+      link_bytes_per_second_(link_bytes_per_second),
+      timer_(device, events),
+      meter_(device, events) {}
+
+ScheduleLearner::~ScheduleLearner() {
+  if (planning_.valid()) planning_.wait();
+}
+
+IterationLog& ScheduleLearner::start() {
+  log_.clear();
+  timer_.begin();
+  logging_ = true;
+  return log_;
+}
+
+void ScheduleLearner::item(StreamId stream) {
+  (void)log_.item();
+  timer_.item(stream);
+}
+
+bool ScheduleLearner::end_iteration() {
+  if (matched_) return false;
+  if (logging_) {
+    timer_.end();
+    logging_ = false;
+    if (log_.items() == learned_items_ && log_.signature() == learned_signature_) {
+      matched_ = true;  // the GPU times come later (advance)
+      return false;
+    }
+    learned_items_ = log_.items();
+    learned_signature_ = log_.signature();
+  }
+  return true;
+}
+
+void ScheduleLearner::stop(bool forget) {
+  logging_ = false;
+  if (forget) {
+    learned_items_ = 0;
+    learned_signature_.clear();
+  }
+}
+
+ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, std::unique_ptr<SwapSchedule>& out,
+                                                   std::string& why) {
+  if (!matched_) return Progress::learning;
+  if (!planning_.valid()) {
+    std::optional<std::vector<double>> times = timer_.poll();
+    if (!times) return Progress::planning;
+    std::optional<IterationLog::Input> input = log_.to_input(*times, why);
+    if (!input) {
+      matched_ = false;
+      return Progress::failed;
+    }
+    PlanRequest request;
+    request.input = std::move(*input);
+    request.link = planning_link();
+    request.budget_bytes = budget_bytes;
+    request.strategy = policy_;
+    request.options.mode = swapper::ScheduleMode::stick_to_limit;
+    request.items = log_.items();
+    request.signature = log_.signature();
+    engine::log(LogLevel::info,
+        fmt::format("memtool swap: planning {} ({} work items, {} buffers, {} GPU times) for {} B; link {:.3g} GB/s "
+                    "to the host, {:.3g} GB/s back ({}: {} and {} copies timed)",
+                    policy_, request.items, request.input.iteration.buffers.size(),
+                    timer_.gpu_timed() ? "measured" : "host-gap", request.budget_bytes, request.link.d2h_bytes_per_ns,
+                    request.link.h2d_bytes_per_ns, link_source_, meter_.samples(LinkMeter::Direction::to_host),
+                    meter_.samples(LinkMeter::Direction::to_device)));
+    planning_ = plan_async(std::move(request));
+    return Progress::planning;
+  }
+  if (planning_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return Progress::planning;
+  PlanReply reply = planning_.get();
+  matched_ = false;
+  if (!reply.schedule) {
+    why = reply.message;
+    return Progress::failed;
+  }
+  engine::log(LogLevel::info, "memtool swap: " + policy_ + " schedule: " + reply.message);
+  out = std::move(reply.schedule);
+  return Progress::ready;
+}
+
+// MEMTOOL_SWAP_LINK when set; else what the copies timed while learning say, each direction on
+// its own (the default 51 GiB/s for one too little timed).
+swapper::Link ScheduleLearner::planning_link() {
+  swapper::Link link;
+  if (link_bytes_per_second_ != 0) {
+    link.d2h_bytes_per_ns = link.h2d_bytes_per_ns = static_cast<double>(link_bytes_per_second_) / 1e9;
+    link_source_ = "MEMTOOL_SWAP_LINK";
+  } else {
+    link.d2h_bytes_per_ns = link.h2d_bytes_per_ns = static_cast<double>(kDefaultLinkBytesPerSecond) / 1e9;
+    meter_.poll();
+    bool measured = false;
+    link = meter_.link(link, &measured);
+    link_source_ = measured ? "measured" : "default";
+  }
+  link_ = link;
+  return link;
+}
+
+void ScheduleLearner::release() {
+  timer_.release();
+  meter_.release();
+}
+
+}  // namespace memtool::engine::detail

@@ -1,0 +1,81 @@
+// How the swap policy (swap_adaptor.cpp) comes by its schedule: it logs iterations from their
+// start (swap_observation.hpp) with a timing event after each work item (op_timer.hpp) and the
+// copies it makes timed (link_meter.hpp); once two iterations in a row have the same
+// allocations and length, the second one's GPU times are awaited, the swapper plans on its own
+// thread (swap_schedule.hpp: plan_async) for the budget and link of that moment, and the
+// schedule is handed over. The adaptor applies it; this class only learns. Not thread-safe:
+// the swap policy's lock.
+#pragma once
+
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "link_meter.hpp"
+#include "op_timer.hpp"
+#include "spare_events.hpp"
+#include "swap_observation.hpp"
+#include "swap_schedule.hpp"
+
+namespace memtool::engine::detail {
+
+class ScheduleLearner {
+ public:
+  // `policy`: the swapper strategy; `link_bytes_per_second`: MEMTOOL_SWAP_LINK (0: measured).
+  ScheduleLearner(Device& device, SpareTimingEvents& events, std::string policy, std::uint64_t link_bytes_per_second);
+  ~ScheduleLearner();
+  ScheduleLearner(const ScheduleLearner&) = delete;
+  ScheduleLearner& operator=(const ScheduleLearner&) = delete;
+
+  // --- one logged iteration ---
+  // Whether this iteration is logged from its start (the adaptor reports into log()).
+  [[nodiscard]] bool logging() const { return logging_; }
+  // Starts logging at a boundary; the caller lists the live buffers into the returned log (alive).
+  IterationLog& start();
+  IterationLog& log() { return log_; }
+  // The next work item is about to be issued on `stream` (logging only).
+  void item(StreamId stream);
+  // That item's stream waited for copies back: its GPU time starts here.
+  void waited(StreamId stream) { timer_.waited(stream); }
+  LinkMeter& meter() { return meter_; }
+
+  // --- learning ---
+  // At a boundary while learning: the logged iteration ends. True when another must be logged
+  // (the caller calls start()); false when this one matched the one before and the plan will
+  // be made from it (advance()), or when nothing was being logged and the caller should start.
+  [[nodiscard]] bool end_iteration();
+  // Logging stops (the schedule was dropped or replaced); with `forget`, what was learned too.
+  void stop(bool forget);
+
+  enum class Progress : std::uint8_t { learning, planning, ready, failed };
+  // Moves the plan along: the GPU times awaited, then planned on its own thread for
+  // `budget_bytes`. At `ready`, `out` holds the schedule; at `failed`, `why` says why.
+  Progress advance(std::uint64_t budget_bytes, std::unique_ptr<SwapSchedule>& out, std::string& why);
+
+  // The link the last plan was made with and where its figures came from (empty: no plan yet).
+  [[nodiscard]] const swapper::Link& link() const { return link_; }
+  [[nodiscard]] const std::string& link_source() const { return link_source_; }
+
+  // Every event back to the spares (before they are destroyed).
+  void release();
+
+ private:
+  swapper::Link planning_link();
+
+  const std::string policy_;
+  const std::uint64_t link_bytes_per_second_;
+  IterationLog log_;
+  OpTimer timer_;
+  LinkMeter meter_;
+  bool logging_ = false;  // log_ holds this iteration from its start
+  bool matched_ = false;  // two iterations agreed: planning from log_
+  std::uint32_t learned_items_ = 0;
+  std::vector<std::uint64_t> learned_signature_;
+  std::future<PlanReply> planning_;
+  swapper::Link link_;
+  std::string link_source_;
+};
+
+}  // namespace memtool::engine::detail
