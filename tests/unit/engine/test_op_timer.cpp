@@ -1,0 +1,90 @@
+// The swap planner's GPU times per work item (op_timer.hpp), on a device whose events carry
+// scripted GPU times: an item's time runs from the event after the item before it, or, when
+// its stream waited for a copy back, from after that wait; without timing events, host gaps.
+#include <catch2/catch.hpp>
+
+#include <deque>
+#include <map>
+
+#include "memtool/engine/sim_device.hpp"
+#include "op_timer.hpp"
+
+using namespace memtool::engine;
+using memtool::engine::detail::OpTimer;
+using memtool::engine::detail::SpareTimingEvents;
+
+namespace {
+
+// Each event recorded takes the next time of a script (ns), as a GPU would stamp it; events
+// complete once the test says the GPU has caught up.
+class TimedDevice final : public Device {
+ public:
+  explicit TimedDevice(std::deque<double> script) : script_(std::move(script)) {}
+  Status allocate(std::uint64_t, MemoryKind, StreamId, DevicePtr*) override { return kNotSupported; }
+  Status free(DevicePtr, MemoryKind, StreamId) override { return kNotSupported; }
+  Status create_event(EventId* out) override {
+    *out = ++next_;
+    return kSuccess;
+  }
+  Status create_timing_event(EventId* out) override { return create_event(out); }
+  Status record_event(EventId event, StreamId) override {
+    if (script_.empty()) return kNotSupported;
+    stamp_[event] = script_.front();
+    script_.pop_front();
+    return kSuccess;
+  }
+  Status stream_wait_event(StreamId, EventId) override { return kSuccess; }
+  bool event_completed(EventId) override { return caught_up_; }
+  void destroy_event(EventId event) override { stamp_.erase(event); }
+  Status elapsed_ns(EventId start, EventId end, double* out) override {
+    *out = stamp_.at(end) - stamp_.at(start);
+    return kSuccess;
+  }
+  bool caught_up_ = false;
+
+ private:
+  std::deque<double> script_;
+  std::map<EventId, double> stamp_;
+  EventId next_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("op timer: GPU times per item, a wait for a copy back left out", "[engine][swap][op_timer]") {
+  // Recorded in this order: the start (0), after item 0 (10), after item 1's wait (25), after
+  // item 1 (30), after item 2 (35).
+  TimedDevice device({0, 10, 25, 30, 35});
+  SpareTimingEvents events;
+  OpTimer timer(device, events);
+  const StreamId s = 1;
+  timer.begin();
+  timer.item(s);
+  timer.item(s);
+  timer.waited(s);  // item 1's stream waited 15 ns for a copy: not the item's own time
+  timer.item(s);
+  timer.end();
+  CHECK_FALSE(timer.poll());  // the GPU has not run it yet
+  device.caught_up_ = true;
+  const std::optional<std::vector<double>> times = timer.poll();
+  REQUIRE(times);
+  CHECK(*times == std::vector<double>{10, 5, 5});
+  CHECK(timer.gpu_timed());
+  timer.release();
+  events.destroy_all(device);
+}
+
+TEST_CASE("op timer: without timing events, the host's gaps", "[engine][swap][op_timer]") {
+  SimDevice device(SimDevice::Options{std::uint64_t{64} << 20});  // no timing events
+  SpareTimingEvents events;
+  OpTimer timer(device, events);
+  timer.begin();
+  timer.item(1);
+  timer.waited(1);
+  timer.item(1);
+  timer.end();
+  const std::optional<std::vector<double>> times = timer.poll();
+  REQUIRE(times);
+  CHECK(times->size() == 2);
+  CHECK_FALSE(timer.gpu_timed());
+  for (const double t : *times) CHECK(t >= 0);
+}
