@@ -9,7 +9,9 @@
 //  - `--scaling[=N]`: every algorithm against n, DL-like problems of 10 k to N (default 1 M)
 //    buffers, a thousand and more live at once at the larger sizes (goals: heuristics ≤ 1 s at
 //    100 k, ≤ 15 s at 1 M, memory linear): CPU seconds, pool / LB, the plan checked valid, and
-//    the process's peak resident memory after each size;
+//    the process's peak resident memory after each size; `--algo=NAME` runs one algorithm and
+//    prints a hash of its offsets (to check a faster placer places as the old one did),
+//    `--size=N` one size;
 //  - `--limits`: `best`'s CPU (and wall) time over its --time-limit (0.1, 1, 5 s), the least
 //    of `--repeat=N` runs, from 10 k to 1 M buffers and on the larger fixtures (goal: at most
 //    1.1 everywhere above the floor, the least time best takes: prepare, the orders, the sweep);
@@ -114,13 +116,23 @@ double peak_resident_megabytes() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
-void scaling_table(std::size_t largest) {
+// FNV-1a over the offsets: equal hashes, the same placements.
+std::uint64_t offsets_hash(const std::vector<std::uint64_t>& offsets) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (const std::uint64_t o : offsets) h = (h ^ o) * 1099511628211ULL;
+  return h;
+}
+
+void scaling_table(std::size_t largest, std::size_t only_size, const std::string& only) {
   fmt::print("\nScaling: DL-like problems (dl_like_problem), CPU s and pool / LB; ! = invalid plan\n");
   fmt::print("{:>8} {:>7}", "buffers", "live");
-  for (const auto* algo : mp::algorithms()) fmt::print(" {:>20}", algo->name());
+  for (const auto* algo : mp::algorithms()) {
+    if (only.empty() || algo->name() == only) fmt::print(" {:>20}", algo->name());
+  }
   fmt::print(" {:>9}\n", "peak MB");
   for (const std::size_t n : {10000UL, 30000UL, 100000UL, 300000UL, 1000000UL}) {
     if (n > largest) break;
+    if (only_size != 0 && n != only_size) continue;
     const Problem p = dl_like_problem(n, 1234 + n);
     // Buffers live at once, at the busiest moment (the greedy's cost grows with it).
     std::vector<std::pair<std::uint64_t, int>> ends;
@@ -134,11 +146,13 @@ void scaling_table(std::size_t largest) {
     fmt::print("{:>8} {:>7}", n, most);
     const double lb = static_cast<double>(mp::lower_bound(p));
     for (const auto* algo : mp::algorithms()) {
+      if (!only.empty() && algo->name() != only) continue;
       const double start = thread_seconds();
       const auto placement = algo->plan(p, {});
       const double seconds = thread_seconds() - start;
       const bool valid = mp::validate(p, placement).valid;
       fmt::print(" {:>7.3f}{} ({:7.2f} s)", static_cast<double>(placement.pool_size) / lb, valid ? ' ' : '!', seconds);
+      if (!only.empty()) fmt::print(" offsets {:016x}", offsets_hash(placement.offsets));
       std::fflush(stdout);
     }
     fmt::print(" {:>9.0f}\n", peak_resident_megabytes());
@@ -294,6 +308,7 @@ int main(int argc, char** argv) {
   bool timings = true;
   bool quality = true;
   std::size_t scaling = 0;
+  std::size_t only_size = 0;
   bool limits = false;
   bool calibrate = false;
   int repeat = 1;
@@ -313,6 +328,8 @@ int main(int argc, char** argv) {
       scaling = 1000000;
     } else if (std::strncmp(argv[i], "--scaling=", 10) == 0) {
       scaling = std::stoul(argv[i] + 10);
+    } else if (std::strncmp(argv[i], "--size=", 7) == 0) {
+      only_size = std::stoul(argv[i] + 7);
     } else if (std::strcmp(argv[i], "--limits") == 0) {
       limits = true;
     } else if (std::strcmp(argv[i], "--calibrate") == 0) {
@@ -326,7 +343,7 @@ int main(int argc, char** argv) {
     }
   }
   if (scaling != 0 || limits || calibrate) {
-    if (scaling != 0) scaling_table(scaling);
+    if (scaling != 0) scaling_table(scaling, only_size, only);
     if (limits) limits_table(repeat);
     if (calibrate) calibration_table(repeat);
     return 0;

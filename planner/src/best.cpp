@@ -4,21 +4,28 @@
 //  - for problems up to a few thousand buffers, decision searches (branch_and_bound.hpp): the
 //    caller's capacity first, when there is one and the heuristics miss it; then turns of two
 //    resumable searches (and, from 600 buffers, of iterated greedy, local_search.hpp), each
-//    turn to the one that has spent least for its weight:
-//      · lowest (weight 2): the lowest capacity not proved infeasible — LB, and after a proof
-//        halfway up to the incumbent (a bisection from below). Real steps and most of
-//        MiniMalloc's set are solved at LB, where the bounds are tightest;
-//      · descending (weight 1): an eighth of the way from the incumbent down to that lower
-//        end; after 3 + k node-limit cycles without an answer (k: the moves so far), halfway
-//        up to the incumbent (a search's cost is heavy-tailed and far from monotone in the
-//        capacity: on J, 1,029,120 is found in 0.4 s and 1,031,000 not in 20 — a fresh search
-//        at another capacity often answers where the old one stalls, and the growing patience
-//        lets long runs search deeper);
+//    turn to the one with the least spend over its weight so far (stride scheduling), the
+//    weights set by whether the descending search is making progress — it is while it has
+//    spent no more since its last smaller pool than it had up to it:
+//      · lowest (weight 1 in progress, 3 stalled): the lowest capacity not proved infeasible
+//        — LB, and after a proof halfway up to the incumbent (a bisection from below). Real
+//        steps and most of MiniMalloc's set are solved at LB, where the bounds are tightest,
+//        and there the descending search stalls early (B: from 0.02 of the budget on), so
+//        LB gets three quarters;
+//      · descending (weight 2 in progress, 1 stalled): an eighth of the way from the
+//        incumbent down to that lower end; after 1 + k/2 node-limit cycles without an answer
+//        (k: the moves so far), halfway up to the incumbent (a search's cost is heavy-tailed
+//        and far from monotone in the capacity: on J, 1,029,120 is found in 0.4 s and
+//        1,031,000 not in 20, and 1,064,448 stalled for 0.6 s where the capacities below
+//        1,069,823 took 0.03 s — a fresh search at another capacity often answers where the
+//        old one stalls, and the growing patience lets long runs search deeper). Where LB is
+//        out of reach (D, J) it finds smaller pools steadily and gets half the turns or more;
 //      · iterated greedy (weight 1);
 //  - larger problems: iterated greedy from the best heuristic's order, with all of the budget.
-// On MiniMalloc's challenging set the weights and the eighth meet 1 MiB on all 11 with 1 s
-// (2:1 and a half missed B; 3:1 missed D and J; an eighth of 12 or 4 missed D or J; a fixed
-// patience of 3 or 4 cycles left J at 1,032,192 even with 10 s).
+// On MiniMalloc's challenging set these meet 1 MiB on all 11 with 1 s (D 1,028,096 and J
+// 1,032,192; fixed weights 2:1 and a patience of 3 + k left them at 1,042,432 and 1,041,408;
+// stalled weights of 2:1 missed B; patience 1 + k/3 or 2 + k/2 left D at 1,042,432: the
+// figures are sensitive to these choices, bench/RESULTS.md).
 // The smallest pool wins; it stops as soon as a pool equals LB or the incumbent is proved
 // optimal. Deterministic: see search_budget.hpp.
 #include "best.hpp"
@@ -37,6 +44,12 @@ namespace memtool::planner::detail {
 namespace {
 
 constexpr std::size_t kManyItems = 600;
+// The decision arms' weights (lowest, descending, iterated greedy; see the top of this file)
+// while the descending search finds smaller pools, and while it stalls. A turn's cost goes
+// into its arm's pass as cost * kPassScale / weight (a multiple of every weight).
+constexpr std::uint64_t kWeightProgress[] = {1, 2, 1};
+constexpr std::uint64_t kWeightStalled[] = {3, 1, 1};
+constexpr std::uint64_t kPassScale = 6;
 
 struct Incumbent {
   std::uint64_t pool = UINT64_MAX;  // UINT64_MAX: none yet
@@ -107,23 +120,29 @@ class ExactSchedule {
     if (problem_->size() >= kManyItems) {
       greedy_.emplace(p_, placer_, incumbent_.order, incumbent_.fit, GreedyResult{incumbent_.offsets, incumbent_.pool, 0, false, 0});
     }
-    constexpr std::uint64_t kWeight[] = {2, 1, 1};  // lowest, descending, iterated greedy
-    std::uint64_t spent[] = {0, 0, 0};
+    // Each arm's spend over its weight (stride scheduling): the next turn goes to the lowest, so
+    // weights that change with progress change the shares from then on, with no debt to repay.
+    std::uint64_t pass[] = {0, 0, 0};
     while (!done() && !budget.exhausted()) {
       retarget();
       const bool active[] = {true, descending_->capacity() != lowest_->capacity(), greedy_.has_value()};
+      // The descending searches make progress while they have spent no more since their last
+      // find than up to it (a patience that doubles with each find's cost: scale-free).
+      const bool progressing = desc_spent_ - desc_found_at_ <= desc_found_at_;
+      const std::uint64_t* const weight = progressing ? kWeightProgress : kWeightStalled;
       int arm = 0;
       for (int k = 1; k < 3; ++k) {
-        if (active[k] && spent[k] * kWeight[arm] < spent[arm] * kWeight[k]) arm = k;
+        if (active[k] && pass[k] < pass[arm]) arm = k;
       }
       const std::uint64_t before = budget.used();
+      const std::uint64_t pool_before = incumbent_.pool;
       if (arm == 0) {
         take(*lowest_, lowest_->step(budget));
       } else if (arm == 1) {
         take(*descending_, descending_->step(budget));
         // No answer within its patience: halfway up to the incumbent, an easier capacity.
         const std::uint64_t easier = halfway(descending_->capacity(), incumbent_.pool - 1);
-        if (!descending_->settled() && descending_->cycles() >= 3 + moves_ && easier != descending_->capacity()) {
+        if (!descending_->settled() && descending_->cycles() >= 1 + moves_ / 2 && easier != descending_->capacity()) {
           descending_.emplace(p_, problem_, easier);
           ++moves_;
         }
@@ -135,7 +154,16 @@ class ExactSchedule {
         }
         budget.absorb(part);
       }
-      spent[arm] += budget.used() - before + 1;
+      const std::uint64_t cost = budget.used() - before + 1;
+      if (arm == 1) {
+        desc_spent_ += cost;
+        if (incumbent_.pool < pool_before) desc_found_at_ = desc_spent_;
+      }
+      pass[arm] += cost * kPassScale / weight[arm];
+      // An arm coming back (a new descending target) gets no burst for its idle time.
+      for (int k = 1; k < 3; ++k) {
+        if (!active[k]) pass[k] = std::max(pass[k], pass[arm]);
+      }
     }
   }
 
@@ -176,6 +204,8 @@ class ExactSchedule {
   std::uint64_t low_;     // every capacity below it is infeasible
   bool proved_ = false;   // low_ rose above LB by a proof
   std::uint64_t moves_ = 0;  // moves up of the descending search: its patience grows with them
+  std::uint64_t desc_spent_ = 0;     // budget the descending searches have used
+  std::uint64_t desc_found_at_ = 0;  // desc_spent_ when one last found a smaller pool
   std::optional<DecisionSearch> lowest_, descending_;
   std::optional<IteratedGreedy> greedy_;
 };

@@ -42,6 +42,7 @@ std::uint64_t RangeUnion::insert(Range r) {
 std::uint64_t RangeUnion::insert(std::vector<Range>& batch) {
   std::sort(batch.begin(), batch.end(), [](const Range& x, const Range& y) { return x.lo < y.lo; });
   scratch_.clear();
+  scratch_.reserve(ranges_.size() + batch.size());
   auto push = [&](const Range& r) {
     if (!scratch_.empty() && r.lo <= scratch_.back().hi) {
       scratch_.back().hi = std::max(scratch_.back().hi, r.hi);
@@ -49,16 +50,24 @@ std::uint64_t RangeUnion::insert(std::vector<Range>& batch) {
       scratch_.push_back(r);
     }
   };
-  auto a = ranges_.begin();
-  auto b = batch.begin();
-  while (a != ranges_.end() || b != batch.end()) {
-    if (b == batch.end() || (a != ranges_.end() && a->lo <= b->lo)) {
-      push(*a++);
-    } else {
-      push(*b++);
-    }
+  // The union's own ranges between two of the batch neither touch each other nor, past the
+  // first few, what came before: they go over as one block copy (a read flushes a few ranges
+  // into hundreds), only those next to a batch range are merged one by one.
+  const Range* a = ranges_.data();
+  const Range* const a_end = a + ranges_.size();
+  auto copy_until = [&](const Range* stop) {
+    while (a != stop && !scratch_.empty() && a->lo <= scratch_.back().hi) push(*a++);
+    scratch_.insert(scratch_.end(), a, stop);
+    a = stop;
+  };
+  std::uint64_t searched = 0;
+  for (const Range& b : batch) {
+    copy_until(std::upper_bound(a, a_end, b.lo, [](std::uint64_t lo, const Range& x) { return lo < x.lo; }));
+    push(b);
+    searched += std::bit_width(static_cast<std::uint64_t>(a_end - a));
   }
-  const std::uint64_t work = cost::kBatchRange * (ranges_.size() + batch.size());
+  copy_until(a_end);
+  const std::uint64_t work = cost::kBatchRange * batch.size() + cost::kRange * (searched + ranges_.size() / 4);
   ranges_.swap(scratch_);
   batch.clear();
   return work;
@@ -73,7 +82,7 @@ std::pair<std::uint32_t, std::uint32_t> levels_and_h0(const Prepared& prepared) 
   std::uint64_t span_sections = 0;
   for (const Span& s : prepared.spans) span_sections += s.end - s.first;
   const std::uint64_t mean = prepared.spans.empty() ? 1 : span_sections / prepared.spans.size();
-  return {levels, std::min<std::uint32_t>(levels + 1, static_cast<std::uint32_t>(std::bit_width(mean / 4)))};
+  return {levels, std::min<std::uint32_t>(levels + 1, static_cast<std::uint32_t>(std::bit_width(mean / 8)))};
 }
 
 }  // namespace

@@ -110,35 +110,39 @@ std::span<const Range> GreedyPlacer::union_of_rest(std::size_t main, std::uint64
   // Sorted ranges may touch or overlap: one merge with nothing makes them a union.
   const Range* const loose_end = merge_union(loose.data(), loose.data() + loose.size(), nullptr, nullptr, loose.data());
   runs_.clear();
-  std::size_t total = 0;
-  if (loose_end != loose.data()) runs_.emplace_back(loose.data(), loose_end);
+  if (loose_end != loose.data()) runs_.push_back({loose.data(), 0, static_cast<std::size_t>(loose_end - loose.data())});
   for (std::size_t l = 0; l < lists_.sorted.size(); ++l) {
-    if (l == main) continue;
-    runs_.emplace_back(lists_.sorted[l]->begin(), lists_.sorted[l]->end());
+    if (l != main) runs_.push_back({lists_.sorted[l]->begin(), 0, lists_.sorted[l]->size()});
   }
-  for (const auto& [first, last] : runs_) total += static_cast<std::size_t>(last - first);
   if (runs_.empty()) return {};
-  // Each round writes into the scratch buffer the previous one did not.
-  for (int round = 0; runs_.size() > 1; ++round) {
-    auto& buffer = round % 2 == 0 ? merged_[0] : merged_[1];
-    if (buffer.size() < total) buffer.resize(total);
-    Range* out = buffer.data();
-    std::size_t kept = 0;
-    for (std::size_t r = 0; r < runs_.size(); r += 2) {
-      Range* const start = out;
-      if (r + 1 < runs_.size()) {
-        out = merge_union(runs_[r].first, runs_[r].second, runs_[r + 1].first, runs_[r + 1].second, out);
-        work += cost::kRange * static_cast<std::uint64_t>((runs_[r].second - runs_[r].first) + (runs_[r + 1].second - runs_[r + 1].first));
-      } else {
-        out = std::copy(runs_[r].first, runs_[r].second, out);
-        work += cost::kRange * static_cast<std::uint64_t>(runs_[r].second - runs_[r].first);
+  auto at = [&](const Run& r) { return (r.base != nullptr ? r.base : merged_.data()) + r.begin; };
+  // The two shortest runs first (Huffman's order): a range is read again by every merge above
+  // its run's, so the long lists (hundreds of ranges against a few) join last, and the
+  // coalescing of the early merges shortens what the later ones read.
+  std::size_t used = 0;
+  while (runs_.size() > 1) {
+    std::size_t x = 0;
+    std::size_t y = 1;
+    if (runs_[y].size < runs_[x].size) std::swap(x, y);
+    for (std::size_t r = 2; r < runs_.size(); ++r) {
+      if (runs_[r].size < runs_[x].size) {
+        y = x;
+        x = r;
+      } else if (runs_[r].size < runs_[y].size) {
+        y = r;
       }
-      runs_[kept++] = {start, out};
     }
-    runs_.resize(kept);
-    total = static_cast<std::size_t>(out - buffer.data());
+    const std::size_t in = runs_[x].size + runs_[y].size;
+    if (merged_.size() < used + in) merged_.resize(std::max(2 * merged_.size(), used + in));
+    Range* const out = merged_.data() + used;
+    const Range* const end = merge_union(at(runs_[x]), at(runs_[x]) + runs_[x].size, at(runs_[y]), at(runs_[y]) + runs_[y].size, out);
+    work += cost::kRange * in;
+    runs_[x] = {nullptr, used, static_cast<std::size_t>(end - out)};
+    used += runs_[x].size;
+    runs_[y] = runs_.back();
+    runs_.pop_back();
   }
-  return {runs_[0].first, runs_[0].second};
+  return {at(runs_[0]), runs_[0].size};
 }
 
 std::uint64_t GreedyPlacer::place_one(std::uint32_t item, Fit fit, std::uint64_t& work) {

@@ -58,8 +58,15 @@ class GreedyPlacer {
   // The union of the occupied ranges but those of list `main` of lists_.sorted (valid until the
   // next call); adds its work.
   std::span<const Range> union_of_rest(std::size_t main, std::uint64_t& work);
-  std::vector<std::pair<const Range*, const Range*>> runs_;  // scratch: sorted runs to merge
-  std::vector<Range> merged_[2];        // scratch: merging them, a round into each in turn
+  // A sorted run to merge: `size` ranges from base + begin, or from merged_ + begin when base
+  // is null (merged_ may move as it grows).
+  struct Run {
+    const Range* base = nullptr;
+    std::size_t begin = 0;
+    std::size_t size = 0;
+  };
+  std::vector<Run> runs_;       // scratch: the runs left to merge
+  std::vector<Range> merged_;  // scratch: every merge's output, one after another
 };
 
 }  // namespace memtool::planner::detail
