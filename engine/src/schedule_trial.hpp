@@ -1,5 +1,6 @@
 // Does a swap schedule earn its place? Host time per iteration under the rule alone (the swap
-// policy's own decisions, iterations not being logged) against the schedule's first ones: the
+// policy's own decisions, in iterations neither logged nor beside the planner: the two after the
+// plan is made, before it applies) against the schedule's first ones: the
 // best of its second and third (the first still carries the rule's state) against the best of
 // the rule's last three, with a margin. Host time is what a training loop waits for; it is only
 // read at iteration boundaries. Not thread-safe: the swap policy's lock.
@@ -37,6 +38,7 @@ class ScheduleTrial {
     verdict_ = rule_ns_.empty() || with_schedule() <= (1.0 + margin_) * rule() ? Verdict::keep : Verdict::reject;
     return verdict_;
   }
+  [[nodiscard]] Verdict verdict() const { return verdict_; }
   [[nodiscard]] double with_schedule() const {
     return schedule_ns_.size() < 3 ? 0.0 : std::min(schedule_ns_[1], schedule_ns_[2]);
   }

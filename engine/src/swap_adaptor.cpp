@@ -59,6 +59,7 @@ using detail::SwapBuffer;
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
 constexpr std::uint64_t kMaxLead = 1024;  // work items
+constexpr std::uint32_t kBaselineIterations = 2;  // the rule's, timed before a schedule's trial
 
 class SwapAdaptor final : public Adaptor {
  public:
@@ -708,10 +709,9 @@ class SwapAdaptor final : public Adaptor {
     if (plan_state_ == PlanState::off && options_.budget_bytes != 0 && options_.policy != "belady") {
       plan_state_ = PlanState::learning;
     }
-    // An iteration under the rule alone, and not logged (logging and timing cost time too).
-    if (iteration_ns > 0 && !learner_.logging() && plan_state_ != PlanState::applying && plan_state_ != PlanState::off) {
-      trial_.rule_iteration(iteration_ns);
-    }
+    // The trial's baseline: an iteration under the rule alone, neither logged nor run beside the
+    // planner's thread (logging, timing and planning cost time too, on a busy host the most).
+    if (iteration_ns > 0 && plan_state_ == PlanState::ready && ready_boundaries_ > 0) trial_.rule_iteration(iteration_ns);
     switch (plan_state_) {
       case PlanState::applying:
         if (last_length_ != schedule_->items()) {
@@ -724,7 +724,9 @@ class SwapAdaptor final : public Adaptor {
         schedule_->rebuild();
         return;
       case PlanState::ready:
-        install_schedule();
+        // The iteration the plan was finished in ran beside the planner: the rule's next ones
+        // are the baseline, then the schedule applies.
+        if (!options_.schedule_trial || ++ready_boundaries_ > kBaselineIterations) install_schedule();
         return;
       case PlanState::learning:
         if (learner_.end_iteration()) start_log();
@@ -741,6 +743,7 @@ class SwapAdaptor final : public Adaptor {
     switch (learner_.advance(device_budget(), ready_, why)) {
       case ScheduleLearner::Progress::ready:
         plan_state_ = PlanState::ready;
+        ready_boundaries_ = 0;
         return;
       case ScheduleLearner::Progress::failed:
         fail_planning(why);
@@ -753,9 +756,15 @@ class SwapAdaptor final : public Adaptor {
   // A schedule slower than the rule alone in its first iterations (schedule_trial.hpp) gives way
   // to the rule for the rest of the run. False when it did.
   bool keep_after_trial(double iteration_ns) {
-    if (!options_.schedule_trial || trial_.schedule_iteration(iteration_ns) != detail::ScheduleTrial::Verdict::reject) {
-      return true;
+    if (!options_.schedule_trial) return true;
+    const bool undecided = trial_.verdict() == detail::ScheduleTrial::Verdict::undecided;
+    const detail::ScheduleTrial::Verdict verdict = trial_.schedule_iteration(iteration_ns);
+    if (verdict == detail::ScheduleTrial::Verdict::keep && undecided) {
+      log(LogLevel::info, fmt::format("memtool swap: the {} schedule keeps its place ({:.1f} ms an iteration with it, "
+                                      "{:.1f} ms with the rule alone)",
+                                      options_.policy, trial_.with_schedule() / 1e6, trial_.rule() / 1e6));
     }
+    if (verdict != detail::ScheduleTrial::Verdict::reject) return true;
     log(LogLevel::info, fmt::format("memtool swap: the {} schedule gives way to the rule ({:.1f} ms an iteration "
                                     "with it, {:.1f} ms with the rule alone)",
                                     options_.policy, trial_.with_schedule() / 1e6, trial_.rule() / 1e6));
@@ -1015,6 +1024,7 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
   detail::ScheduleTrial trial_;
+  std::uint32_t ready_boundaries_ = 0;  // boundaries since the plan was ready (not yet applied)
   struct Lateness {
     std::uint32_t swap;
     EventId arrival;   // after the copy-in
