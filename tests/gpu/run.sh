@@ -407,6 +407,8 @@ else
            "$python" "$step" --model "$model" --iterations 12 --json "$out/$model.$run_name.json"; then
         note "$model/$run_name (budget $swap_budget B): $(grep '^summary' "$out/logs/$model.$run_name.txt" | tail -n1)"
         note "$model/$run_name memtool: $(tail -n1 "$out/logs/$model.$run_name.memtool.log" 2>/dev/null)"
+        # The link the schedule was planned with: measured from the copies timed while learning.
+        note "$model/$run_name link: $("$python" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s.get("swap_link_source","-"), round(s.get("swap_link_to_host_bytes_per_s",0)/1e9,2), "GB/s to the host,", round(s.get("swap_link_to_device_bytes_per_s",0)/1e9,2), "GB/s back")' "$out/$model.$run_name.summary.json" 2>/dev/null)"
       else
         note "FAIL: $model/$run_name: $(why "$out/logs/$model.$run_name.txt")"
         failures=$((failures + 1))
