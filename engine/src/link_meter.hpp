@@ -49,10 +49,13 @@ class LinkMeter {
   LinkMeter(const LinkMeter&) = delete;
   LinkMeter& operator=(const LinkMeter&) = delete;
 
-  // Around one copy on `stream`: start() once its waits are queued, finish() after the copy.
+  // Around one copy on `stream`: start() once its waits are queued, finish() after the copy (or
+  // abandon() when it was not queued).
   // start() answers 0 when this direction has enough samples or no event can be had.
   [[nodiscard]] EventId start(Direction d, StreamId stream);
   void finish(EventId start, Direction d, StreamId stream, std::uint64_t bytes);
+  // The copy was not queued after all: its start event back to the spares (0: nothing).
+  void abandon(EventId& start) { events_.give(start); }
   // Completed copies become samples.
   void poll();
   // The link to plan with: each direction fitted where it has enough samples, else `fallback`'s

@@ -42,9 +42,9 @@ class ScheduleLearner {
   LinkMeter& meter() { return meter_; }
 
   // --- learning ---
-  // At a boundary while learning: the logged iteration ends. True when another must be logged
-  // (the caller calls start()); false when this one matched the one before and the plan will
-  // be made from it (advance()), or when nothing was being logged and the caller should start.
+  // At a boundary while learning: the logged iteration (if any) ends. True when another must be
+  // logged (the caller calls start()); false when this one matched the one before, or one did
+  // already, and the plan is made from it (advance()).
   [[nodiscard]] bool end_iteration();
   // Logging stops (the schedule was dropped or replaced); with `forget`, what was learned too.
   void stop(bool forget);

@@ -540,12 +540,9 @@ class SwapAdaptor final : public Adaptor {
       recycle(b.arrival);
       b.arrival_pending = false;
     }
-    EventId timed = metered(side) ? learner_.meter().start(LinkMeter::Direction::to_host, side) : 0;
-    if (!mover_->move_out(ptr, b, side)) {
-      timing_events_.give(timed);
+    if (!timed_copy(LinkMeter::Direction::to_host, side, b.size, true, [&] { return mover_->move_out(ptr, b, side); })) {
       return false;
     }
-    learner_.meter().finish(timed, LinkMeter::Direction::to_host, side, b.size);
     b.streams.clear();
     counters_.bytes_swapped_out += b.size;
     ++counters_.swap_outs;
@@ -756,18 +753,17 @@ class SwapAdaptor final : public Adaptor {
   // A schedule slower than the rule alone in its first iterations (schedule_trial.hpp) gives way
   // to the rule for the rest of the run. False when it did.
   bool keep_after_trial(double iteration_ns) {
+    using Verdict = detail::ScheduleTrial::Verdict;
     if (!options_.schedule_trial) return true;
-    const bool undecided = trial_.verdict() == detail::ScheduleTrial::Verdict::undecided;
-    const detail::ScheduleTrial::Verdict verdict = trial_.schedule_iteration(iteration_ns);
-    if (verdict == detail::ScheduleTrial::Verdict::keep && undecided) {
-      log(LogLevel::info, fmt::format("memtool swap: the {} schedule keeps its place ({:.1f} ms an iteration with it, "
-                                      "{:.1f} ms with the rule alone)",
-                                      options_.policy, trial_.with_schedule() / 1e6, trial_.rule() / 1e6));
+    const bool undecided = trial_.verdict() == Verdict::undecided;
+    const Verdict verdict = trial_.schedule_iteration(iteration_ns);
+    if (undecided && verdict != Verdict::undecided) {
+      log(LogLevel::info, fmt::format("memtool swap: the {} schedule {} ({:.1f} ms an iteration with it, {:.1f} ms "
+                                      "with the rule alone)",
+                                      options_.policy, verdict == Verdict::keep ? "keeps its place" : "gives way to the rule",
+                                      trial_.with_schedule() / 1e6, trial_.rule() / 1e6));
     }
-    if (verdict != detail::ScheduleTrial::Verdict::reject) return true;
-    log(LogLevel::info, fmt::format("memtool swap: the {} schedule gives way to the rule ({:.1f} ms an iteration "
-                                    "with it, {:.1f} ms with the rule alone)",
-                                    options_.policy, trial_.with_schedule() / 1e6, trial_.rule() / 1e6));
+    if (verdict != Verdict::reject) return true;
     ++counters_.schedules_rejected;
     clear_schedule();
     plan_state_ = PlanState::failed;  // the rule from now on
@@ -901,21 +897,25 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  // Copies are timed on the swap streams while an iteration is learned (link_meter.hpp): there a
-  // copy queues only behind its own direction's copies.
-  bool metered(StreamId stream) const {
-    return learner_.logging() && stream != 0 && (stream == out_stream_ || stream == in_stream_);
-  }
-
-  // (A buffer still leaving comes back without a copy: its device memory is kept.)
-  bool move_in_timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    EventId timed = metered(stream) && !b.leaving ? learner_.meter().start(LinkMeter::Direction::to_device, stream) : 0;
-    if (!mover_->move_in(ptr, b, stream)) {
-      timing_events_.give(timed);
+  // `move` queues a copy of `bytes` on `stream` (false: none was queued). While an iteration is
+  // learned, a copy on a swap stream (there it queues only behind its own direction's copies) is
+  // timed for the link meter (link_meter.hpp); `copies` false: the move needs no copy.
+  template <class Move>
+  bool timed_copy(LinkMeter::Direction direction, StreamId stream, std::uint64_t bytes, bool copies, Move&& move) {
+    const bool metered = copies && learner_.logging() && stream != 0 && (stream == out_stream_ || stream == in_stream_);
+    EventId start = metered ? learner_.meter().start(direction, stream) : 0;
+    if (!move()) {
+      learner_.meter().abandon(start);
       return false;
     }
-    learner_.meter().finish(timed, LinkMeter::Direction::to_device, stream, b.size);
+    learner_.meter().finish(start, direction, stream, bytes);
     return true;
+  }
+
+  // A buffer still leaving comes back without a copy: its device memory is kept.
+  bool move_in_timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
+    return timed_copy(LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
+                      [&] { return mover_->move_in(ptr, b, stream); });
   }
 
   bool side_stream(StreamId& slot, StreamId& out) {
@@ -939,8 +939,11 @@ class SwapAdaptor final : public Adaptor {
         (void)device_.synchronize_event(event->second);
       }
       SwapBuffer& b = it->second;
-      if (!b.resident) counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
-      if (b.resident) dying_device_bytes_ -= std::min(dying_device_bytes_, b.footprint);
+      if (b.resident) {
+        dying_device_bytes_ -= std::min(dying_device_bytes_, b.footprint);
+      } else {
+        counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+      }
       mover_->free(it->first, b);
       recycle(event->second);
       free_events_.erase(event);
@@ -1019,7 +1022,7 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t next_id_ = 0;
   // The schedule's state (see PlanState).
   PlanState plan_state_ = PlanState::off;
-  detail::SpareTimingEvents timing_events_;  // before the timer, which borrows it
+  detail::SpareTimingEvents timing_events_;  // before the learner, which borrows it
   detail::ScheduleLearner learner_;
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
