@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <mutex>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -30,26 +29,21 @@ class SmallCache final : public Resource {
   std::string_view name() const override { return "small-cache"; }
 
   Status allocate(const AllocationRequest& request, DevicePtr* out) override {
-    if (!cacheable(request)) return direct_->allocate(request, out);
-    const Status status = cache_->allocate(request, out);
-    if (status == kSuccess) {
-      std::lock_guard lock(mutex_);
-      cached_.emplace(*out, request.size);
-    }
-    return status;
+    return cacheable(request) ? cache_->allocate(request, out) : direct_->allocate(request, out);
   }
 
   Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
-    std::vector<StreamId> streams;
-    {
-      std::lock_guard lock(mutex_);
-      const auto it = cached_.find(ptr);
-      if (it == cached_.end()) return direct_->deallocate(ptr, kind, stream);
-      cached_.erase(it);
-      if (kind == MemoryKind::device) streams = program_streams_;
+    const std::optional<BufferExtent> block = cached(ptr);
+    if (!block) return direct_->deallocate(ptr, kind, stream);  // the driver's free, outside the lock
+    if (kind == MemoryKind::device) {
+      std::vector<StreamId> streams;
+      {
+        std::lock_guard lock(mutex_);
+        streams = program_streams_;
+      }
+      // cuMemFree's synchronization, as far as the program can see it: its own streams.
+      for (const StreamId s : streams) wait_for(s);
     }
-    // cuMemFree's synchronization, as far as the program can see it: its own streams.
-    for (const StreamId s : streams) wait_for(s);
     return cache_->deallocate(ptr, kind, stream);
   }
 
@@ -81,10 +75,10 @@ class SmallCache final : public Resource {
   }
 
   bool refuse_export(DevicePtr ptr) override {
+    const std::optional<BufferExtent> block = cached(ptr);
+    if (!block) return false;
     std::lock_guard lock(mutex_);
-    const auto it = cached_.find(ptr);
-    if (it == cached_.end()) return false;
-    exported_sizes_.insert(it->second);  // the driver's own from now on
+    exported_sizes_.insert(block->size);  // the driver's own from now on
     return true;
   }
 
@@ -96,6 +90,13 @@ class SmallCache final : public Resource {
   }
 
  private:
+  // A live buffer the cache handed out, starting at `ptr` (the cache's own record of it).
+  std::optional<BufferExtent> cached(DevicePtr ptr) const {
+    std::optional<BufferExtent> block = cache_->extent_of(ptr);
+    if (block && block->base != ptr) block.reset();
+    return block;
+  }
+
   bool cacheable(const AllocationRequest& request) const {
     if (request.kind != MemoryKind::device || request.memory_pool != 0 || request.size >= below_) return false;
     std::lock_guard lock(mutex_);
@@ -132,7 +133,6 @@ class SmallCache final : public Resource {
   std::unique_ptr<Resource> cache_;
   std::unique_ptr<Resource> direct_;
   mutable std::mutex mutex_;
-  std::unordered_map<DevicePtr, std::uint64_t> cached_;  // live buffers from the cache: their sizes
   std::unordered_set<std::uint64_t> exported_sizes_;
   std::vector<StreamId> program_streams_;  // every stream the program's work ran on
   SpareEvents events_;
