@@ -9,6 +9,7 @@ void OpTimer::begin() {
   release();
   host_.clear();
   ended_ = false;
+  open_ = false;
 }
 
 void OpTimer::release() {
@@ -32,10 +33,18 @@ void OpTimer::mark(StreamId stream) {
 void OpTimer::item(StreamId stream) {
   if (ended_) return;
   // Before the first item: the start, on its stream; later ones: after the item before.
-  mark(host_.empty() ? stream : last_stream_);
+  if (host_.empty()) mark(stream);
+  else close();
   host_.push_back(std::chrono::steady_clock::now());
   starts_.push_back(0);
   last_stream_ = stream;
+  open_ = true;
+}
+
+void OpTimer::close() {
+  if (ended_ || !open_) return;
+  mark(last_stream_);
+  open_ = false;
 }
 
 void OpTimer::waited(StreamId stream) {
@@ -45,7 +54,7 @@ void OpTimer::waited(StreamId stream) {
 
 void OpTimer::end() {
   if (ended_ || host_.empty()) return;
-  mark(last_stream_);
+  close();
   host_.push_back(std::chrono::steady_clock::now());
   ended_ = true;
 }

@@ -1,11 +1,13 @@
 // How long each work item of one iteration kept the GPU busy, for the swap planner. With timing
 // events (cuEventCreate without DISABLE_TIMING), one is recorded on each item's stream after the
-// item was issued (at the next item's before_work), and an item's time is the GPU time from the
-// previous event's completion to its own: its run time plus the idle time before it, which is
-// time a copy can use too. Items on concurrent streams can overlap: a negative gap counts 0.
-// An item whose stream was made to wait for a copy back (the swapping of the iteration being
-// learned, not the program's) is timed from an event recorded after those waits: under another
-// schedule that wait is not there, and it is no time a copy could use.
+// item was issued (at the first call into memtool after it: close()), and an item's time is the
+// GPU time from the previous event's completion to its own: its run time plus the idle time
+// before it, which is time a copy can use too. Items on concurrent streams can overlap: a
+// negative gap counts 0.
+// An item whose stream was made to wait for a copy back, or issued after the host waited for
+// swapped memory (the swapping of the iteration being learned, not the program's), is timed
+// from an event recorded after those waits: under another schedule that wait, and the GPU's
+// idle while the host waited, are not there, and they are no time a copy could use.
 // Without timing events (SimDevice, old drivers), the host-time gap from an item to the next is
 // used: the time the program took to issue it, right only for a GPU-bound program that waits for
 // the GPU often (documented in docs/swapping.md). Not thread-safe: the swap policy's lock.
@@ -32,7 +34,11 @@ class OpTimer {
   void begin();
   // The iteration's next work item is about to be issued on `stream`: the one before it has been.
   void item(StreamId stream);
-  // The item being issued had its stream wait for copies (queued by now): its time starts here.
+  // The item issued last has been issued: its end is marked now, if not yet (item() does it
+  // otherwise), so that what the host does before the next item is not taken for its run time.
+  void close();
+  // The item being issued had its stream wait for copies (queued by now), or the host waited
+  // before it: its time starts here.
   void waited(StreamId stream);
   // The iteration ended after its last item: from now on, poll() until the times are known.
   void end();
@@ -50,6 +56,7 @@ class OpTimer {
   SpareTimingEvents& events_;
   bool timing_ = true;  // until an event cannot be made or timed
   bool ended_ = false;
+  bool open_ = false;   // the last item's end is not marked yet
   StreamId last_stream_ = 0;
   std::vector<EventId> marks_;  // marks_[i]: after item i-1 (marks_[0]: the start)
   std::vector<EventId> starts_;  // starts_[i]: after item i's waits for copies (0: it had none)

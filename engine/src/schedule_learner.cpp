@@ -61,7 +61,7 @@ void ScheduleLearner::stop(bool forget) {
 }
 
 ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, std::unique_ptr<SwapSchedule>& out,
-                                                   std::string& why) {
+                                                   std::unique_ptr<SwapSchedule>& alternative, std::string& why) {
   if (!matched_) return Progress::learning;
   if (!planning_.valid()) {
     std::optional<std::vector<double>> times = timer_.poll();
@@ -81,10 +81,11 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, s
     request.signature = log_.signature();
     engine::log(LogLevel::info,
         fmt::format("memtool swap: planning {} ({} work items, {} buffers, {} GPU times) for {} B; link {:.3g} GB/s "
-                    "to the host, {:.3g} GB/s back ({}: {} and {} copies timed)",
+                    "to the host, {:.3g} GB/s back, latency {:.0f} and {:.0f} us ({}: {} and {} copies timed)",
                     policy_, request.items, request.input.iteration.buffers.size(),
                     timer_.gpu_timed() ? "measured" : "host-gap", request.budget_bytes, request.link.d2h_bytes_per_ns,
-                    request.link.h2d_bytes_per_ns, link_source_, meter_.samples(LinkMeter::Direction::to_host),
+                    request.link.h2d_bytes_per_ns, static_cast<double>(request.link.d2h_latency_ns) / 1e3,
+                    static_cast<double>(request.link.h2d_latency_ns) / 1e3, link_source_, meter_.samples(LinkMeter::Direction::to_host),
                     meter_.samples(LinkMeter::Direction::to_device)));
     planning_ = plan_async(std::move(request));
     return Progress::planning;
@@ -98,6 +99,7 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, s
   }
   engine::log(LogLevel::info, "memtool swap: " + policy_ + " schedule: " + reply.message);
   out = std::move(reply.schedule);
+  alternative = std::move(reply.alternative);
   return Progress::ready;
 }
 

@@ -39,6 +39,10 @@ class ScheduleLearner {
   void item(StreamId stream);
   // That item's stream waited for copies back: its GPU time starts here.
   void waited(StreamId stream) { timer_.waited(stream); }
+  // The last item has been issued (the thread that issued it called in again).
+  void issued() {
+    if (logging_) timer_.close();
+  }
   LinkMeter& meter() { return meter_; }
 
   // --- learning ---
@@ -51,8 +55,10 @@ class ScheduleLearner {
 
   enum class Progress : std::uint8_t { learning, planning, ready, failed };
   // Moves the plan along: the GPU times awaited, then planned on its own thread for
-  // `budget_bytes`. At `ready`, `out` holds the schedule; at `failed`, `why` says why.
-  Progress advance(std::uint64_t budget_bytes, std::unique_ptr<SwapSchedule>& out, std::string& why);
+  // `budget_bytes`. At `ready`, `out` holds the schedule and `alternative` ours' runner-up (or
+  // null); at `failed`, `why` says why.
+  Progress advance(std::uint64_t budget_bytes, std::unique_ptr<SwapSchedule>& out,
+                   std::unique_ptr<SwapSchedule>& alternative, std::string& why);
 
   // The link the last plan was made with and where its figures came from (empty: no plan yet).
   [[nodiscard]] const swapper::Link& link() const { return link_; }

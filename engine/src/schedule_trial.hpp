@@ -2,7 +2,7 @@
 // policy's own decisions, in iterations neither logged nor beside the planner: the two after the
 // plan is made, before it applies) against the schedule's first ones: the
 // best of its second and third (the first still carries the rule's state) against the best of
-// the rule's last three, with a margin. Host time is what a training loop waits for; it is only
+// the rule's last three, with a margin (none by default: the faster of the two stays). Host time is what a training loop waits for; it is only
 // read at iteration boundaries. Not thread-safe: the swap policy's lock.
 #pragma once
 
@@ -15,7 +15,7 @@ class ScheduleTrial {
  public:
   enum class Verdict { undecided, keep, reject };
 
-  explicit ScheduleTrial(double margin = 0.05) : margin_(margin) {}
+  explicit ScheduleTrial(double margin = 0.0) : margin_(margin) {}
 
   // An iteration under the rule alone took `ns`.
   void rule_iteration(double ns) {
@@ -38,6 +38,8 @@ class ScheduleTrial {
     verdict_ = rule_ns_.empty() || with_schedule() <= (1.0 + margin_) * rule() ? Verdict::keep : Verdict::reject;
     return verdict_;
   }
+  // The verdict without timing (a schedule already timed comes back).
+  void decide(Verdict verdict) { verdict_ = verdict; }
   [[nodiscard]] Verdict verdict() const { return verdict_; }
   [[nodiscard]] double with_schedule() const {
     return schedule_ns_.size() < 3 ? 0.0 : std::min(schedule_ns_[1], schedule_ns_[2]);

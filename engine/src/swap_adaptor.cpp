@@ -61,6 +61,24 @@ constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
 constexpr std::uint64_t kMaxLead = 1024;  // work items
 constexpr std::uint32_t kBaselineIterations = 2;  // the rule's, timed before a schedule's trial
 
+// A call that kept the host in memtool long enough for the GPU to drain its queue (a wait, or
+// fresh device memory mapped and faulted in) flags the next work item: its learned GPU time
+// starts at its issue, so that idle is not taken for the program's own (op_timer.hpp).
+class HostDelay {
+ public:
+  explicit HostDelay(bool& flag) : flag_(flag), start_(std::chrono::steady_clock::now()) {}
+  ~HostDelay() { flag_ = flag_ || long_since(start_); }
+  HostDelay(const HostDelay&) = delete;
+  HostDelay& operator=(const HostDelay&) = delete;
+  static bool long_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::steady_clock::now() - start > std::chrono::microseconds(50);
+  }
+
+ private:
+  bool& flag_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 class SwapAdaptor final : public Adaptor {
  public:
   SwapAdaptor(Device& device, std::unique_ptr<Resource> upstream, SwapOptions options)
@@ -68,6 +86,7 @@ class SwapAdaptor final : public Adaptor {
         device_(device),
         options_(std::move(options)),
         copies_on_program_stream_(options_.policy == "save-on-cpu"),
+        trial_on_(options_.schedule_trial && options_.policy == "ours"),
         learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second) {
     if (options_.mode == SwapMechanism::explicit_copies) {
       mover_ = detail::make_vmm_mover(device_, spare_events_, options_.host_limit_bytes);
@@ -96,13 +115,14 @@ class SwapAdaptor final : public Adaptor {
                            !unavailable_.load(std::memory_order_relaxed);
     if (!candidate) return allocate_beside(request, out);
     std::unique_lock lock(mutex_);
+    const HostDelay delay(host_waited_);  // released before the lock
     if (iteration_started_ && exported_.contains(next_ordinal_)) {
       // Exported last time (an IPC handle cannot name VMM memory): the driver's own memory.
       ++next_ordinal_;
       lock.unlock();
       return allocate_beside(request, out);
     }
-    in_flight_.erase(std::this_thread::get_id());
+    queued_by_this_thread();
     collect_frees(false);
     if (iteration_started_) apply_outs(work_ - iteration_begin_);
     SwapBuffer b;
@@ -156,7 +176,7 @@ class SwapAdaptor final : public Adaptor {
 
   Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
     std::unique_lock lock(mutex_);
-    in_flight_.erase(std::this_thread::get_id());
+    queued_by_this_thread();
     const auto it = buffers_.find(ptr);
     if (it == buffers_.end()) {
       lock.unlock();
@@ -201,10 +221,12 @@ class SwapAdaptor final : public Adaptor {
   void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
     Adaptor::before_work(bases, stream);
     std::lock_guard lock(mutex_);
+    const auto entered = std::chrono::steady_clock::now();
     ++work_;
     const std::uint64_t now = work_ - iteration_begin_;
     std::vector<DevicePtr>& current = in_flight_[std::this_thread::get_id()];
     current.clear();  // this thread's previous work is queued by now
+    last_item_thread_ = std::this_thread::get_id();
     mover_->settle(false);
     collect_frees(false);
     for (const DevicePtr base : bases) {
@@ -246,12 +268,17 @@ class SwapAdaptor final : public Adaptor {
       if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
       b.last_work = work_;
     }
-    if (learner_.logging() && waits) learner_.waited(stream);
+    // The GPU may have idled while the host waited here or since the last item (for memory the
+    // iteration being learned had to swap): time this item from its issue, as after a wait for
+    // a copy back; idle the program's own pace leaves stays in the times (copies can use it).
+    if (learner_.logging() && (waits || host_waited_ || HostDelay::long_since(entered))) learner_.waited(stream);
+    host_waited_ = false;
     advance_planning();
     make_room(0, 0, Room::warn);
     prefetch_ahead(now);
-    // Leave early for what the next few items will allocate, so the copies out are done by then.
-    make_room(upcoming_allocations(now, options_.lookahead), options_.lookahead, Room::quiet);
+    // Leave early for what the next few items will allocate, so the copies out are done by then
+    // (a schedule's own copies out make that room, at their times: the rule would send out more).
+    if (!schedule_) make_room(upcoming_allocations(now, options_.lookahead), options_.lookahead, Room::quiet);
     update_peaks();
   }
 
@@ -389,7 +416,7 @@ class SwapAdaptor final : public Adaptor {
   Status allocate_beside(const AllocationRequest& request, DevicePtr* out) {
     if (options_.budget_bytes != 0) {
       std::lock_guard lock(mutex_);
-      in_flight_.erase(std::this_thread::get_id());
+      queued_by_this_thread();
       if (iteration_started_) apply_outs(work_ - iteration_begin_);
       make_room(request.size, 0, Room::quiet);
     }
@@ -570,6 +597,14 @@ class SwapAdaptor final : public Adaptor {
     stall_at_boundary_ = mover_->stall_ns();
   }
 
+  // The calling thread's last work item is queued by now (a thread's calls are sequential): its
+  // buffers may move, and the learner marks where the item ended if it was the last one issued.
+  void queued_by_this_thread() {
+    const std::thread::id self = std::this_thread::get_id();
+    in_flight_.erase(self);
+    if (last_item_thread_ == self) learner_.issued();
+  }
+
   // Used by a work item still being issued (in_flight_ holds each thread's current one).
   bool issuing(DevicePtr ptr) const {
     for (const auto& [thread, bases] : in_flight_) {
@@ -723,7 +758,7 @@ class SwapAdaptor final : public Adaptor {
       case PlanState::ready:
         // The iteration the plan was finished in ran beside the planner: the rule's next ones
         // are the baseline, then the schedule applies.
-        if (!options_.schedule_trial || ++ready_boundaries_ > kBaselineIterations) install_schedule();
+        if (!trial_on_ || ++ready_boundaries_ > kBaselineIterations) install_schedule(std::move(ready_));
         return;
       case PlanState::learning:
         if (learner_.end_iteration()) start_log();
@@ -737,7 +772,7 @@ class SwapAdaptor final : public Adaptor {
   void advance_planning() {
     if (plan_state_ != PlanState::learning) return;
     std::string why;
-    switch (learner_.advance(device_budget(), ready_, why)) {
+    switch (learner_.advance(device_budget(), ready_, runner_up_, why)) {
       case ScheduleLearner::Progress::ready:
         plan_state_ = PlanState::ready;
         ready_boundaries_ = 0;
@@ -750,20 +785,42 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  // A schedule slower than the rule alone in its first iterations (schedule_trial.hpp) gives way
-  // to the rule for the rest of the run. False when it did.
+  // Ours' trial (schedule_trial.hpp): its schedule is timed against the rule alone, then its
+  // runner-up (if the plan gave one) against the rule too; the fastest of the rule and those
+  // that beat it stays for the rest of the run. False when the schedule changed or went.
   bool keep_after_trial(double iteration_ns) {
     using Verdict = detail::ScheduleTrial::Verdict;
-    if (!options_.schedule_trial) return true;
+    if (!trial_on_) return true;
     const bool undecided = trial_.verdict() == Verdict::undecided;
     const Verdict verdict = trial_.schedule_iteration(iteration_ns);
-    if (undecided && verdict != Verdict::undecided) {
-      log(LogLevel::info, fmt::format("memtool swap: the {} schedule {} ({:.1f} ms an iteration with it, {:.1f} ms "
-                                      "with the rule alone)",
-                                      options_.policy, verdict == Verdict::keep ? "keeps its place" : "gives way to the rule",
-                                      trial_.with_schedule() / 1e6, trial_.rule() / 1e6));
+    if (!undecided || verdict == Verdict::undecided) return true;
+    const double measured = trial_.with_schedule();
+    log(LogLevel::info, fmt::format("memtool swap: the {} {} {} ({:.1f} ms an iteration with it, {:.1f} ms with the "
+                                    "rule alone)",
+                                    options_.policy, first_ ? "runner-up" : "schedule",
+                                    verdict == Verdict::keep ? "beats the rule" : "does not beat the rule", measured / 1e6,
+                                    trial_.rule() / 1e6));
+    if (runner_up_) {
+      first_ns_ = verdict == Verdict::keep ? measured : 0.0;
+      std::unique_ptr<detail::SwapSchedule> tried = std::move(schedule_);
+      clear_schedule();
+      first_ = std::move(tried);
+      install_schedule(std::move(runner_up_), false);
+      return false;
     }
-    if (verdict != Verdict::reject) return true;
+    if (first_) {
+      std::unique_ptr<detail::SwapSchedule> first = std::move(first_);
+      if (verdict == Verdict::keep && (first_ns_ == 0.0 || measured <= first_ns_)) return true;
+      if (first_ns_ != 0.0) {
+        log(LogLevel::info, fmt::format("memtool swap: the {} schedule is back ({:.1f} ms an iteration)", options_.policy,
+                                        first_ns_ / 1e6));
+        clear_schedule();
+        install_schedule(std::move(first), false);
+        trial_.decide(Verdict::keep);
+        return false;
+      }
+    }
+    if (verdict == Verdict::keep) return true;
     ++counters_.schedules_rejected;
     clear_schedule();
     plan_state_ = PlanState::failed;  // the rule from now on
@@ -775,10 +832,11 @@ class SwapAdaptor final : public Adaptor {
     plan_state_ = PlanState::failed;
   }
 
-  void install_schedule() {
-    schedule_ = std::move(ready_);
+  // `counts`: a new plan's schedule (not one of its candidates coming in turn).
+  void install_schedule(std::unique_ptr<detail::SwapSchedule> schedule, bool counts = true) {
+    schedule_ = std::move(schedule);
     plan_state_ = PlanState::applying;
-    ++counters_.schedules;
+    if (counts) ++counters_.schedules;
     trial_.start(false);
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
@@ -790,6 +848,8 @@ class SwapAdaptor final : public Adaptor {
     log(LogLevel::info, "memtool swap: the schedule is dropped (" + why + "); learning again");
     ++counters_.schedule_drops;
     clear_schedule();
+    runner_up_.reset();
+    first_.reset();
     plan_state_ = PlanState::learning;
     learner_.stop(true);
     trial_.start(true);  // the program changed: the rule's times are old
@@ -954,6 +1014,7 @@ class SwapAdaptor final : public Adaptor {
   void settle(bool wait) {
     collect_frees(wait);
     mover_->settle(wait);
+    host_waited_ = host_waited_ || wait;
   }
 
   EventId take_event(bool& ok) { return spare_events_.take(device_, ok); }
@@ -993,6 +1054,7 @@ class SwapAdaptor final : public Adaptor {
   Device& device_;
   const SwapOptions options_;
   const bool copies_on_program_stream_;  // save-on-cpu: its copies run in the program's order
+  const bool trial_on_;  // ours' schedule earns its place; the baselines' apply as published
   mutable std::mutex mutex_;
   detail::SpareEvents spare_events_;  // before the mover, which borrows it
   std::unique_ptr<detail::SwapMover> mover_;
@@ -1001,6 +1063,7 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t dying_device_bytes_ = 0;   // of those, device bytes (resident when freed)
   std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
   std::unordered_map<std::thread::id, std::vector<DevicePtr>> in_flight_;  // per thread: its last work item's
+  std::thread::id last_item_thread_;  // who issued the last work item
   std::vector<std::pair<std::uint64_t, std::uint64_t>> uses_;         // (key, relative work) this iteration
   std::vector<std::pair<std::uint64_t, std::uint64_t>> allocations_;  // (relative work, footprint) this iteration
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> last_uses_;
@@ -1018,6 +1081,9 @@ class SwapAdaptor final : public Adaptor {
   bool said_over_budget_ = false;
   bool said_host_limit_ = false;
   bool stopped_ = false;  // shut down: frees are carried out at once
+  // Since the last work item's before_work, the host waited for the device (settle(true)) or
+  // spent long in memtool (mapping fresh memory): the GPU may have idled for it.
+  bool host_waited_ = false;
   std::unordered_set<std::uint64_t> exported_;  // keys whose buffer the program exported
   std::uint64_t next_id_ = 0;
   // The schedule's state (see PlanState).
@@ -1036,6 +1102,9 @@ class SwapAdaptor final : public Adaptor {
   std::vector<Lateness> lateness_;  // scheduled copy-ins to judge once the GPU got there
   std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
   std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
+  std::unique_ptr<detail::SwapSchedule> runner_up_;  // ours' second candidate, timed after the first
+  std::unique_ptr<detail::SwapSchedule> first_;      // the first, while the runner-up is timed
+  double first_ns_ = 0;  // its time in the trial (0: it did not beat the rule)
   std::vector<DevicePtr> born_current_;   // by ordinal: this iteration's buffers (0: freed)
   std::vector<DevicePtr> born_previous_;  // the last iteration's
   Counters counters_;

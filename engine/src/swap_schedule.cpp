@@ -102,6 +102,14 @@ std::future<PlanReply> plan_async(PlanRequest request) {
           result.schedule.swaps.size(), result.construction, sim.peak_bytes, request.budget_bytes,
           result.budget_met ? "" : " (not met)", 100.0 * sim.slowdown, sim.time_ns / 1e6, sim.base_time_ns / 1e6,
           sim.bytes_out);
+      if (!result.alternative.swaps.empty()) {
+        const swapper::Simulation& alt = result.alternative_simulation;
+        reply.message += fmt::format("; runner-up {}: {} swaps, predicted peak {} B, {:.1f}% slowdown",
+                                     result.alternative_construction, result.alternative.swaps.size(), alt.peak_bytes,
+                                     100.0 * alt.slowdown);
+        reply.alternative = std::make_unique<SwapSchedule>(std::move(result.alternative), request.input.names,
+                                                           request.items, request.signature, alt.peak_bytes);
+      }
       reply.schedule = std::make_unique<SwapSchedule>(std::move(result.schedule), request.input.names, request.items,
                                                       request.signature, sim.peak_bytes);
     } catch (const std::exception& e) {

@@ -72,8 +72,9 @@ struct PlanRequest {
 };
 
 struct PlanReply {
-  std::unique_ptr<SwapSchedule> schedule;  // null: `message` says why
-  std::string message;                     // what the plan predicts, or why there is none
+  std::unique_ptr<SwapSchedule> schedule;     // null: `message` says why
+  std::unique_ptr<SwapSchedule> alternative;  // ours' runner-up, to be timed too (null: none)
+  std::string message;                        // what the plan predicts, or why there is none
 };
 
 // Plans on its own thread; the future is ready when it is done.

@@ -236,7 +236,17 @@ TEST_CASE("swap schedule: belady plans nothing", "[engine][swap][schedule]") {
 }
 
 TEST_CASE("swap schedule: the trial keeps a schedule no slower than the rule", "[engine][swap][schedule]") {
-  ScheduleTrial trial;
+  {
+    ScheduleTrial exact;  // no margin by default: the faster of the two measured stays
+    exact.rule_iteration(110.0);
+    exact.start(false);
+    for (const double ns : {500.0, 112.0}) (void)exact.schedule_iteration(ns);
+    CHECK(exact.schedule_iteration(111.0) == ScheduleTrial::Verdict::reject);
+    exact.start(false);
+    for (const double ns : {500.0, 112.0}) (void)exact.schedule_iteration(ns);
+    CHECK(exact.schedule_iteration(110.0) == ScheduleTrial::Verdict::keep);
+  }
+  ScheduleTrial trial(0.05);
   for (const double ns : {100.0, 120.0, 110.0, 130.0}) trial.rule_iteration(ns);  // the last three: best 110
   CHECK(trial.rule() == 110.0);
   trial.start(false);

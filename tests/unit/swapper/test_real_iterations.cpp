@@ -101,3 +101,26 @@ TEST_CASE("real iterations: ours is never worse than a baseline at its budget an
     check_against("save-on-cpu", save.simulation.peak_bytes, save);
   }
 }
+
+TEST_CASE("real iterations: ours' runner-up is the paper start with the least stall", "[swapper][real]") {
+  for (const std::string& model : real_models()) {
+    const ms::Iteration& it = real_iteration(model).iteration;
+    const ms::Link link;
+    const std::uint64_t budget = budget_of(it, 0.6);
+    const ms::PlanResult ours = ms::plan(it, link, budget, "ours", options_for(ms::ScheduleMode::stick_to_limit));
+    INFO(model << ": " << ours.construction << ", runner-up " << ours.alternative_construction);
+    // The paper's stick-to-limit schedules for the budget: the least stall of them.
+    double least = -1;
+    for (const char* name : {"paper-doa", "paper-aoa", "paper-wdoa", "paper-vote"}) {
+      const ms::PlanResult paper = ms::plan(it, link, budget, name, options_for(ms::ScheduleMode::stick_to_limit));
+      if (!paper.schedule.swaps.empty() && (least < 0 || paper.simulation.stall_ns < least)) least = paper.simulation.stall_ns;
+    }
+    if (ours.alternative.swaps.empty()) continue;  // that one won, or none swapped
+    CHECK(ms::validate(it, ours.alternative).empty());
+    CHECK(ours.alternative.strategy == "ours");
+    CHECK(ours.alternative.swaps != ours.schedule.swaps);
+    CHECK(ours.alternative_construction.rfind("paper-", 0) == 0);
+    CHECK(ours.alternative_simulation.stall_ns == Approx(least).margin(1.0));
+    CHECK(ours.alternative_simulation.stall_ns == Approx(ms::simulate(it, ours.alternative, link).stall_ns).margin(1.0));
+  }
+}

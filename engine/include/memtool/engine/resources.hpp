@@ -78,8 +78,9 @@ struct SwapOptions {
   std::string policy = "ours";
   // Host link per direction, for the plan (0: timed from the copies made while learning).
   std::uint64_t link_bytes_per_second = 0;
-  // A schedule whose first iterations are slower than the rule's gives way to the rule (host
-  // time per iteration; off for tests whose iterations are too short to time).
+  // Ours' schedule, if its first iterations are slower than the rule's, gives way to the rule
+  // (host time per iteration; off for tests whose iterations are too short to time). The
+  // paper's strategies and save-on-cpu are baselines: their schedules apply as published.
   bool schedule_trial = true;
 };
 

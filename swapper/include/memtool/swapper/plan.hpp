@@ -59,6 +59,14 @@ struct PlanResult {
   // ours: which construction won ("greedy", "fill", "paper-doa", ..., "save-on-cpu", each
   // "+greedy" when the greedy improved it; "none": no swap helps). Others: the strategy's name.
   std::string construction;
+  // ours: a runner-up worth timing where simulation and execution may disagree (in the
+  // process, at tight budgets, a schedule the simulator thinks misses the budget can run faster
+  // with the executor's safety net than one it thinks meets it): of the paper's schedules it
+  // started from, the stick-to-limit one for the budget with the least simulated stall, if it
+  // is not `schedule` (else no swaps).
+  Schedule alternative;
+  Simulation alternative_simulation;
+  std::string alternative_construction;
 };
 
 struct StrategyInfo {
