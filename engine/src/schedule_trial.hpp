@@ -38,8 +38,6 @@ class ScheduleTrial {
     verdict_ = rule_ns_.empty() || with_schedule() <= (1.0 + margin_) * rule() ? Verdict::keep : Verdict::reject;
     return verdict_;
   }
-  // The verdict without timing (a schedule already timed comes back).
-  void decide(Verdict verdict) { verdict_ = verdict; }
   [[nodiscard]] Verdict verdict() const { return verdict_; }
   [[nodiscard]] double with_schedule() const {
     return schedule_ns_.size() < 3 ? 0.0 : std::min(schedule_ns_[1], schedule_ns_[2]);

@@ -785,44 +785,32 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  // Ours' trial (schedule_trial.hpp): its schedule is timed against the rule alone, then its
-  // runner-up (if the plan gave one) against the rule too; the fastest of the rule and those
-  // that beat it stays for the rest of the run. False when the schedule changed or went.
+  // Ours' trial (schedule_trial.hpp): its schedule is timed against the rule alone; if it is
+  // slower, its runner-up (if the plan gave one) is timed the same way; the first that beats the
+  // rule stays for the rest of the run, else the rule alone. False when the schedule changed.
+  // (A schedule taken back after another one was tried ran slower than in its own trial: the
+  // rule's state the other left behind.)
   bool keep_after_trial(double iteration_ns) {
     using Verdict = detail::ScheduleTrial::Verdict;
     if (!trial_on_) return true;
     const bool undecided = trial_.verdict() == Verdict::undecided;
     const Verdict verdict = trial_.schedule_iteration(iteration_ns);
     if (!undecided || verdict == Verdict::undecided) return true;
-    const double measured = trial_.with_schedule();
     log(LogLevel::info, fmt::format("memtool swap: the {} {} {} ({:.1f} ms an iteration with it, {:.1f} ms with the "
                                     "rule alone)",
-                                    options_.policy, first_ ? "runner-up" : "schedule",
-                                    verdict == Verdict::keep ? "beats the rule" : "does not beat the rule", measured / 1e6,
-                                    trial_.rule() / 1e6));
+                                    options_.policy, on_runner_up_ ? "runner-up" : "schedule",
+                                    verdict == Verdict::keep ? "beats the rule: it stays" : "does not beat the rule",
+                                    trial_.with_schedule() / 1e6, trial_.rule() / 1e6));
+    if (verdict == Verdict::keep) {
+      runner_up_.reset();
+      return true;
+    }
+    clear_schedule();
     if (runner_up_) {
-      first_ns_ = verdict == Verdict::keep ? measured : 0.0;
-      std::unique_ptr<detail::SwapSchedule> tried = std::move(schedule_);
-      clear_schedule();
-      first_ = std::move(tried);
       install_schedule(std::move(runner_up_), false);
       return false;
     }
-    if (first_) {
-      std::unique_ptr<detail::SwapSchedule> first = std::move(first_);
-      if (verdict == Verdict::keep && (first_ns_ == 0.0 || measured <= first_ns_)) return true;
-      if (first_ns_ != 0.0) {
-        log(LogLevel::info, fmt::format("memtool swap: the {} schedule is back ({:.1f} ms an iteration)", options_.policy,
-                                        first_ns_ / 1e6));
-        clear_schedule();
-        install_schedule(std::move(first), false);
-        trial_.decide(Verdict::keep);
-        return false;
-      }
-    }
-    if (verdict == Verdict::keep) return true;
     ++counters_.schedules_rejected;
-    clear_schedule();
     plan_state_ = PlanState::failed;  // the rule from now on
     return false;
   }
@@ -832,10 +820,11 @@ class SwapAdaptor final : public Adaptor {
     plan_state_ = PlanState::failed;
   }
 
-  // `counts`: a new plan's schedule (not one of its candidates coming in turn).
+  // `counts`: a new plan's schedule (not its runner-up coming in turn).
   void install_schedule(std::unique_ptr<detail::SwapSchedule> schedule, bool counts = true) {
     schedule_ = std::move(schedule);
     plan_state_ = PlanState::applying;
+    on_runner_up_ = !counts;
     if (counts) ++counters_.schedules;
     trial_.start(false);
     for (auto& [ptr, b] : buffers_) {
@@ -849,7 +838,6 @@ class SwapAdaptor final : public Adaptor {
     ++counters_.schedule_drops;
     clear_schedule();
     runner_up_.reset();
-    first_.reset();
     plan_state_ = PlanState::learning;
     learner_.stop(true);
     trial_.start(true);  // the program changed: the rule's times are old
@@ -1102,9 +1090,8 @@ class SwapAdaptor final : public Adaptor {
   std::vector<Lateness> lateness_;  // scheduled copy-ins to judge once the GPU got there
   std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
   std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
-  std::unique_ptr<detail::SwapSchedule> runner_up_;  // ours' second candidate, timed after the first
-  std::unique_ptr<detail::SwapSchedule> first_;      // the first, while the runner-up is timed
-  double first_ns_ = 0;  // its time in the trial (0: it did not beat the rule)
+  std::unique_ptr<detail::SwapSchedule> runner_up_;  // ours' second candidate, if the first loses
+  bool on_runner_up_ = false;  // schedule_ is that candidate
   std::vector<DevicePtr> born_current_;   // by ordinal: this iteration's buffers (0: freed)
   std::vector<DevicePtr> born_previous_;  // the last iteration's
   Counters counters_;
