@@ -104,39 +104,100 @@ GreedyResult GreedyPlacer::place_in(State<R>& state, std::span<const std::uint32
 
 namespace {
 
-// Merges two sorted runs of disjoint ranges into `out` as one, ranges that touch or overlap
-// made one; returns the end of what it wrote. Without branches in the loop (the choice
-// between the runs is a coin toss the predictor would miss half the time): the range being
-// built is stored at every step, and kept by moving `out` on only when the next one leaves
-// a gap.
+// Selections by masks: the compiler turns a plain condition back into a branch.
+template <typename U>
+U pick(bool second, U x, U y) {
+  const U mask = U{0} - static_cast<U>(second);
+  return (x & ~mask) | (y & mask);
+}
+
+// One merge of two sorted runs of disjoint ranges into a union, ranges that touch or overlap
+// made one. Without branches in a step (the choice between the runs is a coin toss the
+// predictor would miss half the time): the range being built is stored at every step, and
+// kept by moving `out` on only when the next one leaves a gap. Always inlined, so that its
+// state stays in registers.
 template <typename R>
-R* merge_union(const R* a, const R* a_end, const R* b, const R* b_end, R* out) {
-  if (a == a_end && b == b_end) return out;
-  R current = a == a_end || (b != b_end && b->lo < a->lo) ? *b++ : *a++;
-  // Selections by masks: the compiler turns a plain condition back into a branch.
-  auto pick = []<typename U>(bool second, U x, U y) {
-    const U mask = U{0} - static_cast<U>(second);
-    return (x & ~mask) | (y & mask);
-  };
-  auto add = [&](const R& r) {
-    *out = current;
-    const bool gap = r.lo > current.hi;
+struct UnionMerge {
+  using T = typename R::Coordinate;
+  const R* a;
+  const R* a_end;
+  const R* b;
+  const R* b_end;
+  R* out;
+  T lo = 0;  // the range being built
+  T hi = 0;
+
+  // At least one range to merge.
+  [[gnu::always_inline]] void start() {
+    const R first = a == a_end || (b != b_end && b->lo < a->lo) ? *b++ : *a++;
+    lo = first.lo;
+    hi = first.hi;
+  }
+  [[gnu::always_inline]] void add(T r_lo, T r_hi) {
+    out->lo = lo;
+    out->hi = hi;
+    const bool gap = r_lo > hi;
     out += gap ? 1 : 0;
-    current.lo = pick(gap, current.lo, r.lo);
-    current.hi = pick(gap, std::max(current.hi, r.hi), r.hi);
-  };
-  while (a != a_end && b != b_end) {
+    lo = pick(gap, lo, r_lo);
+    hi = pick(gap, std::max(hi, r_hi), r_hi);
+  }
+  // Both runs not empty.
+  [[gnu::always_inline]] void step() {
     const bool from_b = b->lo < a->lo;
     const auto at = pick(from_b, reinterpret_cast<std::uintptr_t>(a), reinterpret_cast<std::uintptr_t>(b));
     const R r = *reinterpret_cast<const R*>(at);
-    a += from_b ? 0 : 1;
-    b += from_b ? 1 : 0;
-    add(r);
+    // Moved on by masks too: `from_b ? 0 : 1` became a branch (taken half the time, at random).
+    const std::uintptr_t mask = std::uintptr_t{0} - static_cast<std::uintptr_t>(from_b);
+    a = reinterpret_cast<const R*>(reinterpret_cast<std::uintptr_t>(a) + (sizeof(R) & ~mask));
+    b = reinterpret_cast<const R*>(reinterpret_cast<std::uintptr_t>(b) + (sizeof(R) & mask));
+    add(r.lo, r.hi);
   }
-  for (; a != a_end; ++a) add(*a);
-  for (; b != b_end; ++b) add(*b);
-  *out++ = current;
-  return out;
+  // The steps both runs can take without running out.
+  [[nodiscard]] std::size_t safe_steps() const { return static_cast<std::size_t>(std::min(a_end - a, b_end - b)); }
+  // Returns the end of what it wrote.
+  [[gnu::always_inline]] R* finish() {
+    while (a != a_end && b != b_end) step();
+    for (; a != a_end; ++a) add(a->lo, a->hi);
+    for (; b != b_end; ++b) add(b->lo, b->hi);
+    *out++ = R{lo, hi};
+    return out;
+  }
+};
+
+// Merges two sorted runs of disjoint ranges into `out` as one union (`out` may be the first
+// run itself when the second is empty, or hold both); returns the end of what it wrote. Long
+// runs are split at the middle of the first: the ranges that start below it and those that
+// start at or above it are merged as two unions at once, a step of each in turn (two chains
+// of loads that do not wait for each other: a step waits mostly for its load), the upper one
+// written after the lower one's inputs, then moved down, its first ranges joined to the lower
+// one's last where that one reaches into them.
+template <typename R>
+R* merge_union(const R* a, const R* a_end, const R* b, const R* b_end, R* out) {
+  if (a == a_end && b == b_end) return out;
+  if (a_end - a < 32 || b_end - b < 32) {
+    UnionMerge<R> one{a, a_end, b, b_end, out};
+    one.start();
+    return one.finish();
+  }
+  const R* const a_mid = a + (a_end - a) / 2;
+  const R* const b_mid = std::lower_bound(b, b_end, a_mid->lo, [](const R& x, typename R::Coordinate lo) { return x.lo < lo; });
+  R* const upper_out = out + (a_mid - a) + (b_mid - b);
+  UnionMerge<R> lower{a, a_mid, b, b_mid, out};
+  UnionMerge<R> upper{a_mid, a_end, b_mid, b_end, upper_out};
+  lower.start();
+  upper.start();
+  for (std::size_t n = std::min(lower.safe_steps(), upper.safe_steps()); n > 4; n = std::min(lower.safe_steps(), upper.safe_steps())) {
+    for (std::size_t k = 0; k < n; ++k) {
+      lower.step();
+      upper.step();
+    }
+  }
+  R* const lower_end = lower.finish();
+  R* const upper_end = upper.finish();
+  R* from = upper_out;
+  R& last = *(lower_end - 1);
+  for (; from != upper_end && from->lo <= last.hi; ++from) last.hi = std::max(last.hi, from->hi);
+  return std::copy(from, upper_end, lower_end);
 }
 
 }  // namespace
@@ -205,6 +266,17 @@ std::uint64_t GreedyPlacer::place_one(State<R>& state, std::uint32_t item, Fit f
     if (lists[l]->size() > lists[longest]->size()) longest = l;
   }
   const BasicRangeUnion<R>* main = lists.empty() ? nullptr : lists[longest];
+  // The lists lie in an index far larger than the caches. The main one is read only after the
+  // rest is merged: all its lines are on their way in by then; the others' first lines, which
+  // each merge would otherwise wait for in turn.
+  if (main != nullptr) {
+    const char* const bytes = reinterpret_cast<const char*>(main->begin());
+    const std::size_t length = main->size() * sizeof(R);
+    for (std::size_t at = 0; at < length; at += 64) __builtin_prefetch(bytes + at);
+  }
+  for (const BasicRangeUnion<R>* list : lists) {
+    if (list != main) __builtin_prefetch(list->begin());
+  }
   const std::span<const R> rest = union_of_rest(state, longest, work);
   GapWalk walk{.footprint = it.footprint >> granule_bits_,
                .alignment = std::max<std::uint64_t>(it.alignment >> granule_bits_, 1),
