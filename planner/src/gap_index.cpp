@@ -241,6 +241,17 @@ std::uint64_t GapIndex<R>::gather(Span span, Lists& out) {
   return work;
 }
 
+template <typename R>
+void GapIndex<R>::prefetch(Span span) const {
+  std::uint32_t node = leaves_ + span.first;
+  for (std::uint32_t h = 0; h < h0_ && node >= 1; ++h, node /= 2) {
+    __builtin_prefetch(&union_of_[node]);
+    __builtin_prefetch(cover_range_.data() + cover_begin_[node]);
+  }
+  if (h0_ <= levels_) __builtin_prefetch(full_[node - (1U << (levels_ - h0_))].begin());
+  __builtin_prefetch(start_range_.data() + start_begin_[span.first + 1]);
+}
+
 template class BasicRangeUnion<Range>;
 template class BasicRangeUnion<NarrowRange>;
 template class GapIndex<Range>;

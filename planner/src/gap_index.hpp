@@ -111,6 +111,10 @@ class GapIndex {
   // Adds the lists for `span` to `out`; returns the work done. The lists stay valid until the
   // next insert or gather.
   std::uint64_t gather(Span span, Lists& out);
+  // Asks for the lines a gather of `span` reads first (its path's entries and slots, its
+  // full-cover union, its first start slots), a placement ahead: each is a miss in an index of
+  // this size.
+  void prefetch(Span span) const;
 
  private:
   [[nodiscard]] std::uint32_t height(std::uint32_t node) const;

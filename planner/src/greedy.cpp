@@ -75,6 +75,12 @@ GreedyResult GreedyPlacer::place_in(State<R>& state, std::span<const std::uint32
       index.emplace(prepared_);
       setup = index->setup_work();
     }
+    if (k + 1 < order.size()) {
+      // The next placement's first misses on their way in during this one.
+      const Item& next = prepared_.items[order[k + 1]];
+      if (next.footprint != 0) index->prefetch(prepared_.spans[next.first_span]);
+      if (k + 2 < order.size()) __builtin_prefetch(&prepared_.items[order[k + 2]]);
+    }
     const std::uint64_t at = place_one(state, item, fit, work);  // in granules
     if constexpr (std::is_same_v<R, NarrowRange>) {
       if (at + (it.footprint >> granule_bits_) > UINT32_MAX) {
