@@ -85,6 +85,7 @@ class GreedyPlacer {
   std::uint32_t granule_bits_ = 0;  // every footprint is a multiple of 2^granule_bits_ bytes
   bool narrow_ = true;
   bool narrow_overflow_ = false;  // set by a narrow run that met a range past 2^32 granules
+  bool prefetch_ = false;         // the index is larger than the caches
   State<Range> wide_state_;
   State<NarrowRange> narrow_state_;
   std::vector<std::uint64_t> offsets_;
