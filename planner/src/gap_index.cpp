@@ -19,10 +19,11 @@ constexpr std::uint32_t kListLength = 8;  // a node with more cover slots keeps 
 
 }  // namespace
 
-std::uint64_t RangeUnion::insert(Range r) {
+template <typename R>
+std::uint64_t BasicRangeUnion<R>::insert(R r) {
   // The first range that ends at or after r.lo: it and the ones after it that start at or
   // before r.hi touch or overlap r.
-  auto first = std::lower_bound(ranges_.begin(), ranges_.end(), r.lo, [](const Range& x, std::uint64_t lo) { return x.hi < lo; });
+  auto first = std::lower_bound(ranges_.begin(), ranges_.end(), r.lo, [](const R& x, typename R::Coordinate lo) { return x.hi < lo; });
   auto last = first;
   while (last != ranges_.end() && last->lo <= r.hi) {
     r.lo = std::min(r.lo, last->lo);
@@ -39,11 +40,12 @@ std::uint64_t RangeUnion::insert(Range r) {
   return cost::kUnionInsert + cost::kMoved * moved;
 }
 
-std::uint64_t RangeUnion::insert(std::vector<Range>& batch) {
-  std::sort(batch.begin(), batch.end(), [](const Range& x, const Range& y) { return x.lo < y.lo; });
+template <typename R>
+std::uint64_t BasicRangeUnion<R>::insert(std::vector<R>& batch) {
+  std::sort(batch.begin(), batch.end(), [](const R& x, const R& y) { return x.lo < y.lo; });
   scratch_.clear();
   scratch_.reserve(ranges_.size() + batch.size());
-  auto push = [&](const Range& r) {
+  auto push = [&](const R& r) {
     if (!scratch_.empty() && r.lo <= scratch_.back().hi) {
       scratch_.back().hi = std::max(scratch_.back().hi, r.hi);
     } else {
@@ -53,16 +55,16 @@ std::uint64_t RangeUnion::insert(std::vector<Range>& batch) {
   // The union's own ranges between two of the batch neither touch each other nor, past the
   // first few, what came before: they go over as one block copy (a read flushes a few ranges
   // into hundreds), only those next to a batch range are merged one by one.
-  const Range* a = ranges_.data();
-  const Range* const a_end = a + ranges_.size();
-  auto copy_until = [&](const Range* stop) {
+  const R* a = ranges_.data();
+  const R* const a_end = a + ranges_.size();
+  auto copy_until = [&](const R* stop) {
     while (a != stop && !scratch_.empty() && a->lo <= scratch_.back().hi) push(*a++);
     scratch_.insert(scratch_.end(), a, stop);
     a = stop;
   };
   std::uint64_t searched = 0;
-  for (const Range& b : batch) {
-    copy_until(std::upper_bound(a, a_end, b.lo, [](std::uint64_t lo, const Range& x) { return lo < x.lo; }));
+  for (const R& b : batch) {
+    copy_until(std::upper_bound(a, a_end, b.lo, [](typename R::Coordinate lo, const R& x) { return lo < x.lo; }));
     push(b);
     searched += std::bit_width(static_cast<std::uint64_t>(a_end - a));
   }
@@ -87,14 +89,16 @@ std::pair<std::uint32_t, std::uint32_t> levels_and_h0(const Prepared& prepared) 
 
 }  // namespace
 
-std::uint64_t GapIndex::setup_work_bound(const Prepared& prepared) {
+template <typename R>
+std::uint64_t GapIndex<R>::setup_work_bound(const Prepared& prepared) {
   const auto [levels, h0] = levels_and_h0(prepared);
   const std::uint64_t spans = prepared.spans.size();
   // The constructor's count with every span at two low nodes per level, plus the pass above.
   return 6 * spans * 2 * h0 + 4 * (std::uint64_t{2} << levels) + 5 * spans + 2 * prepared.section_count;
 }
 
-GapIndex::GapIndex(const Prepared& prepared) : prepared_(prepared) {
+template <typename R>
+GapIndex<R>::GapIndex(const Prepared& prepared) : prepared_(prepared) {
   std::tie(levels_, h0_) = levels_and_h0(prepared);
   leaves_ = 1U << levels_;
   h1_ = std::min(kStartUnionHeight, levels_ + 1);
@@ -107,7 +111,7 @@ GapIndex::GapIndex(const Prepared& prepared) : prepared_(prepared) {
   cover_span_.resize(cover_begin_[nodes]);
   std::vector<std::uint32_t> cursor(cover_begin_.begin(), cover_begin_.end() - 1);
   for (std::uint32_t k = 0; k < spans; ++k) low_nodes(prepared.spans[k], [&](std::uint32_t node) { cover_span_[cursor[node]++] = k; });
-  cover_range_.assign(cover_span_.size(), Range{});
+  cover_range_.assign(cover_span_.size(), R{});
   union_of_.assign(nodes, 0);
   for (std::size_t node = 0; node < nodes; ++node) {
     if (cover_begin_[node + 1] - cover_begin_[node] > kListLength) {
@@ -124,17 +128,19 @@ GapIndex::GapIndex(const Prepared& prepared) : prepared_(prepared) {
   start_slot_.resize(spans);
   std::vector<std::uint32_t> next(start_begin_.begin(), start_begin_.end() - 1);
   for (std::uint32_t k = 0; k < spans; ++k) start_slot_[k] = next[prepared.spans[k].first]++;
-  start_range_.assign(spans, Range{});
+  start_range_.assign(spans, R{});
   // Two passes over every span's low nodes, the prefix sums, the fills.
   setup_work_ = 6 * cover_span_.size() + 4 * nodes + 5 * std::uint64_t{spans} + 2 * prepared.section_count;
 }
 
-std::uint32_t GapIndex::height(std::uint32_t node) const {
+template <typename R>
+std::uint32_t GapIndex<R>::height(std::uint32_t node) const {
   return levels_ - static_cast<std::uint32_t>(std::bit_width(node) - 1);
 }
 
+template <typename R>
 template <typename Visit>
-void GapIndex::low_nodes(Span span, Visit&& visit) const {
+void GapIndex<R>::low_nodes(Span span, Visit&& visit) const {
   std::uint32_t h = 0;
   for (std::uint32_t lo = leaves_ + span.first, hi = leaves_ + span.end; lo < hi && h < h0_; lo /= 2, hi /= 2, ++h) {
     if (lo & 1U) visit(lo++);
@@ -142,14 +148,16 @@ void GapIndex::low_nodes(Span span, Visit&& visit) const {
   }
 }
 
-std::uint64_t GapIndex::append(std::uint32_t begin, std::uint32_t end, std::vector<Range>& out) const {
+template <typename R>
+std::uint64_t GapIndex<R>::append(std::uint32_t begin, std::uint32_t end, std::vector<R>& out) const {
   for (std::uint32_t slot = begin; slot < end; ++slot) {
     if (cover_range_[slot].hi != 0) out.push_back(cover_range_[slot]);
   }
   return end - begin;
 }
 
-std::uint64_t GapIndex::insert(std::uint32_t index, Range range) {
+template <typename R>
+std::uint64_t GapIndex<R>::insert(std::uint32_t index, R range) {
   const Span span = prepared_.spans[index];
   std::uint64_t work = cost::kUnionInsert;
   low_nodes(span, [&](std::uint32_t node) {
@@ -186,18 +194,20 @@ std::uint64_t GapIndex::insert(std::uint32_t index, Range range) {
   return work;
 }
 
-std::uint64_t GapIndex::clear() {
-  std::fill(cover_range_.begin(), cover_range_.end(), Range{});
-  std::fill(start_range_.begin(), start_range_.end(), Range{});
+template <typename R>
+std::uint64_t GapIndex<R>::clear() {
+  std::fill(cover_range_.begin(), cover_range_.end(), R{});
+  std::fill(start_range_.begin(), start_range_.end(), R{});
   for (auto& u : unions_) u.clear();
   for (auto& u : full_) u.clear();
   for (auto& u : start_) u.clear();
   return cost::kRange * (cover_range_.size() + start_range_.size() + unions_.size() + full_.size() + start_.size()) / 2;
 }
 
-std::uint64_t GapIndex::gather(Span span, Lists& out) {
+template <typename R>
+std::uint64_t GapIndex<R>::gather(Span span, Lists& out) {
   std::uint64_t work = cost::kSlotRead;
-  auto add = [&](const RangeUnion& u) {
+  auto add = [&](const BasicRangeUnion<R>& u) {
     if (!u.empty()) out.sorted.push_back(&u);
   };
   // Live at span.first.
@@ -230,5 +240,21 @@ std::uint64_t GapIndex::gather(Span span, Lists& out) {
   }
   return work;
 }
+
+template <typename R>
+void GapIndex<R>::prefetch(Span span) const {
+  std::uint32_t node = leaves_ + span.first;
+  for (std::uint32_t h = 0; h < h0_ && node >= 1; ++h, node /= 2) {
+    __builtin_prefetch(&union_of_[node]);
+    __builtin_prefetch(cover_range_.data() + cover_begin_[node]);
+  }
+  if (h0_ <= levels_) __builtin_prefetch(full_[node - (1U << (levels_ - h0_))].begin());
+  __builtin_prefetch(start_range_.data() + start_begin_[span.first + 1]);
+}
+
+template class BasicRangeUnion<Range>;
+template class BasicRangeUnion<NarrowRange>;
+template class GapIndex<Range>;
+template class GapIndex<NarrowRange>;
 
 }  // namespace memtool::planner::detail

@@ -20,6 +20,10 @@
 // H0 is chosen so that the copies stay within a few per buffer (2^H0 ≈ the mean span / 8:
 // lower, the long unions a query merges shrink faster than the copies grow; measured at 1 M):
 // memory and insertion work O(n log S), a query O(log S + the lists' lengths).
+//
+// Everything is a template on the range type: 16-byte ranges of byte addresses, or 8-byte ones
+// in granules (greedy.hpp picks them where a problem's addresses fit in 32 bits): the placer
+// streams these lists through the caches, so half the bytes is most of the time it spends.
 #pragma once
 
 #include <cstdint>
@@ -29,37 +33,44 @@
 
 namespace memtool::planner::detail {
 
-struct Range {
-  std::uint64_t lo = 0;
-  std::uint64_t hi = 0;  // exclusive; 0 in a slot: not placed yet
+template <typename T>
+struct BasicRange {
+  using Coordinate = T;
+  T lo = 0;
+  T hi = 0;  // exclusive; 0 in a slot: not placed yet
 };
+using Range = BasicRange<std::uint64_t>;        // bytes
+using NarrowRange = BasicRange<std::uint32_t>;  // granules, where every address fits
 
 // Work is counted in eighths of a unit (greedy_costs.hpp) here and in GreedyPlacer, except for
 // setup_work(), in units.
 
 // Disjoint, sorted, non-touching address ranges.
-class RangeUnion {
+template <typename R>
+class BasicRangeUnion {
  public:
   // Adds [r.lo, r.hi); returns the work done.
-  std::uint64_t insert(Range r);
+  std::uint64_t insert(R r);
   // Adds a batch (reordered in place, then emptied) in one merge; returns the work done.
-  std::uint64_t insert(std::vector<Range>& batch);
+  std::uint64_t insert(std::vector<R>& batch);
   void clear() { ranges_.clear(); }
   [[nodiscard]] std::size_t size() const { return ranges_.size(); }
-  [[nodiscard]] const Range* begin() const { return ranges_.data(); }
-  [[nodiscard]] const Range* end() const { return ranges_.data() + ranges_.size(); }
+  [[nodiscard]] const R* begin() const { return ranges_.data(); }
+  [[nodiscard]] const R* end() const { return ranges_.data() + ranges_.size(); }
   [[nodiscard]] bool empty() const { return ranges_.empty(); }
 
  private:
-  std::vector<Range> ranges_;
-  std::vector<Range> scratch_;
+  std::vector<R> ranges_;
+  std::vector<R> scratch_;
 };
+using RangeUnion = BasicRangeUnion<Range>;
 
 // A RangeUnion fed in batches: ranges wait in a list and are merged in when it grows as long as
 // the union, or when the union is read. For unions written far more often than read.
+template <typename R>
 class LazyRangeUnion {
  public:
-  std::uint64_t insert(Range r) {
+  std::uint64_t insert(R r) {
     pending_.push_back(r);
     return pending_.size() > 32 && pending_.size() > merged_.size() ? 7 + merged_.insert(pending_) : 7;
   }
@@ -68,19 +79,20 @@ class LazyRangeUnion {
     merged_.clear();
     pending_.clear();
   }
-  [[nodiscard]] const RangeUnion& merged() const { return merged_; }
+  [[nodiscard]] const BasicRangeUnion<R>& merged() const { return merged_; }
 
  private:
-  RangeUnion merged_;
-  std::vector<Range> pending_;
+  BasicRangeUnion<R> merged_;
+  std::vector<R> pending_;
 };
 
+template <typename R>
 class GapIndex {
  public:
   // For the spans of `prepared` (all of them may be inserted, each once per clear()).
   explicit GapIndex(const Prepared& prepared);
   // Span `index` (into prepared.spans) placed at `range`; returns the work done.
-  std::uint64_t insert(std::uint32_t index, Range range);
+  std::uint64_t insert(std::uint32_t index, R range);
   // Empties it; returns the work done.
   std::uint64_t clear();
   // What the constructor cost, in work units; at most setup_work_bound(prepared).
@@ -89,8 +101,8 @@ class GapIndex {
 
   // Sorted lists whose union is the occupancy of one or more spans, collected by gather().
   struct Lists {
-    std::vector<const RangeUnion*> sorted;
-    std::vector<Range> loose;  // from slots: not sorted
+    std::vector<const BasicRangeUnion<R>*> sorted;
+    std::vector<R> loose;  // from slots: not sorted
     void clear() {
       sorted.clear();
       loose.clear();
@@ -99,6 +111,10 @@ class GapIndex {
   // Adds the lists for `span` to `out`; returns the work done. The lists stay valid until the
   // next insert or gather.
   std::uint64_t gather(Span span, Lists& out);
+  // Asks for the lines a gather of `span` reads first (its path's entries and slots, its
+  // full-cover union, its first start slots), a placement ahead: each is a miss in an index of
+  // this size.
+  void prefetch(Span span) const;
 
  private:
   [[nodiscard]] std::uint32_t height(std::uint32_t node) const;
@@ -106,7 +122,7 @@ class GapIndex {
   template <typename Visit>
   void low_nodes(Span span, Visit&& visit) const;
   // The placed ranges among slots [begin, end) into `out`; returns how many slots it read.
-  std::uint64_t append(std::uint32_t begin, std::uint32_t end, std::vector<Range>& out) const;
+  std::uint64_t append(std::uint32_t begin, std::uint32_t end, std::vector<R>& out) const;
 
   const Prepared& prepared_;
   std::uint32_t leaves_ = 1;
@@ -118,16 +134,21 @@ class GapIndex {
   // than a few slots has union_of_[node] = its union + 1 instead (0: none).
   std::vector<std::uint32_t> cover_begin_;
   std::vector<std::uint32_t> cover_span_;
-  std::vector<Range> cover_range_;
+  std::vector<R> cover_range_;
   std::vector<std::uint32_t> union_of_;
-  std::vector<RangeUnion> unions_;
-  std::vector<RangeUnion> full_;       // nodes at height H0, left to right
-  std::vector<LazyRangeUnion> start_;  // nodes at height >= H1, by node index
+  std::vector<BasicRangeUnion<R>> unions_;
+  std::vector<BasicRangeUnion<R>> full_;  // nodes at height H0, left to right
+  std::vector<LazyRangeUnion<R>> start_;  // nodes at height >= H1, by node index
   // Start slots: section -> run [start_begin_[s], start_begin_[s + 1]); span -> its slot.
   std::vector<std::uint32_t> start_begin_;
   std::vector<std::uint32_t> start_slot_;
-  std::vector<Range> start_range_;
+  std::vector<R> start_range_;
   std::uint64_t setup_work_ = 0;
 };
+
+extern template class BasicRangeUnion<Range>;
+extern template class BasicRangeUnion<NarrowRange>;
+extern template class GapIndex<Range>;
+extern template class GapIndex<NarrowRange>;
 
 }  // namespace memtool::planner::detail

@@ -5,12 +5,13 @@
 
 namespace memtool::planner::detail {
 
-std::uint64_t best_fit(std::span<const Range> main, std::span<const Range> rest, GapWalk& walk, std::uint64_t& work) {
+template <typename R>
+std::uint64_t best_fit(std::span<const R> main, std::span<const R> rest, GapWalk& walk, std::uint64_t& work) {
   namespace cost = greedy_cost;
-  const Range* m = main.data();
-  const Range* const m_end = m + main.size();
-  const Range* other = rest.data();
-  const Range* const other_end = other + rest.size();
+  const R* m = main.data();
+  const R* const m_end = m + main.size();
+  const R* other = rest.data();
+  const R* const other_end = other + rest.size();
   const std::uint64_t f = walk.footprint;
   std::uint64_t steps = 0;
   std::uint64_t scanned = 0;
@@ -23,7 +24,7 @@ std::uint64_t best_fit(std::span<const Range> main, std::span<const Range> rest,
       // (wrapping below f) is under best_gap - f.
       std::uint64_t prev = below;
       std::uint64_t bound = walk.best_gap - f;
-      const Range* r = m;
+      const R* r = m;
       for (; r != m_end && r->lo <= next_lo; ++r) {
         const std::uint64_t size = r->lo - prev;
         if (size - f < bound && align_up(prev, walk.alignment) + f <= r->lo) {
@@ -52,5 +53,8 @@ std::uint64_t best_fit(std::span<const Range> main, std::span<const Range> rest,
   work += cost::kRange * steps + cost::kScanned * scanned;
   return walk.offset();
 }
+
+template std::uint64_t best_fit(std::span<const Range>, std::span<const Range>, GapWalk&, std::uint64_t&);
+template std::uint64_t best_fit(std::span<const NarrowRange>, std::span<const NarrowRange>, GapWalk&, std::uint64_t&);
 
 }  // namespace memtool::planner::detail

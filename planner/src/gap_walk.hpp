@@ -26,13 +26,14 @@ struct GapWalk {
   std::uint64_t best_lo = UINT64_MAX;
 
   // One range, in order of their low ends; false to stop the walk (nothing later can win).
-  bool step(const Range& r) {
+  template <typename R>
+  bool step(const R& r) {
     if (r.lo > cursor && align_up(cursor, alignment) + footprint <= r.lo && r.lo - cursor < best_gap) {
       best_gap = r.lo - cursor;
       best_lo = cursor;
       if (first_fit || best_gap == footprint) return false;
     }
-    cursor = std::max(cursor, r.hi);
+    cursor = std::max<std::uint64_t>(cursor, r.hi);
     return true;
   }
   // The offset: in the gap chosen, else on top of every range visited.
@@ -42,6 +43,7 @@ struct GapWalk {
 // Best fit (walk.first_fit false, walk fresh) among `main` (sorted, disjoint, not touching)
 // and `rest` (sorted by their low ends; they may overlap): the same answer as a GapWalk over
 // both merged. Returns the offset; adds the work, in eighths of a unit (greedy_costs.hpp).
-std::uint64_t best_fit(std::span<const Range> main, std::span<const Range> rest, GapWalk& walk, std::uint64_t& work);
+template <typename R>
+std::uint64_t best_fit(std::span<const R> main, std::span<const R> rest, GapWalk& walk, std::uint64_t& work);
 
 }  // namespace memtool::planner::detail

@@ -46,27 +46,49 @@ class GreedyPlacer {
   // unless `stops` end it early. The work counts everything, the index's construction too
   // when this run builds it.
   GreedyResult place(std::span<const std::uint32_t> order, Fit fit, GreedyStops stops = {});
+  // Whether the index keeps 8-byte ranges in granules (the largest power of two that divides
+  // every footprint) rather than 16-byte ones in bytes: until a range ends past 2^32 granules,
+  // when the run starts again wide and the placer stays so. The same placements either way,
+  // each the same arithmetic scaled by the granule; half the bytes to stream through the
+  // caches, which is most of a placement's time on large problems.
+  [[nodiscard]] bool narrow() const { return narrow_; }
 
  private:
-  // Adds its work to `work`, in eighths of a unit (greedy_costs.hpp).
-  std::uint64_t place_one(std::uint32_t item, Fit fit, std::uint64_t& work);
-
-  const Prepared& prepared_;
-  std::optional<GapIndex> index_;  // built by the first run that places a buffer in the gaps (its cost charged there)
-  std::vector<std::uint64_t> offsets_;
-  GapIndex::Lists lists_;               // scratch: the occupied ranges
-  // The union of the occupied ranges but those of list `main` of lists_.sorted (valid until the
-  // next call); adds its work.
-  std::span<const Range> union_of_rest(std::size_t main, std::uint64_t& work);
-  // A sorted run to merge: `size` ranges from base + begin, or from merged_ + begin when base
-  // is null (merged_ may move as it grows).
+  // A sorted run to merge: `size` ranges from base + begin, or from the merge output + begin
+  // when base is null (the output may move as it grows).
+  template <typename R>
   struct Run {
-    const Range* base = nullptr;
+    const R* base = nullptr;
     std::size_t begin = 0;
     std::size_t size = 0;
   };
-  std::vector<Run> runs_;       // scratch: the runs left to merge
-  std::vector<Range> merged_;  // scratch: every merge's output, one after another
+  // The index and the scratch of one range type.
+  template <typename R>
+  struct State {
+    std::optional<GapIndex<R>> index;  // built by the first run that places a buffer in the gaps (its cost charged there)
+    typename GapIndex<R>::Lists lists;  // scratch: the occupied ranges
+    std::vector<Run<R>> runs;           // scratch: the runs left to merge
+    std::vector<R> merged;              // scratch: every merge's output, one after another
+  };
+
+  template <typename R>
+  GreedyResult place_in(State<R>& state, std::span<const std::uint32_t> order, Fit fit, GreedyStops stops);
+  // The offset in granules; adds its work to `work`, in eighths of a unit (greedy_costs.hpp).
+  template <typename R>
+  std::uint64_t place_one(State<R>& state, std::uint32_t item, Fit fit, std::uint64_t& work);
+  // The union of the occupied ranges but those of list `main` of state.lists.sorted (valid
+  // until the next call); adds its work.
+  template <typename R>
+  std::span<const R> union_of_rest(State<R>& state, std::size_t main, std::uint64_t& work);
+
+  const Prepared& prepared_;
+  std::uint32_t granule_bits_ = 0;  // every footprint is a multiple of 2^granule_bits_ bytes
+  bool narrow_ = true;
+  bool narrow_overflow_ = false;  // set by a narrow run that met a range past 2^32 granules
+  bool prefetch_ = false;         // the index is larger than the caches
+  State<Range> wide_state_;
+  State<NarrowRange> narrow_state_;
+  std::vector<std::uint64_t> offsets_;
 };
 
 }  // namespace memtool::planner::detail

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -64,7 +65,8 @@ std::vector<std::uint64_t> reference_offsets(const md::Prepared& p, const std::v
   return offsets;
 }
 
-void check_same_as_reference(const Problem& problem, const std::string& what) {
+// `narrow`: whether the placer must end with 8-byte ranges (greedy.hpp), if it matters.
+void check_same_as_reference(const Problem& problem, const std::string& what, std::optional<bool> narrow = {}) {
   const md::Prepared p = md::prepare(problem);
   md::GreedyPlacer placer(p);
   for (const auto& spec : md::heuristic_specs()) {
@@ -77,6 +79,7 @@ void check_same_as_reference(const Problem& problem, const std::string& what) {
       if (p.items[i].footprint != 0) pool = std::max(pool, run.offsets[i] + p.items[i].footprint);
     CHECK(run.pool == pool);
   }
+  if (narrow) CHECK(placer.narrow() == *narrow);
 }
 
 }  // namespace
@@ -109,6 +112,44 @@ TEST_CASE("greedy placer: many buffers live at once, long and short lifetimes", 
     buffers.push_back(buffer(i, uniform(1, 8) == 1 ? uniform(1, 64) << 14 : uniform(64, 1 << 14), {{start, start + length}}, 256));
   }
   check_same_as_reference(problem_of(std::move(buffers)), "2500 buffers");
+}
+
+TEST_CASE("greedy placer: ranges in granules while they fit in 32 bits, in bytes past them", "[planner][greedy]") {
+  // Sizes in multiples of 2^30 bytes, pools far past 2^32 bytes: narrow, in granules of 2^30.
+  check_same_as_reference(random_problem(11, {250, 400, 60, 3, false, false, false}), "huge sizes", true);
+  // Odd sizes (a granule of one byte) and a pool past 4 GiB: the first run meets a range past
+  // 2^32 granules, starts again wide, and the placer stays wide.
+  std::mt19937_64 rng(12);
+  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  std::vector<memtool::trace::BufferRequest> buffers;
+  for (std::uint64_t i = 0; i < 300; ++i) {
+    const std::uint64_t start = uniform(0, 999);
+    const std::uint64_t size = i % 50 == 0 ? (std::uint64_t{1} << 30) + 2 * uniform(0, 1000) + 1 : uniform(1, 1 << 20);
+    buffers.push_back(buffer(i, size, {{start, start + (i % 50 == 0 ? 1000 - start : uniform(1, 60))}}, i % 7 == 0 ? 64 : 1));
+  }
+  const Problem wide = problem_of(std::move(buffers));
+  check_same_as_reference(wide, "past 2^32 bytes", false);
+  // A run cut by its work limit that meets the overflow: still a valid plan, within the limit.
+  const md::Prepared p = md::prepare(wide);
+  const auto order = md::heuristic_order(p, md::Order::size);
+  const auto full = md::GreedyPlacer(p).place(order, md::Fit::best);
+  const auto none = md::GreedyPlacer(p).place(order, md::Fit::best, {.work = 0, .finish = true});
+  md::GreedyPlacer placer(p);
+  const std::uint64_t limit = full.work - 1;  // the sweep alone costs most of a run this small
+  const auto cut = placer.place(order, md::Fit::best, {.work = limit, .finish = true});
+  CHECK_FALSE(placer.narrow());
+  CHECK(cut.cut);
+  CHECK(cut.work <= std::max(limit, none.work) + full.work / 20);
+  const auto verdict = memtool::planner::validate(wide, {cut.offsets, cut.pool});
+  INFO(verdict.message);
+  CHECK(verdict.valid);
+  // Sizes in multiples of 256 bytes, small pools: narrow throughout.
+  std::vector<memtool::trace::BufferRequest> small;
+  for (std::uint64_t i = 0; i < 400; ++i) {
+    const std::uint64_t start = uniform(0, 499);
+    small.push_back(buffer(i, uniform(1, 4096) << 8, {{start, start + uniform(1, 80)}}, i % 5 == 0 ? 4096 : 256));
+  }
+  check_same_as_reference(problem_of(std::move(small)), "multiples of 256 bytes", true);
 }
 
 TEST_CASE("greedy placer: a run stops as soon as the pool exceeds the limit given", "[planner][greedy]") {
