@@ -2,8 +2,9 @@
 // policy's own decisions, in iterations neither logged nor beside the planner: the two after the
 // plan is made, before it applies) against the schedule's first ones: the
 // best of its second and third (the first still carries the rule's state) against the best of
-// the rule's last three, with a margin (none by default: the faster of the two stays). Host time is what a training loop waits for; it is only
-// read at iteration boundaries. Not thread-safe: the swap policy's lock.
+// the rule's last three, with a margin (none by default: the faster of the two stays). Host
+// time is what a training loop waits for; it is only read at iteration boundaries. Not
+// thread-safe: the swap policy's lock.
 #pragma once
 
 #include <algorithm>

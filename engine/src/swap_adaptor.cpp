@@ -115,13 +115,13 @@ class SwapAdaptor final : public Adaptor {
                            !unavailable_.load(std::memory_order_relaxed);
     if (!candidate) return allocate_beside(request, out);
     std::unique_lock lock(mutex_);
-    const HostDelay delay(host_waited_);  // released before the lock
     if (iteration_started_ && exported_.contains(next_ordinal_)) {
       // Exported last time (an IPC handle cannot name VMM memory): the driver's own memory.
       ++next_ordinal_;
       lock.unlock();
       return allocate_beside(request, out);
     }
+    const HostDelay delay(host_waited_);  // ends before the lock does: the flag is the lock's
     queued_by_this_thread();
     collect_frees(false);
     if (iteration_started_) apply_outs(work_ - iteration_begin_);

@@ -157,7 +157,7 @@ PlanResult plan_ours(const PlanInput& input) {
   result.simulation.curve.clear();
   result.budget_met = input.budget_bytes == 0 || result.simulation.peak_bytes <= input.budget_bytes;
   result.simulations = context.simulations();
-  if (!fastest_paper.planned.empty() && !(fastest_paper.schedule.swaps == result.schedule.swaps)) {
+  if (!fastest_paper.planned.empty() && fastest_paper.schedule.swaps != result.schedule.swaps) {
     result.alternative = std::move(fastest_paper.schedule);
     result.alternative_simulation = std::move(fastest_paper.simulation);
     result.alternative_simulation.curve.clear();
