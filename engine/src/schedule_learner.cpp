@@ -61,7 +61,8 @@ void ScheduleLearner::stop(bool forget) {
 }
 
 ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, std::unique_ptr<SwapSchedule>& out,
-                                                   std::unique_ptr<SwapSchedule>& alternative, std::string& why) {
+                                                   std::vector<std::unique_ptr<SwapSchedule>>& runners_up,
+                                                   std::string& why) {
   if (!matched_) return Progress::learning;
   if (!planning_.valid()) {
     std::optional<std::vector<double>> times = timer_.poll();
@@ -99,7 +100,7 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, s
   }
   engine::log(LogLevel::info, "memtool swap: " + policy_ + " schedule: " + reply.message);
   out = std::move(reply.schedule);
-  alternative = std::move(reply.alternative);
+  runners_up = std::move(reply.runners_up);
   return Progress::ready;
 }
 

@@ -55,10 +55,10 @@ class ScheduleLearner {
 
   enum class Progress : std::uint8_t { learning, planning, ready, failed };
   // Moves the plan along: the GPU times awaited, then planned on its own thread for
-  // `budget_bytes`. At `ready`, `out` holds the schedule and `alternative` ours' runner-up (or
-  // null); at `failed`, `why` says why.
+  // `budget_bytes`. At `ready`, `out` holds the schedule and `runners_up` ours' runners-up (if
+  // any), in the order to time them; at `failed`, `why` says why.
   Progress advance(std::uint64_t budget_bytes, std::unique_ptr<SwapSchedule>& out,
-                   std::unique_ptr<SwapSchedule>& alternative, std::string& why);
+                   std::vector<std::unique_ptr<SwapSchedule>>& runners_up, std::string& why);
 
   // The link the last plan was made with and where its figures came from (empty: no plan yet).
   [[nodiscard]] const swapper::Link& link() const { return link_; }

@@ -772,7 +772,7 @@ class SwapAdaptor final : public Adaptor {
   void advance_planning() {
     if (plan_state_ != PlanState::learning) return;
     std::string why;
-    switch (learner_.advance(device_budget(), ready_, runner_up_, why)) {
+    switch (learner_.advance(device_budget(), ready_, runners_up_, why)) {
       case ScheduleLearner::Progress::ready:
         plan_state_ = PlanState::ready;
         ready_boundaries_ = 0;
@@ -785,29 +785,36 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  // Ours' trial (schedule_trial.hpp): its schedule is timed against the rule alone; if it is
-  // slower, its runner-up (if the plan gave one) is timed the same way; the first that beats the
-  // rule stays for the rest of the run, else the rule alone. False when the schedule changed.
-  // (A schedule taken back after another one was tried ran slower than in its own trial: the
-  // rule's state the other left behind.)
+  // Ours' trial (schedule_trial.hpp): its schedule is timed against the rule alone, then each
+  // runner-up in turn (the paper's schedules for the budget) against the fastest so far; the
+  // fastest of them all stays for the rest of the run (taken back if another was tried after
+  // it), or the rule alone if none beats it. False when the schedule changed.
   bool keep_after_trial(double iteration_ns) {
     using Verdict = detail::ScheduleTrial::Verdict;
     if (!trial_on_) return true;
     const bool undecided = trial_.verdict() == Verdict::undecided;
+    const double bar = trial_.bar();
     const Verdict verdict = trial_.schedule_iteration(iteration_ns);
     if (!undecided || verdict == Verdict::undecided) return true;
-    log(LogLevel::info, fmt::format("memtool swap: the {} {} {} ({:.1f} ms an iteration with it, {:.1f} ms with the "
-                                    "rule alone)",
-                                    options_.policy, on_runner_up_ ? "runner-up" : "schedule",
-                                    verdict == Verdict::keep ? "beats the rule: it stays" : "does not beat the rule",
-                                    trial_.with_schedule() / 1e6, trial_.rule() / 1e6));
-    if (verdict == Verdict::keep) {
-      runner_up_.reset();
-      return true;
+    const bool kept = verdict == Verdict::keep;
+    log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
+                                    schedule_->label(), trial_.with_schedule() / 1e6,
+                                    kept ? "the fastest so far" : "not faster than", bar / 1e6, trial_.rule() / 1e6));
+    if (kept) champion_.reset();
+    if (!runners_up_.empty()) {
+      if (kept) champion_ = std::move(schedule_);
+      clear_schedule();
+      std::unique_ptr<detail::SwapSchedule> next = std::move(runners_up_.front());
+      runners_up_.erase(runners_up_.begin());
+      install_schedule(std::move(next), false);
+      return false;
     }
+    if (kept) return true;  // the last one timed is the fastest: it stays
     clear_schedule();
-    if (runner_up_) {
-      install_schedule(std::move(runner_up_), false);
+    if (champion_) {
+      log(LogLevel::info, fmt::format("memtool swap: {} is the fastest: it applies from now on", champion_->label()));
+      install_schedule(std::move(champion_), false);
+      trial_.settle();
       return false;
     }
     ++counters_.schedules_rejected;
@@ -820,13 +827,16 @@ class SwapAdaptor final : public Adaptor {
     plan_state_ = PlanState::failed;
   }
 
-  // `counts`: a new plan's schedule (not its runner-up coming in turn).
+  // `counts`: a new plan's schedule (not a runner-up coming in turn, nor the fastest taken back).
   void install_schedule(std::unique_ptr<detail::SwapSchedule> schedule, bool counts = true) {
     schedule_ = std::move(schedule);
     plan_state_ = PlanState::applying;
-    on_runner_up_ = !counts;
-    if (counts) ++counters_.schedules;
-    trial_.start(false);
+    if (counts) {
+      ++counters_.schedules;
+      champion_.reset();  // the plan before's
+      rule_leads_ = lead_;
+    }
+    trial_.start(counts);
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       timing_events_.give(b.timed_arrival);
@@ -837,15 +847,20 @@ class SwapAdaptor final : public Adaptor {
     log(LogLevel::info, "memtool swap: the schedule is dropped (" + why + "); learning again");
     ++counters_.schedule_drops;
     clear_schedule();
-    runner_up_.reset();
+    runners_up_.clear();
+    champion_.reset();
     plan_state_ = PlanState::learning;
     learner_.stop(true);
-    trial_.start(true);  // the program changed: the rule's times are old
+    trial_.forget();  // the program changed: the rule's times are old
   }
 
-  // The schedule and what the buffers held of it go; the rule alone until a state says otherwise.
+  // The schedule and what the buffers held of it go; the rule alone until a state says otherwise,
+  // with the leads it had learned before the plan applied (what a schedule left for it to bring
+  // back on demand grew them, and longer leads make it send more out ahead: lstm at 60% then
+  // moved 59 buffers an iteration where it had moved 42).
   void clear_schedule() {
     schedule_.reset();
+    lead_ = rule_leads_;
     forget_lateness();
     learner_.stop(false);  // a log starts at a boundary
     for (auto& [ptr, b] : buffers_) {
@@ -1057,6 +1072,7 @@ class SwapAdaptor final : public Adaptor {
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> last_uses_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> last_allocations_;  // (relative work, running total)
   std::unordered_map<std::uint64_t, std::uint64_t> lead_;  // learned swap-in lead per key
+  std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;  // lead_ when the last plan applied
   std::uint64_t last_length_ = 0;  // work items in the last complete iteration
   std::uint64_t work_ = 0;
   std::uint64_t iteration_begin_ = 0;
@@ -1090,8 +1106,8 @@ class SwapAdaptor final : public Adaptor {
   std::vector<Lateness> lateness_;  // scheduled copy-ins to judge once the GPU got there
   std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
   std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
-  std::unique_ptr<detail::SwapSchedule> runner_up_;  // ours' second candidate, if the first loses
-  bool on_runner_up_ = false;  // schedule_ is that candidate
+  std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up_;  // ours' candidates still to time
+  std::unique_ptr<detail::SwapSchedule> champion_;  // the fastest timed so far, when not schedule_
   std::vector<DevicePtr> born_current_;   // by ordinal: this iteration's buffers (0: freed)
   std::vector<DevicePtr> born_previous_;  // the last iteration's
   Counters counters_;

@@ -102,16 +102,18 @@ std::future<PlanReply> plan_async(PlanRequest request) {
           result.schedule.swaps.size(), result.construction, sim.peak_bytes, request.budget_bytes,
           result.budget_met ? "" : " (not met)", 100.0 * sim.slowdown, sim.time_ns / 1e6, sim.base_time_ns / 1e6,
           sim.bytes_out);
-      if (!result.alternative.swaps.empty()) {
-        const swapper::Simulation& alt = result.alternative_simulation;
-        reply.message += fmt::format("; runner-up {}: {} swaps, predicted peak {} B, {:.1f}% slowdown",
-                                     result.alternative_construction, result.alternative.swaps.size(), alt.peak_bytes,
-                                     100.0 * alt.slowdown);
-        reply.alternative = std::make_unique<SwapSchedule>(std::move(result.alternative), request.input.names,
-                                                           request.items, request.signature, alt.peak_bytes);
+      for (swapper::PlanResult::Alternative& alt : result.alternatives) {
+        const std::size_t n = reply.runners_up.size() + 1;
+        reply.message += fmt::format("; runner-up {} ({}): {} swaps, predicted peak {} B, {:.1f}% slowdown", n,
+                                     alt.construction, alt.schedule.swaps.size(), alt.simulation.peak_bytes,
+                                     100.0 * alt.simulation.slowdown);
+        auto& up = reply.runners_up.emplace_back(std::make_unique<SwapSchedule>(
+            std::move(alt.schedule), request.input.names, request.items, request.signature, alt.simulation.peak_bytes));
+        up->set_label(fmt::format("{} runner-up {} ({})", request.strategy, n, alt.construction));
       }
       reply.schedule = std::make_unique<SwapSchedule>(std::move(result.schedule), request.input.names, request.items,
                                                       request.signature, sim.peak_bytes);
+      reply.schedule->set_label(fmt::format("{} schedule", request.strategy));
     } catch (const std::exception& e) {
       reply.message = e.what();
     }

@@ -38,6 +38,9 @@ class SwapSchedule {
   [[nodiscard]] const std::string& strategy() const { return schedule_.strategy; }
   [[nodiscard]] std::size_t size() const { return schedule_.swaps.size(); }
   [[nodiscard]] std::uint64_t predicted_peak() const { return predicted_peak_; }
+  // What it is, for the log: "ours schedule", "ours runner-up 2 (paper-aoa)".
+  [[nodiscard]] const std::string& label() const { return label_; }
+  void set_label(std::string label) { label_ = std::move(label); }
   // Copy-outs and copy-ins issued at work item `item` of an iteration (0 <= item < items()).
   [[nodiscard]] std::span<const Trigger> outs_at(std::uint32_t item) const;
   [[nodiscard]] std::span<const Trigger> ins_at(std::uint32_t item) const;
@@ -56,6 +59,7 @@ class SwapSchedule {
   std::uint32_t items_ = 0;
   std::vector<std::uint64_t> signature_;
   std::uint64_t predicted_peak_ = 0;
+  std::string label_;
   std::vector<std::uint32_t> out_begin_, in_begin_;  // CSR offsets per item
   std::vector<Trigger> outs_, ins_;
   bool dirty_ = true;
@@ -73,7 +77,7 @@ struct PlanRequest {
 
 struct PlanReply {
   std::unique_ptr<SwapSchedule> schedule;     // null: `message` says why
-  std::unique_ptr<SwapSchedule> alternative;  // ours' runner-up, to be timed too (null: none)
+  std::vector<std::unique_ptr<SwapSchedule>> runners_up;  // ours': to be timed in turn if it loses
   std::string message;                        // what the plan predicts, or why there is none
 };
 

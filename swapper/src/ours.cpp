@@ -10,9 +10,9 @@
 //          target and allowance; PlanResult::construction says which start won);
 //      the best of them then improved by the greedy.
 // The result is the best schedule within the allowance: within the budget with the least stall,
-// or, when none is, the lowest peak (then the least stall). The paper start with the least
-// stall for the budget in stick-to-limit mode (what that strategy alone would run), whatever
-// its peak, is the runner-up (PlanResult::alternative).
+// or, when none is, the lowest peak (then the least stall). The paper's stick-to-limit starts
+// for the budget (what those strategies alone would run), whatever their peaks, are the
+// runners-up (PlanResult::alternatives), least stall first.
 #include <algorithm>
 #include <string>
 
@@ -71,14 +71,13 @@ PlanResult plan_ours(const PlanInput& input) {
   const auto consider = [&](const State& s) {
     if (better(context, s, best)) best = s;
   };
-  State fastest_paper;  // PlanResult::alternative
+  std::vector<State> paper_at_budget;  // PlanResult::alternatives
   const auto note_paper = [&](const State& s) {
     if (s.planned.empty()) return;
-    const Simulation& x = s.simulation;
-    const Simulation& y = fastest_paper.simulation;
-    if (fastest_paper.planned.empty() || x.stall_ns < y.stall_ns || (x.stall_ns == y.stall_ns && x.peak_bytes < y.peak_bytes)) {
-      fastest_paper = s;
+    for (const State& seen : paper_at_budget) {
+      if (seen.schedule.swaps == s.schedule.swaps) return;
     }
+    paper_at_budget.push_back(s);
   };
 
   // The first greedy may use a third of the simulations: the other starts need theirs.
@@ -157,11 +156,15 @@ PlanResult plan_ours(const PlanInput& input) {
   result.simulation.curve.clear();
   result.budget_met = input.budget_bytes == 0 || result.simulation.peak_bytes <= input.budget_bytes;
   result.simulations = context.simulations();
-  if (!fastest_paper.planned.empty() && fastest_paper.schedule.swaps != result.schedule.swaps) {
-    result.alternative = std::move(fastest_paper.schedule);
-    result.alternative_simulation = std::move(fastest_paper.simulation);
-    result.alternative_simulation.curve.clear();
-    result.alternative_construction = fastest_paper.construction;
+  std::stable_sort(paper_at_budget.begin(), paper_at_budget.end(), [](const State& a, const State& b) {
+    const Simulation& x = a.simulation;
+    const Simulation& y = b.simulation;
+    return x.stall_ns != y.stall_ns ? x.stall_ns < y.stall_ns : x.peak_bytes < y.peak_bytes;
+  });
+  for (State& s : paper_at_budget) {
+    if (s.schedule.swaps == result.schedule.swaps) continue;
+    s.simulation.curve.clear();
+    result.alternatives.push_back({std::move(s.schedule), std::move(s.simulation), s.construction});
   }
   return result;
 }

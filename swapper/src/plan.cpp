@@ -77,7 +77,7 @@ PlanResult plan(const Iteration& iteration, const Link& link, std::uint64_t budg
   else if (strategy == "save-on-cpu") result = detail::plan_save_on_cpu(input);
   else result = detail::plan_ours(input);
   result.schedule.strategy = std::string(strategy);
-  if (!result.alternative.swaps.empty()) result.alternative.strategy = std::string(strategy);
+  for (PlanResult::Alternative& alt : result.alternatives) alt.schedule.strategy = std::string(strategy);
   if (result.construction.empty()) result.construction = std::string(strategy);
   return result;
 }

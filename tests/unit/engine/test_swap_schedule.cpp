@@ -263,7 +263,38 @@ TEST_CASE("swap schedule: the trial keeps a schedule no slower than the rule", "
   CHECK(trial.schedule_iteration(117.0) == ScheduleTrial::Verdict::reject);  // 6% slower
   CHECK(trial.with_schedule() == 117.0);
 
-  trial.start(true);  // the rule was never timed since: nothing to hold against the schedule
+  trial.forget();  // the program changed: nothing to hold against the next schedule
+  trial.start(true);
   for (const double ns : {1e9, 1e9, 1e9}) (void)trial.schedule_iteration(ns);
   CHECK(trial.schedule_iteration(1e9) == ScheduleTrial::Verdict::keep);
+}
+
+TEST_CASE("swap schedule: each runner-up must beat the rule and every candidate before it", "[engine][swap][schedule]") {
+  ScheduleTrial trial;
+  trial.rule_iteration(200.0);
+  trial.start(true);  // ours' schedule: slower than the rule
+  for (const double ns : {900.0, 210.0, 205.0}) (void)trial.schedule_iteration(ns);
+  CHECK(trial.verdict() == ScheduleTrial::Verdict::reject);
+  CHECK(trial.best() == 0.0);
+  CHECK(trial.bar() == 200.0);
+  trial.start(false);  // runner-up 1: beats the rule, and is the bar from now on
+  for (const double ns : {900.0, 180.0, 185.0}) (void)trial.schedule_iteration(ns);
+  CHECK(trial.verdict() == ScheduleTrial::Verdict::keep);
+  CHECK(trial.best() == 180.0);
+  CHECK(trial.bar() == 180.0);
+  trial.start(false);  // runner-up 2: beats the rule, not runner-up 1
+  for (const double ns : {900.0, 190.0, 195.0}) (void)trial.schedule_iteration(ns);
+  CHECK(trial.verdict() == ScheduleTrial::Verdict::reject);
+  CHECK(trial.best() == 180.0);
+  trial.start(false);  // runner-up 3: the fastest
+  for (const double ns : {900.0, 175.0, 170.0}) (void)trial.schedule_iteration(ns);
+  CHECK(trial.verdict() == ScheduleTrial::Verdict::keep);
+  CHECK(trial.best() == 170.0);
+  trial.start(false);  // the winner taken back applies without a trial
+  trial.settle();
+  CHECK(trial.schedule_iteration(5000.0) == ScheduleTrial::Verdict::keep);
+  trial.start(true);  // a new plan: its candidates face the rule again
+  CHECK(trial.bar() == 200.0);
+  trial.forget();
+  CHECK(trial.bar() == 0.0);
 }
