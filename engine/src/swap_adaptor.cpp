@@ -371,6 +371,8 @@ class SwapAdaptor final : public Adaptor {
     s.swap_schedules_rejected += counters_.schedules_rejected;
     s.swap_outs_scheduled += counters_.swap_outs_scheduled;
     s.swap_ins_scheduled += counters_.swap_ins_scheduled;
+    s.swap_candidates_timed += counters_.candidates_timed;
+    if (options_.budget_bytes != 0) s.swap_schedule = applies_;
     if (!learner_.link_source().empty()) {
       s.swap_link_to_host_bytes_per_s = static_cast<std::uint64_t>(learner_.link().d2h_bytes_per_ns * 1e9);
       s.swap_link_to_device_bytes_per_s = static_cast<std::uint64_t>(learner_.link().h2d_bytes_per_ns * 1e9);
@@ -797,6 +799,7 @@ class SwapAdaptor final : public Adaptor {
     const Verdict verdict = trial_.schedule_iteration(iteration_ns);
     if (!undecided || verdict == Verdict::undecided) return true;
     const bool kept = verdict == Verdict::keep;
+    ++counters_.candidates_timed;
     log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
                                     schedule_->label(), trial_.with_schedule() / 1e6,
                                     kept ? "the fastest so far" : "not faster than", bar / 1e6, trial_.rule() / 1e6));
@@ -830,6 +833,7 @@ class SwapAdaptor final : public Adaptor {
   // `counts`: a new plan's schedule (not a runner-up coming in turn, nor the fastest taken back).
   void install_schedule(std::unique_ptr<detail::SwapSchedule> schedule, bool counts = true) {
     schedule_ = std::move(schedule);
+    applies_ = schedule_->label();
     plan_state_ = PlanState::applying;
     if (counts) {
       ++counters_.schedules;
@@ -860,6 +864,13 @@ class SwapAdaptor final : public Adaptor {
   // moved 59 buffers an iteration where it had moved 42).
   void clear_schedule() {
     schedule_.reset();
+    applies_ = "rule";
+    std::size_t grown = 0;
+    for (const auto& [key, lead] : lead_) {
+      const auto it = rule_leads_.find(key);
+      grown += lead > (it == rule_leads_.end() ? options_.lookahead : it->second) ? 1 : 0;
+    }
+    if (grown != 0) log(LogLevel::debug, fmt::format("memtool swap: the rule gets back its leads ({} had grown)", grown));
     lead_ = rule_leads_;
     forget_lateness();
     learner_.stop(false);  // a log starts at a boundary
@@ -1050,6 +1061,7 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t schedules = 0;
     std::uint64_t schedule_drops = 0;
     std::uint64_t schedules_rejected = 0;
+    std::uint64_t candidates_timed = 0;  // ours' trials that reached a verdict
     std::uint64_t swap_outs_scheduled = 0;
     std::uint64_t swap_ins_scheduled = 0;
   };
@@ -1107,6 +1119,7 @@ class SwapAdaptor final : public Adaptor {
   std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
   std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
   std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up_;  // ours' candidates still to time
+  std::string applies_ = "rule";  // the label of what swaps (MEMTOOL_SUMMARY's swap_schedule)
   std::unique_ptr<detail::SwapSchedule> champion_;  // the fastest timed so far, when not schedule_
   std::vector<DevicePtr> born_current_;   // by ordinal: this iteration's buffers (0: freed)
   std::vector<DevicePtr> born_previous_;  // the last iteration's

@@ -52,6 +52,8 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.swap_schedules_rejected += s.swap_schedules_rejected;
   into.swap_outs_scheduled += s.swap_outs_scheduled;
   into.swap_ins_scheduled += s.swap_ins_scheduled;
+  into.swap_candidates_timed += s.swap_candidates_timed;
+  if (!s.swap_schedule.empty()) into.swap_schedule = s.swap_schedule;
   if (!s.swap_link_source.empty()) {
     into.swap_link_to_host_bytes_per_s = s.swap_link_to_host_bytes_per_s;
     into.swap_link_to_device_bytes_per_s = s.swap_link_to_device_bytes_per_s;

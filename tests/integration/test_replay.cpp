@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "json_files.hpp"
 #include "process.hpp"
@@ -166,6 +167,40 @@ struct SwapCase {
   double link_gbps = 0;  // FAKECUDA_LINK_GBPS (0: unlimited)
 };
 
+// Steps enough for ours' trial: about six to learn and plan, two of the rule alone, then three
+// for its schedule and for each of up to four runners-up.
+constexpr unsigned kTrialSteps = 26;
+
+// Ours' trial, from its log: ours' schedule and every runner-up the plan gave were timed in turn,
+// and what applies at the end is the last one said to be the fastest so far (or the rule).
+// `complete`: the run was long enough for the whole trial (else it may stop part way).
+void check_trial(const std::string& err, const nlohmann::json& s, bool complete) {
+  const std::size_t plan = err.find("memtool swap: ours schedule: ");
+  REQUIRE(plan != std::string::npos);
+  const std::string planned = err.substr(plan, err.find('\n', plan) - plan);
+  unsigned runners_up = 0;
+  while (planned.find("runner-up " + std::to_string(runners_up + 1) + " (") != std::string::npos) ++runners_up;
+  INFO(err);
+  std::string fastest = "rule";
+  unsigned verdicts = 0;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t kept = line.find(" ms an iteration, the fastest so far (");
+    if (kept == std::string::npos && line.find(" ms an iteration, not faster than (") == std::string::npos) continue;
+    ++verdicts;
+    const std::size_t label = line.find("memtool swap: ") + std::string("memtool swap: ").size();
+    if (kept != std::string::npos) fastest = line.substr(label, line.rfind(": ", kept) - label);
+  }
+  CHECK(u(s, "swap_candidates_timed") == verdicts);
+  CHECK(verdicts <= runners_up + 1);
+  if (complete) {
+    CHECK(verdicts == runners_up + 1);
+    CHECK(s.at("swap_schedule") == fastest);
+  } else if (verdicts < runners_up + 1) {
+    CHECK(s.at("swap_schedule").get<std::string>().rfind("ours ", 0) == 0);  // a candidate under trial
+  }
+}
+
 void check_swap(const SwapCase& c) {
   const Model& m = c.model;
   const std::string dir = fresh_dir(std::string(m.name) + "_swap_" + c.mode + std::to_string(c.percent) + (c.async ? "async" : ""));
@@ -185,6 +220,7 @@ void check_swap(const SwapCase& c) {
   Env env{{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_SWAP_MODE", c.mode}, {"MEMTOOL_BUDGET", capacity},
           {"MEMTOOL_POOL_SYNC_PLANNING", "1"}, {"FAKECUDA_MEMORY_BYTES", capacity}};
   if (!c.policy.empty()) env["MEMTOOL_SWAP_POLICY"] = c.policy;
+  if (c.policy == "ours") env["MEMTOOL_LOG"] = "info";  // the trial's verdicts
   if (c.link_gbps > 0) env["FAKECUDA_LINK_GBPS"] = std::to_string(c.link_gbps);
   const Replay swapped = replay(dir + "/swap", m, steps, env);
   check_clean(swapped.outcome, c.steps);
@@ -206,6 +242,12 @@ void check_swap(const SwapCase& c) {
     CHECK(u(s, "swap_ins_scheduled") > 0);
     // Planned with the link its own copies were timed at, not a guess.
     CHECK(s.at("swap_link_source") == "measured");
+    if (c.policy == "ours") {
+      check_trial(swapped.outcome.err, s, c.steps >= kTrialSteps);
+    } else {
+      CHECK(s.at("swap_schedule") == c.policy + " schedule");  // as published: no trial
+      CHECK(u(s, "swap_candidates_timed") == 0);
+    }
     if (c.link_gbps > 0) {
       for (const char* direction : {"swap_link_to_host_bytes_per_s", "swap_link_to_device_bytes_per_s"}) {
         INFO(direction);
@@ -218,6 +260,7 @@ void check_swap(const SwapCase& c) {
       }
     }
   }
+  if (c.policy.empty()) CHECK(s.at("swap_schedule") == "rule");
   CHECK(u(swapped.stats, "bytes_in_use") == 0);
   const bool said_unattainable = swapped.outcome.err.find("cannot be met") != std::string::npos;
   CHECK(said_unattainable == !c.attainable);
@@ -275,7 +318,8 @@ TEST_CASE("replay: explicit swapping past the host limit fails like the driver",
 // iterations (GPU times from timing events), applied from then on; the rule stays the safety net.
 TEST_CASE("replay: the swapper's schedules train lstm and alexnet in 80% of their plain peak",
           "[integration][replay][swap_schedule]") {
-  check_swap({80, Model{"lstm", 1903}, "explicit", true, false, "ours", 10, 0.5});
+  // Long enough for ours' trial to time its schedule and every runner-up (three iterations each).
+  check_swap({80, Model{"lstm", 1903}, "explicit", true, false, "ours", kTrialSteps, 0.5});
   check_swap({80, kAlexnet, "explicit", true, false, "paper-vote", 10});
   check_swap({80, kAlexnet, "explicit", true, false, "save-on-cpu", 10});
   check_swap({80, kAlexnet, "uvm", true, false, "ours", 10});

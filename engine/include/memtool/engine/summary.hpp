@@ -62,6 +62,11 @@ struct Summary {
   std::uint64_t swap_link_to_host_bytes_per_s = 0;
   std::uint64_t swap_link_to_device_bytes_per_s = 0;
   std::string swap_link_source;
+  // What swaps when the summary is written: the schedule that applies ("ours schedule", "ours
+  // runner-up 2 (paper-aoa)", "paper-doa schedule"), "rule" (the policy's rule alone), or empty
+  // (no budget); and how many of ours' candidates were timed against each other.
+  std::string swap_schedule;
+  std::uint64_t swap_candidates_timed = 0;
 };
 
 // One JSON object (no trailing newline).
