@@ -372,7 +372,7 @@ class SwapAdaptor final : public Adaptor {
     s.swap_outs_scheduled += counters_.swap_outs_scheduled;
     s.swap_ins_scheduled += counters_.swap_ins_scheduled;
     s.swap_candidates_timed += counters_.candidates_timed;
-    if (options_.budget_bytes != 0) s.swap_schedule = applies_;
+    if (options_.budget_bytes != 0) s.swap_schedule = schedule_ ? schedule_->label() : "rule";
     if (!learner_.link_source().empty()) {
       s.swap_link_to_host_bytes_per_s = static_cast<std::uint64_t>(learner_.link().d2h_bytes_per_ns * 1e9);
       s.swap_link_to_device_bytes_per_s = static_cast<std::uint64_t>(learner_.link().h2d_bytes_per_ns * 1e9);
@@ -803,16 +803,18 @@ class SwapAdaptor final : public Adaptor {
     log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
                                     schedule_->label(), trial_.with_schedule() / 1e6,
                                     kept ? "the fastest so far" : "not faster than", bar / 1e6, trial_.rule() / 1e6));
-    if (kept) champion_.reset();
     if (!runners_up_.empty()) {
-      if (kept) champion_ = std::move(schedule_);
+      if (kept) champion_ = std::move(schedule_);  // the one it beat goes
       clear_schedule();
       std::unique_ptr<detail::SwapSchedule> next = std::move(runners_up_.front());
       runners_up_.erase(runners_up_.begin());
       install_schedule(std::move(next), false);
       return false;
     }
-    if (kept) return true;  // the last one timed is the fastest: it stays
+    if (kept) {
+      champion_.reset();
+      return true;  // the last one timed is the fastest: it stays
+    }
     clear_schedule();
     if (champion_) {
       log(LogLevel::info, fmt::format("memtool swap: {} is the fastest: it applies from now on", champion_->label()));
@@ -833,7 +835,6 @@ class SwapAdaptor final : public Adaptor {
   // `counts`: a new plan's schedule (not a runner-up coming in turn, nor the fastest taken back).
   void install_schedule(std::unique_ptr<detail::SwapSchedule> schedule, bool counts = true) {
     schedule_ = std::move(schedule);
-    applies_ = schedule_->label();
     plan_state_ = PlanState::applying;
     if (counts) {
       ++counters_.schedules;
@@ -864,7 +865,6 @@ class SwapAdaptor final : public Adaptor {
   // moved 59 buffers an iteration where it had moved 42).
   void clear_schedule() {
     schedule_.reset();
-    applies_ = "rule";
     std::size_t grown = 0;
     for (const auto& [key, lead] : lead_) {
       const auto it = rule_leads_.find(key);
@@ -1119,7 +1119,6 @@ class SwapAdaptor final : public Adaptor {
   std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
   std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
   std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up_;  // ours' candidates still to time
-  std::string applies_ = "rule";  // the label of what swaps (MEMTOOL_SUMMARY's swap_schedule)
   std::unique_ptr<detail::SwapSchedule> champion_;  // the fastest timed so far, when not schedule_
   std::vector<DevicePtr> born_current_;   // by ordinal: this iteration's buffers (0: freed)
   std::vector<DevicePtr> born_previous_;  // the last iteration's

@@ -77,7 +77,7 @@ struct PlanRequest {
 
 struct PlanReply {
   std::unique_ptr<SwapSchedule> schedule;     // null: `message` says why
-  std::vector<std::unique_ptr<SwapSchedule>> runners_up;  // ours': to be timed in turn if it loses
+  std::vector<std::unique_ptr<SwapSchedule>> runners_up;  // ours': timed in turn after `schedule`
   std::string message;                        // what the plan predicts, or why there is none
 };
 
