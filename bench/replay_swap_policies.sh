@@ -13,7 +13,11 @@
 # does not have, and at full speed they would be most of every step.
 # With ROUNDS > 1, plain and every policy run once a round, and each one's least step time
 # (median of its run's last four steps) over the rounds is its figure: a shared machine's busy
-# minutes then touch all alike. The counters are the last round's.
+# minutes then touch all alike, and its spread (most over least, less one) says how far the same
+# run moves from one round to the next: differences inside it are noise. The counters are the
+# last round's. ours runs at MEMTOOL_LOG=info, and its trial's verdicts (each candidate's host
+# time in that one process, minutes apart at most) follow each model's table: the schedules side
+# by side without the rounds' noise.
 # Usage: bench/replay_swap_policies.sh [BUILD_DIR] [STEPS] [BUDGET_PERCENT] [COMPUTE_GBPS] [LINK_GBPS] [MODELS] [POLICIES] [ROUNDS]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -38,43 +42,56 @@ field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sy
 
 echo "== swap policies in the process: $steps steps (the last 4 timed), device = $percent% of the plain peak," \
      "compute $compute GB/s of bytes touched, link $link GB/s each way, $rounds round(s)"
-printf '%-13s %-12s %9s %7s %13s %7s %9s %9s %6s %6s %6s %5s  %s\n' model policy "step ms" "/plain" "fakecuda peak" \
-  "budget" "out GB" "in GB" "sched" "rule" "demand" "late" "applies at exit"
+printf '%-13s %-12s %9s %7s %7s %13s %7s %9s %9s %6s %6s %6s %5s  %s\n' model policy "step ms" "/plain" "spread" \
+  "fakecuda peak" "budget" "out GB" "in GB" "sched" "rule" "demand" "late" "applies at exit"
 least() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
+most() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b > a) ? b : a }'; }
+spread() { awk -v lo="$1" -v hi="$2" 'BEGIN { printf "%.0f%%", (lo > 0) ? 100 * (hi / lo - 1) : 0 }'; }
 for model in $models; do
   cmd=("$replay" --log "$repo/tests/fixtures/traces/$model.log" --steps "$steps" --compute-gbps "$compute" --step-times)
-  declare -A best=()
+  declare -A best=() worst=()
   plain=""
+  plain_worst=""
   for ((round = 1; round <= rounds; ++round)); do
     # Each round runs plain and every policy once, side by side in time: a busy minute touches
     # them all alike, and the least of the rounds is each one's figure.
     LD_LIBRARY_PATH=$fakecuda FAKECUDA_STATS="$work/plain.json" "${cmd[@]}" > "$work/plain.out"
     peak=$(field "$work/plain.json" peak_bytes_in_use)
-    plain=$(least "$plain" "$(median_step "$work/plain.out" 2)")
+    step=$(median_step "$work/plain.out" 2)
+    plain=$(least "$plain" "$step")
+    plain_worst=$(most "$plain_worst" "$step")
     budget=$((peak * percent / 100))
     for policy in $policies; do
-      if ! LD_LIBRARY_PATH=$fakecuda LD_PRELOAD=$lib MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_POLICY=$policy \
+      log_level=warn
+      [ "$policy" = ours ] && log_level=info
+      if ! LD_LIBRARY_PATH=$fakecuda LD_PRELOAD=$lib MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_POLICY=$policy MEMTOOL_LOG=$log_level \
            MEMTOOL_BUDGET=$budget FAKECUDA_MEMORY_BYTES=$budget FAKECUDA_LINK_GBPS=$link \
            MEMTOOL_SUMMARY="$work/$policy.json" FAKECUDA_STATS="$work/$policy.stats.json" "${cmd[@]}" \
            > "$work/swap.out" 2> "$work/swap.err"; then
         echo "$model $policy: FAILED"; tail -3 "$work/swap.err"; continue
       fi
-      best[$policy]=$(least "${best[$policy]:-}" "$(median_step "$work/swap.out" $((steps - 4)))")
+      [ "$policy" = ours ] && grep -E ' ms an iteration, |is the fastest: it applies' "$work/swap.err" | sed "s/^/  round $round: /" >> "$work/trial.txt"
+      step=$(median_step "$work/swap.out" $((steps - 4)))
+      best[$policy]=$(least "${best[$policy]:-}" "$step")
+      worst[$policy]=$(most "${worst[$policy]:-}" "$step")
     done
   done
-  printf '%-13s %-12s %9.1f %7s %13s\n' "$model" plain "$plain" 1.00 "$peak"
+  printf '%-13s %-12s %9.1f %7s %7s %13s\n' "$model" plain "$plain" 1.00 "$(spread "$plain" "$plain_worst")" "$peak"
   for policy in $policies; do
     [ -n "${best[$policy]:-}" ] || continue
     step=${best[$policy]}
     s="$work/$policy.json"
     fakepeak=$(field "$work/$policy.stats.json" peak_bytes_in_use)
-    printf '%-13s %-12s %9.1f %7.2f %13s %6.1f%% %9.2f %9.2f %6s %6s %6s %5s  %s\n' "$model" "$policy" "$step" \
-      "$(awk -v a="$step" -v b="$plain" 'BEGIN { print a / b }')" "$fakepeak" \
+    printf '%-13s %-12s %9.1f %7.2f %7s %13s %6.1f%% %9.2f %9.2f %6s %6s %6s %5s  %s\n' "$model" "$policy" "$step" \
+      "$(awk -v a="$step" -v b="$plain" 'BEGIN { print a / b }')" "$(spread "$step" "${worst[$policy]}")" "$fakepeak" \
       "$(awk -v a="$fakepeak" -v b="$peak" 'BEGIN { print 100 * a / b }')" \
       "$(awk -v b="$(field "$s" bytes_swapped_out)" 'BEGIN { print b / 1e9 }')" \
       "$(awk -v b="$(field "$s" bytes_swapped_in)" 'BEGIN { print b / 1e9 }')" \
       "$(field "$s" swap_ins_scheduled)" "$(field "$s" swap_ins_ahead)" "$(field "$s" swap_ins_on_demand)" \
       "$(field "$s" swap_ins_late)" "$(field "$s" swap_schedule)"
   done
-  unset best
+  if [ -s "$work/trial.txt" ]; then
+    echo "$model: ours' trial in the process"; cat "$work/trial.txt"; rm -f "$work/trial.txt"
+  fi
+  unset best worst
 done
