@@ -2,34 +2,58 @@
 #include "link_meter.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace memtool::engine::detail {
+namespace {
 
+constexpr double kDistinctSizes = 0.01;  // sizes closer than this share of the larger are alike
+
+double median(std::vector<double>& values) {
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 != 0) return upper;
+  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+}
+
+}  // namespace
+
+// Theil-Sen rather than least squares: a copy that queued behind another one (an on-demand
+// swap-in on the program's stream, sharing the engine with the side stream's) takes several
+// times its own time, and a few of those bent the least-squares line into a latency of
+// milliseconds on a link that has none.
 std::optional<LinkFit> fit_link(const std::vector<CopySample>& samples) {
   if (samples.size() < LinkMeter::kMinSamples) return std::nullopt;
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  std::vector<CopySample> valid;
   std::uint64_t bytes = 0;
   for (const CopySample& s : samples) {
     if (s.bytes == 0 || !(s.ns > 0)) continue;
-    const double x = static_cast<double>(s.bytes);
-    n += 1;
-    sx += x;
-    sy += s.ns;
-    sxx += x * x;
-    sxy += x * s.ns;
+    valid.push_back(s);
     bytes += s.bytes;
   }
-  if (n < static_cast<double>(LinkMeter::kMinSamples) || bytes < LinkMeter::kMinBytes) return std::nullopt;
-  const double spread = n * sxx - sx * sx;
-  // Sizes within a few per cent of each other cannot tell latency from bandwidth.
-  if (spread > 1e-3 * n * sxx) {
-    const double ns_per_byte = (n * sxy - sx * sy) / spread;
-    const double latency = (sy - ns_per_byte * sx) / n;
-    if (ns_per_byte > 0 && latency >= 0) return LinkFit{1.0 / ns_per_byte, latency};
-    // A negative intercept (noise around a pure bandwidth): the line through the origin.
-    if (ns_per_byte > 0) return LinkFit{sxx / sxy, 0.0};
+  if (valid.size() < LinkMeter::kMinSamples || bytes < LinkMeter::kMinBytes) return std::nullopt;
+  // Pairs whose sizes differ enough to tell latency from bandwidth: the median of their slopes.
+  std::vector<double> slopes;
+  for (std::size_t a = 0; a < valid.size(); ++a) {
+    for (std::size_t b = a + 1; b < valid.size(); ++b) {
+      const double dx = static_cast<double>(valid[b].bytes) - static_cast<double>(valid[a].bytes);
+      if (std::abs(dx) <= kDistinctSizes * static_cast<double>(std::max(valid[a].bytes, valid[b].bytes))) continue;
+      slopes.push_back((valid[b].ns - valid[a].ns) / dx);
+    }
   }
-  return LinkFit{sx / sy, 0.0};
+  std::vector<double> values;
+  if (slopes.size() >= LinkMeter::kMinSamples) {
+    const double ns_per_byte = median(slopes);
+    if (ns_per_byte > 0) {
+      for (const CopySample& s : valid) values.push_back(s.ns - ns_per_byte * static_cast<double>(s.bytes));
+      // A negative intercept (noise around a pure bandwidth): the slope alone.
+      return LinkFit{1.0 / ns_per_byte, std::max(0.0, median(values))};
+    }
+  }
+  // Sizes too alike (or no sense in the slopes): the median rate, latency folded in.
+  for (const CopySample& s : valid) values.push_back(static_cast<double>(s.bytes) / s.ns);
+  return LinkFit{median(values), 0.0};
 }
 
 EventId LinkMeter::start(Direction d, StreamId stream) {

@@ -31,9 +31,10 @@ struct LinkFit {
   double latency_ns = 0;
 };
 
-// Least squares over the samples; when the sizes are too alike to separate latency from
-// bandwidth (or the fit says nonsense: a negative slope), all bytes over all time, latency 0.
-// nullopt with fewer than kMinSamples samples or under kMinBytes in all.
+// A robust line (Theil-Sen: the median slope over pairs of copies of different sizes, the median
+// intercept, not below 0), so that a few copies that waited behind others do not bend it; when
+// the sizes are too alike to separate latency from bandwidth (or the slope says nonsense), the
+// median rate, latency 0. nullopt with fewer than kMinSamples samples or under kMinBytes in all.
 [[nodiscard]] std::optional<LinkFit> fit_link(const std::vector<CopySample>& samples);
 
 class LinkMeter {

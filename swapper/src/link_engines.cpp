@@ -44,7 +44,7 @@ bool LinkEngines::moving(const Engine& engine) const {
   return engine.active >= 0 && now_ >= engine.data_start && engine.remaining > 0;
 }
 
-bool LinkEngines::step() {
+bool LinkEngines::step(double limit) {
   for (Engine& engine : engines_) {
     if (engine.active >= 0 || engine.head >= engine.queue.size()) continue;
     const std::int32_t next = engine.queue[engine.head];
@@ -71,7 +71,7 @@ bool LinkEngines::step() {
     }
   }
   const double next = std::min(candidate[0], candidate[1]);
-  if (next == kNever) return false;
+  if (next == kNever || next > limit) return false;
   const double dt = next - now_;
   for (int d = 0; d < 2; ++d) {
     if (rate[d] > 0) engines_[d].remaining -= rate[d] * dt;
@@ -92,13 +92,18 @@ bool LinkEngines::step() {
 
 double LinkEngines::finish(std::int32_t index) {
   while (copies_[index].end_ns < 0) {
-    if (!step()) throw std::logic_error("swapper: a copy can never run (its copy-out was never issued)");
+    if (!step(kNever)) throw std::logic_error("swapper: a copy can never run (its copy-out was never issued)");
   }
   return copies_[index].end_ns;
 }
 
+void LinkEngines::advance_to(double time) {
+  while (step(time)) {
+  }
+}
+
 void LinkEngines::drain() {
-  while (step()) {
+  while (step(kNever)) {
   }
 }
 

@@ -29,6 +29,8 @@ class LinkEngines {
   std::int32_t enqueue(const Copy& copy);
   // Advances until copy `index` has ended; returns its end time.
   double finish(std::int32_t index);
+  // Advances through every event at or before `time` (what has ended by then has its end_ns).
+  void advance_to(double time);
   // Runs every enqueued copy to its end.
   void drain();
   [[nodiscard]] const std::vector<Copy>& copies() const { return copies_; }
@@ -46,8 +48,8 @@ class LinkEngines {
   [[nodiscard]] double ready_at(std::int32_t index) const;
   [[nodiscard]] bool moving(const Engine& engine) const;
   // One event: starts what can start, moves to the next start, latency end or completion.
-  // False when nothing is left to happen.
-  bool step();
+  // False when nothing is left to happen at or before `limit`.
+  bool step(double limit);
 
   std::vector<Copy> copies_;
   Engine engines_[2];

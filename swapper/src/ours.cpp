@@ -24,6 +24,7 @@ namespace {
 constexpr int kBudgetTries = 3;
 constexpr int kTargetSteps = 40;  // targets in 2.5% steps of the plain peak
 constexpr int kMisses = 3;        // targets beyond the allowance before the sweep stops
+constexpr std::uint32_t kCompletionShare = 8;  // of the simulations, for each paper schedule completed
 
 bool better(const OursContext& c, const State& a, const State& b) {
   const bool fa = c.within_allowance(a);
@@ -136,6 +137,16 @@ PlanResult plan_ours(const PlanInput& input) {
         if (budget != 0 && t < budget) break;
         misses = starts(t) ? 0 : misses + 1;
       }
+    }
+    // The paper's schedules for the budget that miss it, completed by the greedy: where the
+    // executor holds the budget, what they leave over it is what it would have to send out.
+    for (const State& paper : paper_at_budget) {
+      if (context.out_of_simulations() || paper.simulation.peak_bytes <= budget) continue;
+      State completed = paper;
+      greedy_improve(context, completed, std::min(limit, context.simulations() + limit / kCompletionShare));
+      if (completed.planned.size() == paper.planned.size()) continue;
+      completed.construction += "+greedy";
+      consider_built(std::move(completed));
     }
     consider(built);
     const std::size_t before = built.planned.size();

@@ -17,6 +17,9 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 OursContext::OursContext(const PlanInput& in) : input(in), n(in.iteration.ops.size()) {
   options_ = in.options.simulate;
   options_.record_curve = true;
+  // Stick-to-limit: the budget is a limit, and ours is judged as memtool's executor runs it,
+  // holding the budget at the ops that need the room (no-overhead: the budget is only a goal).
+  if (in.options.mode == ScheduleMode::stick_to_limit) options_.hold_budget_bytes = in.budget_bytes;
   const double base = static_cast<double>(base_time_ns(in.iteration));
   allowance_ns = in.options.mode == ScheduleMode::no_overhead ? 0.0 : in.options.max_slowdown * base;
   tolerance_ns = 1e-9 * base;
@@ -56,8 +59,8 @@ void OursContext::rescore(State& state, std::uint64_t target) const {
     if (bytes <= target || end <= begin) continue;
     const std::uint64_t excess = bytes - target;
     while (op < n && state.start[op] + duration(op) <= begin) ++op;
-    double busy = 0;
-    for (std::size_t i = op; i < n && state.start[i] < end; ++i) {
+    double busy = holds_budget() ? end - begin : 0.0;
+    for (std::size_t i = op; i < n && state.start[i] < end && !holds_budget(); ++i) {
       busy += std::max(0.0, std::min(end, state.start[i] + duration(i)) - std::max(begin, state.start[i]));
     }
     state.excess += static_cast<double>(excess) * busy;
@@ -176,6 +179,7 @@ void OursContext::evaluate(State& trial, const State& at, std::uint64_t target) 
 }
 
 void OursContext::add_waits(State& trial) {
+  if (holds_budget()) return;  // the simulation waits where the memory is needed instead
   for (int round = 0; round < kWaitRounds && !out_of_simulations(); ++round) {
     bool changed = false;
     for (std::size_t k = 0; k < trial.planned.size(); ++k) {

@@ -62,6 +62,8 @@ class OursContext {
   double tolerance_ns = 0;  // float slack on time comparisons
   std::vector<Candidate> candidates;
 
+  // Simulations hold the budget as the executor does (SimulateOptions::hold_budget_bytes).
+  [[nodiscard]] bool holds_budget() const { return options_.hold_budget_bytes != 0; }
   [[nodiscard]] bool out_of_simulations() const { return simulations_ >= input.options.max_simulations; }
   [[nodiscard]] std::uint32_t simulations() const { return simulations_; }
   [[nodiscard]] bool within_allowance(const State& s) const {

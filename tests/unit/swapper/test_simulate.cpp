@@ -169,6 +169,62 @@ TEST_CASE("an op waiting for a copy-out stalls until it ends", "[swapper][simula
   CHECK(sim.peak_bytes == 2000);
 }
 
+// As the executor runs it: B (2000 B, ops 0 and 3) out after op 0 and back at op 3, C (1500 B)
+// live over ops 1-2. The planned wait at op 1 is not run; op 1 waits only if its allocation of C
+// does not fit the budget with B still on its way out (copy-out [1000, 3000)).
+TEST_CASE("holding a budget: ops wait for room where they need it, not where the plan says", "[swapper][simulate]") {
+  ms::Iteration it = ops_of(4, 1000);
+  const std::uint32_t b = add_buffer(it, 2000, 0, 3, {0, 3});
+  add_buffer(it, 1500, 1, 2, {1, 2});
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(b, 0, 0, 3, 0, 3, /*op 1 waits*/ 1));
+  ms::SimulateOptions held;
+
+  SECTION("room enough: the planned wait is not run") {
+    held.hold_budget_bytes = 3500;
+    const ms::Simulation sim = ms::simulate(it, schedule, simple_link(), held);
+    CHECK(sim.op_stall_ns[1] == 0);
+    CHECK(sim.op_stall_ns[3] == 2000);  // the copy-in [3000, 5000)
+    CHECK(sim.stall_ns == 2000);
+    CHECK(sim.peak_bytes == 3500);
+    CHECK(ms::simulate(it, schedule, simple_link()).stall_ns == 4000);  // with the planned wait
+  }
+  SECTION("op 1 waits for B's copy-out, and the budget holds") {
+    held.hold_budget_bytes = 2000;
+    const ms::Simulation sim = ms::simulate(it, schedule, simple_link(), held);
+    CHECK(sim.op_stall_ns[1] == 2000);
+    CHECK(sim.op_stall_ns[3] == 2000);  // copy-in [5000, 7000)
+    CHECK(sim.peak_bytes == 2000);
+  }
+  SECTION("nothing under way to wait for: no wait, and the peak says the budget is missed") {
+    held.hold_budget_bytes = 1000;
+    const ms::Simulation none = ms::simulate(it, {}, simple_link(), held);
+    CHECK(none.stall_ns == 0);
+    CHECK(none.peak_bytes == 3500);
+    const ms::Simulation sim = ms::simulate(it, schedule, simple_link(), held);
+    CHECK(sim.op_stall_ns[1] == 2000);  // waits for all there is
+    CHECK(sim.peak_bytes == 2000);      // B back from 5000, over the budget
+  }
+  SECTION("a swap-in waits for room too: issued once a copy-out under way has freed its bytes") {
+    // B (2000 B, ops 0 and 4) out after op 0, back at op 3; E (2000 B, ops 0, 2, 4) out after op 2,
+    // back at op 4; budget 2000. Op 1 waits for B's copy-out (to 3000); E's runs [5000, 7000), and
+    // B's swap-in at op 3 fits only after it: op 3 and the copy-in start at 7000 (B back by 9000).
+    // E's swap-in at op 4 has nothing left to wait for: it queues behind B's, [9000, 11000).
+    ms::Iteration two = ops_of(5, 1000);
+    const std::uint32_t b2 = add_buffer(two, 2000, 0, 4, {0, 4});
+    const std::uint32_t e = add_buffer(two, 2000, 0, 4, {0, 2, 4});
+    ms::Schedule both;
+    both.swaps.push_back(swap(b2, 0, 0, 4, 0, 3));
+    both.swaps.push_back(swap(e, 1, 2, 4, 2, 4));
+    held.hold_budget_bytes = 2000;
+    const ms::Simulation sim = ms::simulate(two, both, simple_link(), held);
+    CHECK(sim.op_stall_ns[1] == 2000);
+    CHECK(sim.op_stall_ns[3] == 2000);
+    CHECK(sim.op_stall_ns[4] == 3000);
+    CHECK(sim.peak_bytes == 4000);  // from E's copy-in on: the budget is missed there
+  }
+}
+
 TEST_CASE("malformed schedules are refused", "[swapper][simulate]") {
   const OneGap g;
   const auto refused = [&](const ms::Swap& s) {

@@ -13,6 +13,13 @@
 // and occupied again from its copy-in's start. At equal times releases come first. The peak is
 // the highest occupancy (the live bytes a pool re-planned for the schedule has to hold).
 //
+// As the executor runs it (SimulateOptions::hold_budget_bytes): memtool's swapper in the process
+// does not run a schedule's planned waits; it holds the budget where the memory is needed. An op
+// whose allocations, with the swap-ins issued at it, would take the occupancy past the budget
+// waits (the host waits before issuing it) for the copy-outs under way, in their order, until
+// they fit or none is left; swap-ins then issue at the end of that wait. The occupancy counted
+// there takes a swap-in's bytes from its issue, as the executor maps them then.
+//
 // Steady state: the iteration runs `iterations` times back to back with the same schedule
 // (swaps of the gaps that wrap around the iteration end move data from one iteration into the
 // next) and the last one is measured: its time, peak, link busy time and every consumer's stall.
@@ -33,6 +40,9 @@ namespace memtool::swapper {
 struct SimulateOptions {
   std::uint32_t iterations = 3;  // >= 2: the first ones bring the link and the wrapped swaps to steady state
   bool record_curve = false;     // fill Simulation::curve
+  // Non-zero: simulate as the executor runs a schedule with this budget (above): planned waits
+  // (Swap::out_wait_op) are not run, ops wait for room instead.
+  std::uint64_t hold_budget_bytes = 0;
 };
 
 struct MemoryPoint {
