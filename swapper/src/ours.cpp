@@ -25,6 +25,8 @@ constexpr int kBudgetTries = 3;
 constexpr int kTargetSteps = 40;  // targets in 2.5% steps of the plain peak
 constexpr int kMisses = 3;        // targets beyond the allowance before the sweep stops
 constexpr std::uint32_t kCompletionShare = 8;  // of the simulations, for each paper schedule completed
+constexpr int kAdoptRounds = 3;       // the rule's swaps adopted, then what the rule still sends
+constexpr double kAdoptSlack = 0.02;  // of the base time: what adopting them may cost
 
 bool better(const OursContext& c, const State& a, const State& b) {
   const bool fa = c.within_allowance(a);
@@ -60,6 +62,60 @@ State from_schedule(OursContext& context, const Schedule& schedule, const char* 
   }
   context.simulate(state, 0);
   return state;
+}
+
+// The executor's rule's swaps in `state`'s simulation (holding the budget) made part of its
+// schedule, in the gaps they fall in and at the times the rule chose, so that the schedule meets
+// the budget by itself (and a pool re-planned for it holds every residency). Kept while the
+// simulation says it is no slower than leaving them to the rule, by a hair.
+void adopt_rule_swaps(OursContext& context, State& state) {
+  const std::vector<Gap>& gaps = context.input.gaps;
+  for (int round = 0; round < kAdoptRounds && !context.out_of_simulations(); ++round) {
+    if (state.simulation.rule_evictions.empty()) return;
+    State trial = state;
+    bool changed = false;
+    for (const RuleEviction& e : state.simulation.rule_evictions) {
+      auto g = std::lower_bound(gaps.begin(), gaps.end(), e.buffer, [](const Gap& a, std::uint32_t b) { return a.buffer < b; });
+      for (; g != gaps.end() && g->buffer == e.buffer; ++g) {
+        // The eviction's op in this gap's unrolled positions: the gap may have begun an iteration before.
+        const std::uint64_t shift = e.out_before_op > g->from_op ? 0 : context.n;
+        const std::uint64_t x = e.out_before_op + shift;
+        const std::uint64_t in = std::max(e.in_at_op + shift, x);
+        if (x <= g->from_op || x >= g->to_op || in > g->to_op) continue;
+        // Already on the schedule: it came back too early, and the rule sent it out again. It
+        // stays out until the rule brought it back.
+        const auto on = std::find_if(trial.planned.begin(), trial.planned.end(),
+                                     [&](const Planned& p) { return p.swap.gap == *g; });
+        if (on != trial.planned.end()) {
+          if (in > on->swap.in_at_op) {
+            on->swap.in_at_op = in;
+            on->earliest_in = std::max(on->earliest_in, in);
+            changed = true;
+          }
+          break;
+        }
+        Planned p;
+        p.swap = swap_of(*g);
+        p.swap.out_after_op = x - 1;
+        p.swap.in_at_op = in;
+        p.candidate = static_cast<std::uint32_t>(g - gaps.begin());
+        p.earliest_in = in;
+        trial.planned.push_back(p);
+        changed = true;
+        break;
+      }
+    }
+    if (!changed) return;
+    context.simulate(trial, state.target);
+    const double hair = kAdoptSlack * trial.simulation.base_time_ns;
+    const std::uint64_t budget = context.input.budget_bytes;
+    if (trial.simulation.peak_bytes > std::max(budget, state.simulation.peak_bytes) ||
+        trial.simulation.stall_ns > state.simulation.stall_ns + hair) {
+      return;
+    }
+    trial.construction = state.construction.ends_with("+rule") ? state.construction : state.construction + "+rule";
+    state = std::move(trial);
+  }
 }
 
 }  // namespace
@@ -160,6 +216,7 @@ PlanResult plan_ours(const PlanInput& input) {
     consider(built);
   }
 
+  adopt_rule_swaps(context, best);
   PlanResult result;
   result.construction = best.planned.empty() ? "none" : best.construction;
   result.schedule = std::move(best.schedule);

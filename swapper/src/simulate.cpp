@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
+#include "budget_holder.hpp"
 #include "link_engines.hpp"
 
 namespace memtool::swapper {
@@ -19,11 +21,10 @@ struct Simulator::Scratch {
   // Static memory: bytes allocated before each op starts and freed after it ends.
   std::vector<std::uint64_t> alloc_at_start, free_at_end;
   // Holding the budget: the static level at each op's start (its allocations made), the
-  // copy-outs in the device-to-host engine's order (swap * iterations + instance) with the next
-  // not yet seen to end, and which instances' bytes are away (copy-out ended, swap-in not issued).
+  // schedule instances whose swap-ins an op issues, and the executor's bookkeeping.
   std::vector<std::uint64_t> static_at_start;
-  std::vector<std::uint32_t> pending_outs;
-  std::vector<std::uint8_t> away;
+  std::vector<std::uint32_t> ins_here;
+  detail::BudgetHolder holder;
   std::vector<double> start, end;  // per unrolled op of all simulated iterations
   std::vector<std::int32_t> out_copy, in_copy;  // [swap * iterations + instance], -1: not issued
   std::vector<std::pair<double, std::int64_t>> swap_events;
@@ -115,24 +116,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     w.static_at_start[i] = level;
     level -= w.free_at_end[i];
   }
-  w.pending_outs.clear();
-  w.away.assign(swaps * rounds, 0);
-  std::size_t next_pending = 0;
-  std::uint64_t away_bytes = 0;
   const auto size_of = [&](std::uint32_t s) { return iteration.buffers[plan[s].gap.buffer].size; };
-  // Counts the copy-outs that have ended (by the time the engines were advanced to) as away.
-  const auto collect_ended = [&] {
-    const std::vector<detail::Copy>& copies = w.link.copies();
-    while (next_pending < w.pending_outs.size()) {
-      const std::uint32_t key = w.pending_outs[next_pending];
-      if (copies[w.out_copy[key]].end_ns < 0) return;
-      ++next_pending;
-      if (w.in_copy[key] >= 0) continue;  // already on its way back: its bytes never left
-      w.away[key] = 1;
-      away_bytes += size_of(key / rounds);
-    }
-  };
-
   const std::size_t total = n * rounds;
   w.start.assign(total, 0.0);
   w.end.assign(total, 0.0);
@@ -140,6 +124,16 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   w.in_copy.assign(swaps * rounds, -1);
   w.link.reset(link.d2h_bytes_per_ns, link.h2d_bytes_per_ns, static_cast<double>(link.d2h_latency_ns),
                static_cast<double>(link.h2d_latency_ns), link.duplex_factor);
+  if (hold != 0) {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs;
+    for (const Swap& swap : plan) {
+      if (swap.out_after_op != swap.gap.from_op) {
+        late_outs.emplace_back(swap.gap.buffer, static_cast<std::uint32_t>(swap.out_after_op % n));
+      }
+    }
+    w.holder.reset(iteration, link, hold, swaps * rounds, std::move(late_outs),
+                   swaps == 0 ? options.rule_lookahead_ops : 0, w.link);
+  }
 
   // The instance of swap s whose position `pos` (unrolled in its gap) falls on op r*n + i.
   const auto instance = [&](std::uint64_t pos, std::uint32_t r) -> std::int64_t {
@@ -163,26 +157,13 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       };
       double issue = previous_end;  // when the host issues this op (and its swap-ins)
       if (hold != 0) {
-        w.link.advance_to(previous_end);
-        collect_ended();
-        // Resident bytes once this op's allocations are made and its swap-ins issued.
-        const auto level = [&] {
-          std::uint64_t returning = 0;
-          for_each_in([&](std::uint32_t s, std::uint32_t key) { returning += w.away[key] ? size_of(s) : 0; });
-          return w.static_at_start[i] - away_bytes + returning;
-        };
-        // Wait for the copy-outs under way, oldest first, until the op's memory fits.
-        while (level() > hold && next_pending < w.pending_outs.size()) {
-          issue = std::max(issue, w.link.finish(w.out_copy[w.pending_outs[next_pending]]));
-          collect_ended();
-        }
+        w.ins_here.clear();
+        for_each_in([&](std::uint32_t, std::uint32_t key) { w.ins_here.push_back(key); });
+        issue = w.holder.before_op(u, i, w.static_at_start[i], w.ins_here, previous_end);
       }
       // Swap-ins triggered here are ordered after the ops before this one.
       for_each_in([&](std::uint32_t s, std::uint32_t key) {
-        if (w.away[key]) {
-          w.away[key] = 0;
-          away_bytes -= size_of(s);
-        }
+        if (hold != 0) w.holder.scheduled_in(key);
         detail::Copy copy;
         copy.bytes = static_cast<double>(size_of(s));
         copy.ready_ns = issue;
@@ -205,6 +186,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         const std::int32_t out_copy = w.out_copy[s * rounds + inst];
         if (out_copy >= 0) start = std::max(start, w.link.finish(out_copy));
       }
+      if (hold != 0) start = w.holder.consume(i, start);
       w.start[u] = start;
       w.end[u] = start + static_cast<double>(iteration.ops[i].duration_ns);
       for (std::uint32_t k = w.out_begin[i]; k < w.out_begin[i + 1]; ++k) {
@@ -215,8 +197,9 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         copy.bytes = static_cast<double>(size_of(s));
         copy.ready_ns = w.end[u];
         copy.direction = detail::d2h;
-        w.out_copy[s * rounds + inst] = w.link.enqueue(copy);
-        if (hold != 0) w.pending_outs.push_back(static_cast<std::uint32_t>(s * rounds + inst));
+        const auto key = static_cast<std::uint32_t>(s * rounds + inst);
+        w.out_copy[key] = w.link.enqueue(copy);
+        if (hold != 0) w.holder.scheduled_out(key, plan[s].gap.buffer, size_of(s), w.out_copy[key]);
       }
     }
   }
@@ -261,6 +244,14 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     timing.in_start_ns = copies[in].start_ns - t0;
     timing.in_end_ns = copies[in].end_ns - t0;
     timing.lateness_ns = copies[in].end_ns - w.end[consumer - 1];
+  }
+  out.rule_swaps = 0;
+  out.rule_bytes_out = 0;
+  out.rule_evictions.clear();
+  if (hold != 0) {
+    w.holder.memory_events(w.swap_events);
+    std::tie(out.rule_swaps, out.rule_bytes_out) = w.holder.rule_outs(t0, t1);
+    w.holder.evictions(first - n, out.rule_evictions);
   }
   std::sort(w.swap_events.begin(), w.swap_events.end());  // by time, releases (negative) first
 

@@ -17,8 +17,15 @@
 // does not run a schedule's planned waits; it holds the budget where the memory is needed. An op
 // whose allocations, with the swap-ins issued at it, would take the occupancy past the budget
 // waits (the host waits before issuing it) for the copy-outs under way, in their order, until
-// they fit or none is left; swap-ins then issue at the end of that wait. The occupancy counted
-// there takes a swap-in's bytes from its issue, as the executor maps them then.
+// they fit; if none is left and it still does not fit, the executor's rule sends out resident
+// buffers the op does not touch, farthest next access first, until it would, and waits for
+// those copies too. The rule brings each back ahead of its next access (issued where its copy,
+// uncontended with a margin, would end in time at the iteration's base op times) or, at the
+// latest, with the op that touches it, which waits for it (one due ahead comes back only if it
+// fits then). With no schedule at all the rule also leaves early, as the executor does then:
+// after each op it makes room for what the next rule_lookahead_ops ops allocate, without
+// waiting. Swap-ins issue at the end of the op's wait. The occupancy counted there takes a swap-in's bytes from its issue, as the executor
+// maps them then. The peak is still the sweep's (copy start).
 //
 // Steady state: the iteration runs `iterations` times back to back with the same schedule
 // (swaps of the gaps that wrap around the iteration end move data from one iteration into the
@@ -43,6 +50,9 @@ struct SimulateOptions {
   // Non-zero: simulate as the executor runs a schedule with this budget (above): planned waits
   // (Swap::out_wait_op) are not run, ops wait for room instead.
   std::uint64_t hold_budget_bytes = 0;
+  // Holding a budget with no schedule: the executor's rule makes room this many ops ahead for
+  // what they allocate (its work-item lookahead, resources.hpp; 0: only when needed).
+  std::uint32_t rule_lookahead_ops = 16;
 };
 
 struct MemoryPoint {
@@ -62,6 +72,14 @@ struct SwapTiming {
   double lateness_ns = 0;
 };
 
+// Holding a budget: one of the executor's rule's swaps (positions in ops from the start of an
+// iteration in steady state; in_at_op may lie in the next iteration, up to 2n).
+struct RuleEviction {
+  std::uint32_t buffer = 0;
+  std::uint64_t out_before_op = 0;  // sent out before this op was issued (after the one before it)
+  std::uint64_t in_at_op = 0;       // its swap-in issued with this op
+};
+
 struct Simulation {
   double base_time_ns = 0;  // the iteration without swapping
   double time_ns = 0;       // the measured iteration with the schedule
@@ -70,8 +88,14 @@ struct Simulation {
   std::uint64_t plain_peak_bytes = 0;  // without swapping
   std::uint64_t peak_bytes = 0;
   double peak_time_ns = 0;
-  std::uint64_t bytes_out = 0;  // per iteration
+  std::uint64_t bytes_out = 0;  // per iteration, the schedule's
   std::uint64_t bytes_in = 0;
+  // Holding a budget: the executor's rule's copy-outs that started in the measured iteration.
+  std::uint32_t rule_swaps = 0;
+  std::uint64_t rule_bytes_out = 0;
+  // The rule's swaps of one steady iteration (the one before the measured one, so that those
+  // coming back in the next are complete), in the order it sent them out.
+  std::vector<RuleEviction> rule_evictions;
   double d2h_busy_ns = 0;  // link occupancy per direction within the measured iteration
   double h2d_busy_ns = 0;
   std::vector<double> op_stall_ns;  // per op: how long it waited after the op before it ended

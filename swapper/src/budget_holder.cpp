@@ -1,0 +1,239 @@
+// Holding a budget as the executor does (budget_holder.hpp).
+#include "budget_holder.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace memtool::swapper::detail {
+
+void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint64_t budget, std::size_t keys,
+                         std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs, std::uint32_t leave_early_ops,
+                         LinkEngines& engines) {
+  iteration_ = &iteration;
+  link_ = &engines;
+  budget_ = budget;
+  leave_early_ = leave_early_ops;
+  const std::size_t n = iteration.ops.size();
+  allocated_.assign(n + 1, 0);
+  for (const Buffer& b : iteration.buffers) {
+    if (!b.persistent) allocated_[b.alloc_before_op + 1] += b.size;
+  }
+  for (std::size_t k = 0; k < n; ++k) allocated_[k + 1] += allocated_[k];
+  net_.reset(iteration, link);
+  state_.assign(keys, kNone);
+  bytes_.assign(keys, 0);
+  buffer_.assign(keys, 0);
+  out_copy_.assign(keys, -1);
+  late_outs_ = std::move(late_outs);
+  std::sort(late_outs_.begin(), late_outs_.end());
+  held_out_.assign(iteration.buffers.size(), 0);
+  rule_of_.assign(iteration.buffers.size(), -1);
+  touched_.assign(iteration.buffers.size(), 0);
+  rule_.clear();
+  due_.clear();
+  pending_.clear();
+  next_pending_ = 0;
+  away_bytes_ = leaving_bytes_ = 0;
+}
+
+void BudgetHolder::scheduled_out(std::uint32_t key, std::uint32_t buffer, std::uint64_t bytes, std::int32_t copy) {
+  state_[key] = kOut;
+  bytes_[key] = bytes;
+  buffer_[key] = buffer;
+  out_copy_[key] = copy;
+  ++held_out_[buffer];
+  leaving_bytes_ += bytes;
+  pending_.push_back(key);
+}
+
+void BudgetHolder::on_in(State& state, std::uint64_t bytes) {
+  if (state == kAway) away_bytes_ -= bytes;
+  if (state == kOut) leaving_bytes_ -= bytes;  // its bytes never left
+  state = kBack;
+}
+
+void BudgetHolder::scheduled_in(std::uint32_t key) {
+  on_in(state_[key], bytes_[key]);
+  --held_out_[buffer_[key]];
+}
+
+void BudgetHolder::collect() {
+  const std::vector<Copy>& copies = link_->copies();
+  while (next_pending_ < pending_.size()) {
+    const std::uint32_t code = pending_[next_pending_];
+    const bool rule = (code & kRule) != 0;
+    const std::uint32_t index = code & ~kRule;
+    if (copies[rule ? rule_[index].out : out_copy_[index]].end_ns < 0) return;
+    ++next_pending_;
+    State& state = rule ? rule_[index].state : state_[index];
+    if (state != kOut) continue;
+    const std::uint64_t bytes = rule ? iteration_->buffers[rule_[index].buffer].size : bytes_[index];
+    state = kAway;
+    leaving_bytes_ -= bytes;
+    away_bytes_ += bytes;
+  }
+}
+
+std::uint64_t BudgetHolder::resident() const {
+  std::uint64_t back = 0;
+  for (const std::uint32_t key : ins_) back += state_[key] == kAway ? bytes_[key] : 0;
+  for (const std::uint32_t r : rule_ins_) back += rule_[r].state == kAway ? iteration_->buffers[rule_[r].buffer].size : 0;
+  return level_ + back - away_bytes_;
+}
+
+double BudgetHolder::wait_for_room(double issue) {
+  while (resident() > budget_ && next_pending_ < pending_.size()) {
+    const std::uint32_t code = pending_[next_pending_];
+    const std::int32_t copy = (code & kRule) != 0 ? rule_[code & ~kRule].out : out_copy_[code];
+    issue = std::max(issue, link_->finish(copy));
+    collect();
+  }
+  return issue;
+}
+
+bool BudgetHolder::late_out_before(std::uint32_t buffer, std::uint64_t u, std::uint64_t next) const {
+  const std::size_t n = iteration_->ops.size();
+  auto it = std::lower_bound(late_outs_.begin(), late_outs_.end(), std::make_pair(buffer, std::uint32_t{0}));
+  for (; it != late_outs_.end() && it->first == buffer; ++it) {
+    // The first unrolled op from u on after which this copy-out is triggered.
+    const std::uint64_t op = it->second;
+    std::uint64_t at = u - u % n + op;
+    if (at < u) at += n;
+    if (at < next) return true;
+  }
+  return false;
+}
+
+void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint64_t needed_by, std::uint64_t extra) {
+  const std::span<const std::uint32_t> touched = net_.accessed_by(i);
+  for (const std::uint32_t b : touched) touched_[b] = 1;
+  victims_.clear();
+  for (std::uint32_t b = 0; b < iteration_->buffers.size(); ++b) {
+    const Buffer& buffer = iteration_->buffers[b];
+    if (!buffer.swappable || buffer.size == 0 || touched_[b] || rule_of_[b] >= 0 || held_out_[b] != 0) continue;
+    const std::uint64_t next = net_.next_access(b, u);
+    if (next == kNoAccess || next <= needed_by || late_out_before(b, u, next)) continue;
+    victims_.emplace_back(next, b);
+  }
+  for (const std::uint32_t b : touched) touched_[b] = 0;
+  std::sort(victims_.begin(), victims_.end(), std::greater<>());  // farthest next access first
+  for (const auto& [next, b] : victims_) {
+    if (resident() + extra <= budget_ + leaving_bytes_) break;  // fits once the copies under way are done
+    const std::uint64_t size = iteration_->buffers[b].size;
+    Copy copy;
+    copy.bytes = static_cast<double>(size);
+    copy.ready_ns = when;
+    copy.direction = d2h;
+    const auto index = static_cast<std::uint32_t>(rule_.size());
+    rule_.push_back({b, link_->enqueue(copy), -1, kOut, u, 0});
+    rule_of_[b] = static_cast<std::int32_t>(index);
+    leaving_bytes_ += size;
+    pending_.push_back(kRule | index);
+    due_.emplace_back(net_.issue_for(b, u, next), index);
+    std::push_heap(due_.begin(), due_.end(), std::greater<>());
+  }
+}
+
+void BudgetHolder::issue_rule_in(std::uint32_t index, std::uint64_t u, double when) {
+  RuleSwap& r = rule_[index];
+  r.in_at = u;
+  Copy copy;
+  copy.bytes = static_cast<double>(iteration_->buffers[r.buffer].size);
+  copy.ready_ns = when;
+  copy.dep = r.out;
+  copy.direction = h2d;
+  r.in = link_->enqueue(copy);
+  on_in(r.state, iteration_->buffers[r.buffer].size);
+}
+
+double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t level, std::span<const std::uint32_t> ins,
+                               double ready) {
+  link_->advance_to(ready);
+  collect();
+  level_ = level;
+  ins_ = ins;
+  // The rule's swap-ins of buffers this op touches come back with it, whatever it takes.
+  rule_ins_.clear();
+  for (const std::uint32_t b : net_.accessed_by(i)) {
+    const std::int32_t r = rule_of_[b];
+    if (r >= 0 && rule_[r].in < 0) rule_ins_.push_back(static_cast<std::uint32_t>(r));
+  }
+  double issue = wait_for_room(ready);
+  if (resident() > budget_) {
+    evict(u, i, issue, u, 0);
+    issue = wait_for_room(issue);
+  }
+  for (const std::uint32_t index : rule_ins_) issue_rule_in(index, u, issue);
+  rule_ins_.clear();
+  // Those due ahead of their access come back only if they fit now; else at the next op.
+  while (!due_.empty() && due_.front().first <= u) {
+    const std::uint32_t index = due_.front().second;
+    std::pop_heap(due_.begin(), due_.end(), std::greater<>());
+    due_.pop_back();
+    RuleSwap& r = rule_[index];
+    if (r.in >= 0) continue;
+    const std::uint64_t size = iteration_->buffers[r.buffer].size;
+    if (r.state != kAway || resident() + size <= budget_) {
+      issue_rule_in(index, u, issue);
+    } else {
+      deferred_.push_back(index);
+    }
+  }
+  for (const std::uint32_t index : deferred_) {
+    due_.emplace_back(u + 1, index);
+    std::push_heap(due_.begin(), due_.end(), std::greater<>());
+  }
+  deferred_.clear();
+  ins_ = {};
+  if (leave_early_ != 0) {
+    // What the next ops allocate (around the iteration's end too).
+    const std::size_t n = iteration_->ops.size();
+    std::uint64_t upcoming = 0;
+    for (std::uint64_t k = 1; k <= leave_early_; ++k) {
+      const std::size_t op = (i + k) % n;
+      upcoming += allocated_[op + 1] - allocated_[op];
+    }
+    if (resident() + upcoming > budget_ + leaving_bytes_) evict(u, i, issue, u + leave_early_, upcoming);
+  }
+  return issue;
+}
+
+double BudgetHolder::consume(std::size_t i, double start) {
+  for (const std::uint32_t b : net_.accessed_by(i)) {
+    const std::int32_t r = rule_of_[b];
+    if (r < 0) continue;
+    start = std::max(start, link_->finish(rule_[r].in));
+    rule_of_[b] = -1;
+  }
+  return start;
+}
+
+void BudgetHolder::memory_events(std::vector<std::pair<double, std::int64_t>>& events) const {
+  const std::vector<Copy>& copies = link_->copies();
+  for (const RuleSwap& r : rule_) {
+    const auto size = static_cast<std::int64_t>(iteration_->buffers[r.buffer].size);
+    events.emplace_back(copies[r.out].end_ns, -size);
+    if (r.in >= 0) events.emplace_back(copies[r.in].start_ns, size);
+  }
+}
+
+std::pair<std::uint32_t, std::uint64_t> BudgetHolder::rule_outs(double t0, double t1) const {
+  const std::vector<Copy>& copies = link_->copies();
+  std::pair<std::uint32_t, std::uint64_t> out{0, 0};
+  for (const RuleSwap& r : rule_) {
+    if (copies[r.out].start_ns < t0 || copies[r.out].start_ns >= t1) continue;
+    ++out.first;
+    out.second += iteration_->buffers[r.buffer].size;
+  }
+  return out;
+}
+
+void BudgetHolder::evictions(std::uint64_t first, std::vector<RuleEviction>& out) const {
+  const std::uint64_t n = iteration_->ops.size();
+  for (const RuleSwap& r : rule_) {
+    if (r.out_before < first || r.out_before >= first + n || r.in < 0) continue;
+    out.push_back({r.buffer, r.out_before - first, r.in_at - first});
+  }
+}
+
+}  // namespace memtool::swapper::detail

@@ -1,0 +1,115 @@
+// Holding a budget in the simulator as memtool's executor does (simulate.hpp,
+// SimulateOptions::hold_budget_bytes): the device bytes of the schedule's swaps and of the
+// executor's own rule, and the waits and evictions that keep an op's memory within the budget.
+//
+// Before an op is issued: the copy-outs that have ended release their bytes; if the op's memory
+// (its allocations made, the swap-ins issued with it back) does not fit, the copy-outs under way
+// are waited for, oldest first; if it still does not fit, the rule (safety_net.hpp) sends out
+// resident buffers the op does not touch, farthest next access first, until it would, and those
+// copies are waited for too. The rule's swap-ins are issued ahead of their next access, or by
+// the op that touches the buffer (on demand), which waits for them; one due ahead comes back
+// only if it fits then (its copy-out ended, the op's memory with it within the budget), and is
+// tried again at the next op otherwise. With no schedule the rule also leaves early: after each
+// op is issued it makes room for what the next few ops allocate, as the executor does then. A
+// swap-in's bytes count from its issue, as the executor maps them then.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "link_engines.hpp"
+#include "memtool/swapper/iteration.hpp"
+#include "memtool/swapper/simulate.hpp"
+#include "safety_net.hpp"
+
+namespace memtool::swapper::detail {
+
+class BudgetHolder {
+ public:
+  // `keys`: how many schedule instances there are (swap * iterations + instance); `late_outs`:
+  // (buffer, op) for each scheduled copy-out triggered after an op that does not touch the
+  // buffer (the rule must not have it out then).
+  // `leave_early_ops`: with no schedule the rule also makes room at each op for what the next
+  // that many ops allocate, sending out buffers not needed within them, without waiting (0: not).
+  void reset(const Iteration& iteration, const Link& link, std::uint64_t budget, std::size_t keys,
+             std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs, std::uint32_t leave_early_ops,
+             LinkEngines& engines);
+
+  // A schedule instance's copy-out was enqueued, or its swap-in is being issued.
+  void scheduled_out(std::uint32_t key, std::uint32_t buffer, std::uint64_t bytes, std::int32_t copy);
+  void scheduled_in(std::uint32_t key);
+  // Its bytes are off the device (copy-out ended, swap-in not issued).
+  [[nodiscard]] bool away(std::uint32_t key) const { return state_[key] == kAway; }
+
+  // Before unrolled op u (index i) is issued, no earlier than `ready`: `level` is the static
+  // level at its start, `ins` the schedule instances whose swap-ins are issued with it. Returns
+  // when the host issues it (after any wait); the rule's swap-ins due then are issued at that
+  // time (the caller issues the schedule's).
+  double before_op(std::uint64_t u, std::size_t i, std::uint64_t level, std::span<const std::uint32_t> ins,
+                   double ready);
+  // The op's start once the rule's swap-ins of what it touches are in.
+  double consume(std::size_t i, double start);
+
+  // The rule's memory events (copy-out end: -bytes, swap-in start: +bytes), for the sweep.
+  void memory_events(std::vector<std::pair<double, std::int64_t>>& events) const;
+  // The rule's copy-outs that started in [t0, t1): how many, and their bytes.
+  [[nodiscard]] std::pair<std::uint32_t, std::uint64_t> rule_outs(double t0, double t1) const;
+  // The rule's swaps sent out in unrolled ops [first, first + n) and back in by the end, with
+  // positions from `first` (Simulation::rule_evictions).
+  void evictions(std::uint64_t first, std::vector<RuleEviction>& out) const;
+
+ private:
+  enum State : std::uint8_t { kNone, kOut, kAway, kBack };
+  struct RuleSwap {
+    std::uint32_t buffer = 0;
+    std::int32_t out = -1;
+    std::int32_t in = -1;
+    State state = kOut;
+    std::uint64_t out_before = 0;  // unrolled op before which it was sent out
+    std::uint64_t in_at = 0;       // unrolled op its swap-in was issued with
+  };
+  static constexpr std::uint32_t kRule = std::uint32_t{1} << 31;  // pending code of a rule swap
+
+  void collect();  // the copy-outs that have ended, in engine order
+  void on_in(State& state, std::uint64_t bytes);
+  void issue_rule_in(std::uint32_t index, std::uint64_t u, double when);
+  // The op's resident bytes once its allocations are made and its swap-ins issued.
+  [[nodiscard]] std::uint64_t resident() const;
+  // Waits for copy-outs under way, oldest first, until the op fits; returns when it may issue.
+  double wait_for_room(double issue);
+  // Sends out buffers by the rule, farthest next access first and none needed by `needed_by`
+  // (unrolled), until the op and `extra` more bytes would fit once their copies are done.
+  void evict(std::uint64_t u, std::size_t i, double when, std::uint64_t needed_by, std::uint64_t extra);
+  [[nodiscard]] bool late_out_before(std::uint32_t buffer, std::uint64_t u, std::uint64_t next) const;
+
+  const Iteration* iteration_ = nullptr;
+  LinkEngines* link_ = nullptr;
+  SafetyNet net_;
+  std::uint64_t budget_ = 0;
+  std::uint32_t leave_early_ = 0;
+  std::vector<std::uint64_t> allocated_;  // bytes allocated before ops [0, k), k <= n
+  std::vector<State> state_;           // per schedule instance
+  std::vector<std::uint64_t> bytes_;   // per schedule instance
+  std::vector<std::uint32_t> buffer_;  // per schedule instance
+  std::vector<std::int32_t> out_copy_;  // per schedule instance
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs_;  // sorted
+  std::vector<std::uint32_t> held_out_;  // per buffer: schedule instances out (copy-out issued, swap-in not)
+  std::vector<std::int32_t> rule_of_;    // per buffer: its rule swap under way, or -1
+  std::vector<RuleSwap> rule_;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> due_;  // min-heap: (issue op, rule swap)
+  std::vector<std::uint32_t> pending_;  // copy-outs in enqueue order: schedule keys, or kRule | index
+  std::size_t next_pending_ = 0;
+  std::uint64_t away_bytes_ = 0;     // off the device
+  std::uint64_t leaving_bytes_ = 0;  // copy-out under way, swap-in not issued
+  // The op being issued: its static level, the schedule's and the rule's swap-ins with it.
+  std::uint64_t level_ = 0;
+  std::span<const std::uint32_t> ins_;
+  std::vector<std::uint32_t> rule_ins_;  // on demand
+  std::vector<std::uint32_t> deferred_;  // scratch: due ahead, no room yet
+  std::vector<std::uint8_t> touched_;  // scratch: buffers the current op accesses
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> victims_;  // scratch: (next access, buffer)
+};
+
+}  // namespace memtool::swapper::detail
