@@ -14,15 +14,10 @@ constexpr double kLeadMargin = 1.25;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 }  // namespace
 
-OursContext::OursContext(const PlanInput& in) : input(in), n(in.iteration.ops.size()) {
+OursContext::OursContext(const PlanInput& in, bool hold_budget) : input(in), n(in.iteration.ops.size()) {
   options_ = in.options.simulate;
   options_.record_curve = true;
-  // Stick-to-limit at any cost (the process's mode): the budget is a limit, and ours is judged as
-  // memtool's executor runs it, holding the budget at the ops that need the room. With a stall
-  // allowance (or no-overhead) the budget is a goal a schedule may miss.
-  if (in.options.mode == ScheduleMode::stick_to_limit && std::isinf(in.options.max_slowdown)) {
-    options_.hold_budget_bytes = in.budget_bytes;
-  }
+  if (hold_budget) options_.hold_budget_bytes = in.budget_bytes;
   const double base = static_cast<double>(base_time_ns(in.iteration));
   allowance_ns = in.options.mode == ScheduleMode::no_overhead ? 0.0 : in.options.max_slowdown * base;
   tolerance_ns = 1e-9 * base;

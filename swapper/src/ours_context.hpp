@@ -54,7 +54,9 @@ struct State {
 
 class OursContext {
  public:
-  explicit OursContext(const PlanInput& input);
+  // `hold_budget`: judge schedules as the executor runs them, holding the budget
+  // (SimulateOptions::hold_budget_bytes); else with their planned waits.
+  OursContext(const PlanInput& input, bool hold_budget);
 
   const PlanInput& input;
   const std::size_t n;

@@ -63,9 +63,11 @@ struct PlanResult {
   // ours: runners-up worth timing where simulation and execution may disagree (in the process,
   // at tight budgets, a schedule the simulator thinks misses the budget can run faster with the
   // executor's safety net than one it thinks meets it): of the paper's schedules it started
-  // from, the distinct stick-to-limit ones for the budget that are not `schedule`, least
-  // simulated stall first (then lowest peak). These are the schedules the paper's strategies
-  // run in the process, so timing them all lets ours keep the fastest.
+  // from, the distinct stick-to-limit ones for the budget that are not `schedule`, and, where
+  // ours holds the budget as the executor does (stick-to-limit with no stall allowance), its own
+  // construction judged with planned waits instead ("... (planned waits)"); least simulated
+  // stall first (then lowest peak), as the executor would run them. The paper's are the
+  // schedules its strategies run in the process, so timing them all lets ours keep the fastest.
   struct Alternative {
     Schedule schedule;
     Simulation simulation;     // of the schedule (its curve cleared)
