@@ -186,13 +186,9 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   deferred_.clear();
   ins_ = {};
   if (leave_early_ != 0) {
-    // What the next ops allocate (around the iteration's end too).
-    const std::size_t n = iteration_->ops.size();
-    std::uint64_t upcoming = 0;
-    for (std::uint64_t k = 1; k <= leave_early_; ++k) {
-      const std::size_t op = (i + k) % n;
-      upcoming += allocated_[op + 1] - allocated_[op];
-    }
+    // What the next ops of this iteration allocate (the executor looks no further).
+    const std::size_t last = std::min(iteration_->ops.size() - 1, i + leave_early_);
+    const std::uint64_t upcoming = allocated_[last + 1] - allocated_[i + 1];
     if (resident() + upcoming > budget_ + leaving_bytes_) evict(u, i, issue, u + leave_early_, upcoming);
   }
   return issue;

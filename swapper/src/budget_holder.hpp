@@ -32,7 +32,8 @@ class BudgetHolder {
   // (buffer, op) for each scheduled copy-out triggered after an op that does not touch the
   // buffer (the rule must not have it out then).
   // `leave_early_ops`: with no schedule the rule also makes room at each op for what the next
-  // that many ops allocate, sending out buffers not needed within them, without waiting (0: not).
+  // that many ops of the iteration allocate, sending out buffers not needed within them, without
+  // waiting (0: not).
   void reset(const Iteration& iteration, const Link& link, std::uint64_t budget, std::size_t keys,
              std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs, std::uint32_t leave_early_ops,
              LinkEngines& engines);

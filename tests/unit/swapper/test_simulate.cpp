@@ -1,6 +1,7 @@
 // The simulator on hand-made iterations whose answers are worked out by hand: one buffer and one
 // gap (exact peak, stall, link time), latency, the duplex penalty, FIFO engines, a swap around
-// the iteration end, a waited copy-out, malformed schedules, the memory curve, and reuse.
+// the iteration end, a waited copy-out, holding a budget as the executor does (waits where the
+// memory is needed, the rule's evictions), malformed schedules, the memory curve, and reuse.
 #include <catch2/catch.hpp>
 
 #include "iteration_builder.hpp"
@@ -231,6 +232,28 @@ TEST_CASE("holding a budget: ops wait for room where they need it, not where the
     CHECK(sim.op_stall_ns[4] == 3000);
     CHECK(sim.peak_bytes == 4000);  // from E's copy-in on: the budget is missed there
   }
+}
+
+// With no schedule the executor's rule leaves early: B (2000 B, ops 0 and 5), C (1500 B, op 4),
+// budget 2000. Looking 2 ops ahead, B goes out after op 2 is issued ([2000, 4000)) and op 4
+// does not wait for it.
+TEST_CASE("holding a budget with no schedule, the rule makes room ahead of the allocation", "[swapper][simulate]") {
+  ms::Iteration it = ops_of(6, 1000);
+  add_buffer(it, 2000, 0, 5, {0, 5});
+  add_buffer(it, 1500, 4, 4, {4});
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = 2000;
+  held.rule_lookahead_ops = 2;
+  const ms::Simulation early = ms::simulate(it, {}, simple_link(), held);
+  CHECK(early.op_stall_ns[4] == 0);
+  CHECK(early.rule_swaps == 1);
+  REQUIRE(early.rule_evictions.size() == 1);
+  CHECK(early.rule_evictions[0].out_before_op == 2);
+  CHECK(early.rule_evictions[0].in_at_op > 2);
+  held.rule_lookahead_ops = 0;  // only where needed: op 4 waits for the copy-out
+  const ms::Simulation late = ms::simulate(it, {}, simple_link(), held);
+  CHECK(late.op_stall_ns[4] == 2000);
+  CHECK(late.peak_bytes == 2000);
 }
 
 TEST_CASE("malformed schedules are refused", "[swapper][simulate]") {
