@@ -7,24 +7,21 @@
 namespace memtool::swapper::detail {
 
 void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint64_t budget, std::size_t keys,
-                         std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs, std::uint32_t leave_early_ops,
+                         std::span<const std::pair<std::uint32_t, std::uint32_t>> late_outs,
+                         std::span<const std::uint64_t> alloc_at_start, std::uint32_t leave_early_ops,
                          LinkEngines& engines) {
   iteration_ = &iteration;
   link_ = &engines;
   budget_ = budget;
   leave_early_ = leave_early_ops;
-  const std::size_t n = iteration.ops.size();
-  allocated_.assign(n + 1, 0);
-  for (const Buffer& b : iteration.buffers) {
-    if (!b.persistent) allocated_[b.alloc_before_op + 1] += b.size;
-  }
-  for (std::size_t k = 0; k < n; ++k) allocated_[k + 1] += allocated_[k];
+  allocated_.assign(alloc_at_start.size() + 1, 0);
+  for (std::size_t k = 0; k < alloc_at_start.size(); ++k) allocated_[k + 1] = allocated_[k] + alloc_at_start[k];
   net_.reset(iteration, link);
   state_.assign(keys, kNone);
   bytes_.assign(keys, 0);
   buffer_.assign(keys, 0);
   out_copy_.assign(keys, -1);
-  late_outs_ = std::move(late_outs);
+  late_outs_.assign(late_outs.begin(), late_outs.end());
   std::sort(late_outs_.begin(), late_outs_.end());
   held_out_.assign(iteration.buffers.size(), 0);
   rule_of_.assign(iteration.buffers.size(), -1);

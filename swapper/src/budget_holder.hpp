@@ -34,9 +34,10 @@ class BudgetHolder {
   // `leave_early_ops`: with no schedule the rule also makes room at each op for what the next
   // that many ops of the iteration allocate, sending out buffers not needed within them, without
   // waiting (0: not).
+  // `alloc_at_start`: the bytes allocated before each op (the simulator's static memory).
   void reset(const Iteration& iteration, const Link& link, std::uint64_t budget, std::size_t keys,
-             std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs, std::uint32_t leave_early_ops,
-             LinkEngines& engines);
+             std::span<const std::pair<std::uint32_t, std::uint32_t>> late_outs,
+             std::span<const std::uint64_t> alloc_at_start, std::uint32_t leave_early_ops, LinkEngines& engines);
 
   // A schedule instance's copy-out was enqueued, or its swap-in is being issued.
   void scheduled_out(std::uint32_t key, std::uint32_t buffer, std::uint64_t bytes, std::int32_t copy);

@@ -120,9 +120,10 @@ void adopt_rule_swaps(OursContext& context, State& state) {
   }
 }
 
-}  // namespace
-
-namespace {
+// Runners-up in the order the process times them: least simulated stall first, then lowest peak.
+bool least_stall_first(const Simulation& x, const Simulation& y) {
+  return x.stall_ns != y.stall_ns ? x.stall_ns < y.stall_ns : x.peak_bytes < y.peak_bytes;
+}
 
 PlanResult plan_once(const PlanInput& input, bool hold_budget) {
   OursContext context(input, hold_budget);
@@ -228,11 +229,8 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget) {
   result.simulation.curve.clear();
   result.budget_met = input.budget_bytes == 0 || result.simulation.peak_bytes <= input.budget_bytes;
   result.simulations = context.simulations();
-  std::stable_sort(paper_at_budget.begin(), paper_at_budget.end(), [](const State& a, const State& b) {
-    const Simulation& x = a.simulation;
-    const Simulation& y = b.simulation;
-    return x.stall_ns != y.stall_ns ? x.stall_ns < y.stall_ns : x.peak_bytes < y.peak_bytes;
-  });
+  std::stable_sort(paper_at_budget.begin(), paper_at_budget.end(),
+                   [](const State& a, const State& b) { return least_stall_first(a.simulation, b.simulation); });
   for (State& s : paper_at_budget) {
     if (s.schedule.swaps == result.schedule.swaps) continue;
     s.simulation.curve.clear();
@@ -268,9 +266,7 @@ PlanResult plan_ours(const PlanInput& input) {
   result.alternatives.push_back({std::move(waits.schedule), std::move(simulation), waits.construction + " (planned waits)"});
   std::stable_sort(result.alternatives.begin(), result.alternatives.end(),
                    [](const PlanResult::Alternative& a, const PlanResult::Alternative& b) {
-                     const Simulation& x = a.simulation;
-                     const Simulation& y = b.simulation;
-                     return x.stall_ns != y.stall_ns ? x.stall_ns < y.stall_ns : x.peak_bytes < y.peak_bytes;
+                     return least_stall_first(a.simulation, b.simulation);
                    });
   return result;
 }

@@ -57,9 +57,14 @@ void OursContext::rescore(State& state, std::uint64_t target) const {
     if (bytes <= target || end <= begin) continue;
     const std::uint64_t excess = bytes - target;
     while (op < n && state.start[op] + duration(op) <= begin) ++op;
-    double busy = holds_budget() ? end - begin : 0.0;
-    for (std::size_t i = op; i < n && state.start[i] < end && !holds_budget(); ++i) {
-      busy += std::max(0.0, std::min(end, state.start[i] + duration(i)) - std::max(begin, state.start[i]));
+    // Holding the budget, ops wait at high occupancy only while the budget is missed: that
+    // time counts too, or the greedy would see nothing left to remove there.
+    double busy = end - begin;
+    if (!holds_budget()) {
+      busy = 0;
+      for (std::size_t i = op; i < n && state.start[i] < end; ++i) {
+        busy += std::max(0.0, std::min(end, state.start[i] + duration(i)) - std::max(begin, state.start[i]));
+      }
     }
     state.excess += static_cast<double>(excess) * busy;
     if (!state.over.empty() && state.over.back().end == begin) {

@@ -24,6 +24,7 @@ struct Simulator::Scratch {
   // schedule instances whose swap-ins an op issues, and the executor's bookkeeping.
   std::vector<std::uint64_t> static_at_start;
   std::vector<std::uint32_t> ins_here;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs;  // (buffer, op) of copy-outs after a later op
   detail::BudgetHolder holder;
   std::vector<double> start, end;  // per unrolled op of all simulated iterations
   std::vector<std::int32_t> out_copy, in_copy;  // [swap * iterations + instance], -1: not issued
@@ -110,11 +111,13 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   }
 
   const std::uint64_t hold = options.hold_budget_bytes;
-  w.static_at_start.resize(n);
-  for (std::size_t i = 0, level = initial; i < n; ++i) {
-    level += w.alloc_at_start[i];
-    w.static_at_start[i] = level;
-    level -= w.free_at_end[i];
+  if (hold != 0) {
+    w.static_at_start.resize(n);
+    for (std::size_t i = 0, level = initial; i < n; ++i) {
+      level += w.alloc_at_start[i];
+      w.static_at_start[i] = level;
+      level -= w.free_at_end[i];
+    }
   }
   const auto size_of = [&](std::uint32_t s) { return iteration.buffers[plan[s].gap.buffer].size; };
   const std::size_t total = n * rounds;
@@ -125,13 +128,13 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   w.link.reset(link.d2h_bytes_per_ns, link.h2d_bytes_per_ns, static_cast<double>(link.d2h_latency_ns),
                static_cast<double>(link.h2d_latency_ns), link.duplex_factor);
   if (hold != 0) {
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs;
+    w.late_outs.clear();
     for (const Swap& swap : plan) {
       if (swap.out_after_op != swap.gap.from_op) {
-        late_outs.emplace_back(swap.gap.buffer, static_cast<std::uint32_t>(swap.out_after_op % n));
+        w.late_outs.emplace_back(swap.gap.buffer, static_cast<std::uint32_t>(swap.out_after_op % n));
       }
     }
-    w.holder.reset(iteration, link, hold, swaps * rounds, std::move(late_outs),
+    w.holder.reset(iteration, link, hold, swaps * rounds, w.late_outs, w.alloc_at_start,
                    swaps == 0 ? options.rule_lookahead_ops : 0, w.link);
   }
 
