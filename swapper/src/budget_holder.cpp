@@ -26,11 +26,38 @@ void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint
   held_out_.assign(iteration.buffers.size(), 0);
   rule_of_.assign(iteration.buffers.size(), -1);
   touched_.assign(iteration.buffers.size(), 0);
+  // Before op 0: the persistent candidates and those that cross from the iteration before.
+  live_.clear();
+  live_at_.assign(iteration.buffers.size(), kNotLive);
+  for (const std::uint32_t b : net_.persistent()) add_live(b);
+  for (std::size_t i = 0; i < iteration.ops.size(); ++i) {
+    for (const std::uint32_t b : net_.born_at(i)) {
+      if (iteration.buffers[b].crosses_iteration()) add_live(b);
+    }
+  }
   rule_.clear();
   due_.clear();
   pending_.clear();
   next_pending_ = 0;
   away_bytes_ = leaving_bytes_ = 0;
+}
+
+void BudgetHolder::add_live(std::uint32_t b) {
+  live_at_[b] = static_cast<std::uint32_t>(live_.size());
+  live_.push_back(b);
+}
+
+void BudgetHolder::advance_live(std::uint64_t u, std::size_t i) {
+  if (u > 0) {
+    for (const std::uint32_t b : net_.dies_after(i == 0 ? iteration_->ops.size() - 1 : i - 1)) {
+      const std::uint32_t at = live_at_[b];
+      live_at_[live_.back()] = at;
+      live_[at] = live_.back();
+      live_.pop_back();
+      live_at_[b] = kNotLive;
+    }
+  }
+  for (const std::uint32_t b : net_.born_at(i)) add_live(b);
 }
 
 void BudgetHolder::scheduled_out(std::uint32_t key, std::uint32_t buffer, std::uint64_t bytes, std::int32_t copy) {
@@ -105,17 +132,19 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
   const std::span<const std::uint32_t> touched = net_.accessed_by(i);
   for (const std::uint32_t b : touched) touched_[b] = 1;
   victims_.clear();
-  for (std::uint32_t b = 0; b < iteration_->buffers.size(); ++b) {
-    const Buffer& buffer = iteration_->buffers[b];
-    if (!buffer.swappable || buffer.size == 0 || touched_[b] || rule_of_[b] >= 0 || held_out_[b] != 0) continue;
+  for (const std::uint32_t b : live_) {
+    if (touched_[b] || rule_of_[b] >= 0 || held_out_[b] != 0) continue;
     const std::uint64_t next = net_.next_access(b, u);
     if (next == kNoAccess || next <= needed_by || late_out_before(b, u, next)) continue;
     victims_.emplace_back(next, b);
   }
   for (const std::uint32_t b : touched) touched_[b] = 0;
-  std::sort(victims_.begin(), victims_.end(), std::greater<>());  // farthest next access first
-  for (const auto& [next, b] : victims_) {
-    if (resident() + extra <= budget_ + leaving_bytes_) break;  // fits once the copies under way are done
+  std::make_heap(victims_.begin(), victims_.end());  // farthest next access on top
+  // Until the op fits once the copies under way are done.
+  while (!victims_.empty() && resident() + extra > budget_ + leaving_bytes_) {
+    std::pop_heap(victims_.begin(), victims_.end());
+    const auto [next, b] = victims_.back();
+    victims_.pop_back();
     const std::uint64_t size = iteration_->buffers[b].size;
     Copy copy;
     copy.bytes = static_cast<double>(size);
@@ -145,6 +174,7 @@ void BudgetHolder::issue_rule_in(std::uint32_t index, std::uint64_t u, double wh
 
 double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t level, std::span<const std::uint32_t> ins,
                                double ready) {
+  advance_live(u, i);
   link_->advance_to(ready);
   collect();
   level_ = level;

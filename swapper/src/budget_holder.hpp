@@ -84,6 +84,9 @@ class BudgetHolder {
   // Sends out buffers by the rule, farthest next access first and none needed by `needed_by`
   // (unrolled), until the op and `extra` more bytes would fit once their copies are done.
   void evict(std::uint64_t u, std::size_t i, double when, std::uint64_t needed_by, std::uint64_t extra);
+  // Brings the live candidates up to unrolled op u (index i): ops are visited in order.
+  void advance_live(std::uint64_t u, std::size_t i);
+  void add_live(std::uint32_t b);
   [[nodiscard]] bool late_out_before(std::uint32_t buffer, std::uint64_t u, std::uint64_t next) const;
 
   const Iteration* iteration_ = nullptr;
@@ -110,6 +113,9 @@ class BudgetHolder {
   std::span<const std::uint32_t> ins_;
   std::vector<std::uint32_t> rule_ins_;  // on demand
   std::vector<std::uint32_t> deferred_;  // scratch: due ahead, no room yet
+  std::vector<std::uint32_t> live_;      // the rule's candidates live at the current op
+  std::vector<std::uint32_t> live_at_;   // per buffer: its index in live_, or kNotLive
+  static constexpr std::uint32_t kNotLive = ~std::uint32_t{0};
   std::vector<std::uint8_t> touched_;  // scratch: buffers the current op accesses
   std::vector<std::pair<std::uint64_t, std::uint32_t>> victims_;  // scratch: (next access, buffer)
 };

@@ -6,6 +6,18 @@
 namespace memtool::swapper::detail {
 namespace {
 constexpr double kLeadMargin = 2.0;  // the lead the rule's learning settles at, about (lstm replay)
+
+// CSR lists keyed by op (0..n-1): `each(emit)` calls emit(op, item) for every item, the same way
+// each time it is called.
+template <typename Each>
+void group(std::size_t n, std::vector<std::uint32_t>& begin, std::vector<std::uint32_t>& items, Each each) {
+  begin.assign(n + 1, 0);
+  each([&](std::uint32_t op, std::uint32_t) { ++begin[op + 1]; });
+  for (std::size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
+  items.resize(begin[n]);
+  std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
+  each([&](std::uint32_t op, std::uint32_t item) { items[fill[op]++] = item; });
+}
 }  // namespace
 
 void SafetyNet::reset(const Iteration& iteration, const Link& link) {
@@ -13,16 +25,27 @@ void SafetyNet::reset(const Iteration& iteration, const Link& link) {
   n_ = iteration.ops.size();
   h2d_bytes_per_ns_ = link.h2d_bytes_per_ns;
   h2d_latency_ns_ = static_cast<double>(link.h2d_latency_ns);
-  begin_.assign(n_ + 1, 0);
-  for (const Buffer& b : iteration.buffers) {
-    for (const Access& a : b.accesses) ++begin_[a.op + 1];
-  }
-  for (std::size_t i = 0; i < n_; ++i) begin_[i + 1] += begin_[i];
-  items_.resize(begin_[n_]);
-  std::vector<std::uint32_t> fill(begin_.begin(), begin_.end() - 1);
+  group(n_, begin_, items_, [&](auto&& emit) {
+    for (std::uint32_t b = 0; b < iteration.buffers.size(); ++b) {
+      for (const Access& a : iteration.buffers[b].accesses) emit(a.op, b);
+    }
+  });
+  // The rule's candidates by the op that allocates them and the op after which they are freed.
+  persistent_.clear();
   for (std::uint32_t b = 0; b < iteration.buffers.size(); ++b) {
-    for (const Access& a : iteration.buffers[b].accesses) items_[fill[a.op]++] = b;
+    const Buffer& buffer = iteration.buffers[b];
+    if (buffer.persistent && buffer.swappable && buffer.size != 0) persistent_.push_back(b);
   }
+  const auto candidates = [&](auto key) {
+    return [&iteration, key](auto&& emit) {
+      for (std::uint32_t b = 0; b < iteration.buffers.size(); ++b) {
+        const Buffer& buffer = iteration.buffers[b];
+        if (buffer.swappable && buffer.size != 0 && !buffer.persistent) emit(key(buffer), b);
+      }
+    };
+  };
+  group(n_, born_begin_, born_, candidates([](const Buffer& b) { return b.alloc_before_op; }));
+  group(n_, dies_begin_, dies_, candidates([](const Buffer& b) { return b.free_after_op; }));
   prefix_.assign(n_ + 1, 0.0);
   for (std::size_t i = 0; i < n_; ++i) prefix_[i + 1] = prefix_[i] + static_cast<double>(iteration.ops[i].duration_ns);
 }
