@@ -251,11 +251,12 @@ std::pair<std::uint32_t, std::uint64_t> BudgetHolder::rule_outs(double t0, doubl
   return out;
 }
 
-void BudgetHolder::evictions(std::uint64_t first, std::vector<RuleEviction>& out) const {
+void BudgetHolder::evictions(std::uint64_t first, double t0, std::vector<RuleEviction>& out) const {
   const std::uint64_t n = iteration_->ops.size();
+  const std::vector<Copy>& copies = link_->copies();
   for (const RuleSwap& r : rule_) {
     if (r.out_before < first || r.out_before >= first + n || r.in < 0) continue;
-    out.push_back({r.buffer, r.out_before - first, r.in_at - first});
+    out.push_back({r.buffer, r.out_before - first, r.in_at - first, copies[r.out].end_ns - t0, copies[r.in].start_ns - t0});
   }
 }
 

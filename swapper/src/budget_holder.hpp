@@ -59,8 +59,8 @@ class BudgetHolder {
   // The rule's copy-outs that started in [t0, t1): how many, and their bytes.
   [[nodiscard]] std::pair<std::uint32_t, std::uint64_t> rule_outs(double t0, double t1) const;
   // The rule's swaps sent out in unrolled ops [first, first + n) and back in by the end, with
-  // positions from `first` (Simulation::rule_evictions).
-  void evictions(std::uint64_t first, std::vector<RuleEviction>& out) const;
+  // positions from `first` and times from `t0` (Simulation::rule_evictions).
+  void evictions(std::uint64_t first, double t0, std::vector<RuleEviction>& out) const;
 
  private:
   enum State : std::uint8_t { kNone, kOut, kAway, kBack };

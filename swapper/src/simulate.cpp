@@ -254,7 +254,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   if (hold != 0) {
     w.holder.memory_events(w.swap_events);
     std::tie(out.rule_swaps, out.rule_bytes_out) = w.holder.rule_outs(t0, t1);
-    w.holder.evictions(first - n, out.rule_evictions);
+    w.holder.evictions(first - n, t0, out.rule_evictions);
   }
   std::sort(w.swap_events.begin(), w.swap_events.end());  // by time, releases (negative) first
 

@@ -84,6 +84,12 @@ std::vector<Residency> residencies(const Iteration& iteration, const Schedule& s
     const double length = t.in_start_ns - t.out_end_ns;
     if (length > eps) away[schedule.swaps[s].gap.buffer].push_back({t.out_end_ns, length});
   }
+  // Holding a budget, the executor's rule sends out more than the schedule: one steady
+  // iteration's worth, taken as periodic like the rest.
+  for (const RuleEviction& e : simulation.rule_evictions) {
+    const double length = e.in_start_ns - e.out_end_ns;
+    if (length > eps) away[e.buffer].push_back({e.out_end_ns, length});
+  }
 
   std::vector<Residency> out;
   for (std::uint32_t b = 0; b < iteration.buffers.size(); ++b) {

@@ -173,6 +173,34 @@ TEST_CASE("swap pool: a persistent buffer away across the iteration end lends it
   CHECK(padded.pool_bytes == 512);
 }
 
+TEST_CASE("swap pool: held to a budget, the rule's swaps split residencies too", "[swapper][pool]") {
+  // 4 ops of 1000 ns, no schedule, budget 2000. B: 2000 B used by ops 0 and 3; C: 1500 B over ops
+  // 1-2. The executor's rule sends B out for op 1 (copy-out [1000, 3000), op 1 waits) and brings
+  // it back on demand for op 3 ([5000, 7000)): an 8000 ns iteration where C lives in B's hole.
+  ms::Iteration it = ops_of(4, 1000);
+  const std::uint32_t b = add_buffer(it, 2000, 0, 3, {0, 3});
+  add_buffer(it, 1500, 1, 2, {1, 2});
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = 2000;
+  const ms::Schedule none;
+  const ms::Simulation sim = ms::simulate(it, none, simple_link(), held);
+  REQUIRE(sim.time_ns == Approx(8000));
+  REQUIRE(sim.rule_evictions.size() == 1);
+  CHECK(sim.rule_evictions[0].in_start_ns - sim.rule_evictions[0].out_end_ns == Approx(2000));
+  CHECK(sim.peak_bytes == 2000);
+  const ms::SwapPool pool = ms::plan_swap_pool(it, none, sim, exact());
+  REQUIRE(pool.residencies.size() == 3);  // B before its copy-out and after its copy-in; C
+  CHECK(pool.residencies[0].buffer == b);
+  CHECK(pool.residencies[0].begin_ns == Approx(0));
+  CHECK(pool.residencies[0].end_ns == Approx(3000));
+  CHECK(pool.residencies[1].begin_ns == Approx(5000));
+  CHECK(pool.residencies[1].end_ns == Approx(8000));
+  CHECK(pool.lower_bound_bytes == 2000);  // B throughout (3500) without the rule's swap
+  CHECK(pool.pool_bytes == 2000);
+  CHECK(pool.pool_bytes_same_address == 2000);
+  check_valid(it, pool);
+}
+
 TEST_CASE("swap pool: a simulation of another schedule or an unknown planner is refused", "[swapper][pool]") {
   ms::Iteration it = ops_of(6, 100);
   const std::uint32_t p = add_persistent(it, 100, {2});

@@ -78,6 +78,10 @@ struct RuleEviction {
   std::uint32_t buffer = 0;
   std::uint64_t out_before_op = 0;  // sent out before this op was issued (after the one before it)
   std::uint64_t in_at_op = 0;       // its swap-in issued with this op
+  // Its bytes away: from its copy-out's end to its copy-in's start, from the measured
+  // iteration's start (negative: this is the iteration before it).
+  double out_end_ns = 0;
+  double in_start_ns = 0;
 };
 
 struct Simulation {

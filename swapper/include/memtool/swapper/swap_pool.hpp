@@ -1,7 +1,8 @@
 // Re-planning the pool for a swap schedule (the paper's SwapPool): the simulator's peak counts
 // live bytes; a real pool must also place them. A swapped buffer's lifetime splits into
 // residencies (stretches on the device with no copy in between); this packs them into one pool
-// with the planner and says what that costs over the live bytes.
+// with the planner and says what that costs over the live bytes. A simulation that held a
+// budget (SimulateOptions::hold_budget_bytes) also splits them at the executor's rule's swaps.
 //
 // Time is the simulator's measured iteration, taken as periodic with its length T (the steady
 // state the simulator measures): a residency runs from the start of the op its buffer is
