@@ -29,12 +29,7 @@ void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint
   // Before op 0: the persistent candidates and those that cross from the iteration before.
   live_.clear();
   live_at_.assign(iteration.buffers.size(), kNotLive);
-  for (const std::uint32_t b : net_.persistent()) add_live(b);
-  for (std::size_t i = 0; i < iteration.ops.size(); ++i) {
-    for (const std::uint32_t b : net_.born_at(i)) {
-      if (iteration.buffers[b].crosses_iteration()) add_live(b);
-    }
-  }
+  for (const std::uint32_t b : net_.live_at_start()) add_live(b);
   rule_.clear();
   due_.clear();
   pending_.clear();

@@ -30,22 +30,24 @@ void SafetyNet::reset(const Iteration& iteration, const Link& link) {
       for (const Access& a : iteration.buffers[b].accesses) emit(a.op, b);
     }
   });
-  // The rule's candidates by the op that allocates them and the op after which they are freed.
-  persistent_.clear();
+  // The rule's candidates: live before op 0 (persistent, or crossing from the iteration before),
+  // and by the op that allocates them and the op after which they are freed (not persistent).
+  const auto candidate = [](const Buffer& b) { return b.swappable && b.size != 0; };
+  live_at_start_.clear();
   for (std::uint32_t b = 0; b < iteration.buffers.size(); ++b) {
     const Buffer& buffer = iteration.buffers[b];
-    if (buffer.persistent && buffer.swappable && buffer.size != 0) persistent_.push_back(b);
+    if (candidate(buffer) && (buffer.persistent || buffer.crosses_iteration())) live_at_start_.push_back(b);
   }
-  const auto candidates = [&](auto key) {
-    return [&iteration, key](auto&& emit) {
+  const auto transient = [&](auto key) {
+    return [&iteration, &candidate, key](auto&& emit) {
       for (std::uint32_t b = 0; b < iteration.buffers.size(); ++b) {
         const Buffer& buffer = iteration.buffers[b];
-        if (buffer.swappable && buffer.size != 0 && !buffer.persistent) emit(key(buffer), b);
+        if (candidate(buffer) && !buffer.persistent) emit(key(buffer), b);
       }
     };
   };
-  group(n_, born_begin_, born_, candidates([](const Buffer& b) { return b.alloc_before_op; }));
-  group(n_, dies_begin_, dies_, candidates([](const Buffer& b) { return b.free_after_op; }));
+  group(n_, born_begin_, born_, transient([](const Buffer& b) { return b.alloc_before_op; }));
+  group(n_, dies_begin_, dies_, transient([](const Buffer& b) { return b.free_after_op; }));
   prefix_.assign(n_ + 1, 0.0);
   for (std::size_t i = 0; i < n_; ++i) prefix_[i + 1] = prefix_[i] + static_cast<double>(iteration.ops[i].duration_ns);
 }

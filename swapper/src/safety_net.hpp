@@ -25,14 +25,15 @@ class SafetyNet {
     return {items_.data() + begin_[op], begin_[op + 1] - begin_[op]};
   }
   // The rule's candidates (swappable, not empty, not persistent) allocated before op `op`, and
-  // those freed after it; the persistent ones, live throughout.
+  // those freed after it; the candidates live before op 0 (persistent, or crossing from the
+  // iteration before).
   [[nodiscard]] std::span<const std::uint32_t> born_at(std::size_t op) const {
     return {born_.data() + born_begin_[op], born_begin_[op + 1] - born_begin_[op]};
   }
   [[nodiscard]] std::span<const std::uint32_t> dies_after(std::size_t op) const {
     return {dies_.data() + dies_begin_[op], dies_begin_[op + 1] - dies_begin_[op]};
   }
-  [[nodiscard]] std::span<const std::uint32_t> persistent() const { return persistent_; }
+  [[nodiscard]] std::span<const std::uint32_t> live_at_start() const { return live_at_start_; }
   // The next access of buffer b after unrolled op u (round * n + op), unrolled; kNoAccess when
   // it has none before it is freed (or it is not live at u).
   [[nodiscard]] std::uint64_t next_access(std::uint32_t b, std::uint64_t u) const;
@@ -51,7 +52,7 @@ class SafetyNet {
   double h2d_latency_ns_ = 0;
   std::vector<std::uint32_t> begin_, items_;  // per op: the buffers it accesses (CSR)
   std::vector<std::uint32_t> born_begin_, born_, dies_begin_, dies_;  // per op: candidates allocated, freed (CSR)
-  std::vector<std::uint32_t> persistent_;                              // persistent candidates
+  std::vector<std::uint32_t> live_at_start_;                           // candidates live before op 0
   std::vector<double> prefix_;                // base start time of each op, and the period at n
 };
 
