@@ -27,9 +27,10 @@ void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint
   rule_of_.assign(iteration.buffers.size(), -1);
   touched_.assign(iteration.buffers.size(), 0);
   // Before op 0: the persistent candidates and those that cross from the iteration before.
-  live_.clear();
-  live_at_.assign(iteration.buffers.size(), kNotLive);
-  for (const std::uint32_t b : net_.live_at_start()) add_live(b);
+  live_.assign(iteration.buffers.size(), 0);
+  for (const std::uint32_t b : net_.live_at_start()) live_[b] = 1;
+  next_.assign(iteration.buffers.size(), kNoAccess);
+  farthest_.clear();
   rule_.clear();
   due_.clear();
   pending_.clear();
@@ -37,22 +38,30 @@ void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint
   away_bytes_ = leaving_bytes_ = 0;
 }
 
-void BudgetHolder::add_live(std::uint32_t b) {
-  live_at_[b] = static_cast<std::uint32_t>(live_.size());
-  live_.push_back(b);
+void BudgetHolder::rekey(std::uint32_t b, std::uint64_t u) {
+  const std::uint64_t next = net_.next_access(b, u);
+  if (next == next_[b]) return;
+  next_[b] = next;
+  if (next == kNoAccess) return;
+  farthest_.emplace_back(next, b);
+  std::push_heap(farthest_.begin(), farthest_.end());
 }
 
 void BudgetHolder::advance_live(std::uint64_t u, std::size_t i) {
-  if (u > 0) {
+  if (u == 0) {
+    for (const std::uint32_t b : net_.live_at_start()) rekey(b, u);
+  } else {
     for (const std::uint32_t b : net_.dies_after(i == 0 ? iteration_->ops.size() - 1 : i - 1)) {
-      const std::uint32_t at = live_at_[b];
-      live_at_[live_.back()] = at;
-      live_[at] = live_.back();
-      live_.pop_back();
-      live_at_[b] = kNotLive;
+      live_[b] = 0;
+      next_[b] = kNoAccess;
     }
   }
-  for (const std::uint32_t b : net_.born_at(i)) add_live(b);
+  for (const std::uint32_t b : net_.born_at(i)) live_[b] = 1;
+  for (const std::uint32_t b : net_.born_at(i)) rekey(b, u);
+  // A candidate's next access changes only where it is accessed.
+  for (const std::uint32_t b : net_.accessed_by(i)) {
+    if (live_[b]) rekey(b, u);
+  }
 }
 
 void BudgetHolder::scheduled_out(std::uint32_t key, std::uint32_t buffer, std::uint64_t bytes, std::int32_t copy) {
@@ -73,7 +82,12 @@ void BudgetHolder::on_in(State& state, std::uint64_t bytes) {
 
 void BudgetHolder::scheduled_in(std::uint32_t key) {
   on_in(state_[key], bytes_[key]);
-  --held_out_[buffer_[key]];
+  const std::uint32_t b = buffer_[key];
+  // A candidate of the rule's again (its entry was dropped while it was out).
+  if (--held_out_[b] == 0 && live_[b] && next_[b] != kNoAccess) {
+    farthest_.emplace_back(next_[b], b);
+    std::push_heap(farthest_.begin(), farthest_.end());
+  }
 }
 
 void BudgetHolder::collect() {
@@ -110,6 +124,11 @@ double BudgetHolder::wait_for_room(double issue) {
   return issue;
 }
 
+std::uint64_t BudgetHolder::upcoming(std::size_t i, std::uint64_t ops) const {
+  const std::size_t last = static_cast<std::size_t>(std::min<std::uint64_t>(iteration_->ops.size() - 1, i + ops));
+  return allocated_[last + 1] - allocated_[i + 1];
+}
+
 bool BudgetHolder::late_out_before(std::uint32_t buffer, std::uint64_t u, std::uint64_t next) const {
   const std::size_t n = iteration_->ops.size();
   auto it = std::lower_bound(late_outs_.begin(), late_outs_.end(), std::make_pair(buffer, std::uint32_t{0}));
@@ -126,20 +145,21 @@ bool BudgetHolder::late_out_before(std::uint32_t buffer, std::uint64_t u, std::u
 void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint64_t needed_by, std::uint64_t extra) {
   const std::span<const std::uint32_t> touched = net_.accessed_by(i);
   for (const std::uint32_t b : touched) touched_[b] = 1;
-  victims_.clear();
-  for (const std::uint32_t b : live_) {
-    if (touched_[b] || rule_of_[b] >= 0 || held_out_[b] != 0) continue;
-    const std::uint64_t next = net_.next_access(b, u);
-    if (next == kNoAccess || next <= needed_by || late_out_before(b, u, next)) continue;
-    victims_.emplace_back(next, b);
-  }
-  for (const std::uint32_t b : touched) touched_[b] = 0;
-  std::make_heap(victims_.begin(), victims_.end());  // farthest next access on top
-  // Until the op fits once the copies under way are done.
-  while (!victims_.empty() && resident() + extra > budget_ + leaving_bytes_) {
-    std::pop_heap(victims_.begin(), victims_.end());
-    const auto [next, b] = victims_.back();
-    victims_.pop_back();
+  // Until the op fits once the copies under way are done; entries whose buffer died or was
+  // accessed since are dropped (an access pushed its new one).
+  while (!farthest_.empty() && farthest_.front().first > needed_by &&
+         resident() + extra > budget_ + leaving_bytes_) {
+    std::pop_heap(farthest_.begin(), farthest_.end());
+    const auto [next, b] = farthest_.back();
+    farthest_.pop_back();
+    if (!live_[b] || next_[b] != next) continue;
+    // The op's own (one it brings back included) and one the schedule sends out before its next
+    // access stay candidates; one out is pushed again when it is back.
+    if (touched_[b] || late_out_before(b, u, next)) {
+      kept_.emplace_back(next, b);
+      continue;
+    }
+    if (rule_of_[b] >= 0 || held_out_[b] != 0) continue;
     const std::uint64_t size = iteration_->buffers[b].size;
     Copy copy;
     copy.bytes = static_cast<double>(size);
@@ -153,6 +173,12 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
     due_.emplace_back(net_.issue_for(b, u, next), index);
     std::push_heap(due_.begin(), due_.end(), std::greater<>());
   }
+  for (const auto& entry : kept_) {
+    farthest_.push_back(entry);
+    std::push_heap(farthest_.begin(), farthest_.end());
+  }
+  kept_.clear();
+  for (const std::uint32_t b : touched) touched_[b] = 0;
 }
 
 void BudgetHolder::issue_rule_in(std::uint32_t index, std::uint64_t u, double when) {
@@ -187,15 +213,23 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   }
   for (const std::uint32_t index : rule_ins_) issue_rule_in(index, u, issue);
   rule_ins_.clear();
-  // Those due ahead of their access come back only if they fit now; else at the next op.
+  // Those due ahead of their access come back if they fit now with what the ops up to that
+  // access allocate; room is made for them from buffers needed after it, without waiting for
+  // those copies (Belady both ways, as the executor's prefetch). Else at the next op.
   while (!due_.empty() && due_.front().first <= u) {
     const std::uint32_t index = due_.front().second;
     std::pop_heap(due_.begin(), due_.end(), std::greater<>());
     due_.pop_back();
     RuleSwap& r = rule_[index];
     if (r.in >= 0) continue;
-    const std::uint64_t size = iteration_->buffers[r.buffer].size;
-    if (r.state != kAway || resident() + size <= budget_) {
+    if (r.state != kAway) {  // its bytes never left
+      issue_rule_in(index, u, issue);
+      continue;
+    }
+    const std::uint64_t next = net_.next_access(r.buffer, u);
+    const std::uint64_t needs = iteration_->buffers[r.buffer].size + (next == kNoAccess ? 0 : upcoming(i, next - u));
+    if (resident() + needs > budget_ + leaving_bytes_) evict(u, i, issue, next, needs);
+    if (resident() + needs <= budget_) {
       issue_rule_in(index, u, issue);
     } else {
       deferred_.push_back(index);
@@ -208,10 +242,8 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   deferred_.clear();
   ins_ = {};
   if (leave_early_ != 0) {
-    // What the next ops of this iteration allocate (the executor looks no further).
-    const std::size_t last = std::min(iteration_->ops.size() - 1, i + leave_early_);
-    const std::uint64_t upcoming = allocated_[last + 1] - allocated_[i + 1];
-    if (resident() + upcoming > budget_ + leaving_bytes_) evict(u, i, issue, u + leave_early_, upcoming);
+    const std::uint64_t ahead = upcoming(i, leave_early_);
+    if (resident() + ahead > budget_ + leaving_bytes_) evict(u, i, issue, u + leave_early_, ahead);
   }
   return issue;
 }

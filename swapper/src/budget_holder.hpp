@@ -8,8 +8,10 @@
 // resident buffers the op does not touch, farthest next access first, until it would, and those
 // copies are waited for too. The rule's swap-ins are issued ahead of their next access, or by
 // the op that touches the buffer (on demand), which waits for them; one due ahead comes back
-// only if it fits then (its copy-out ended, the op's memory with it within the budget), and is
-// tried again at the next op otherwise. With no schedule the rule also leaves early: after each
+// only if it fits then (its copy-out ended, the op's memory, it and what the ops up to its access
+// allocate within the budget), and is tried again at the next op otherwise; room is made for it
+// from buffers needed after its access, whose copies it does not wait for (the executor's
+// prefetch). With no schedule the rule also leaves early: after each
 // op is issued it makes room for what the next few ops allocate, as the executor does then. A
 // swap-in's bytes count from its issue, as the executor maps them then.
 #pragma once
@@ -79,14 +81,18 @@ class BudgetHolder {
   void issue_rule_in(std::uint32_t index, std::uint64_t u, double when);
   // The op's resident bytes once its allocations are made and its swap-ins issued.
   [[nodiscard]] std::uint64_t resident() const;
+  // What ops (i, i + ops] of this iteration allocate (the executor looks no further than its end).
+  [[nodiscard]] std::uint64_t upcoming(std::size_t i, std::uint64_t ops) const;
   // Waits for copy-outs under way, oldest first, until the op fits; returns when it may issue.
   double wait_for_room(double issue);
   // Sends out buffers by the rule, farthest next access first and none needed by `needed_by`
   // (unrolled), until the op and `extra` more bytes would fit once their copies are done.
   void evict(std::uint64_t u, std::size_t i, double when, std::uint64_t needed_by, std::uint64_t extra);
-  // Brings the live candidates up to unrolled op u (index i): ops are visited in order.
+  // Brings the live candidates and their next accesses up to unrolled op u (index i): ops are
+  // visited in order.
   void advance_live(std::uint64_t u, std::size_t i);
-  void add_live(std::uint32_t b);
+  // Buffer b's next access after u, and its entry in farthest_ if that changed.
+  void rekey(std::uint32_t b, std::uint64_t u);
   [[nodiscard]] bool late_out_before(std::uint32_t buffer, std::uint64_t u, std::uint64_t next) const;
 
   const Iteration* iteration_ = nullptr;
@@ -113,11 +119,14 @@ class BudgetHolder {
   std::span<const std::uint32_t> ins_;
   std::vector<std::uint32_t> rule_ins_;  // on demand
   std::vector<std::uint32_t> deferred_;  // scratch: due ahead, no room yet
-  std::vector<std::uint32_t> live_;      // the rule's candidates live at the current op
-  std::vector<std::uint32_t> live_at_;   // per buffer: its index in live_, or kNotLive
-  static constexpr std::uint32_t kNotLive = ~std::uint32_t{0};
+  std::vector<std::uint8_t> live_;        // per buffer: a rule candidate live at the current op
+  std::vector<std::uint64_t> next_;       // per live candidate: its next access (unrolled), or kNoAccess
+  // Max-heap of (next access, buffer), farthest first: the rule's victims in its order. An entry
+  // is current while its buffer is live with that next access and not out (by the rule or the
+  // schedule; one back from the schedule's is pushed again); others are dropped when they come up.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> farthest_;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> kept_;  // scratch: current, not a victim now
   std::vector<std::uint8_t> touched_;  // scratch: buffers the current op accesses
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> victims_;  // scratch: (next access, buffer)
 };
 
 }  // namespace memtool::swapper::detail

@@ -256,6 +256,36 @@ TEST_CASE("holding a budget with no schedule, the rule makes room ahead of the a
   CHECK(late.peak_bytes == 2000);
 }
 
+// The rule's swap-in due ahead makes room from buffers needed after its access, as the
+// executor's prefetch does. 10 ops of 1 us, link 4 B/ns (2000 B in 500 ns), budget 4000:
+// X (ops 0, 6), Y (ops 0, 2, 9), T (ops 1, 8, allocated before op 1), 2000 B each. Op 1 does not
+// fit: X, next used farther than Y, goes out ([1000, 1500); op 1 waits). X is due at op 5 (its
+// copy, twice over, ends by op 6) but the device is full: Y, next used at op 9, goes out as
+// op 5 is issued, and X comes back on demand at op 6 once Y's bytes have left (op 6 waits for
+// X's copy only). Without making room there, Y would go out at op 6 and op 6 would wait for
+// both copies.
+TEST_CASE("holding a budget, the rule's swap-in due ahead makes room from what is needed later",
+          "[swapper][simulate]") {
+  ms::Iteration it = ops_of(10, 1000);
+  const std::uint32_t x = add_buffer(it, 2000, 0, 9, {0, 6});
+  const std::uint32_t y = add_buffer(it, 2000, 0, 9, {0, 2, 9});
+  add_buffer(it, 2000, 1, 8, {1, 8});
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = 4000;
+  held.rule_lookahead_ops = 0;
+  const ms::Simulation sim = ms::simulate(it, {}, simple_link(4.0), held);
+  CHECK(sim.op_stall_ns[1] == 500);
+  CHECK(sim.op_stall_ns[5] == 0);
+  CHECK(sim.op_stall_ns[6] == 500);
+  CHECK(sim.peak_bytes == 4000);
+  REQUIRE(sim.rule_evictions.size() == 2);
+  CHECK(sim.rule_evictions[0].buffer == x);
+  CHECK(sim.rule_evictions[0].out_before_op == 1);
+  CHECK(sim.rule_evictions[0].in_at_op == 6);
+  CHECK(sim.rule_evictions[1].buffer == y);
+  CHECK(sim.rule_evictions[1].out_before_op == 5);
+}
+
 TEST_CASE("malformed schedules are refused", "[swapper][simulate]") {
   const OneGap g;
   const auto refused = [&](const ms::Swap& s) {
