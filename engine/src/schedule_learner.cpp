@@ -15,8 +15,9 @@ constexpr std::uint64_t kDefaultLinkBytesPerSecond = std::uint64_t{51} << 30;  /
 }  // namespace
 
 ScheduleLearner::ScheduleLearner(Device& device, SpareTimingEvents& events, std::string policy,
-                                 std::uint64_t link_bytes_per_second)
+                                 std::uint64_t link_bytes_per_second, std::string problem_path)
     : policy_(std::move(policy)),
+      problem_path_(std::move(problem_path)),
       link_bytes_per_second_(link_bytes_per_second),
       timer_(device, events),
       meter_(device, events) {}
@@ -80,6 +81,7 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, s
     request.options.mode = swapper::ScheduleMode::stick_to_limit;
     request.items = log_.items();
     request.signature = log_.signature();
+    request.problem_path = problem_path_;
     engine::log(LogLevel::info,
         fmt::format("memtool swap: planning {} ({} work items, {} buffers, {} GPU times) for {} B; link {:.3g} GB/s "
                     "to the host, {:.3g} GB/s back, latency {:.0f} and {:.0f} us ({}: {} and {} copies timed)",

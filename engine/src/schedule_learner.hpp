@@ -23,8 +23,10 @@ namespace memtool::engine::detail {
 
 class ScheduleLearner {
  public:
-  // `policy`: the swapper strategy; `link_bytes_per_second`: MEMTOOL_SWAP_LINK (0: measured).
-  ScheduleLearner(Device& device, SpareTimingEvents& events, std::string policy, std::uint64_t link_bytes_per_second);
+  // `policy`: the swapper strategy; `link_bytes_per_second`: MEMTOOL_SWAP_LINK (0: measured);
+  // `problem_path`: MEMTOOL_SWAP_DUMP (empty: none).
+  ScheduleLearner(Device& device, SpareTimingEvents& events, std::string policy, std::uint64_t link_bytes_per_second,
+                  std::string problem_path);
   ~ScheduleLearner();
   ScheduleLearner(const ScheduleLearner&) = delete;
   ScheduleLearner& operator=(const ScheduleLearner&) = delete;
@@ -71,6 +73,7 @@ class ScheduleLearner {
   swapper::Link planning_link();
 
   const std::string policy_;
+  const std::string problem_path_;
   const std::uint64_t link_bytes_per_second_;
   IterationLog log_;
   OpTimer timer_;

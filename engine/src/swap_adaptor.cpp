@@ -87,7 +87,7 @@ class SwapAdaptor final : public Adaptor {
         options_(std::move(options)),
         copies_on_program_stream_(options_.policy == "save-on-cpu"),
         trial_on_(options_.schedule_trial && options_.policy == "ours"),
-        learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second) {
+        learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second, options_.problem_path) {
     if (options_.mode == SwapMechanism::explicit_copies) {
       mover_ = detail::make_vmm_mover(device_, spare_events_, options_.host_limit_bytes);
       if (!mover_) {

@@ -2,11 +2,41 @@
 #include "swap_schedule.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
+#include <fstream>
 
 #include <fmt/format.h>
 
+#include "memtool/swapper/problem.hpp"
+
 namespace memtool::engine::detail {
+namespace {
+
+// MEMTOOL_SWAP_DUMP: the problem as planned, whole or not at all (written aside, then renamed
+// over the last one). What happened, for the planning message.
+std::string write_problem_file(const PlanRequest& request) {
+  const std::string aside = request.problem_path + ".partial";
+  {
+    std::ofstream out(aside, std::ios::binary | std::ios::trunc);
+    if (out) swapper::write_problem(out, {request.input.iteration, request.link, request.budget_bytes});
+    if (!out || !out.flush()) {
+      std::remove(aside.c_str());
+      return fmt::format("; the problem could not be written to {} (MEMTOOL_SWAP_DUMP)", request.problem_path);
+    }
+  }
+  if (std::rename(aside.c_str(), request.problem_path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(aside.c_str());
+    return fmt::format("; the problem could not be written to {}: {} (MEMTOOL_SWAP_DUMP)", request.problem_path,
+                       std::strerror(error));
+  }
+  return fmt::format("; the problem is in {} (memtool simulate reads it)", request.problem_path);
+}
+
+}  // namespace
 
 SwapSchedule::SwapSchedule(swapper::Schedule schedule, std::vector<BufferName> names, std::uint32_t items,
                            std::vector<std::uint64_t> signature, std::uint64_t predicted_peak)
@@ -93,6 +123,7 @@ std::future<PlanReply> plan_async(PlanRequest request) {
   return std::async(std::launch::async, [request = std::move(request)]() {
     PlanReply reply;
     try {
+      const std::string dumped = request.problem_path.empty() ? std::string() : write_problem_file(request);
       swapper::PlanResult result = swapper::plan(request.input.iteration, request.link, request.budget_bytes,
                                                  request.strategy, request.options);
       const swapper::Simulation& sim = result.simulation;
@@ -111,6 +142,7 @@ std::future<PlanReply> plan_async(PlanRequest request) {
             std::move(alt.schedule), request.input.names, request.items, request.signature, alt.simulation.peak_bytes));
         up->set_label(fmt::format("{} runner-up {} ({})", request.strategy, n, alt.construction));
       }
+      reply.message += dumped;
       reply.schedule = std::make_unique<SwapSchedule>(std::move(result.schedule), request.input.names, request.items,
                                                       request.signature, sim.peak_bytes);
       reply.schedule->set_label(fmt::format("{} schedule", request.strategy));

@@ -73,6 +73,7 @@ struct PlanRequest {
   swapper::PlanOptions options;
   std::uint32_t items = 0;
   std::vector<std::uint64_t> signature;
+  std::string problem_path;  // where the problem is written first (MEMTOOL_SWAP_DUMP); empty: not
 };
 
 struct PlanReply {

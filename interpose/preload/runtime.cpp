@@ -241,6 +241,9 @@ State decide() {
   strategy_options.swap.min_bytes = options.swap_min_bytes;
   strategy_options.swap.policy = options.swap_policy;
   strategy_options.swap.link_bytes_per_second = options.swap_link;
+  if (!options.swap_dump.empty()) {
+    strategy_options.swap.problem_path = expand_path_template(options.swap_dump, static_cast<long>(getpid()), lookup);
+  }
   strategy_options.swap.mode =
       options.swap_mode == SwapMode::uvm ? engine::SwapMechanism::uvm : engine::SwapMechanism::explicit_copies;
   strategy_options.swap.host_limit_bytes = options.host_limit != 0 ? options.host_limit : half_of_host_memory();

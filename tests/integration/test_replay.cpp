@@ -201,6 +201,36 @@ void check_trial(const std::string& err, const nlohmann::json& s, bool complete)
   }
 }
 
+// MEMTOOL_SWAP_DUMP: the problem the process planned from is in `dir`, said in its log, and
+// `memtool simulate` reads it; ours' plan made again from it offline is the one the process made
+// (the same code, the same input): the same swaps, construction and predicted peak.
+void check_problem(const std::string& dir, const std::string& err, const std::string& policy) {
+  std::string path;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("problem.", 0) == 0) path = entry.path().string();
+  }
+  REQUIRE(!path.empty());
+  CHECK_THAT(err, Catch::Contains("the problem is in " + path));
+  const Outcome o = run({MEMTOOL_TOOL, "simulate", path, "--swap", policy, "--format", "json"}, {}, dir);
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  const nlohmann::json report = nlohmann::json::parse(o.out);
+  CHECK(report.at("as_executor") == true);
+  if (policy != "ours") return;
+  const std::regex planned("memtool swap: ours schedule: ([0-9]+) swaps \\(([^)]*)\\), predicted peak ([0-9]+) B");
+  std::smatch m;
+  REQUIRE(std::regex_search(err, m, planned));
+  bool found = false;
+  for (const nlohmann::json& row : report.at("results")) {
+    if (row.at("strategy") != "ours" || row.at("mode") != "stick-to-limit") continue;
+    found = true;
+    CHECK(row.at("swaps").get<std::uint64_t>() == std::stoull(m[1].str()));
+    CHECK(row.at("construction") == m[2].str());
+    CHECK(row.at("peak_bytes").get<std::uint64_t>() == std::stoull(m[3].str()));
+  }
+  CHECK(found);
+}
+
 void check_swap(const SwapCase& c) {
   const Model& m = c.model;
   const std::string dir = fresh_dir(std::string(m.name) + "_swap_" + c.mode + std::to_string(c.percent) + (c.async ? "async" : ""));
@@ -222,6 +252,7 @@ void check_swap(const SwapCase& c) {
   if (!c.policy.empty()) env["MEMTOOL_SWAP_POLICY"] = c.policy;
   if (c.policy == "ours") env["MEMTOOL_LOG"] = "info";  // the trial's verdicts
   if (c.link_gbps > 0) env["FAKECUDA_LINK_GBPS"] = std::to_string(c.link_gbps);
+  if (!c.policy.empty()) env["MEMTOOL_SWAP_DUMP"] = dir + "/swap/problem.%p";
   const Replay swapped = replay(dir + "/swap", m, steps, env);
   check_clean(swapped.outcome, c.steps);
   CHECK(swapped.outcome.out == plain.outcome.out);
@@ -242,6 +273,7 @@ void check_swap(const SwapCase& c) {
     CHECK(u(s, "swap_ins_scheduled") > 0);
     // Planned with the link its own copies were timed at, not a guess.
     CHECK(s.at("swap_link_source") == "measured");
+    check_problem(dir + "/swap", swapped.outcome.err, c.policy);
     if (c.policy == "ours") {
       check_trial(swapped.outcome.err, s, c.steps >= kTrialSteps);
     } else {

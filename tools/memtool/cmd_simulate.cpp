@@ -4,7 +4,8 @@
 // worst, how that compares with the live bytes, and which allocation it would have failed first.
 // With --budget (or --budgets), the swap what-if instead: one steady iteration under every swap
 // strategy at each budget, with the zero-stall bound (detail/simulate_swap.hpp), and with --pool
-// the pool re-planned for each schedule.
+// the pool re-planned for each schedule. A swap problem a process wrote (MEMTOOL_SWAP_DUMP) is
+// always the swap what-if, at the process's budget and link unless others are given.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -34,10 +35,11 @@ struct SimulateArgs {
   // Swap mode.
   std::string budget;
   std::string budgets;
-  std::string link = "55GB/s";
+  std::string link;  // default: a problem file's, else 55GB/s
   std::string swap;
   std::string compute = "auto";
   double max_slowdown = -1;
+  bool as_executor = false;
   bool pool = false;
   double pool_time_limit = 1.0;
 };
@@ -60,6 +62,17 @@ bool parsed(Parse&& parse) {
   }
 }
 
+// A problem file from a process (MEMTOOL_SWAP_DUMP), or the steady iteration of a trace.
+std::optional<SwapSource> swap_source_of(const SimulateArgs& args, const SimulateSwapOptions& options) {
+  try {
+    if (is_swap_problem(args.input)) return read_swap_problem(args.input);
+    return swap_source(load(args), options.input);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "memtool: error: {}: {}\n", args.input, e.what());
+    return std::nullopt;
+  }
+}
+
 int run_swap_simulation(const SimulateArgs& args) {
   SimulateSwapOptions options;
   const bool ok = parsed([&] {
@@ -67,21 +80,31 @@ int run_swap_simulation(const SimulateArgs& args) {
     if (!args.budgets.empty()) {
       for (BudgetSpec& b : parse_budgets(args.budgets)) options.budgets.push_back(std::move(b));
     }
-    const double rate = parse_rate(args.link);
-    options.link.d2h_bytes_per_ns = rate;
-    options.link.h2d_bytes_per_ns = rate;
+    if (!args.link.empty()) {
+      const double rate = parse_rate(args.link);
+      options.link.d2h_bytes_per_ns = rate;
+      options.link.h2d_bytes_per_ns = rate;
+    }
     if (!args.swap.empty()) options.strategies = parse_strategies(args.swap);
     options.input.compute = parse_compute(args.compute);
     if (args.max_slowdown >= 0) options.max_slowdown = args.max_slowdown;
     if (!(args.pool_time_limit > 0)) throw std::invalid_argument("--pool-time-limit: must be above 0 seconds");
     options.pool = args.pool;
     options.pool_time_limit_seconds = args.pool_time_limit;
+    options.as_executor = args.as_executor;
   });
   if (!ok) return 2;
-  const LoadedModel loaded = load(args);
+  std::optional<SwapSource> source = swap_source_of(args, options);
+  if (!source) return 2;
+  // A process's problem: its budget and link unless others are given, as its executor runs them.
+  if (source->budget_bytes != 0 && options.budgets.empty()) {
+    options.budgets.push_back(BudgetSpec{source->budget_bytes, 0, fmt::format("{} B (the process's)", source->budget_bytes)});
+  }
+  if (source->link && args.link.empty()) options.link = *source->link;
+  if (source->link) options.as_executor = true;
   SwapReport report;
   try {
-    report = simulate_swap(loaded, options);
+    report = simulate_swap(*source, options);
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "memtool: error: {}: {}\n", args.input, e.what());
     return 2;
@@ -92,7 +115,7 @@ int run_swap_simulation(const SimulateArgs& args) {
 }
 
 int run_simulate(const SimulateArgs& args) {
-  if (!args.budget.empty() || !args.budgets.empty()) return run_swap_simulation(args);
+  if (!args.budget.empty() || !args.budgets.empty() || is_swap_problem(args.input)) return run_swap_simulation(args);
   SimulationOptions options;
   const bool ok = parsed([&] {
     options.resources = resolve_resources(args.resources);
@@ -121,7 +144,10 @@ int run_simulate(const SimulateArgs& args) {
 
 std::function<int()> setup_simulate(CLI::App& sub) {
   auto args = std::make_shared<SimulateArgs>();
-  sub.add_option("input", args->input, "memtool trace, PyTorch snapshot (.pickle) or snapshot JSON")->required();
+  sub.add_option("input", args->input,
+                 "memtool trace, PyTorch snapshot (.pickle) or snapshot JSON; or a swap problem a process wrote "
+                 "(MEMTOOL_SWAP_DUMP): the swap what-if at its budget and link")
+      ->required();
   std::string names;
   for (const auto& r : engine::simulated_resources()) names += fmt::format("\n  {}: {}", r.name, r.description);
   sub.add_option("--resource", args->resources, "resources to replay against, comma-separated (default: all):" + names)
@@ -132,11 +158,16 @@ std::function<int()> setup_simulate(CLI::App& sub) {
   sub.add_option("--budget", args->budget,
                  "swap what-if: the device budget, bytes (K, M, G, T) or a share of the iteration's plain peak (80%)");
   sub.add_option("--budgets", args->budgets, "swap what-if at several budgets, comma-separated (90%,80%,...): the curve");
-  sub.add_option("--link", args->link, "swap: the link's bandwidth per direction, e.g. 55GB/s")->capture_default_str();
+  sub.add_option("--link", args->link,
+                 "swap: the link's bandwidth per direction, e.g. 55GB/s (default: a problem file's link, else 55GB/s)");
   sub.add_option("--swap", args->swap,
                  "swap strategies, comma-separated (default: all): ours, paper-doa, paper-aoa, paper-wdoa, paper-vote, save-on-cpu");
   sub.add_option("--compute", args->compute, "swap: kernel times from auto|gpu|host|bytes (docs/swapper.md)")->capture_default_str();
   sub.add_option("--max-slowdown", args->max_slowdown, "swap: the slowdown ours may spend to meet a budget (e.g. 0.05)");
+  sub.add_flag("--as-executor", args->as_executor,
+               "swap: simulate stick-to-limit schedules as memtool's executor runs them (the budget held with its "
+               "rule), with the rule alone (belady) and ours' runners-up: what the process's trial compares (always "
+               "on for a problem file)");
   sub.add_flag("--pool", args->pool,
                "swap: re-plan the pool for every schedule (swapped buffers' residencies), with and without the "
                "same-address rule");

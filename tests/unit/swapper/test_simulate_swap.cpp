@@ -61,7 +61,7 @@ TEST_CASE("link rates, compute models and strategy lists", "[swapper][cli]") {
 
 TEST_CASE("a PyTorch snapshot: every strategy at every budget, with the bound and the curve", "[swapper][cli]") {
   const mc::LoadedModel loaded = mc::load_model(fixture("alexnet.snapshot.json"), {});
-  const mc::SwapReport report = mc::simulate_swap(loaded, quick("90%,70%"));
+  const mc::SwapReport report = mc::simulate_swap(mc::swap_source(loaded, {}), quick("90%,70%"));
   CHECK(report.ops > 100);
   CHECK(report.compute == ms::ComputeModel::bytes);  // a snapshot has no times
   CHECK_FALSE(report.notes.empty());                 // the allocation/free assumption is said
@@ -102,7 +102,7 @@ TEST_CASE("a memtool trace: its launches are the ops, host gaps their durations"
   mc::SimulateSwapOptions options = quick("80%");
   options.strategies = {"ours", "paper-doa"};
   options.link.d2h_bytes_per_ns = options.link.h2d_bytes_per_ns = mc::parse_rate("12GB/s");
-  const mc::SwapReport report = mc::simulate_swap(loaded, options);
+  const mc::SwapReport report = mc::simulate_swap(mc::swap_source(loaded, options.input), options);
   CHECK(report.ops > 0);
   CHECK(report.compute == ms::ComputeModel::host);
   CHECK(report.rows.size() == 4);
@@ -111,7 +111,7 @@ TEST_CASE("a memtool trace: its launches are the ops, host gaps their durations"
 
   mc::SimulateSwapOptions bytes = quick("80%");
   bytes.input.compute = ms::ComputeModel::bytes;
-  CHECK(mc::simulate_swap(loaded, bytes).compute == ms::ComputeModel::bytes);
+  CHECK(mc::simulate_swap(mc::swap_source(loaded, bytes.input), bytes).compute == ms::ComputeModel::bytes);
 }
 
 TEST_CASE("--pool: every row gets the pool re-planned for its schedule, free and at the same address", "[swapper][cli]") {
@@ -120,7 +120,7 @@ TEST_CASE("--pool: every row gets the pool re-planned for its schedule, free and
   options.strategies = {"ours", "paper-vote"};
   options.pool = true;
   options.pool_time_limit_seconds = 0.1;
-  const mc::SwapReport report = mc::simulate_swap(loaded, options);
+  const mc::SwapReport report = mc::simulate_swap(mc::swap_source(loaded, options.input), options);
   REQUIRE(report.rows.size() == 4);
   bool swapped = false;
   for (const mc::SwapRow& row : report.rows) {
@@ -147,7 +147,50 @@ TEST_CASE("--pool: every row gets the pool re-planned for its schedule, free and
   CHECK(j["results"][0]["pool_bytes"] == report.rows[0].pool_bytes);
 
   // Without --pool the report says nothing of pools.
-  const mc::SwapReport plain = mc::simulate_swap(loaded, quick("80%"));
+  const mc::SwapReport plain = mc::simulate_swap(mc::swap_source(loaded, {}), quick("80%"));
   CHECK(mc::swap_report_text(plain).find("same address") == std::string::npos);
   CHECK_FALSE(mc::swap_report_json(plain)["results"][0].contains("pool_bytes"));
+}
+
+// --as-executor: stick-to-limit schedules simulated holding the budget, the rule alone as a row of
+// its own, ours' runners-up listed; a schedule with no swaps held is the rule alone.
+TEST_CASE("--as-executor: schedules as the executor runs them, the rule alone, ours' runners-up", "[swapper][cli]") {
+  const mc::LoadedModel loaded = mc::load_model(fixture("conv_train.mtrace"), {});
+  mc::SimulateSwapOptions options = quick("90%");
+  options.strategies = mc::parse_strategies("ours,paper-doa,belady");
+  options.as_executor = true;
+  const mc::SwapReport report = mc::simulate_swap(mc::swap_source(loaded, options.input), options);
+  REQUIRE(report.rows.size() == 5);  // ours and paper-doa in both modes, the rule in one
+  const auto row = [&](const std::string& name, ms::ScheduleMode mode) -> const mc::SwapRow& {
+    for (const mc::SwapRow& r : report.rows) {
+      if (r.strategy == name && r.mode == mode) return r;
+    }
+    FAIL("no row " << name);
+    return report.rows.front();
+  };
+  const mc::SwapRow& rule = row("belady", ms::ScheduleMode::stick_to_limit);
+  CHECK(rule.swaps == 0);
+  CHECK(rule.rule_swaps > 0);
+  CHECK(rule.budget_met);
+  const mc::SwapRow& doa = row("paper-doa", ms::ScheduleMode::stick_to_limit);
+  if (doa.swaps == 0) {
+    CHECK(doa.peak_bytes == rule.peak_bytes);
+    CHECK(doa.stall_ns == rule.stall_ns);
+    CHECK(doa.rule_bytes_out == rule.rule_bytes_out);
+  }
+  const mc::SwapRow& ours = row("ours", ms::ScheduleMode::stick_to_limit);
+  CHECK(ours.budget_met);
+  REQUIRE(!ours.runners_up.empty());
+  CHECK(!ours.runners_up.front().construction.empty());
+  const nlohmann::json j = mc::swap_report_json(report);
+  CHECK(j.at("as_executor") == true);
+  for (const nlohmann::json& r : j.at("results")) {
+    CHECK(r.contains("rule_swaps"));
+    CHECK(r.contains("runners_up"));
+  }
+  CHECK(mc::swap_report_text(report).find("runner-up 1") != std::string::npos);
+  // Without it, no rule row unless asked, and the JSON says so.
+  mc::SimulateSwapOptions plain = quick("90%");
+  plain.strategies = {"ours"};
+  CHECK(mc::swap_report_json(mc::simulate_swap(mc::swap_source(loaded, plain.input), plain)).at("as_executor") == false);
 }

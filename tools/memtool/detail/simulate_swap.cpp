@@ -7,10 +7,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 
 #include "detail/text_format.hpp"
+#include "memtool/swapper/problem.hpp"
+#include "memtool/swapper/simulate.hpp"
 #include "memtool/swapper/swap_pool.hpp"
 
 namespace memtool::cli {
@@ -51,6 +54,28 @@ std::vector<std::string_view> split(std::string_view text) {
 std::string percent(double value) { return fmt::format("{:.1f}%", 100.0 * value); }
 
 std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
+
+SwapRow make_row(const std::string& name, swapper::ScheduleMode mode, std::uint64_t budget,
+                 const swapper::PlanResult& result) {
+  const swapper::Simulation& sim = result.simulation;
+  SwapRow row;
+  row.strategy = name;
+  row.mode = mode;
+  row.budget_bytes = budget;
+  row.peak_bytes = sim.peak_bytes;
+  row.budget_met = sim.peak_bytes <= budget;
+  row.bytes_out = sim.bytes_out;
+  row.bytes_in = sim.bytes_in;
+  row.stall_ns = sim.stall_ns;
+  row.slowdown = sim.slowdown;
+  row.d2h_busy_ns = sim.d2h_busy_ns;
+  row.h2d_busy_ns = sim.h2d_busy_ns;
+  row.swaps = result.schedule.swaps.size();
+  row.construction = result.construction;
+  row.rule_swaps = sim.rule_swaps;
+  row.rule_bytes_out = sim.rule_bytes_out;
+  return row;
+}
 
 std::string ratio(std::uint64_t bytes, std::uint64_t of) {
   return of > 0 ? fmt::format("{:.4f}", static_cast<double>(bytes) / static_cast<double>(of)) : "-";
@@ -133,9 +158,10 @@ swapper::ComputeModel parse_compute(std::string_view text) {
 std::vector<std::string> parse_strategies(std::string_view text) {
   std::vector<std::string> names;
   for (const std::string_view part : split(text)) {
-    if (swapper::find_strategy(part) == nullptr) {
+    if (swapper::find_strategy(part) == nullptr && part != kRuleAlone) {
       std::string known;
       for (const swapper::StrategyInfo& s : swapper::strategies()) known += (known.empty() ? "" : ", ") + std::string(s.name);
+      known += fmt::format(", {}", kRuleAlone);
       throw std::invalid_argument(fmt::format("swap strategy '{}': expected one of {}", part, known));
     }
     names.emplace_back(part);
@@ -143,31 +169,69 @@ std::vector<std::string> parse_strategies(std::string_view text) {
   return names;
 }
 
-SwapReport simulate_swap(const LoadedModel& loaded, const SimulateSwapOptions& options) {
+SwapSource swap_source(const LoadedModel& loaded, const swapper::TraceInputOptions& options) {
+  swapper::TraceInput input = swapper::to_swap_input(loaded.model, loaded.iterations, options);
+  SwapSource source;
+  source.path = loaded.path;
+  source.input_kind = describe_input(loaded.summary);
+  source.iteration_index = input.iteration_index;
+  source.compute = input.compute;
+  source.notes = std::move(input.notes);
+  source.iteration = std::move(input.iteration);
+  return source;
+}
+
+bool is_swap_problem(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  return swapper::looks_like_problem(head);
+}
+
+SwapSource read_swap_problem(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument("cannot be read");
+  swapper::Problem problem = swapper::read_problem(in);
+  SwapSource source;
+  source.path = path;
+  source.input_kind = "swap problem from a process (MEMTOOL_SWAP_DUMP)";
+  source.compute = swapper::ComputeModel::gpu;
+  source.notes.push_back(
+      "op durations, link and budget as the process planned with them (GPU timing events, or host gaps where it had "
+      "none); the stick-to-limit rows are simulated as its executor runs them");
+  source.iteration = std::move(problem.iteration);
+  source.link = problem.link;
+  source.budget_bytes = problem.budget_bytes;
+  return source;
+}
+
+SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& options) {
   if (options.budgets.empty()) throw std::invalid_argument("no budget given");
-  const swapper::TraceInput input = swapper::to_swap_input(loaded.model, loaded.iterations, options.input);
-  const swapper::Iteration& iteration = input.iteration;
+  const swapper::Iteration& iteration = source.iteration;
   SwapReport report;
-  report.path = loaded.path;
-  report.input_kind = describe_input(loaded.summary);
-  report.iteration_index = input.iteration_index;
+  report.path = source.path;
+  report.input_kind = source.input_kind;
+  report.iteration_index = source.iteration_index;
   report.ops = iteration.ops.size();
   report.buffers = iteration.buffers.size();
   for (const swapper::Buffer& b : iteration.buffers) report.persistent_bytes += b.persistent ? b.size : 0;
   report.base_time_ns = static_cast<double>(swapper::base_time_ns(iteration));
   report.plain_peak_bytes = swapper::plain_peak_bytes(iteration);
   report.bound = swapper::bound(iteration, options.link);
-  report.compute = input.compute;
+  report.compute = source.compute;
   report.link = options.link;
-  report.notes = input.notes;
+  report.notes = source.notes;
   report.budgets = options.budgets;
   report.pool = options.pool;
+  report.as_executor = options.as_executor;
   swapper::SwapPoolOptions pool_options;
   pool_options.time_limit_seconds = options.pool_time_limit_seconds;
 
   std::vector<std::string> names = options.strategies;
   if (names.empty()) {
     for (const swapper::StrategyInfo& s : swapper::strategies()) names.emplace_back(s.name);
+    if (options.as_executor) names.emplace_back(kRuleAlone);
   }
   std::optional<swapper::PlanResult> save_on_cpu;  // the same at every budget and mode
   std::optional<swapper::SwapPool> save_on_cpu_pool;
@@ -176,34 +240,38 @@ SwapReport simulate_swap(const LoadedModel& loaded, const SimulateSwapOptions& o
         spec.bytes != 0 ? spec.bytes
                         : static_cast<std::uint64_t>(std::llround(spec.fraction * static_cast<double>(report.plain_peak_bytes)));
     report.budget_bytes.push_back(budget);
+    swapper::SimulateOptions held;
+    held.hold_budget_bytes = budget;
     for (const std::string& name : names) {
       for (const swapper::ScheduleMode mode : {swapper::ScheduleMode::no_overhead, swapper::ScheduleMode::stick_to_limit}) {
+        // One row each: save-on-cpu has no budget to meet, the rule always holds one.
         if (name == "save-on-cpu" && mode == swapper::ScheduleMode::stick_to_limit) continue;
+        if (name == kRuleAlone && mode == swapper::ScheduleMode::no_overhead) continue;
         swapper::PlanOptions plan_options;
         plan_options.mode = mode;
         plan_options.max_slowdown = options.max_slowdown;
         plan_options.max_simulations = options.max_simulations;
         swapper::PlanResult result;
-        if (name == "save-on-cpu" && save_on_cpu) {
+        if (name == kRuleAlone) {
+          result.simulation = swapper::simulate(iteration, {}, options.link, held);
+          result.construction = "the executor's rule alone";
+        } else if (name == "save-on-cpu" && save_on_cpu) {
           result = *save_on_cpu;
         } else {
           result = swapper::plan(iteration, options.link, budget, name, plan_options);
           if (name == "save-on-cpu") save_on_cpu = result;
+          // As the process runs it: the executor holds the budget (ours already judged so).
+          if (options.as_executor && mode == swapper::ScheduleMode::stick_to_limit && name != "save-on-cpu") {
+            result.simulation = swapper::simulate(iteration, result.schedule, options.link, held);
+          }
         }
-        SwapRow row;
-        row.strategy = name;
-        row.mode = mode;
-        row.budget_bytes = budget;
-        row.peak_bytes = result.simulation.peak_bytes;
-        row.budget_met = result.simulation.peak_bytes <= budget;
-        row.bytes_out = result.simulation.bytes_out;
-        row.bytes_in = result.simulation.bytes_in;
-        row.stall_ns = result.simulation.stall_ns;
-        row.slowdown = result.simulation.slowdown;
-        row.d2h_busy_ns = result.simulation.d2h_busy_ns;
-        row.h2d_busy_ns = result.simulation.h2d_busy_ns;
-        row.swaps = result.schedule.swaps.size();
-        row.construction = result.construction;
+        SwapRow row = make_row(name, mode, budget, result);
+        if (options.as_executor) {
+          for (const swapper::PlanResult::Alternative& alt : result.alternatives) {
+            row.runners_up.push_back({alt.construction, alt.schedule.swaps.size(), alt.simulation.peak_bytes,
+                                      alt.simulation.stall_ns, alt.simulation.slowdown});
+          }
+        }
         if (options.pool) {
           const bool cached = name == "save-on-cpu" && save_on_cpu_pool;
           const swapper::SwapPool pool =
@@ -228,9 +296,13 @@ std::string swap_report_text(const SwapReport& r) {
   out += fmt::format("  iteration {}: {} ops, {} buffers ({} persistent), {} without swapping (compute model: {})\n",
                      r.iteration_index, r.ops, r.buffers, human_bytes(r.persistent_bytes), ms(r.base_time_ns),
                      swapper::to_string(r.compute));
-  out += fmt::format("  link: {:.1f} GB/s out, {:.1f} GB/s in, {} us latency, duplex factor {:.2f}\n",
+  out += fmt::format("  link: {:.3g} GB/s out, {:.3g} GB/s in, {} us latency, duplex factor {:.2f}\n",
                      r.link.d2h_bytes_per_ns, r.link.h2d_bytes_per_ns, static_cast<double>(r.link.d2h_latency_ns) / 1e3,
                      r.link.duplex_factor);
+  if (r.as_executor) {
+    out += "  stick-to-limit rows as memtool's executor runs them: planned waits not run, the budget held with its rule "
+           "(belady: the rule alone; runners-up: what ours' trial in the process times after its schedule)\n";
+  }
   out += fmt::format("  plain peak: {}\n", human_bytes_exact(r.plain_peak_bytes));
   out += fmt::format("  bound (no schedule without stall goes lower): {} ({} of the plain peak)\n",
                      human_bytes_exact(r.bound.peak_bytes), of_plain(r.bound.peak_bytes));
@@ -239,6 +311,10 @@ std::string swap_report_text(const SwapReport& r) {
     const std::uint64_t budget = r.budget_bytes[b];
     out += fmt::format("\nbudget {} ({}, {} of the plain peak)\n", r.budgets[b].text, human_bytes(budget), of_plain(budget));
     std::vector<std::string> header{"strategy", "mode", "peak", "of plain", "within", "moved out", "stall", "slowdown", "swaps"};
+    if (r.as_executor) {
+      header.emplace_back("rule out");
+      header.emplace_back("rule swaps");
+    }
     if (r.pool) {
       for (const char* column : {"pool", "pool/peak", "same address", "same/peak", "pool within"}) header.emplace_back(column);
     }
@@ -248,6 +324,10 @@ std::string swap_report_text(const SwapReport& r) {
       std::vector<std::string> cells{row.strategy, std::string(to_string(row.mode)), human_bytes(row.peak_bytes),
                                      of_plain(row.peak_bytes), row.budget_met ? "yes" : "no", human_bytes(row.bytes_out),
                                      ms(row.stall_ns), percent(row.slowdown), std::to_string(row.swaps)};
+      if (r.as_executor) {
+        cells.push_back(human_bytes(row.rule_bytes_out));
+        cells.push_back(std::to_string(row.rule_swaps));
+      }
       if (r.pool) {
         cells.push_back(human_bytes(row.pool_bytes));
         cells.push_back(ratio(row.pool_bytes, row.peak_bytes));
@@ -258,6 +338,14 @@ std::string swap_report_text(const SwapReport& r) {
         cells.push_back(row.pool_bytes_same_address <= budget ? "yes" : row.pool_bytes <= budget ? "free only" : "no");
       }
       table.add_row(cells);
+      for (std::size_t k = 0; k < row.runners_up.size(); ++k) {
+        const RunnerUp& up = row.runners_up[k];
+        std::vector<std::string> line{fmt::format("  runner-up {}", k + 1), up.construction, human_bytes(up.peak_bytes),
+                                      of_plain(up.peak_bytes), up.peak_bytes <= budget ? "yes" : "no", "",
+                                      ms(up.stall_ns), percent(up.slowdown), std::to_string(up.swaps)};
+        line.resize(cells.size());
+        table.add_row(line);
+      }
     }
     out += table.render();
   }
@@ -310,6 +398,7 @@ nlohmann::json swap_report_json(const SwapReport& r) {
                {"h2d_latency_ns", r.link.h2d_latency_ns},
                {"duplex_factor", r.link.duplex_factor}};
   j["notes"] = r.notes;
+  j["as_executor"] = r.as_executor;
   nlohmann::json results = nlohmann::json::array();
   for (const SwapRow& row : r.rows) {
     results.push_back({{"strategy", row.strategy},
@@ -325,6 +414,20 @@ nlohmann::json swap_report_json(const SwapReport& r) {
                        {"h2d_busy_ns", row.h2d_busy_ns},
                        {"swaps", row.swaps},
                        {"construction", row.construction}});
+    if (r.as_executor) {
+      nlohmann::json& last = results.back();
+      last["rule_swaps"] = row.rule_swaps;
+      last["rule_bytes_out"] = row.rule_bytes_out;
+      nlohmann::json ups = nlohmann::json::array();
+      for (const RunnerUp& up : row.runners_up) {
+        ups.push_back({{"construction", up.construction},
+                       {"swaps", up.swaps},
+                       {"peak_bytes", up.peak_bytes},
+                       {"stall_ns", up.stall_ns},
+                       {"slowdown", up.slowdown}});
+      }
+      last["runners_up"] = std::move(ups);
+    }
     if (r.pool) {
       nlohmann::json& last = results.back();
       last["pool_bytes"] = row.pool_bytes;

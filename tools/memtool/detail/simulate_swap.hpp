@@ -1,12 +1,14 @@
 // The offline swap what-if behind `memtool simulate TRACE --budget B`: one steady iteration of a
-// loaded trace or snapshot, every swap strategy at every budget, and the zero-stall bound (with
-// --pool, each schedule's re-planned pool too); as a report in text (one table per budget, and
-// the curve of peak against slowdown when there are several) or JSON. Parsing of the option
-// values lives here too, so the verb only wires flags.
+// loaded trace or snapshot, or the problem a process planned from (MEMTOOL_SWAP_DUMP), every swap
+// strategy at every budget, and the zero-stall bound (with --pool, each schedule's re-planned
+// pool too); as a report in text (one table per budget, and the curve of peak against slowdown
+// when there are several) or JSON. Parsing of the option values lives here too, so the verb only
+// wires flags.
 #pragma once
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,8 +38,31 @@ struct BudgetSpec {
 [[nodiscard]] double parse_rate(std::string_view text);
 // "auto", "gpu", "host", "bytes".
 [[nodiscard]] swapper::ComputeModel parse_compute(std::string_view text);
-// A comma-separated list of strategy names, each checked.
+// The executor's rule alone, with no schedule (MEMTOOL_SWAP_POLICY=belady): a name for --swap.
+inline constexpr std::string_view kRuleAlone = "belady";
+
+// A comma-separated list of strategy names (the swapper's, or kRuleAlone), each checked.
 [[nodiscard]] std::vector<std::string> parse_strategies(std::string_view text);
+
+// The one iteration a swap what-if runs on, and where it came from.
+struct SwapSource {
+  std::string path;
+  std::string input_kind;
+  std::size_t iteration_index = 0;
+  swapper::ComputeModel compute = swapper::ComputeModel::gpu;
+  std::vector<std::string> notes;
+  swapper::Iteration iteration;
+  std::optional<swapper::Link> link;  // a problem file's
+  std::uint64_t budget_bytes = 0;     // a problem file's (0: none)
+};
+
+// The steady iteration of a trace or snapshot. Throws std::invalid_argument when it has none.
+[[nodiscard]] SwapSource swap_source(const LoadedModel& loaded, const swapper::TraceInputOptions& options);
+// A problem file (memtool/swapper/problem.hpp) as the process writes it. Throws
+// std::invalid_argument naming the line.
+[[nodiscard]] SwapSource read_swap_problem(const std::string& path);
+// Whether the file at `path` starts like a problem file (false when it cannot be read).
+[[nodiscard]] bool is_swap_problem(const std::string& path);
 
 struct SimulateSwapOptions {
   std::vector<BudgetSpec> budgets;      // at least one
@@ -49,6 +74,19 @@ struct SimulateSwapOptions {
   // --pool: re-plan the pool for every schedule (swapper/swap_pool.hpp), free and same-address.
   bool pool = false;
   double pool_time_limit_seconds = 1.0;  // the planner's, per packing
+  // What the process's trial compares: the stick-to-limit schedules simulated as memtool's
+  // executor runs them (planned waits not run, the budget held with its rule), the rule alone
+  // ("belady"), and ours' runners-up.
+  bool as_executor = false;
+};
+
+// One of ours' runners-up (swapper::PlanResult::alternatives), as its simulation predicts it.
+struct RunnerUp {
+  std::string construction;
+  std::size_t swaps = 0;
+  std::uint64_t peak_bytes = 0;
+  double stall_ns = 0;
+  double slowdown = 0;
 };
 
 struct SwapRow {
@@ -71,6 +109,10 @@ struct SwapRow {
   std::uint64_t pool_bytes = 0;
   std::uint64_t pool_bytes_same_address = 0;
   std::uint64_t pool_lower_bound_bytes = 0;
+  std::vector<RunnerUp> runners_up;  // ours, with SimulateSwapOptions::as_executor
+  // Held simulations: the executor's rule's copy-outs an iteration, beside the schedule's.
+  std::uint64_t rule_swaps = 0;
+  std::uint64_t rule_bytes_out = 0;
 };
 
 struct SwapReport {
@@ -88,12 +130,13 @@ struct SwapReport {
   std::vector<std::string> notes;
   std::vector<BudgetSpec> budgets;
   bool pool = false;                        // rows carry pool sizes
+  bool as_executor = false;                 // SimulateSwapOptions::as_executor
   std::vector<std::uint64_t> budget_bytes;  // resolved, per budget
   std::vector<SwapRow> rows;                // per budget, per strategy and mode
 };
 
-// Throws std::invalid_argument when the input has no usable iteration.
-[[nodiscard]] SwapReport simulate_swap(const LoadedModel& loaded, const SimulateSwapOptions& options);
+// Throws std::invalid_argument when the iteration is not usable.
+[[nodiscard]] SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& options);
 [[nodiscard]] std::string swap_report_text(const SwapReport& report);
 [[nodiscard]] nlohmann::json swap_report_json(const SwapReport& report);
 [[nodiscard]] std::string_view to_string(swapper::ScheduleMode mode);

@@ -78,6 +78,9 @@ struct SwapOptions {
   std::string policy = "ours";
   // Host link per direction, for the plan (0: timed from the copies made while learning).
   std::uint64_t link_bytes_per_second = 0;
+  // MEMTOOL_SWAP_DUMP: where each planning problem (the learned iteration, link and budget:
+  // memtool/swapper/problem.hpp) is written for `memtool simulate`; empty: nowhere.
+  std::string problem_path;
   // Ours' schedule, if its first iterations are slower than the rule's, gives way to the rule
   // (host time per iteration; off for tests whose iterations are too short to time). The
   // paper's strategies and save-on-cpu are baselines: their schedules apply as published.

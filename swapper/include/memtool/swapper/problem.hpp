@@ -1,0 +1,43 @@
+// A swap planning problem as a file: the iteration, the link and the budget the planner was
+// given. The process writes the one it plans from (MEMTOOL_SWAP_DUMP), and `memtool simulate`
+// reads it back, so a plan made in the process can be made again, and looked into, offline.
+//
+// The format is text, one record a line (docs/swapper.md, "The problem file"):
+//   memtool-swap-problem 1
+//   budget BYTES
+//   link D2H_BYTES_PER_NS H2D_BYTES_PER_NS D2H_LATENCY_NS H2D_LATENCY_NS DUPLEX_FACTOR
+//   ops COUNT            then COUNT lines:  op DURATION_NS STREAM launch|copy|memset
+//   buffers COUNT        then COUNT lines:  buffer ID SIZE ALLOC_BEFORE FREE_AFTER FLAGS OP:MODE...
+//   end
+// FLAGS is "-" or letters: p (persistent), u (not swappable); MODE is r, w or rw. Lines starting
+// with '#' are comments. Doubles are written in their shortest form that reads back exact.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+
+#include "memtool/swapper/iteration.hpp"
+
+namespace memtool::swapper {
+
+struct Problem {
+  Iteration iteration;
+  Link link;
+  std::uint64_t budget_bytes = 0;
+};
+
+inline constexpr int kProblemVersion = 1;
+
+void write_problem(std::ostream& out, const Problem& problem);
+
+// Throws std::invalid_argument naming the line and what is wrong with it (a malformed or
+// truncated record, a count that does not match, numbers out of range, an iteration or link that
+// validate() refuses). Reads no further than `end`.
+[[nodiscard]] Problem read_problem(std::istream& in);
+
+// Does this text start like a problem file (its first line)?
+[[nodiscard]] bool looks_like_problem(std::string_view head);
+
+}  // namespace memtool::swapper
