@@ -39,7 +39,8 @@ void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint
 }
 
 void BudgetHolder::rekey(std::uint32_t b, std::uint64_t u) {
-  const std::uint64_t next = net_.next_access(b, u);
+  std::uint64_t next = net_.next_access(b, u);
+  if (next == kNoAccess) next = net_.name_next_access(b, u);
   if (next == next_[b]) return;
   next_[b] = next;
   if (next == kNoAccess) return;
@@ -47,13 +48,25 @@ void BudgetHolder::rekey(std::uint32_t b, std::uint64_t u) {
   std::push_heap(farthest_.begin(), farthest_.end());
 }
 
-void BudgetHolder::advance_live(std::uint64_t u, std::size_t i) {
+void BudgetHolder::advance_live(std::uint64_t u, std::size_t i, double ready) {
   if (u == 0) {
     for (const std::uint32_t b : net_.live_at_start()) rekey(b, u);
   } else {
     for (const std::uint32_t b : net_.dies_after(i == 0 ? iteration_->ops.size() - 1 : i - 1)) {
       live_[b] = 0;
       next_[b] = kNoAccess;
+      if (rule_of_[b] >= 0) {
+        RuleSwap& r = rule_[static_cast<std::uint32_t>(rule_of_[b])];
+        const std::uint64_t size = iteration_->buffers[b].size;
+        if (r.state == kOut) leaving_bytes_ -= size;
+        if (r.state == kAway) away_bytes_ -= size;
+        if (r.state != kBack) {
+          r.state = kGone;
+          r.freed_ns = ready;
+          r.freed_before = u;
+        }
+        rule_of_[b] = -1;
+      }
     }
   }
   for (const std::uint32_t b : net_.born_at(i)) live_[b] = 1;
@@ -195,7 +208,7 @@ void BudgetHolder::issue_rule_in(std::uint32_t index, std::uint64_t u, double wh
 
 double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t level, std::span<const std::uint32_t> ins,
                                double ready) {
-  advance_live(u, i);
+  advance_live(u, i, ready);
   link_->advance_to(ready);
   collect();
   level_ = level;
@@ -221,7 +234,7 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
     std::pop_heap(due_.begin(), due_.end(), std::greater<>());
     due_.pop_back();
     RuleSwap& r = rule_[index];
-    if (r.in >= 0) continue;
+    if (r.in >= 0 || r.state == kGone) continue;
     if (r.state != kAway) {  // its bytes never left
       issue_rule_in(index, u, issue);
       continue;
@@ -264,6 +277,8 @@ void BudgetHolder::memory_events(std::vector<std::pair<double, std::int64_t>>& e
     const auto size = static_cast<std::int64_t>(iteration_->buffers[r.buffer].size);
     events.emplace_back(copies[r.out].end_ns, -size);
     if (r.in >= 0) events.emplace_back(copies[r.in].start_ns, size);
+    // Freed while out: the static free takes its bytes off from then (not before its copy ended).
+    if (r.state == kGone) events.emplace_back(std::max(copies[r.out].end_ns, r.freed_ns), size);
   }
 }
 
@@ -282,8 +297,13 @@ void BudgetHolder::evictions(std::uint64_t first, double t0, std::vector<RuleEvi
   const std::uint64_t n = iteration_->ops.size();
   const std::vector<Copy>& copies = link_->copies();
   for (const RuleSwap& r : rule_) {
-    if (r.out_before < first || r.out_before >= first + n || r.in < 0) continue;
-    out.push_back({r.buffer, r.out_before - first, r.in_at - first, copies[r.out].end_ns - t0, copies[r.in].start_ns - t0});
+    if (r.out_before < first || r.out_before >= first + n) continue;
+    if (r.state == kGone) {
+      out.push_back({r.buffer, r.out_before - first, r.freed_before - first, copies[r.out].end_ns - t0,
+                     std::max(copies[r.out].end_ns, r.freed_ns) - t0, true});
+    } else if (r.in >= 0) {
+      out.push_back({r.buffer, r.out_before - first, r.in_at - first, copies[r.out].end_ns - t0, copies[r.in].start_ns - t0});
+    }
   }
 }
 

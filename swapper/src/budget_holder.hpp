@@ -65,7 +65,8 @@ class BudgetHolder {
   void evictions(std::uint64_t first, double t0, std::vector<RuleEviction>& out) const;
 
  private:
-  enum State : std::uint8_t { kNone, kOut, kAway, kBack };
+  // kGone: freed by the program while out, never to come back.
+  enum State : std::uint8_t { kNone, kOut, kAway, kBack, kGone };
   struct RuleSwap {
     std::uint32_t buffer = 0;
     std::int32_t out = -1;
@@ -73,6 +74,8 @@ class BudgetHolder {
     State state = kOut;
     std::uint64_t out_before = 0;  // unrolled op before which it was sent out
     std::uint64_t in_at = 0;       // unrolled op its swap-in was issued with
+    double freed_ns = 0;           // kGone: when its buffer was freed, and before which op (unrolled)
+    std::uint64_t freed_before = 0;
   };
   static constexpr std::uint32_t kRule = std::uint32_t{1} << 31;  // pending code of a rule swap
 
@@ -88,10 +91,13 @@ class BudgetHolder {
   // Sends out buffers by the rule, farthest next access first and none needed by `needed_by`
   // (unrolled), until the op and `extra` more bytes would fit once their copies are done.
   void evict(std::uint64_t u, std::size_t i, double when, std::uint64_t needed_by, std::uint64_t extra);
-  // Brings the live candidates and their next accesses up to unrolled op u (index i): ops are
-  // visited in order.
-  void advance_live(std::uint64_t u, std::size_t i);
-  // Buffer b's next access after u, and its entry in farthest_ if that changed.
+  // Brings the live candidates and their next accesses up to unrolled op u (index i), issued no
+  // earlier than `ready`: ops are visited in order. A buffer the rule has out when the program
+  // frees it is gone (its bytes with it).
+  void advance_live(std::uint64_t u, std::size_t i, double ready);
+  // Buffer b's next access after u, and its entry in farthest_ if that changed. One with no
+  // access left before its free is keyed as the executor sees it, by its name's next access (the
+  // next instance's): sending it out costs one copy and frees its bytes until the free.
   void rekey(std::uint32_t b, std::uint64_t u);
   [[nodiscard]] bool late_out_before(std::uint32_t buffer, std::uint64_t u, std::uint64_t next) const;
 

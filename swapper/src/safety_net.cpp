@@ -69,6 +69,15 @@ std::uint64_t SafetyNet::next_access(std::uint32_t b, std::uint64_t u) const {
   return kNoAccess;
 }
 
+std::uint64_t SafetyNet::name_next_access(std::uint32_t b, std::uint64_t u) const {
+  const std::vector<Access>& accesses = iteration_->buffers[b].accesses;
+  if (accesses.empty()) return kNoAccess;
+  const auto op = static_cast<std::uint32_t>(u % n_);
+  const auto after = std::upper_bound(accesses.begin(), accesses.end(), op,
+                                      [](std::uint32_t o, const Access& a) { return o < a.op; });
+  return u - op + (after != accesses.end() ? after->op : n_ + accesses.front().op);
+}
+
 double SafetyNet::between(std::uint64_t a, std::uint64_t b) const {
   const double rounds = static_cast<double>(b / n_) - static_cast<double>(a / n_);
   return rounds * prefix_[n_] + prefix_[b % n_] - prefix_[a % n_];

@@ -37,6 +37,10 @@ class SafetyNet {
   // The next access of buffer b after unrolled op u (round * n + op), unrolled; kNoAccess when
   // it has none before it is freed (or it is not live at u).
   [[nodiscard]] std::uint64_t next_access(std::uint32_t b, std::uint64_t u) const;
+  // The next access of buffer b's name after unrolled op u, whichever instance it is (the
+  // executor knows buffers by name: a transient one past its last access is next used, as it
+  // sees it, by its twin of the next iteration); kNoAccess when it has no accesses.
+  [[nodiscard]] std::uint64_t name_next_access(std::uint32_t b, std::uint64_t u) const;
   // The op at which the rule issues b's swap-in for its access at unrolled op `use`: the latest
   // after `now` from which the copy, at the link's uncontended time with a margin, ends by then
   // at the iteration's base op times (now + 1 when none is early enough).

@@ -85,7 +85,8 @@ std::vector<Residency> residencies(const Iteration& iteration, const Schedule& s
     if (length > eps) away[schedule.swaps[s].gap.buffer].push_back({t.out_end_ns, length});
   }
   // Holding a budget, the executor's rule sends out more than the schedule: one steady
-  // iteration's worth, taken as periodic like the rest.
+  // iteration's worth, taken as periodic like the rest (one freed while out is away until its
+  // free, where its lifetime ends anyway).
   for (const RuleEviction& e : simulation.rule_evictions) {
     const double length = e.in_start_ns - e.out_end_ns;
     if (length > eps) away[e.buffer].push_back({e.out_end_ns, length});

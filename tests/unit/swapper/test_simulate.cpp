@@ -258,16 +258,16 @@ TEST_CASE("holding a budget with no schedule, the rule makes room ahead of the a
 
 // The rule's swap-in due ahead makes room from buffers needed after its access, as the
 // executor's prefetch does. 10 ops of 1 us, link 4 B/ns (2000 B in 500 ns), budget 4000:
-// X (ops 0, 6), Y (ops 0, 2, 9), T (ops 1, 8, allocated before op 1), 2000 B each. Op 1 does not
-// fit: X, next used farther than Y, goes out ([1000, 1500); op 1 waits). X is due at op 5 (its
-// copy, twice over, ends by op 6) but the device is full: Y, next used at op 9, goes out as
-// op 5 is issued, and X comes back on demand at op 6 once Y's bytes have left (op 6 waits for
-// X's copy only). Without making room there, Y would go out at op 6 and op 6 would wait for
-// both copies.
+// X (ops 0, 6, freed after 6), Y (ops 0, 2, 9), T (ops 1, 8, allocated before op 1), 2000 B
+// each. Op 1 does not fit: X, next used farther than Y, goes out ([1000, 1500); op 1 waits). X
+// is due at op 5 (its copy, twice over, ends by op 6) but the device is full: Y, next used at
+// op 9, goes out as op 5 is issued, and X comes back on demand at op 6 once Y's bytes have left
+// (op 6 waits for X's copy only). Without making room there, Y would go out at op 6 and op 6
+// would wait for both copies.
 TEST_CASE("holding a budget, the rule's swap-in due ahead makes room from what is needed later",
           "[swapper][simulate]") {
   ms::Iteration it = ops_of(10, 1000);
-  const std::uint32_t x = add_buffer(it, 2000, 0, 9, {0, 6});
+  const std::uint32_t x = add_buffer(it, 2000, 0, 6, {0, 6});
   const std::uint32_t y = add_buffer(it, 2000, 0, 9, {0, 2, 9});
   add_buffer(it, 2000, 1, 8, {1, 8});
   ms::SimulateOptions held;
@@ -284,6 +284,36 @@ TEST_CASE("holding a budget, the rule's swap-in due ahead makes room from what i
   CHECK(sim.rule_evictions[0].in_at_op == 6);
   CHECK(sim.rule_evictions[1].buffer == y);
   CHECK(sim.rule_evictions[1].out_before_op == 5);
+}
+
+// The executor knows buffers by name: one past its last access (freed later) is next used, as it
+// sees it, by its twin in the next iteration, so the rule sends it out first, for one copy, and
+// it never comes back. 6 ops of 1 us, link 4 B/ns, budget 4000: D (ops 0, freed after 3),
+// L (ops 0, 5), T (op 1), 2000 B each. Op 1 does not fit: D goes out ([1000, 1500), op 1 waits),
+// L stays; D is freed while out.
+TEST_CASE("holding a budget, the rule sends out a buffer past its last access first, for good", "[swapper][simulate]") {
+  ms::Iteration it = ops_of(6, 1000);
+  add_buffer(it, 2000, 0, 3, {0});
+  add_buffer(it, 2000, 0, 5, {0, 5});
+  add_buffer(it, 2000, 1, 1, {1});
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = 4000;
+  held.rule_lookahead_ops = 0;
+  const ms::Simulation sim = ms::simulate(it, {}, simple_link(4.0), held);
+  CHECK(sim.op_stall_ns[1] == 500);
+  CHECK(sim.op_stall_ns[5] == 0);
+  CHECK(sim.stall_ns == 500);
+  CHECK(sim.rule_swaps == 1);
+  CHECK(sim.rule_bytes_out == 2000);
+  REQUIRE(sim.rule_evictions.size() == 1);
+  const ms::RuleEviction& d = sim.rule_evictions[0];
+  CHECK(d.freed);  // never came back: away from its copy's end to its free (after op 3)
+  CHECK(d.out_before_op == 1);
+  CHECK(d.in_at_op == 4);
+  // Times from the measured iteration's start: this is the iteration before it.
+  CHECK(d.out_end_ns + sim.time_ns == 1500);
+  CHECK(d.in_start_ns + sim.time_ns == 4500);  // op 3 runs [3500, 4500)
+  CHECK(sim.peak_bytes == 4000);
 }
 
 TEST_CASE("malformed schedules are refused", "[swapper][simulate]") {

@@ -82,6 +82,9 @@ struct RuleEviction {
   // iteration's start (negative: this is the iteration before it).
   double out_end_ns = 0;
   double in_start_ns = 0;
+  // Freed by the program while out, never to come back: in_at_op is the op before which it was
+  // freed, in_start_ns when its bytes come off the device's count for good.
+  bool freed = false;
 };
 
 struct Simulation {
