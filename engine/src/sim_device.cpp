@@ -279,6 +279,12 @@ Status SimDevice::unmap(DevicePtr ptr, std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = mappings_.find(ptr);
   if (it == mappings_.end() || it->second.size != bytes) return kInvalidValue;
+  // The driver's unmap does not wait for the device: work still queued on the range (not known
+  // done to the host) would touch memory that is gone.
+  for (auto s = shadow_.lower_bound(ptr); s != shadow_.end() && s->first < ptr + bytes; ++s) {
+    const auto done = drained_.find(s->second.stream);
+    if (done == drained_.end() || done->second < s->second.tick) ++violations_;
+  }
   const PhysicalHandle handle = it->second.handle;
   mappings_.erase(it);
   --physical_.at(handle).mappings;

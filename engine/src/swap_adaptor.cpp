@@ -186,18 +186,23 @@ class SwapAdaptor final : public Adaptor {
     live_bytes_ -= b.size;
     forget_name(ptr, b);
     timing_events_.give(b.timed_arrival);
-    if (b.arrival_pending) {
-      recycle(b.arrival);
-      b.arrival_pending = false;
-    }
     // Work queued before the free may still use the memory: a stream-ordered free on its
     // stream, a synchronous one (the driver would wait for the device) after every stream that
-    // used it, joined on the swap-out stream.
+    // used it, joined on the swap-out stream; and after a copy back still under way (brought
+    // back ahead and freed before any use, it is in no user's stream order: its memory released
+    // under it was written after the unmap, a fault on fakecuda).
     StreamId after = stream;
     if (kind != MemoryKind::async && side_stream(out_stream_, after)) join_uses(b, after);
+    EventId arrival = 0;
+    if (b.arrival_pending) {
+      (void)device_.stream_wait_event(after, b.arrival);
+      arrival = b.arrival;
+      b.arrival_pending = false;
+    }
     bool ok = false;
     const EventId e = take_event(ok);
     if (ok && device_.record_event(e, after) == kSuccess) {
+      if (arrival != 0) recycle(arrival);
       // The node moves whole: the mover's pointer to the buffer stays good.
       if (b.resident) dying_device_bytes_ += b.footprint;
       dying_.insert(buffers_.extract(it));
@@ -211,7 +216,12 @@ class SwapAdaptor final : public Adaptor {
     }
     if (ok) recycle(e);
     // No event: only a host wait would order the free; the driver's free of managed memory does
-    // that itself, explicit memory is released now (its last use was issued before the free).
+    // that itself, explicit memory is released now (its last use was issued before the free,
+    // a copy back under way is waited for).
+    if (arrival != 0) {
+      (void)device_.synchronize_event(arrival);
+      recycle(arrival);
+    }
     if (!b.resident) counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
     mover_->free(ptr, b);
     buffers_.erase(it);
@@ -248,9 +258,16 @@ class SwapAdaptor final : public Adaptor {
         // Every stream waits for the copy back until it has arrived, not only the first user.
         const bool arrived_already = device_.event_completed(b.arrival);
         if (b.arrival_ahead && !arrived_already) {
-          ++counters_.swap_ins_late;
-          grow_lead(key_of(base, b));
+          // The host may be far ahead of the GPU: the rule's own copy back ahead is judged on the
+          // GPU's clock where it was timed (else its lead would double for copies on time).
+          if (b.scheduled_in == 0 && b.timed_arrival != 0) {
+            judge_rule_later(key_of(base, b), b, stream);
+          } else {
+            ++counters_.swap_ins_late;
+            grow_lead(key_of(base, b));
+          }
         }
+        if (b.scheduled_in == 0) timing_events_.give(b.timed_arrival);
         // A scheduled copy-in learns from the GPU's clock only: the host may be far ahead of the
         // GPU, so "not arrived yet" seen from here says little (without timing events, the
         // schedule keeps its triggers).
@@ -573,6 +590,7 @@ class SwapAdaptor final : public Adaptor {
       return false;
     }
     b.streams.clear();
+    b.kept_out = false;
     counters_.bytes_swapped_out += b.size;
     ++counters_.swap_outs;
     counters_.host_bytes_now += b.size;
@@ -649,7 +667,9 @@ class SwapAdaptor final : public Adaptor {
     counters_.bytes_swapped_in += b.size;
   }
 
-  // The plan did not bring it back in time: in the consumer's stream order, before the work.
+  // The plan did not bring it back in time: in the consumer's stream order, before the work. Its
+  // lead grows only where a longer one would have helped: not in the first iteration (no
+  // oracle yet), nor when it was within its lead and room was what it lacked.
   void bring_back_now(DevicePtr base, SwapBuffer& b, StreamId stream) {
     make_room(b.footprint, 0, Room::wait);
     bool back = mover_->move_in(base, b, stream);
@@ -657,7 +677,8 @@ class SwapAdaptor final : public Adaptor {
       settle(true);
       back = mover_->move_in(base, b, stream);
     }
-    grow_lead(key_of(base, b));
+    if (last_length_ != 0 && !b.kept_out) grow_lead(key_of(base, b));
+    b.kept_out = false;
     if (!back) {
       ++counters_.swap_ins_failed;  // read where it is
       return;
@@ -667,23 +688,40 @@ class SwapAdaptor final : public Adaptor {
     ++counters_.swap_ins_on_demand;
   }
 
-  // Bring back, on the swap-in stream, what the last iteration used in the next few work items.
+  // Bring back, on the swap-in stream, what the last iteration used in the next few work items,
+  // the soonest needed first: one needed later makes room only from buffers needed after it, so
+  // it never takes the room of one needed sooner (which would send it straight back out: lstm
+  // and alexnet at 60% moved the same 64 MiB in and out at every item near the iteration's end).
   void prefetch_ahead(std::uint64_t now) {
     if (last_length_ == 0 || options_.lookahead == 0) return;
-    for (auto& [ptr, b] : buffers_) {
+    due_in_.clear();
+    for (const auto& [ptr, b] : buffers_) {
       if (b.resident || b.held_out) continue;
       const std::uint64_t key = key_of(ptr, b);
       const std::uint64_t distance = next_use(key, now);
-      if (distance == kFar || distance > lead_of(key)) continue;
+      if (distance != kFar && distance <= lead_of(key)) due_in_.emplace_back(distance, ptr);
+    }
+    std::sort(due_in_.begin(), due_in_.end());
+    for (std::size_t k = 0; k < due_in_.size(); ++k) {
+      const auto [distance, ptr] = due_in_[k];
+      SwapBuffer& b = buffers_.at(ptr);
       // Room for it and for what is allocated before its use, from buffers needed after it only:
       // else the next item's early leaving would send it straight back (Belady, both ways).
       const std::uint64_t needs = b.footprint + upcoming_allocations(now, distance);
       make_room(needs, distance, Room::quiet);
-      if (options_.budget_bytes != 0 && mover_->device_bytes() + needs > device_budget()) continue;
+      // No room yet for the soonest needed: none for those needed later either (they would
+      // take what it needs, and be sent out again for it).
+      if (options_.budget_bytes != 0 && mover_->device_bytes_with(b.footprint) + (needs - b.footprint) > device_budget()) {
+        for (; k < due_in_.size(); ++k) buffers_.at(due_in_[k].second).kept_out = true;
+        return;
+      }
       StreamId side = 0;
       if (!side_stream(in_stream_, side)) return;
       if (!move_in_timed(ptr, b, side)) continue;
       mark_arrival(b, side, true);
+      b.kept_out = false;
+      timing_events_.give(b.timed_arrival);
+      b.timed_arrival = timing_events_.record(device_, side);  // lateness on the GPU's clock
       arrived(b);
       ++counters_.swap_ins_ahead;
     }
@@ -740,6 +778,7 @@ class SwapAdaptor final : public Adaptor {
   // `iteration_ns`: the host time of the iteration that just ended (0: none).
   void schedule_at_boundary(double iteration_ns) {
     learner_.meter().poll();
+    judge_rule_lateness();
     if (plan_state_ == PlanState::off && options_.budget_bytes != 0 && options_.policy != "belady") {
       plan_state_ = PlanState::learning;
     }
@@ -893,6 +932,35 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
+  // The consumer of the rule's copy back ahead is about to be issued on `stream`, the copy not
+  // known to have arrived: whether it was late is read off the GPU at the next boundary.
+  void judge_rule_later(std::uint64_t key, SwapBuffer& b, StreamId stream) {
+    const EventId consumer = timing_events_.record(device_, stream);
+    if (consumer == 0) {  // no event: the host's view
+      timing_events_.give(b.timed_arrival);
+      ++counters_.swap_ins_late;
+      grow_lead(key);
+      return;
+    }
+    rule_lateness_.push_back(RuleLateness{key, b.timed_arrival, consumer});
+    b.timed_arrival = 0;
+  }
+
+  // The rule's copies back that arrived after their consumer's turn on the GPU start earlier.
+  void judge_rule_lateness() {
+    std::erase_if(rule_lateness_, [this](RuleLateness& l) {
+      if (!device_.event_completed(l.arrival) || !device_.event_completed(l.consumer)) return false;
+      double ns = 0;
+      if (device_.elapsed_ns(l.consumer, l.arrival, &ns) != kSuccess || ns > 0) {
+        ++counters_.swap_ins_late;
+        grow_lead(l.key);
+      }
+      timing_events_.give(l.arrival);
+      timing_events_.give(l.consumer);
+      return true;
+    });
+  }
+
   // Copy-ins that arrived after their consumer's turn on the GPU start earlier from now on.
   void judge_lateness() {
     std::erase_if(lateness_, [this](Lateness& l) {
@@ -906,6 +974,11 @@ class SwapAdaptor final : public Adaptor {
   }
 
   void forget_lateness() {
+    for (RuleLateness& l : rule_lateness_) {
+      timing_events_.give(l.arrival);
+      timing_events_.give(l.consumer);
+    }
+    rule_lateness_.clear();
     for (Lateness& l : lateness_) {
       timing_events_.give(l.arrival);
       timing_events_.give(l.consumer);
@@ -948,7 +1021,7 @@ class SwapAdaptor final : public Adaptor {
       // The plan has room for it here; what still holds that room (a copy out, a free the GPU
       // has not reached) is waited for, as the consumer would wait for the buffer.
       make_room(b.footprint, schedule_->lead(t.swap), Room::wait);
-      if (mover_->device_bytes() + b.footprint > device_budget()) continue;
+      if (mover_->device_bytes_with(b.footprint) > device_budget()) continue;
       StreamId on = stream;
       if (!copies_on_program_stream_) {
         // On the swap-in stream, once the program's stream has reached this item (the plan's
@@ -1115,7 +1188,14 @@ class SwapAdaptor final : public Adaptor {
     EventId arrival;   // after the copy-in
     EventId consumer;  // where its consumer starts
   };
-  std::vector<Lateness> lateness_;  // scheduled copy-ins to judge once the GPU got there
+  std::vector<Lateness> lateness_;
+  struct RuleLateness {
+    std::uint64_t key;  // the rule's name of the buffer
+    EventId arrival;    // after its copy back ahead
+    EventId consumer;   // where its consumer starts
+  };
+  std::vector<RuleLateness> rule_lateness_;  // the rule's copies back, to judge on the GPU's clock
+  std::vector<std::pair<std::uint64_t, DevicePtr>> due_in_;  // scratch: (distance, buffer) to bring back  // scheduled copy-ins to judge once the GPU got there
   std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
   std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
   std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up_;  // ours' candidates still to time

@@ -36,6 +36,7 @@ struct SwapBuffer {
   std::uint32_t scheduled_in = 0;  // 1 + the schedule's swap that copy was; 0: not the schedule's
   EventId timed_arrival = 0;    // a timing event after that copy (0: none), to judge lateness on the GPU
   bool held_out = false;        // sent out by the schedule, which also brings it back
+  bool kept_out = false;        // within its lead, but not brought back for want of room
   std::uint64_t ordinal = 0;    // its allocation's place in the iteration that made it
   Birth birth = Birth::persistent;
   // The mover's.
@@ -70,6 +71,9 @@ class SwapMover {
 
   [[nodiscard]] virtual std::uint64_t device_bytes() const = 0;   // held on the device now
   [[nodiscard]] virtual std::uint64_t leaving_bytes() const = 0;  // of those, freed by settle
+  // Held on the device once a buffer of `footprint` device bytes is back (memory kept for reuse
+  // taken for it, or let go to make room for new memory).
+  [[nodiscard]] virtual std::uint64_t device_bytes_with(std::uint64_t footprint) const = 0;
   [[nodiscard]] virtual std::uint64_t stall_ns() const = 0;       // host time spent waiting
   // Release everything it holds that no buffer uses (the host pool's free slots).
   virtual void trim() = 0;

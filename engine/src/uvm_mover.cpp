@@ -53,6 +53,7 @@ class UvmMover final : public SwapMover {
   void settle(bool) override {}
   std::uint64_t device_bytes() const override { return device_bytes_; }
   std::uint64_t leaving_bytes() const override { return 0; }
+  std::uint64_t device_bytes_with(std::uint64_t footprint) const override { return device_bytes_ + footprint; }
   std::uint64_t stall_ns() const override { return 0; }
   void trim() override {}
 

@@ -205,6 +205,10 @@ class VmmMover final : public SwapMover {
 
   std::uint64_t device_bytes() const override { return device_bytes_ + cached_bytes_; }
   std::uint64_t leaving_bytes() const override { return leaving_bytes_ + cached_bytes_; }
+  // take_device: a released handle of its size is reused, else every released one goes first.
+  std::uint64_t device_bytes_with(std::uint64_t footprint) const override {
+    return cached_device_.contains(footprint) ? device_bytes_ + cached_bytes_ : device_bytes_ + footprint;
+  }
   std::uint64_t stall_ns() const override { return stall_ns_; }
 
   void trim() override {

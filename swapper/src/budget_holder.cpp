@@ -226,9 +226,11 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   }
   for (const std::uint32_t index : rule_ins_) issue_rule_in(index, u, issue);
   rule_ins_.clear();
-  // Those due ahead of their access come back if they fit now with what the ops up to that
-  // access allocate; room is made for them from buffers needed after it, without waiting for
-  // those copies (Belady both ways, as the executor's prefetch). Else at the next op.
+  // Those due ahead of their access come back, the soonest needed first, each if it fits now
+  // with what the ops up to that access allocate; room is made for it from buffers needed after
+  // it, without waiting for those copies (Belady both ways, as the executor's prefetch). The
+  // first that does not fit waits for the next op, and so do those needed after it.
+  due_now_.clear();
   while (!due_.empty() && due_.front().first <= u) {
     const std::uint32_t index = due_.front().second;
     std::pop_heap(due_.begin(), due_.end(), std::greater<>());
@@ -239,14 +241,22 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
       issue_rule_in(index, u, issue);
       continue;
     }
-    const std::uint64_t next = net_.next_access(r.buffer, u);
-    const std::uint64_t needs = iteration_->buffers[r.buffer].size + (next == kNoAccess ? 0 : upcoming(i, next - u));
-    if (resident() + needs > budget_ + leaving_bytes_) evict(u, i, issue, next, needs);
-    if (resident() + needs <= budget_) {
-      issue_rule_in(index, u, issue);
-    } else {
-      deferred_.push_back(index);
+    due_now_.emplace_back(next_[r.buffer], index);  // its key: unchanged while out
+  }
+  std::sort(due_now_.begin(), due_now_.end());
+  bool blocked = false;
+  for (const auto& [next, index] : due_now_) {
+    if (!blocked) {
+      const std::uint64_t needs =
+          iteration_->buffers[rule_[index].buffer].size + (next == kNoAccess ? 0 : upcoming(i, next - u));
+      if (resident() + needs > budget_ + leaving_bytes_) evict(u, i, issue, next, needs);
+      if (resident() + needs <= budget_) {
+        issue_rule_in(index, u, issue);
+        continue;
+      }
+      blocked = true;
     }
+    deferred_.push_back(index);
   }
   for (const std::uint32_t index : deferred_) {
     due_.emplace_back(u + 1, index);

@@ -10,8 +10,9 @@
 // the op that touches the buffer (on demand), which waits for them; one due ahead comes back
 // only if it fits then (its copy-out ended, the op's memory, it and what the ops up to its access
 // allocate within the budget), and is tried again at the next op otherwise; room is made for it
-// from buffers needed after its access, whose copies it does not wait for (the executor's
-// prefetch). With no schedule the rule also leaves early: after each
+// from buffers needed after its access, whose copies it does not wait for, and those due at one
+// op are taken soonest needed first, the first that does not fit holding back the rest (the
+// executor's prefetch). With no schedule the rule also leaves early: after each
 // op is issued it makes room for what the next few ops allocate, as the executor does then. A
 // swap-in's bytes count from its issue, as the executor maps them then.
 #pragma once
@@ -125,6 +126,7 @@ class BudgetHolder {
   std::span<const std::uint32_t> ins_;
   std::vector<std::uint32_t> rule_ins_;  // on demand
   std::vector<std::uint32_t> deferred_;  // scratch: due ahead, no room yet
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> due_now_;  // scratch: (next access, rule swap) due ahead
   std::vector<std::uint8_t> live_;        // per buffer: a rule candidate live at the current op
   std::vector<std::uint64_t> next_;       // per live candidate: its next access (unrolled), or kNoAccess
   // Max-heap of (next access, buffer), farthest first: the rule's victims in its order. An entry

@@ -18,10 +18,11 @@ struct SwapRig {
   SimDevice device{SimDevice::Options{64 * MiB}};
   std::unique_ptr<Resource> swap;
 
-  explicit SwapRig(std::uint64_t budget) {
+  explicit SwapRig(std::uint64_t budget, std::string policy = "ours") {
     SwapOptions options;
     options.mode = SwapMechanism::explicit_copies;
     options.budget_bytes = budget;
+    options.policy = std::move(policy);
     options.min_bytes = MiB;
     swap = make_swap(device, make_device_resource(device, true), options);
   }
@@ -98,4 +99,34 @@ TEST_CASE("explicit swap: while out, its address reaches the host copy; what was
   CHECK(rig.swap->deallocate(b, MemoryKind::device, 0) == kSuccess);
   rig.swap->shutdown(true);
   CHECK(rig.device.live_bytes() == 0);
+}
+
+// A buffer the rule brings back ahead for its name's next use, which the program frees before
+// any use (its next use was its twin's in the next iteration): its memory is released only once
+// that copy back is done, never under it (SimDevice counts an unmap the host has not seen the
+// range's last copy done for). Each iteration: t, u and v of 4 MiB in a 9 MiB budget; t leaves
+// for v (u is used again sooner), u and v are freed, and at the next item t comes back ahead,
+// then is freed unused.
+TEST_CASE("explicit swap: a buffer brought back ahead and freed unused is released after its copy back",
+          "[engine][swap]") {
+  SwapRig rig(9 * MiB, "belady");
+  const StreamId s = 1;
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    rig.swap->on_boundary(Boundary{});
+    const DevicePtr t = rig.alloc(4 * MiB);
+    rig.kernel(t, 4 * MiB, s);
+    const DevicePtr u = rig.alloc(4 * MiB);
+    rig.kernel(u, 4 * MiB, s);
+    const DevicePtr v = rig.alloc(4 * MiB);
+    rig.kernel(v, 4 * MiB, s);
+    rig.kernel(u, 4 * MiB, s);
+    for (const DevicePtr p : {u, v}) CHECK(rig.swap->deallocate(p, MemoryKind::device, s) == kSuccess);
+    rig.device.synchronize();  // their frees are reached
+    rig.swap->before_work({}, s);  // an item with no buffer of ours: t's twin is used soon after
+    CHECK(rig.swap->deallocate(t, MemoryKind::device, s) == kSuccess);
+  }
+  CHECK(rig.summary().swap_ins_ahead >= 1);  // the case under test happened
+  rig.swap->shutdown(true);
+  CHECK(rig.device.live_bytes() == 0);
+  CHECK(rig.device.violations() == 0);
 }

@@ -3,7 +3,8 @@
 // and asynchronous streams modelled with vector clocks, so a missing ordering is detected
 // without any timing: each kernel access to a byte range must happen-after the previous access
 // to those bytes from another stream (through cuStreamWaitEvent on an event recorded after it,
-// or a host synchronisation); otherwise it counts as a violation.
+// or a host synchronisation); otherwise it counts as a violation, and so does unmapping memory
+// whose last access the host has not seen done (the driver's unmap does not wait for it).
 // A buffer's bytes are made at its first fill, verify or access, so `memtool simulate` can
 // replay a trace of gigabytes on it; with `driver_granularity` each allocation counts (towards
 // the capacity and the peak) what the driver would map for it rather than the bytes asked for.
