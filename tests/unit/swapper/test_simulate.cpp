@@ -27,6 +27,15 @@ struct OneGap {
   }
 };
 
+// The executor's rule alone holding `budget` where memory is needed (no leaving early), over a
+// link of 4 B/ns (2000 B in 500 ns).
+ms::Simulation rule_alone(const ms::Iteration& it, std::uint64_t budget) {
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = budget;
+  held.rule_lookahead_ops = 0;
+  return ms::simulate(it, {}, simple_link(4.0), held);
+}
+
 }  // namespace
 
 TEST_CASE("no schedule: the plain iteration", "[swapper][simulate]") {
@@ -270,10 +279,7 @@ TEST_CASE("holding a budget, the rule's swap-in due ahead makes room from what i
   const std::uint32_t x = add_buffer(it, 2000, 0, 6, {0, 6});
   const std::uint32_t y = add_buffer(it, 2000, 0, 9, {0, 2, 9});
   add_buffer(it, 2000, 1, 8, {1, 8});
-  ms::SimulateOptions held;
-  held.hold_budget_bytes = 4000;
-  held.rule_lookahead_ops = 0;
-  const ms::Simulation sim = ms::simulate(it, {}, simple_link(4.0), held);
+  const ms::Simulation sim = rule_alone(it, 4000);
   CHECK(sim.op_stall_ns[1] == 500);
   CHECK(sim.op_stall_ns[5] == 0);
   CHECK(sim.op_stall_ns[6] == 500);
@@ -296,10 +302,7 @@ TEST_CASE("holding a budget, the rule sends out a buffer past its last access fi
   add_buffer(it, 2000, 0, 3, {0});
   add_buffer(it, 2000, 0, 5, {0, 5});
   add_buffer(it, 2000, 1, 1, {1});
-  ms::SimulateOptions held;
-  held.hold_budget_bytes = 4000;
-  held.rule_lookahead_ops = 0;
-  const ms::Simulation sim = ms::simulate(it, {}, simple_link(4.0), held);
+  const ms::Simulation sim = rule_alone(it, 4000);
   CHECK(sim.op_stall_ns[1] == 500);
   CHECK(sim.op_stall_ns[5] == 0);
   CHECK(sim.stall_ns == 500);
