@@ -22,6 +22,8 @@
 #include "detail/simulate_replay.hpp"
 #include "detail/simulate_swap.hpp"
 #include "memtool/engine/baselines.hpp"
+#include "memtool/swapper/problem.hpp"
+#include "memtool/trace/mapped_file.hpp"
 
 namespace memtool::cli {
 namespace {
@@ -44,10 +46,10 @@ struct SimulateArgs {
   double pool_time_limit = 1.0;
 };
 
-LoadedModel load(const SimulateArgs& args) {
+LoadedModel load(const SimulateArgs& args, const trace::MappedFile& input) {
   LoadModelOptions load_options;
   load_options.device = args.device;
-  return load_model(args.input, load_options);
+  return load_model(input, args.input, load_options);
 }
 
 // The option values, checked before the input is read: a bad one is exit status 2.
@@ -63,17 +65,20 @@ bool parsed(Parse&& parse) {
 }
 
 // A problem file from a process (MEMTOOL_SWAP_DUMP), or the steady iteration of a trace.
-std::optional<SwapSource> swap_source_of(const SimulateArgs& args, const SimulateSwapOptions& options) {
+std::optional<SwapSource> swap_source_of(const SimulateArgs& args, const trace::MappedFile& input,
+                                         const SimulateSwapOptions& options) {
   try {
-    if (is_swap_problem(args.input)) return read_swap_problem(args.input);
-    return swap_source(load(args), options.input);
+    if (swapper::looks_like_problem(input.text())) return swap_problem_source(input.text(), args.input);
+    return swap_source(load(args, input), options.input);
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "memtool: error: {}: {}\n", args.input, e.what());
     return std::nullopt;
   }
 }
 
-int run_swap_simulation(const SimulateArgs& args) {
+// `read`: the input, when the caller has read it already (else it is read here, once the
+// options are checked).
+int run_swap_simulation(const SimulateArgs& args, const trace::MappedFile* read) {
   SimulateSwapOptions options;
   const bool ok = parsed([&] {
     if (!args.budget.empty()) options.budgets.push_back(parse_budget(args.budget));
@@ -94,7 +99,9 @@ int run_swap_simulation(const SimulateArgs& args) {
     options.as_executor = args.as_executor;
   });
   if (!ok) return 2;
-  std::optional<SwapSource> source = swap_source_of(args, options);
+  std::optional<trace::MappedFile> own;
+  const trace::MappedFile& input = read != nullptr ? *read : own.emplace(args.input);  // once: it may be a pipe
+  std::optional<SwapSource> source = swap_source_of(args, input, options);
   if (!source) return 2;
   // A process's problem: its budget and link unless others are given, as its executor runs them.
   if (source->budget_bytes != 0 && options.budgets.empty()) {
@@ -115,14 +122,16 @@ int run_swap_simulation(const SimulateArgs& args) {
 }
 
 int run_simulate(const SimulateArgs& args) {
-  if (!args.budget.empty() || !args.budgets.empty() || is_swap_problem(args.input)) return run_swap_simulation(args);
+  if (!args.budget.empty() || !args.budgets.empty()) return run_swap_simulation(args, nullptr);
   SimulationOptions options;
   const bool ok = parsed([&] {
     options.resources = resolve_resources(args.resources);
     if (!args.capacity.empty()) options.capacity = parse_capacity(args.capacity);
   });
   if (!ok) return 2;
-  const LoadedModel loaded = load(args);
+  const trace::MappedFile input(args.input);  // read once: it may be a pipe
+  if (swapper::looks_like_problem(input.text())) return run_swap_simulation(args, &input);
+  const LoadedModel loaded = load(args, input);
   for (auto it = loaded.iterations.spans.rbegin(); it != loaded.iterations.spans.rend(); ++it) {
     if (it->complete) {
       options.steady_iteration = std::pair(it->first_event, it->end_event);

@@ -7,7 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
+#include <sstream>
 #include <optional>
 #include <stdexcept>
 
@@ -181,17 +181,8 @@ SwapSource swap_source(const LoadedModel& loaded, const swapper::TraceInputOptio
   return source;
 }
 
-bool is_swap_problem(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string head(64, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<std::size_t>(in.gcount()));
-  return swapper::looks_like_problem(head);
-}
-
-SwapSource read_swap_problem(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot be read");
+SwapSource swap_problem_source(std::string_view text, const std::string& path) {
+  std::istringstream in{std::string(text)};
   swapper::Problem problem = swapper::read_problem(in);
   SwapSource source;
   source.path = path;

@@ -58,11 +58,9 @@ struct SwapSource {
 
 // The steady iteration of a trace or snapshot. Throws std::invalid_argument when it has none.
 [[nodiscard]] SwapSource swap_source(const LoadedModel& loaded, const swapper::TraceInputOptions& options);
-// A problem file (memtool/swapper/problem.hpp) as the process writes it. Throws
-// std::invalid_argument naming the line.
-[[nodiscard]] SwapSource read_swap_problem(const std::string& path);
-// Whether the file at `path` starts like a problem file (false when it cannot be read).
-[[nodiscard]] bool is_swap_problem(const std::string& path);
+// A problem file's text (memtool/swapper/problem.hpp: swapper::looks_like_problem) as the
+// process writes it, read from `path`. Throws std::invalid_argument naming the line.
+[[nodiscard]] SwapSource swap_problem_source(std::string_view text, const std::string& path);
 
 struct SimulateSwapOptions {
   std::vector<BudgetSpec> budgets;      // at least one
