@@ -920,70 +920,74 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  // The consumer of a scheduled copy-in is about to be issued on `stream`: whether the copy
-  // arrived in time is decided on the GPU's clock once both events have completed.
-  void judge_later(SwapBuffer& b, StreamId stream) {
-    EventId consumer = timing_events_.record(device_, stream);
-    if (consumer != 0) {
-      lateness_.push_back(Lateness{b.scheduled_in - 1, b.timed_arrival, consumer});
-      b.timed_arrival = 0;
-    } else {
-      timing_events_.give(b.timed_arrival);
-    }
-  }
+  struct Lateness {
+    std::uint64_t id;  // the schedule's swap, or the rule's key of the buffer
+    EventId arrival;   // after the copy back
+    EventId consumer;  // where its consumer starts
+  };
 
-  // The consumer of the rule's copy back ahead is about to be issued on `stream`, the copy not
-  // known to have arrived: whether it was late is read off the GPU at the next boundary.
-  void judge_rule_later(std::uint64_t key, SwapBuffer& b, StreamId stream) {
+  // The consumer of a copy back is about to be issued on `stream`: whether the copy arrived in
+  // time is decided on the GPU's clock once both events have completed (judge()). `id`: the
+  // schedule's swap, or the rule's key. False, the arrival's event given back, without an event.
+  bool time_against_consumer(std::vector<Lateness>& list, std::uint64_t id, SwapBuffer& b, StreamId stream) {
     const EventId consumer = timing_events_.record(device_, stream);
-    if (consumer == 0) {  // no event: the host's view
+    if (consumer == 0) {
       timing_events_.give(b.timed_arrival);
-      ++counters_.swap_ins_late;
-      grow_lead(key);
-      return;
+      return false;
     }
-    rule_lateness_.push_back(RuleLateness{key, b.timed_arrival, consumer});
+    list.push_back(Lateness{id, b.timed_arrival, consumer});
     b.timed_arrival = 0;
+    return true;
   }
 
-  // The rule's copies back that arrived after their consumer's turn on the GPU start earlier.
-  void judge_rule_lateness() {
-    std::erase_if(rule_lateness_, [this](RuleLateness& l) {
+  // A scheduled copy-in's consumer (without timing events, the schedule keeps its triggers).
+  void judge_later(SwapBuffer& b, StreamId stream) { (void)time_against_consumer(lateness_, b.scheduled_in - 1, b, stream); }
+
+  // The rule's copy back ahead, not known to have arrived when its consumer is issued: read off
+  // the GPU at the next boundary, or, without an event, taken as late (the host's view).
+  void judge_rule_later(std::uint64_t key, SwapBuffer& b, StreamId stream) {
+    if (time_against_consumer(rule_lateness_, key, b, stream)) return;
+    ++counters_.swap_ins_late;
+    grow_lead(key);
+  }
+
+  // The copies in `list` both of whose events have completed: `late(id)` for each that arrived
+  // after its consumer's turn on the GPU.
+  template <typename Late>
+  void judge(std::vector<Lateness>& list, Late late) {
+    std::erase_if(list, [&](Lateness& l) {
       if (!device_.event_completed(l.arrival) || !device_.event_completed(l.consumer)) return false;
       double ns = 0;
-      if (device_.elapsed_ns(l.consumer, l.arrival, &ns) != kSuccess || ns > 0) {
-        ++counters_.swap_ins_late;
-        grow_lead(l.key);
-      }
+      if (device_.elapsed_ns(l.consumer, l.arrival, &ns) == kSuccess && ns > 0) late(l.id);
       timing_events_.give(l.arrival);
       timing_events_.give(l.consumer);
       return true;
     });
   }
 
-  // Copy-ins that arrived after their consumer's turn on the GPU start earlier from now on.
+  // Scheduled copy-ins that were late start earlier from now on.
   void judge_lateness() {
-    std::erase_if(lateness_, [this](Lateness& l) {
-      if (!device_.event_completed(l.arrival) || !device_.event_completed(l.consumer)) return false;
-      double ns = 0;
-      if (schedule_ && device_.elapsed_ns(l.consumer, l.arrival, &ns) == kSuccess && ns > 0) schedule_->late(l.swap);
-      timing_events_.give(l.arrival);
-      timing_events_.give(l.consumer);
-      return true;
+    judge(lateness_, [this](std::uint64_t swap) {
+      if (schedule_) schedule_->late(static_cast<std::uint32_t>(swap));
+    });
+  }
+
+  // The rule's copies back that were late: those buffers' leads grow.
+  void judge_rule_lateness() {
+    judge(rule_lateness_, [this](std::uint64_t key) {
+      ++counters_.swap_ins_late;
+      grow_lead(key);
     });
   }
 
   void forget_lateness() {
-    for (RuleLateness& l : rule_lateness_) {
-      timing_events_.give(l.arrival);
-      timing_events_.give(l.consumer);
+    for (std::vector<Lateness>* list : {&lateness_, &rule_lateness_}) {
+      for (Lateness& l : *list) {
+        timing_events_.give(l.arrival);
+        timing_events_.give(l.consumer);
+      }
+      list->clear();
     }
-    rule_lateness_.clear();
-    for (Lateness& l : lateness_) {
-      timing_events_.give(l.arrival);
-      timing_events_.give(l.consumer);
-    }
-    lateness_.clear();
   }
 
   // The copies out due once the item before `item` was issued: at the first call after it (an
@@ -1183,19 +1187,9 @@ class SwapAdaptor final : public Adaptor {
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
   detail::ScheduleTrial trial_;
   std::uint32_t ready_boundaries_ = 0;  // boundaries since the plan was ready (not yet applied)
-  struct Lateness {
-    std::uint32_t swap;
-    EventId arrival;   // after the copy-in
-    EventId consumer;  // where its consumer starts
-  };
-  std::vector<Lateness> lateness_;
-  struct RuleLateness {
-    std::uint64_t key;  // the rule's name of the buffer
-    EventId arrival;    // after its copy back ahead
-    EventId consumer;   // where its consumer starts
-  };
-  std::vector<RuleLateness> rule_lateness_;  // the rule's copies back, to judge on the GPU's clock
-  std::vector<std::pair<std::uint64_t, DevicePtr>> due_in_;  // scratch: (distance, buffer) to bring back  // scheduled copy-ins to judge once the GPU got there
+  std::vector<Lateness> lateness_;       // scheduled copy-ins to judge once the GPU got there
+  std::vector<Lateness> rule_lateness_;  // the rule's copies back ahead, likewise
+  std::vector<std::pair<std::uint64_t, DevicePtr>> due_in_;  // scratch: (distance, buffer) to bring back
   std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
   std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
   std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up_;  // ours' candidates still to time

@@ -69,8 +69,10 @@ void BudgetHolder::advance_live(std::uint64_t u, std::size_t i, double ready) {
       }
     }
   }
-  for (const std::uint32_t b : net_.born_at(i)) live_[b] = 1;
-  for (const std::uint32_t b : net_.born_at(i)) rekey(b, u);
+  for (const std::uint32_t b : net_.born_at(i)) {
+    live_[b] = 1;
+    rekey(b, u);
+  }
   // A candidate's next access changes only where it is accessed.
   for (const std::uint32_t b : net_.accessed_by(i)) {
     if (live_[b]) rekey(b, u);

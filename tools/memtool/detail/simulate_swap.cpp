@@ -251,7 +251,8 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
         } else {
           result = swapper::plan(iteration, options.link, budget, name, plan_options);
           if (name == "save-on-cpu") save_on_cpu = result;
-          // As the process runs it: the executor holds the budget (ours already judged so).
+          // As the process runs it: the executor holds the budget (ours, judged so already where it
+          // holds one, simulates the same again).
           if (options.as_executor && mode == swapper::ScheduleMode::stick_to_limit && name != "save-on-cpu") {
             result.simulation = swapper::simulate(iteration, result.schedule, options.link, held);
           }
