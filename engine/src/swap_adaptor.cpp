@@ -43,6 +43,7 @@
 #include "memtool/engine/resources.hpp"
 #include "schedule_learner.hpp"
 #include "schedule_trial.hpp"
+#include "schedule_watch.hpp"
 #include "spare_events.hpp"
 #include "swap_mover.hpp"
 
@@ -792,14 +793,14 @@ class SwapAdaptor final : public Adaptor {
           start_log();
           return;
         }
-        if (!keep_after_trial(iteration_ns)) return;
+        if (!keep_after_trial(iteration_ns) || !still_fastest(iteration_ns)) return;
         judge_lateness();
         schedule_->rebuild();
         return;
       case PlanState::ready:
         // The iteration the plan was finished in ran beside the planner: the rule's next ones
         // are the baseline, then the schedule applies.
-        if (!trial_on_ || ++ready_boundaries_ > kBaselineIterations) install_schedule(std::move(ready_));
+        if (!trial_on_ || ++ready_boundaries_ > kBaselineIterations) install_planned();
         return;
       case PlanState::learning:
         if (learner_.end_iteration()) start_log();
@@ -866,6 +867,51 @@ class SwapAdaptor final : public Adaptor {
     return false;
   }
 
+  // The kept schedule (ours, after its trial) is watched (schedule_watch.hpp): slower than its
+  // fastest, its copy-ins go back to where they were then; slower than the rule alone, the rule
+  // from now on (false).
+  bool still_fastest(double iteration_ns) {
+    using Action = detail::ScheduleWatch::Action;
+    if (!trial_on_ || trial_.verdict() != detail::ScheduleTrial::Verdict::keep) return true;
+    const detail::ScheduleWatch::Verdict v = watch_.iteration(iteration_ns, trial_.rule());
+    // What the iteration just timed ran with: this boundary's learning is still to come.
+    if (v.fastest) fastest_copy_ins_ = schedule_->copy_ins();
+    if (v.action == Action::restore) {
+      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than its fastest ({:.1f} ms): "
+                                      "its copy-ins go back to where they were then, and learn no more",
+                                      schedule_->label(), v.typical / 1e6, watch_.fastest() / 1e6));
+      schedule_->restore_copy_ins(fastest_copy_ins_);
+    } else if (v.action == Action::drop) {
+      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than the rule alone ({:.1f} ms): "
+                                      "the rule from now on",
+                                      schedule_->label(), v.typical / 1e6, trial_.rule() / 1e6));
+      clear_schedule();
+      ++counters_.schedules_rejected;
+      plan_state_ = PlanState::failed;
+      return false;
+    }
+    return true;
+  }
+
+  // The plan made applies. A schedule without swaps is the rule alone (applied, it would only
+  // stop the rule leaving early for what is allocated next): its first runner-up is tried in its
+  // place against the rule's iterations, or the rule stays.
+  void install_planned() {
+    std::unique_ptr<detail::SwapSchedule> schedule = std::move(ready_);
+    while (schedule->size() == 0) {
+      const bool next = trial_on_ && !runners_up_.empty();
+      log(LogLevel::info, fmt::format("memtool swap: {} has no swaps: the rule alone{}", schedule->label(),
+                                      next ? ", as timed; its runners-up are timed against it" : ""));
+      if (!next) {
+        plan_state_ = PlanState::failed;  // the rule from now on
+        return;
+      }
+      schedule = std::move(runners_up_.front());
+      runners_up_.erase(runners_up_.begin());
+    }
+    install_schedule(std::move(schedule));
+  }
+
   void fail_planning(const std::string& why) {
     log(LogLevel::warn, "memtool swap: no " + options_.policy + " schedule (" + why + "); swapping by its own rule");
     plan_state_ = PlanState::failed;
@@ -881,6 +927,8 @@ class SwapAdaptor final : public Adaptor {
       rule_leads_ = lead_;
     }
     trial_.start(counts);
+    watch_.start();
+    fastest_copy_ins_.clear();
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       timing_events_.give(b.timed_arrival);
@@ -1186,6 +1234,8 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
   detail::ScheduleTrial trial_;
+  detail::ScheduleWatch watch_;  // the kept schedule's iterations against its fastest and the rule's
+  std::vector<std::uint64_t> fastest_copy_ins_;  // the kept schedule's copy-ins in its fastest iteration
   std::uint32_t ready_boundaries_ = 0;  // boundaries since the plan was ready (not yet applied)
   std::vector<Lateness> lateness_;       // scheduled copy-ins to judge once the GPU got there
   std::vector<Lateness> rule_lateness_;  // the rule's copies back ahead, likewise

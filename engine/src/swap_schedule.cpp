@@ -109,6 +109,7 @@ bool SwapSchedule::expects(std::uint64_t ordinal, std::uint64_t footprint) const
 }
 
 void SwapSchedule::late(std::uint32_t swap) {
+  if (!learning_) return;
   swapper::Swap& s = schedule_.swaps.at(swap);
   const std::uint64_t lead = std::max<std::uint64_t>(1, s.gap.to_op - s.in_at_op);
   const std::uint64_t earliest = s.out_after_op + 1;
@@ -116,6 +117,22 @@ void SwapSchedule::late(std::uint32_t swap) {
   if (moved != s.in_at_op) {
     s.in_at_op = moved;
     dirty_ = true;
+  }
+}
+
+std::vector<std::uint64_t> SwapSchedule::copy_ins() const {
+  std::vector<std::uint64_t> at;
+  at.reserve(schedule_.swaps.size());
+  for (const swapper::Swap& s : schedule_.swaps) at.push_back(s.in_at_op);
+  return at;
+}
+
+void SwapSchedule::restore_copy_ins(const std::vector<std::uint64_t>& at) {
+  learning_ = false;
+  if (at.size() != schedule_.swaps.size()) return;
+  for (std::size_t s = 0; s < at.size(); ++s) {
+    if (schedule_.swaps[s].in_at_op != at[s]) dirty_ = true;
+    schedule_.swaps[s].in_at_op = at[s];
   }
 }
 

@@ -48,8 +48,13 @@ class SwapSchedule {
   [[nodiscard]] std::uint64_t lead(std::uint32_t swap) const;
   // Does the `ordinal`-th allocation of an iteration match the plan's?
   [[nodiscard]] bool expects(std::uint64_t ordinal, std::uint64_t footprint) const;
-  // A copy-in arrived late: issue it earlier from the next iteration on (rebuild()).
+  // A copy-in arrived late: issue it earlier from the next iteration on (rebuild()); nothing
+  // once learning has stopped.
   void late(std::uint32_t swap);
+  // Where each swap's copy-in is issued now (unrolled positions), to be put back later.
+  [[nodiscard]] std::vector<std::uint64_t> copy_ins() const;
+  // The copy-ins back where `copy_ins()` found them (rebuild()), and no more learning.
+  void restore_copy_ins(const std::vector<std::uint64_t>& at);
   // At an iteration boundary: the triggers with what was learned (nothing to do if nothing was).
   void rebuild();
 
@@ -63,6 +68,7 @@ class SwapSchedule {
   std::vector<std::uint32_t> out_begin_, in_begin_;  // CSR offsets per item
   std::vector<Trigger> outs_, ins_;
   bool dirty_ = true;
+  bool learning_ = true;
 };
 
 struct PlanRequest {

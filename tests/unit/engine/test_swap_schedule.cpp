@@ -1,7 +1,8 @@
 // The swapper's schedule in the process: an observed iteration becomes the swapper's input with
 // the right lifetimes and names (swap_observation.hpp), a schedule becomes triggers at the right
 // work items, wrapping into the next iteration under the right name, and learns from a late
-// copy-in (swap_schedule.hpp); a schedule slower than the rule gives way (schedule_trial.hpp);
+// copy-in (swap_schedule.hpp); a schedule slower than the rule gives way (schedule_trial.hpp),
+// and one kept that grows slower goes back to its fastest copy-ins (schedule_watch.hpp);
 // and on the simulated device a periodic program is planned, served from the schedule with its
 // bytes intact, and falls back when it drifts.
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include "memtool/engine/resources.hpp"
 #include "memtool/engine/sim_device.hpp"
 #include "schedule_trial.hpp"
+#include "schedule_watch.hpp"
 #include "swap_observation.hpp"
 #include "swap_schedule.hpp"
 
@@ -135,6 +137,18 @@ TEST_CASE("swap schedule: triggers at work items, wrapping into the next iterati
   for (int i = 0; i < 10; ++i) s.late(0);
   s.rebuild();
   CHECK(s.ins_at(2).size() == 2);  // never before its copy-out
+
+  // Put back where they were, with no more learning.
+  const std::vector<std::uint64_t> at{7, 12};
+  s.restore_copy_ins(at);
+  CHECK(s.copy_ins() == at);
+  s.rebuild();
+  CHECK(s.lead(0) == 1);
+  REQUIRE(s.ins_at(7).size() == 1);
+  s.late(0);
+  s.rebuild();
+  CHECK(s.copy_ins() == at);
+  CHECK(s.ins_at(7).size() == 1);
   CHECK(s.expects(0, MiB));
   CHECK_FALSE(s.expects(0, 2 * MiB));
   CHECK_FALSE(s.expects(2, MiB));
@@ -297,4 +311,36 @@ TEST_CASE("swap schedule: each runner-up must beat the rule and every candidate 
   CHECK(trial.bar() == 200.0);
   trial.forget();
   CHECK(trial.bar() == 0.0);
+}
+
+TEST_CASE("swap schedule: a kept schedule that grows slower goes back to its fastest copy-ins, then to the rule",
+          "[engine][swap][schedule]") {
+  using Action = ScheduleWatch::Action;
+  ScheduleWatch watch;  // 3% by default
+  CHECK(watch.iteration(0.0, 200.0).action == Action::none);  // not timed
+  CHECK(watch.iteration(260.0, 200.0).fastest);  // the first after the switch: the fastest so far
+  CHECK(watch.iteration(180.0, 200.0).fastest);
+  ScheduleWatch::Verdict v = watch.iteration(183.0, 200.0);
+  CHECK_FALSE(v.fastest);
+  CHECK(v.action == Action::none);  // median 183: within 3% of 180
+  CHECK(v.typical == 183.0);
+  CHECK(watch.iteration(184.0, 200.0).action == Action::none);
+  // Learning moved its copy-ins and it runs slower: the median of the last three passes 185.4.
+  CHECK(watch.iteration(186.0, 200.0).action == Action::none);  // median 184
+  v = watch.iteration(187.0, 200.0);
+  CHECK(v.action == Action::restore);
+  CHECK(v.typical == 186.0);
+  CHECK(watch.fastest() == 180.0);
+  // Restored: judged afresh on three of its own, against the rule only.
+  CHECK_FALSE(watch.iteration(150.0, 200.0).fastest);
+  CHECK(watch.iteration(204.0, 200.0).action == Action::none);
+  CHECK(watch.iteration(205.0, 200.0).action == Action::none);  // median 204: within 3% of 200
+  CHECK(watch.iteration(210.0, 200.0).action == Action::none);  // median 205
+  CHECK(watch.iteration(210.0, 200.0).action == Action::drop);  // median 210
+  // A new schedule is watched from nothing; without the rule's time it is never dropped.
+  watch.start();
+  for (const double ns : {300.0, 300.0, 300.0}) CHECK(watch.iteration(ns, 0.0).action == Action::none);
+  CHECK(watch.iteration(400.0, 0.0).action == Action::none);  // median 300
+  CHECK(watch.iteration(400.0, 0.0).action == Action::restore);
+  for (const double ns : {500.0, 500.0, 500.0}) CHECK(watch.iteration(ns, 0.0).action == Action::none);
 }
