@@ -16,8 +16,8 @@
 # minutes then touch all alike, and its spread (most over least, less one) says how far the same
 # run moves from one round to the next: differences inside it are noise. The counters are the
 # last round's. ours runs at MEMTOOL_LOG=info, and its trial's verdicts (each candidate's host
-# time in that one process, minutes apart at most) follow each model's table: the schedules side
-# by side without the rounds' noise.
+# time in that one process, minutes apart at most) and its watch's (docs/swapping.md) follow each
+# model's table: the schedules side by side without the rounds' noise.
 # Usage: bench/replay_swap_policies.sh [BUILD_DIR] [STEPS] [BUDGET_PERCENT] [COMPUTE_GBPS] [LINK_GBPS] [MODELS] [POLICIES] [ROUNDS]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -72,7 +72,7 @@ for model in $models; do
       fi
       # A run without verdicts (no plan, or the trial off) must not end the bench under pipefail.
       if [ "$policy" = ours ]; then
-        { grep -E ' ms an iteration, |is the fastest: it applies' "$work/swap.err" || true; } | sed "s/^/  round $round: /" >> "$work/trial.txt"
+        { grep -E ' ms an iteration, |is the fastest: it applies| has no swaps: ' "$work/swap.err" || true; } | sed "s/^/  round $round: /" >> "$work/trial.txt"
       fi
       step=$(median_step "$work/swap.out" $((steps - 4)))
       best[$policy]=$(least "${best[$policy]:-}" "$step")
