@@ -1,11 +1,16 @@
-// Does the schedule ours' trial kept stay as fast as it was? Its copy-ins keep learning after the
-// verdict (a late one is issued earlier), and an earlier copy-in needs its room earlier: at a
-// tight budget the rule then sends another buffer out for it, and the schedule runs slower than
-// it did in its trial (alexnet at 60%: 2.08 s an iteration when kept, 2.35 s five iterations on,
-// the rule alone 2.19 s). So its host time per iteration is watched: the median of the last
-// three against the fastest it ran (`restore`: its copy-ins go back to where they were then, and
-// it learns no more), then against the rule alone (`drop`: the rule from now on). Host time at
-// iteration boundaries, as the trial's. Not thread-safe: the swap policy's lock.
+// Does the schedule ours' trial kept stay as fast as it was measured? Its copy-ins keep learning
+// after the verdict (a late one is issued earlier), and an earlier copy-in needs its room
+// earlier: at a tight budget the rule then sends another buffer out for it, and the schedule runs
+// slower than in its trial (alexnet at 60%: 2.11 s an iteration in its trial, 2.35 s five
+// iterations on, the rule alone 2.19 s). And the same schedule applied again can settle in
+// another state than in its trial (alexnet at 50%: 3.01 s in its trial, 3.33 s when taken back).
+// So its host time per iteration is watched, the median of the last three against the best of
+// its trial's figure and its own fastest since: over `margin` slower, `restore` (its copy-ins go
+// back to where they were in its fastest iteration, and learn no more), and if it still is once
+// restored, `drop` (the rule alone from now on: the evidence the schedule was kept for no longer
+// holds); over `margin` slower than the rule alone, `drop` as well. The first iteration after it
+// applies is not counted: it still carries the state the one before left. Host time at iteration
+// boundaries, as the trial's. Not thread-safe: the swap policy's lock.
 #pragma once
 
 #include <algorithm>
@@ -18,43 +23,51 @@ class ScheduleWatch {
  public:
   enum class Action { none, restore, drop };
   struct Verdict {
-    bool fastest = false;  // the iteration just timed is the fastest yet: keep its copy-ins
+    bool fastest = false;  // the iteration just timed is its fastest since it applied: keep its state
     Action action = Action::none;
     double typical = 0;  // the median it was judged by (0: fewer than three timed)
+    double target = 0;   // what it was judged against
   };
 
   explicit ScheduleWatch(double margin = 0.03) : margin_(margin) {}
 
-  // A schedule (newly kept) starts being watched.
+  // A schedule (newly applied) starts being watched.
   void start() {
+    settled_ = false;
     fastest_ns_ = 0;
     count_ = 0;
     restored_ = false;
   }
 
-  // An iteration with the kept schedule took `ns`; `rule_ns` the rule alone's (0: not timed).
-  Verdict iteration(double ns, double rule_ns) {
+  // An iteration with the kept schedule took `ns`; `trial_ns` its trial's figure and `rule_ns`
+  // the rule alone's (0: not timed).
+  Verdict iteration(double ns, double trial_ns, double rule_ns) {
     Verdict v;
     if (ns <= 0) return v;
+    if (!settled_) {
+      settled_ = true;
+      return v;
+    }
     if (!restored_ && (fastest_ns_ == 0 || ns < fastest_ns_)) {
       fastest_ns_ = ns;
       v.fastest = true;
     }
     recent_[count_++ % recent_.size()] = ns;
     if (count_ < recent_.size()) return v;
-    const double typical = median();
-    v.typical = typical;
-    if (!restored_ && typical > (1.0 + margin_) * fastest_ns_) {
+    v.typical = median();
+    v.target = trial_ns > 0 ? std::min(trial_ns, fastest_ns_) : fastest_ns_;
+    if (v.typical > (1.0 + margin_) * v.target) {
+      v.action = restored_ ? Action::drop : Action::restore;
       restored_ = true;
-      count_ = 0;  // judged afresh from the restored copy-ins' own iterations
-      v.action = Action::restore;
-    } else if (rule_ns > 0 && typical > (1.0 + margin_) * rule_ns) {
+      count_ = 0;  // judged afresh from the restored state's own iterations
+    } else if (rule_ns > 0 && v.typical > (1.0 + margin_) * rule_ns) {
+      v.target = rule_ns;
       v.action = Action::drop;
     }
     return v;
   }
 
-  [[nodiscard]] double fastest() const { return fastest_ns_; }
+  [[nodiscard]] bool restored() const { return restored_; }
 
  private:
   double median() const {
@@ -68,6 +81,7 @@ class ScheduleWatch {
   std::size_t count_ = 0;
   double fastest_ns_ = 0;
   bool restored_ = false;
+  bool settled_ = false;  // the first iteration, the one before's state still about, is past
 };
 
 }  // namespace memtool::engine::detail

@@ -326,6 +326,7 @@ class SwapAdaptor final : public Adaptor {
     iteration_started_at_ = now;
     if (last_length_ != 0) say_iteration(iteration_ns);
     schedule_at_boundary(last_length_ != 0 ? iteration_ns : 0.0);
+    if (schedule_ && trial_on_) leads_at_start_ = lead_;  // what the next iteration starts with
   }
 
   bool wants_accesses() const override { return true; }
@@ -489,6 +490,7 @@ class SwapAdaptor final : public Adaptor {
     return it == lead_.end() ? options_.lookahead : it->second;
   }
   void grow_lead(std::uint64_t key) {
+    if (leads_frozen_) return;
     auto [it, inserted] = lead_.emplace(key, options_.lookahead);
     (void)inserted;
     it->second = std::min(kMaxLead, std::max<std::uint64_t>(1, it->second * 2));
@@ -868,23 +870,34 @@ class SwapAdaptor final : public Adaptor {
   }
 
   // The kept schedule (ours, after its trial) is watched (schedule_watch.hpp): slower than its
-  // fastest, its copy-ins go back to where they were then; slower than the rule alone, the rule
-  // from now on (false).
+  // trial's figure or its fastest since, its copy-ins and the rule's leads go back to where they
+  // were in its fastest iteration, and neither learns any more (the rule's leads grow under a
+  // schedule too, and a longer lead sends more out ahead); slower still, or slower than the rule
+  // alone, the rule from now on (false).
   bool still_fastest(double iteration_ns) {
     using Action = detail::ScheduleWatch::Action;
     if (!trial_on_ || trial_.verdict() != detail::ScheduleTrial::Verdict::keep) return true;
-    const detail::ScheduleWatch::Verdict v = watch_.iteration(iteration_ns, trial_.rule());
+    const detail::ScheduleWatch::Verdict v = watch_.iteration(iteration_ns, trial_.best(), trial_.rule());
     // What the iteration just timed ran with: this boundary's learning is still to come.
-    if (v.fastest) fastest_copy_ins_ = schedule_->copy_ins();
+    if (v.fastest) {
+      fastest_copy_ins_ = schedule_->copy_ins();
+      fastest_leads_ = leads_at_start_;
+    }
     if (v.action == Action::restore) {
-      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than its fastest ({:.1f} ms): "
-                                      "its copy-ins go back to where they were then, and learn no more",
-                                      schedule_->label(), v.typical / 1e6, watch_.fastest() / 1e6));
-      schedule_->restore_copy_ins(fastest_copy_ins_);
+      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was ({:.1f} ms): "
+                                      "its copy-ins and the rule's leads go back to where they were in its fastest "
+                                      "iteration, and learn no more",
+                                      schedule_->label(), v.typical / 1e6, v.target / 1e6));
+      if (!fastest_copy_ins_.empty()) {
+        schedule_->restore_copy_ins(fastest_copy_ins_);
+        lead_ = fastest_leads_;
+      }
+      leads_frozen_ = true;
     } else if (v.action == Action::drop) {
-      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than the rule alone ({:.1f} ms): "
-                                      "the rule from now on",
-                                      schedule_->label(), v.typical / 1e6, trial_.rule() / 1e6));
+      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than {} ({:.1f} ms): "
+                                      "the rule alone from now on",
+                                      schedule_->label(), v.typical / 1e6,
+                                      v.target == trial_.rule() ? "the rule alone" : "it was", v.target / 1e6));
       clear_schedule();
       ++counters_.schedules_rejected;
       plan_state_ = PlanState::failed;
@@ -929,6 +942,8 @@ class SwapAdaptor final : public Adaptor {
     trial_.start(counts);
     watch_.start();
     fastest_copy_ins_.clear();
+    leads_frozen_ = false;
+    leads_at_start_ = lead_;
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       timing_events_.give(b.timed_arrival);
@@ -959,6 +974,7 @@ class SwapAdaptor final : public Adaptor {
     }
     if (grown != 0) log(LogLevel::debug, fmt::format("memtool swap: the rule gets back its leads ({} had grown)", grown));
     lead_ = rule_leads_;
+    leads_frozen_ = false;
     forget_lateness();
     learner_.stop(false);  // a log starts at a boundary
     for (auto& [ptr, b] : buffers_) {
@@ -1236,6 +1252,9 @@ class SwapAdaptor final : public Adaptor {
   detail::ScheduleTrial trial_;
   detail::ScheduleWatch watch_;  // the kept schedule's iterations against its fastest and the rule's
   std::vector<std::uint64_t> fastest_copy_ins_;  // the kept schedule's copy-ins in its fastest iteration
+  std::unordered_map<std::uint64_t, std::uint64_t> leads_at_start_;  // lead_ when this iteration began
+  std::unordered_map<std::uint64_t, std::uint64_t> fastest_leads_;   // lead_ when the fastest began
+  bool leads_frozen_ = false;  // the watch put them back: they grow no more under this schedule
   std::uint32_t ready_boundaries_ = 0;  // boundaries since the plan was ready (not yet applied)
   std::vector<Lateness> lateness_;       // scheduled copy-ins to judge once the GPU got there
   std::vector<Lateness> rule_lateness_;  // the rule's copies back ahead, likewise

@@ -173,8 +173,8 @@ constexpr unsigned kTrialSteps = 26;
 
 // Ours' trial, from its log: ours' schedule (unless it has no swaps: the rule alone, timed
 // already) and every runner-up the plan gave were timed in turn, and what applies at the end is
-// the last one said to be the fastest so far, or the rule (none was, or the one kept grew slower
-// than the rule alone). `complete`: the run was long enough for the whole trial (else it may stop
+// the last one said to be the fastest so far, or the rule (none was, or the one kept did not
+// stay as fast: its watch). `complete`: the run was long enough for the whole trial (else it may stop
 // part way).
 void check_trial(const std::string& err, const nlohmann::json& s, bool complete) {
   const std::size_t plan = err.find("memtool swap: ours schedule: ");
@@ -190,7 +190,7 @@ void check_trial(const std::string& err, const nlohmann::json& s, bool complete)
   unsigned verdicts = 0;
   std::istringstream lines(err);
   for (std::string line; std::getline(lines, line);) {
-    if (line.find(" ms): the rule from now on") != std::string::npos) fastest = "rule";  // the watch's
+    if (line.find(" ms): the rule alone from now on") != std::string::npos) fastest = "rule";  // the watch's
     const std::size_t kept = line.find(" ms an iteration, the fastest so far (");
     if (kept == std::string::npos && line.find(" ms an iteration, not faster than (") == std::string::npos) continue;
     ++verdicts;

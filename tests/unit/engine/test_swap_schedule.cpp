@@ -317,30 +317,53 @@ TEST_CASE("swap schedule: a kept schedule that grows slower goes back to its fas
           "[engine][swap][schedule]") {
   using Action = ScheduleWatch::Action;
   ScheduleWatch watch;  // 3% by default
-  CHECK(watch.iteration(0.0, 200.0).action == Action::none);  // not timed
-  CHECK(watch.iteration(260.0, 200.0).fastest);  // the first after the switch: the fastest so far
-  CHECK(watch.iteration(180.0, 200.0).fastest);
-  ScheduleWatch::Verdict v = watch.iteration(183.0, 200.0);
+  watch.start();
+  CHECK(watch.iteration(0.0, 190.0, 200.0).action == Action::none);  // not timed
+  CHECK_FALSE(watch.iteration(100.0, 190.0, 200.0).fastest);  // the first after it applies: not counted
+  CHECK(watch.iteration(260.0, 190.0, 200.0).fastest);
+  CHECK(watch.iteration(180.0, 190.0, 200.0).fastest);
+  ScheduleWatch::Verdict v = watch.iteration(183.0, 190.0, 200.0);
   CHECK_FALSE(v.fastest);
-  CHECK(v.action == Action::none);  // median 183: within 3% of 180
+  CHECK(v.action == Action::none);  // median 183: within 3% of its fastest, 180
   CHECK(v.typical == 183.0);
-  CHECK(watch.iteration(184.0, 200.0).action == Action::none);
+  CHECK(v.target == 180.0);
+  CHECK(watch.iteration(184.0, 190.0, 200.0).action == Action::none);
   // Learning moved its copy-ins and it runs slower: the median of the last three passes 185.4.
-  CHECK(watch.iteration(186.0, 200.0).action == Action::none);  // median 184
-  v = watch.iteration(187.0, 200.0);
+  CHECK(watch.iteration(186.0, 190.0, 200.0).action == Action::none);  // median 184
+  v = watch.iteration(187.0, 190.0, 200.0);
   CHECK(v.action == Action::restore);
   CHECK(v.typical == 186.0);
-  CHECK(watch.fastest() == 180.0);
-  // Restored: judged afresh on three of its own, against the rule only.
-  CHECK_FALSE(watch.iteration(150.0, 200.0).fastest);
-  CHECK(watch.iteration(204.0, 200.0).action == Action::none);
-  CHECK(watch.iteration(205.0, 200.0).action == Action::none);  // median 204: within 3% of 200
-  CHECK(watch.iteration(210.0, 200.0).action == Action::none);  // median 205
-  CHECK(watch.iteration(210.0, 200.0).action == Action::drop);  // median 210
-  // A new schedule is watched from nothing; without the rule's time it is never dropped.
+  CHECK(watch.restored());
+  // Restored: judged afresh on three of its own; as fast as it was, it stays.
+  CHECK_FALSE(watch.iteration(150.0, 190.0, 200.0).fastest);
+  CHECK(watch.iteration(181.0, 190.0, 200.0).action == Action::none);
+  CHECK(watch.iteration(182.0, 190.0, 200.0).action == Action::none);  // median 181
+  // Slower again, once restored: the rule alone.
+  CHECK(watch.iteration(190.0, 190.0, 200.0).action == Action::none);  // median 182
+  v = watch.iteration(190.0, 190.0, 200.0);
+  CHECK(v.action == Action::drop);
+  CHECK(v.target == 180.0);
+
+  // Taken back after its trial (3.01 s), it settles slower (3.33 s): restored, then dropped,
+  // although within 3% of the rule alone's 3.31 s.
   watch.start();
-  for (const double ns : {300.0, 300.0, 300.0}) CHECK(watch.iteration(ns, 0.0).action == Action::none);
-  CHECK(watch.iteration(400.0, 0.0).action == Action::none);  // median 300
-  CHECK(watch.iteration(400.0, 0.0).action == Action::restore);
-  for (const double ns : {500.0, 500.0, 500.0}) CHECK(watch.iteration(ns, 0.0).action == Action::none);
+  (void)watch.iteration(2.9, 3.01, 3.31);
+  for (const double ns : {3.41, 3.33}) CHECK(watch.iteration(ns, 3.01, 3.31).action == Action::none);
+  CHECK(watch.iteration(3.33, 3.01, 3.31).action == Action::restore);
+  for (const double ns : {3.33, 3.33}) CHECK(watch.iteration(ns, 3.01, 3.31).action == Action::none);
+  CHECK(watch.iteration(3.33, 3.01, 3.31).action == Action::drop);
+
+  // As fast as its trial, but slower than the rule alone: dropped; without the rule's time or a
+  // trial's figure, judged against itself only.
+  watch.start();
+  (void)watch.iteration(1.0, 0.0, 200.0);
+  for (const double ns : {210.0, 210.0}) CHECK(watch.iteration(ns, 0.0, 200.0).action == Action::none);
+  v = watch.iteration(210.0, 0.0, 200.0);
+  CHECK(v.action == Action::drop);
+  CHECK(v.target == 200.0);
+  watch.start();
+  (void)watch.iteration(1.0, 0.0, 0.0);
+  for (const double ns : {300.0, 300.0, 300.0}) CHECK(watch.iteration(ns, 0.0, 0.0).action == Action::none);
+  CHECK(watch.iteration(400.0, 0.0, 0.0).action == Action::none);  // median 300
+  CHECK(watch.iteration(400.0, 0.0, 0.0).action == Action::restore);
 }
