@@ -27,6 +27,7 @@ class ScheduleWatch {
     Action action = Action::none;
     double typical = 0;  // the median it was judged by (0: fewer than three timed)
     double target = 0;   // what it was judged against
+    bool against_rule = false;  // the target is the rule alone's time (else its own)
   };
 
   explicit ScheduleWatch(double margin = 0.03) : margin_(margin) {}
@@ -62,6 +63,7 @@ class ScheduleWatch {
       count_ = 0;  // judged afresh from the restored state's own iterations
     } else if (rule_ns > 0 && v.typical > (1.0 + margin_) * rule_ns) {
       v.target = rule_ns;
+      v.against_rule = true;
       v.action = Action::drop;
     }
     return v;

@@ -888,16 +888,14 @@ class SwapAdaptor final : public Adaptor {
                                       "its copy-ins and the rule's leads go back to where they were in its fastest "
                                       "iteration, and learn no more",
                                       schedule_->label(), v.typical / 1e6, v.target / 1e6));
-      if (!fastest_copy_ins_.empty()) {
-        schedule_->restore_copy_ins(fastest_copy_ins_);
-        lead_ = fastest_leads_;
-      }
+      schedule_->restore_copy_ins(fastest_copy_ins_);  // a fastest is timed before any restore
+      lead_ = fastest_leads_;
       leads_frozen_ = true;
     } else if (v.action == Action::drop) {
       log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than {} ({:.1f} ms): "
                                       "the rule alone from now on",
                                       schedule_->label(), v.typical / 1e6,
-                                      v.target == trial_.rule() ? "the rule alone" : "it was", v.target / 1e6));
+                                      v.against_rule ? "the rule alone" : "it was", v.target / 1e6));
       clear_schedule();
       ++counters_.schedules_rejected;
       plan_state_ = PlanState::failed;
@@ -942,8 +940,7 @@ class SwapAdaptor final : public Adaptor {
     trial_.start(counts);
     watch_.start();
     fastest_copy_ins_.clear();
-    leads_frozen_ = false;
-    leads_at_start_ = lead_;
+    leads_frozen_ = false;  // leads_at_start_ is taken when the boundary that installs it ends
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       timing_events_.give(b.timed_arrival);

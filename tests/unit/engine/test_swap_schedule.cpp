@@ -343,6 +343,7 @@ TEST_CASE("swap schedule: a kept schedule that grows slower goes back to its fas
   v = watch.iteration(190.0, 190.0, 200.0);
   CHECK(v.action == Action::drop);
   CHECK(v.target == 180.0);
+  CHECK_FALSE(v.against_rule);
 
   // Taken back after its trial (3.01 s), it settles slower (3.33 s): restored, then dropped,
   // although within 3% of the rule alone's 3.31 s.
@@ -361,6 +362,7 @@ TEST_CASE("swap schedule: a kept schedule that grows slower goes back to its fas
   v = watch.iteration(210.0, 0.0, 200.0);
   CHECK(v.action == Action::drop);
   CHECK(v.target == 200.0);
+  CHECK(v.against_rule);
   watch.start();
   (void)watch.iteration(1.0, 0.0, 0.0);
   for (const double ns : {300.0, 300.0, 300.0}) CHECK(watch.iteration(ns, 0.0, 0.0).action == Action::none);
