@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <vector>
 
 namespace memtool::engine::detail {
@@ -18,11 +19,13 @@ class ScheduleTrial {
 
   explicit ScheduleTrial(double margin = 0.0) : margin_(margin) {}
 
-  // An iteration under the rule alone took `ns`.
-  void rule_iteration(double ns) {
-    if (ns <= 0) return;
+  // An iteration under the rule alone took `ns`: true when it is the fastest of those its figure
+  // is taken from.
+  bool rule_iteration(double ns) {
+    if (ns <= 0) return false;
     rule_ns_.push_back(ns);
     if (rule_ns_.size() > 3) rule_ns_.erase(rule_ns_.begin());
+    return ns <= rule();
   }
   // A candidate starts its trial; with `new_plan` (a plan's first), the candidates of the plan
   // before are forgotten.
@@ -50,6 +53,12 @@ class ScheduleTrial {
     return verdict_;
   }
   [[nodiscard]] Verdict verdict() const { return verdict_; }
+  // The iteration just timed counts (the second or third) and is the candidate's fastest so far:
+  // the state it ran with is the one its figure stands for.
+  [[nodiscard]] bool timed_its_fastest() const {
+    const std::size_t n = schedule_ns_.size();
+    return n == 2 || (n == 3 && schedule_ns_[2] < schedule_ns_[1]);
+  }
   [[nodiscard]] double with_schedule() const {
     return schedule_ns_.size() < 3 ? 0.0 : std::min(schedule_ns_[1], schedule_ns_[2]);
   }

@@ -32,12 +32,13 @@ class ScheduleWatch {
 
   explicit ScheduleWatch(double margin = 0.03) : margin_(margin) {}
 
-  // A schedule (newly applied) starts being watched.
-  void start() {
+  // A schedule (newly applied) starts being watched; `restored`: in the state its figure was
+  // timed in, learning no more (a candidate taken back after its trial), so slower is a drop.
+  void start(bool restored = false) {
     settled_ = false;
     fastest_ns_ = 0;
     count_ = 0;
-    restored_ = false;
+    restored_ = restored;
   }
 
   // An iteration with the kept schedule took `ns`; `trial_ns` its trial's figure and `rule_ns`
@@ -56,8 +57,8 @@ class ScheduleWatch {
     recent_[count_++ % recent_.size()] = ns;
     if (count_ < recent_.size()) return v;
     v.typical = median();
-    v.target = trial_ns > 0 ? std::min(trial_ns, fastest_ns_) : fastest_ns_;
-    if (v.typical > (1.0 + margin_) * v.target) {
+    v.target = trial_ns > 0 && fastest_ns_ > 0 ? std::min(trial_ns, fastest_ns_) : std::max(trial_ns, fastest_ns_);
+    if (v.target > 0 && v.typical > (1.0 + margin_) * v.target) {
       v.action = restored_ ? Action::drop : Action::restore;
       restored_ = true;
       count_ = 0;  // judged afresh from the restored state's own iterations

@@ -326,7 +326,7 @@ class SwapAdaptor final : public Adaptor {
     iteration_started_at_ = now;
     if (last_length_ != 0) say_iteration(iteration_ns);
     schedule_at_boundary(last_length_ != 0 ? iteration_ns : 0.0);
-    if (schedule_ && trial_on_) leads_at_start_ = lead_;  // what the next iteration starts with
+    if (trial_on_) leads_at_start_ = lead_;  // what the next iteration starts with
   }
 
   bool wants_accesses() const override { return true; }
@@ -735,6 +735,12 @@ class SwapAdaptor final : public Adaptor {
   // boundary on, until drift drops it (learning again) or the trial rejects it (the rule alone).
   enum class PlanState : std::uint8_t { off, learning, ready, applying, failed };
 
+  // A schedule's copy-ins and the rule's leads as an iteration ran with them.
+  struct TimedState {
+    std::vector<std::uint64_t> copy_ins;
+    std::unordered_map<std::uint64_t, std::uint64_t> leads;
+  };
+
   BufferName name_of(DevicePtr ptr, const SwapBuffer& b) const {
     if (b.birth == Birth::persistent) return BufferName{Birth::persistent, ptr};
     return BufferName{b.birth, b.ordinal};
@@ -787,7 +793,11 @@ class SwapAdaptor final : public Adaptor {
     }
     // The trial's baseline: an iteration under the rule alone, neither logged nor run beside the
     // planner's thread (logging, timing and planning cost time too, on a busy host the most).
-    if (iteration_ns > 0 && plan_state_ == PlanState::ready && ready_boundaries_ > 0) trial_.rule_iteration(iteration_ns);
+    if (iteration_ns > 0 && plan_state_ == PlanState::ready && ready_boundaries_ > 0 &&
+        trial_.rule_iteration(iteration_ns)) {
+      rule_fastest_ = TimedState{{}, leads_at_start_};
+      rule_fastest_ns_ = iteration_ns;
+    }
     switch (plan_state_) {
       case PlanState::applying:
         if (last_length_ != schedule_->items()) {
@@ -806,6 +816,9 @@ class SwapAdaptor final : public Adaptor {
         return;
       case PlanState::learning:
         if (learner_.end_iteration()) start_log();
+        return;
+      case PlanState::failed:
+        rule_still_fastest(iteration_ns);
         return;
       default:
         return;
@@ -839,6 +852,7 @@ class SwapAdaptor final : public Adaptor {
     const bool undecided = trial_.verdict() == Verdict::undecided;
     const double bar = trial_.bar();
     const Verdict verdict = trial_.schedule_iteration(iteration_ns);
+    if (undecided && trial_.timed_its_fastest()) trial_fastest_ = timed_state();
     if (!undecided || verdict == Verdict::undecided) return true;
     const bool kept = verdict == Verdict::keep;
     ++counters_.candidates_timed;
@@ -846,7 +860,10 @@ class SwapAdaptor final : public Adaptor {
                                     schedule_->label(), trial_.with_schedule() / 1e6,
                                     kept ? "the fastest so far" : "not faster than", bar / 1e6, trial_.rule() / 1e6));
     if (!runners_up_.empty()) {
-      if (kept) champion_ = std::move(schedule_);  // the one it beat goes
+      if (kept) {
+        champion_ = std::move(schedule_);  // the one it beat goes
+        champion_fastest_ = std::move(trial_fastest_);
+      }
       clear_schedule();
       std::unique_ptr<detail::SwapSchedule> next = std::move(runners_up_.front());
       runners_up_.erase(runners_up_.begin());
@@ -859,13 +876,21 @@ class SwapAdaptor final : public Adaptor {
     }
     clear_schedule();
     if (champion_) {
-      log(LogLevel::info, fmt::format("memtool swap: {} is the fastest: it applies from now on", champion_->label()));
+      // Taken back as it was in its fastest iteration, learning no more: what it learned after
+      // that was its own trial's to show, and learning on (from the state the candidates after
+      // it left) settled it slower (mobilenet_v2 at 60%: 1,142 ms in its trial, 1,146 ms taken
+      // back, then 1,172-1,197 ms as it learned on).
+      log(LogLevel::info, fmt::format("memtool swap: {} is the fastest: it applies from now on, as it was in its "
+                                      "fastest iteration",
+                                      champion_->label()));
       install_schedule(std::move(champion_), false);
+      restore(champion_fastest_);
+      watch_.start(true);
       trial_.settle();
       return false;
     }
     ++counters_.schedules_rejected;
-    plan_state_ = PlanState::failed;  // the rule from now on
+    rule_from_now_on();
     return false;
   }
 
@@ -878,19 +903,13 @@ class SwapAdaptor final : public Adaptor {
     using Action = detail::ScheduleWatch::Action;
     if (!trial_on_ || trial_.verdict() != detail::ScheduleTrial::Verdict::keep) return true;
     const detail::ScheduleWatch::Verdict v = watch_.iteration(iteration_ns, trial_.best(), trial_.rule());
-    // What the iteration just timed ran with: this boundary's learning is still to come.
-    if (v.fastest) {
-      fastest_copy_ins_ = schedule_->copy_ins();
-      fastest_leads_ = leads_at_start_;
-    }
+    if (v.fastest) fastest_ = timed_state();
     if (v.action == Action::restore) {
       log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was ({:.1f} ms): "
                                       "its copy-ins and the rule's leads go back to where they were in its fastest "
                                       "iteration, and learn no more",
                                       schedule_->label(), v.typical / 1e6, v.target / 1e6));
-      schedule_->restore_copy_ins(fastest_copy_ins_);  // a fastest is timed before any restore
-      lead_ = fastest_leads_;
-      leads_frozen_ = true;
+      restore(fastest_);  // a fastest is timed before any restore
     } else if (v.action == Action::drop) {
       log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than {} ({:.1f} ms): "
                                       "the rule alone from now on",
@@ -898,10 +917,60 @@ class SwapAdaptor final : public Adaptor {
                                       v.against_rule ? "the rule alone" : "it was", v.target / 1e6));
       clear_schedule();
       ++counters_.schedules_rejected;
-      plan_state_ = PlanState::failed;
+      rule_from_now_on();
       return false;
     }
     return true;
+  }
+
+  // Ours' trial found no schedule faster than the rule alone: the rule from now on, starting
+  // from the leads of its fastest timed iteration. Its leads grow with every copy back that
+  // arrives late, which can help (lstm at 60%: 1,940 ms an iteration, then 1,815 ms 25 on) or
+  // not (longer leads send more out ahead: mobilenet_v2 at 60% ran 1,144 ms an iteration with 49
+  // buffers out, 1,200-1,246 ms with 54-60): so it is watched as a kept schedule is, against its
+  // fastest iteration, and its leads go back to that iteration's, learning no more, when it runs
+  // slower; slower still, they learn again (nothing else left to try).
+  void rule_from_now_on() {
+    plan_state_ = PlanState::failed;
+    if (!trial_on_ || trial_.rule() == 0) return;
+    lead_ = rule_fastest_.leads;
+    rule_watched_ = true;
+    watch_.start();
+    log(LogLevel::info, fmt::format("memtool swap: the rule alone from now on, from its leads in its fastest "
+                                    "iteration ({:.1f} ms)", trial_.rule() / 1e6));
+  }
+
+  void rule_still_fastest(double iteration_ns) {
+    using Action = detail::ScheduleWatch::Action;
+    if (!rule_watched_) return;
+    const detail::ScheduleWatch::Verdict v = watch_.iteration(iteration_ns, rule_fastest_ns_, 0.0);
+    if (v.fastest && iteration_ns < rule_fastest_ns_) {
+      rule_fastest_ns_ = iteration_ns;
+      rule_fastest_.leads = leads_at_start_;
+    }
+    if (v.action == Action::restore) {
+      log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
+                                      "({:.1f} ms): its leads go back to where they were then, and learn no more",
+                                      v.typical / 1e6, v.target / 1e6));
+      lead_ = rule_fastest_.leads;
+      leads_frozen_ = true;
+    } else if (v.action == Action::drop) {
+      log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
+                                      "({:.1f} ms) with its leads put back: they learn again",
+                                      v.typical / 1e6, v.target / 1e6));
+      leads_frozen_ = false;
+      rule_watched_ = false;
+    }
+  }
+
+  // What the iteration just timed ran with (this boundary's learning is still to come).
+  TimedState timed_state() const { return TimedState{schedule_->copy_ins(), leads_at_start_}; }
+
+  // The schedule's copy-ins and the rule's leads go back to `state`, and learn no more.
+  void restore(const TimedState& state) {
+    schedule_->restore_copy_ins(state.copy_ins);
+    lead_ = state.leads;
+    leads_frozen_ = true;
   }
 
   // The plan made applies. A schedule without swaps is the rule alone (applied, it would only
@@ -914,7 +983,7 @@ class SwapAdaptor final : public Adaptor {
       log(LogLevel::info, fmt::format("memtool swap: {} has no swaps: the rule alone{}", schedule->label(),
                                       next ? ", as timed; its runners-up are timed against it" : ""));
       if (!next) {
-        plan_state_ = PlanState::failed;  // the rule from now on
+        rule_from_now_on();
         return;
       }
       schedule = std::move(runners_up_.front());
@@ -939,7 +1008,8 @@ class SwapAdaptor final : public Adaptor {
     }
     trial_.start(counts);
     watch_.start();
-    fastest_copy_ins_.clear();
+    fastest_ = {};
+    trial_fastest_ = {};
     leads_frozen_ = false;  // leads_at_start_ is taken when the boundary that installs it ends
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
@@ -1223,6 +1293,9 @@ class SwapAdaptor final : public Adaptor {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> last_allocations_;  // (relative work, running total)
   std::unordered_map<std::uint64_t, std::uint64_t> lead_;  // learned swap-in lead per key
   std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;  // lead_ when the last plan applied
+  TimedState rule_fastest_;      // the rule alone's leads in its fastest iteration (baseline or since)
+  double rule_fastest_ns_ = 0;
+  bool rule_watched_ = false;    // the rule alone after ours' trial, watched
   std::uint64_t last_length_ = 0;  // work items in the last complete iteration
   std::uint64_t work_ = 0;
   std::uint64_t iteration_begin_ = 0;
@@ -1248,9 +1321,10 @@ class SwapAdaptor final : public Adaptor {
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
   detail::ScheduleTrial trial_;
   detail::ScheduleWatch watch_;  // the kept schedule's iterations against its fastest and the rule's
-  std::vector<std::uint64_t> fastest_copy_ins_;  // the kept schedule's copy-ins in its fastest iteration
   std::unordered_map<std::uint64_t, std::uint64_t> leads_at_start_;  // lead_ when this iteration began
-  std::unordered_map<std::uint64_t, std::uint64_t> fastest_leads_;   // lead_ when the fastest began
+  TimedState fastest_;           // the kept schedule's, in its fastest iteration since it applied
+  TimedState trial_fastest_;     // the candidate on trial's, in its fastest counted iteration
+  TimedState champion_fastest_;  // champion_'s, likewise
   bool leads_frozen_ = false;  // the watch put them back: they grow no more under this schedule
   std::uint32_t ready_boundaries_ = 0;  // boundaries since the plan was ready (not yet applied)
   std::vector<Lateness> lateness_;       // scheduled copy-ins to judge once the GPU got there

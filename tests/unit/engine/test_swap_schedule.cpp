@@ -252,7 +252,7 @@ TEST_CASE("swap schedule: belady plans nothing", "[engine][swap][schedule]") {
 TEST_CASE("swap schedule: the trial keeps a schedule no slower than the rule", "[engine][swap][schedule]") {
   {
     ScheduleTrial exact;  // no margin by default: the faster of the two measured stays
-    exact.rule_iteration(110.0);
+    CHECK(exact.rule_iteration(110.0));  // the fastest of the rule's: its state is the one to keep
     exact.start(false);
     for (const double ns : {500.0, 112.0}) (void)exact.schedule_iteration(ns);
     CHECK(exact.schedule_iteration(111.0) == ScheduleTrial::Verdict::reject);
@@ -261,7 +261,11 @@ TEST_CASE("swap schedule: the trial keeps a schedule no slower than the rule", "
     CHECK(exact.schedule_iteration(110.0) == ScheduleTrial::Verdict::keep);
   }
   ScheduleTrial trial(0.05);
-  for (const double ns : {100.0, 120.0, 110.0, 130.0}) trial.rule_iteration(ns);  // the last three: best 110
+  CHECK(trial.rule_iteration(100.0));
+  CHECK_FALSE(trial.rule_iteration(120.0));
+  CHECK_FALSE(trial.rule_iteration(110.0));
+  CHECK_FALSE(trial.rule_iteration(130.0));  // the last three: best 110 (100 is out of the window)
+  CHECK_FALSE(trial.rule_iteration(0.0));    // not timed
   CHECK(trial.rule() == 110.0);
   trial.start(false);
   // The first iteration with the schedule carries the rule's state and does not count.
@@ -300,8 +304,13 @@ TEST_CASE("swap schedule: each runner-up must beat the rule and every candidate 
   for (const double ns : {900.0, 190.0, 195.0}) (void)trial.schedule_iteration(ns);
   CHECK(trial.verdict() == ScheduleTrial::Verdict::reject);
   CHECK(trial.best() == 180.0);
-  trial.start(false);  // runner-up 3: the fastest
-  for (const double ns : {900.0, 175.0, 170.0}) (void)trial.schedule_iteration(ns);
+  trial.start(false);  // runner-up 3: the fastest, in its third iteration
+  (void)trial.schedule_iteration(900.0);
+  CHECK_FALSE(trial.timed_its_fastest());  // the first: carries the one before's state
+  (void)trial.schedule_iteration(175.0);
+  CHECK(trial.timed_its_fastest());
+  (void)trial.schedule_iteration(170.0);
+  CHECK(trial.timed_its_fastest());
   CHECK(trial.verdict() == ScheduleTrial::Verdict::keep);
   CHECK(trial.best() == 170.0);
   trial.start(false);  // the winner taken back applies without a trial
@@ -368,4 +377,23 @@ TEST_CASE("swap schedule: a kept schedule that grows slower goes back to its fas
   for (const double ns : {300.0, 300.0, 300.0}) CHECK(watch.iteration(ns, 0.0, 0.0).action == Action::none);
   CHECK(watch.iteration(400.0, 0.0, 0.0).action == Action::none);  // median 300
   CHECK(watch.iteration(400.0, 0.0, 0.0).action == Action::restore);
+}
+
+TEST_CASE("swap schedule: a candidate taken back as it was in its trial is dropped once it runs slower",
+          "[engine][swap][schedule]") {
+  using Action = ScheduleWatch::Action;
+  ScheduleWatch watch;
+  watch.start(true);  // its fastest trial iteration's state, learning no more: nothing to restore
+  CHECK(watch.restored());
+  CHECK_FALSE(watch.iteration(1.30, 1.142, 1.145).fastest);  // the first: the one before's state
+  for (const double ns : {1.146, 1.150}) CHECK(watch.iteration(ns, 1.142, 1.145).action == Action::none);
+  ScheduleWatch::Verdict v = watch.iteration(1.148, 1.142, 1.145);
+  CHECK_FALSE(v.fastest);
+  CHECK(v.action == Action::none);  // median 1.148: within 3% of its trial's 1.142
+  CHECK(v.target == 1.142);
+  CHECK(watch.iteration(1.19, 1.142, 1.145).action == Action::none);  // median 1.150
+  v = watch.iteration(1.19, 1.142, 1.145);  // median 1.19, 4% slower than its trial: the rule alone
+  CHECK(v.action == Action::drop);
+  CHECK(v.target == 1.142);
+  CHECK_FALSE(v.against_rule);
 }
