@@ -795,7 +795,7 @@ class SwapAdaptor final : public Adaptor {
     // planner's thread (logging, timing and planning cost time too, on a busy host the most).
     if (iteration_ns > 0 && plan_state_ == PlanState::ready && ready_boundaries_ > 0 &&
         trial_.rule_iteration(iteration_ns)) {
-      rule_fastest_ = TimedState{{}, leads_at_start_};
+      rule_fastest_leads_ = leads_at_start_;
       rule_fastest_ns_ = iteration_ns;
     }
     switch (plan_state_) {
@@ -933,26 +933,27 @@ class SwapAdaptor final : public Adaptor {
   void rule_from_now_on() {
     plan_state_ = PlanState::failed;
     if (!trial_on_ || trial_.rule() == 0) return;
-    lead_ = rule_fastest_.leads;
+    lead_ = rule_fastest_leads_;
     rule_watched_ = true;
     watch_.start();
     log(LogLevel::info, fmt::format("memtool swap: the rule alone from now on, from its leads in its fastest "
                                     "iteration ({:.1f} ms)", trial_.rule() / 1e6));
   }
 
+  // The rule alone's iteration just ended (rule_from_now_on's watch).
   void rule_still_fastest(double iteration_ns) {
     using Action = detail::ScheduleWatch::Action;
     if (!rule_watched_) return;
     const detail::ScheduleWatch::Verdict v = watch_.iteration(iteration_ns, rule_fastest_ns_, 0.0);
     if (v.fastest && iteration_ns < rule_fastest_ns_) {
       rule_fastest_ns_ = iteration_ns;
-      rule_fastest_.leads = leads_at_start_;
+      rule_fastest_leads_ = leads_at_start_;
     }
     if (v.action == Action::restore) {
       log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
                                       "({:.1f} ms): its leads go back to where they were then, and learn no more",
                                       v.typical / 1e6, v.target / 1e6));
-      lead_ = rule_fastest_.leads;
+      lead_ = rule_fastest_leads_;
       leads_frozen_ = true;
     } else if (v.action == Action::drop) {
       log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
@@ -1293,9 +1294,9 @@ class SwapAdaptor final : public Adaptor {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> last_allocations_;  // (relative work, running total)
   std::unordered_map<std::uint64_t, std::uint64_t> lead_;  // learned swap-in lead per key
   std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;  // lead_ when the last plan applied
-  TimedState rule_fastest_;      // the rule alone's leads in its fastest iteration (baseline or since)
-  double rule_fastest_ns_ = 0;
-  bool rule_watched_ = false;    // the rule alone after ours' trial, watched
+  std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;  // in the rule alone's fastest iteration
+  double rule_fastest_ns_ = 0;  // that iteration's host time (its baseline's, or since the trial)
+  bool rule_watched_ = false;   // the rule alone after ours' trial: watched as a kept schedule is
   std::uint64_t last_length_ = 0;  // work items in the last complete iteration
   std::uint64_t work_ = 0;
   std::uint64_t iteration_begin_ = 0;
@@ -1325,7 +1326,7 @@ class SwapAdaptor final : public Adaptor {
   TimedState fastest_;           // the kept schedule's, in its fastest iteration since it applied
   TimedState trial_fastest_;     // the candidate on trial's, in its fastest counted iteration
   TimedState champion_fastest_;  // champion_'s, likewise
-  bool leads_frozen_ = false;  // the watch put them back: they grow no more under this schedule
+  bool leads_frozen_ = false;  // a watch put them back: they grow no more (under this schedule, or the rule alone)
   std::uint32_t ready_boundaries_ = 0;  // boundaries since the plan was ready (not yet applied)
   std::vector<Lateness> lateness_;       // scheduled copy-ins to judge once the GPU got there
   std::vector<Lateness> rule_lateness_;  // the rule's copies back ahead, likewise

@@ -202,6 +202,9 @@ void check_trial(const std::string& err, const nlohmann::json& s, bool complete)
   if (complete) {
     CHECK(verdicts == candidates);
     CHECK(s.at("swap_schedule") == fastest);
+    // Left to the rule, it starts from the leads of its fastest timed iteration, watched.
+    const bool rule_watched = err.find("memtool swap: the rule alone from now on, from its leads") != std::string::npos;
+    CHECK(rule_watched == (fastest == "rule"));
   } else if (verdicts < runners_up + 1) {
     CHECK(s.at("swap_schedule").get<std::string>().rfind("ours ", 0) == 0);  // a candidate under trial
   }
