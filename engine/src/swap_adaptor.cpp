@@ -953,8 +953,7 @@ class SwapAdaptor final : public Adaptor {
       log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
                                       "({:.1f} ms): its leads go back to where they were then, and learn no more",
                                       v.typical / 1e6, v.target / 1e6));
-      lead_ = rule_fastest_leads_;
-      leads_frozen_ = true;
+      freeze_leads(rule_fastest_leads_);
     } else if (v.action == Action::drop) {
       log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
                                       "({:.1f} ms) with its leads put back: they learn again",
@@ -970,7 +969,12 @@ class SwapAdaptor final : public Adaptor {
   // The schedule's copy-ins and the rule's leads go back to `state`, and learn no more.
   void restore(const TimedState& state) {
     schedule_->restore_copy_ins(state.copy_ins);
-    lead_ = state.leads;
+    freeze_leads(state.leads);
+  }
+
+  // The rule's leads go back to `leads`, and grow no more.
+  void freeze_leads(const std::unordered_map<std::uint64_t, std::uint64_t>& leads) {
+    lead_ = leads;
     leads_frozen_ = true;
   }
 
