@@ -11,10 +11,11 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 build=build-fuzz
-# Undefined behaviour is a crash too, not a warning the fuzzer scrolls past.
+# Undefined behaviour is a crash too, not a warning the fuzzer scrolls past. -O1 with line tables:
+# libFuzzer's advice, and about 60% of RelWithDebInfo's compile time.
+flags="-O1 -gline-tables-only -fno-sanitize-recover=undefined"
 CC=clang CXX=clang++ cmake -S . -B "$build" -DMEMTOOL_BUILD_FUZZ=ON -DMEMTOOL_BUILD_TESTS=OFF \
-  -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fno-sanitize-recover=undefined \
-  -DCMAKE_C_FLAGS=-fno-sanitize-recover=undefined >/dev/null
+  -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" >/dev/null
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   for f in tests/fuzz/fuzz_*.cpp; do targets+=("$(basename "${f%.cpp}")"); done

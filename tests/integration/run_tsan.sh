@@ -8,8 +8,11 @@ source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 build_dir=${1:-$source_dir/build-tsan}
 # -Wno-maybe-uninitialized: GCC 12 reports false positives in std::variant moves once TSan
 # instruments them (tests/unit/interpose/collecting_sink.hpp); the normal build has none.
-cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS="-fsanitize=thread -Wno-maybe-uninitialized" -DCMAKE_C_FLAGS="-fsanitize=thread" \
+# -O1 -g1: what TSan's documentation asks for (optimised, line numbers in every report), at
+# about 60% of RelWithDebInfo's compile time.
+flags="-O1 -g1 -fsanitize=thread"
+cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=None \
+  -DCMAKE_CXX_FLAGS="$flags -Wno-maybe-uninitialized" -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 cmake --build "$build_dir" --target test_interpose memtool_engine_tests -j"${JOBS:-2}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
