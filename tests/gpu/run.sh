@@ -17,7 +17,9 @@
 #                 run on this system; app_kernels.fatbin likewise
 #   3. ctest      `ctest -L gpu` in --build when that build's CTest files are valid here
 #   4. preload    each app against the real driver, plain and with LD_PRELOAD=libmemtool.so
-#                 (MEMTOOL_TRACE set), in record mode and each --strategy (default: pool):
+#                 (MEMTOOL_TRACE set), in record mode and each --strategy (default: pool, swap
+#                 and swap-uvm: every buffer swappable under a 64 KiB budget, so each one goes
+#                 out and comes back through VMM copies or managed-memory prefetches):
 #                 checksums must be identical
 #   4b. overhead  bench/overhead_probe: the time libmemtool.so adds per cuMemAlloc/cuMemFree and per
 #                 cuLaunchKernel against this driver (paired blocks, median), into overhead.json
@@ -40,7 +42,7 @@ build="$repo/build"
 out=""
 budget=450            # seconds for the whole run, leaving margin under the 8 minutes
 models="resnet50 transformer"
-strategies=()  # strategies besides record for the test apps (default: pool)
+strategies=()  # strategies besides record for the test apps (default: pool swap swap-uvm)
 module=""
 run_torch=1
 fakecuda=""
@@ -58,7 +60,7 @@ while (($#)); do
     *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-((${#strategies[@]})) || strategies=(pool)
+((${#strategies[@]})) || strategies=(pool swap swap-uvm)
 [ -n "$out" ] || out="$repo/tests/gpu/results/$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$out/logs" "$out/traces" || { echo "run.sh: cannot create $out" >&2; exit 2; }
 out=$(cd "$out" && pwd)
@@ -240,12 +242,30 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
     if [ -n "$preload" ]; then
       for strategy in record "${strategies[@]}"; do
         log="$out/logs/$name.$strategy.txt"
+        # swap, swap-uvm: a budget no iteration fits and every buffer a candidate.
+        strategy_env=(MEMTOOL_STRATEGY="$strategy")
+        case "$strategy" in
+          swap|swap-uvm) strategy_env=(MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_MODE="$([ "$strategy" = swap ] && echo explicit || echo uvm)"
+                                       MEMTOOL_BUDGET=64K MEMTOOL_SWAP_MIN_BYTES=0 MEMTOOL_SUMMARY="$out/logs/$name.$strategy.summary.json") ;;
+        esac
         # A preload the loader cannot load is ignored with a message: the trace proves it ran.
-        if guarded 90 "$log" env LD_PRELOAD="$preload" MEMTOOL_STRATEGY="$strategy" \
+        if guarded 90 "$log" env LD_PRELOAD="$preload" "${strategy_env[@]}" \
              MEMTOOL_TRACE="$out/traces/$name.$strategy.%p.trace" MEMTOOL_LOG_FILE="$out/logs/$name.$strategy.memtool.log" \
              "${cmd[@]}" && cmp -s "$out/logs/$name.plain.txt" "$log"; then
           if [ "$strategy" = off ] || compgen -G "$out/traces/$name.$strategy.*.trace" >/dev/null; then
             line+="; $strategy: identical"
+            # Identical proves something only if buffers went out and came back.
+            if [ "${strategy#swap}" != "$strategy" ] && [ -n "$python" ]; then
+              moved=$("$python" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["bytes_swapped_out"], s["bytes_swapped_in"], s["swap_ins_on_demand"])' \
+                      "$out/logs/$name.$strategy.summary.json" 2>/dev/null)
+              read -r moved_out moved_in on_demand <<<"$moved"
+              if [ "${moved_out:-0}" -gt 0 ] && [ "${moved_in:-0}" -gt 0 ]; then
+                line+=" ($moved_out B out, $moved_in B in, $on_demand on demand)"
+              else
+                line+=" but NOTHING SWAPPED (logs/$name.$strategy.summary.json)"
+                failures=$((failures + 1))
+              fi
+            fi
           else
             line+="; $strategy: identical but NO TRACE written: was libmemtool.so loaded? (logs/$name.$strategy.txt.stderr)"
             failures=$((failures + 1))
