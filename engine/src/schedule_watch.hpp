@@ -34,11 +34,15 @@ class ScheduleWatch {
 
   // A schedule (newly applied) starts being watched; `restored`: in the state its figure was
   // timed in, learning no more (a candidate taken back after its trial), so slower is a drop.
-  void start(bool restored = false) {
+  // `restored_margin`: how much slower than its target the restored state may run before the
+  // drop (default: the margin). The rule alone's frozen leads get less: a state that does not
+  // bring back its fastest iteration's figure was not what made that iteration fast.
+  void start(bool restored = false, double restored_margin = -1) {
     settled_ = false;
     fastest_ns_ = 0;
     count_ = 0;
     restored_ = restored;
+    restored_margin_ = restored_margin < 0 ? margin_ : restored_margin;
   }
 
   // An iteration with the kept schedule took `ns`; `trial_ns` its trial's figure and `rule_ns`
@@ -58,7 +62,7 @@ class ScheduleWatch {
     if (count_ < recent_.size()) return v;
     v.typical = median();
     v.target = trial_ns > 0 && fastest_ns_ > 0 ? std::min(trial_ns, fastest_ns_) : std::max(trial_ns, fastest_ns_);
-    if (v.target > 0 && v.typical > (1.0 + margin_) * v.target) {
+    if (v.target > 0 && v.typical > (1.0 + (restored_ ? restored_margin_ : margin_)) * v.target) {
       v.action = restored_ ? Action::drop : Action::restore;
       restored_ = true;
       count_ = 0;  // judged afresh from the restored state's own iterations
@@ -80,6 +84,7 @@ class ScheduleWatch {
   }
 
   double margin_;
+  double restored_margin_ = margin_;
   std::array<double, 3> recent_{};
   std::size_t count_ = 0;
   double fastest_ns_ = 0;

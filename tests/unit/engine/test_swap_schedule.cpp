@@ -397,3 +397,28 @@ TEST_CASE("swap schedule: a candidate taken back as it was in its trial is dropp
   CHECK(v.target == 1.142);
   CHECK_FALSE(v.against_rule);
 }
+
+TEST_CASE("swap schedule: the rule alone's frozen leads learn again once they run over 1% slower than their target",
+          "[engine][swap][schedule]") {
+  using Action = ScheduleWatch::Action;
+  ScheduleWatch watch;
+  watch.start(false, 0.01);  // as rule_from_now_on: restored at 3%, dropped from there at 1%
+  watch.iteration(1.90, 1.79, 0.0);  // the first: not counted
+  for (const double ns : {1.84, 1.83}) CHECK(watch.iteration(ns, 1.79, 0.0).action == Action::none);
+  // Median 1.84 is 2.8% over 1.79: learning leads get the 3% margin.
+  CHECK(watch.iteration(1.86, 1.79, 0.0).action == Action::none);
+  ScheduleWatch::Verdict v = watch.iteration(1.87, 1.79, 0.0);  // median 1.86: 3.9% over
+  CHECK(v.action == Action::restore);
+  CHECK(watch.restored());
+  // Frozen, 1.812 (1.2% over 1.79) is too slow: that iteration did not come back.
+  for (const double ns : {1.812, 1.81}) CHECK(watch.iteration(ns, 1.79, 0.0).action == Action::none);
+  v = watch.iteration(1.815, 1.79, 0.0);
+  CHECK(v.action == Action::drop);
+  CHECK(v.typical == 1.812);
+
+  // The default keeps the margin for the restored state too: 2.5% over is within it.
+  ScheduleWatch plain;
+  plain.start(true);
+  plain.iteration(2.0, 1.79, 0.0);
+  for (const double ns : {1.835, 1.83, 1.834}) CHECK(plain.iteration(ns, 1.79, 0.0).action == Action::none);
+}
