@@ -1,8 +1,8 @@
 // {fmt}'s out-of-line code, compiled once for the whole project (memtool_fmt in CMakeLists.txt).
 // Debian ships {fmt} as headers and a shared libfmt.so only. Header-only mode keeps our carried
-// binaries free of libfmt.so but compiles format-inl.h into every file that formats: about four
-// seconds each at -O2, over ninety files, a third of a clean build. Here it is compiled once and
-// linked statically, so libmemtool.so and memtool stay self-contained.
+// binaries free of libfmt.so but compiles format-inl.h into every file that formats (92 of them;
+// seconds each at -O2 -g): a clean build on 2 cores took 595 s with it, 446 s without. Here it
+// is compiled once and linked statically, so libmemtool.so and memtool stay self-contained.
 #include <fmt/format-inl.h>
 
 FMT_BEGIN_NAMESPACE

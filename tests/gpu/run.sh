@@ -243,11 +243,14 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
       for strategy in record "${strategies[@]}"; do
         log="$out/logs/$name.$strategy.txt"
         # swap, swap-uvm: a budget no iteration fits and every buffer a candidate.
-        strategy_env=(MEMTOOL_STRATEGY="$strategy")
         case "$strategy" in
-          swap|swap-uvm) strategy_env=(MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_MODE="$([ "$strategy" = swap ] && echo explicit || echo uvm)"
-                                       MEMTOOL_BUDGET=64K MEMTOOL_SWAP_MIN_BYTES=0 MEMTOOL_SUMMARY="$out/logs/$name.$strategy.summary.json") ;;
+          swap) app_swap_mode=explicit ;;
+          swap-uvm) app_swap_mode=uvm ;;
+          *) app_swap_mode="" ;;
         esac
+        strategy_env=(MEMTOOL_STRATEGY="$strategy")
+        [ -n "$app_swap_mode" ] && strategy_env=(MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_MODE="$app_swap_mode" MEMTOOL_BUDGET=64K
+                                                 MEMTOOL_SWAP_MIN_BYTES=0 MEMTOOL_SUMMARY="$out/logs/$name.$strategy.summary.json")
         # A preload the loader cannot load is ignored with a message: the trace proves it ran.
         if guarded 90 "$log" env LD_PRELOAD="$preload" "${strategy_env[@]}" \
              MEMTOOL_TRACE="$out/traces/$name.$strategy.%p.trace" MEMTOOL_LOG_FILE="$out/logs/$name.$strategy.memtool.log" \
@@ -255,7 +258,7 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
           if [ "$strategy" = off ] || compgen -G "$out/traces/$name.$strategy.*.trace" >/dev/null; then
             line+="; $strategy: identical"
             # Identical proves something only if buffers went out and came back.
-            if [ "${strategy#swap}" != "$strategy" ] && [ -n "$python" ]; then
+            if [ -n "$app_swap_mode" ] && [ -n "$python" ]; then
               moved=$("$python" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["bytes_swapped_out"], s["bytes_swapped_in"], s["swap_ins_on_demand"])' \
                       "$out/logs/$name.$strategy.summary.json" 2>/dev/null)
               read -r moved_out moved_in on_demand <<<"$moved"
