@@ -315,6 +315,12 @@ size_t member_size(CUgraphNodeType type) {
   }
 }
 
+// The size of the union member a node type uses; false for types fakecuda does not build.
+bool union_member(CUgraphNodeType type, size_t& size) {
+  size = member_size(type);
+  return size != 0 || type == CU_GRAPH_NODE_TYPE_EMPTY;
+}
+
 // The parameters of every node type except child graphs and mem nodes, which depend on the graph.
 CUresult generic_params(const CUgraphNodeParams& p, NodeParams& out) {
   switch (p.type) {
@@ -346,8 +352,8 @@ CUresult add_generic(CUgraphNode* out, CUgraph hGraph, const CUgraphNode* deps, 
   if (p == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  const size_t size = member_size(p->type);
-  if (size == 0) {
+  size_t size = 0;
+  if (!union_member(p->type, size)) {
     return p->type > CU_GRAPH_NODE_TYPE_CONDITIONAL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
   }
   if (!unused_bytes_zero(*p, size)) {
@@ -902,8 +908,8 @@ FAKECUDA_API CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams*
   if (nodeParams == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  const size_t size = member_size(nodeParams->type);
-  if (size != 0 && !unused_bytes_zero(*nodeParams, size)) {
+  size_t size = 0;
+  if (union_member(nodeParams->type, size) && !unused_bytes_zero(*nodeParams, size)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return locked([&] {

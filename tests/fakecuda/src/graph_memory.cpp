@@ -51,7 +51,7 @@ CUresult Memory::graph_reserve(std::size_t bytes, Context* ctx, CUdeviceptr& out
   a.size = bytes;
   a.span = span;
   a.kind = MemKind::device;
-  a.async = true;
+  a.async = false;  // "the allocation is owned by the graph instead of the memory pool": no pool handle
   a.id = next_id_++;
   a.context = ctx;
   a.graph = true;
