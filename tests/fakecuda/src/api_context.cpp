@@ -1,5 +1,6 @@
 // Entry points: initialisation, version, the device, primary and created contexts, the default
 // memory pool. One emulated device (ordinal 0) that looks like a Hopper-class GPU.
+#include "capture.hpp"
 #include "driver.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
@@ -385,6 +386,7 @@ FAKECUDA_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   FC_TRY(check_init());
   Context* c = nullptr;
   FC_TRY(given_or_current(ctx, c));
+  FC_TRY(capture_check_context_sync(*c));  // a context with a capturing stream, or an unsafe call
   count(stats().synchronizations);
   return guarded([&] { return synchronize_context(*c); });
 }

@@ -1,6 +1,8 @@
 // Entry points: device, stream-ordered, pinned host and managed allocation; managed advice and
 // prefetch; address ranges and pointer attributes.
+#include "capture.hpp"
 #include "driver.hpp"
+#include "graph.hpp"
 #include "link.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
@@ -27,6 +29,19 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream hStream, bool 
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(hStream, per_thread, s));
     FC_TRY(sticky_error(s->context));
+    if (captures_exist()) {  // in a capture: a mem-alloc node, "owned by the graph instead of the memory pool"
+      bool captured = false;
+      FC_TRY(capture_work(s, [&](NodeParams& node) {
+        const CUresult made = alloc_node_params_for_stream(node, bytesize, s->context);
+        if (made == CUDA_SUCCESS) {
+          *dptr = node.allocation->ptr;
+        }
+        return made;
+      }, captured));
+      if (captured) {
+        return CUDA_SUCCESS;
+      }
+    }
     // The memory exists from now on; work issued to `s` afterwards may use it, as stream order
     // guarantees on the GPU.
     return memory().allocate(bytesize, MemKind::device, true, s->context, *dptr);
@@ -39,6 +54,13 @@ CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread) {
   return guarded([&] {
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(hStream, per_thread, s));
+    if (captures_exist()) {  // in a capture: a mem-free node, which must name a graph allocation
+      bool captured = false;
+      FC_TRY(capture_work(s, [&](NodeParams& node) { return free_node_params_locked(node, dptr); }, captured));
+      if (captured) {
+        return CUDA_SUCCESS;
+      }
+    }
     FC_TRY(memory().begin_async_free(dptr));
     enqueue(s, [dptr] { memory().release_pending(dptr); });
     return CUDA_SUCCESS;
@@ -53,6 +75,7 @@ CUresult prefetch(CUdeviceptr devPtr, size_t bytes, bool to_device, int location
   return guarded([&] {
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(hStream, per_thread, s));
+    FC_TRY(capture_refuse(s));  // prefetches are not captured into graphs here
     count(stats().prefetches);
     enqueue(s, [devPtr, bytes, to_device, location] {
       const Migration moved = memory().migrate(devPtr, bytes, to_device, location);
@@ -161,6 +184,7 @@ CUresult alloc_from_pool(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, 
 FAKECUDA_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (dptr == nullptr || bytesize == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -171,6 +195,7 @@ FAKECUDA_API CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size
                                          unsigned int ElementSizeBytes) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (dptr == nullptr || pPitch == nullptr || WidthInBytes == 0 || Height == 0 ||
       (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -189,6 +214,7 @@ FAKECUDA_API CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size
 FAKECUDA_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (dptr == 0) {
     return CUDA_SUCCESS;
   }
@@ -241,6 +267,7 @@ FAKECUDA_API CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize,
 FAKECUDA_API CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (pp == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -252,6 +279,7 @@ FAKECUDA_API CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuM
 FAKECUDA_API CUresult cuMemFreeHost(void* p) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   return guarded([&] {
     synchronize_device();  // queued copies may still read or write it
     return memory().host_free(p);
@@ -261,6 +289,7 @@ FAKECUDA_API CUresult cuMemFreeHost(void* p) {
 FAKECUDA_API CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   return guarded([&] { return memory().host_register(p, bytesize, Flags); });
 }
 
@@ -271,6 +300,7 @@ FAKECUDA_API CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int F
 FAKECUDA_API CUresult cuMemHostUnregister(void* p) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   return guarded([&] {
     synchronize_device();
     return memory().host_unregister(p);
@@ -305,6 +335,7 @@ FAKECUDA_API CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
 FAKECUDA_API CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (dptr == nullptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) {
     return CUDA_ERROR_INVALID_VALUE;
   }

@@ -200,6 +200,11 @@ bool Memory::device_range_ok(CUdeviceptr p, std::size_t bytes, bool writable, bo
     if (a.dying && !include_dying) {
       return false;
     }
+    // A graph allocation is a valid address whenever work is issued (the launch that maps it may
+    // be ahead in stream order); when the work runs it must be mapped.
+    if (a.graph && include_dying && !a.graph_live) {
+      return false;
+    }
     if (a.kind == MemKind::vmm) {
       const unsigned need = writable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ;
       if ((a.access & need) != need) {
@@ -358,6 +363,16 @@ CUresult Memory::free_now(CUdeviceptr base) {
   if (it == allocations_.end() || it->second.kind == MemKind::vmm || it->second.dying) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  if (it->second.graph) {
+    // cuMemFree of a graph allocation a launch left allocated (documented at cuGraphAddMemAllocNode).
+    if (!it->second.graph_issued || !it->second.graph_live) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    it->second.graph_issued = false;
+    graph_release_locked(it);
+    count(stats().frees);
+    return CUDA_SUCCESS;
+  }
   release_locked(it);
   count(stats().frees);
   return CUDA_SUCCESS;
@@ -369,6 +384,17 @@ CUresult Memory::begin_async_free(CUdeviceptr base) {
   if (it == allocations_.end() || it->second.kind == MemKind::vmm || it->second.dying) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  if (it->second.graph) {
+    // cuMemFreeAsync of a graph allocation outside its graph: allowed once a launch allocated it;
+    // it is unmapped when the stream reaches the free (release_pending).
+    if (!it->second.graph_issued) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    it->second.graph_issued = false;
+    count(stats().frees);
+    count(stats().async_frees);
+    return CUDA_SUCCESS;
+  }
   it->second.dying = true;
   ++pending_frees_;
   count(stats().frees);
@@ -379,7 +405,9 @@ CUresult Memory::begin_async_free(CUdeviceptr base) {
 void Memory::release_pending(CUdeviceptr base) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = allocations_.find(base);
-  if (it != allocations_.end() && it->second.dying) {
+  if (it != allocations_.end() && it->second.graph) {
+    graph_release_locked(it);
+  } else if (it != allocations_.end() && it->second.dying) {
     release_locked(it);
   }
 }

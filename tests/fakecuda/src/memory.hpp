@@ -119,6 +119,42 @@ class Memory {
   CUresult set_access(CUdeviceptr p, std::size_t size, unsigned flags);
   CUresult get_access(CUdeviceptr p, unsigned& flags) const;
 
+  // Graph memory (graph_memory.cpp; see GraphMemStats). A graph allocation's address range is
+  // reserved when its alloc node is created and stays the graph's until the graph, its
+  // executable graphs and the allocation itself are all gone. Physical memory is charged when a
+  // launch (or upload) maps it, kept by the graph pool after a free for reuse by graphs, and
+  // returned to the device by graph_trim.
+  CUresult graph_reserve(std::size_t bytes, Context* ctx, CUdeviceptr& out);
+  void graph_drop(CUdeviceptr p);  // the last graph or executable graph naming it is gone
+  bool graph_is_allocation(CUdeviceptr base) const;
+  // cuGraphLaunch/cuGraphUpload, when issued: `allocs` are the launch's alloc nodes (with whether
+  // the same graph frees them), `frees` the allocations of other graphs it frees. Fails with
+  // CUDA_ERROR_INVALID_VALUE when an allocation is still unfreed from an earlier launch (unless
+  // auto_free: then it is freed at the start of this launch and listed in auto_freed) or a free
+  // names an allocation that is not outstanding; CUDA_ERROR_OUT_OF_MEMORY when it cannot be
+  // mapped. upload_only maps without issuing.
+  struct GraphLaunchAlloc {
+    CUdeviceptr ptr = 0;
+    bool freed_in_graph = false;
+  };
+  CUresult graph_launch_begin(const std::vector<GraphLaunchAlloc>& allocs, const std::vector<CUdeviceptr>& frees,
+                              bool auto_free, bool upload_only, std::vector<CUdeviceptr>& auto_freed);
+  void graph_launch_end(const std::vector<GraphLaunchAlloc>& allocs);  // on the worker, after the launch
+  void graph_alloc_run(CUdeviceptr p);  // an alloc node ran: the allocation is usable
+  void graph_free_run(CUdeviceptr p);   // a free node (or an auto free) ran: it is not
+  CUresult graph_trim();
+  bool any_graph_ranges() const { return graph_ranges_.load(std::memory_order_relaxed) > 0; }
+  // A kernel argument pointing into a graph allocation that is not usable now.
+  bool graph_unmapped(CUdeviceptr word) const;
+  struct GraphMemStats {
+    std::size_t used = 0;           // bytes of graph allocations usable now
+    std::size_t used_high = 0;
+    std::size_t reserved = 0;       // physical bytes the graph pool holds (mapped or cached)
+    std::size_t reserved_high = 0;
+  };
+  GraphMemStats graph_stats() const;
+  void graph_reset_high(bool used, bool reserved);
+
  private:
   struct Managed {
     std::vector<std::uint8_t> on_device;  // per kResidencyChunk
@@ -150,6 +186,16 @@ class Memory {
     CUmemGenericAllocationHandle handle = 0;  // VMM mapping
     std::size_t handle_offset = 0;
     unsigned access = 0;
+    // Graph allocations (graph_memory.cpp): the range is reserved for a graph; `granule` bytes of
+    // physical memory are mapped (graph_mapped) from a launch on; graph_issued: a launch
+    // allocated it and no free was issued yet (the host's view); graph_live: its alloc node ran
+    // and its free did not (the device's view, what work checks when it runs).
+    bool graph = false;
+    bool graph_owned = false;   // a graph or executable graph still names it
+    bool graph_mapped = false;
+    bool graph_issued = false;
+    bool graph_live = false;
+    int graph_pending = 0;      // launches issued and not finished that allocate it
   };
   struct HostRange {
     std::size_t size = 0;
@@ -188,6 +234,14 @@ class Memory {
   CUmemGenericAllocationHandle next_handle_ = 0x10001;
   std::size_t pending_frees_ = 0;
   std::atomic<std::size_t> managed_count_{0};
+  // Graph pool (graph_memory.cpp): physical bytes cached for graphs and not mapped to any
+  // allocation, and the attributes cuDeviceGetGraphMemAttribute reports.
+  void graph_release_locked(AllocMap::iterator it);
+  void graph_unmap_locked(Allocation& a);
+  void graph_update_high_locked();
+  std::atomic<std::size_t> graph_ranges_{0};
+  std::size_t graph_cached_ = 0;
+  GraphMemStats graph_stats_;
 };
 
 Memory& memory() noexcept;

@@ -86,11 +86,14 @@ struct EventRecord {
   std::chrono::steady_clock::time_point time;  // written before done, read after
 };
 
+struct CapturedRecord;  // capture.hpp
+
 struct Event {
   unsigned flags = 0;
   Context* context = nullptr;
   std::mutex mutex;
   std::shared_ptr<EventRecord> last;  // the most recent cuEventRecord; null before the first
+  std::shared_ptr<CapturedRecord> captured;  // non-null: last recorded in a stream capture (capture.cpp)
 };
 
 // The stream a handle names: NULL means the legacy stream, or the calling thread's per-thread

@@ -56,6 +56,17 @@ typedef struct fakecuda_stats {
   unsigned long long link_transfers;         /* transfers through an engine */
   unsigned long long link_pageable_transfers; /* of which from or to pageable host memory */
   unsigned long long link_transfers_beside_kernels; /* of which a kernel ran during */
+  /* Stream capture and graphs. */
+  unsigned long long graph_captures;             /* capture sequences begun */
+  unsigned long long graph_captures_invalidated; /* of which invalidated by an error */
+  unsigned long long graph_captured_nodes;       /* nodes stream capture recorded */
+  unsigned long long graph_instantiations;       /* executable graphs created */
+  unsigned long long graph_launches;             /* cuGraphLaunch calls that were issued */
+  unsigned long long graph_uploads;
+  unsigned long long graph_mem_allocs;           /* alloc nodes that ran */
+  unsigned long long graph_mem_frees;            /* graph allocations freed (in or outside a graph) */
+  unsigned long long graph_mem_used_bytes;       /* gauge: graph allocations usable now */
+  unsigned long long graph_mem_reserved_bytes;   /* gauge: physical memory the graph pool holds (in bytes_in_use) */
 } fakecuda_stats;
 
 /* Copies the counters into *out (at most size bytes, so older callers keep working). Returns the
