@@ -2,6 +2,8 @@
 // comes twice, as the driver exports it: the legacy form, where a NULL stream is the legacy
 // default stream, and the _ptsz form, where it is the calling thread's per-thread stream.
 #include "driver.hpp"
+#include "ipc_event.hpp"
+#include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
 
@@ -58,9 +60,15 @@ CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, bool per_threa
   }
   return with_stream_and_event(h, e, per_thread, [](const std::shared_ptr<Stream>& s, Event& event) {
     std::shared_ptr<EventRecord> record;
+    std::shared_ptr<IpcEventPage> shared;
     {
       std::lock_guard<std::mutex> lock(event.mutex);
       record = event.last;
+      shared = event.ipc;
+    }
+    if (shared) {
+      shared->make_stream_wait(s);  // records of either process count
+      return CUDA_SUCCESS;
     }
     if (!record) {
       return CUDA_SUCCESS;  // an event never recorded is complete: nothing to wait for
@@ -75,6 +83,11 @@ CUresult event_record(CUevent e, CUstream h, unsigned flags, bool per_thread) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return with_stream_and_event(h, e, per_thread, [](const std::shared_ptr<Stream>& s, Event& event) {
+    if (event.context != nullptr && event.context->device != s->context->device) {
+      // "cudaEventRecord() will fail if the input event and input stream are associated to
+      // different devices" (CUDA Programming Guide, stream and event behavior).
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
     auto record = std::make_shared<EventRecord>();
     record->stream = s;
     // The event's latest record is replaced under its lock so a concurrent cuStreamWaitEvent
@@ -85,6 +98,9 @@ CUresult event_record(CUevent e, CUstream h, unsigned flags, bool per_thread) {
       record->done.store(true, std::memory_order_release);
     });
     event.last = std::move(record);
+    if (event.ipc) {
+      event.ipc->record(s);
+    }
     count(stats().event_records);
     return CUDA_SUCCESS;
   });
@@ -235,7 +251,7 @@ FAKECUDA_API CUresult cuEventQuery(CUevent hEvent) {
     std::shared_ptr<Event> event;
     FC_TRY(find_event(hEvent, event));
     std::lock_guard<std::mutex> lock(event->mutex);
-    if (event->last && !event->last->done.load(std::memory_order_acquire)) {
+    if (event->ipc ? !event->ipc->complete_now() : event->last && !event->last->done.load(std::memory_order_acquire)) {
       return CUDA_ERROR_NOT_READY;
     }
     return sticky_error(event->context);
@@ -248,13 +264,20 @@ FAKECUDA_API CUresult cuEventSynchronize(CUevent hEvent) {
     std::shared_ptr<Event> event;
     FC_TRY(find_event(hEvent, event));
     std::shared_ptr<EventRecord> record;
+    std::shared_ptr<IpcEventPage> shared;
     {
       std::lock_guard<std::mutex> lock(event->mutex);
       record = event->last;
+      shared = event->ipc;
     }
     count(stats().synchronizations);
-    if (record) {
+    if (shared) {
+      shared->wait_for_issued();
+    } else if (record) {
       record->stream->wait_for(record->seq);
+    }
+    if (event->context != nullptr) {
+      memory().release_pools_to_threshold(event->context->device);  // a synchronisation point for the pools
     }
     return sticky_error(event->context);
   });
@@ -272,6 +295,9 @@ FAKECUDA_API CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart
     FC_TRY(find_event(hEnd, end));
     if (((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) != 0) {
       return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (start->context != nullptr && end->context != nullptr && start->context->device != end->context->device) {
+      return CUDA_ERROR_INVALID_HANDLE;  // events of two devices have no common clock to compare
     }
     std::shared_ptr<EventRecord> a;
     std::shared_ptr<EventRecord> b;

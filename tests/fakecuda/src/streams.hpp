@@ -25,6 +25,7 @@ namespace fakecuda {
 enum class StreamRole : std::uint8_t { user, legacy, per_thread };
 
 class Stream;
+class IpcEventPage;
 
 // "Run only after `stream` completed operation number `seq`."
 struct Dependency {
@@ -91,6 +92,7 @@ struct Event {
   Context* context = nullptr;
   std::mutex mutex;
   std::shared_ptr<EventRecord> last;  // the most recent cuEventRecord; null before the first
+  std::shared_ptr<IpcEventPage> ipc;  // interprocess events: the counters both processes share (mutex)
 };
 
 // The stream a handle names: NULL means the legacy stream, or the calling thread's per-thread
