@@ -307,6 +307,9 @@ FAKECUDA_API CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemor
     return CUDA_ERROR_INVALID_VALUE;  // not created IPC-capable
   }
   const Backing arena = memory().arena_backing(p->device);
+  if (arena.fd < 0) {
+    return CUDA_ERROR_OUT_OF_MEMORY;  // the device's memory could not be put in a shared file
+  }
   PoolDescriptor d{};
   std::memcpy(d.magic, kPoolMagic, sizeof d.magic);
   d.pool_uid = p->uid;
@@ -410,4 +413,13 @@ FAKECUDA_API CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool 
     return memory().map_foreign(p->device, p->import_fd, body.offset, body.size, ctx, p, device_bit(ctx->device),
                                 *ptr_out);
   });
+}
+
+bool fakecuda::is_default_pool(CUmemoryPool pool) noexcept {
+  for (int d = 0; d < device_count(); ++d) {
+    if (pool == pool_handle(default_pool(d))) {
+      return true;
+    }
+  }
+  return false;
 }

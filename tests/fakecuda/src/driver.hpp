@@ -71,6 +71,9 @@ int primary_release(CUdevice dev = kDevice) noexcept;
 int primary_refcount(CUdevice dev = kDevice) noexcept;
 unsigned& primary_flags(CUdevice dev = kDevice) noexcept;
 
+// Whether `pool` is a device's default pool (mem_pool.hpp has every pool).
+bool is_default_pool(CUmemoryPool pool) noexcept;
+
 // Runs an entry point body, turning a C++ exception into the driver's status (never unwinds
 // into C callers).
 template <class F>

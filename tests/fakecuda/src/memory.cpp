@@ -158,20 +158,12 @@ bool Memory::init(const std::vector<std::size_t>& capacities) {
     a.space.reset(a.base, a.size);
     // The device's memory is a shared file mapped over its range, so that another process can map
     // the same pages (cuIpcOpenMemHandle, cuMemPoolImportPointer). The file is sparse: pages exist
-    // only where memory is committed.
-    char name[48];
-    std::snprintf(name, sizeof name, "fakecuda-device-%zu", d);
-    a.fd = memfd_create(name, MFD_CLOEXEC);
-    ArenaHeader header{};
-    std::memcpy(header.magic, kArenaMagic, sizeof header.magic);
-    header.nonce = nonce_;
-    header.device = static_cast<std::int32_t>(d);
-    header.pid = static_cast<std::int32_t>(getpid());
-    if (a.fd < 0 || ftruncate(a.fd, static_cast<off_t>(kShareHeaderBytes + a.size)) != 0 ||
-        !write_at(a.fd, &header, sizeof header, 0) ||
-        mmap(as_pointer(a.base), a.size, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, a.fd,
-             static_cast<off_t>(kShareHeaderBytes)) == MAP_FAILED) {
-      return false;
+    // only where memory is committed. Where the process may not have a file that large (a small
+    // RLIMIT_FSIZE), the range stays private memory and nothing of the device can be shared.
+    a.fd = share_arena(a, static_cast<int>(d));
+    if (a.fd < 0) {
+      std::fprintf(stderr, "fakecuda: device %zu's memory cannot be backed by a shared file (file size limit?): "
+                   "it works, but cannot be exported to another process\n", d);
     }
     // A forked child cannot use the parent's device (it gets CUDA_ERROR_NOT_INITIALIZED), nor its
     // memory: the pages stay the parent's alone, as a GPU's would.
@@ -185,6 +177,41 @@ bool Memory::init(const std::vector<std::size_t>& capacities) {
   vmm_space_.reset(vmm_base_, vmm_size_);
   highest_ = vmm_base_ + vmm_size_;
   return true;
+}
+
+int Memory::share_arena(const Arena& a, int device) const {
+  const std::uint64_t file_bytes = kShareHeaderBytes + a.size;
+  if (!file_size_allowed(file_bytes)) {
+    return -1;
+  }
+  char name[48];
+  std::snprintf(name, sizeof name, "fakecuda-device-%d", device);
+  const int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) {
+    return -1;
+  }
+  ArenaHeader header{};
+  std::memcpy(header.magic, kArenaMagic, sizeof header.magic);
+  header.nonce = nonce_;
+  header.device = device;
+  header.pid = static_cast<std::int32_t>(getpid());
+  if (ftruncate(fd, static_cast<off_t>(file_bytes)) != 0 || !write_at(fd, &header, sizeof header, 0) ||
+      mmap(as_pointer(a.base), a.size, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd,
+           static_cast<off_t>(kShareHeaderBytes)) == MAP_FAILED) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void Memory::unshared_range_locked(const Arena& arena, std::uintptr_t p, std::size_t span) {
+  if (arena.fd >= 0) {
+    mmap(as_pointer(p), span, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, arena.fd,
+         static_cast<off_t>(kShareHeaderBytes + (p - arena.base)));
+  } else {
+    mmap(as_pointer(p), span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  }
+  madvise(as_pointer(p), span, MADV_DONTFORK);
 }
 
 std::size_t Memory::capacity() const {
@@ -447,9 +474,13 @@ CUresult Memory::allocate(std::size_t bytes, MemKind kind, bool async, Context* 
 
 void Memory::give_back_locked(int device, std::uintptr_t p, std::size_t span) {
   Arena& arena = arenas_[static_cast<std::size_t>(device)];
-  // The file's pages go (the next allocation here starts from zeroes), and any access faults.
-  fallocate(arena.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(kShareHeaderBytes + (p - arena.base)),
-            static_cast<off_t>(span));
+  // The pages go (the next allocation here starts from zeroes), and any access faults.
+  if (arena.fd >= 0) {
+    fallocate(arena.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+              static_cast<off_t>(kShareHeaderBytes + (p - arena.base)), static_cast<off_t>(span));
+  } else {
+    madvise(as_pointer(p), span, MADV_DONTNEED);
+  }
   mprotect(as_pointer(p), span, PROT_NONE);
   arena.space.give(p, span);
 }
@@ -460,11 +491,9 @@ void Memory::release_locked(AllocMap::iterator it) {
     --pending_frees_;
   }
   if (a.imported) {
-    // Another process's pages: this process's own file goes back under the range, untouched.
+    // Another process's pages: this process's own memory goes back under the range, untouched.
     Arena& arena = arenas_[static_cast<std::size_t>(a.device)];
-    mmap(as_pointer(it->first), a.span, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, arena.fd,
-         static_cast<off_t>(kShareHeaderBytes + (it->first - arena.base)));
-    madvise(as_pointer(it->first), a.span, MADV_DONTFORK);
+    unshared_range_locked(arena, it->first, a.span);
     arena.space.give(it->first, a.span);
     for (auto o = opened_.begin(); o != opened_.end();) {
       o = o->second == it->first ? opened_.erase(o) : std::next(o);
@@ -840,6 +869,10 @@ CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& pr
     fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
   }
   // The memory, then a trailer that describes it to a process that imports the file.
+  if (fd >= 0 && !file_size_allowed(size + kShareHeaderBytes)) {
+    close(fd);
+    fd = -1;  // past the file size limit: no memory rather than SIGXFSZ
+  }
   PhysicalTrailer trailer{};
   std::memcpy(trailer.magic, kPhysicalMagic, sizeof trailer.magic);
   trailer.size = size;

@@ -232,7 +232,7 @@ class Memory {
     std::uintptr_t base = 0;
     std::size_t size = 0;
     AddressSpace space;
-    int fd = -1;
+    int fd = -1;  // the shared file behind it; -1: private memory, not exportable
   };
   struct OpenedKey {
     std::uint64_t nonce;
@@ -258,6 +258,10 @@ class Memory {
   void uncharge(int device, std::size_t bytes);                                  // mutex held
   std::size_t evict_managed(int device, std::size_t wanted, const Allocation* keep);  // mutex held
   void release_locked(AllocMap::iterator it);
+  // The shared file backing an arena (mapped over its range), or -1 where it cannot have one.
+  int share_arena(const Arena& a, int device) const;
+  // Puts the arena's own memory back under [p, p+span) (after another process's was mapped there).
+  static void unshared_range_locked(const Arena& arena, std::uintptr_t p, std::size_t span);
   // Drops [p, p+span) of an arena: pages freed, access revoked, address space given back.
   void give_back_locked(int device, std::uintptr_t p, std::size_t span);
   void destroy_physical_locked(std::unordered_map<CUmemGenericAllocationHandle, Physical>::iterator it);

@@ -36,6 +36,9 @@ CUresult Memory::export_allocation(CUdeviceptr p, PointerInfo& info, Backing& ba
   }
   info = info_of(it->first, it->second);
   const Arena& arena = arenas_[static_cast<std::size_t>(it->second.device)];
+  if (arena.fd < 0) {
+    return CUDA_ERROR_MAP_FAILED;  // the device's memory is private here (memory.cpp, share_arena)
+  }
   backing = Backing{arena.fd, kShareHeaderBytes + (it->first - arena.base), nonce_, it->second.device};
   return CUDA_SUCCESS;
 }
@@ -117,6 +120,9 @@ CUresult Memory::range_backing(CUdeviceptr p, std::size_t size, Backing& out) co
       return CUDA_ERROR_INVALID_VALUE;  // past the allocation
     }
     const Arena& arena = arenas_[static_cast<std::size_t>(a.device)];
+    if (arena.fd < 0) {
+      return CUDA_ERROR_NOT_SUPPORTED;  // private memory: no file to hand out
+    }
     out = Backing{arena.fd, kShareHeaderBytes + (p - arena.base), nonce_, a.device};
     return CUDA_SUCCESS;
   }

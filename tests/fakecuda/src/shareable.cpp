@@ -2,6 +2,7 @@
 #include "shareable.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,6 +40,14 @@ int open_foreign_fd(pid_t pid, int fd) {
   }
 #endif
   return -1;
+}
+
+bool file_size_allowed(std::uint64_t bytes) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return true;
+  }
+  return bytes <= static_cast<std::uint64_t>(limit.rlim_cur);
 }
 
 int reopen_fd(int fd) {

@@ -94,6 +94,10 @@ std::uint64_t random_nonce();
 // that is refused.
 int open_foreign_fd(pid_t pid, int fd);
 
+// Whether the process may have a file of `bytes` (RLIMIT_FSIZE): growing one past the limit would
+// raise SIGXFSZ, which ends a program that does not expect it.
+bool file_size_allowed(std::uint64_t bytes);
+
 // A new open file description of one of our own fds (its own file position), or -1.
 int reopen_fd(int fd);
 

@@ -511,3 +511,16 @@ TEST_CASE("FAKECUDA_DEVICES and FAKECUDA_MEMORY_BYTES: the grammar and its error
   CHECK(run({"FAKECUDA_MEMORY_BYTES=1G,lots"}) == 1);
   std::remove(out.c_str());
 }
+
+TEST_CASE("under a small file size limit the devices work but their memory cannot be exported",
+          "[fakecuda][devices][ipc]") {
+  // RLIMIT_FSIZE forbids the shared file behind a device's memory: growing it anyway would raise
+  // SIGXFSZ and end the program, so the memory stays private and an IPC export says it cannot map.
+  const std::string out = "/tmp/fakecuda-fsize-child-" + std::to_string(getpid()) + ".txt";
+  const std::string script = std::string("ulimit -f 8; exec ") + FAKECUDA_DEVICES_CHILD + " export";
+  CHECK(run_with_env({"/bin/sh", "-c", script}, {"FAKECUDA_MEMORY_BYTES=64M"}, out, "/dev/null") == 0);
+  CHECK(read_text(out) == "devices 1\ndevice 0 67108864\nexport " + std::to_string(CUDA_ERROR_MAP_FAILED) + "\n");
+  CHECK(run_with_env({FAKECUDA_DEVICES_CHILD, "export"}, {"FAKECUDA_MEMORY_BYTES=64M"}, out, "/dev/null") == 0);
+  CHECK(read_text(out) == "devices 1\ndevice 0 67108864\nexport 0\n");
+  std::remove(out.c_str());
+}

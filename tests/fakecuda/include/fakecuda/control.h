@@ -1,10 +1,11 @@
 /* fakecuda's control API: what a test asks the emulated driver directly.
  *
  * Counters describe what the program did to the emulated device since the library was loaded (or
- * since the last fakecuda_stats_reset). bytes_in_use is device memory as cuMemGetInfo sees it:
- * cuMemAlloc/async allocations (rounded to the 512-byte allocation granule), VMM physical
- * allocations, and managed memory currently resident on the device. FAKECUDA_STATS=FILE writes the
- * same figures as one JSON object when the process exits.
+ * since the last fakecuda_stats_reset). bytes_in_use is device memory as cuMemGetInfo sees it,
+ * summed over the devices: cuMemAlloc/async allocations (rounded to the 512-byte allocation
+ * granule), what the stream-ordered pools keep reserved, VMM physical allocations, and managed
+ * memory currently resident on a device. FAKECUDA_STATS=FILE writes the same figures as one JSON
+ * object when the process exits, with each device's in a "devices" array.
  */
 #ifndef FAKECUDA_CONTROL_H
 #define FAKECUDA_CONTROL_H
