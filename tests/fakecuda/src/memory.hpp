@@ -205,7 +205,7 @@ class Memory {
   void graph_launch_end(const std::vector<GraphLaunchAlloc>& allocs);  // on the worker, after the launch
   void graph_alloc_run(CUdeviceptr p);  // an alloc node ran: the allocation is usable
   void graph_free_run(CUdeviceptr p);   // a free node (or an auto free) ran: it is not
-  CUresult graph_trim();
+  CUresult graph_trim(int device);
   bool any_graph_ranges() const { return graph_ranges_.load(std::memory_order_relaxed) > 0; }
   // A kernel argument pointing into a graph allocation that is not usable now.
   bool graph_unmapped(CUdeviceptr word) const;
@@ -215,8 +215,8 @@ class Memory {
     std::size_t reserved = 0;       // physical bytes the graph pool holds (mapped or cached)
     std::size_t reserved_high = 0;
   };
-  GraphMemStats graph_stats() const;
-  void graph_reset_high(bool used, bool reserved);
+  GraphMemStats graph_stats(int device) const;
+  void graph_reset_high(int device, bool used, bool reserved);
 
  private:
   struct Managed {
@@ -348,8 +348,14 @@ class Memory {
   void graph_unmap_locked(Allocation& a);
   void graph_update_high_locked();
   std::atomic<std::size_t> graph_ranges_{0};
-  std::size_t graph_cached_ = 0;
-  GraphMemStats graph_stats_;
+  // Each device's graph pool: physical bytes kept for graphs after their frees, and its figures.
+  struct GraphPool {
+    std::size_t cached = 0;
+    GraphMemStats stats;
+  };
+  std::vector<GraphPool> graph_pools_;  // by device, grown on first use (mutex)
+  GraphPool& graph_pool_locked(int device);
+  void graph_publish_locked() const;
 };
 
 Memory& memory() noexcept;
