@@ -27,8 +27,8 @@ for verb in $verbs; do
   for option in $("$prefix/bin/memtool" "$verb" --help | grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
     grep -qF -- "${option//-/\\-}" "$page" || fail "$page does not document $option"
   done
-  grep -qF "memtool\\-$verb(1)" "$prefix/share/man/man1/memtool.1" || fail "memtool.1 does not list $verb"
-  warnings=$(groff -man -Tutf8 -ww -z "$page" 2>&1) || fail "groff failed on $page"
+  grep -qF "memtool\\-$verb\\fR(1)" "$prefix/share/man/man1/memtool.1" || fail "memtool.1 does not list $verb"
+  warnings=$(groff -man -Tutf8 -ww -Wbreak -z "$page" 2>&1) || fail "groff failed on $page"  # every warning but line filling
   [ -z "$warnings" ] || fail "groff warns on $page: $warnings"
 done
 man -l "$prefix/share/man/man1/memtool-run.1" 2>/dev/null | grep -q "MEMTOOL_BUDGET" || fail "memtool-run(1) has no ENVIRONMENT"

@@ -87,10 +87,6 @@ bool print_outcomes(const std::string& path) {
     fmt::print(stderr, "memtool: {} allocations failed for lack of device memory ({} refused by the budget)\n",
                field(summary, "allocation_failures"), field(summary, "budget_refusals"));
   }
-  if (text_field(summary, "state") == "disabled") {
-    fmt::print(stderr, "memtool: the {} strategy disabled itself during the run; calls passed through from then on "
-                       "(MEMTOOL_LOG=info says why)\n", strategy);
-  }
   return true;
 }
 

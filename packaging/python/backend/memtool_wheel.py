@@ -18,6 +18,7 @@ import hashlib
 import os
 import platform
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -112,7 +113,9 @@ def _write_wheel(wheel_directory: Path, files, version: str, tag: str) -> str:
         for name, data, executable in all_files:
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = (0o755 if executable else 0o644) << 16
+            # The file type too: pip makes a file executable only when the mode is a regular
+            # file's with an executable bit.
+            info.external_attr = (stat.S_IFREG | (0o755 if executable else 0o644)) << 16
             archive.writestr(info, data)
     return file_name
 

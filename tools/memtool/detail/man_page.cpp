@@ -14,7 +14,8 @@ namespace memtool::cli {
 namespace {
 
 // Text safe inside a roff line: backslashes escaped, hyphens as the minus sign man pages use
-// for options, and a leading '.' or '\'' (a request) guarded.
+// for options, a break point after '|' and ',' (lists of names), and a leading '.' or '\''
+// (a request) guarded.
 std::string roff(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);
@@ -22,6 +23,7 @@ std::string roff(std::string_view text) {
     if (c == '\\') out += "\\e";
     else if (c == '-') out += "\\-";
     else if (c == '\n') out += "\n.br\n";  // a line break the help text asked for
+    else if (c == '|' || c == ',') out += std::string(1, c) + "\\:";  // long a|b|c lists may break here
     else out.push_back(c);
   }
   if (!out.empty() && (out.front() == '.' || out.front() == '\'')) out.insert(0, "\\&");
