@@ -19,9 +19,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/memtool COMP
 set(CPACK_PACKAGE_NAME memtool)
 set(CPACK_PACKAGE_VENDOR "memtool")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "record, analyse and shrink the GPU memory of repetitive CUDA programs")
-set(CPACK_PACKAGE_DESCRIPTION "memtool preloads libmemtool.so into an unmodified CUDA program, records every buffer's "
-    "lifetime, finds the training step and serves it from a planned pool or swaps idle buffers to the host; memtool "
-    "report, plan, simulate and export analyse the traces; memtool doctor says what a machine allows.")
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+  "memtool preloads libmemtool.so into an unmodified CUDA program, records every buffer's lifetime, finds the "
+  "training step and serves it from a planned pool or swaps idle buffers to the host; memtool report, plan, "
+  "simulate and export analyse the traces; memtool doctor says what a machine allows.")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
