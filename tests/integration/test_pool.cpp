@@ -348,7 +348,8 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
   REQUIRE(ran.status == 0);
   const Outcome plain = run({MLP_TRAIN, "--iterations", "30"}, fakecuda(dir + "/plain"), dir + "/plain");
   CHECK(ran.out == plain.out);
-  CHECK_THAT(ran.err, Catch::Contains("iterations served from a plan") && Catch::Contains("device peak"));
+  CHECK_THAT(ran.err, Catch::Contains("memtool: strategy pool: ") && Catch::Contains("iterations from a plan") &&
+                          Catch::Contains("device peak"));
   const nlohmann::json summary = read_json(dir + "/s.json");
   CHECK(u(summary, "iterations_planned") > 0);
   // Record-mode tracing works in pool mode: the trace holds what the program asked for, every
@@ -380,7 +381,7 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
   INFO(swapped.err);
   CHECK(swapped.status == 0);
   CHECK(swapped.out == plain.out);
-  CHECK_THAT(swapped.err, Catch::Contains("memtool: swap (explicit): device peak") && Catch::Contains("(budget 32.0 KiB)"));
+  CHECK_THAT(swapped.err, Catch::Contains("memtool: moved (explicit swap, ") && Catch::Contains("(budget 32.0 KiB)"));
 }
 
 // Invariant 3: a pooled buffer is described as itself, and is never shared as the whole pool.

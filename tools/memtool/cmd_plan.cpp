@@ -251,6 +251,6 @@ std::function<int()> setup_plan(CLI::App& sub) {
   };
 }
 
-MEMTOOL_COMMAND("plan", "Plan a memory pool for one iteration and compare with today's allocators", setup_plan);
+MEMTOOL_COMMAND("plan", setup_plan);
 
 }  // namespace

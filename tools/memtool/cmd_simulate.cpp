@@ -185,8 +185,7 @@ std::function<int()> setup_simulate(CLI::App& sub) {
   return [args] { return run_simulate(*args); };
 }
 
-MEMTOOL_COMMAND("simulate", "Replay a trace against cudaMalloc, CnMem, PyTorch's caching allocator and the planned pool",
-                setup_simulate);
+MEMTOOL_COMMAND("simulate", setup_simulate);
 
 }  // namespace
 }  // namespace memtool::cli
