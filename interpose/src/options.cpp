@@ -13,6 +13,7 @@
 
 #include "kernel_name_matcher.hpp"
 #include "memtool/trace/bytes.hpp"
+#include "memtool/trace/name_table.hpp"
 
 namespace memtool::interpose {
 namespace {
@@ -84,14 +85,11 @@ std::string parse(std::string_view text, SwapMode& out) {
 template <class Table>
 std::string parse_name(std::string_view text, const Table& table, std::string_view extra, std::string& out) {
   const std::string value = lower(text);
-  const bool known = std::any_of(table.begin(), table.end(), [&](const auto& entry) { return entry.name == value; });
-  if (value == extra || known) {
+  if (value == extra || trace::find_named(table, value) != nullptr) {
     out = value;
     return {};
   }
-  std::string names;
-  for (const auto& entry : table) names += std::string(entry.name) + "|";
-  return "expected one of " + names + std::string(extra);
+  return "expected one of " + trace::names_of(table, "|") + "|" + std::string(extra);
 }
 
 // A strategy of the engine's table (memtool/engine/strategy.hpp), or off.

@@ -10,6 +10,7 @@
 
 using memtool::trace::ByteGrammar;
 using memtool::trace::ByteSize;
+using memtool::trace::human_bytes;
 using memtool::trace::parse_bytes;
 
 namespace {
@@ -129,4 +130,15 @@ TEST_CASE("sizes: rates end in /s where a rate is read", "[trace_core][bytes]") 
   CHECK(parse_bytes("12.5GiB/s", rate)->bytes == 13'421'772'800);
   CHECK(parse_bytes("900MB", rate)->bytes == 900'000'000);  // "/s" may be left out
   for (const char* bad : {"/s", "fast", "0GB/s", "55GB/s/s", "55 GB/s"}) error_of(bad, rate);
+}
+
+TEST_CASE("sizes printed for people: binary units, three significant digits", "[trace_core][bytes]") {
+  CHECK(human_bytes(0) == "0 B");
+  CHECK(human_bytes(1023) == "1023 B");
+  CHECK(human_bytes(1024) == "1.00 KiB");
+  CHECK(human_bytes(1536) == "1.50 KiB");
+  CHECK(human_bytes(10 * kKi) == "10.0 KiB");
+  CHECK(human_bytes(100 * kKi) == "100 KiB");
+  CHECK(human_bytes(1'610'612'736) == "1.50 GiB");
+  CHECK(human_bytes(kMax) == "4096 PiB");
 }

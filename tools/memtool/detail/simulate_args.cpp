@@ -8,6 +8,7 @@
 
 #include "detail/size_arg.hpp"
 #include "memtool/engine/baselines.hpp"
+#include "memtool/trace/name_table.hpp"
 
 namespace memtool::cli {
 
@@ -25,9 +26,8 @@ std::vector<std::string> resolve_resources(const std::vector<std::string>& names
   }
   for (const std::string& name : names) {
     if (!engine::is_simulated_resource(name)) {
-      std::string valid;
-      for (const auto& r : engine::simulated_resources()) valid += (valid.empty() ? "" : ", ") + std::string(r.name);
-      throw std::invalid_argument(fmt::format("--resource: unknown resource '{}' (valid: {})", name, valid));
+      throw std::invalid_argument(fmt::format("--resource: unknown resource '{}' (valid: {})", name,
+                                              trace::names_of(engine::simulated_resources())));
     }
     if (std::find(chosen.begin(), chosen.end(), name) == chosen.end()) chosen.push_back(name);
   }

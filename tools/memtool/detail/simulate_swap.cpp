@@ -16,6 +16,7 @@
 #include "memtool/swapper/problem.hpp"
 #include "memtool/swapper/simulate.hpp"
 #include "memtool/swapper/swap_pool.hpp"
+#include "memtool/trace/name_table.hpp"
 
 namespace memtool::cli {
 namespace {
@@ -113,10 +114,8 @@ std::vector<std::string> parse_strategies(std::string_view text) {
   std::vector<std::string> names;
   for (const std::string_view part : split(text)) {
     if (swapper::find_strategy(part) == nullptr && part != kRuleAlone) {
-      std::string known;
-      for (const swapper::StrategyInfo& s : swapper::strategies()) known += (known.empty() ? "" : ", ") + std::string(s.name);
-      known += fmt::format(", {}", kRuleAlone);
-      throw std::invalid_argument(fmt::format("swap strategy '{}': expected one of {}", part, known));
+      throw std::invalid_argument(fmt::format("swap strategy '{}': expected one of {}, {}", part,
+                                              trace::names_of(swapper::strategies()), kRuleAlone));
     }
     names.emplace_back(part);
   }

@@ -1,6 +1,6 @@
-// The size grammar (see memtool/trace/bytes.hpp). Parsing is exact: the number's digits are
-// kept as integers and scaled in 128 bits, so "1.1T" is the bytes it says, rounded down, with no
-// floating-point error.
+// The size grammar and the size printer (see memtool/trace/bytes.hpp). Parsing is exact: the
+// number's digits are kept as integers and scaled in 128 bits, so "1.1T" is the bytes it says,
+// rounded down, with no floating-point error.
 #include "memtool/trace/bytes.hpp"
 
 #include <fmt/format.h>
@@ -114,6 +114,19 @@ std::optional<ByteSize> parse_bytes(std::string_view text, const ByteGrammar& gr
   if (bytes > kMaxAccountedBytes) return refuse(error, "too large (at most 2^62 bytes)");
   if (bytes == 0 && !grammar.zero) return refuse(error, "must be at least one byte (0 means nothing here)");
   return ByteSize{static_cast<std::uint64_t>(bytes), 0};
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  static constexpr std::array<std::string_view, 6> kNames{"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  auto value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < kNames.size()) {
+    value /= 1024.0;
+    ++unit;
+  }
+  const int decimals = value >= 100.0 ? 0 : value >= 10.0 ? 1 : 2;
+  return fmt::format("{:.{}f} {}", value, decimals, kNames[unit]);
 }
 
 }  // namespace memtool::trace

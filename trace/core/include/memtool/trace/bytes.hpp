@@ -1,5 +1,6 @@
-// Byte quantities as people write them: the one grammar of every size memtool is given (each
-// MEMTOOL_* size variable, each size flag of the `memtool` command).
+// Byte quantities as people write and read them: the one grammar of every size memtool is
+// given (each MEMTOOL_* size variable, each size flag of the `memtool` command), and the one
+// way memtool prints a size.
 //
 // The grammar (README.md, "Sizes"): a number, whole or decimal ("512", "1.5"), then at once
 // an optional unit, in any case:
@@ -38,5 +39,8 @@ struct ByteGrammar {
 // line without the value (the caller names the option and the value).
 [[nodiscard]] std::optional<ByteSize> parse_bytes(std::string_view text, const ByteGrammar& grammar = {},
                                                   std::string* error = nullptr);
+
+// "1.50 GiB": binary units, three significant digits ("512 B" below 1 KiB).
+[[nodiscard]] std::string human_bytes(std::uint64_t bytes);
 
 }  // namespace memtool::trace
