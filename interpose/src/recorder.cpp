@@ -199,8 +199,8 @@ void Recorder::record_event(const char* step, Event event) noexcept {
     disable(e.what());
   } catch (...) {
     if (active_.exchange(false)) {
-      Log::write(LogLevel::error, "recording disabled, calls pass through unchanged: unknown failure while recording {}",
-                 step);
+      Log::write(LogLevel::error,
+                 "recording disabled, calls pass through unchanged: unknown failure while recording {}", step);
     }
   }
 }
@@ -451,12 +451,15 @@ LaunchSeen Recorder::on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint
 }
 
 void Recorder::on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept {
-  record_event("a synchronisation", trace::SyncEvent{.header = {}, .kind = kind, .stream = trace::StreamHandle{stream}});
+  record_event("a synchronisation",
+               trace::SyncEvent{.header = {}, .kind = kind, .stream = trace::StreamHandle{stream}});
 }
 
 void Recorder::on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept {
-  record_event("a stream creation",
-               trace::StreamCreateEvent{.header = {}, .stream = trace::StreamHandle{stream}, .flags = flags, .priority = priority});
+  record_event("a stream creation", trace::StreamCreateEvent{.header = {},
+                                                             .stream = trace::StreamHandle{stream},
+                                                             .flags = flags,
+                                                             .priority = priority});
 }
 
 void Recorder::on_iteration_mark() noexcept {
