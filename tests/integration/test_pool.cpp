@@ -332,7 +332,7 @@ TEST_CASE("pool mode: out of device memory reaches the app as CUDA_ERROR_OUT_OF_
 TEST_CASE("pool mode: the engine's device accounting agrees with fakecuda's", "[integration][pool]") {
   // Pooled buffers are not counted twice: the engine's peak with the pool (pools + requested
   // bytes passed through) never exceeds what the driver charged (512-byte granules).
-  // (cuMemGetInfo's adjustment is unit-tested in tests/unit/interpose/test_pool_mode.cpp.)
+  // (cuMemGetInfo's adjustment, Runtime::program_free, is unit-tested in tests/unit/engine/test_engine_serving.cpp.)
   const Pair p = run_both("meminfo", {MLP_TRAIN, "--iterations", "20"});
   CHECK(u(p.summary, "peak_device_bytes_with_pool") >= u(p.summary, "pool_bytes"));
   CHECK(u(p.summary, "peak_device_bytes_with_pool") <= u(p.pool_stats, "peak_bytes_in_use"));

@@ -26,6 +26,9 @@ void print_environment_help() {
         option.default_value.empty() ? std::string("unset") : fmt::format("default {}", option.default_value);
     fmt::print("  {}  ({})\n      {}\n", syntax, default_text, option.description);
   }
+  fmt::print(
+      "\nSIZE: a number, whole or decimal, then at once an optional unit: K, M, G, T (or KiB, MiB, GiB,\n"
+      "TiB) are powers of 1024, KB, MB, GB, TB powers of 1000, B bytes; any case (1.5G, 512MiB, 55GB).\n");
 }
 
 // The pages of a freshly built command line (the one main() parses with is already parsed).

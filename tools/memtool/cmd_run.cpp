@@ -15,11 +15,13 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "command.hpp"
 #include "detail/preload_run.hpp"
+#include "detail/size_arg.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/interpose/options.hpp"
 
@@ -105,13 +107,23 @@ std::function<int()> setup_run(CLI::App& sub) {
                                                  "only; off: pass every call through")
       ->check(CLI::IsMember({"pool", "swap", "record", "off"}))
       ->capture_default_str();
-  sub.add_option("--budget", args->budget, "swap: device bytes to stay within (K, M, G, T) or a share of the device (60%)");
+  sub.add_option("--budget", args->budget,
+                 "swap: device bytes to stay within, a size (1.5G, 40GiB) or a share of the device (60%)");
   sub.add_option("--summary", args->summary, "keep the JSON summary in this file (%p: the command's pid; pool, swap, record)");
   sub.add_option("--trace", args->trace, "Also write the trace to this file (%p: the command's pid, %r: rank)");
   sub.add_flag("--no-framework-env", args->no_framework_env,
                "leave PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_ALLOCATOR and TF_GPU_ALLOCATOR as they are");
   sub.add_option("command", args->command, "The program to run and its arguments (after --)")->required();
   return [args]() -> int {
+    if (!args->budget.empty()) {  // libmemtool.so reads it with the same grammar: refused here, not in the program
+      try {
+        (void)memtool::cli::parse_size_arg("--budget", args->budget,
+                                           {.share_of = "the device's memory", .zero = true, .rate = false});
+      } catch (const std::invalid_argument& e) {
+        fmt::print(stderr, "memtool: error: {}\n", e.what());
+        return 2;
+      }
+    }
     const std::string library = memtool::cli::find_preload_library();
     if (library.empty()) {
       fmt::print(stderr, "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set MEMTOOL_LIBRARY, or see memtool doctor\n");
