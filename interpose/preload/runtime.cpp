@@ -193,6 +193,19 @@ DriverFunctions real_driver_functions() {
   return f;
 }
 
+// The driver functions the capture tracker calls (never hooked).
+CaptureFunctions real_capture_functions() {
+  CaptureFunctions f;
+  f.stream_is_capturing = reinterpret_cast<decltype(f.stream_is_capturing)>(driver_symbol("cuStreamIsCapturing"));
+  f.exchange_capture_mode =
+      reinterpret_cast<decltype(f.exchange_capture_mode)>(driver_symbol("cuThreadExchangeStreamCaptureMode"));
+  f.stream_get_flags = reinterpret_cast<decltype(f.stream_get_flags)>(driver_symbol("cuStreamGetFlags"));
+  f.event_create = reinterpret_cast<decltype(f.event_create)>(driver_symbol("cuEventCreate"));
+  f.event_record = reinterpret_cast<decltype(f.event_record)>(driver_symbol("cuEventRecord"));
+  f.event_destroy = reinterpret_cast<decltype(f.event_destroy)>(driver_symbol("cuEventDestroy_v2"));
+  return f;
+}
+
 State decide() {
   const EnvLookup lookup = [](const char* name) -> const char* { return std::getenv(name); };
   ParsedOptions parsed = parse_options(lookup, environ);
@@ -286,7 +299,9 @@ State decide() {
   g_recorder = new Recorder(options, std::move(sink), observer);
   if (tracing) start_trace_flushing(g_recorder);  // a killed run keeps its trace
   g_recorder->set_driver_resolver(resolve_driver_query);
-  auto* device = new DriverDevice(functions);
+  auto* captures = new CaptureTracker(real_capture_functions());
+  g_recorder->set_capture_tracker(captures);
+  auto* device = new DriverDevice(functions, captures);
   g_runtimes = new ContextRuntimes(strategy_options, *device, g_recorder->observer(),
                                    reinterpret_cast<ContextRuntimes::CurrentContext>(driver_symbol("cuCtxGetCurrent")));
   g_tracer_options = new Options(options);  // start_tracer's, once initialise() is done

@@ -71,6 +71,10 @@ class Observer final : public PeriodFeedback {
   // A launch: the bases of the buffers its argument words point into go to `touched`.
   void on_launch(std::span<const std::uint64_t> words, StreamId stream, std::uint64_t token,
                  std::vector<std::uint64_t>& touched);
+  // A launch of an executable graph: one work item touching what its nodes' words point into,
+  // or, when memtool cannot read all its nodes (`opaque`), every live device buffer.
+  void on_graph_launch(std::span<const std::uint64_t> words, bool opaque, StreamId stream, std::uint64_t token,
+                       std::vector<std::uint64_t>& touched);
   // A copy or memset (src 0 for a memset): the buffers it touches go to `touched`.
   void on_transfer(std::uint64_t dst, std::uint64_t src, StreamId stream, AccessKind kind, std::uint64_t token,
                    std::vector<std::uint64_t>& touched);
