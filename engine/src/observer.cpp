@@ -93,7 +93,7 @@ void Observer::on_graph_launch(std::span<const std::uint64_t> words, bool opaque
     index_.scan(words, touched);
   }
   record_accesses(touched, stream, AccessKind::launch);
-  tick(token, false);
+  tick(token, false, true);
 }
 
 void Observer::on_transfer(std::uint64_t dst, std::uint64_t src, StreamId stream, AccessKind kind, std::uint64_t token,
@@ -113,8 +113,8 @@ void Observer::on_mark() {
   if (step_ && step_->from_marks) fire_boundary(true);
 }
 
-void Observer::tick(std::uint64_t token, bool allocation) {
-  detection_.push(token, index_.live_bytes(), allocation);
+void Observer::tick(std::uint64_t token, bool allocation, bool graph_launch) {
+  detection_.push(token, index_.live_bytes(), allocation, graph_launch);
   ++tick_;
   if (detection_.step_generation() != step_generation_) refresh_step();
   if (tick_ == next_boundary_) fire_boundary(false);

@@ -263,6 +263,8 @@ class PlannedPool final : public Resource {
     return release_idle_arenas(/*dropping_plan=*/false);
   }
 
+  void set_graph_memory(std::uint64_t bytes) override { upstream_->set_graph_memory(bytes); }
+
   void shutdown(bool release_memory) override {
     {
       std::lock_guard lock(mutex_);

@@ -51,7 +51,9 @@ void GraphCatalog::set_exec(std::uint64_t exec, ScannedGraph graph) {
   entry.opaque = entry.opaque || graph.opaque;
   std::lock_guard lock(mutex_);
   for (const GraphAllocation& a : entry.allocations) add_graph_memory_locked(a.address, a.size);
-  execs_[exec] = std::move(entry);
+  Exec& slot = execs_[exec];
+  entry.taken = slot.taken;  // an update keeps the graph memory the driver holds for it
+  slot = std::move(entry);
 }
 
 void GraphCatalog::set_node(std::uint64_t exec, ScannedNode node, const std::vector<GraphAllocation>& allocations) {
@@ -78,12 +80,32 @@ void GraphCatalog::erase_exec(std::uint64_t exec) {
   // destroyed): forget_graph_memory drops a range once the driver hands it to anything else.
 }
 
-GraphCatalog::Launch GraphCatalog::launch(std::uint64_t exec, std::vector<std::uint64_t>& words) const {
+GraphCatalog::Launch GraphCatalog::launch(std::uint64_t exec, std::vector<std::uint64_t>& words) {
   std::lock_guard lock(mutex_);
   const auto it = execs_.find(exec);
   if (it == execs_.end()) return Launch{};
   words.insert(words.end(), it->second.words.begin(), it->second.words.end());
-  return Launch{true, it->second.opaque, it->second.shape};
+  const bool first = !it->second.taken;
+  it->second.taken = true;
+  return Launch{true, it->second.opaque, first, it->second.shape};
+}
+
+bool GraphCatalog::upload(std::uint64_t exec) {
+  std::lock_guard lock(mutex_);
+  const auto it = execs_.find(exec);
+  if (it == execs_.end() || it->second.taken) return false;
+  it->second.taken = true;
+  return true;
+}
+
+std::uint64_t GraphCatalog::pending_graph_bytes() const {
+  std::lock_guard lock(mutex_);
+  std::uint64_t bytes = 0;
+  for (const auto& [handle, exec] : execs_) {
+    if (exec.taken) continue;
+    for (const GraphAllocation& a : exec.allocations) bytes += a.size;
+  }
+  return bytes;
 }
 
 void GraphCatalog::add_graph_memory(std::uint64_t address, std::uint64_t size) {

@@ -327,14 +327,20 @@ CUresult handle_cuLaunchCooperativeKernel(const Call<fn::cuLaunchCooperativeKern
 // One work item: the buffers its graph's nodes name (graph_catalog.hpp), ordered and made
 // resident by the strategies like a launch's. Launched into a capture, it becomes a child graph
 // node: captured, not run.
+// The first launch of an executable graph makes the driver take its graph memory: the figure the
+// strategies count against a budget is asked anew after it.
 CUresult handle_cuGraphLaunch(const Call<fn::cuGraphLaunch>& call, CUgraphExec hGraphExec, CUstream hStream) noexcept {
   const std::uint64_t stream = stream_of(call, hStream);
   if (captured(call, stream)) {
     call.recorder.on_captured_work();
-  } else {
-    launched(call, call.recorder.on_graph_launch(u64(hGraphExec), stream), stream);
+    return call.real(hGraphExec, hStream);
   }
-  return call.real(hGraphExec, hStream);
+  const LaunchSeen seen = call.recorder.on_graph_launch(u64(hGraphExec), stream);
+  const bool first = seen.first_graph_launch;
+  launched(call, seen, stream);
+  const CUresult result = call.real(hGraphExec, hStream);
+  if (first) call.runtimes.current().set_graph_memory(call.recorder.graph_memory_bytes(true));
+  return result;
 }
 
 // --- copies -----------------------------------------------------------------------------------------

@@ -20,10 +20,15 @@ CUresult begin_capture(const Call<F>& call, CUstream hStream, Args... args) {
   return result;
 }
 
+// The new executable graph's memory is the driver's at its first upload or launch: the strategies
+// make room for it now (the figure counts it until then).
 template <class F, class... Args>
 CUresult instantiate(const Call<F>& call, CUgraphExec* exec, CUgraph graph, Args... args) {
   const CUresult result = call.real(args...);
-  if (result == CUDA_SUCCESS && exec != nullptr && *exec != nullptr) call.recorder.on_graph_exec(u64(*exec), graph);
+  if (result == CUDA_SUCCESS && exec != nullptr && *exec != nullptr) {
+    call.recorder.on_graph_exec(u64(*exec), graph);
+    call.runtimes.current().set_graph_memory(call.recorder.graph_memory_bytes(false));
+  }
   return result;
 }
 
@@ -171,6 +176,13 @@ CUresult handle_cuGraphExecNodeSetParams(const Call<fn::cuGraphExecNodeSetParams
     case CU_GRAPH_NODE_TYPE_MEM_FREE: break;
     default: call.recorder.on_graph_exec_opaque_node(exec, hNode); break;
   }
+  return result;
+}
+
+CUresult handle_cuGraphUpload(const Call<fn::cuGraphUpload>& call, CUgraphExec hGraphExec, CUstream hStream) noexcept {
+  const bool first = call.recorder.on_graph_upload(u64(hGraphExec));
+  const CUresult result = call.real(hGraphExec, hStream);
+  if (first) call.runtimes.current().set_graph_memory(call.recorder.graph_memory_bytes(true));
   return result;
 }
 

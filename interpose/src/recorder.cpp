@@ -407,6 +407,7 @@ LaunchSeen Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t str
     observer_.on_graph_launch(scratch.words, launch.opaque, stream,
                               trace::SignatureBuilder::graph_launch_token(launch.shape), scratch.touched);
     seen.touched = scratch.touched;
+    seen.first_graph_launch = launch.first;
     ++graph_launches_;
     if (launch.opaque) ++opaque_graph_launches_;
     if (closed_.load(std::memory_order_relaxed)) return seen;

@@ -37,6 +37,8 @@ void Recorder::ensure_graph_queries() {
     get(graph_queries_.memset_node_get_params, "cuGraphMemsetNodeGetParams");
     get(graph_queries_.child_graph_node_get_graph, "cuGraphChildGraphNodeGetGraph");
     get(graph_queries_.mem_alloc_node_get_params, "cuGraphMemAllocNodeGetParams");
+    get(graph_queries_.device_get_graph_mem_attribute, "cuDeviceGetGraphMemAttribute");
+    get(graph_queries_.ctx_get_device, "cuCtxGetDevice");
   });
 }
 
@@ -138,6 +140,31 @@ void Recorder::on_graph_exec_opaque_node(std::uint64_t graph_exec, CUgraphNode n
 
 void Recorder::on_graph_exec_destroy(std::uint64_t graph_exec) noexcept {
   guarded(*this, "forgetting an executable graph", [&] { graphs_.erase_exec(graph_exec); });
+}
+
+bool Recorder::on_graph_upload(std::uint64_t graph_exec) noexcept {
+  bool first = false;
+  guarded(*this, "recording a graph upload", [&] { first = graphs_.upload(graph_exec); });
+  return first;
+}
+
+std::uint64_t Recorder::graph_memory_bytes(bool refresh) noexcept {
+  std::uint64_t pending = 0;
+  guarded(*this, "counting graph memory", [&] {
+    ensure_graph_queries();
+    if (refresh && graph_queries_.device_get_graph_mem_attribute != nullptr && graph_queries_.ctx_get_device != nullptr) {
+      const CaptureTracker::InternalCall internal(captures_);
+      CUdevice device = 0;
+      cuuint64_t reserved = 0;
+      if (graph_queries_.ctx_get_device(&device) == CUDA_SUCCESS &&
+          graph_queries_.device_get_graph_mem_attribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) ==
+              CUDA_SUCCESS) {
+        graph_pool_reserved_.store(reserved, std::memory_order_relaxed);
+      }
+    }
+    pending = graphs_.pending_graph_bytes();
+  });
+  return graph_pool_reserved_.load(std::memory_order_relaxed) + pending;
 }
 
 }  // namespace memtool::interpose

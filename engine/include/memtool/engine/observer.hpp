@@ -105,7 +105,7 @@ class Observer final : public PeriodFeedback {
   void after_fork_in_child() { detection_.after_fork_in_child(); }
 
  private:
-  void tick(std::uint64_t token, bool allocation);  // after the event's index update
+  void tick(std::uint64_t token, bool allocation, bool graph_launch = false);  // after the event's index update
   void refresh_step();
   void fire_boundary(bool from_marks);
   void record_accesses(std::span<const std::uint64_t> bases, StreamId stream, AccessKind kind);

@@ -28,6 +28,7 @@ class GraphCatalog {
   struct Launch {
     bool known = false;   // instantiated while memtool watched
     bool opaque = true;   // may touch any buffer
+    bool first = false;   // its first launch (or upload): the driver takes its graph memory now
     std::uint64_t shape = 0;  // which graph it is, for the step signature (graph_shape)
   };
   struct Totals {
@@ -45,7 +46,12 @@ class GraphCatalog {
   void set_node(std::uint64_t exec, ScannedNode node, const std::vector<GraphAllocation>& allocations = {});
   void erase_exec(std::uint64_t exec);
   // The words of a launch of `exec` are appended to `words`.
-  Launch launch(std::uint64_t exec, std::vector<std::uint64_t>& words) const;
+  Launch launch(std::uint64_t exec, std::vector<std::uint64_t>& words);
+  // cuGraphUpload of `exec`: its graph memory is the driver's from now on; true the first time.
+  bool upload(std::uint64_t exec);
+  // Graph memory of executable graphs never launched nor uploaded: what the driver will take
+  // at their first launch, on top of what it holds now.
+  [[nodiscard]] std::uint64_t pending_graph_bytes() const;
 
   // --- graph memory ---
   void add_graph_memory(std::uint64_t address, std::uint64_t size);
@@ -63,6 +69,7 @@ class GraphCatalog {
     std::vector<std::uint64_t> words;  // every node's, rebuilt when a node changes
     std::vector<GraphAllocation> allocations;
     bool opaque = false;
+    bool taken = false;  // launched or uploaded: the driver holds its graph memory
     std::uint64_t shape = 0;
   };
   static void rebuild(Exec& exec);

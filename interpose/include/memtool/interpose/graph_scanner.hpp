@@ -28,6 +28,9 @@ struct GraphQueries {
   CUresult (*memset_node_get_params)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS*) = nullptr;
   CUresult (*child_graph_node_get_graph)(CUgraphNode, CUgraph*) = nullptr;
   CUresult (*mem_alloc_node_get_params)(CUgraphNode, CUDA_MEM_ALLOC_NODE_PARAMS*) = nullptr;
+  // What the driver's graph memory pool holds (CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT).
+  CUresult (*device_get_graph_mem_attribute)(CUdevice, CUgraphMem_attribute, void*) = nullptr;
+  CUresult (*ctx_get_device)(CUdevice*) = nullptr;
 
   [[nodiscard]] bool complete() const {
     return get_nodes != nullptr && node_get_type != nullptr && kernel_node_get_params != nullptr &&

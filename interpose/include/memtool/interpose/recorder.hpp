@@ -77,6 +77,7 @@ struct LaunchArgs {
 struct LaunchSeen {
   std::span<const std::uint64_t> touched;
   bool marks_iteration = false;
+  bool first_graph_launch = false;  // a graph launch that makes the driver take its graph memory
 };
 
 class alignas(64) Recorder {  // aligned: its hot fields start a cache line
@@ -140,6 +141,12 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   void on_graph_exec_child(std::uint64_t graph_exec, CUgraphNode node, CUgraph child) noexcept;
   void on_graph_exec_opaque_node(std::uint64_t graph_exec, CUgraphNode node) noexcept;
   void on_graph_exec_destroy(std::uint64_t graph_exec) noexcept;
+  // cuGraphUpload of an executable graph: true the first time (the driver takes its memory).
+  bool on_graph_upload(std::uint64_t graph_exec) noexcept;
+  // The device bytes of graph memory the driver holds (its graph pool's reserve, asked anew
+  // when `refresh`), plus what executable graphs never launched or uploaded will take: what
+  // the strategies count against a budget (Resource::set_graph_memory).
+  [[nodiscard]] std::uint64_t graph_memory_bytes(bool refresh) noexcept;
 
   // --- GPU times (cupti_tracer/) ---
   // The seq of the launch, copy or memset event this thread recorded last, taken once (the
@@ -240,6 +247,7 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
 
   CaptureTracker* captures_ = nullptr;
   GraphCatalog graphs_;
+  std::atomic<std::uint64_t> graph_pool_reserved_{0};  // the driver's, as last asked
   std::once_flag graph_queries_once_;
   GraphQueries graph_queries_;
 };
