@@ -24,6 +24,12 @@ std::uint64_t default_stream_of(const Call<F>& call) {
   return recorded_stream(nullptr, call.variant);
 }
 
+// What GraphNoteKind::captured_work says was captured.
+constexpr std::uint8_t kCapturedLaunch = 0;
+constexpr std::uint8_t kCapturedCopy = 1;
+constexpr std::uint8_t kCapturedMemset = 2;
+constexpr std::uint8_t kCapturedGraphLaunch = 3;
+
 // Whether work issued to `stream` now is captured into a graph rather than run (or refused
 // beside a capture: the legacy stream next to a capturing blocking stream). Such work goes
 // straight to the driver: it touches nothing now, and no strategy may see it (issue 32). One
@@ -110,13 +116,13 @@ std::optional<CUresult> free_graph_memory(const Call<F>& call, CUdeviceptr dptr,
 template <class F>
 void record_copy(const Call<F>& call, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, CopyKind kind,
                  std::uint64_t stream, bool async) {
-  if (captured(call, stream)) return call.recorder.on_captured_work();
+  if (captured(call, stream)) return call.recorder.on_captured_work(kCapturedCopy, stream);
   order(call, call.recorder.on_copy(dst, src, bytes, kind, stream, async), stream);
 }
 
 template <class F>
 void record_memset(const Call<F>& call, std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) {
-  if (captured(call, stream)) return call.recorder.on_captured_work();
+  if (captured(call, stream)) return call.recorder.on_captured_work(kCapturedMemset, stream);
   order(call, call.recorder.on_memset(dst, bytes, stream, async), stream);
 }
 
@@ -291,7 +297,7 @@ CUresult handle_cuLaunchKernel(const Call<fn::cuLaunchKernel>& call, CUfunction 
                                CUstream hStream, void** kernelParams, void** extra) noexcept {
   const std::uint64_t stream = stream_of(call, hStream);
   if (captured(call, stream)) {
-    call.recorder.on_captured_work();
+    call.recorder.on_captured_work(kCapturedLaunch, stream);
   } else {
     launched(call, call.recorder.on_launch(f, stream, LaunchArgs{kernelParams, extra}), stream);
   }
@@ -303,7 +309,7 @@ CUresult handle_cuLaunchKernelEx(const Call<fn::cuLaunchKernelEx>& call, const C
                                  void** kernelParams, void** extra) noexcept {
   const std::uint64_t stream = stream_of(call, config != nullptr ? config->hStream : nullptr);
   if (captured(call, stream)) {
-    call.recorder.on_captured_work();
+    call.recorder.on_captured_work(kCapturedLaunch, stream);
   } else {
     launched(call, call.recorder.on_launch(f, stream, LaunchArgs{kernelParams, extra}), stream);
   }
@@ -316,7 +322,7 @@ CUresult handle_cuLaunchCooperativeKernel(const Call<fn::cuLaunchCooperativeKern
                                           unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) noexcept {
   const std::uint64_t stream = stream_of(call, hStream);
   if (captured(call, stream)) {
-    call.recorder.on_captured_work();
+    call.recorder.on_captured_work(kCapturedLaunch, stream);
   } else {
     launched(call, call.recorder.on_launch(f, stream, LaunchArgs{kernelParams, nullptr}), stream);
   }
@@ -332,7 +338,7 @@ CUresult handle_cuLaunchCooperativeKernel(const Call<fn::cuLaunchCooperativeKern
 CUresult handle_cuGraphLaunch(const Call<fn::cuGraphLaunch>& call, CUgraphExec hGraphExec, CUstream hStream) noexcept {
   const std::uint64_t stream = stream_of(call, hStream);
   if (captured(call, stream)) {
-    call.recorder.on_captured_work();
+    call.recorder.on_captured_work(kCapturedGraphLaunch, stream);
     return call.real(hGraphExec, hStream);
   }
   const LaunchSeen seen = call.recorder.on_graph_launch(u64(hGraphExec), stream);

@@ -10,13 +10,14 @@ namespace {
 std::uint64_t u64(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
 template <class F, class... Args>
-CUresult begin_capture(const Call<F>& call, CUstream hStream, Args... args) {
+CUresult begin_capture(const Call<F>& call, CUstream hStream, int mode, Args... args) {
   CaptureTracker* captures = call.recorder.captures();
   if (captures == nullptr) return call.real(args...);
   const std::uint64_t stream = recorded_stream(hStream, call.variant);
   captures->before_begin(stream);
   const CUresult result = call.real(args...);
   captures->after_begin(stream, result == CUDA_SUCCESS);
+  if (result == CUDA_SUCCESS) call.recorder.on_capture_begin(stream, mode);
   return result;
 }
 
@@ -37,25 +38,28 @@ CUresult instantiate(const Call<F>& call, CUgraphExec* exec, CUgraph graph, Args
 // --- stream capture ---------------------------------------------------------------------------
 
 CUresult handle_cuStreamBeginCapture(const Call<fn::cuStreamBeginCapture>& call, CUstream hStream) noexcept {
-  return begin_capture(call, hStream, hStream);
+  // The first generation has no mode: global (cuda.h's default since 10.1).
+  return begin_capture(call, hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, hStream);
 }
 
 CUresult handle_cuStreamBeginCapture_v2(const Call<fn::cuStreamBeginCapture_v2>& call, CUstream hStream,
                                         CUstreamCaptureMode mode) noexcept {
-  return begin_capture(call, hStream, hStream, mode);
+  return begin_capture(call, hStream, mode, hStream, mode);
 }
 
 CUresult handle_cuStreamBeginCaptureToGraph(const Call<fn::cuStreamBeginCaptureToGraph>& call, CUstream hStream,
                                             CUgraph hGraph, const CUgraphNode* dependencies,
                                             const CUgraphEdgeData* dependencyData, size_t numDependencies,
                                             CUstreamCaptureMode mode) noexcept {
-  return begin_capture(call, hStream, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
+  return begin_capture(call, hStream, mode, hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
 }
 
 CUresult handle_cuStreamEndCapture(const Call<fn::cuStreamEndCapture>& call, CUstream hStream,
                                    CUgraph* phGraph) noexcept {
   const CUresult result = call.real(hStream, phGraph);
-  if (CaptureTracker* captures = call.recorder.captures()) captures->after_end(recorded_stream(hStream, call.variant));
+  const std::uint64_t stream = recorded_stream(hStream, call.variant);
+  if (CaptureTracker* captures = call.recorder.captures()) captures->after_end(stream);
+  call.recorder.on_capture_end(stream, static_cast<int>(result));
   return result;
 }
 

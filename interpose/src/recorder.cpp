@@ -178,6 +178,17 @@ void Recorder::emit_locked(Event& event) {
   if (sink_) sink_->write(event);
 }
 
+// A note of stream capture or graph memory (trace::GraphNote): into the trace only.
+void Recorder::note_locked(trace::GraphNoteKind kind, std::uint64_t value, std::uint64_t size, std::uint64_t stream) {
+  if (!sink_ || closed_.load(std::memory_order_relaxed)) return;
+  trace::GraphNote note;
+  note.kind = kind;
+  note.value = value;
+  note.size = size;
+  note.stream = trace::StreamHandle{stream};
+  emit_locked(note);
+}
+
 // An explicit iteration boundary goes to the observer as a mark, not as a token.
 void Recorder::emit_mark_locked() {
   observer_.on_mark();
@@ -414,6 +425,8 @@ LaunchSeen Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t str
     trace::GraphLaunchEvent event;
     event.graph_exec = graph_exec;
     event.stream = trace::StreamHandle{stream};
+    event.touched = scratch.touched;
+    event.opaque = launch.opaque;
     emit_locked(event);
   });
   return seen;

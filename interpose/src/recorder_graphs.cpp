@@ -50,32 +50,48 @@ KernelWords Recorder::graph_kernel_words() {
   };
 }
 
-void Recorder::on_captured_work() noexcept {
+void Recorder::on_capture_begin(std::uint64_t stream, int mode) noexcept {
+  if (!active()) return;
+  guarded(*this, "recording a capture", [&] {
+    std::lock_guard lock(emit_mutex_);
+    note_locked(trace::GraphNoteKind::capture_begin, static_cast<std::uint64_t>(mode), 0, stream);
+  });
+}
+
+void Recorder::on_capture_end(std::uint64_t stream, int result) noexcept {
+  if (!active()) return;
+  guarded(*this, "recording a capture", [&] {
+    std::lock_guard lock(emit_mutex_);
+    note_locked(trace::GraphNoteKind::capture_end, static_cast<std::uint64_t>(result), 0, stream);
+  });
+}
+
+void Recorder::on_captured_work(std::uint8_t kind, std::uint64_t stream) noexcept {
   if (!active()) return;
   guarded(*this, "recording captured work", [&] {
     std::lock_guard lock(emit_mutex_);
     ++captured_work_;
+    note_locked(trace::GraphNoteKind::captured_work, kind, 0, stream);
   });
 }
 
 void Recorder::on_graph_alloc(std::uint64_t address, std::uint64_t size, std::uint64_t stream) noexcept {
-  (void)stream;
   guarded(*this, "recording graph memory", [&] {
     graphs_.add_graph_memory(address, size);
     std::lock_guard lock(emit_mutex_);
     ++graph_allocations_;
+    note_locked(trace::GraphNoteKind::graph_alloc, address, size, stream);
   });
 }
 
 bool Recorder::on_graph_free(std::uint64_t address, std::uint64_t stream, bool in_capture) noexcept {
-  (void)stream;
-  (void)in_capture;
   bool graph_memory = false;
   guarded(*this, "recording a free of graph memory", [&] {
     graph_memory = graphs_.is_graph_memory(address);
     if (!graph_memory) return;
     std::lock_guard lock(emit_mutex_);
     ++graph_frees_;
+    note_locked(trace::GraphNoteKind::graph_free, address, in_capture ? 1 : 0, stream);
   });
   return graph_memory;
 }
@@ -91,7 +107,11 @@ void Recorder::on_graph_exec(std::uint64_t graph_exec, CUgraph graph) noexcept {
     if (scanned.opaque) {
       MEMTOOL_LOG_ONCE(LogLevel::warn, "{}: launches of that graph count as touching every buffer", scanned.opaque_why);
     }
+    std::uint64_t graph_bytes = 0;
+    for (const GraphAllocation& a : scanned.allocations) graph_bytes += a.size;
     graphs_.set_exec(graph_exec, std::move(scanned));
+    std::lock_guard lock(emit_mutex_);
+    note_locked(trace::GraphNoteKind::exec_created, graph_exec, graph_bytes, 0);
   });
 }
 
@@ -139,7 +159,11 @@ void Recorder::on_graph_exec_opaque_node(std::uint64_t graph_exec, CUgraphNode n
 }
 
 void Recorder::on_graph_exec_destroy(std::uint64_t graph_exec) noexcept {
-  guarded(*this, "forgetting an executable graph", [&] { graphs_.erase_exec(graph_exec); });
+  guarded(*this, "forgetting an executable graph", [&] {
+    graphs_.erase_exec(graph_exec);
+    std::lock_guard lock(emit_mutex_);
+    note_locked(trace::GraphNoteKind::exec_destroyed, graph_exec, 0, 0);
+  });
 }
 
 bool Recorder::on_graph_upload(std::uint64_t graph_exec) noexcept {

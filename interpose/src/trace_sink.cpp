@@ -38,6 +38,7 @@ class TraceWriterSink final : public EventSink {
   void write(const trace::StreamCreateEvent& event) override { writer_->write(event); }
   void write_gpu_time(const trace::GpuTimeRecord& record) override { writer_->write(record); }
   void write(const trace::FailedFreeEvent& event) override { writer_->write(event); }
+  void write(const trace::GraphNote& note) override { writer_->write(note); }
 
   void flush() override {
     writer_->flush();

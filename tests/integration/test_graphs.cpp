@@ -125,6 +125,27 @@ TEST_CASE("graphs: record mode sees captures, graph memory and the step with its
   }
 }
 
+TEST_CASE("graphs: the trace says what was captured, the graph memory and the launches per step", "[graphs_record]") {
+  const App app{"split_global", graphed(GRAPHED_TRAIN, "split", "global"), 2, true};
+  const std::string dir = dir_of("record_trace", app.name);
+  const Run recorded =
+      run_app(dir, app.argv, {{"MEMTOOL_STRATEGY", "record"}, {"MEMTOOL_TRACE", dir + "/run.trace"}}, true);
+  const Outcome report = run({MEMTOOL_TOOL, "report", "--format", "json", dir + "/run.trace"}, {}, dir + "/report");
+  INFO(report.err);
+  REQUIRE(report.status == 0);
+  const nlohmann::json r = nlohmann::json::parse(report.out);
+  CHECK(u(r, "captures") == u(recorded.stats, "graph_captures"));
+  CHECK(u(r, "graph_launches") == u(recorded.stats, "graph_launches"));
+  CHECK(u(r, "opaque_graph_launches") == 0);
+  CHECK(u(r, "iteration_period_graph_launches") == app.graph_launches_per_step);
+  CHECK(u(r, "captured_work") == u(recorded.summary, "captured_work"));
+  CHECK(u(r, "graph_memory_allocations") == u(recorded.summary, "graph_memory_allocations"));
+  CHECK(u(r, "graph_memory_bytes") > 0);
+  CHECK(u(r, "graphs_with_memory") == 2);  // the forward graph's and the backward graph's
+  const Outcome text = run({MEMTOOL_TOOL, "report", dir + "/run.trace"}, {}, dir + "/report_text");
+  CHECK_THAT(text.out, Catch::Contains("2 per iteration") && Catch::Contains("graph memory"));
+}
+
 TEST_CASE("graphs: pool mode serves the eager allocations between replays", "[graphs_pool]") {
   for (const App& app : graph_apps()) {
     const std::string dir = dir_of("pool", app.name);

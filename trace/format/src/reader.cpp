@@ -230,6 +230,7 @@ class TraceParser {
       case Tag::stream_create: decode_stream_create(c); break;
       case Tag::gpu_time: decode_gpu_time(c); break;
       case Tag::failed_free: decode_failed_free(c); break;
+      case Tag::graph_note: decode_graph_note(c); break;
       case Tag::end: decode_end(c); return;  // not counted as a record
       default: break;  // a record type from a newer writer: skipped whole
     }
@@ -394,7 +395,42 @@ class TraceParser {
     e.header = header(c);
     e.graph_exec = c.varint("graph exec");
     e.stream = stream(c);
+    touched_.clear();
+    if (c.left() != 0) {  // the buffers and the opaque flag, added within version 1
+      const std::size_t count = c.count("touched buffer count", 1);
+      std::uint64_t address = state_.address;
+      for (std::size_t i = 0; i < count; ++i) {
+        address = wire::undelta(address, c.varint("touched address"));
+        touched_.push_back(address);
+      }
+      const std::uint8_t* at = c.p;
+      const std::uint8_t flags = c.u8("graph launch flags");
+      if ((flags & ~wire::kGraphOpaqueFlag) != 0) c.fail(at, fmt::format("unknown flag bits 0x{:02x}", flags));
+      e.opaque = (flags & wire::kGraphOpaqueFlag) != 0;
+    }
+    e.touched = touched_;
     visitor_.on_graph_launch(e);
+  }
+
+  // Not an event: decoded from the running state without changing it (wire.hpp).
+  void decode_graph_note(Cursor& c) {
+    GraphNote n;
+    n.header.seq = wire::undelta(state_.seq, c.varint("seq"));
+    n.header.time_ns = wire::undelta(state_.time_ns, c.varint("timestamp"));
+    const std::uint8_t* at = c.p;
+    const std::uint64_t thread = wire::undelta(state_.thread, c.varint("thread"));
+    if (thread > std::numeric_limits<std::uint32_t>::max()) {
+      c.fail(at, fmt::format("thread id {} does not fit 32 bits", thread));
+    }
+    n.header.thread = ThreadId{static_cast<std::uint32_t>(thread)};
+    const std::uint8_t kind = c.u8("graph note kind");
+    // Kinds are added within version 1: a note of a kind this reader does not know is skipped.
+    if (kind > static_cast<std::uint8_t>(GraphNoteKind::captured_work)) return;
+    n.kind = static_cast<GraphNoteKind>(kind);
+    n.value = c.varint("graph note value");
+    n.size = c.varint("graph note size");
+    n.stream = StreamHandle{wire::undelta(state_.stream, c.varint("stream"))};
+    visitor_.on_graph_note(n);
   }
 
   static bool async_flag(Cursor& c, std::uint8_t flags, std::uint8_t known,

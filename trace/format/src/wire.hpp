@@ -40,6 +40,7 @@ enum class Tag : std::uint8_t {
   // what their own fields say, and a reader that does not know them skips them.
   gpu_time = 0x20,     // GPU start/end of an earlier launch, copy or memset
   failed_free = 0x21,  // a free the driver refused (double, interior, wild)
+  graph_note = 0x22,   // stream capture and graph memory (GraphNote)
   end = 0x7f,
 };
 
@@ -62,6 +63,8 @@ inline constexpr std::uint8_t kGpuKindMask = 0x03;
 inline constexpr std::uint8_t kGpuCopyKindShift = 2;
 inline constexpr std::uint8_t kGpuCopyKindMask = 0x1c;
 inline constexpr std::uint8_t kGpuJoinedFlag = 0x80;
+// The flags byte at the end of a graph launch (after its touched list).
+inline constexpr std::uint8_t kGraphOpaqueFlag = 0x01;
 
 [[nodiscard]] constexpr std::uint64_t zigzag(std::int64_t v) {
   return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);

@@ -34,7 +34,8 @@ constexpr std::size_t kHeaderBound = 3 * kV;                          // seq, ti
 constexpr std::size_t kAllocBound = kHeaderBound + 4 * kV + 1;        // addr size kind stream stack
 constexpr std::size_t kFreeBound = kHeaderBound + 2 * kV + 1;         // addr kind stream
 constexpr std::size_t kFailedFreeBound = kFreeBound + 1;              // ... reason
-constexpr std::size_t kGraphLaunchBound = kHeaderBound + 2 * kV;      // exec stream
+constexpr std::size_t kGraphLaunchBound = kHeaderBound + 3 * kV + 1;  // exec stream count flags (+ touched)
+constexpr std::size_t kGraphNoteBound = kHeaderBound + 4 * kV + 1;     // kind value size stream
 constexpr std::size_t kCopyBound = kHeaderBound + 4 * kV + 1;         // dst src bytes flags stream
 constexpr std::size_t kMemsetBound = kHeaderBound + 3 * kV + 1;       // dst bytes flags stream
 constexpr std::size_t kSyncBound = kHeaderBound + kV + 1;             // kind stream
@@ -44,6 +45,7 @@ constexpr std::size_t kLaunchFixedBound = kHeaderBound + 3 * kV;      // kernel 
 constexpr std::size_t kGpuTimeBound = 1 + 7 * kV;                   // flags seq start duration device stream kernel bytes
 constexpr std::size_t kEndBound = 4 * kV;
 static_assert(kAllocBound < 128 && kFreeBound < 128 && kFailedFreeBound < 128 && kGraphLaunchBound < 128 &&
+              kGraphNoteBound < 128 &&
               kCopyBound < 128 && kMemsetBound < 128 && kSyncBound < 128 &&
               kIterationMarkBound < 128 && kStreamCreateBound < 128 && kGpuTimeBound < 128 &&
               kEndBound < 128);
@@ -550,12 +552,40 @@ void TraceWriter::write(const LaunchEvent& event) {
 void TraceWriter::write(const GraphLaunchEvent& event) {
   MEMTOOL_EVENT_PROLOGUE;
   const std::uint64_t stream = w.code_stream(event.stream);
-  const bool written = w.emit(Tag::graph_launch, kGraphLaunchBound, [&](auto& e) {
+  const auto touched = event.touched.first(std::min(event.touched.size(), wire::kMaxTouched));
+  const std::uint64_t base = w.state.address;  // touched addresses chain from here, as a launch's
+  const bool written = w.emit(Tag::graph_launch, kGraphLaunchBound + touched.size() * kV, [&](auto& e) {
     put_header(e, h);
     e.varint(event.graph_exec);
     e.varint(stream);
+    // Added within version 1: readers that predate them stop after the stream.
+    e.varint(touched.size());
+    std::uint64_t prev = base;
+    for (const std::uint64_t address : touched) {
+      e.varint(wire::delta(address, prev));
+      prev = address;
+    }
+    e.u8(event.opaque ? wire::kGraphOpaqueFlag : 0);
   });
   if (written) ++w.events;
+}
+
+void TraceWriter::write(const GraphNote& note) {
+  Impl& w = *impl_;
+  if (w.abandoned.load(std::memory_order_relaxed)) return;
+  const Impl::Guard lock(w);
+  if (!w.usable()) return;
+  // Deltas from the running state, which stays as it is: a reader may skip this record.
+  const HeaderCodes h{wire::delta(note.header.seq, w.state.seq), wire::delta(note.header.time_ns, w.state.time_ns),
+                      wire::delta(std::uint64_t{note.header.thread.value()}, w.state.thread)};
+  const std::uint64_t stream = wire::delta(note.stream.value(), w.state.stream);
+  w.emit(Tag::graph_note, kGraphNoteBound, [&](auto& e) {
+    put_header(e, h);
+    e.u8(static_cast<std::uint8_t>(note.kind));
+    e.varint(note.value);
+    e.varint(note.size);
+    e.varint(stream);
+  });
 }
 
 void TraceWriter::write(const CopyEvent& event) {

@@ -30,6 +30,7 @@ class CountingVisitor final : public EventVisitor {
   void on_iteration_mark(const IterationMarkEvent& event) override { ++events; inner_.on_iteration_mark(event); }
   void on_stream_create(const StreamCreateEvent& event) override { ++events; inner_.on_stream_create(event); }
   void on_gpu_time(const GpuTimeRecord& record) override { inner_.on_gpu_time(record); }  // not an event
+  void on_graph_note(const GraphNote& note) override { inner_.on_graph_note(note); }      // not an event
 
   std::uint64_t events = 0;
 

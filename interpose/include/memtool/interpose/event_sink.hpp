@@ -38,6 +38,7 @@ class EventSink {
   // GPU times from the CUPTI tracer (not events). A sink that keeps none ignores them.
   virtual void write_gpu_time(const trace::GpuTimeRecord& /*record*/) {}
   virtual void write(const trace::FailedFreeEvent& /*event*/) {}
+  virtual void write(const trace::GraphNote& /*note*/) {}
 
   // Pushes buffered records to the file, so a run killed later keeps them (about once a second,
   // and on the stop signals). Says once, with the reason, when writing failed.

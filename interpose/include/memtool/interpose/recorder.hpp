@@ -122,9 +122,13 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   [[nodiscard]] CaptureTracker* captures() const noexcept { return captures_; }
   // The graph queries (unit tests; the preload resolves them at the first instantiation).
   void set_graph_queries(const GraphQueries& queries) noexcept;
+  // A capture begun on `stream` (in `mode`), or ended there with `result`: trace notes.
+  void on_capture_begin(std::uint64_t stream, int mode) noexcept;
+  void on_capture_end(std::uint64_t stream, int result) noexcept;
   // Work queued on a capturing stream is recorded into the graph, not run: it touches nothing
-  // now, so the observer never sees it (no tick, no access, no time).
-  void on_captured_work() noexcept;
+  // now, so the observer never sees it (no tick, no access, no time). `kind`: 0 a launch, 1 a
+  // copy, 2 a memset, 3 a graph launch (trace::GraphNoteKind::captured_work).
+  void on_captured_work(std::uint8_t kind, std::uint64_t stream) noexcept;
   // Graph memory: an allocation on a capturing stream (after it succeeded); a free of graph
   // memory, in a capture or outside one. on_graph_free says whether `address` is graph memory
   // (then the free is the driver's alone: the caller passes it straight through).
@@ -202,6 +206,7 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   trace::StringId intern_locked(std::string_view text);
   template <class Event>
   void emit_locked(Event& event);
+  void note_locked(trace::GraphNoteKind kind, std::uint64_t value, std::uint64_t size, std::uint64_t stream);
 
   // The hot path's state first, packed into the first cache lines: after the driver's own
   // work (system calls) a recorded call finds little in cache, and each further line it

@@ -5,8 +5,8 @@
 //   launch     → hash(kernel name id)
 //   copy       → hash(bytes, copy kind)            (optional, on by default)
 //   memset     → hash(bytes)                       (optional, on by default)
-//   graph launch → hash(the executable graph's ordinal: which one, in order of first launch)
-//                  (online only: libmemtool.so sees every instantiation; graph_launch_token)
+//   graph launch → hash(which graph: online its shape, which libmemtool.so reads at
+//                  instantiation; offline, where the trace has no shapes, its executable graph)
 // Other events (sync, marks, stream creation) give no token.
 //
 // Used online by the interposer (SignatureBuilder fed with the events it records) and offline

@@ -21,7 +21,7 @@ enum class EventKind : std::uint8_t {
   sync = 6,
   iteration_mark = 7,
   stream_create = 8,
-  graph_launch = 9,  // opaque: buffers touched are unknown
+  graph_launch = 9,  // its buffers read from its graph's nodes (touched), unless opaque
 };
 
 enum class MemoryKind : std::uint8_t {
@@ -92,6 +92,32 @@ struct LaunchEvent {
 struct GraphLaunchEvent {
   EventHeader header;
   std::uint64_t graph_exec = 0;
+  StreamHandle stream{0};
+  // What its graph's nodes point into when it was launched (base addresses), or, `opaque`,
+  // unknown: memtool could not read every node (it then counts as touching every buffer).
+  // Traces from before these fields have none and read as opaque.
+  std::span<const std::uint64_t> touched;
+  bool opaque = true;
+};
+
+// Stream capture and graph memory, as the recorder saw them (issue 32). Not an event: the
+// trace's running state is neither read nor changed by it beyond its own fields, and offline
+// analysis keeps no buffer for graph memory (the driver fixes its address for the graph's life).
+enum class GraphNoteKind : std::uint8_t {
+  capture_begin = 0,   // value: the capture mode (CUstreamCaptureMode)
+  capture_end = 1,     // value: cuStreamEndCapture's result (0: a graph was made)
+  graph_alloc = 2,     // value: address, size: bytes (an allocation on a capturing stream)
+  graph_free = 3,      // value: address, size: 1 in a capture (a free node), 0 outside one
+  exec_created = 4,    // value: the executable graph, size: its graph memory bytes
+  exec_destroyed = 5,  // value: the executable graph
+  captured_work = 6,   // value: 0 launch, 1 copy, 2 memset, 3 graph launch (a child graph node)
+};
+
+struct GraphNote {
+  EventHeader header;
+  GraphNoteKind kind = GraphNoteKind::capture_begin;
+  std::uint64_t value = 0;
+  std::uint64_t size = 0;
   StreamHandle stream{0};
 };
 
@@ -193,6 +219,7 @@ class EventVisitor {
   virtual void on_failed_free(const FailedFreeEvent& /*event*/) {}
   virtual void on_launch(const LaunchEvent& /*event*/) {}
   virtual void on_graph_launch(const GraphLaunchEvent& /*event*/) {}
+  virtual void on_graph_note(const GraphNote& /*note*/) {}
   virtual void on_copy(const CopyEvent& /*event*/) {}
   virtual void on_memset(const MemsetEvent& /*event*/) {}
   virtual void on_sync(const SyncEvent& /*event*/) {}

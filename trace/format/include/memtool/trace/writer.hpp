@@ -58,6 +58,7 @@ class TraceWriter {
   // A diagnostic record, not an event: it leaves the delta state and the end record's event
   // count alone, so readers that predate it skip it whole (docs/trace-format.md, tag 0x20).
   void write(const FailedFreeEvent& event);
+  void write(const GraphNote& note);  // not an event either
   void write(const LaunchEvent& event);
   void write(const GraphLaunchEvent& event);
   void write(const CopyEvent& event);
