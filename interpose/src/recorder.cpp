@@ -171,10 +171,7 @@ void Recorder::stamp_locked(trace::EventHeader& header) {
 template <class Event>
 void Recorder::emit_locked(Event& event) {
   stamp_locked(event.header);
-  if constexpr (std::is_same_v<Event, trace::LaunchEvent> || std::is_same_v<Event, trace::GraphLaunchEvent> ||
-                std::is_same_v<Event, trace::CopyEvent> || std::is_same_v<Event, trace::MemsetEvent>) {
-    t_gpu_work_seq = event.header.seq;
-  }
+  if constexpr (trace::EventTraits<Event>::role == trace::EventRole::gpu_work) t_gpu_work_seq = event.header.seq;
   if (sink_) sink_->write(event);
 }
 
@@ -201,6 +198,24 @@ void Recorder::emit_mark_locked() {
   }
 }
 
+// An event the observer has no part in: stamped and written, fail-open on any exception.
+template <class Event>
+void Recorder::record_event(const char* step, Event event) noexcept {
+  if (!active()) return;
+  try {
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    emit_locked(event);
+  } catch (const std::exception& e) {
+    disable(e.what());
+  } catch (...) {
+    if (active_.exchange(false)) {
+      Log::write(LogLevel::error,
+                 "recording disabled, calls pass through unchanged: unknown failure while recording {}", step);
+    }
+  }
+}
+
 // Wraps a recording step: fail-open on any exception.
 #define MEMTOOL_RECORD_STEP(step, ...)                 \
   do {                                                 \
@@ -215,12 +230,20 @@ void Recorder::emit_mark_locked() {
 
 void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind, std::uint64_t stream,
                         std::uint32_t owner) noexcept {
+  // The driver gave the range to this buffer: it is no graph's any more (kept even when recording
+  // stopped: a free of the buffer must reach its runtime, not pass to the driver as graph memory's).
+  if (graphs_.any_graph_memory()) {
+    try {
+      graphs_.forget_graph_memory(address, size);
+    } catch (...) {
+      disable("unknown failure while forgetting graph memory");
+    }
+  }
   if (!active()) return;
   MEMTOOL_RECORD_STEP("an allocation", {
     std::array<std::uint64_t, 256> ips;  // filled by capture_stack; not zeroed on the hot path
     std::size_t depth = 0;
     if (stacks_) depth = detail::capture_stack(ips.data(), options_.stack_depth, 2);
-    graphs_.forget_graph_memory(address, size);  // the driver gave the range to this buffer
     std::lock_guard lock(emit_mutex_);
     observer_.on_alloc(address, size, kind, stream, owner);
     if (closed_.load(std::memory_order_relaxed)) return;
@@ -426,7 +449,7 @@ LaunchSeen Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t str
     event.graph_exec = graph_exec;
     event.stream = trace::StreamHandle{stream};
     event.touched = scratch.touched;
-    event.opaque = launch.opaque;
+    event.nodes_read = !launch.opaque;
     emit_locked(event);
   });
   return seen;
@@ -488,28 +511,15 @@ LaunchSeen Recorder::on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint
 }
 
 void Recorder::on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept {
-  if (!active()) return;
-  MEMTOOL_RECORD_STEP("a synchronisation", {
-    std::lock_guard lock(emit_mutex_);
-    if (closed_.load(std::memory_order_relaxed)) return;
-    trace::SyncEvent event;
-    event.kind = kind;
-    event.stream = trace::StreamHandle{stream};
-    emit_locked(event);
-  });
+  record_event("a synchronisation",
+               trace::SyncEvent{.header = {}, .kind = kind, .stream = trace::StreamHandle{stream}});
 }
 
 void Recorder::on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept {
-  if (!active()) return;
-  MEMTOOL_RECORD_STEP("a stream creation", {
-    std::lock_guard lock(emit_mutex_);
-    if (closed_.load(std::memory_order_relaxed)) return;
-    trace::StreamCreateEvent event;
-    event.stream = trace::StreamHandle{stream};
-    event.flags = flags;
-    event.priority = priority;
-    emit_locked(event);
-  });
+  record_event("a stream creation", trace::StreamCreateEvent{.header = {},
+                                                             .stream = trace::StreamHandle{stream},
+                                                             .flags = flags,
+                                                             .priority = priority});
 }
 
 void Recorder::on_iteration_mark() noexcept {

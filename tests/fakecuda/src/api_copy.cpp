@@ -5,6 +5,7 @@
 // (link.hpp) on their stream's worker. Device ranges are checked when the call is made
 // (CUDA_ERROR_INVALID_VALUE) and again when the stream runs the work: memory freed in stream
 // order meanwhile is a device fault, reported as a sticky CUDA_ERROR_ILLEGAL_ADDRESS.
+#include "copy_path.hpp"
 #include "driver.hpp"
 #include "link.hpp"
 #include "memory.hpp"
@@ -673,4 +674,52 @@ FAKECUDA_API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstCont
 FAKECUDA_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
                                              CUcontext srcContext, size_t ByteCount, CUstream hStream) {
   return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, true, true);
+}
+
+// ---- the copy path for the batch copies (copy_path.hpp) ------------------------------------------
+
+namespace {
+
+Endpoint endpoint_of(const CopySide& side, std::size_t bytes) {
+  Endpoint e = classify(side.address, bytes);
+  e.pitch = side.pitch;
+  e.height = side.height;
+  return e;
+}
+
+Shape shape_of(const CopyExtent& ext) { return Shape{ext.width, ext.rows, ext.slices}; }
+
+}  // namespace
+
+std::size_t fakecuda::copy_side_span(const CopySide& side, const CopyExtent& ext) {
+  const Endpoint e{side.address, Side::host, false, side.pitch, side.height};
+  return extent(e, shape_of(ext));
+}
+
+CUresult fakecuda::check_unified_copy(const CopySide& dst, const CopySide& src, const CopyExtent& ext) {
+  if (ext.width == 0 || ext.rows == 0 || ext.slices == 0) {
+    return CUDA_SUCCESS;
+  }
+  if (dst.address == 0 || src.address == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const std::size_t dst_span = copy_side_span(dst, ext);
+  const std::size_t src_span = copy_side_span(src, ext);
+  if (dst_span == 0 || src_span == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const Endpoint d = endpoint_of(dst, dst_span);
+  const Endpoint s = endpoint_of(src, src_span);
+  if ((d.side == Side::device && !memory().device_range_ok(d.address, dst_span, true)) ||
+      (s.side == Side::device && !memory().device_range_ok(s.address, src_span, false))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult fakecuda::issue_unified_copy(const CopySide& dst, const CopySide& src, const CopyExtent& ext, CUstream stream,
+                                      bool per_thread) {
+  const std::size_t dst_span = copy_side_span(dst, ext);
+  const std::size_t src_span = copy_side_span(src, ext);
+  return copy(endpoint_of(dst, dst_span), endpoint_of(src, src_span), shape_of(ext), stream, per_thread, true);
 }

@@ -1086,7 +1086,7 @@ FAKECUDA_API CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode 
 
 FAKECUDA_API CUresult cuDeviceGraphMemTrim(CUdevice device) {
   FC_TRY(graph_device(device));
-  return guarded([&] { return memory().graph_trim(); });
+  return guarded([&] { return memory().graph_trim(device); });
 }
 
 FAKECUDA_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value) {
@@ -1094,7 +1094,7 @@ FAKECUDA_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_a
   if (value == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  const Memory::GraphMemStats g = memory().graph_stats();
+  const Memory::GraphMemStats g = memory().graph_stats(device);
   cuuint64_t v = 0;
   switch (attr) {
     case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: v = g.used; break;
@@ -1118,6 +1118,6 @@ FAKECUDA_API CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_a
   if (v != 0 || (attr != CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  memory().graph_reset_high(attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH);
+  memory().graph_reset_high(device, attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH);
   return CUDA_SUCCESS;
 }

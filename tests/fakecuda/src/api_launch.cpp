@@ -85,9 +85,32 @@ CUresult fakecuda::pack_arguments(const Function& f, void** params, void** extra
 
 namespace {
 
+// A pointer argument into device memory the launching context may not reach (another device's,
+// without peer, VMM or pool access) is a device fault: the kernel does not run and the context
+// gets the sticky CUDA_ERROR_ILLEGAL_ADDRESS a GPU would report.
+bool arguments_reachable(const fakecuda_kernel_desc& k, const std::vector<unsigned char>& packed, Context& ctx) {
+  if (memory().single_device()) {
+    return true;  // one device: nothing is another device's
+  }
+  for (unsigned i = 0; i < k.param_count; ++i) {
+    if (k.param_sizes[i] == sizeof(CUdeviceptr)) {
+      CUdeviceptr word = 0;
+      std::memcpy(&word, packed.data() + k.param_offsets[i], sizeof word);
+      if (!memory().kernel_may_access(word, ctx)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // Runs on the stream's worker.
 void run_kernel(const fakecuda_kernel_desc& k, std::vector<unsigned char>& packed, const fakecuda_launch_dims& dims,
                 Context* owner) {
+  if (!arguments_reachable(k, packed, *owner)) {
+    set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
+    return;
+  }
   void* inline_args[16];
   std::vector<void*> heap_args;
   void** args = inline_args;
@@ -115,7 +138,7 @@ void run_kernel(const fakecuda_kernel_desc& k, std::vector<unsigned char>& packe
     if (managed && k.param_sizes[i] == sizeof(CUdeviceptr)) {
       CUdeviceptr word = 0;
       std::memcpy(&word, args[i], sizeof word);
-      const Migration moved = memory().touch_managed(word);
+      const Migration moved = memory().touch_managed(word, owner->device);
       faulted.to_device += moved.to_device;
       faulted.to_host += moved.to_host;
     }
@@ -168,6 +191,11 @@ CUresult launch(CUfunction f, const fakecuda_launch_dims& dims, CUstream h, void
     FC_TRY(pack_arguments(*fn, params, extra, packed));
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(h, per_thread, s));
+    if (s->context->device != ctx->device) {
+      // "A kernel launch will fail if it is issued to a stream that is not associated to the
+      // current device" (CUDA Programming Guide, stream and event behavior).
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
     FC_TRY(sticky_error(s->context));
     if (captures_exist()) {  // a capturing stream records the launch as a kernel node instead
       bool captured = false;

@@ -1,9 +1,11 @@
 // Entry points: device, stream-ordered, pinned host and managed allocation; managed advice and
 // prefetch; address ranges and pointer attributes.
 #include "capture.hpp"
+#include "devices.hpp"
 #include "driver.hpp"
 #include "graph.hpp"
 #include "link.hpp"
+#include "mem_pool.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
@@ -19,7 +21,8 @@ CUresult prologue(Context*& ctx) {
   return current_context(ctx);
 }
 
-CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream hStream, bool per_thread) {
+// From `pool`, or (nullptr) the current pool of the stream's device, as cuMemAllocAsync does.
+CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream hStream, bool per_thread, MemPool* pool = nullptr) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
   if (dptr == nullptr || bytesize == 0) {
@@ -44,7 +47,8 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream hStream, bool 
     }
     // The memory exists from now on; work issued to `s` afterwards may use it, as stream order
     // guarantees on the GPU.
-    return memory().allocate(bytesize, MemKind::device, true, s->context, *dptr);
+    MemPool& from = pool != nullptr ? *pool : current_pool(s->context->device);
+    return memory().allocate_in_pool(from, bytesize, s->id, s->context, *dptr);
   });
 }
 
@@ -61,7 +65,7 @@ CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread) {
         return CUDA_SUCCESS;
       }
     }
-    FC_TRY(memory().begin_async_free(dptr));
+    FC_TRY(memory().begin_async_free(dptr, s->id));
     enqueue(s, [dptr] { memory().release_pending(dptr); });
     return CUDA_SUCCESS;
   });
@@ -123,12 +127,20 @@ void put(void* data, T value) {
   std::memcpy(data, &value, sizeof value);
 }
 
+// The access flags the current context's device has on a VMM mapping (another device's: none).
+unsigned vmm_access_of_current(CUdeviceptr ptr) {
+  Context* ctx = current_context_or_null();
+  unsigned flags = 0;
+  memory().get_access(ptr, ctx != nullptr ? ctx->device : 0, flags);
+  return flags;
+}
+
 // One attribute of a known pointer; CUDA_ERROR_INVALID_VALUE where the driver has none.
 CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr, const PointerInfo& info) {
   const bool device_side = info.kind != MemKind::host;
   switch (attribute) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-      put(data, reinterpret_cast<CUcontext>(info.context != nullptr ? info.context : &primary_context()));
+      put(data, reinterpret_cast<CUcontext>(info.context != nullptr ? info.context : &primary_context(info.device)));
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       put(data, static_cast<unsigned>(device_side ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST));
@@ -143,24 +155,23 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdevicept
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: put(data, false); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID: put(data, static_cast<unsigned long long>(info.buffer_id)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: put(data, info.kind == MemKind::managed); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: put(data, static_cast<int>(kDevice)); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: put(data, info.kind == MemKind::device); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: put(data, static_cast<int>(info.device)); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+      put(data, info.kind == MemKind::device && !info.async && !info.imported);
+      return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: put(data, static_cast<CUdeviceptr>(info.base)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: put(data, static_cast<size_t>(info.size)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPED: put(data, true); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: put(data, 0ULL); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+      put(data, static_cast<unsigned long long>(info.pool != nullptr ? info.pool->handle_types : 0));
+      return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: put(data, false); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-      put(data, info.kind == MemKind::vmm ? info.access : static_cast<unsigned>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+      put(data, info.kind == MemKind::vmm ? vmm_access_of_current(ptr) : static_cast<unsigned>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: {
-      CUmemoryPool pool = nullptr;
-      if (info.async) {
-        cuDeviceGetDefaultMemPool(&pool, kDevice);
-      }
-      put(data, pool);
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+      put(data, info.pool != nullptr ? pool_handle(*info.pool) : static_cast<CUmemoryPool>(nullptr));
       return CUDA_SUCCESS;
-    }
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: put(data, static_cast<size_t>(info.size)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: put(data, reinterpret_cast<void*>(info.base)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: put(data, static_cast<unsigned long long>(info.buffer_id)); return CUDA_SUCCESS;
@@ -168,13 +179,21 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdevicept
   }
 }
 
-// cuMemAllocFromPoolAsync[_ptsz]: the only pool there is is the device's default one.
+// cuMemAllocFromPoolAsync[_ptsz]: any live pool the program created or a device's default one,
+// whatever device the stream is on; an imported pool cannot allocate.
 CUresult alloc_from_pool(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream, bool per_thread) {
   FC_TRY(check_init());
-  if (!is_default_pool(pool)) {
-    return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+  if (pool == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
   }
-  return alloc_async(dptr, bytesize, hStream, per_thread);
+  MemPool* p = find_pool(pool);
+  if (p == nullptr) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (p->imported) {
+    return CUDA_ERROR_INVALID_VALUE;  // "Imported memory pools do not support creating new allocations"
+  }
+  return alloc_async(dptr, bytesize, hStream, per_thread, p);
 }
 
 }  // namespace

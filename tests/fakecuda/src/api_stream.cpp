@@ -4,6 +4,8 @@
 #include "capture.hpp"
 #include "driver.hpp"
 #include "graph.hpp"
+#include "ipc_event.hpp"
+#include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
 
@@ -69,9 +71,15 @@ CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, bool per_threa
       return CUDA_SUCCESS;
     }
     std::shared_ptr<EventRecord> record;
+    std::shared_ptr<IpcEventPage> shared;
     {
       std::lock_guard<std::mutex> lock(event.mutex);
       record = event.last;
+      shared = event.ipc;
+    }
+    if (shared) {
+      shared->make_stream_wait(s);  // records of either process count
+      return CUDA_SUCCESS;
     }
     if (!record) {
       return CUDA_SUCCESS;  // an event never recorded is complete: nothing to wait for
@@ -86,6 +94,11 @@ CUresult event_record(CUevent e, CUstream h, unsigned flags, bool per_thread) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return with_stream_and_event(h, e, per_thread, [flags](const std::shared_ptr<Stream>& s, Event& event) {
+    if (event.context != nullptr && event.context->device != s->context->device) {
+      // "cudaEventRecord() will fail if the input event and input stream are associated to
+      // different devices" (CUDA Programming Guide, stream and event behavior).
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
     bool handled = false;  // recorded in a capture: the event stands for captured nodes
     FC_TRY(capture_event_record(s, event, flags, handled));
     if (handled) {
@@ -102,6 +115,9 @@ CUresult event_record(CUevent e, CUstream h, unsigned flags, bool per_thread) {
     });
     event.last = std::move(record);
     event.captured.reset();
+    if (event.ipc) {
+      event.ipc->record(s);
+    }
     count(stats().event_records);
     return CUDA_SUCCESS;
   });
@@ -270,7 +286,7 @@ FAKECUDA_API CUresult cuEventQuery(CUevent hEvent) {
     FC_TRY(find_event(hEvent, event));
     FC_TRY(capture_check_event(*event, true));
     std::lock_guard<std::mutex> lock(event->mutex);
-    if (event->last && !event->last->done.load(std::memory_order_acquire)) {
+    if (event->ipc ? !event->ipc->complete_now() : event->last && !event->last->done.load(std::memory_order_acquire)) {
       return CUDA_ERROR_NOT_READY;
     }
     return sticky_error(event->context);
@@ -284,13 +300,20 @@ FAKECUDA_API CUresult cuEventSynchronize(CUevent hEvent) {
     FC_TRY(find_event(hEvent, event));
     FC_TRY(capture_check_event(*event, true));
     std::shared_ptr<EventRecord> record;
+    std::shared_ptr<IpcEventPage> shared;
     {
       std::lock_guard<std::mutex> lock(event->mutex);
       record = event->last;
+      shared = event->ipc;
     }
     count(stats().synchronizations);
-    if (record) {
+    if (shared) {
+      shared->wait_for_issued();
+    } else if (record) {
       record->stream->wait_for(record->seq);
+    }
+    if (event->context != nullptr) {
+      memory().release_pools_to_threshold(event->context->device);  // a synchronisation point for the pools
     }
     return sticky_error(event->context);
   });
@@ -308,6 +331,9 @@ FAKECUDA_API CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart
     FC_TRY(find_event(hEnd, end));
     if (((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) != 0) {
       return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (start->context != nullptr && end->context != nullptr && start->context->device != end->context->device) {
+      return CUDA_ERROR_INVALID_HANDLE;  // events of two devices have no common clock to compare
     }
     FC_TRY(capture_check_event(*start, false));
     FC_TRY(capture_check_event(*end, false));

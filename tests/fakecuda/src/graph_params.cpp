@@ -3,6 +3,7 @@
 // the Get*Params calls hand back. Kernel arguments are packed here, so a node keeps its own copy.
 #include "graph.hpp"
 
+#include "devices.hpp"
 #include "driver.hpp"
 #include "memory.hpp"
 #include "modules.hpp"
@@ -114,7 +115,7 @@ CUresult alloc_node_params(NodeParams& out, const CUDA_MEM_ALLOC_NODE_PARAMS& al
   const CUmemPoolProps& props = alloc.poolProps;
   if (props.allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
       check_device(props.location.id) != CUDA_SUCCESS || props.handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
-      alloc.bytesize == 0 || alloc.accessDescCount > static_cast<std::size_t>(kDeviceCount) ||
+      alloc.bytesize == 0 || alloc.accessDescCount > static_cast<std::size_t>(device_count()) ||
       (alloc.accessDescCount > 0 && alloc.accessDescs == nullptr)) {
     return CUDA_ERROR_INVALID_VALUE;
   }

@@ -25,6 +25,7 @@ namespace fakecuda {
 enum class StreamRole : std::uint8_t { user, legacy, per_thread };
 
 class Stream;
+class IpcEventPage;
 
 // "Run only after `stream` completed operation number `seq`."
 struct Dependency {
@@ -94,6 +95,7 @@ struct Event {
   std::mutex mutex;
   std::shared_ptr<EventRecord> last;  // the most recent cuEventRecord; null before the first
   std::shared_ptr<CapturedRecord> captured;  // non-null: last recorded in a stream capture (capture.cpp)
+  std::shared_ptr<IpcEventPage> ipc;  // interprocess events: the counters both processes share (mutex)
 };
 
 // The stream a handle names: NULL means the legacy stream, or the calling thread's per-thread

@@ -1,7 +1,7 @@
 // Stream capture and CUDA graphs in the trace (issue 32): graph notes (0x22) round-trip, are no
-// events, and are skipped whole by a reader that predates them (and by this one when their kind
-// is newer than it); a graph launch's touched list and opaque flag round-trip, and a graph
-// launch written before they existed reads as opaque with nothing touched.
+// events, and are skipped whole by a reader that predates them; a graph launch's touched list
+// and opaque flag round-trip, and a graph launch written before they existed reads as opaque
+// with nothing touched.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -41,8 +41,8 @@ void write_graph_run(TraceWriter& w) {
   w.write(GraphNote{{15, 150, ThreadId{7}}, GraphNoteKind::capture_end, 0, 0, StreamHandle{5}});
   w.write(GraphNote{{16, 160, ThreadId{7}}, GraphNoteKind::exec_created, 0x7700, 512, StreamHandle{0}});
   w.write(AllocEvent{{17, 170, ThreadId{7}}, 0x30000, 64, MemoryKind::device, StreamHandle{3}, {}});
-  w.write(GraphLaunchEvent{{18, 180, ThreadId{7}}, 0x7700, StreamHandle{3}, touched, false});
-  w.write(GraphLaunchEvent{{19, 190, ThreadId{7}}, 0x8800, StreamHandle{3}, {}, true});
+  w.write(GraphLaunchEvent{{18, 180, ThreadId{7}}, 0x7700, StreamHandle{3}, touched, true});
+  w.write(GraphLaunchEvent{{19, 190, ThreadId{7}}, 0x8800, StreamHandle{3}, {}, false});
   w.write(GraphNote{{20, 200, ThreadId{7}}, GraphNoteKind::exec_destroyed, 0x7700, 0, StreamHandle{0}});
   w.write(FreeEvent{{21, 210, ThreadId{7}}, 0x10000, MemoryKind::device, StreamHandle{3}});
 }
@@ -80,8 +80,8 @@ TEST_CASE("format: graph notes round-trip and are not events; graph launches car
   const auto launch = std::find_if(v.lines.begin(), v.lines.end(),
                                    [](const std::string& l) { return l.rfind("graph_launch", 0) == 0; });
   REQUIRE(launch != v.lines.end());
-  CHECK_THAT(*launch, Catch::Contains("touched=[ 0x10000 0x30000 ]") && Catch::Contains("opaque=false"));
-  CHECK_THAT(*(launch + 1), Catch::Contains("touched=[ ]") && Catch::Contains("opaque=true"));
+  CHECK_THAT(*launch, Catch::Contains("touched=[ 0x10000 0x30000 ]") && Catch::Contains("nodes_read=true"));
+  CHECK_THAT(*(launch + 1), Catch::Contains("touched=[ ]") && Catch::Contains("nodes_read=false"));
   // The events after the notes decode with their own deltas, untouched by the notes'.
   CHECK_THAT(v.lines.back(), Catch::Contains("seq=21"));
 }
@@ -110,20 +110,23 @@ TEST_CASE("format: a reader that does not know graph notes reads the rest as bef
   CHECK(older.lines.size() == 5);
 }
 
-TEST_CASE("format: a graph note of a newer kind is skipped, a graph launch of the first form is opaque",
+TEST_CASE("format: a graph launch of the first form is opaque; an unknown graph note kind is corrupt",
           "[trace_format][graphs]") {
-  ByteBuilder newer;
-  newer.varint(0).varint(0).varint(0).u8(7).varint(1).varint(2).varint(0);
   ByteBuilder first_form;  // header, exec, stream: no touched list, no flags
   first_form.varint(2).varint(4).varint(2).varint(0x77).varint(0);
   ByteBuilder b;
-  b.header().record(0x22, newer).record(0x13, first_form);
+  b.header().record(0x13, first_form);
   WithGraphNotes v;
-  (void)read_trace_bytes(b.bytes, "kinds", v);
-  CHECK(v.notes.empty());
+  (void)read_trace_bytes(b.bytes, "first form", v);
+  ByteBuilder newer;
+  newer.varint(0).varint(0).varint(0).u8(7).varint(1).varint(2).varint(0);
+  ByteBuilder c;
+  c.header().record(0x22, newer);
+  WithGraphNotes w;
+  CHECK_THROWS_AS(read_trace_bytes(c.bytes, "kind", w), InputError);
   REQUIRE(v.lines.size() == 1);
   CHECK_THAT(v.lines[0], Catch::Contains("exec=0x77") && Catch::Contains("touched=[ ]") &&
-                             Catch::Contains("opaque=true"));
+                             Catch::Contains("nodes_read=false"));
 }
 
 TEST_CASE("format: unknown graph launch flags are corrupt", "[trace_format][graphs]") {

@@ -173,9 +173,9 @@ void TraceModel::on_graph_launch(const GraphLaunchEvent& event) {
   note_gpu_work(event.header);
   ModelEvent& e = append(EventKind::graph_launch, event.header, event.stream.value());
   e.bytes = event.graph_exec;
-  e.detail = event.opaque ? 1 : 0;
+  e.detail = event.nodes_read ? 0 : 1;
   ++stats_.graph_launches;
-  if (event.opaque) ++stats_.opaque_graph_launches;
+  if (!event.nodes_read) ++stats_.opaque_graph_launches;
   begin_touch(e);
   for (const std::uint64_t address : event.touched) {
     const BufferId id = live_buffer_at(address);

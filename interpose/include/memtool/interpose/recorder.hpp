@@ -207,6 +207,8 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   template <class Event>
   void emit_locked(Event& event);
   void note_locked(trace::GraphNoteKind kind, std::uint64_t value, std::uint64_t size, std::uint64_t stream);
+  template <class Event>
+  void record_event(const char* step, Event event) noexcept;
 
   // The hot path's state first, packed into the first cache lines: after the driver's own
   // work (system calls) a recorded call finds little in cache, and each further line it

@@ -1,10 +1,11 @@
 /* fakecuda's control API: what a test asks the emulated driver directly.
  *
  * Counters describe what the program did to the emulated device since the library was loaded (or
- * since the last fakecuda_stats_reset). bytes_in_use is device memory as cuMemGetInfo sees it:
- * cuMemAlloc/async allocations (rounded to the 512-byte allocation granule), VMM physical
- * allocations, and managed memory currently resident on the device. FAKECUDA_STATS=FILE writes the
- * same figures as one JSON object when the process exits.
+ * since the last fakecuda_stats_reset). bytes_in_use is device memory as cuMemGetInfo sees it,
+ * summed over the devices: cuMemAlloc/async allocations (rounded to the 512-byte allocation
+ * granule), what the stream-ordered pools keep reserved, VMM physical allocations, and managed
+ * memory currently resident on a device. FAKECUDA_STATS=FILE writes the same figures as one JSON
+ * object when the process exits, with each device's in a "devices" array.
  */
 #ifndef FAKECUDA_CONTROL_H
 #define FAKECUDA_CONTROL_H
@@ -81,6 +82,21 @@ int fakecuda_stats_write_json(const char* path);
 
 /* How many times kernel `name` was launched (0 when unknown). */
 unsigned long long fakecuda_kernel_launches(const char* name);
+
+/* One device's memory (FAKECUDA_DEVICES): capacity, what cuMemGetInfo counts as used on it (pool
+ * reserves included), its peak, and what its pools hold. The totals of fakecuda_stats are the
+ * sums over devices. FAKECUDA_STATS writes these as the "devices" array. */
+typedef struct fakecuda_device_stats {
+  unsigned long long capacity_bytes;
+  unsigned long long bytes_in_use;
+  unsigned long long peak_bytes_in_use;
+  unsigned long long pool_reserved_bytes; /* all its pools: reserved (used + kept for reuse) */
+  unsigned long long pool_used_bytes;     /* all its pools: in live allocations */
+} fakecuda_device_stats;
+
+/* Copies device `ordinal`'s figures into *out (at most size bytes). Returns the bytes written, 0
+ * for an ordinal that is not a device (or before cuInit). */
+size_t fakecuda_device_stats_snapshot(int ordinal, fakecuda_device_stats* out, size_t size);
 
 /* The host-device link: one copy engine per direction (H2D, D2H), FIFO across streams. A copy
  * between host and device memory holds its direction's engine for latency + bytes / bandwidth of
