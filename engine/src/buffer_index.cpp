@@ -92,4 +92,16 @@ void BufferIndex::scan(std::span<const std::uint64_t> words, std::vector<std::ui
   }
 }
 
+void BufferIndex::append_all_device(std::vector<std::uint64_t>& bases) const {
+  if (count_ == 0) return;
+  std::vector<LiveBuffer> all;
+  small_.collect(0, ~std::uint64_t{0}, all);
+  medium_.collect(0, ~std::uint64_t{0}, all);
+  for (const IndexEntry& e : huge_) all.push_back(e.buffer);
+  std::sort(all.begin(), all.end(), [](const LiveBuffer& a, const LiveBuffer& b) { return a.base < b.base; });
+  for (const LiveBuffer& buffer : all) {
+    if (buffer.kind != trace::MemoryKind::pinned_host) bases.push_back(buffer.base);
+  }
+}
+
 }  // namespace memtool::engine

@@ -131,7 +131,8 @@ bool DetectionWorker::drain_locked() noexcept {
       const Entry entry = ring_[tail & (kCapacity - 1)];
       const bool changed = (entry.info & kMarkBit) != 0
                                ? finder_.mark()
-                               : finder_.push(entry.token, entry.info & kBytesMask, (entry.info & kAllocationBit) != 0);
+                               : finder_.push(entry.token, entry.info & kBytesMask, (entry.info & kAllocationBit) != 0,
+                                              (entry.info & kGraphBit) != 0);
       if (changed) publish_locked();
       if (++tail % kPublishEvery == 0) tail_.store(tail, std::memory_order_release);
     }

@@ -1,4 +1,5 @@
 // DeviceResource: the real allocator behind every strategy (see resources.hpp).
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
@@ -42,8 +43,9 @@ class DeviceResource final : public Resource {
   bool wants_accesses() const override { return false; }
   MemoryUse memory_use() const override {
     std::lock_guard lock(mutex_);
-    return MemoryUse{held_, held_};
+    return MemoryUse{held_ + graph_bytes_.load(std::memory_order_relaxed), held_};
   }
+  void set_graph_memory(std::uint64_t bytes) override { graph_bytes_.store(bytes, std::memory_order_relaxed); }
   void summarize(Summary&) const override {}
   std::optional<BufferExtent> extent_of(DevicePtr) const override { return std::nullopt; }
   std::uint64_t reclaim() override { return 0; }
@@ -55,6 +57,7 @@ class DeviceResource final : public Resource {
   mutable std::mutex mutex_;
   std::unordered_map<DevicePtr, std::uint64_t> sizes_;
   std::uint64_t held_ = 0;
+  std::atomic<std::uint64_t> graph_bytes_{0};  // held by the driver for the program's graphs
 };
 
 }  // namespace

@@ -87,6 +87,10 @@ class FailOpen final : public Resource {
     guarded("reclaiming memory", [&] { freed = primary_->reclaim(); });
     return freed;
   }
+  void set_graph_memory(std::uint64_t bytes) override {
+    guarded("counting graph memory", [&] { primary_->set_graph_memory(bytes); });
+    fallback_->set_graph_memory(bytes);
+  }
   void shutdown(bool release_memory) override {
     guarded("shutting down", [&] { primary_->shutdown(release_memory); });
   }

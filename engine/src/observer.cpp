@@ -84,6 +84,18 @@ void Observer::on_launch(std::span<const std::uint64_t> words, StreamId stream, 
   tick(token, false);
 }
 
+void Observer::on_graph_launch(std::span<const std::uint64_t> words, bool opaque, StreamId stream,
+                               std::uint64_t token, std::vector<std::uint64_t>& touched) {
+  touched.clear();
+  if (opaque) {
+    index_.append_all_device(touched);
+  } else {
+    index_.scan(words, touched);
+  }
+  record_accesses(touched, stream, AccessKind::launch);
+  tick(token, false, true);
+}
+
 void Observer::on_transfer(std::uint64_t dst, std::uint64_t src, StreamId stream, AccessKind kind, std::uint64_t token,
                            std::vector<std::uint64_t>& touched) {
   touched.clear();
@@ -101,8 +113,8 @@ void Observer::on_mark() {
   if (step_ && step_->from_marks) fire_boundary(true);
 }
 
-void Observer::tick(std::uint64_t token, bool allocation) {
-  detection_.push(token, index_.live_bytes(), allocation);
+void Observer::tick(std::uint64_t token, bool allocation, bool graph_launch) {
+  detection_.push(token, index_.live_bytes(), allocation, graph_launch);
   ++tick_;
   if (detection_.step_generation() != step_generation_) refresh_step();
   if (tick_ == next_boundary_) fire_boundary(false);

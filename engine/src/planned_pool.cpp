@@ -175,6 +175,19 @@ class PlannedPool final : public Resource {
 
   void on_boundary(const Boundary& boundary) override {
     std::lock_guard lock(mutex_);
+    // The observer found another step (warm-up iterations first, then the steady step: with
+    // CUDA graphs the steady step is a few replays and eager work, nothing like the eager
+    // warm-up): a plan of the old one would only miss. Plan the new one.
+    if (!boundary.from_marks && boundary.period != 0) {
+      if (state_ == State::plan && ready_ && ready_period_ != boundary.period) {
+        log(LogLevel::info, fmt::format("memtool pool: the step is now {} events, not {}: planning it instead",
+                                        boundary.period, ready_period_));
+        ready_.reset();
+        set_state(State::observe);
+      } else if (state_ == State::apply && !boundaries_by_marks_ && plan_.period != boundary.period) {
+        drop_plan(fmt::format("the step is now {} events, not {}", boundary.period, plan_.period), false);
+      }
+    }
     switch (state_) {
       case State::observe:
         // A planner still busy with a plan that was dropped meanwhile: wait for a later boundary.
@@ -249,6 +262,8 @@ class PlannedPool final : public Resource {
     std::lock_guard lock(mutex_);
     return release_idle_arenas(/*dropping_plan=*/false);
   }
+
+  void set_graph_memory(std::uint64_t bytes) override { upstream_->set_graph_memory(bytes); }
 
   void shutdown(bool release_memory) override {
     {
@@ -413,15 +428,20 @@ class PlannedPool final : public Resource {
 
   // --- apply -------------------------------------------------------------------------------
 
-  void drop_plan(std::string_view why) {
+  // `feedback`: tell the observer what the drop says of its step (false when the observer moved
+  // on to another step already).
+  void drop_plan(std::string_view why, bool feedback = true) {
     // A plan that never served two whole iterations had the wrong period (a loop inside the
     // step that ran out); one that did saw the program change.
     const bool at_once = iterations_this_plan_ < 2;
     log(LogLevel::info, fmt::format("memtool pool: plan dropped ({}) after {} iterations; {}", why,
                                     iterations_this_plan_,
-                                    at_once ? "its period was not the program's iteration: looking for a longer one"
-                                            : "the program changed: observing again"));
-    if (at_once) {
+                                    !feedback ? "planning the step found now"
+                                    : at_once ? "its period was not the program's iteration: looking for a longer one"
+                                              : "the program changed: observing again"));
+    if (!feedback) {
+      if (!at_once) ++counters_.replans;
+    } else if (at_once) {
       if (feedback_ != nullptr) feedback_->period_wrong(plan_.period);
     } else {
       ++counters_.replans;

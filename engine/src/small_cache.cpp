@@ -68,6 +68,7 @@ class SmallCache final : public Resource {
   }
 
   void summarize(Summary&) const override {}
+  void set_graph_memory(std::uint64_t bytes) override { direct_->set_graph_memory(bytes); }
 
   std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
     if (std::optional<BufferExtent> extent = cache_->extent_of(ptr)) return extent;

@@ -9,6 +9,8 @@ namespace memtool::engine {
 namespace {
 
 constexpr std::uint64_t kAllocationBit = std::uint64_t{1} << 63;
+constexpr std::uint64_t kGraphBit = std::uint64_t{1} << 62;
+constexpr std::uint64_t kFlags = kAllocationBit | kGraphBit;
 
 std::uint64_t ring_size(const StepFinderOptions& o) {
   const std::uint64_t need = 2 * std::max<std::uint64_t>(o.detector.max_period, 8) + o.coverage_horizon;
@@ -26,13 +28,15 @@ StepFinder::StepFinder(const StepFinderOptions& options)
   lives_.assign(size, 0);
 }
 
-std::uint64_t StepFinder::live_at(std::uint64_t tick) const { return lives_[tick & mask_] & ~kAllocationBit; }
+std::uint64_t StepFinder::live_at(std::uint64_t tick) const { return lives_[tick & mask_] & ~kFlags; }
 std::uint64_t StepFinder::token_at(std::uint64_t tick) const { return tokens_[tick & mask_]; }
 bool StepFinder::allocation_at(std::uint64_t tick) const { return (lives_[tick & mask_] & kAllocationBit) != 0; }
+bool StepFinder::graph_launch_at(std::uint64_t tick) const { return (lives_[tick & mask_] & kGraphBit) != 0; }
 
-bool StepFinder::push(std::uint64_t token, std::uint64_t live_bytes, bool allocation) {
+bool StepFinder::push(std::uint64_t token, std::uint64_t live_bytes, bool allocation, bool graph_launch) {
   tokens_[ticks_ & mask_] = token;
-  lives_[ticks_ & mask_] = (live_bytes & ~kAllocationBit) | (allocation ? kAllocationBit : 0);
+  lives_[ticks_ & mask_] =
+      (live_bytes & ~kFlags) | (allocation ? kAllocationBit : 0) | (graph_launch ? kGraphBit : 0);
   ++ticks_;
   detector_.push(token);
   const auto proposal = detector_.period();
@@ -111,11 +115,13 @@ bool StepFinder::evaluate() {
   std::uint64_t peak = 0;
   std::uint64_t low = ~std::uint64_t{0};
   std::uint64_t allocations = 0;
+  std::uint64_t graph_launches = 0;
   std::uint64_t balanced = 0;
   for (std::uint64_t t = ticks_ - p; t < ticks_; ++t) {
     peak = std::max(peak, live_at(t));
     low = std::min(low, live_at(t));
     allocations += allocation_at(t) ? 1 : 0;
+    graph_launches += graph_launch_at(t) ? 1 : 0;
     balanced += live_at(t) == live_at(t - p) ? 1 : 0;
   }
   if (static_cast<double>(balanced) < options_.min_balanced * static_cast<double>(p)) return false;
@@ -151,12 +157,13 @@ bool StepFinder::evaluate() {
     }
   }
   if (best_run == 0) best_end = ticks_ - 1;  // flat: any phase
-  step_ = Step{p, best_end + 1, allocations, peak, false};
+  step_ = Step{p, best_end + 1, allocations, peak, false, graph_launches};
   if (proven && found_ && found_->period == p) {
     // Back after a break: what the step holds is what was measured when it was found (the last
     // period may hold a stray call, or the program's end).
     step_->allocations = found_->allocations;
     step_->peak_bytes = found_->peak_bytes;
+    step_->graph_launches = found_->graph_launches;
   } else {
     found_ = step_;
   }

@@ -22,7 +22,10 @@ std::string to_json(const Summary& s) {
       "\"swap_mode\":\"{}\",\"swap_ins_late\":{},\"swap_ins_failed\":{},\"allocations_on_host\":{},\"stall_ns\":{},"
       "\"swap_policy\":\"{}\",\"swap_schedules\":{},\"swap_schedule_drops\":{},\"swap_schedules_rejected\":{},\"swap_outs_scheduled\":{},"
       "\"swap_ins_scheduled\":{},\"swap_link_to_host_bytes_per_s\":{},\"swap_link_to_device_bytes_per_s\":{},"
-      "\"swap_link_source\":\"{}\",\"swap_schedule\":\"{}\",\"swap_candidates_timed\":{}}}",
+      "\"swap_link_source\":\"{}\",\"swap_schedule\":\"{}\",\"swap_candidates_timed\":{},"
+      "\"period_graph_launches\":{},\"captures\":{},\"captured_work\":{},\"graph_launches\":{},"
+      "\"opaque_graph_launches\":{},\"graph_memory_allocations\":{},\"graph_memory_bytes\":{},"
+      "\"capture_detours\":{}}}",
       s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
       s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through,
       s.misses, s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims,
@@ -31,7 +34,9 @@ std::string to_json(const Summary& s) {
       s.bytes_swapped_in, s.swap_ins_ahead, s.swap_ins_on_demand, s.host_bytes, s.swap_mode, s.swap_ins_late,
       s.swap_ins_failed, s.allocations_on_host, s.stall_ns, s.swap_policy, s.swap_schedules, s.swap_schedule_drops,
       s.swap_schedules_rejected, s.swap_outs_scheduled, s.swap_ins_scheduled, s.swap_link_to_host_bytes_per_s,
-      s.swap_link_to_device_bytes_per_s, s.swap_link_source, s.swap_schedule, s.swap_candidates_timed);
+      s.swap_link_to_device_bytes_per_s, s.swap_link_source, s.swap_schedule, s.swap_candidates_timed,
+      s.period_graph_launches, s.captures, s.captured_work, s.graph_launches, s.opaque_graph_launches,
+      s.graph_memory_allocations, s.graph_memory_bytes, s.capture_detours);
 }
 
 bool write_summary_file(const Summary& summary, const std::string& path) {

@@ -412,6 +412,13 @@ class SwapAdaptor final : public Adaptor {
     s.exports_refused += counters_.exports_refused;
   }
 
+  // The driver takes graph memory at a graph's next upload or launch: room for it now.
+  void set_graph_memory(std::uint64_t bytes) override {
+    Adaptor::set_graph_memory(bytes);
+    std::lock_guard lock(mutex_);
+    make_room(0, 0, Room::wait);
+  }
+
   std::uint64_t reclaim() override {
     std::uint64_t freed = Adaptor::reclaim();
     std::lock_guard lock(mutex_);

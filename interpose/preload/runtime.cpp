@@ -32,6 +32,8 @@ namespace memtool::interpose::preload {
 std::atomic<State> g_state{State::uninitialised};
 Recorder* g_recorder = nullptr;
 ContextRuntimes* g_runtimes = nullptr;
+CaptureTracker* g_captures = nullptr;  // never deleted, like the recorder
+DriverDevice* g_device = nullptr;
 cupti::GpuTimeStore* g_gpu_times = nullptr;
 
 namespace {
@@ -156,7 +158,15 @@ void at_exit() {
     summary.period_events = stats.step->period;
     summary.period_peak_bytes = stats.step->peak_bytes;
     if (summary.period_allocations == 0) summary.period_allocations = stats.step->allocations;
+    summary.period_graph_launches = stats.step->graph_launches;
   }
+  summary.captures = g_captures->captures_begun();
+  summary.captured_work = stats.captured_work;
+  summary.graph_launches = stats.graph_launches;
+  summary.opaque_graph_launches = stats.opaque_graph_launches;
+  summary.graph_memory_allocations = stats.graph_allocations;
+  summary.graph_memory_bytes = g_recorder->graph_memory_bytes(false);
+  summary.capture_detours = g_device->detours();
   summary.periods_rejected = g_recorder->observer().periods_rejected();
   summary.peak_device_bytes_without_pool = std::max(summary.peak_device_bytes_without_pool, stats.peak_live_bytes);
   Log::write(LogLevel::info,
@@ -190,6 +200,19 @@ DriverFunctions real_driver_functions() {
 #undef MEMTOOL_REAL_DRIVER_FUNCTION
 #undef MEMTOOL_REAL_driver
 #undef MEMTOOL_REAL_hook
+  return f;
+}
+
+// The driver functions the capture tracker calls (never hooked).
+CaptureFunctions real_capture_functions() {
+  CaptureFunctions f;
+  f.stream_is_capturing = reinterpret_cast<decltype(f.stream_is_capturing)>(driver_symbol("cuStreamIsCapturing"));
+  f.exchange_capture_mode =
+      reinterpret_cast<decltype(f.exchange_capture_mode)>(driver_symbol("cuThreadExchangeStreamCaptureMode"));
+  f.stream_get_flags = reinterpret_cast<decltype(f.stream_get_flags)>(driver_symbol("cuStreamGetFlags"));
+  f.event_create = reinterpret_cast<decltype(f.event_create)>(driver_symbol("cuEventCreate"));
+  f.event_record = reinterpret_cast<decltype(f.event_record)>(driver_symbol("cuEventRecord"));
+  f.event_destroy = reinterpret_cast<decltype(f.event_destroy)>(driver_symbol("cuEventDestroy_v2"));
   return f;
 }
 
@@ -286,7 +309,10 @@ State decide() {
   g_recorder = new Recorder(options, std::move(sink), observer);
   if (tracing) start_trace_flushing(g_recorder);  // a killed run keeps its trace
   g_recorder->set_driver_resolver(resolve_driver_query);
-  auto* device = new DriverDevice(functions);
+  g_captures = new CaptureTracker(real_capture_functions());
+  g_recorder->set_capture_tracker(g_captures);
+  auto* device = new DriverDevice(functions, g_captures);
+  g_device = device;
   g_runtimes = new ContextRuntimes(strategy_options, *device, g_recorder->observer(),
                                    reinterpret_cast<ContextRuntimes::CurrentContext>(driver_symbol("cuCtxGetCurrent")));
   g_tracer_options = new Options(options);  // start_tracer's, once initialise() is done

@@ -13,7 +13,61 @@ CUstream as_stream(engine::StreamId stream) { return reinterpret_cast<CUstream>(
 CUevent as_event(engine::EventId event) { return reinterpret_cast<CUevent>(static_cast<std::uintptr_t>(event)); }
 Status status(CUresult result) { return static_cast<Status>(result); }
 
+using InternalCall = CaptureTracker::InternalCall;
+
 }  // namespace
+
+// --- capture safety -----------------------------------------------------------------------------
+
+bool DriverDevice::capturing(engine::StreamId stream) const {
+  return captures_ != nullptr && captures_->any() && captures_->stream_state(stream) != StreamCapture::none;
+}
+
+Status DriverDevice::detour_stream(CUstream* out) {
+  std::lock_guard lock(detour_mutex_);
+  if (detour_ == nullptr) {
+    if (f_.stream_create == nullptr || f_.event_create == nullptr) return kNotSupported;
+    CUstream stream = nullptr;
+    CUevent done = nullptr;
+    CUresult result = f_.stream_create(&stream, CU_STREAM_NON_BLOCKING);
+    if (result != CUDA_SUCCESS) return status(result);
+    result = f_.event_create(&done, CU_EVENT_DISABLE_TIMING);
+    if (result != CUDA_SUCCESS) {
+      if (f_.stream_destroy != nullptr) (void)f_.stream_destroy(stream);
+      return status(result);
+    }
+    detour_ = stream;
+    detour_done_ = done;
+  }
+  *out = detour_;
+  return engine::kSuccess;
+}
+
+Status DriverDevice::route(engine::StreamId stream, Route* out) {
+  if (!capturing(stream)) {
+    *out = Route{as_stream(stream), false};
+    return engine::kSuccess;
+  }
+  // The gate the caller's InternalCall holds keeps the marker and the capture as they are.
+  const std::optional<CUevent> marker = captures_->marker(stream);
+  if (!marker || f_.stream_wait_event == nullptr) return kNotSupported;  // nothing to order after
+  CUstream detour = nullptr;
+  if (const Status s = detour_stream(&detour); s != engine::kSuccess) return s;
+  if (const CUresult r = f_.stream_wait_event(detour, *marker, 0); r != CUDA_SUCCESS) return status(r);
+  detours_.fetch_add(1, std::memory_order_relaxed);
+  *out = Route{detour, true};
+  return engine::kSuccess;
+}
+
+Status DriverDevice::finish_detour() {
+  if (f_.event_synchronize == nullptr) return kNotSupported;
+  std::lock_guard lock(detour_mutex_);
+  const CUresult recorded = f_.event_record(detour_done_, detour_);
+  if (recorded != CUDA_SUCCESS) return status(recorded);
+  return status(f_.event_synchronize(detour_done_));
+}
+
+// --- the Device ---------------------------------------------------------------------------------
 
 CUdevice DriverDevice::device() const {
   CUdevice device = 0;
@@ -23,10 +77,18 @@ CUdevice DriverDevice::device() const {
 
 Status DriverDevice::allocate(std::uint64_t size, engine::MemoryKind kind, engine::StreamId stream,
                               engine::DevicePtr* out) {
+  const InternalCall internal(captures_);
   CUdeviceptr ptr = 0;
   CUresult result = CUDA_ERROR_NOT_SUPPORTED;
+  Route on;
   if (kind == engine::MemoryKind::async) {
-    if (f_.mem_alloc_async != nullptr) result = f_.mem_alloc_async(&ptr, size, as_stream(stream));
+    if (const Status s = route(stream, &on); s != engine::kSuccess) return s;
+    if (f_.mem_alloc_async != nullptr) result = f_.mem_alloc_async(&ptr, size, on.stream);
+    // Later work on the capturing stream is ordered after this only through the host.
+    if (result == CUDA_SUCCESS && on.detoured && finish_detour() != engine::kSuccess) {
+      if (f_.mem_free_async != nullptr) (void)f_.mem_free_async(ptr, on.stream);
+      return kNotSupported;
+    }
   } else if (f_.mem_alloc != nullptr) {
     result = f_.mem_alloc(&ptr, size);
   }
@@ -36,24 +98,35 @@ Status DriverDevice::allocate(std::uint64_t size, engine::MemoryKind kind, engin
 
 Status DriverDevice::allocate_from_pool(std::uint64_t size, std::uint64_t pool, engine::StreamId stream,
                                         engine::DevicePtr* out) {
+  const InternalCall internal(captures_);
   if (f_.mem_alloc_from_pool == nullptr) return kNotSupported;
+  Route on;
+  if (const Status s = route(stream, &on); s != engine::kSuccess) return s;
   CUdeviceptr ptr = 0;
-  const CUresult result = f_.mem_alloc_from_pool(&ptr, size, reinterpret_cast<CUmemoryPool>(static_cast<std::uintptr_t>(pool)),
-                                                 as_stream(stream));
+  const CUresult result =
+      f_.mem_alloc_from_pool(&ptr, size, reinterpret_cast<CUmemoryPool>(static_cast<std::uintptr_t>(pool)), on.stream);
+  if (result == CUDA_SUCCESS && on.detoured && finish_detour() != engine::kSuccess) {
+    if (f_.mem_free_async != nullptr) (void)f_.mem_free_async(ptr, on.stream);
+    return kNotSupported;
+  }
   if (result == CUDA_SUCCESS) *out = static_cast<engine::DevicePtr>(ptr);
   return status(result);
 }
 
 Status DriverDevice::free(engine::DevicePtr ptr, engine::MemoryKind kind, engine::StreamId stream) {
+  const InternalCall internal(captures_);
   if (kind == engine::MemoryKind::async) {
     if (f_.mem_free_async == nullptr) return kNotSupported;
-    return status(f_.mem_free_async(static_cast<CUdeviceptr>(ptr), as_stream(stream)));
+    Route on;
+    if (const Status s = route(stream, &on); s != engine::kSuccess) return s;
+    return status(f_.mem_free_async(static_cast<CUdeviceptr>(ptr), on.stream));
   }
   if (f_.mem_free == nullptr) return kNotSupported;
   return status(f_.mem_free(static_cast<CUdeviceptr>(ptr)));
 }
 
 Status DriverDevice::memory_info(std::uint64_t* free_bytes, std::uint64_t* total_bytes) {
+  const InternalCall internal(captures_);
   if (f_.mem_get_info == nullptr) return kNotSupported;
   size_t f = 0;
   size_t t = 0;
@@ -66,6 +139,7 @@ Status DriverDevice::memory_info(std::uint64_t* free_bytes, std::uint64_t* total
 }
 
 Status DriverDevice::create_event(engine::EventId* out) {
+  const InternalCall internal(captures_);
   CUevent event = nullptr;
   const CUresult result = f_.event_create(&event, CU_EVENT_DISABLE_TIMING);
   if (result == CUDA_SUCCESS) *out = reinterpret_cast<std::uintptr_t>(event);
@@ -73,23 +147,42 @@ Status DriverDevice::create_event(engine::EventId* out) {
 }
 
 Status DriverDevice::record_event(engine::EventId event, engine::StreamId stream) {
-  return status(f_.event_record(as_event(event), as_stream(stream)));
+  const InternalCall internal(captures_);
+  Route on;
+  if (const Status s = route(stream, &on); s != engine::kSuccess) return s;
+  return status(f_.event_record(as_event(event), on.stream));
 }
 
 Status DriverDevice::stream_wait_event(engine::StreamId stream, engine::EventId event) {
+  const InternalCall internal(captures_);
+  if (capturing(stream)) {
+    // A wait would pull memtool's event into the capture (or be refused): the host waits for it
+    // instead, and the stream's later work, which runs no sooner than now, is ordered after it.
+    if (f_.event_synchronize == nullptr) return kNotSupported;
+    detours_.fetch_add(1, std::memory_order_relaxed);
+    return status(f_.event_synchronize(as_event(event)));
+  }
   return status(f_.stream_wait_event(as_stream(stream), as_event(event), 0));
 }
 
-bool DriverDevice::event_completed(engine::EventId event) { return f_.event_query(as_event(event)) == CUDA_SUCCESS; }
+bool DriverDevice::event_completed(engine::EventId event) {
+  const InternalCall internal(captures_);
+  return f_.event_query(as_event(event)) == CUDA_SUCCESS;
+}
 
-void DriverDevice::destroy_event(engine::EventId event) { (void)f_.event_destroy(as_event(event)); }
+void DriverDevice::destroy_event(engine::EventId event) {
+  const InternalCall internal(captures_);
+  (void)f_.event_destroy(as_event(event));
+}
 
 Status DriverDevice::synchronize_event(engine::EventId event) {
+  const InternalCall internal(captures_);
   if (f_.event_synchronize == nullptr) return kNotSupported;
   return status(f_.event_synchronize(as_event(event)));
 }
 
 Status DriverDevice::create_timing_event(engine::EventId* out) {
+  const InternalCall internal(captures_);
   CUevent event = nullptr;
   const CUresult result = f_.event_create(&event, CU_EVENT_DEFAULT);
   if (result == CUDA_SUCCESS) *out = reinterpret_cast<std::uintptr_t>(event);
@@ -99,6 +192,7 @@ Status DriverDevice::create_timing_event(engine::EventId* out) {
 // cuEventElapsedTime_v2 (CUDA 12.8 on); older drivers have only the first version, which memtool
 // does not resolve: their op times come from the host.
 Status DriverDevice::elapsed_ns(engine::EventId start, engine::EventId end, double* out) {
+  const InternalCall internal(captures_);
   if (f_.event_elapsed_time == nullptr) return kNotSupported;
   float ms = 0;
   const CUresult result = f_.event_elapsed_time(&ms, as_event(start), as_event(end));
@@ -107,6 +201,7 @@ Status DriverDevice::elapsed_ns(engine::EventId start, engine::EventId end, doub
 }
 
 Status DriverDevice::create_stream(engine::StreamId* out) {
+  const InternalCall internal(captures_);
   if (f_.stream_create == nullptr) return kNotSupported;
   CUstream stream = nullptr;
   const CUresult result = f_.stream_create(&stream, CU_STREAM_NON_BLOCKING);
@@ -115,39 +210,61 @@ Status DriverDevice::create_stream(engine::StreamId* out) {
 }
 
 Status DriverDevice::destroy_stream(engine::StreamId stream) {
+  const InternalCall internal(captures_);
   if (f_.stream_destroy == nullptr) return kNotSupported;
   return status(f_.stream_destroy(as_stream(stream)));
 }
 
+// Work ordered on a stream: on the detour when the stream captures, the host then waiting for it.
+template <class Enqueue>
+Status DriverDevice::ordered_work(engine::StreamId stream, Enqueue enqueue) {
+  Route on;
+  if (const Status s = route(stream, &on); s != engine::kSuccess) return s;
+  const CUresult result = enqueue(on.stream);
+  if (result != CUDA_SUCCESS || !on.detoured) return status(result);
+  return finish_detour();
+}
+
 Status DriverDevice::copy_to_host(void* dst, engine::DevicePtr src, std::uint64_t bytes, engine::StreamId stream) {
+  const InternalCall internal(captures_);
   if (f_.memcpy_dtoh_async == nullptr) return kNotSupported;
-  return status(f_.memcpy_dtoh_async(dst, static_cast<CUdeviceptr>(src), bytes, as_stream(stream)));
+  return ordered_work(stream, [&](CUstream on) {
+    return f_.memcpy_dtoh_async(dst, static_cast<CUdeviceptr>(src), bytes, on);
+  });
 }
 
 Status DriverDevice::copy_to_device(engine::DevicePtr dst, const void* src, std::uint64_t bytes,
                                     engine::StreamId stream) {
+  const InternalCall internal(captures_);
   if (f_.memcpy_htod_async == nullptr) return kNotSupported;
-  return status(f_.memcpy_htod_async(static_cast<CUdeviceptr>(dst), src, bytes, as_stream(stream)));
+  return ordered_work(stream, [&](CUstream on) {
+    return f_.memcpy_htod_async(static_cast<CUdeviceptr>(dst), src, bytes, on);
+  });
 }
 
 Status DriverDevice::copy_device(engine::DevicePtr dst, engine::DevicePtr src, std::uint64_t bytes,
                                  engine::StreamId stream) {
+  const InternalCall internal(captures_);
   if (f_.memcpy_dtod_async == nullptr) return kNotSupported;
-  return status(f_.memcpy_dtod_async(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
-                                     as_stream(stream)));
+  return ordered_work(stream, [&](CUstream on) {
+    return f_.memcpy_dtod_async(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes, on);
+  });
 }
 
 Status DriverDevice::allocate_host(std::uint64_t bytes, void** out) {
+  const InternalCall internal(captures_);
   if (f_.mem_host_alloc == nullptr) return kNotSupported;
   return status(f_.mem_host_alloc(out, bytes, CU_MEMHOSTALLOC_PORTABLE));
 }
 
 Status DriverDevice::free_host(void* ptr) {
+  const InternalCall internal(captures_);
   if (f_.mem_free_host == nullptr) return kNotSupported;
   return status(f_.mem_free_host(ptr));
 }
 
 Status DriverDevice::allocate_managed(std::uint64_t bytes, engine::DevicePtr* out) {
+  const InternalCall internal(captures_);
   if (f_.mem_alloc_managed == nullptr) return kNotSupported;
   CUdeviceptr ptr = 0;
   const CUresult result = f_.mem_alloc_managed(&ptr, bytes, CU_MEM_ATTACH_GLOBAL);
@@ -165,6 +282,7 @@ CUmemLocation location_of(engine::Residence where, CUdevice device) {
 }  // namespace
 
 Status DriverDevice::advise(engine::DevicePtr ptr, std::uint64_t bytes, engine::Residence preferred) {
+  const InternalCall internal(captures_);
   if (f_.mem_advise == nullptr) return kNotSupported;
   return status(f_.mem_advise(static_cast<CUdeviceptr>(ptr), bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
                               location_of(preferred, device())));
@@ -172,8 +290,12 @@ Status DriverDevice::advise(engine::DevicePtr ptr, std::uint64_t bytes, engine::
 
 Status DriverDevice::prefetch(engine::DevicePtr ptr, std::uint64_t bytes, engine::Residence to,
                               engine::StreamId stream) {
+  const InternalCall internal(captures_);
   if (f_.mem_prefetch == nullptr) return kNotSupported;
-  return status(f_.mem_prefetch(static_cast<CUdeviceptr>(ptr), bytes, location_of(to, device()), 0, as_stream(stream)));
+  const CUmemLocation location = location_of(to, device());
+  return ordered_work(stream, [&](CUstream on) {
+    return f_.mem_prefetch(static_cast<CUdeviceptr>(ptr), bytes, location, 0, on);
+  });
 }
 
 namespace {
@@ -196,6 +318,7 @@ CUmemAllocationProp host_allocation() {
 }  // namespace
 
 Status DriverDevice::granularity_of(const CUmemAllocationProp& prop, std::uint64_t* bytes) {
+  const InternalCall internal(captures_);
   if (f_.allocation_granularity == nullptr) return kNotSupported;
   size_t granularity = 0;
   const CUresult result = f_.allocation_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
@@ -208,6 +331,7 @@ Status DriverDevice::vmm_granularity(std::uint64_t* bytes) { return granularity_
 Status DriverDevice::host_vmm_granularity(std::uint64_t* bytes) { return granularity_of(host_allocation(), bytes); }
 
 Status DriverDevice::reserve(std::uint64_t bytes, engine::DevicePtr* out) {
+  const InternalCall internal(captures_);
   if (f_.address_reserve == nullptr) return kNotSupported;
   CUdeviceptr ptr = 0;
   const CUresult result = f_.address_reserve(&ptr, bytes, 0, 0, 0);
@@ -216,11 +340,13 @@ Status DriverDevice::reserve(std::uint64_t bytes, engine::DevicePtr* out) {
 }
 
 Status DriverDevice::unreserve(engine::DevicePtr ptr, std::uint64_t bytes) {
+  const InternalCall internal(captures_);
   if (f_.address_free == nullptr) return kNotSupported;
   return status(f_.address_free(static_cast<CUdeviceptr>(ptr), bytes));
 }
 
 Status DriverDevice::create_with(const CUmemAllocationProp& prop, std::uint64_t bytes, PhysicalHandle* out) {
+  const InternalCall internal(captures_);
   if (f_.mem_create == nullptr) return kNotSupported;
   CUmemGenericAllocationHandle handle = 0;
   const CUresult result = f_.mem_create(&handle, bytes, &prop, 0);
@@ -237,11 +363,13 @@ Status DriverDevice::create_host_physical(std::uint64_t bytes, PhysicalHandle* o
 }
 
 Status DriverDevice::release_physical(PhysicalHandle handle) {
+  const InternalCall internal(captures_);
   if (f_.mem_release == nullptr) return kNotSupported;
   return status(f_.mem_release(handle));
 }
 
 Status DriverDevice::map(engine::DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) {
+  const InternalCall internal(captures_);
   if (f_.mem_map == nullptr || f_.mem_set_access == nullptr) return kNotSupported;
   CUresult result = f_.mem_map(static_cast<CUdeviceptr>(ptr), bytes, 0, handle, 0);
   if (result != CUDA_SUCCESS) return status(result);
@@ -255,6 +383,7 @@ Status DriverDevice::map(engine::DevicePtr ptr, std::uint64_t bytes, PhysicalHan
 }
 
 Status DriverDevice::unmap(engine::DevicePtr ptr, std::uint64_t bytes) {
+  const InternalCall internal(captures_);
   if (f_.mem_unmap == nullptr) return kNotSupported;
   return status(f_.mem_unmap(static_cast<CUdeviceptr>(ptr), bytes));
 }

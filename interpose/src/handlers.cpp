@@ -2,6 +2,7 @@
 // order relative to the recorder, and the driver's result unchanged.
 #include "memtool/interpose/handlers.hpp"
 
+#include <optional>
 #include <type_traits>
 
 namespace memtool::interpose {
@@ -21,6 +22,22 @@ std::uint64_t stream_of(const Call<F>& call, CUstream stream) {
 template <class F>
 std::uint64_t default_stream_of(const Call<F>& call) {
   return recorded_stream(nullptr, call.variant);
+}
+
+// What GraphNoteKind::captured_work says was captured.
+constexpr std::uint8_t kCapturedLaunch = 0;
+constexpr std::uint8_t kCapturedCopy = 1;
+constexpr std::uint8_t kCapturedMemset = 2;
+constexpr std::uint8_t kCapturedGraphLaunch = 3;
+
+// Whether work issued to `stream` now is captured into a graph rather than run (or refused
+// beside a capture: the legacy stream next to a capturing blocking stream). Such work goes
+// straight to the driver: it touches nothing now, and no strategy may see it (issue 32). One
+// relaxed load while no capture runs.
+template <class F>
+bool captured(const Call<F>& call, std::uint64_t stream) {
+  const CaptureTracker* captures = call.recorder.captures();
+  return captures != nullptr && captures->any() && captures->stream_state(stream) != StreamCapture::none;
 }
 
 // Work on `stream` is about to touch what the recorder found: the strategies order the stream
@@ -72,16 +89,40 @@ CUresult free_device(const Call<F>& call, CUdeviceptr dptr, MemoryKind kind, std
   return static_cast<CUresult>(call.runtimes.owner(owner).deallocate(u64(dptr), kind, stream));
 }
 
+// An allocation on a capturing stream is graph memory (a mem-alloc node: the driver fixes its
+// address for the graph's life): the driver's alone, never served by a strategy.
+template <class F, class... Args>
+CUresult allocate_graph_memory(const Call<F>& call, CUdeviceptr* dptr, std::uint64_t size, std::uint64_t stream,
+                               Args... args) {
+  const CUresult result = call.real(args...);
+  if (result == CUDA_SUCCESS && dptr != nullptr) call.recorder.on_graph_alloc(u64(*dptr), size, stream);
+  return result;
+}
+
+// A free on a capturing stream (a mem-free node: the driver refuses anything but graph memory,
+// which memtool then passes on unchanged), or of graph memory outside a capture: the driver's.
+// Nullopt: an ordinary free, for free_device.
+template <class F, class... Args>
+std::optional<CUresult> free_graph_memory(const Call<F>& call, CUdeviceptr dptr, std::uint64_t stream, Args... args) {
+  const bool in_capture = captured(call, stream);
+  if (!in_capture && !call.recorder.has_graph_memory()) return std::nullopt;
+  const bool graph_memory = dptr != 0 && call.recorder.on_graph_free(u64(dptr), stream, in_capture);
+  if (!in_capture && !graph_memory) return std::nullopt;
+  return call.real(args...);
+}
+
 // A copy or memset: recorded, and its stream ordered after earlier users of the memory it
 // touches — before the real call queues it.
 template <class F>
 void record_copy(const Call<F>& call, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, CopyKind kind,
                  std::uint64_t stream, bool async) {
+  if (captured(call, stream)) return call.recorder.on_captured_work(kCapturedCopy, stream);
   order(call, call.recorder.on_copy(dst, src, bytes, kind, stream, async), stream);
 }
 
 template <class F>
 void record_memset(const Call<F>& call, std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) {
+  if (captured(call, stream)) return call.recorder.on_captured_work(kCapturedMemset, stream);
   order(call, call.recorder.on_memset(dst, bytes, stream, async), stream);
 }
 
@@ -172,23 +213,31 @@ CUresult handle_cuMemAllocManaged(const Call<fn::cuMemAllocManaged>& call, CUdev
 
 CUresult handle_cuMemAllocAsync(const Call<fn::cuMemAllocAsync>& call, CUdeviceptr* dptr, size_t bytesize,
                                 CUstream hStream) noexcept {
-  return allocate_device(call, dptr, {bytesize, MemoryKind::async, stream_of(call, hStream), 0});
+  const std::uint64_t stream = stream_of(call, hStream);
+  if (captured(call, stream)) return allocate_graph_memory(call, dptr, bytesize, stream, dptr, bytesize, hStream);
+  return allocate_device(call, dptr, {bytesize, MemoryKind::async, stream, 0});
 }
 
 // Stream-ordered memory from a pool of the program's: served like cuMemAllocAsync; what the
 // strategy passes through comes from the program's pool.
 CUresult handle_cuMemAllocFromPoolAsync(const Call<fn::cuMemAllocFromPoolAsync>& call, CUdeviceptr* dptr,
                                         size_t bytesize, CUmemoryPool pool, CUstream hStream) noexcept {
-  return allocate_device(call, dptr,
-                         {bytesize, MemoryKind::async, stream_of(call, hStream), reinterpret_cast<std::uintptr_t>(pool)});
+  const std::uint64_t stream = stream_of(call, hStream);
+  if (captured(call, stream)) return allocate_graph_memory(call, dptr, bytesize, stream, dptr, bytesize, pool, hStream);
+  return allocate_device(call, dptr, {bytesize, MemoryKind::async, stream, reinterpret_cast<std::uintptr_t>(pool)});
 }
 
 CUresult handle_cuMemFree_v2(const Call<fn::cuMemFree_v2>& call, CUdeviceptr dptr) noexcept {
+  if (call.recorder.has_graph_memory() && dptr != 0 && call.recorder.on_graph_free(u64(dptr), 0, false)) {
+    return call.real(dptr);
+  }
   return free_device(call, dptr, MemoryKind::device, 0);
 }
 
 CUresult handle_cuMemFreeAsync(const Call<fn::cuMemFreeAsync>& call, CUdeviceptr dptr, CUstream hStream) noexcept {
-  return free_device(call, dptr, MemoryKind::async, stream_of(call, hStream));
+  const std::uint64_t stream = stream_of(call, hStream);
+  if (const std::optional<CUresult> result = free_graph_memory(call, dptr, stream, dptr, hStream)) return *result;
+  return free_device(call, dptr, MemoryKind::async, stream);
 }
 
 CUresult handle_cuMemAllocHost_v2(const Call<fn::cuMemAllocHost_v2>& call, void** pp, size_t bytesize) noexcept {
@@ -246,17 +295,24 @@ CUresult handle_cuLaunchKernel(const Call<fn::cuLaunchKernel>& call, CUfunction 
                                unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
                                unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes,
                                CUstream hStream, void** kernelParams, void** extra) noexcept {
-  launched(call, call.recorder.on_launch(f, stream_of(call, hStream), LaunchArgs{kernelParams, extra}),
-           stream_of(call, hStream));
+  const std::uint64_t stream = stream_of(call, hStream);
+  if (captured(call, stream)) {
+    call.recorder.on_captured_work(kCapturedLaunch, stream);
+  } else {
+    launched(call, call.recorder.on_launch(f, stream, LaunchArgs{kernelParams, extra}), stream);
+  }
   return call.real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
                    kernelParams, extra);
 }
 
 CUresult handle_cuLaunchKernelEx(const Call<fn::cuLaunchKernelEx>& call, const CUlaunchConfig* config, CUfunction f,
                                  void** kernelParams, void** extra) noexcept {
-  const CUstream stream = config != nullptr ? config->hStream : nullptr;
-  launched(call, call.recorder.on_launch(f, stream_of(call, stream), LaunchArgs{kernelParams, extra}),
-           stream_of(call, stream));
+  const std::uint64_t stream = stream_of(call, config != nullptr ? config->hStream : nullptr);
+  if (captured(call, stream)) {
+    call.recorder.on_captured_work(kCapturedLaunch, stream);
+  } else {
+    launched(call, call.recorder.on_launch(f, stream, LaunchArgs{kernelParams, extra}), stream);
+  }
   return call.real(config, f, kernelParams, extra);
 }
 
@@ -264,15 +320,33 @@ CUresult handle_cuLaunchCooperativeKernel(const Call<fn::cuLaunchCooperativeKern
                                           unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                           unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                                           unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) noexcept {
-  launched(call, call.recorder.on_launch(f, stream_of(call, hStream), LaunchArgs{kernelParams, nullptr}),
-           stream_of(call, hStream));
+  const std::uint64_t stream = stream_of(call, hStream);
+  if (captured(call, stream)) {
+    call.recorder.on_captured_work(kCapturedLaunch, stream);
+  } else {
+    launched(call, call.recorder.on_launch(f, stream, LaunchArgs{kernelParams, nullptr}), stream);
+  }
   return call.real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
                    kernelParams);
 }
 
+// One work item: the buffers its graph's nodes name (graph_catalog.hpp), ordered and made
+// resident by the strategies like a launch's. Launched into a capture, it becomes a child graph
+// node: captured, not run.
+// The first launch of an executable graph makes the driver take its graph memory: the figure the
+// strategies count against a budget is asked anew after it.
 CUresult handle_cuGraphLaunch(const Call<fn::cuGraphLaunch>& call, CUgraphExec hGraphExec, CUstream hStream) noexcept {
-  call.recorder.on_graph_launch(u64(hGraphExec), stream_of(call, hStream));
-  return call.real(hGraphExec, hStream);
+  const std::uint64_t stream = stream_of(call, hStream);
+  if (captured(call, stream)) {
+    call.recorder.on_captured_work(kCapturedGraphLaunch, stream);
+    return call.real(hGraphExec, hStream);
+  }
+  const LaunchSeen seen = call.recorder.on_graph_launch(u64(hGraphExec), stream);
+  const bool first = seen.first_graph_launch;
+  launched(call, seen, stream);
+  const CUresult result = call.real(hGraphExec, hStream);
+  if (first) call.runtimes.current().set_graph_memory(call.recorder.graph_memory_bytes(true));
+  return result;
 }
 
 // --- copies -----------------------------------------------------------------------------------------
@@ -429,9 +503,19 @@ CUresult handle_cuEventSynchronize(const Call<fn::cuEventSynchronize>& call, CUe
   return result;
 }
 
+// While captures run, a wait may join its stream to one (a wait on an event recorded in a
+// capture): the stream gets its marker first, with the tracker's gate held (capture_tracker.hpp).
 CUresult handle_cuStreamWaitEvent(const Call<fn::cuStreamWaitEvent>& call, CUstream hStream, CUevent hEvent,
                                   unsigned int Flags) noexcept {
-  const CUresult result = call.real(hStream, hEvent, Flags);
+  CaptureTracker* captures = call.recorder.captures();
+  CUresult result = CUDA_SUCCESS;
+  if (captures != nullptr && captures->any()) {
+    captures->before_wait(stream_of(call, hStream));
+    result = call.real(hStream, hEvent, Flags);
+    captures->after_wait();
+  } else {
+    result = call.real(hStream, hEvent, Flags);
+  }
   call.recorder.on_sync(SyncKind::stream_wait_event, stream_of(call, hStream));
   return result;
 }

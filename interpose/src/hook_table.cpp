@@ -19,6 +19,14 @@ const HookInfo kHooks[kHookCount] = {
 #undef MEMTOOL_HOOK
 };
 
+const HookAlias kHookAliases[kHookAliasCount] = {
+#define MEMTOOL_HOOK(...)
+#define MEMTOOL_HOOK_ALIAS(api, symbol, since) {#api, since, HookId::symbol},
+#include "memtool/interpose/cuda_hooks.def"
+#undef MEMTOOL_HOOK_ALIAS
+#undef MEMTOOL_HOOK
+};
+
 std::atomic<void*> g_real_slots[kHookCount];
 
 std::optional<HookId> find_symbol(std::string_view symbol) {
@@ -33,12 +41,21 @@ std::optional<HookId> find_symbol(std::string_view symbol) {
 std::optional<HookId> choose_hook(std::string_view api, int cuda_version, std::uint64_t flags) {
   if (api.size() < 3 || api[0] != 'c' || api[1] != 'u') return std::nullopt;
   const HookInfo* best = nullptr;
+  int best_since = 0;
   bool known_api = false;
-  for (const HookInfo& entry : kHooks) {
-    if (entry.variant != Variant::plain || entry.api != api) continue;
+  auto consider = [&](const HookInfo& entry, int since) {
     known_api = true;
-    if (entry.since > cuda_version) continue;
-    if (best == nullptr || entry.since > best->since) best = &entry;
+    if (since > cuda_version) return;
+    if (best == nullptr || since > best_since) {
+      best = &entry;
+      best_since = since;
+    }
+  };
+  for (const HookInfo& entry : kHooks) {
+    if (entry.variant == Variant::plain && entry.api == api) consider(entry, entry.since);
+  }
+  for (const HookAlias& alias : kHookAliases) {
+    if (alias.api == api) consider(info(alias.target), alias.since);
   }
   if (best == nullptr) {
     // An api name asked for at a version older than every ABI we hook: not ours. A name that

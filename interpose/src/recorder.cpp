@@ -175,6 +175,17 @@ void Recorder::emit_locked(Event& event) {
   if (sink_) sink_->write(event);
 }
 
+// A note of stream capture or graph memory (trace::GraphNote): into the trace only.
+void Recorder::note_locked(trace::GraphNoteKind kind, std::uint64_t value, std::uint64_t size, std::uint64_t stream) {
+  if (!sink_ || closed_.load(std::memory_order_relaxed)) return;
+  trace::GraphNote note;
+  note.kind = kind;
+  note.value = value;
+  note.size = size;
+  note.stream = trace::StreamHandle{stream};
+  emit_locked(note);
+}
+
 // An explicit iteration boundary goes to the observer as a mark, not as a token.
 void Recorder::emit_mark_locked() {
   observer_.on_mark();
@@ -219,6 +230,15 @@ void Recorder::record_event(const char* step, Event event) noexcept {
 
 void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind, std::uint64_t stream,
                         std::uint32_t owner) noexcept {
+  // The driver gave the range to this buffer: it is no graph's any more (kept even when recording
+  // stopped: a free of the buffer must reach its runtime, not pass to the driver as graph memory's).
+  if (graphs_.any_graph_memory()) {
+    try {
+      graphs_.forget_graph_memory(address, size);
+    } catch (...) {
+      disable("unknown failure while forgetting graph memory");
+    }
+  }
   if (!active()) return;
   MEMTOOL_RECORD_STEP("an allocation", {
     std::array<std::uint64_t, 256> ips;  // filled by capture_stack; not zeroed on the hot path
@@ -287,6 +307,7 @@ void Recorder::on_unmap(std::uint64_t address, std::uint64_t size) noexcept {
 
 std::unique_ptr<Recorder::KernelInfo> Recorder::describe_kernel(CUfunction function) {
   ensure_driver_queries();
+  const CaptureTracker::InternalCall internal(captures_);  // never a capture's business
   auto info = std::make_unique<KernelInfo>();
   // A launch handle is a CUfunction or, since CUDA 12, a CUkernel cast to one: ask as a
   // function first, then as a kernel. Past the last parameter the driver answers
@@ -354,6 +375,24 @@ const Recorder::KernelInfo* Recorder::kernel_info_slow(CUfunction function) {
   return it->second.get();
 }
 
+bool Recorder::kernel_words(const KernelInfo& kernel, void** kernel_params, void** extra,
+                            std::vector<std::uint64_t>& words) {
+  const void* packed = nullptr;
+  std::size_t packed_size = 0;
+  if (kernel_params != nullptr && kernel.layout_known) {
+    for (std::size_t i = 0; i < kernel.params.size(); ++i) {
+      if (kernel_params[i] != nullptr) append_param_words(kernel_params[i], kernel.params[i].size, words);
+    }
+    return true;
+  }
+  if (extra != nullptr && extra_buffer(extra, packed, packed_size)) {
+    // The packed buffer follows the parameters' alignment, so pointers sit on 8-byte words.
+    append_param_words(packed, static_cast<std::uint32_t>(std::min(packed_size, kMaxExtraBytes)), words);
+    return true;
+  }
+  return kernel_params == nullptr && extra == nullptr;  // no parameters at all
+}
+
 LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const LaunchArgs& args) noexcept {
   LaunchSeen seen;
   if (!active()) return seen;
@@ -364,16 +403,7 @@ LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const 
     std::vector<std::uint64_t>& t_touched = scratch.touched;
     t_words.clear();
     t_touched.clear();
-    const void* packed = nullptr;
-    std::size_t packed_size = 0;
-    if (args.kernel_params != nullptr && kernel->layout_known) {
-      for (std::size_t i = 0; i < kernel->params.size(); ++i) {
-        if (args.kernel_params[i] != nullptr) append_param_words(args.kernel_params[i], kernel->params[i].size, t_words);
-      }
-    } else if (args.extra != nullptr && extra_buffer(args.extra, packed, packed_size)) {
-      // The packed buffer follows the parameters' alignment, so pointers sit on 8-byte words.
-      append_param_words(packed, static_cast<std::uint32_t>(std::min(packed_size, kMaxExtraBytes)), t_words);
-    }
+    (void)kernel_words(*kernel, args.kernel_params, args.extra, t_words);
     std::lock_guard lock(emit_mutex_);
     if (kernel->marks_iteration) emit_mark_locked();
     observer_.on_launch(t_words, stream, trace::SignatureBuilder::launch_token(kernel->name_id), t_touched);
@@ -390,9 +420,39 @@ LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const 
   return seen;
 }
 
-void Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept {
-  record_event("a graph launch",
-               trace::GraphLaunchEvent{.header = {}, .graph_exec = graph_exec, .stream = trace::StreamHandle{stream}});
+LaunchSeen Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept {
+  LaunchSeen seen;
+  if (!active()) return seen;
+  MEMTOOL_RECORD_STEP("a graph launch", {
+    LaunchScratch& scratch = t_launch;
+    scratch.words.clear();
+    scratch.touched.clear();
+    const GraphCatalog::Launch launch = graphs_.launch(graph_exec, scratch.words);
+    if (!launch.known) {
+      MEMTOOL_LOG_ONCE(LogLevel::warn, "a CUDA graph launched that memtool did not see instantiated: its launches "
+                                       "count as touching every buffer");
+    }
+    std::lock_guard lock(emit_mutex_);
+    // A graph launched for the first time starts a new phase of the program (torch.cuda.graph's
+    // eager warm-up, then replays; a recompilation): what came before says nothing about the
+    // step now, and would keep it from being found for as long as it stays in the detector's
+    // view. A graph re-instantiated with the same shape is no new phase.
+    if (launched_graph_shapes_.insert(launch.shape).second) observer_.program_changed();
+    observer_.on_graph_launch(scratch.words, launch.opaque, stream,
+                              trace::SignatureBuilder::graph_launch_token(launch.shape), scratch.touched);
+    seen.touched = scratch.touched;
+    seen.first_graph_launch = launch.first;
+    ++graph_launches_;
+    if (launch.opaque) ++opaque_graph_launches_;
+    if (closed_.load(std::memory_order_relaxed)) return seen;
+    trace::GraphLaunchEvent event;
+    event.graph_exec = graph_exec;
+    event.stream = trace::StreamHandle{stream};
+    event.touched = scratch.touched;
+    event.nodes_read = !launch.opaque;
+    emit_locked(event);
+  });
+  return seen;
 }
 
 LaunchSeen Recorder::on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
@@ -581,6 +641,12 @@ RecorderStats Recorder::stats() noexcept {
   stats.period = observer_.period_now();
   stats.step = observer_.step_now();
   stats.detection_cpu_ns = observer_.detection_cpu_ns();
+  stats.captured_work = captured_work_;
+  stats.graph_launches = graph_launches_;
+  stats.opaque_graph_launches = opaque_graph_launches_;
+  stats.graph_allocations = graph_allocations_;
+  stats.graph_frees = graph_frees_;
+  stats.graphs = graphs_.totals();
   return stats;
 }
 

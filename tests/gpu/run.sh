@@ -30,7 +30,10 @@
 #                 weights and data, no downloads): the caching allocator, then
 #                 PYTORCH_NO_CUDA_MEMORY_CACHING=1 plain, under libmemtool.so recording, and in
 #                 pool mode (MEMTOOL_SUMMARY kept); losses must be
-#                 bit-identical, step times and peak memory are compared; traces are kept
+#                 bit-identical, step times and peak memory are compared; traces are kept.
+#                 Then CUDA graphs: torch.cuda.graph (backend:cudaMallocAsync) and
+#                 torch.compile(mode="reduce-overhead") steps of a small MLP, plain, recorded,
+#                 pooled and swapped (explicit, UVM) at 60%: losses bit-identical
 #   6b. exports   each trace exported (memory-viz checked; opened by torch.cuda._memory_viz with
 #                 torch); PyTorch under backend:cudaMallocAsync recorded, against the caching allocator
 #   6. summary    summary.txt in the results folder, and on stdout
@@ -165,6 +168,16 @@ else
         -o "$apps/${app}_train_getproc" "$src/$app/${app}_train_getproc.cpp" \
         "$src/$app/${app}_model.cpp" "${common[@]}" -ldl || ok=0
     done
+    # The CUDA-graph apps (issue 32): the same common files and the graphed MLP.
+    graphed=("$src/graphed/graphed_mlp.cpp" "$src/graphed/graphed_options.cpp" "$src/graphed/torch_graph_train.cpp"
+             "$src/mlp/mlp_model.cpp" "$src/conv/conv_model.cpp")
+    for program in graphed_train xla_train; do
+      guarded 120 "$out/logs/build-$program.txt" "$cxx" "${flags[@]}" -pthread -o "$apps/$program" \
+        "$src/graphed/$program.cpp" "${graphed[@]}" "$src/common/driver_api_linked.cpp" "${common[@]}" \
+        -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda -ldl || ok=0
+    done
+    guarded 120 "$out/logs/build-graphed_train_getproc.txt" "$cxx" "${flags[@]}" -pthread \
+      -o "$apps/graphed_train_getproc" "$src/graphed/graphed_train_getproc.cpp" "${graphed[@]}" "${common[@]}" -ldl || ok=0
     if ((ok)); then
       note "apps: rebuilt in $apps"
     else
@@ -223,9 +236,18 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
   # Runs: "name|program|args…" — the linked apps, and the cudart-style clients in both modes.
   runs=("mlp_train|mlp_train|" "conv_train|conv_train|"
         "mlp_train_getproc|mlp_train_getproc|" "conv_train_getproc_ptsz|conv_train_getproc|--per-thread"
-        "mlp_train_getproc_13000|mlp_train_getproc|--cuda-version 13000")
+        "mlp_train_getproc_13000|mlp_train_getproc|--cuda-version 13000"
+        # CUDA graphs (issue 32): torch.cuda.graph's shape (one graph, global capture, a loader
+        # thread beside it), make_graphed_callables' (forward and backward graphs, thread-local),
+        # cudart's route to the graph entry points, XLA's hand-built graph updated every step.
+        "graphed_train|graphed_train|" "graphed_train_split|graphed_train|--graphs split --capture-mode thread-local"
+        "graphed_train_getproc|graphed_train_getproc|--per-thread" "xla_train|xla_train|")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
+    if [ ! -x "$apps/$program" ]; then
+      note "SKIP: $name: no $apps/$program (a build from before the graph apps)"
+      continue
+    fi
     read -ra extra <<<"$args"
     cmd=("$apps/$program" --iterations 30 --module "$module" "${extra[@]}")
     if ! guarded 60 "$out/logs/$name.plain.txt" env -u LD_PRELOAD "${cmd[@]}"; then
@@ -450,6 +472,58 @@ EOF
       else
         note "$model: losses nocache vs $cname: DIFFERENT"
         [ "$cname" != caching ] && failures=$((failures + 1))  # the caching allocator may differ
+      fi
+    done
+  done
+  # CUDA graphs (issue 32): PyTorch's own capture (torch.cuda.graph, under
+  # backend:cudaMallocAsync, so the capture's allocations are graph memory memtool must leave to
+  # the graph) and torch.compile(mode="reduce-overhead") (CUDA graph trees, from the caching
+  # allocator's pools) on the small MLP: plain, recorded, pooled, and swapped (explicit and UVM)
+  # at 60% of the plain run's peak. Losses must be bit-identical to the plain run of the same
+  # mode, and memtool must have seen the captures and replays.
+  common_env=(CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONHASHSEED=0)
+  for graph in cuda-graph compile; do
+    alloc_env=()
+    [ "$graph" = cuda-graph ] && alloc_env=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)
+    base="mlp-$graph"
+    configs=("plain|")
+    if [ -n "$preload" ]; then
+      configs+=("record|LD_PRELOAD=$preload MEMTOOL_STRATEGY=record MEMTOOL_TRACE=$out/traces/$base.%p.trace"
+                "pool|LD_PRELOAD=$preload MEMTOOL_STRATEGY=pool" "swap-explicit|" "swap-uvm|")
+    fi
+    for config in "${configs[@]}"; do
+      IFS='|' read -r cname cenv <<<"$config"
+      if [ "${cname#swap-}" != "$cname" ]; then
+        # The swap runs, at 60% of the plain run's sampled device peak.
+        swap_budget=$("$python" -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["device_bytes_used_peak_sampled"] * 0.6))' "$out/$base.plain.json" 2>/dev/null)
+        [ -z "$swap_budget" ] && continue
+        cenv="LD_PRELOAD=$preload MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_MODE=${cname#swap-} MEMTOOL_BUDGET=$swap_budget"
+      fi
+      if (($(remaining) < 90)); then
+        note "SKIP: $base/$cname: under 90 s of the budget left"
+        continue
+      fi
+      [ "$cname" != plain ] && cenv+=" MEMTOOL_LOG=info MEMTOOL_SUMMARY=$out/$base.$cname.summary.json MEMTOOL_LOG_FILE=$out/logs/$base.$cname.memtool.log"
+      # shellcheck disable=SC2086 # cenv is NAME=VALUE words
+      if guarded 240 "$out/logs/$base.$cname.txt" env -u LD_PRELOAD "${common_env[@]}" "${alloc_env[@]}" $cenv \
+           "$python" "$step" --model mlp --graph "$graph" --iterations 12 --json "$out/$base.$cname.json"; then
+        line="$base/$cname: $(grep '^summary' "$out/logs/$base.$cname.txt" | tail -n1)"
+        if [ "$cname" != plain ]; then
+          line+="; memtool: $("$python" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["captures"], "captures,", s["graph_launches"], "graph launches (", s["period_graph_launches"], "a step,", s["opaque_graph_launches"], "opaque ),", s["graph_memory_bytes"], "B of graph memory,", s["allocs_from_pool"], "allocations from the pool,", s["bytes_swapped_out"], "B swapped out")' "$out/$base.$cname.summary.json" 2>/dev/null)"
+        fi
+        note "$line"
+        if [ "$cname" = plain ]; then
+          :
+        elif "$python" -c 'import json,sys; a, b = (json.load(open(p))["losses_hex"] for p in sys.argv[1:3]); sys.exit(0 if a and a == b else 1)' \
+               "$out/$base.plain.json" "$out/$base.$cname.json"; then
+          note "$base: losses plain vs $cname: bit-identical"
+        else
+          note "$base: losses plain vs $cname: DIFFERENT"
+          failures=$((failures + 1))
+        fi
+      else
+        note "FAIL: $base/$cname: $(why "$out/logs/$base.$cname.txt")"
+        failures=$((failures + 1))
       fi
     done
   done

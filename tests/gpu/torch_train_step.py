@@ -5,6 +5,14 @@ Models are built from code with random weights and random data (no downloads):
   resnet50     torchvision's ResNet-50, 224x224 images, 1000 classes
   transformer  a GPT-2-small-size decoder (12 layers, d=768, 12 heads, 50257-token vocabulary,
                256-token context) built from torch.nn layers
+  mlp          a 1024 -> 4096 -> 4096 -> 1000 MLP: small enough for torch.compile to be quick
+
+--graph (issue 32) runs the step as PyTorch runs it with CUDA graphs:
+  cuda-graph   torch.cuda.graph's recipe: 3 eager warm-up steps on a side stream, then forward,
+               loss and backward captured once and replayed each step (the batch copied into
+               static inputs), the optimizer eager
+  compile      torch.compile(mode="reduce-overhead"): Inductor's kernels replayed as CUDA graphs
+               (CUDA graph trees), the optimizer eager
 
 Prints one line per iteration ("iter I loss L step_ms T") and a final "summary ..." line, and
 writes the figures to --json: the losses as float.hex (bit-exact comparison across runs, e.g. with
@@ -60,7 +68,77 @@ def build_transformer(torch, batch):
     return Decoder(), ids[:, :-1].contiguous(), ids[:, 1:].reshape(-1).contiguous()
 
 
-MODELS = {"resnet50": (build_resnet50, 32), "transformer": (build_transformer, 8)}
+def build_mlp(torch, batch):
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1000))
+    g = torch.Generator().manual_seed(1)
+    return model, torch.randn(batch, 1024, generator=g), torch.randint(0, 1000, (batch,), generator=g)
+
+
+MODELS = {"resnet50": (build_resnet50, 32), "transformer": (build_transformer, 8), "mlp": (build_mlp, 256)}
+
+
+def eager_steps(torch, F, model, optimizer, inputs, targets):
+    """One training step at each call, as PyTorch runs it without graphs; returns the loss."""
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step
+
+
+def cuda_graph_steps(torch, F, model, optimizer, inputs, targets):
+    """torch.cuda.graph's documented recipe (whole-network capture): the first three calls are
+    the eager warm-up on a side stream, the fourth captures and replays, the rest replay."""
+    static_in, static_t = inputs.clone(), targets.clone()
+    state = {"calls": 0, "graph": None, "loss": None}
+    side = torch.cuda.Stream()
+
+    def step():
+        state["calls"] += 1
+        if state["calls"] <= 3:
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                optimizer.zero_grad(set_to_none=True)
+                loss = F.cross_entropy(model(static_in), static_t)
+                loss.backward()
+                optimizer.step()
+            torch.cuda.current_stream().wait_stream(side)
+            return loss
+        if state["graph"] is None:
+            optimizer.zero_grad(set_to_none=True)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                state["loss"] = F.cross_entropy(model(static_in), static_t)
+                state["loss"].backward()
+            state["graph"] = graph
+        static_in.copy_(inputs)
+        static_t.copy_(targets)
+        state["graph"].replay()
+        optimizer.step()
+        return state["loss"]
+    return step
+
+
+def compiled_steps(torch, F, model, optimizer, inputs, targets):
+    """torch.compile(mode="reduce-overhead"): Inductor's graphs replayed as CUDA graph trees."""
+    compiled = torch.compile(model, mode="reduce-overhead")
+    mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+
+    def step():
+        if mark is not None:
+            mark()
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(compiled(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step
+
+
+STEPS = {"none": eager_steps, "cuda-graph": cuda_graph_steps, "compile": compiled_steps}
 
 
 def main():
@@ -69,6 +147,8 @@ def main():
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--batch", type=int, default=0, help="default: the model's own")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--graph", choices=sorted(STEPS), default="none",
+                        help="run the step with CUDA graphs as PyTorch does (see above)")
     args = parser.parse_args()
 
     import torch
@@ -92,13 +172,11 @@ def main():
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
 
+    step = STEPS[args.graph](torch, F, model, optimizer, inputs, targets)
     losses, step_ms, lowest_free = [], [], free_before
     for i in range(args.iterations):
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(inputs), targets)
-        loss.backward()
-        optimizer.step()
+        loss = step()
         torch.cuda.synchronize()
         elapsed = (time.perf_counter() - start) * 1000.0
         lowest_free = min(lowest_free, torch.cuda.mem_get_info()[0])
@@ -113,6 +191,7 @@ def main():
     steady = step_ms[1:] or step_ms
     figures = {
         "model": args.model,
+        "graph": args.graph,
         "batch": args.batch or default_batch,
         "caching_allocator": os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") != "1",
         "memtool": "libmemtool" in os.environ.get("LD_PRELOAD", ""),

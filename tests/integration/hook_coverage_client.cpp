@@ -14,6 +14,24 @@
 namespace {
 using memtool::integration::GetProc;
 using memtool::integration::where;
+
+// The version to ask for `entry` at: 12000 (cuGetProcAddress_v2's own) unless a newer line or
+// alias of its api takes over by then; then its own version (per-thread twins exist from 7.0).
+int version_for(const memtool::interpose::HookInfo& entry) {
+  using namespace memtool::interpose;
+  int superseded_at = 1 << 30;
+  for (const HookInfo& other : kHooks) {
+    if (other.api == entry.api && other.variant == Variant::plain && other.since > entry.since) {
+      superseded_at = std::min(superseded_at, other.since);
+    }
+  }
+  for (const HookAlias& alias : kHookAliases) {
+    if (alias.api == entry.api && alias.since > entry.since) superseded_at = std::min(superseded_at, alias.since);
+  }
+  const int version = std::max(entry.since, 12000);
+  if (version < superseded_at) return version;
+  return entry.variant == Variant::plain ? entry.since : std::max(entry.since, kPerThreadSince);
+}
 }  // namespace
 
 int main() {
@@ -27,7 +45,7 @@ int main() {
     const std::string expected = "libmemtool.so:" + std::string(entry.symbol);
     const std::string symbol(entry.symbol);
     const std::string api(entry.api);
-    const int version = std::max(entry.since, 12000);
+    const int version = version_for(entry);
     const cuuint64_t flags =
         entry.variant == Variant::plain ? CU_GET_PROC_ADDRESS_LEGACY_STREAM : CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
     void* pfn = nullptr;

@@ -84,7 +84,9 @@ class Converter {
   void find_ops() {
     for (std::uint64_t e = first_; e < end_; ++e) {
       if (is_op(model_.event(e).kind)) op_events_.push_back(e);
-      if (model_.event(e).kind == EventKind::graph_launch) graph_launch_ = true;
+      // A graph launch whose buffers the recorder read is one op like a launch; one it could not
+      // read (or a trace from before it could) may have touched anything.
+      if (model_.event(e).kind == EventKind::graph_launch && model_.event(e).detail != 0) graph_launch_ = true;
     }
     if (op_events_.empty()) {
       out_.pseudo_ops = true;

@@ -28,6 +28,7 @@ class CollectingSink final : public EventSink {
     std::vector<std::vector<trace::StackFrame>> stacks;
     std::vector<trace::ModuleMapping> modules;
     std::vector<trace::FailedFreeEvent> failed_frees;
+    std::vector<trace::GraphNote> graph_notes;  // notes, not events: kept apart as failed frees are
     bool closed = false;
     bool abandoned = false;
     bool throw_on_write = false;
@@ -63,6 +64,7 @@ class CollectingSink final : public EventSink {
   }
   void keep(const trace::LaunchEvent& e) { add(Launch{e, {e.touched.begin(), e.touched.end()}}); }
   void keep(const trace::FailedFreeEvent& e) { s_.failed_frees.push_back(e); }
+  void keep(const trace::GraphNote& e) { s_.graph_notes.push_back(e); }
   void add(Recorded event) {
     if (s_.throw_on_write) throw std::runtime_error("disk on fire");
     s_.events.push_back(std::move(event));

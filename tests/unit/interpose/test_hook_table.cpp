@@ -87,3 +87,34 @@ TEST_CASE("a slot keeps the first real function and refuses another", "[interpos
   CHECK(real_slot(HookId::cuLaunchKernel_ptsz) == nullptr);  // twins have slots of their own
   reset_real_slots_for_testing();
 }
+
+TEST_CASE("stream capture and graph entry points map by version, renamed ones through aliases",
+          "[interpose][hooks][graphs]") {
+  // cuda.h renames: from 12.0 "cuGraphInstantiate" is cuGraphInstantiateWithFlags, whose ABI
+  // differs (3 parameters, not 5); before, the two five-parameter generations.
+  CHECK(chosen("cuGraphInstantiate", 10000) == "cuGraphInstantiate");
+  CHECK(chosen("cuGraphInstantiate", 11000) == "cuGraphInstantiate_v2");
+  CHECK(chosen("cuGraphInstantiate", 11080) == "cuGraphInstantiate_v2");
+  CHECK(chosen("cuGraphInstantiate", 12000) == "cuGraphInstantiateWithFlags");
+  CHECK(chosen("cuGraphInstantiate", 13000) == "cuGraphInstantiateWithFlags");
+  CHECK(chosen("cuGraphInstantiateWithFlags", 11040) == "cuGraphInstantiateWithFlags");
+  CHECK(chosen("cuGraphInstantiate", 9020) == "<pass through>");
+  CHECK(chosen("cuGraphExecUpdate", 11000) == "cuGraphExecUpdate");
+  CHECK(chosen("cuGraphExecUpdate", 12000) == "cuGraphExecUpdate_v2");
+  CHECK(chosen("cuGraphExecKernelNodeSetParams", 11000) == "cuGraphExecKernelNodeSetParams");
+  CHECK(chosen("cuGraphExecKernelNodeSetParams", 12000) == "cuGraphExecKernelNodeSetParams_v2");
+  CHECK(chosen("cuStreamBeginCapture", 10000) == "cuStreamBeginCapture");
+  CHECK(chosen("cuStreamBeginCapture", 10010) == "cuStreamBeginCapture_v2");
+  CHECK(chosen("cuStreamBeginCapture", 12000, kPerThread) == "cuStreamBeginCapture_v2_ptsz");
+  CHECK(chosen("cuStreamEndCapture", 12000, kPerThread) == "cuStreamEndCapture_ptsz");
+  CHECK(chosen("cuGraphInstantiateWithParams", 12000, kPerThread) == "cuGraphInstantiateWithParams_ptsz");
+  // An alias names a table entry of the same ABI family, newer than every line of its api.
+  for (std::size_t i = 0; i < kHookAliasCount; ++i) {
+    const HookAlias& alias = kHookAliases[i];
+    INFO(alias.api);
+    CHECK(info(alias.target).variant == Variant::plain);
+    for (const HookInfo& entry : kHooks) {
+      if (entry.api == alias.api && entry.variant == Variant::plain) CHECK(entry.since < alias.since);
+    }
+  }
+}

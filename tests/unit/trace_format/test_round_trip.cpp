@@ -94,7 +94,8 @@ TEST_CASE("extreme field values round-trip", "[trace_format]") {
     const std::uint64_t touched[] = {x, kMax64 - x, 0, kMax64};
     add(LaunchEvent{h, name, StreamHandle{x}, touched});
     add(LaunchEvent{h, StringId{}, StreamHandle{0}, {}});
-    add(GraphLaunchEvent{h, kMax64 - x, StreamHandle{x}});
+    add(GraphLaunchEvent{h, kMax64 - x, StreamHandle{x}, {}, false});
+    add(GraphLaunchEvent{h, x, StreamHandle{kMax64 - x}, touched, true});
     add(MemsetEvent{h, x, kMax64, true, StreamHandle{x}});
     add(MemsetEvent{h, kMax64, 0, false, StreamHandle{0}});
     add(IterationMarkEvent{h, x});

@@ -35,8 +35,10 @@ std::string describe(const LaunchEvent& e) {
                      e.kernel.value(), e.stream.value(), touched);
 }
 std::string describe(const GraphLaunchEvent& e) {
-  return fmt::format("graph_launch {} exec={:#x} stream={:#x}", header_text(e.header),
-                     e.graph_exec, e.stream.value());
+  std::string touched;
+  for (const std::uint64_t a : e.touched) touched += fmt::format(" {:#x}", a);
+  return fmt::format("graph_launch {} exec={:#x} stream={:#x} touched=[{} ] nodes_read={}", header_text(e.header),
+                     e.graph_exec, e.stream.value(), touched, e.nodes_read);
 }
 std::string describe(const CopyEvent& e) {
   return fmt::format("copy {} dst={:#x} src={:#x} bytes={} kind={} stream={:#x} async={}",
@@ -145,7 +147,7 @@ std::vector<std::string> write_sample_trace(TraceWriter& w,
   add(CopyEvent{{5, 1040, ThreadId{77}}, 0x7f1200000000, 0x5555aaaa0000, 4096, CopyKind::h2d, true,
                 s1});
   add(MemsetEvent{{6, 1050, ThreadId{77}}, 0x7f1200200000, 64, false, s1});
-  add(GraphLaunchEvent{{7, 1060, ThreadId{77}}, 0x5555bbbb0000, StreamHandle{0}});
+  add(GraphLaunchEvent{{7, 1060, ThreadId{77}}, 0x5555bbbb0000, StreamHandle{0}, {}, false});
   add(SyncEvent{{8, 1070, ThreadId{77}}, SyncKind::stream, s1});
   add(IterationMarkEvent{{9, 1080, ThreadId{77}}, 0});
   add(FreeEvent{{10, 1090, ThreadId{77}}, 0x7f1200200000, MemoryKind::async, s1});

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 namespace memtool::cli {
@@ -178,9 +179,23 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
   data.warmup_iterations = static_cast<std::size_t>(
       std::count_if(data.iterations.begin(), data.iterations.end(), [](const auto& it) { return it.warm_up; }));
 
+  std::map<std::uint64_t, std::size_t> graph_launches_per_iteration;  // count → iterations with it
   for (const auto& span : iterations.spans) {
     data.iteration_notes.emplace_back(span.warm_up ? "warm-up" : !span.complete ? "incomplete" : "");
     if (!span.complete && !span.warm_up) ++data.incomplete_iterations;
+    if (span.complete && !span.warm_up && model.stats().graph_launches != 0) {
+      const auto events = model.events().subspan(span.first_event, span.length());
+      ++graph_launches_per_iteration[static_cast<std::uint64_t>(std::count_if(
+          events.begin(), events.end(), [](const trace::ModelEvent& e) { return e.kind == trace::EventKind::graph_launch; }))];
+    }
+  }
+  // The steady iterations' usual count (the last may hold the program's teardown).
+  std::size_t most = 0;
+  for (const auto& [launches, iterations_with] : graph_launches_per_iteration) {
+    if (iterations_with > most) {
+      most = iterations_with;
+      data.period_graph_launches = launches;
+    }
   }
   const std::size_t count = data.iterations.size();
   data.selected_first = std::min(options.first_iteration.value_or(0), count);

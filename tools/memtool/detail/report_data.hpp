@@ -50,7 +50,9 @@ struct ReportData {
   std::uint64_t total_allocs = 0;
   std::uint64_t total_frees = 0;
   std::uint64_t total_launches = 0;
-  trace::ModelStats anomalies;
+  trace::ModelStats anomalies;  // and the run's capture and graph figures
+  // CUDA graph launches in a steady iteration (the last complete one); 0 without graphs.
+  std::uint64_t period_graph_launches = 0;
 
   std::string iteration_source;  // none, marks, detector
   std::uint64_t period_events = 0;

@@ -72,6 +72,14 @@ std::string render_report_json(const ReportData& d) {
   j["iteration_period_allocs"] = d.period_allocs;
   j["steady_start_event"] = d.steady_start;
   j["gpu_timed_launches"] = d.gpu.timed_launches;
+  j["graph_launches"] = d.anomalies.graph_launches;
+  j["opaque_graph_launches"] = d.anomalies.opaque_graph_launches;
+  j["iteration_period_graph_launches"] = d.period_graph_launches;
+  j["captures"] = d.anomalies.captures;
+  j["captured_work"] = d.anomalies.captured_work;
+  j["graph_memory_allocations"] = d.anomalies.graph_memory_allocations;
+  j["graph_memory_bytes"] = d.anomalies.graph_memory_bytes;
+  j["graphs_with_memory"] = d.anomalies.graphs_with_memory;
   auto iterations = nlohmann::json::array();
   for (std::size_t i = d.selected_first; i < d.selected_end; ++i) {
     const auto& it = d.iterations[i];

@@ -56,6 +56,16 @@ void summary_section(const ReportData& d, std::string& out) {
     out += fmt::format("  reserved peak      {} (segments of PyTorch's caching allocator)\n",
                        human_bytes_exact(*d.reserved_peak));
   const auto& a = d.anomalies;
+  if (a.graph_launches != 0 || a.captures != 0) {
+    out += fmt::format("  CUDA graphs        {} launches{}, {} per iteration; {} captures ({} operations captured)\n",
+                       group_thousands(a.graph_launches),
+                       a.opaque_graph_launches ? fmt::format(" ({} of graphs memtool could not read)", a.opaque_graph_launches)
+                                               : std::string{},
+                       d.period_graph_launches, a.captures, group_thousands(a.captured_work));
+    out += fmt::format("  graph memory       {} allocations, {} in {} graphs (the driver's: never pooled or swapped)\n",
+                       group_thousands(a.graph_memory_allocations), human_bytes_exact(a.graph_memory_bytes),
+                       a.graphs_with_memory);
+  }
   if (a.unknown_frees || a.reused_live_addresses || a.unresolved_touches)
     out += fmt::format("  anomalies          {} frees of unknown addresses, {} allocations over live "
                        "buffers, {} launch pointers outside any buffer\n",

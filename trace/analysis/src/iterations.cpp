@@ -265,6 +265,7 @@ std::vector<std::uint64_t> signature_tokens(const TraceModel& model,
                                  : SignatureBuilder::unknown_free_token();
         break;
       case EventKind::launch: token = SignatureBuilder::launch_token(StringId{e.detail}); break;
+      case EventKind::graph_launch: token = SignatureBuilder::graph_launch_token(e.bytes); break;
       case EventKind::copy:
         if (options.include_copies) {
           token = SignatureBuilder::copy_token(e.bytes, static_cast<CopyKind>(e.detail));

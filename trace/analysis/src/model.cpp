@@ -167,11 +167,39 @@ void TraceModel::on_launch(const LaunchEvent& event) {
   }
 }
 
+// Its buffers as the recorder read them from its graph's nodes; `detail` 1 when it could not
+// (opaque: it may have touched any buffer).
 void TraceModel::on_graph_launch(const GraphLaunchEvent& event) {
   note_gpu_work(event.header);
   ModelEvent& e = append(EventKind::graph_launch, event.header, event.stream.value());
   e.bytes = event.graph_exec;
+  e.detail = event.nodes_read ? 0 : 1;
   ++stats_.graph_launches;
+  if (!event.nodes_read) ++stats_.opaque_graph_launches;
+  begin_touch(e);
+  for (const std::uint64_t address : event.touched) {
+    const BufferId id = live_buffer_at(address);
+    if (id.valid()) {
+      touch_buffers_.push_back(id);
+    } else {
+      ++stats_.unresolved_touches;
+    }
+  }
+}
+
+void TraceModel::on_graph_note(const GraphNote& note) {
+  switch (note.kind) {
+    case GraphNoteKind::capture_begin: ++stats_.captures; break;
+    case GraphNoteKind::captured_work: ++stats_.captured_work; break;
+    case GraphNoteKind::graph_alloc:
+      ++stats_.graph_memory_allocations;
+      stats_.graph_memory_bytes += note.size;
+      break;
+    case GraphNoteKind::exec_created:
+      if (note.size != 0) ++stats_.graphs_with_memory;
+      break;
+    default: break;
+  }
 }
 
 void TraceModel::on_copy(const CopyEvent& event) {

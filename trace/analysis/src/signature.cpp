@@ -30,6 +30,9 @@ std::uint64_t SignatureBuilder::unknown_free_token() {
 std::uint64_t SignatureBuilder::launch_token(StringId kernel) {
   return token(EventKind::launch, kernel.value());
 }
+std::uint64_t SignatureBuilder::graph_launch_token(std::uint64_t graph) {
+  return token(EventKind::graph_launch, graph);
+}
 std::uint64_t SignatureBuilder::copy_token(std::uint64_t bytes, CopyKind kind) {
   return token(EventKind::copy, bytes, static_cast<std::uint64_t>(kind) + 1);
 }

@@ -236,6 +236,31 @@ struct Codec<field::copy_flags> : FixedSize {
   }
 };
 
+// A graph launch's buffers and whether they are all known, at the end of its record: a touched
+// list, then a flags byte (bit 0: opaque). A record that ends before them (written before they
+// existed) reads as nothing known.
+template <>
+struct Codec<field::graph_buffers> {
+  static constexpr std::size_t max_bytes = Codec<field::touched>::max_bytes + 1;
+  static std::size_t extra_bytes(std::span<const std::uint64_t> touched, bool) {
+    return Codec<field::touched>::extra_bytes(touched);
+  }
+  template <class E>
+  static void put(E& e, EncodeContext& ctx, std::span<const std::uint64_t> touched, bool nodes_read) {
+    Codec<field::touched>::put(e, ctx, touched);
+    e.u8(nodes_read ? 0 : kGraphOpaqueFlag);
+  }
+  template <class C>
+  static void get(C& c, DecodeContext& ctx, const char* what, std::span<const std::uint64_t>& touched,
+                  bool& nodes_read) {
+    touched = {};
+    nodes_read = false;
+    if (c.left() == 0) return;
+    Codec<field::touched>::get(c, ctx, what, touched);
+    nodes_read = (read_flags(c, "graph launch flags", kGraphOpaqueFlag) & kGraphOpaqueFlag) == 0;
+  }
+};
+
 // The event header: seq, time and thread, each a delta from the running value it becomes.
 template <class E>
 void put_header(E& e, EncodeContext& ctx, const EventHeader& h) {

@@ -70,6 +70,8 @@ inline constexpr std::size_t kMaxVarintBytes = 10;  // a 64-bit LEB128 value
 // Flag bits in the copy / memset flags byte.
 inline constexpr std::uint8_t kCopyKindMask = 0x0f;
 inline constexpr std::uint8_t kAsyncFlag = 0x80;
+// The flags byte at the end of a graph launch: its graph's nodes could not all be read.
+inline constexpr std::uint8_t kGraphOpaqueFlag = 0x01;
 // The flags byte of a gpu_time record: the work kind, the copy kind, and whether an event is named.
 inline constexpr std::uint8_t kGpuKindMask = 0x03;
 inline constexpr std::uint8_t kGpuCopyKindShift = 2;

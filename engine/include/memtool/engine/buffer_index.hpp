@@ -39,6 +39,9 @@ class BufferIndex {
   // Appends to `bases` the base of the buffer each word points into, once per buffer (in
   // first-touch order).
   void scan(std::span<const std::uint64_t> words, std::vector<std::uint64_t>& bases) const;
+  // Appends to `bases` the base of every live buffer but pinned host memory (what work that may
+  // touch anything touches: a launch of a graph memtool cannot read), in base order.
+  void append_all_device(std::vector<std::uint64_t>& bases) const;
 
   [[nodiscard]] std::size_t size() const { return count_; }
   [[nodiscard]] std::uint64_t live_bytes() const { return live_bytes_; }

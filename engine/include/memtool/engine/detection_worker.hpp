@@ -40,8 +40,8 @@ class DetectionWorker {
   DetectionWorker& operator=(const DetectionWorker&) = delete;
 
   // Producer side (serialised by the caller).
-  void push(std::uint64_t token, std::uint64_t live_bytes, bool allocation) noexcept {
-    put(Entry{token, (live_bytes & kBytesMask) | (allocation ? kAllocationBit : 0)});
+  void push(std::uint64_t token, std::uint64_t live_bytes, bool allocation, bool graph_launch = false) noexcept {
+    put(Entry{token, (live_bytes & kBytesMask) | (allocation ? kAllocationBit : 0) | (graph_launch ? kGraphBit : 0)});
   }
   void mark() noexcept { put(Entry{0, kMarkBit}); }
 
@@ -77,10 +77,11 @@ class DetectionWorker {
  private:
   static constexpr std::uint64_t kMarkBit = std::uint64_t{1} << 63;
   static constexpr std::uint64_t kAllocationBit = std::uint64_t{1} << 62;
-  static constexpr std::uint64_t kBytesMask = kAllocationBit - 1;
+  static constexpr std::uint64_t kGraphBit = std::uint64_t{1} << 61;
+  static constexpr std::uint64_t kBytesMask = kGraphBit - 1;
   struct Entry {
     std::uint64_t token;
-    std::uint64_t info;  // live bytes | kAllocationBit | kMarkBit
+    std::uint64_t info;  // live bytes | kGraphBit | kAllocationBit | kMarkBit
   };
   static constexpr std::uint64_t kCapacity = 1u << 13;  // entries; 128 KiB
 

@@ -71,6 +71,10 @@ class Observer final : public PeriodFeedback {
   // A launch: the bases of the buffers its argument words point into go to `touched`.
   void on_launch(std::span<const std::uint64_t> words, StreamId stream, std::uint64_t token,
                  std::vector<std::uint64_t>& touched);
+  // A launch of an executable graph: one work item touching what its nodes' words point into,
+  // or, when memtool cannot read all its nodes (`opaque`), every live device buffer.
+  void on_graph_launch(std::span<const std::uint64_t> words, bool opaque, StreamId stream, std::uint64_t token,
+                       std::vector<std::uint64_t>& touched);
   // A copy or memset (src 0 for a memset): the buffers it touches go to `touched`.
   void on_transfer(std::uint64_t dst, std::uint64_t src, StreamId stream, AccessKind kind, std::uint64_t token,
                    std::vector<std::uint64_t>& touched);
@@ -101,7 +105,7 @@ class Observer final : public PeriodFeedback {
   void after_fork_in_child() { detection_.after_fork_in_child(); }
 
  private:
-  void tick(std::uint64_t token, bool allocation);  // after the event's index update
+  void tick(std::uint64_t token, bool allocation, bool graph_launch = false);  // after the event's index update
   void refresh_step();
   void fire_boundary(bool from_marks);
   void record_accesses(std::span<const std::uint64_t> bases, StreamId stream, AccessKind kind);

@@ -99,6 +99,11 @@ class Resource {
   }
   // Memory is short: give back reserved memory no live buffer uses; returns the bytes given back.
   virtual std::uint64_t reclaim() = 0;
+  // The device bytes the driver holds for the program's CUDA graphs now (graph memory: the
+  // allocations of their mem-alloc nodes, never served, moved or reused by a resource). They
+  // count against a budget like everything else on the device: the resource at the bottom of a
+  // stack adds them to its memory_use().reserved, and a resource that keeps a budget makes room.
+  virtual void set_graph_memory(std::uint64_t bytes) { (void)bytes; }
   // The context is ending, or the process: stop serving new allocations and join background
   // work. With `release_memory`, give idle reserved memory back now (at a context's end, while
   // it can still be freed); without (at exit: the driver may be half gone), only stop.
@@ -123,6 +128,7 @@ class Adaptor : public Resource {
   [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const override { return upstream_->extent_of(ptr); }
   bool refuse_export(DevicePtr ptr) override { return upstream_->refuse_export(ptr); }
   std::uint64_t reclaim() override { return upstream_->reclaim(); }
+  void set_graph_memory(std::uint64_t bytes) override { upstream_->set_graph_memory(bytes); }
   void shutdown(bool release_memory) override { upstream_->shutdown(release_memory); }
 
  protected:

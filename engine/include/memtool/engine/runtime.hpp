@@ -56,6 +56,8 @@ class Runtime {
   [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const { return stack_->extent_of(ptr); }
   bool refuse_export(DevicePtr ptr) { return stack_->refuse_export(ptr); }
   std::uint64_t reclaim() { return stack_->reclaim(); }
+  // The driver's graph memory for this context now (Resource::set_graph_memory).
+  void set_graph_memory(std::uint64_t bytes) { stack_->set_graph_memory(bytes); }
   // The context ends (release_memory: free what is idle now), or the process exits (stop only).
   void shutdown(bool release_memory) { stack_->shutdown(release_memory); }
   [[nodiscard]] Summary summary() const;

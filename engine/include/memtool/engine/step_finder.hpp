@@ -60,6 +60,7 @@ struct Step {
   std::uint64_t allocations = 0;  // allocations per iteration
   std::uint64_t peak_bytes = 0;   // most bytes live within the iteration
   bool from_marks = false;
+  std::uint64_t graph_launches = 0;  // CUDA graph launches per iteration (each one token)
 };
 
 class StepFinder {
@@ -68,7 +69,7 @@ class StepFinder {
 
   // The next token; `live_bytes` after its event; whether it is an allocation. Returns true
   // when the accepted step changed (a new one, or none any more).
-  bool push(std::uint64_t token, std::uint64_t live_bytes, bool allocation);
+  bool push(std::uint64_t token, std::uint64_t live_bytes, bool allocation, bool graph_launch = false);
   // An explicit iteration boundary before the next token.
   bool mark();
   // A plan of this period proved it wrong: look for a longer one (see 4. above).
@@ -87,6 +88,7 @@ class StepFinder {
   [[nodiscard]] std::uint64_t live_at(std::uint64_t tick) const;  // after token `tick`
   [[nodiscard]] std::uint64_t token_at(std::uint64_t tick) const;
   [[nodiscard]] bool allocation_at(std::uint64_t tick) const;
+  [[nodiscard]] bool graph_launch_at(std::uint64_t tick) const;
   bool evaluate();  // accept the detector's proposal if it passes; true if step_ changed
 
   StepFinderOptions options_;

@@ -67,6 +67,15 @@ struct Summary {
   // (no budget); and how many of ours' candidates were timed against each other.
   std::string swap_schedule;
   std::uint64_t swap_candidates_timed = 0;
+  // Stream capture and CUDA graphs (issue 32), as the recorder saw them.
+  std::uint64_t period_graph_launches = 0;  // graph launches in the iteration found
+  std::uint64_t captures = 0;               // stream captures begun
+  std::uint64_t captured_work = 0;          // launches, copies, memsets and graph launches captured, not run
+  std::uint64_t graph_launches = 0;         // cuGraphLaunch outside captures (each one work item)
+  std::uint64_t opaque_graph_launches = 0;  // of those, of graphs memtool could not read
+  std::uint64_t graph_memory_allocations = 0;  // allocations on capturing streams (graph memory)
+  std::uint64_t graph_memory_bytes = 0;     // graph memory the driver held at the end (its graph pool)
+  std::uint64_t capture_detours = 0;        // memtool's calls kept off a capturing stream
 };
 
 // One JSON object (no trailing newline).

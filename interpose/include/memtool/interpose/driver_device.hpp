@@ -2,9 +2,22 @@
 // points — the hook table's real slots for hooked functions and the driver's own symbols for the
 // rest, never our wrappers, so what the engine does (allocate a pool, record an event, copy a
 // buffer out) is neither recorded nor re-entered. Unit tests fill DriverFunctions with fakes.
+//
+// Capture-safe (issue 32), given the process's CaptureTracker: every call runs inside an
+// InternalCall (relaxed capture mode while captures run), and a program stream that is capturing
+// is never touched. What the engine asks of such a stream S is done on memtool's own detour
+// stream instead, after S's marker (the work S was given before its capture: all S runs before
+// the capture ends): record_event(e, S) records e there; stream_wait_event(S, e) waits on the
+// host for e (memtool's own event, never a captured one), so whatever S is given later is
+// ordered after it anyway; an allocation, copy or prefetch ordered on S runs there and the host
+// waits for it; a free ordered on S is queued there.
 #pragma once
 
+#include <atomic>
+#include <mutex>
+
 #include "memtool/engine/device.hpp"
+#include "memtool/interpose/capture_tracker.hpp"
 #include "memtool/interpose/cuda_api.hpp"
 
 namespace memtool::interpose {
@@ -61,8 +74,12 @@ struct DriverFunctions {
 
 class DriverDevice final : public engine::Device {
  public:
-  explicit DriverDevice(const DriverFunctions& functions) : f_(functions) {}
+  // `captures` may be null (no capture tracking: unit tests of other parts).
+  explicit DriverDevice(const DriverFunctions& functions, CaptureTracker* captures = nullptr)
+      : f_(functions), captures_(captures) {}
   [[nodiscard]] const DriverFunctions& functions() const { return f_; }
+  // Calls that went to the detour stream because their stream was capturing.
+  [[nodiscard]] std::uint64_t detours() const { return detours_.load(std::memory_order_relaxed); }
 
   engine::Status allocate(std::uint64_t size, engine::MemoryKind kind, engine::StreamId stream,
                           engine::DevicePtr* out) override;
@@ -105,7 +122,27 @@ class DriverDevice final : public engine::Device {
   [[nodiscard]] CUdevice device() const;
   engine::Status granularity_of(const CUmemAllocationProp& prop, std::uint64_t* bytes);
   engine::Status create_with(const CUmemAllocationProp& prop, std::uint64_t bytes, PhysicalHandle* out);
+
+  // The stream memtool may use for work ordered on `stream` now: `stream` itself, or (it is
+  // capturing) the detour stream made to wait for its marker. Fails when there is no marker.
+  struct Route {
+    CUstream stream = nullptr;
+    bool detoured = false;
+  };
+  engine::Status route(engine::StreamId stream, Route* out);
+  [[nodiscard]] bool capturing(engine::StreamId stream) const;
+  engine::Status detour_stream(CUstream* out);
+  // The host waits for what was queued on the detour stream so far.
+  engine::Status finish_detour();
+  template <class Enqueue>
+  engine::Status ordered_work(engine::StreamId stream, Enqueue enqueue);
+
   DriverFunctions f_;
+  CaptureTracker* captures_;
+  std::mutex detour_mutex_;
+  CUstream detour_ = nullptr;
+  CUevent detour_done_ = nullptr;
+  std::atomic<std::uint64_t> detours_{0};
 };
 
 }  // namespace memtool::interpose

@@ -66,6 +66,21 @@ extern const HookInfo kHooks[kHookCount];
 [[nodiscard]] inline const HookInfo& info(HookId id) { return kHooks[static_cast<std::size_t>(id)]; }
 [[nodiscard]] inline std::string_view symbol_name(HookId id) { return info(id).symbol; }
 
+// MEMTOOL_HOOK_ALIAS lines: an api name that means another line's ABI from `since` on.
+struct HookAlias {
+  std::string_view api;
+  int since = 0;
+  HookId target{};  // the plain entry whose ABI it is
+};
+inline constexpr std::size_t kHookAliasCount = 0
+#define MEMTOOL_HOOK(...)
+#define MEMTOOL_HOOK_ALIAS(api, symbol, since) +1
+#include "memtool/interpose/cuda_hooks.def"
+#undef MEMTOOL_HOOK_ALIAS
+#undef MEMTOOL_HOOK
+    ;
+extern const HookAlias kHookAliases[kHookAliasCount];
+
 // The hook whose exported symbol is exactly `symbol` (dlsym lookups).
 [[nodiscard]] std::optional<HookId> find_symbol(std::string_view symbol);
 

@@ -20,10 +20,13 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "memtool/engine/observer.hpp"
 #include "memtool/interpose/cuda_api.hpp"
+#include "memtool/interpose/capture_tracker.hpp"
+#include "memtool/interpose/graph_catalog.hpp"
 #include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/event_sink.hpp"
 #include "memtool/interpose/options.hpp"
@@ -53,6 +56,13 @@ struct RecorderStats {
   std::optional<std::uint64_t> period;  // events per iteration, once the detector confirmed one
   std::optional<engine::Step> step;     // the training step the engine found
   std::uint64_t detection_cpu_ns = 0;   // CPU time of the detection thread (off the program's threads)
+  // Stream capture and graphs (issue 32).
+  std::uint64_t captured_work = 0;      // launches, copies, memsets and graph launches captured, not run
+  std::uint64_t graph_launches = 0;     // cuGraphLaunch outside captures: work items
+  std::uint64_t opaque_graph_launches = 0;  // of those, of graphs memtool could not read
+  std::uint64_t graph_allocations = 0;  // allocations on capturing streams (graph memory)
+  std::uint64_t graph_frees = 0;        // frees of graph memory, in a capture or outside
+  GraphCatalog::Totals graphs;          // what is known now
 };
 
 // Launch arguments as the driver receives them.
@@ -67,6 +77,7 @@ struct LaunchArgs {
 struct LaunchSeen {
   std::span<const std::uint64_t> touched;
   bool marks_iteration = false;
+  bool first_graph_launch = false;  // a graph launch that makes the driver take its graph memory
 };
 
 class alignas(64) Recorder {  // aligned: its hot fields start a cache line
@@ -94,7 +105,9 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   std::uint32_t on_free(std::uint64_t address, trace::MemoryKind kind, std::uint64_t stream) noexcept;
   void on_unmap(std::uint64_t address, std::uint64_t size) noexcept;  // VMM: frees what was mapped there
   LaunchSeen on_launch(CUfunction function, std::uint64_t stream, const LaunchArgs& args) noexcept;
-  void on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept;
+  // A launch of an executable graph outside a capture: one work item, its buffers read from its
+  // nodes (every live buffer when memtool could not read them all).
+  LaunchSeen on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept;
   // `kind` unknown: classified from the index (an address in a device buffer is device).
   LaunchSeen on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
                      std::uint64_t stream, bool async) noexcept;
@@ -102,6 +115,42 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   void on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept;
   void on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept;
   void on_iteration_mark() noexcept;
+
+  // --- stream capture and CUDA graphs (issue 32; recorder_graphs.cpp) ---
+  // The process's capture tracker: the recorder's own driver queries run as its internal calls.
+  void set_capture_tracker(CaptureTracker* captures) noexcept { captures_ = captures; }
+  [[nodiscard]] CaptureTracker* captures() const noexcept { return captures_; }
+  // The graph queries (unit tests; the preload resolves them at the first instantiation).
+  void set_graph_queries(const GraphQueries& queries) noexcept;
+  // A capture begun on `stream` (in `mode`), or ended there with `result`: trace notes.
+  void on_capture_begin(std::uint64_t stream, int mode) noexcept;
+  void on_capture_end(std::uint64_t stream, int result) noexcept;
+  // Work queued on a capturing stream is recorded into the graph, not run: it touches nothing
+  // now, so the observer never sees it (no tick, no access, no time). `kind`: 0 a launch, 1 a
+  // copy, 2 a memset, 3 a graph launch (trace::GraphNoteKind::captured_work).
+  void on_captured_work(std::uint8_t kind, std::uint64_t stream) noexcept;
+  // Graph memory: an allocation on a capturing stream (after it succeeded); a free of graph
+  // memory, in a capture or outside one. on_graph_free says whether `address` is graph memory
+  // (then the free is the driver's alone: the caller passes it straight through).
+  void on_graph_alloc(std::uint64_t address, std::uint64_t size, std::uint64_t stream) noexcept;
+  bool on_graph_free(std::uint64_t address, std::uint64_t stream, bool in_capture) noexcept;
+  [[nodiscard]] bool has_graph_memory() const noexcept { return graphs_.any_graph_memory(); }
+  // An executable graph instantiated, or updated as a whole, from `graph`: its nodes are read.
+  void on_graph_exec(std::uint64_t graph_exec, CUgraph graph) noexcept;
+  // One node of an executable graph got new parameters.
+  void on_graph_exec_kernel(std::uint64_t graph_exec, CUgraphNode node, CUfunction function, void** kernel_params,
+                            void** extra) noexcept;
+  void on_graph_exec_memcpy(std::uint64_t graph_exec, CUgraphNode node, const CUDA_MEMCPY3D& copy) noexcept;
+  void on_graph_exec_memset(std::uint64_t graph_exec, CUgraphNode node, CUdeviceptr dst) noexcept;
+  void on_graph_exec_child(std::uint64_t graph_exec, CUgraphNode node, CUgraph child) noexcept;
+  void on_graph_exec_opaque_node(std::uint64_t graph_exec, CUgraphNode node) noexcept;
+  void on_graph_exec_destroy(std::uint64_t graph_exec) noexcept;
+  // cuGraphUpload of an executable graph: true the first time (the driver takes its memory).
+  bool on_graph_upload(std::uint64_t graph_exec) noexcept;
+  // The device bytes of graph memory the driver holds (its graph pool's reserve, asked anew
+  // when `refresh`), plus what executable graphs never launched or uploaded will take: what
+  // the strategies count against a budget (Resource::set_graph_memory).
+  [[nodiscard]] std::uint64_t graph_memory_bytes(bool refresh) noexcept;
 
   // --- GPU times (cupti_tracer/) ---
   // The seq of the launch, copy or memset event this thread recorded last, taken once (the
@@ -142,6 +191,11 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   struct KernelInfo;
 
   const KernelInfo* kernel_info(CUfunction function);  // this thread's kernel cache, or the slow path
+  // The words of a launch's parameters (kernelParams with the kernel's layout, else `extra`'s
+  // packed buffer) appended to `words`; false when neither can be read.
+  bool kernel_words(const KernelInfo& kernel, void** kernel_params, void** extra, std::vector<std::uint64_t>& words);
+  KernelWords graph_kernel_words();
+  void ensure_graph_queries();
   const KernelInfo* kernel_info_slow(CUfunction function);
   std::unique_ptr<KernelInfo> describe_kernel(CUfunction function);
   void ensure_driver_queries();
@@ -152,6 +206,7 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   trace::StringId intern_locked(std::string_view text);
   template <class Event>
   void emit_locked(Event& event);
+  void note_locked(trace::GraphNoteKind kind, std::uint64_t value, std::uint64_t size, std::uint64_t stream);
   template <class Event>
   void record_event(const char* step, Event event) noexcept;
 
@@ -170,6 +225,12 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   std::uint64_t launches_ = 0;
   std::uint64_t peak_live_bytes_ = 0;
   engine::Observer observer_;  // its index's bounds and counts come first
+  std::uint64_t captured_work_ = 0;
+  std::uint64_t graph_launches_ = 0;
+  std::uint64_t opaque_graph_launches_ = 0;
+  std::uint64_t graph_allocations_ = 0;
+  std::uint64_t graph_frees_ = 0;
+  std::unordered_set<std::uint64_t> launched_graph_shapes_;
 
   // The cold part: set up once, or touched by the slow paths only.
   const Options options_;
@@ -190,6 +251,12 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   Resolver resolver_ = nullptr;
   std::once_flag queries_once_;
   DriverQueries queries_;
+
+  CaptureTracker* captures_ = nullptr;
+  GraphCatalog graphs_;
+  std::atomic<std::uint64_t> graph_pool_reserved_{0};  // the driver's, as last asked
+  std::once_flag graph_queries_once_;
+  GraphQueries graph_queries_;
 };
 
 }  // namespace memtool::interpose

@@ -87,6 +87,7 @@ struct ModelStats {
   std::uint64_t frees = 0;
   std::uint64_t launches = 0;
   std::uint64_t graph_launches = 0;
+  std::uint64_t opaque_graph_launches = 0;  // of graphs the recorder could not read (or old traces)
   std::uint64_t copies = 0;
   std::uint64_t memsets = 0;
   std::uint64_t syncs = 0;
@@ -99,6 +100,12 @@ struct ModelStats {
   std::uint64_t gpu_times = 0;            // GPU time records
   std::uint64_t gpu_unjoined = 0;         // of which naming no event (work that bypassed the hooks)
   std::uint64_t gpu_mismatched = 0;       // naming an unknown seq or an event of another kind
+  // Stream capture and graph memory (GraphNote records: not events, no buffers).
+  std::uint64_t captures = 0;                  // captures begun
+  std::uint64_t captured_work = 0;             // launches, copies, memsets, graph launches captured
+  std::uint64_t graph_memory_allocations = 0;  // allocations on capturing streams
+  std::uint64_t graph_memory_bytes = 0;        // their bytes
+  std::uint64_t graphs_with_memory = 0;        // executable graphs made with graph memory
 };
 
 class TraceModel : public EventVisitor {
@@ -117,6 +124,7 @@ class TraceModel : public EventVisitor {
   void on_failed_free(const FailedFreeEvent& event) override;
   void on_launch(const LaunchEvent& event) override;
   void on_graph_launch(const GraphLaunchEvent& event) override;
+  void on_graph_note(const GraphNote& note) override;
   void on_copy(const CopyEvent& event) override;
   void on_memset(const MemsetEvent& event) override;
   void on_sync(const SyncEvent& event) override;

@@ -5,7 +5,9 @@
 //   launch     → hash(kernel name id)
 //   copy       → hash(bytes, copy kind)            (optional, on by default)
 //   memset     → hash(bytes)                       (optional, on by default)
-// Other events (sync, marks, stream creation, graph launches) give no token.
+//   graph launch → hash(which graph: online its shape, which libmemtool.so reads at
+//                  instantiation; offline, where the trace has no shapes, its executable graph)
+// Other events (sync, marks, stream creation) give no token.
 //
 // Used online by the interposer (SignatureBuilder fed with the events it records) and offline
 // (memtool/trace/iterations.hpp computes the same tokens from a TraceModel with the static
@@ -44,6 +46,7 @@ class SignatureBuilder {
   [[nodiscard]] static std::uint64_t free_token(std::uint64_t size);
   [[nodiscard]] static std::uint64_t unknown_free_token();
   [[nodiscard]] static std::uint64_t launch_token(StringId kernel);
+  [[nodiscard]] static std::uint64_t graph_launch_token(std::uint64_t graph);
   [[nodiscard]] static std::uint64_t copy_token(std::uint64_t bytes, CopyKind kind);
   [[nodiscard]] static std::uint64_t memset_token(std::uint64_t bytes);
 

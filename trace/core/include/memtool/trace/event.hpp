@@ -37,6 +37,17 @@ enum class FailedFreeReason : std::uint8_t {
   interior = 1,       // inside a live buffer, not at its base
 };
 
+// What a graph note says (GraphNote: stream capture and graph memory; `value` and `size`).
+enum class GraphNoteKind : std::uint8_t {
+  capture_begin = 0,   // value: the capture mode (CUstreamCaptureMode)
+  capture_end = 1,     // value: cuStreamEndCapture's result (0: a graph was made)
+  graph_alloc = 2,     // value: address, size: bytes (an allocation on a capturing stream)
+  graph_free = 3,      // value: address, size: 1 in a capture (a free node), 0 outside one
+  exec_created = 4,    // value: the executable graph, size: its mem-alloc nodes' bytes
+  exec_destroyed = 5,  // value: the executable graph
+  captured_work = 6,   // value: 0 launch, 1 copy, 2 memset, 3 graph launch (a child graph node)
+};
+
 // How each field of an event travels in a trace: the codecs of events.def. Each names the C++
 // type of the member it carries (copy_flags: of the two members); docs/trace-format.md gives
 // the bytes and trace/format/src/field_codecs.hpp encodes them.
@@ -56,6 +67,12 @@ struct copy_flags {                        // a flags byte: bits 0-3 the copy ki
   using first_type = CopyKind;
   using second_type = bool;
 };
+// Optional at the end of a record (added within version 1): a touched list, then a flags byte
+// whose bit 0 says the buffers are not all known; absent, nothing is known (second false).
+struct graph_buffers {
+  using first_type = std::span<const std::uint64_t>;
+  using second_type = bool;
+};
 // One byte; a value past `Last` is corrupt (or from a newer writer).
 template <class Enum, Enum Last>
 struct checked_enum {
@@ -65,6 +82,7 @@ struct checked_enum {
 using memory_kind = checked_enum<MemoryKind, MemoryKind::pinned_host>;
 using sync_kind = checked_enum<SyncKind, SyncKind::stream_wait_event>;
 using failed_free_reason = checked_enum<FailedFreeReason, FailedFreeReason::interior>;
+using graph_note_kind = checked_enum<GraphNoteKind, GraphNoteKind::captured_work>;
 
 // What a member starts out as: zero, invalid or empty; a stream, the legacy default stream.
 template <class Kind>
