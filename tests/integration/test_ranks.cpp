@@ -218,7 +218,12 @@ TEST_CASE("ranks: memtool record in front of a launcher, report and export of th
     CHECK(tracks.process_name.rfind("rank " + std::to_string(rank) + ": ", 0) == 0);
     CHECK(static_cast<std::uint64_t>(tracks.live_peak) == u(own[rank], "peak_live_bytes"));
     std::smatch match;
-    REQUIRE(std::regex_search(tracks.process_name, match, std::regex("iteration ([0-9]+) starts")));
+    if (!std::regex_search(tracks.process_name, match, std::regex("iteration ([0-9]+) starts"))) {
+      // Only the killed rank may have lost its steps (SIGKILL loses up to the last second's records).
+      CHECK(rank == 2);
+      CHECK(tracks.process_name.find("no iteration found: not aligned") != std::string::npos);
+      continue;
+    }
     const auto begin = tracks.slice_begin_time.find("iteration " + match[1].str());
     std::string names;
     for (const auto& [name, time] : tracks.slice_begin_time) names += name + "|";

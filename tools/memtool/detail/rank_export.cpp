@@ -62,16 +62,18 @@ std::size_t common_iteration(const std::vector<LoadedRank>& ranks) {
   return k;
 }
 
-std::size_t iteration_of_rank(const LoadedRank& rank, std::size_t common) {
+// nullopt for a rank with no iterations (its times are left as they are).
+std::optional<std::size_t> iteration_of_rank(const LoadedRank& rank, std::size_t common) {
   const std::size_t count = rank.loaded.iterations.spans.size();
-  return count == 0 ? 0 : std::min(common, count - 1);
+  if (count == 0) return std::nullopt;
+  return std::min(common, count - 1);
 }
 
 // Host time of the aligned iteration's first event (0 without iterations or times).
 std::uint64_t aligned_time(const LoadedRank& rank, std::size_t common) {
-  const auto& spans = rank.loaded.iterations.spans;
-  if (spans.empty() || rank.loaded.model.event_count() == 0) return 0;
-  return rank.loaded.model.event(spans[iteration_of_rank(rank, common)].first_event).time_ns;
+  const auto iteration = iteration_of_rank(rank, common);
+  if (!iteration || rank.loaded.model.event_count() == 0) return 0;
+  return rank.loaded.model.event(rank.loaded.iterations.spans[*iteration].first_event).time_ns;
 }
 
 }  // namespace
@@ -89,6 +91,10 @@ void export_ranks(const RankExportOptions& options) {
   const std::size_t common = common_iteration(ranks);
   std::uint64_t latest = 0;
   for (const LoadedRank& r : ranks) latest = std::max(latest, aligned_time(r, common));
+  // A rank with no iterations keeps its own times (shift 0 from its first event's time).
+  const auto shift_of = [&](const LoadedRank& r) {
+    return iteration_of_rank(r, common) ? latest - aligned_time(r, common) : 0;
+  };
 
   const std::string partial = options.output + ".partial";
   try {
@@ -97,8 +103,7 @@ void export_ranks(const RankExportOptions& options) {
       for (const LoadedRank& r : ranks) {
         trace::ExportSource source{r.loaded.model, r.loaded.iterations, r.loaded.path};
         trace::ExportOptions export_options;
-        export_options.rank = trace::ExportOptions::RankPlacement{r.rank, latest - aligned_time(r, common),
-                                                                  iteration_of_rank(r, common)};
+        export_options.rank = trace::ExportOptions::RankPlacement{r.rank, shift_of(r), iteration_of_rank(r, common)};
         std::optional<trace::PoolPlanView> plan;
         if (options.plan) plan = options.plan(r.loaded);
         if (plan) export_options.plan = &*plan;
@@ -112,7 +117,7 @@ void export_ranks(const RankExportOptions& options) {
       std::vector<trace::RankHtmlInput> inputs;
       for (const LoadedRank& r : ranks) {
         inputs.push_back({r.rank, trace::ExportSource{r.loaded.model, r.loaded.iterations, r.loaded.path},
-                          iteration_of_rank(r, common),
+                          iteration_of_rank(r, common).value_or(0),
                           r.cut ? "its trace stops without an end record (the rank was killed or crashed)" : ""});
       }
       (void)trace::export_html_ranks(fmt::format("memtool: {} ranks", ranks.size()), overview, inputs, sink);

@@ -74,10 +74,12 @@ ExportStats export_html_ranks(std::string_view title, std::string_view overview,
     const LiveBytesPeak peak = peak_live_bytes(curve, chart.first, chart.end);
     chart.peak_event = peak.event;
     chart.peak_bytes = peak.bytes;
-    out.write(fmt::format("<h2 id=\"rank-{}\">Rank {}: {}</h2>\n<p class=\"note\">peak {} at event {}; iteration {} starts "
-                          "at event {}{}</p>\n",
-                          rank.rank, rank.rank, html_escape(rank.source.name), html_escape(human_bytes(peak.bytes)), peak.event,
-                          rank.aligned_iteration, first, rank.note.empty() ? "" : "; " + html_escape(rank.note)));
+    const std::string aligned = rank.source.iterations.spans.empty()
+                                    ? std::string("no iteration found: drawn from its first event")
+                                    : fmt::format("iteration {} starts at event {}", rank.aligned_iteration, first);
+    out.write(fmt::format("<h2 id=\"rank-{}\">Rank {}: {}</h2>\n<p class=\"note\">peak {} at event {}; {}{}</p>\n", rank.rank,
+                          rank.rank, html_escape(rank.source.name), html_escape(human_bytes(peak.bytes)), peak.event, aligned,
+                          rank.note.empty() ? "" : "; " + html_escape(rank.note)));
     out.write(per_rank_ids(detail::live_chart_svg(chart), rank.rank));
     out.write("\n");
     stats.records += 1;

@@ -105,10 +105,11 @@ class PerfettoWriter final : public detail::WindowVisitor {
     const auto process = p.begin(f::kTrackProcess);
     if (options_.rank) {  // pids of ranks on different nodes may collide: the rank numbers the process
       p.varint_field(f::kProcessPid, options_.rank->rank + 1);
+      const auto& aligned = options_.rank->aligned_iteration;
       p.string_field(f::kProcessName,
-                     detail::utf8_clean(fmt::format("rank {}: {} (pid {}; iteration {} starts at the same time in every rank)",
-                                                    options_.rank->rank, name, process_id(),
-                                                    options_.rank->aligned_iteration)));
+                     detail::utf8_clean(fmt::format("rank {}: {} (pid {}; {})", options_.rank->rank, name, process_id(),
+                                                    aligned ? fmt::format("iteration {} starts at the same time in every rank", *aligned)
+                                                            : std::string("no iteration found: not aligned"))));
     } else {
       p.varint_field(f::kProcessPid, process_id());
       p.string_field(f::kProcessName, detail::utf8_clean("memtool: " + name));

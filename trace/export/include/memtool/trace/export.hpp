@@ -139,7 +139,7 @@ struct ExportOptions {
   struct RankPlacement {
     std::uint32_t rank = 0;
     std::uint64_t time_shift_ns = 0;
-    std::uint64_t aligned_iteration = 0;  // the iteration whose start lines up (said in the track name)
+    std::optional<std::size_t> aligned_iteration;  // the iteration whose start lines up (nullopt: none found)
   };
   std::optional<RankPlacement> rank;
 };
