@@ -137,19 +137,21 @@ trace::TraceWriter::Options writer_options(std::uint64_t max_bytes) {
   return options;
 }
 
-// What opening `path` later would run into, said now: a path that is not a regular file, or a
-// folder that does not exist or cannot be written. "" when it looks writable.
+// What opening `path` later would run into, said now in TraceWriter::open's words: a path that
+// is not a regular file (a FIFO would block the program), a folder that does not exist or
+// cannot be written. "" when it looks writable.
 std::string path_problem(const std::string& path) {
+  const auto cannot_open = [&](int err) { return path + ": cannot open for writing: " + std::strerror(err); };
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISREG(st.st_mode)) return "not a regular file";
-    return ::access(path.c_str(), W_OK) == 0 ? std::string() : std::strerror(errno);
+    if (!S_ISREG(st.st_mode)) return path + ": not a regular file (a FIFO, device or directory): a trace must be a file";
+    return ::access(path.c_str(), W_OK) == 0 ? std::string() : cannot_open(errno);
   }
   const std::size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  if (::stat(dir.c_str(), &st) != 0) return std::strerror(errno);
-  if (!S_ISDIR(st.st_mode)) return std::strerror(ENOTDIR);
-  return ::access(dir.c_str(), W_OK | X_OK) == 0 ? std::string() : std::strerror(errno);
+  if (::stat(dir.c_str(), &st) != 0) return cannot_open(errno);
+  if (!S_ISDIR(st.st_mode)) return cannot_open(ENOTDIR);
+  return ::access(dir.c_str(), W_OK | X_OK) == 0 ? std::string() : cannot_open(errno);
 }
 
 }  // namespace
