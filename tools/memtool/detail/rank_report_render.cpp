@@ -44,12 +44,12 @@ nlohmann::json optional_json(const std::optional<std::uint64_t>& v) { return v ?
 
 std::string render_rank_report_text(const RankReport& report) {
   std::string out = fmt::format("memtool report: {} ranks ({})\n\n", report.rows.size(), report.pattern);
-  TextTable table({"rank", "status", "step (allocs)", "steady peak", "peak", "persistent", "largest at peak",
+  TextTable table({"rank", "status", "step (allocs)", "steady peak", "peak", "device peak", "persistent", "largest at peak",
                    "pool / lower bound", "swapped out / in", "file"},
-                  {false, true, false, false, false, false, true, false, false, true});
+                  {false, true, false, false, false, false, false, true, false, false, true});
   for (const RankRow& row : report.rows) {
     if (!row.has_figures()) {
-      table.add_row({std::to_string(row.rank), status_text(row), "-", "-", "-", "-",
+      table.add_row({std::to_string(row.rank), status_text(row), "-", "-", "-", "-", "-",
                      row.problem.empty() ? "-" : row.problem, "-", "-", row.trace.empty() ? row.summary : row.trace});
       continue;
     }
@@ -57,7 +57,7 @@ std::string render_rank_report_text(const RankReport& report) {
     for (const RankBuffer& b : row.largest_at_peak) largest += (largest.empty() ? "" : ", ") + human_bytes(b.size);
     table.add_row({std::to_string(row.rank), status_text(row),
                    row.step_allocations != 0 ? std::to_string(row.step_allocations) : "none",
-                   human_bytes(row.steady_peak_bytes), human_bytes(row.peak_bytes),
+                   human_bytes(row.steady_peak_bytes), human_bytes(row.peak_bytes), optional_bytes(row.device_peak_bytes),
                    row.trace.empty() ? "-" : human_bytes(row.persistent_bytes), largest.empty() ? "-" : largest,
                    row.pool_bytes ? fmt::format("{} / {}", human_bytes(*row.pool_bytes), optional_bytes(row.lower_bound_bytes))
                                   : "-",
@@ -90,7 +90,12 @@ std::string render_rank_report_text(const RankReport& report) {
                                                                        static_cast<double>(low->steady_peak_bytes))
                            : std::string());
   }
-  if (report.differences.empty()) {
+  const bool traced = std::any_of(report.compared.begin(), report.compared.end(), [&](std::uint32_t rank) {
+    return !find_row(report, rank)->trace.empty();
+  });
+  if (!traced) {
+    out += "Allocations: not compared (the ranks have summaries, no traces)\n";
+  } else if (report.differences.empty()) {
     out += "Allocations: every compared rank makes the same allocations (by size) per step and before the loop\n";
   } else {
     out += "Allocations that differ between ranks (count by size):\n";
@@ -126,7 +131,7 @@ std::string render_rank_report_json(const RankReport& report) {
       r["iteration_period_allocs"] = row.step_allocations;
       r["steady_state_peak_live_bytes"] = row.steady_peak_bytes;
       r["peak_live_bytes"] = row.peak_bytes;
-      r["persistent_bytes"] = row.persistent_bytes;
+      r["persistent_bytes"] = row.trace.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.persistent_bytes);
       nlohmann::json largest = nlohmann::json::array();
       for (const RankBuffer& b : row.largest_at_peak) {
         nlohmann::json j{{"size", b.size}};
