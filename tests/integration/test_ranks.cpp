@@ -242,6 +242,15 @@ TEST_CASE("ranks: memtool record in front of a launcher, report and export of th
   const Outcome viz = run({MEMTOOL_TOOL, "export", "--format", "memory-viz", "-o", dir + "/job.pickle", dir + "/job.rank%r.trace"}, {}, dir);
   CHECK(viz.status == 2);
   CHECK_FALSE(fs::exists(dir + "/job.pickle"));
+
+  // A rank that left no file at all: the others' world size (4, in their traces) names it missing.
+  fs::remove(dir + "/job.rank3.trace");
+  const nlohmann::json without = report_json({dir + "/job.rank%r.trace"}, dir);
+  REQUIRE(without["ranks"].size() == 4);
+  CHECK(without["ranks"][3]["status"] == "missing");
+  CHECK(without["ranks"][3]["trace"].is_null());
+  CHECK(without["compared_ranks"] == nlohmann::json::array({0, 1}));
+  CHECK(without["differences"].empty());
 }
 
 TEST_CASE("ranks: memtool run in front of a launcher, and memtool behind it", "[ranks]") {
