@@ -19,6 +19,7 @@
 #include "memtool/interpose/log.hpp"
 #include "memtool/interpose/memtool.h"
 #include "memtool/interpose/options.hpp"
+#include "memtool/interpose/rank.hpp"
 #include "preload.hpp"
 #ifdef MEMTOOL_HAVE_CUPTI
 #include "memtool/cupti/correlation.hpp"
@@ -176,6 +177,9 @@ void at_exit() {
              static_cast<double>(stats.detection_cpu_ns) / 1e6);
   Log::write(LogLevel::info, "{}", engine::summary_line(summary));
   if (g_summary_path == nullptr) return;
+  // A process that did nothing on the GPU (a launcher's own process loading the driver) writes
+  // no summary: under `memtool run -- torchrun ...` it would overwrite a rank's.
+  if (stats.events == 0) return;
   struct stat st {};
   if (::stat(g_summary_path->c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {  // a FIFO would block the exit
     Log::write(LogLevel::error, "cannot write the summary to {}: not a regular file", *g_summary_path);
@@ -252,7 +256,8 @@ State decide() {
     return State::pass_through;
   }
   if (!options.summary.empty()) {
-    g_summary_path = new std::string(expand_path_template(options.summary, static_cast<long>(getpid()), lookup));
+    g_summary_path = new std::string(
+        expand_path_template(path_template_for_process(options.summary, lookup), static_cast<long>(getpid()), lookup));
   }
   engine::set_log_sink(engine_log);
   engine::StrategyOptions strategy_options;
@@ -265,7 +270,8 @@ State decide() {
   strategy_options.swap.policy = options.swap_policy;
   strategy_options.swap.link_bytes_per_second = options.swap_link;
   if (!options.swap_dump.empty()) {
-    strategy_options.swap.problem_path = expand_path_template(options.swap_dump, static_cast<long>(getpid()), lookup);
+    strategy_options.swap.problem_path =
+        expand_path_template(path_template_for_process(options.swap_dump, lookup), static_cast<long>(getpid()), lookup);
   }
   strategy_options.swap.mode =
       options.swap_mode == SwapMode::uvm ? engine::SwapMechanism::uvm : engine::SwapMechanism::explicit_copies;
@@ -286,9 +292,12 @@ State decide() {
 
   std::unique_ptr<EventSink> sink;
   if (!options.trace.empty()) {
-    const std::string path = expand_path_template(options.trace, static_cast<long>(getpid()), lookup);
+    // One file per rank of a job (rank.hpp), created at the first allocation or launch: a
+    // launcher's process that only loads the driver writes none.
+    const std::string path =
+        expand_path_template(path_template_for_process(options.trace, lookup), static_cast<long>(getpid()), lookup);
     std::string error;
-    sink = open_trace_sink(path, options.trace_limit, &error);
+    sink = open_deferred_trace_sink(path, options.trace_limit, &error);
     if (!sink) {
       Log::write(LogLevel::error, "cannot write the trace to {}: {}; memtool stays out of the way", path, error);
       return State::pass_through;
@@ -297,6 +306,12 @@ State decide() {
     sink->metadata("pid", std::to_string(getpid()));
     sink->metadata("strategy", options.strategy);
     sink->metadata("cuda_header_version", std::to_string(CUDA_VERSION));
+    if (const auto rank = rank_from_environment(lookup)) {  // memtool report reads a job's ranks by these
+      sink->metadata("rank", std::to_string(rank->rank));
+      sink->metadata("rank_source", rank->source);
+      if (rank->world_size) sink->metadata("world_size", std::to_string(*rank->world_size));
+      if (rank->local_rank) sink->metadata("local_rank", std::to_string(*rank->local_rank));
+    }
     Log::write(LogLevel::info, "recording to {}", path);
     if (g_summary_path != nullptr && same_file(*g_summary_path, path)) {
       Log::write(LogLevel::error, "MEMTOOL_SUMMARY and MEMTOOL_TRACE name the same file {}: it holds the trace; "

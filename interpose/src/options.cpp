@@ -1,5 +1,6 @@
 // Parsing and validation of the MEMTOOL_* variables, generated from options.def.
 #include "memtool/interpose/options.hpp"
+#include "memtool/interpose/rank.hpp"
 
 #include "memtool/engine/strategy.hpp"
 #include "memtool/swapper/plan.hpp"
@@ -201,9 +202,8 @@ std::string expand_path_template(std::string_view path_template, long pid, const
     if (next == 'p') {
       out += std::to_string(pid);
     } else if (next == 'r') {
-      const char* rank = lookup("RANK");
-      if (rank == nullptr || *rank == '\0') rank = lookup("LOCAL_RANK");
-      out += (rank == nullptr || *rank == '\0') ? "0" : rank;
+      const auto rank = rank_from_environment(lookup);  // rank.hpp: which launcher's variable
+      out += rank ? std::to_string(rank->rank) : std::string("0");
     } else if (next == '%') {
       out.push_back('%');
     } else {

@@ -1,11 +1,24 @@
 // TraceWriterSink: the recorder's events into a trace file through trace::TraceWriter.
 //
+// Deferred (open_deferred_trace_sink): the file is created at the first record that is not
+// metadata — the first allocation, launch or kernel name — so a process that loads the driver
+// and does no work on the GPU (a launcher such as torchrun's agent asking for the device count)
+// leaves no file, and cannot truncate the one a rank of the same name writes.
+//
 // The writer takes no lock of its own: the recorder makes every call under its emit lock,
 // flushes included (Recorder::flush_trace, from the preload's flush thread), so recording pays
 // nothing for the flushes that keep a killed run's trace. A write that fails is said once, with
 // its reason.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "memtool/interpose/event_sink.hpp"
 #include "memtool/interpose/log.hpp"
@@ -16,34 +29,84 @@ namespace {
 
 class TraceWriterSink final : public EventSink {
  public:
-  explicit TraceWriterSink(std::string path) : path_(std::move(path)) {}
-  void attach(std::unique_ptr<trace::TraceWriter> writer) { writer_ = std::move(writer); }
-  [[nodiscard]] void* path() noexcept { return &path_; }  // the limit message's context
+  TraceWriterSink(std::string path, const trace::TraceWriter::Options& options)
+      : path_(std::move(path)), options_(options) {
+    options_.on_limit_context = &path_;  // the limit message names the file
+  }
+  // Opens the file now (open_trace_sink); false with *error when it cannot.
+  bool open_now(std::string* error) {
+    writer_ = trace::TraceWriter::open(path_, options_, error);
+    return writer_ != nullptr;
+  }
 
-  trace::StringId intern(std::string_view text) override { return writer_->intern(text); }
+  trace::StringId intern(std::string_view text) override {
+    if (!ensure_open()) return fallback_intern(text);
+    return writer_->intern(text);
+  }
   trace::StackId intern_stack(std::span<const trace::StackFrame> frames) override {
+    if (!ensure_open()) return trace::StackId{};
     return writer_->intern_stack(frames);
   }
-  void metadata(std::string_view key, std::string_view value) override { writer_->write_metadata(key, value); }
-  void module(const trace::ModuleMapping& module) override { writer_->write_module(module); }
+  void metadata(std::string_view key, std::string_view value) override {
+    if (writer_) {
+      writer_->write_metadata(key, value);
+    } else if (!open_failed_) {
+      pending_metadata_.emplace_back(key, value);
+    }
+  }
+  void module(const trace::ModuleMapping& module) override {
+    if (ensure_open()) writer_->write_module(module);
+  }
 
 #define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
-  void write(const trace::Type& event) override { writer_->write(event); }
+  void write(const trace::Type& event) override {         \
+    if (ensure_open()) writer_->write(event);               \
+  }
 #include "memtool/trace/events.def"
-  void write_gpu_time(const trace::GpuTimeRecord& record) override { writer_->write(record); }
+  void write_gpu_time(const trace::GpuTimeRecord& record) override {
+    if (ensure_open()) writer_->write(record);
+  }
 
   void flush() override {
+    if (!writer_) return;
     writer_->flush();
     report_failure();
   }
   void close() override {
+    if (!writer_) return;  // nothing recorded: no file
     writer_->close();
     report_failure();
   }
-  void abandon_after_fork() override { writer_->abandon_after_fork(); }
-  bool failed() const override { return writer_->failed(); }
+  void abandon_after_fork() override {
+    if (writer_) writer_->abandon_after_fork();
+    open_failed_ = true;  // a forked child never creates the parent's file either
+  }
+  bool failed() const override { return open_failed_ || (writer_ && writer_->failed()); }
 
  private:
+  // Opens the file on the first record that needs it (see the file's comment).
+  bool ensure_open() {
+    if (writer_) return true;
+    if (open_failed_) return false;
+    std::string error;
+    writer_ = trace::TraceWriter::open(path_, options_, &error);
+    if (!writer_) {
+      open_failed_ = true;
+      Log::write(LogLevel::error, "cannot write the trace to {}: {}; the program runs on without it", path_, error);
+      return false;
+    }
+    for (const auto& [key, value] : pending_metadata_) writer_->write_metadata(key, value);
+    pending_metadata_.clear();
+    return true;
+  }
+
+  // Names for the detector when the file could not be created (the recorder needs one id each).
+  trace::StringId fallback_intern(std::string_view text) {
+    const auto [it, inserted] = fallback_names_.try_emplace(std::string(text), static_cast<std::uint32_t>(fallback_names_.size()));
+    (void)inserted;
+    return trace::StringId{it->second};
+  }
+
   // Once: the trace stops where writing failed (what reached the file reads as a truncated trace).
   void report_failure() {
     if (!writer_->failed() || failure_reported_) return;
@@ -53,13 +116,15 @@ class TraceWriterSink final : public EventSink {
   }
 
   std::string path_;
+  trace::TraceWriter::Options options_;
   std::unique_ptr<trace::TraceWriter> writer_;
+  std::vector<std::pair<std::string, std::string>> pending_metadata_;
+  std::unordered_map<std::string, std::uint32_t> fallback_names_;
+  bool open_failed_ = false;
   bool failure_reported_ = false;
 };
 
-}  // namespace
-
-std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error) {
+trace::TraceWriter::Options writer_options(std::uint64_t max_bytes) {
   trace::TraceWriter::Options options;
   options.caller_serialises = true;  // the recorder makes every call under its emit lock
   options.max_bytes = max_bytes;
@@ -69,12 +134,42 @@ std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_
                "so far); recording and detection go on without it",
                *static_cast<const std::string*>(context), events);
   };
-  auto sink = std::make_unique<TraceWriterSink>(path);
-  options.on_limit_context = sink->path();
-  auto writer = trace::TraceWriter::open(path, options, error);
-  if (!writer) return nullptr;
-  sink->attach(std::move(writer));
+  return options;
+}
+
+// What opening `path` later would run into, said now in TraceWriter::open's words: a path that
+// is not a regular file (a FIFO would block the program), a folder that does not exist or
+// cannot be written. "" when it looks writable.
+std::string path_problem(const std::string& path) {
+  const auto cannot_open = [&](int err) { return path + ": cannot open for writing: " + std::strerror(err); };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) return path + ": not a regular file (a FIFO, device or directory): a trace must be a file";
+    return ::access(path.c_str(), W_OK) == 0 ? std::string() : cannot_open(errno);
+  }
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0) return cannot_open(errno);
+  if (!S_ISDIR(st.st_mode)) return cannot_open(ENOTDIR);
+  return ::access(dir.c_str(), W_OK | X_OK) == 0 ? std::string() : cannot_open(errno);
+}
+
+}  // namespace
+
+std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error) {
+  auto sink = std::make_unique<TraceWriterSink>(path, writer_options(max_bytes));
+  if (!sink->open_now(error)) return nullptr;
   return sink;
+}
+
+std::unique_ptr<EventSink> open_deferred_trace_sink(const std::string& path, std::uint64_t max_bytes,
+                                                    std::string* error) {
+  const std::string problem = path_problem(path);
+  if (!problem.empty()) {
+    if (error != nullptr) *error = problem;
+    return nullptr;
+  }
+  return std::make_unique<TraceWriterSink>(path, writer_options(max_bytes));
 }
 
 }  // namespace memtool::interpose

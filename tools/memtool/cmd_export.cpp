@@ -13,10 +13,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "detail/iteration_range.hpp"
 #include "detail/load_model.hpp"
+#include "detail/rank_export.hpp"
 #include "detail/symbolizer.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/planner/algorithm.hpp"
@@ -33,6 +35,7 @@ namespace mp = memtool::planner;
 
 struct ExportArgs {
   std::string input;
+  std::vector<std::string> inputs;  // several (a job's ranks) or a %r pattern: detail/rank_export.hpp
   std::string format;
   std::string output;
   std::string iterations;
@@ -197,9 +200,32 @@ int run_export(const ExportArgs& args) {
   return 0;
 }
 
+// A job's ranks into one file (detail/rank_export.hpp), each rank's plan as for one run.
+int run_rank_export(const ExportArgs& args) {
+  const auto format = mt::parse_export_format(args.format);
+  if (!format) throw std::invalid_argument(fmt::format("unknown format '{}'", args.format));
+  if (!args.iterations.empty()) throw std::invalid_argument("--iterations: a job's ranks are exported whole");
+  RankExportOptions options;
+  options.inputs = args.inputs;
+  options.format = *format;
+  options.output = args.output;
+  options.use_marks = !args.ignore_marks;
+  if (!args.no_plan) {
+    options.plan = [&args](const LoadedModel& loaded) -> std::optional<mt::PoolPlanView> {
+      const auto index = iteration_to_plan(loaded.iterations, IterationRange{}, args.plan_iteration);
+      return index ? make_plan(loaded, *index, args.time_limit) : std::nullopt;
+    };
+  }
+  export_ranks(options);
+  return 0;
+}
+
 std::function<int()> setup_export(CLI::App& sub) {
   auto args = std::make_shared<ExportArgs>();
-  sub.add_option("input", args->input, "memtool trace, PyTorch snapshot (.pickle) or snapshot JSON")->required();
+  sub.add_option("input", args->inputs,
+                 "memtool trace, PyTorch snapshot (.pickle) or snapshot JSON; a job's ranks (perfetto, html): several "
+                 "traces or one pattern with %r, into one file")
+      ->required();
   sub.add_option("--format", args->format,
                  "memory-viz (PyTorch memory_viz pickle), perfetto (protobuf trace), chrome-json (older viewers), html")
       ->required()
@@ -217,6 +243,8 @@ std::function<int()> setup_export(CLI::App& sub) {
   sub.add_option("--rows", args->rows, "html: rows of the largest-buffers table (default 20)")->check(CLI::Range(1, 100000));
   return [args] {
     try {
+      if (is_rank_export(args->inputs)) return run_rank_export(*args);
+      args->input = args->inputs.front();
       return run_export(*args);
     } catch (const std::invalid_argument& e) {
       fmt::print(stderr, "memtool: error: {}\n", e.what());

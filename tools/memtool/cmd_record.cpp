@@ -15,6 +15,7 @@
 #include "command.hpp"
 #include "detail/load_model.hpp"
 #include "detail/preload_run.hpp"
+#include "detail/rank_run.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/trace/lifetimes.hpp"
 #include "memtool/interpose/options.hpp"
@@ -52,7 +53,7 @@ std::function<int()> setup_record(CLI::App& sub) {
   };
   auto args = std::make_shared<Args>();
   sub.add_option("-o,--output", args->output,
-                 "Trace file (%p: the command's pid, %r: RANK or LOCAL_RANK)")
+                 "Trace file (%p: the command's pid, %r: the rank; under a launcher each rank writes its own, .rank%r added when there is no %r)")
       ->capture_default_str();
   sub.add_flag("--no-framework-env", args->no_framework_env,
                "leave PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_ALLOCATOR and TF_GPU_ALLOCATOR as they are");
@@ -68,10 +69,16 @@ std::function<int()> setup_record(CLI::App& sub) {
     std::vector<std::pair<std::string, std::string>> variables{{"MEMTOOL_TRACE", args->output},
                                                                {"MEMTOOL_STRATEGY", "record"}};
     if (!args->no_framework_env) memtool::cli::add_framework_environment(variables);
+    const auto start = fs::file_time_type::clock::now();
     const int status = memtool::cli::run_preloaded(args->command, library, variables, child);
-    const std::string trace = memtool::interpose::expand_path_template(
-        args->output, static_cast<long>(child), [](const char* name) -> const char* { return std::getenv(name); });
+    const std::string trace = memtool::cli::path_for_child(args->output, static_cast<long>(child));
     if (child <= 0) return status;
+    // In front of a launcher: each rank wrote its own trace (detail/rank_files.hpp).
+    if (const auto ranks = memtool::cli::launched_rank_files(args->output, start);
+        ranks.size() > 1 || (ranks.size() == 1 && ranks.front().path != trace)) {
+      memtool::cli::say_rank_traces(ranks, args->output);
+      return status;  // the program's, always
+    }
     std::error_code error;
     const fs::file_status file = fs::status(trace, error);
     if (fs::is_regular_file(file)) {

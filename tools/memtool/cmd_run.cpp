@@ -21,9 +21,11 @@
 
 #include "command.hpp"
 #include "detail/preload_run.hpp"
+#include "detail/rank_run.hpp"
 #include "detail/size_arg.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/interpose/options.hpp"
+#include "memtool/interpose/rank.hpp"
 
 namespace {
 
@@ -109,7 +111,7 @@ std::function<int()> setup_run(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--budget", args->budget,
                  "swap: device bytes to stay within, a size (1.5G, 40GiB) or a share of the device (60%)");
-  sub.add_option("--summary", args->summary, "keep the JSON summary in this file (%p: the command's pid; pool, swap, record)");
+  sub.add_option("--summary", args->summary, "keep the JSON summary in this file (%p: the command's pid, %r: the rank; pool, swap, record)");
   sub.add_option("--trace", args->trace, "Also write the trace to this file (%p: the command's pid, %r: rank)");
   sub.add_flag("--no-framework-env", args->no_framework_env,
                "leave PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_ALLOCATOR and TF_GPU_ALLOCATOR as they are");
@@ -148,13 +150,26 @@ std::function<int()> setup_run(CLI::App& sub) {
     memtool::cli::say_strategy(args->strategy, library,
                                !args->budget.empty() ? args->budget : budget_variable != nullptr ? budget_variable : "");
     pid_t child = 0;
+    const auto start = fs::file_time_type::clock::now();
     const int status = memtool::cli::run_preloaded(args->command, library, variables, child);
     if (!engine && child > 0) {
       fmt::print(stderr, "memtool: off: every call passed straight to the driver; nothing was recorded, served or moved\n");
     }
     if (engine && child > 0) {
-      const std::string written = memtool::interpose::expand_path_template(
-          summary, static_cast<long>(child), [](const char* name) -> const char* { return std::getenv(name); });
+      const std::string written = memtool::cli::path_for_child(summary, static_cast<long>(child));
+      // In front of a launcher: each rank wrote its own summary (detail/rank_files.hpp).
+      if (const auto ranks = memtool::cli::launched_rank_files(summary, start);
+          ranks.size() > 1 || (ranks.size() == 1 && ranks.front().path != written)) {
+        memtool::cli::say_rank_summaries(ranks, summary, !temporary, print_outcomes);
+        if (!args->trace.empty()) {
+          const std::string traces = memtool::interpose::rank_path_template(args->trace);
+          fmt::print(stderr, "memtool: traces: {}\nmemtool: next: memtool report '{}'{}\n", traces, traces,
+                     temporary ? "" : fmt::format(" --summary '{}'", memtool::interpose::rank_path_template(summary)));
+        }
+        std::error_code error;
+        if (temporary) for (const auto& rank : ranks) fs::remove(rank.path, error);
+        return status;  // the program's, always
+      }
       std::error_code error;
       const fs::file_status file = fs::status(written, error);
       if (fs::exists(file) && !fs::is_regular_file(file)) {

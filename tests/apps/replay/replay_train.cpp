@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../common/driver_api.hpp"
@@ -40,6 +42,12 @@ struct Options {
   int cuda_version = 12000;
   double compute_gbps = 0;  // 0: kernels take only the time of their checks
   bool step_times = false;
+  // A job's ranks that differ (--extra-on-rank, --kill-on-rank): this process's rank is RANK,
+  // else LOCAL_RANK, as torchrun sets them.
+  long extra_rank = -1;
+  std::uint64_t extra_bytes = 0;  // every step of that rank also holds a buffer this large
+  long kill_rank = -1;
+  long kill_step = -1;  // that rank kills itself (SIGKILL) as this step starts
 };
 
 [[noreturn]] void usage(int status) {
@@ -55,7 +63,10 @@ struct Options {
                "  --module PATH     the kernels' module image (default replay_kernels.fakecuda beside the program)\n"
                "  --compute-gbps G  each kernel takes the bytes it touches at G GB/s, at least 5 us (a GPU's run\n"
                "                    time: the kernel's worker sleeps; default: only the time of its checks)\n"
-               "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n");
+               "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n"
+               "  --extra-on-rank R:BYTES  where this process is rank R (RANK, else LOCAL_RANK), every step also\n"
+               "                    holds a buffer of BYTES from its start to its end (a pipeline stage's extra)\n"
+               "  --kill-on-rank R:S       where this process is rank R, it kills itself with SIGKILL as step S starts\n");
   std::exit(status);
 }
 
@@ -67,6 +78,26 @@ long parse_number(const char* name, const char* text, long min, long max) {
     std::exit(2);
   }
   return value;
+}
+
+// "R:N" of --extra-on-rank and --kill-on-rank.
+std::pair<long, long> rank_pair(const char* name, const char* text) {
+  const char* colon = std::strchr(text, ':');
+  if (colon == nullptr) {
+    std::fprintf(stderr, "replay_train: %s wants RANK:NUMBER, got '%s'\n", name, text);
+    std::exit(2);
+  }
+  const std::string rank(text, colon);
+  return {parse_number(name, rank.c_str(), 0, 1 << 20), parse_number(name, colon + 1, 0, 1L << 40)};
+}
+
+// This process's rank as torchrun sets it: RANK, else LOCAL_RANK; -1 outside a job.
+long process_rank() {
+  for (const char* name : {"RANK", "LOCAL_RANK"}) {
+    const char* text = std::getenv(name);
+    if (text != nullptr && *text != '\0') return std::strtol(text, nullptr, 10);
+  }
+  return -1;
 }
 
 Options parse_options(int argc, char** argv) {
@@ -89,6 +120,15 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--threads") o.threads = static_cast<int>(parse_number("--threads", value(), 1, 16));
     else if (arg == "--mark") o.mark = true;
     else if (arg == "--step-times") o.step_times = true;
+    else if (arg == "--extra-on-rank") {
+      const auto [rank, bytes] = rank_pair("--extra-on-rank", value());
+      o.extra_rank = rank;
+      o.extra_bytes = static_cast<std::uint64_t>(bytes);
+    } else if (arg == "--kill-on-rank") {
+      const auto [rank, step] = rank_pair("--kill-on-rank", value());
+      o.kill_rank = rank;
+      o.kill_step = step;
+    }
     else if (arg == "--compute-gbps") o.compute_gbps = static_cast<double>(parse_number("--compute-gbps", value(), 1, 100000));
     else if (arg == "--self-test-corrupt") o.self_test_corrupt = true;
     else if (arg == "--cuda-version") o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
@@ -179,6 +219,11 @@ class Replayer {
     launches.reserve(ops.size());  // addresses stay valid until the kernels ran (synchronize)
     std::uint64_t allocs = 0;
     std::uint64_t launched = 0;
+    CUdeviceptr extra = 0;
+    if (step_number != kSetup && options_.extra_rank >= 0 && options_.extra_rank == process_rank()) {
+      extra = allocate_raw(options_.extra_bytes);
+      ++allocs;
+    }
     for (const replay::Op& op : ops) {
       switch (op.kind) {
         case replay::Op::Kind::alloc: allocate(op); ++allocs; break;
@@ -189,6 +234,7 @@ class Replayer {
           break;
       }
     }
+    if (extra != 0) release_raw(extra);
     synchronize();
     const unsigned long long corrupted = corrupted_ != nullptr ? corrupted_() : 0;
     char line[160];
@@ -202,13 +248,27 @@ class Replayer {
   static constexpr std::uint32_t kSetup = ~0u;
 
  private:
+  CUdeviceptr allocate_raw(std::uint64_t bytes) {
+    CUdeviceptr ptr = 0;
+    if (options_.async) {
+      APP_CHECK(api_, cuMemAllocAsync(&ptr, bytes, stream_));
+    } else {
+      APP_CHECK(api_, cuMemAlloc_v2(&ptr, bytes));
+    }
+    return ptr;
+  }
+
+  void release_raw(CUdeviceptr ptr) {
+    if (options_.async) {
+      APP_CHECK(api_, cuMemFreeAsync(ptr, stream_));
+    } else {
+      APP_CHECK(api_, cuMemFree_v2(ptr));
+    }
+  }
+
   void allocate(const replay::Op& op) {
     Buffer& b = buffers_[op.slot];
-    if (options_.async) {
-      APP_CHECK(api_, cuMemAllocAsync(&b.ptr, op.size, stream_));
-    } else {
-      APP_CHECK(api_, cuMemAlloc_v2(&b.ptr, op.size));
-    }
+    b.ptr = allocate_raw(op.size);
     b.size = op.size;
     b.instance = ++instances_;
     b.version = 0;
@@ -317,6 +377,10 @@ int main(int argc, char** argv) {
         turn.wait(lock, [&] { return next == s; });
         const std::size_t logged = program.steps.size();
         const auto& ops = program.steps[static_cast<std::size_t>(s) < logged ? static_cast<std::size_t>(s) : logged - 1];
+        if (options.kill_rank >= 0 && options.kill_rank == process_rank() && options.kill_step == s) {
+          std::fflush(stdout);
+          std::raise(SIGKILL);  // a rank lost mid-run, as kill -9 leaves it
+        }
         const auto start = std::chrono::steady_clock::now();
         const std::string line = replayer.run(static_cast<std::uint32_t>(s), ops);
         std::printf("%s\n", line.c_str());

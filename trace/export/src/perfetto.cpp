@@ -16,7 +16,9 @@
 //                               with offsets, and a counter of the highest planned byte in use
 //   swaps                       the swap schedule's transfers, when one is given
 // Names that repeat (sizes, kernels) are interned. One packet sequence; the events stream in
-// event order, the plan and swaps follow the walk in time order.
+// event order, the plan and swaps follow the walk in time order. A rank of a job
+// (ExportOptions::rank) gets a track-id range and a packet sequence of its own, so the ranks'
+// exports concatenate into one trace with a process track per rank.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -88,15 +90,30 @@ class PerfettoWriter final : public detail::WindowVisitor {
  public:
   PerfettoWriter(const ExportSource& source, const ExportOptions& options, EventWindow window, ByteSink& out)
       : model_(source.model), iterations_(source.iterations), options_(options), window_(window),
-        clock_(source.model, window), frames_(source.model, options.frames), out_(out) {}
+        clock_(source.model, window), frames_(source.model, options.frames), out_(out) {
+    if (options.rank) {
+      uuid_base_ = (static_cast<std::uint64_t>(options.rank->rank) + 1) << kRankUuidShift;
+      sequence_id_ = options.rank->rank + 1;
+      time_shift_ = options.rank->time_shift_ns;
+    }
+  }
 
   void begin(const std::string& name) {
     ProtoMessage& p = start_packet(std::nullopt);
     const auto d = p.begin(f::kTrackDescriptor);
-    p.varint_field(f::kTrackUuid, kProcessTrack);
+    p.varint_field(f::kTrackUuid, uuid_base_ + kProcessTrack);
     const auto process = p.begin(f::kTrackProcess);
-    p.varint_field(f::kProcessPid, process_id());
-    p.string_field(f::kProcessName, detail::utf8_clean("memtool: " + name));
+    if (options_.rank) {  // pids of ranks on different nodes may collide: the rank numbers the process
+      p.varint_field(f::kProcessPid, options_.rank->rank + 1);
+      const auto& aligned = options_.rank->aligned_iteration;
+      p.string_field(f::kProcessName,
+                     detail::utf8_clean(fmt::format("rank {}: {} (pid {}; {})", options_.rank->rank, name, process_id(),
+                                                    aligned ? fmt::format("iteration {} starts at the same time in every rank", *aligned)
+                                                            : std::string("no iteration found: not aligned"))));
+    } else {
+      p.varint_field(f::kProcessPid, process_id());
+      p.string_field(f::kProcessName, detail::utf8_clean("memtool: " + name));
+    }
     p.end(process);
     p.end(d);
     send();
@@ -184,6 +201,7 @@ class PerfettoWriter final : public detail::WindowVisitor {
 
  private:
   static constexpr std::uint64_t kProcessTrack = 1, kLiveTrack = 2, kReservedTrack = 3, kIterationTrack = 4;
+  static constexpr unsigned kRankUuidShift = 40;  // a rank's track ids: (rank + 1) << 40 onwards
   struct Stream {
     std::uint64_t group = 0;
     std::uint64_t launches = 0;
@@ -206,8 +224,8 @@ class PerfettoWriter final : public detail::WindowVisitor {
 
   ProtoMessage& start_packet(std::optional<std::uint64_t> timestamp) {
     packet_.clear();
-    if (timestamp) packet_.varint_field(f::kTimestamp, *timestamp);
-    packet_.varint_field(f::kSequenceId, 1);
+    if (timestamp) packet_.varint_field(f::kTimestamp, *timestamp + time_shift_);
+    packet_.varint_field(f::kSequenceId, sequence_id_);
     packet_.varint_field(f::kSequenceFlags, packets_ == 0 ? kIncrementalStateCleared : kNeedsIncrementalState);
     return packet_;
   }
@@ -222,8 +240,8 @@ class PerfettoWriter final : public detail::WindowVisitor {
   void track(std::uint64_t uuid, std::uint64_t parent, std::string_view name) {
     ProtoMessage& p = start_packet(std::nullopt);
     const auto d = p.begin(f::kTrackDescriptor);
-    p.varint_field(f::kTrackUuid, uuid);
-    p.varint_field(f::kTrackParent, parent);
+    p.varint_field(f::kTrackUuid, uuid_base_ + uuid);
+    p.varint_field(f::kTrackParent, uuid_base_ + parent);
     p.string_field(f::kTrackName, detail::utf8_clean(name));
     p.end(d);
     send();
@@ -232,8 +250,8 @@ class PerfettoWriter final : public detail::WindowVisitor {
   void counter_track(std::uint64_t uuid, std::string_view name) {
     ProtoMessage& p = start_packet(std::nullopt);
     const auto d = p.begin(f::kTrackDescriptor);
-    p.varint_field(f::kTrackUuid, uuid);
-    p.varint_field(f::kTrackParent, kProcessTrack);
+    p.varint_field(f::kTrackUuid, uuid_base_ + uuid);
+    p.varint_field(f::kTrackParent, uuid_base_ + kProcessTrack);
     p.string_field(f::kTrackName, name);
     const auto c = p.begin(f::kTrackCounter);
     p.varint_field(f::kCounterUnit, kUnitSizeBytes);
@@ -263,7 +281,7 @@ class PerfettoWriter final : public detail::WindowVisitor {
     }
     const auto e = p.begin(f::kTrackEvent);
     p.varint_field(f::kEventType, type);
-    p.varint_field(f::kEventTrack, track_uuid);
+    p.varint_field(f::kEventTrack, uuid_base_ + track_uuid);
     if (iid != 0) p.varint_field(f::kEventNameIid, iid);
     if (counter) p.int64_field(f::kCounterValue, *counter);
     for (const Annotation& a : args) {
@@ -342,8 +360,8 @@ class PerfettoWriter final : public detail::WindowVisitor {
     {
       ProtoMessage& p = start_packet(std::nullopt);
       const auto d = p.begin(f::kTrackDescriptor);
-      p.varint_field(f::kTrackUuid, top_counter);
-      p.varint_field(f::kTrackParent, group);
+      p.varint_field(f::kTrackUuid, uuid_base_ + top_counter);
+      p.varint_field(f::kTrackParent, uuid_base_ + group);
       p.string_field(f::kTrackName, "highest planned byte in use");
       const auto c = p.begin(f::kTrackCounter);
       p.varint_field(f::kCounterUnit, kUnitSizeBytes);
@@ -437,6 +455,9 @@ class PerfettoWriter final : public detail::WindowVisitor {
   std::string scratch_;
   std::uint64_t packets_ = 0;
   std::uint64_t next_uuid_ = 16;
+  std::uint64_t uuid_base_ = 0;     // a rank's track ids (ExportOptions::rank)
+  std::uint64_t sequence_id_ = 1;   // TracePacket.trusted_packet_sequence_id
+  std::uint64_t time_shift_ = 0;    // added to every timestamp
   std::uint64_t now_ = 0;
   std::uint64_t live_ = 0;
   std::uint64_t reserved_ = 0;

@@ -48,5 +48,10 @@ class EventSink {
 // *error when the file cannot be opened. `max_bytes` (0: none) is MEMTOOL_TRACE_LIMIT: past
 // it the trace ends cleanly, with a warning.
 std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error);
+// The same sink, but the file is created at the first record that is not metadata (a process
+// that does no work on the GPU leaves no file). What would stop the file being created later
+// (a path that is not a regular file, a folder that is missing or read-only) is refused now,
+// as open_trace_sink would.
+std::unique_ptr<EventSink> open_deferred_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error);
 
 }  // namespace memtool::interpose

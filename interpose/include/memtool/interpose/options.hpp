@@ -62,7 +62,7 @@ using EnvLookup = std::function<const char*(const char*)>;
 // The options' defaults, exactly as the table gives them.
 [[nodiscard]] Options default_options();
 
-// MEMTOOL_TRACE's placeholders: %p the pid, %r the rank (RANK, else LOCAL_RANK, else "0"),
+// MEMTOOL_TRACE's placeholders: %p the pid, %r the rank (rank_from_environment, else "0"),
 // %% a percent sign. Any other % sequence is kept as it is.
 [[nodiscard]] std::string expand_path_template(std::string_view path_template, long pid, const EnvLookup& lookup);
 

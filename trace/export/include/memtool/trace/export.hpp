@@ -133,6 +133,15 @@ struct ExportOptions {
   const SwapScheduleView* swaps = nullptr;   // perfetto, html
   int pickle_protocol = 4;                   // memory-viz: 2, 3 or 4 (the web viewer reads no 5)
   std::size_t rows = 20;                     // html: rows of the buffer table
+  // perfetto: one rank of a job written into a file shared with the other ranks (concatenated
+  // exports): its own track ids and packet sequence, its process track named and numbered by the
+  // rank, its times shifted by time_shift_ns so that the ranks' step boundaries line up.
+  struct RankPlacement {
+    std::uint32_t rank = 0;
+    std::uint64_t time_shift_ns = 0;
+    std::optional<std::size_t> aligned_iteration;  // the iteration whose start lines up (nullopt: none found)
+  };
+  std::optional<RankPlacement> rank;
 };
 
 struct ExportStats {
@@ -185,6 +194,18 @@ class MemoryVizStream final : public EventVisitor {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// One HTML page for a job's ranks: `overview` (the rank table, as text) and each rank's live bytes
+// over its events from `aligned_iteration`'s start, every chart on the same event scale so the
+// ranks' steps line up (a rank whose trace stops early ends early).
+struct RankHtmlInput {
+  std::uint32_t rank = 0;
+  ExportSource source;
+  std::size_t aligned_iteration = 0;  // index into source.iterations.spans (0 when there are none)
+  std::string note;                   // e.g. "its trace stops without an end record"
+};
+ExportStats export_html_ranks(std::string_view title, std::string_view overview,
+                              std::span<const RankHtmlInput> ranks, ByteSink& out);
 
 // Dispatch by format.
 ExportStats export_trace(ExportFormat format, const ExportSource& source, const ExportOptions& options,
