@@ -3,7 +3,10 @@
 // cuMemAlloc/cuMemFree (or cuMemAllocAsync/cuMemFreeAsync on the compute stream), every operator
 // as one launch of a kernel of its own name (replay_op_<n>) whose arguments are the buffers it
 // reads and writes. The kernels check that what an operator reads is what its last writer left
-// (replay_kernels.cpp), so any memory handed out twice shows up as corrupted words.
+// (replay_kernels.cpp), so any memory handed out twice shows up as corrupted words. With --table,
+// an operator's buffers (all, or only those it writes) reach its kernel only through a pointer
+// table in device memory, uploaded with cuMemcpyHtoDAsync before the launch, as a grouped GEMM's
+// pointer arrays are: the argument scan sees the table, not the buffers.
 //
 // stdout, one line per step:   step 3 allocs 180 launches 196 corrupted 0
 // Exit status: 0; 3 when any word was corrupted; 2 for a bad command line or log; 1 when a
@@ -40,6 +43,8 @@ struct Options {
   int cuda_version = 12000;
   double compute_gbps = 0;  // 0: kernels take only the time of their checks
   bool step_times = false;
+  enum class Table : std::uint8_t { none, all, written } table = Table::none;
+  bool table_pageable = false;  // the table's host side in ordinary memory (default: pinned)
 };
 
 [[noreturn]] void usage(int status) {
@@ -55,7 +60,11 @@ struct Options {
                "  --module PATH     the kernels' module image (default replay_kernels.fakecuda beside the program)\n"
                "  --compute-gbps G  each kernel takes the bytes it touches at G GB/s, at least 5 us (a GPU's run\n"
                "                    time: the kernel's worker sleeps; default: only the time of its checks)\n"
-               "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n");
+               "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n"
+               "  --table WHAT      all: every buffer an operator touches reaches its kernel only through a\n"
+               "                    pointer table in device memory (cuMemcpyHtoDAsync before the launch);\n"
+               "                    written: only those it writes\n"
+               "  --table-pageable  the table's host side in ordinary memory (default: pinned)\n");
   std::exit(status);
 }
 
@@ -89,6 +98,16 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--threads") o.threads = static_cast<int>(parse_number("--threads", value(), 1, 16));
     else if (arg == "--mark") o.mark = true;
     else if (arg == "--step-times") o.step_times = true;
+    else if (arg == "--table-pageable") o.table_pageable = true;
+    else if (arg == "--table") {
+      const std::string what = value();
+      if (what == "all") o.table = Options::Table::all;
+      else if (what == "written") o.table = Options::Table::written;
+      else {
+        std::fprintf(stderr, "replay_train: --table wants all or written, got '%s'\n", what.c_str());
+        std::exit(2);
+      }
+    }
     else if (arg == "--compute-gbps") o.compute_gbps = static_cast<double>(parse_number("--compute-gbps", value(), 1, 100000));
     else if (arg == "--self-test-corrupt") o.self_test_corrupt = true;
     else if (arg == "--cuda-version") o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
@@ -157,6 +176,25 @@ class Replayer {
       corrupted_ = reinterpret_cast<unsigned long long (*)()>(dlsym(object, "replay_corrupted_words"));
     }
     if (!options_.default_stream) APP_CHECK(api_, cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+    if (options_.table != Options::Table::none) {
+      // One table in device memory, rewritten before every launch in stream order; its host
+      // side one row per launch of the longest step, so no upload's source is reused before the
+      // step's synchronisation.
+      APP_CHECK(api_, cuMemAlloc_v2(&table_, kTableBytes));
+      std::size_t launches = 0;
+      for (const auto& step : program_.steps) {
+        launches = std::max<std::size_t>(launches, static_cast<std::size_t>(std::count_if(
+            step.begin(), step.end(), [](const replay::Op& op) { return op.kind == replay::Op::Kind::launch; })));
+      }
+      launches = std::max<std::size_t>(launches, static_cast<std::size_t>(std::count_if(
+          program_.setup.begin(), program_.setup.end(), [](const replay::Op& op) { return op.kind == replay::Op::Kind::launch; })));
+      table_rows_ = std::max<std::size_t>(launches, 1);
+      if (options_.table_pageable) {
+        pageable_rows_.assign(table_rows_ * REPLAY_MAX_REFS, 0);
+      } else {
+        APP_CHECK(api_, cuMemAllocHost_v2(&pinned_rows_, table_rows_ * kTableBytes));
+      }
+    }
     if (options_.mark) mark_ = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "memtool_iteration_mark"));
   }
 
@@ -165,6 +203,8 @@ class Replayer {
     for (Buffer& b : buffers_) {
       if (b.ptr != 0) APP_CHECK(api_, cuMemFree_v2(b.ptr));
     }
+    if (table_ != 0) APP_CHECK(api_, cuMemFree_v2(table_));
+    if (pinned_rows_ != nullptr) APP_CHECK(api_, cuMemFreeHost(pinned_rows_));
     if (stream_ != nullptr) APP_CHECK(api_, cuStreamDestroy_v2(stream_));
     APP_CHECK(api_, cuModuleUnload(module_));
     APP_CHECK(api_, cuDevicePrimaryCtxRelease_v2(device_));
@@ -229,9 +269,11 @@ class Replayer {
     desc.step = step_number;
     desc.op = index;
     CUdeviceptr pointers[REPLAY_MAX_REFS] = {};
-    void* params[1 + REPLAY_MAX_REFS];
+    void* params[2 + REPLAY_MAX_REFS];
     replay_launch* desc_ptr = &desc;
     params[0] = &desc_ptr;
+    CUdeviceptr table = 0;
+    params[1] = &table;
     std::uint32_t n = 0;
     for (std::uint32_t i = 0; i < op.ref_count; ++i) {
       const replay::Ref& ref = program_.refs[op.first_ref + i];
@@ -254,7 +296,7 @@ class Replayer {
       for (std::uint32_t i = 0; i < n; ++i) bytes += desc.refs[i].bytes;
       desc.compute_ns = std::max<std::uint64_t>(5'000, static_cast<std::uint64_t>(static_cast<double>(bytes) / options_.compute_gbps));
     }
-    for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) params[1 + i] = &pointers[i];
+    for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) params[2 + i] = &pointers[i];
     if (options_.self_test_corrupt && step_number == 1 && !corrupted_once_) {
       for (std::uint32_t i = 0; i < n; ++i) {
         if (desc.refs[i].check_tag == 0 || desc.refs[i].bytes < 8) continue;
@@ -265,10 +307,26 @@ class Replayer {
         break;
       }
     }
+    if (options_.table != Options::Table::none) {
+      // The table holds every ref's address; the refs it stands for lose their own parameter.
+      CUdeviceptr* row = options_.table_pageable ? &pageable_rows_[table_row_ * REPLAY_MAX_REFS]
+                                                 : static_cast<CUdeviceptr*>(pinned_rows_) + table_row_ * REPLAY_MAX_REFS;
+      table_row_ = (table_row_ + 1) % table_rows_;
+      for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) row[i] = i < n ? pointers[i] : 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        if (options_.table == Options::Table::all || desc.refs[i].fill_tag != 0) {
+          desc.via_table |= std::uint64_t{1} << i;
+          pointers[i] = 0;
+        }
+      }
+      APP_CHECK(api_, cuMemcpyHtoDAsync_v2(table_, row, kTableBytes, stream_));
+      table = table_;
+    }
     APP_CHECK(api_, cuLaunchKernel(kernels_[op.kernel], 1, 1, 1, 1, 1, 1, 0, stream_, params, nullptr));
   }
 
   static std::uint64_t tag(const Buffer& b) { return (b.instance << 24) | b.version; }
+  static constexpr std::size_t kTableBytes = REPLAY_MAX_REFS * sizeof(CUdeviceptr);
 
   void synchronize() {
     if (stream_ != nullptr) {
@@ -293,6 +351,11 @@ class Replayer {
   unsigned long long (*corrupted_)() = nullptr;
   void (*mark_)() = nullptr;
   bool corrupted_once_ = false;
+  CUdeviceptr table_ = 0;          // --table: the device side
+  std::size_t table_rows_ = 0;     // host rows, one per launch of the longest step
+  std::size_t table_row_ = 0;      // the next one
+  void* pinned_rows_ = nullptr;    // pinned host rows
+  std::vector<CUdeviceptr> pageable_rows_;
 };
 
 }  // namespace
