@@ -1,6 +1,9 @@
 // UvmMover: swapped buffers in managed memory, moved by cuMemPrefetchAsync (swap_mover.hpp).
 // The device bytes are counted as the driver will hold them once the queued prefetches have
-// run: a prefetch to the host frees them in stream order, so nothing is left to settle.
+// run: a prefetch to the host frees them in stream order, so nothing is left to settle. A buffer
+// sent out is also advised to live on the host (cuMemAdvise's preferred location), so that a
+// kernel memtool did not see reach it maps its pages across the link instead of migrating them
+// back past the budget; coming back, it is advised to live on the device.
 #include <algorithm>
 
 #include "swap_mover.hpp"
@@ -37,6 +40,7 @@ class UvmMover final : public SwapMover {
   }
 
   bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side) override {
+    (void)device_.advise(ptr, b.size, Residence::host);  // advice only: the prefetch moves it
     if (device_.prefetch(ptr, b.size, Residence::host, side) != kSuccess) return false;
     b.resident = false;
     device_bytes_ -= std::min(device_bytes_, b.footprint);
@@ -44,6 +48,7 @@ class UvmMover final : public SwapMover {
   }
 
   bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream) override {
+    (void)device_.advise(ptr, b.size, Residence::device);
     if (device_.prefetch(ptr, b.size, Residence::device, stream) != kSuccess) return false;
     b.resident = true;
     device_bytes_ += b.footprint;
@@ -56,6 +61,7 @@ class UvmMover final : public SwapMover {
   std::uint64_t device_bytes_with(std::uint64_t footprint) const override { return device_bytes_ + footprint; }
   std::uint64_t stall_ns() const override { return 0; }
   void trim() override {}
+  DevicePtr host_copy(DevicePtr ptr, const SwapBuffer&) const override { return ptr; }
 
  private:
   Device& device_;

@@ -17,11 +17,12 @@ constexpr const char* kProgram = "table_train";
 [[noreturn]] void usage(int status) {
   std::FILE* out = status == 0 ? stdout : stderr;
   std::fprintf(out,
-               "usage: %s [--steps N] [--groups G] [--words W] [--table pinned|pageable|kernel|global]\n"
+               "usage: %s [--steps N] [--layers L] [--groups G] [--words W] [--table pinned|pageable|kernel|global]\n"
                "          [--through all|written] [--alloc sync|async] [--refresh] [--table-in-large]\n"
                "          [--interior] [--seed S] [--module PATH]\n"
                "  --steps N          steps, one line each (default 6)\n"
-               "  --groups G         groups of the grouped step, 1..16 (default 6)\n"
+               "  --layers L         layers, each a grouped launch with its own table, 1..64 (default 4)\n"
+               "  --groups G         groups of each layer, 1..16 (default 4)\n"
                "  --words W          32-bit words per buffer (default 524288: 2 MiB)\n"
                "  --table SOURCE     how the table gets its pointers: pinned or pageable host memory and\n"
                "                     cuMemcpyHtoDAsync (default pinned), kernel (table_set launches), or\n"
@@ -72,6 +73,8 @@ Options parse_options(int argc, char** argv) {
       usage(0);
     } else if (std::strcmp(arg, "--steps") == 0) {
       options.steps = static_cast<int>(parse_integer(arg, value(), 1, 1000000));
+    } else if (std::strcmp(arg, "--layers") == 0) {
+      options.layers = static_cast<int>(parse_integer(arg, value(), 1, kMaxLayers));
     } else if (std::strcmp(arg, "--groups") == 0) {
       options.groups = static_cast<int>(parse_integer(arg, value(), 1, kMaxGroups));
     } else if (std::strcmp(arg, "--words") == 0) {

@@ -17,10 +17,11 @@ enum class Source : std::uint8_t {
 
 struct Options {
   int steps = 6;
-  int groups = 6;                // 1..16
+  int layers = 4;                // each with its own table; a launch touches one layer's buffers
+  int groups = 4;                // per layer, 1..16
   int words = 512 * 1024;        // 32-bit words per buffer (2 MiB)
   Source source = Source::pinned;
-  bool written_only = false;     // only the written buffers through the table; inputs passed directly
+  bool written_only = false;     // only the written buffers through the table; what a kernel only reads is an argument
   bool async = false;            // cuMemAllocAsync / cuMemFreeAsync instead of cuMemAlloc / cuMemFree
   bool refresh = false;          // inputs and outputs allocated each step, the table rewritten each step
   bool table_in_large = false;   // the table inside a buffer of `words` words, at an offset
@@ -33,6 +34,7 @@ struct Options {
 };
 
 constexpr int kMaxGroups = 16;
+constexpr int kMaxLayers = 64;
 constexpr int kInteriorBytes = 4096;
 
 Options parse_options(int argc, char** argv);

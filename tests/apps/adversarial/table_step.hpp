@@ -1,7 +1,8 @@
-// The grouped step of table_train: G groups of an input, a weight and an output buffer, reached
-// by the kernels through a table of pointers in device memory (kernel_math.hpp's grouped_*).
-// Every word a kernel reads is checked against the pattern its last writer left, so a swapper
-// that moves a buffer under a kernel it did not see shows up as counted words.
+// The grouped step of table_train: L layers of G groups, each group an input, a weight and an
+// output buffer, reached by a layer's kernels through that layer's table of pointers in device
+// memory (kernel_math.hpp's grouped_*). Every word a kernel reads is checked against the
+// pattern its last writer left, so a swapper that moves a buffer under a kernel it did not see
+// shows up as counted words.
 #pragma once
 
 #include "table_options.hpp"
@@ -37,32 +38,36 @@ class GroupedStep {
  private:
   struct Buffer {
     CUdeviceptr base = 0;
-    CUdeviceptr entry() const;  // what the table holds: the base, or kInteriorBytes into it
     bool interior = false;
+    CUdeviceptr entry() const;  // what the table holds: the base, or kInteriorBytes into it
+  };
+  struct Layer {
+    std::vector<Buffer> inputs, weights, outputs;
+    CUdeviceptr table_memory = 0;       // the table's own allocation
+    CUdeviceptr table = 0;              // the table (table_memory, or an offset into it)
+    std::vector<CUdeviceptr> entries;   // its contents
+    void* pinned = nullptr;             // Source::pinned, global: the host side of its upload
+    std::vector<CUdeviceptr> pageable;  // Source::pageable
   };
 
   Buffer allocate();
   void release(Buffer& b);
-  void write_table();
+  void write_table(Layer& layer, int index);
+  CUdeviceptr table_argument(const Layer& layer);  // 0 under --table global, after publishing it
   template <class... Args>
   void launch(CUfunction kernel, int elements, Args... args);
-  unsigned key(int what, int index) const;
+  unsigned key(int what, int layer, int index) const;
 
   const apps::DriverApi& api_;
   const TableKernels& kernels_;
   const Options& options_;
   CUstream stream_ = nullptr;
   std::size_t buffer_bytes_ = 0;
-  std::vector<Buffer> inputs_, weights_, outputs_;
-  CUdeviceptr verdicts_ = 0;      // 2 * kMaxGroups words: mismatch counts, then digests
-  CUdeviceptr table_memory_ = 0;  // the table's own allocation
-  CUdeviceptr table_ = 0;         // the table (table_memory_, or an offset into it)
-  std::vector<CUdeviceptr> entries_;  // the table's contents
-  void* pinned_ = nullptr;            // Source::pinned, global: the host side of the upload
-  std::vector<CUdeviceptr> pageable_;
-  int version_ = 0;  // the weights' pattern
+  std::vector<Layer> layers_;
+  CUdeviceptr verdicts_ = 0;  // per layer 2 * kMaxGroups words: mismatch counts, then digests
+  int version_ = 0;           // the weights' pattern
   std::uint64_t corrupted_ = 0;
-  unsigned counted_[kMaxGroups] = {};
+  std::vector<unsigned> counted_;  // mismatches seen so far, per layer and group
 };
 
 }  // namespace table

@@ -100,10 +100,12 @@ extern "C" __global__ void grouped_forward(const unsigned* input, unsigned* cons
   }
 }
 
-extern "C" __global__ void grouped_update(unsigned* const* table, int groups, unsigned in_key, unsigned weight_key,
-                                          unsigned out_key, unsigned next_key, int count) {
+extern "C" __global__ void grouped_update(const unsigned* output, unsigned* const* table, int first_group,
+                                          int groups, unsigned in_key, unsigned weight_key, unsigned out_key,
+                                          unsigned next_key, int count) {
   APP_GRID_STRIDE(groups) {
-    kernel_math::grouped_update(i, table_or_published(table), in_key, weight_key, out_key, next_key, count);
+    kernel_math::grouped_update(first_group + i, output, table_or_published(table), in_key, weight_key, out_key,
+                                next_key, count);
   }
 }
 

@@ -96,10 +96,11 @@ void grouped_forward(const unsigned* input, unsigned* const* table, int first_gr
   }
 }
 
-void grouped_update(unsigned* const* table, int groups, unsigned in_key, unsigned weight_key, unsigned out_key,
-                    unsigned next_key, int count) {
+void grouped_update(const unsigned* output, unsigned* const* table, int first_group, int groups, unsigned in_key,
+                    unsigned weight_key, unsigned out_key, unsigned next_key, int count) {
   for (int g = 0; g < groups; ++g) {
-    kernel_math::grouped_update(g, table_or_published(table), in_key, weight_key, out_key, next_key, count);
+    kernel_math::grouped_update(first_group + g, output, table_or_published(table), in_key, weight_key, out_key,
+                                next_key, count);
   }
 }
 

@@ -198,12 +198,13 @@ APP_KERNEL_MATH void grouped_forward(int g, const unsigned* input, unsigned* con
   table[0][g] += bad;
 }
 
-// Group `g`: counts the words of its output that differ from what grouped_forward wrote from
-// intact buffers, then writes its next weight (pattern of next_key). Elements: groups.
-APP_KERNEL_MATH void grouped_update(int g, unsigned* const* table, unsigned in_key, unsigned weight_key,
-                                    unsigned out_key, unsigned next_key, int count) {
+// Group `g`: counts the words of its output (`output`, or the table's when null) that differ
+// from what grouped_forward wrote from intact buffers, then writes its next weight (pattern of
+// next_key). Elements: groups.
+APP_KERNEL_MATH void grouped_update(int g, const unsigned* output, unsigned* const* table, unsigned in_key,
+                                    unsigned weight_key, unsigned out_key, unsigned next_key, int count) {
   unsigned* weight = table[table_slot(g, 1)];
-  const unsigned* out = table[table_slot(g, 2)];
+  const unsigned* out = output != nullptr ? output : table[table_slot(g, 2)];
   unsigned bad = 0;
   for (int i = 0; i < count; ++i) {
     const unsigned expected = pattern_word(group_key(in_key, g), i) ^ pattern_word(group_key(weight_key, g), i) ^
