@@ -115,7 +115,7 @@ class SwapAdaptor final : public Adaptor {
                             "CU_MEM_LOCATION_TYPE_HOST, CUDA 12.2 on); swapping through managed memory instead");
       }
     }
-    if (!mover_) mover_ = detail::make_uvm_mover(device_);
+    if (!mover_) mover_ = detail::make_uvm_mover(device_, spare_events_);
     remaps_ = mover_->mode() == "explicit";
     if (options_.verify) {
       verifier_ = std::make_unique<detail::SwapVerifier>(device_);

@@ -95,7 +95,7 @@ class SwapMover {
 };
 
 // Null when the device cannot do it (no managed memory; no VMM with host-located memory).
-std::unique_ptr<SwapMover> make_uvm_mover(Device& device);
+std::unique_ptr<SwapMover> make_uvm_mover(Device& device, SpareEvents& events);
 std::unique_ptr<SwapMover> make_vmm_mover(Device& device, SpareEvents& events, std::uint64_t host_limit_bytes);
 
 }  // namespace memtool::engine::detail
