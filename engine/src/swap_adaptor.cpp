@@ -706,25 +706,36 @@ class SwapAdaptor final : public Adaptor {
   // Orders `side` after the work queued so far on every stream the program used and every one
   // that used `b`; false if an event could not be had (then nothing may rely on the order).
   bool join_all(const SwapBuffer& b, StreamId side) {
-    for (const StreamId s : program_streams_) {
-      if (s == side || std::find(b.streams.begin(), b.streams.end(), s) != b.streams.end()) continue;
-      if (!join_stream(s, side)) return false;
-    }
+    // A stream that takes no event any more was destroyed by the program (its work runs to its
+    // end, as cuStreamDestroy says): it is forgotten. (Stopping there, the streams after it went
+    // unjoined: adversarial_train's threads destroy theirs while others still free buffers, and
+    // a free was carried out under the kernel before it.)
+    bool ordered = true;
+    std::erase_if(program_streams_, [&](StreamId s) {
+      if (s == side || std::find(b.streams.begin(), b.streams.end(), s) != b.streams.end()) return false;
+      const Join j = join_stream(s, side);
+      ordered = ordered && j != Join::failed;
+      return j == Join::gone;
+    });
+    if (!ordered) return false;
     for (const StreamId s : b.streams) {
-      if (s == side) continue;
-      if (!join_stream(s, side)) return false;
+      if (s != side && join_stream(s, side) != Join::joined) return false;
     }
     return true;
   }
 
-  // `side` waits for the work queued so far on `s`.
-  bool join_stream(StreamId s, StreamId side) {
+  // `side` waits for the work queued so far on `s` (gone: `s` takes no event, it was destroyed).
+  enum class Join : std::uint8_t { joined, gone, failed };
+  Join join_stream(StreamId s, StreamId side) {
     bool ok = false;
     const EventId e = take_event(ok);
-    if (!ok) return false;
-    const bool joined = device_.record_event(e, s) == kSuccess && device_.stream_wait_event(side, e) == kSuccess;
+    if (!ok) return Join::failed;
+    Join result = Join::gone;
+    if (device_.record_event(e, s) == kSuccess) {
+      result = device_.stream_wait_event(side, e) == kSuccess ? Join::joined : Join::failed;
+    }
     recycle(e);
-    return joined;
+    return result;
   }
 
   void note_stream(StreamId stream) {

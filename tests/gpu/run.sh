@@ -165,6 +165,9 @@ else
         -o "$apps/${app}_train_getproc" "$src/$app/${app}_train_getproc.cpp" \
         "$src/$app/${app}_model.cpp" "${common[@]}" -ldl || ok=0
     done
+    guarded 120 "$out/logs/build-table_train.txt" "$cxx" "${flags[@]}" -o "$apps/table_train" \
+      "$src/adversarial/table_train.cpp" "$src/adversarial/table_options.cpp" "$src/adversarial/table_step.cpp" \
+      "$src/common/driver_api_linked.cpp" "${common[@]}" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda -ldl || ok=0
     if ((ok)); then
       note "apps: rebuilt in $apps"
     else
@@ -223,7 +226,11 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
   # Runs: "name|program|args…" — the linked apps, and the cudart-style clients in both modes.
   runs=("mlp_train|mlp_train|" "conv_train|conv_train|"
         "mlp_train_getproc|mlp_train_getproc|" "conv_train_getproc_ptsz|conv_train_getproc|--per-thread"
-        "mlp_train_getproc_13000|mlp_train_getproc|--cuda-version 13000")
+        "mlp_train_getproc_13000|mlp_train_getproc|--cuda-version 13000"
+        # Kernels that reach their buffers through pointer tables (issue 33): built by kernels,
+        # and published in a device global (the grouped kernels then take no pointer at all).
+        "table_train_kernel|table_train|--table kernel --through written --refresh --layers 4 --groups 2 --words 65536"
+        "table_train_global|table_train|--table global --layers 4 --groups 2 --words 65536")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     read -ra extra <<<"$args"

@@ -20,7 +20,7 @@ constexpr const char* kProgram = "table_train";
                "usage: %s [--steps N] [--layers L] [--groups G] [--words W] [--table pinned|pageable|kernel|global]\n"
                "          [--through all|written] [--alloc sync|async] [--refresh] [--table-in-large]\n"
                "          [--interior] [--seed S] [--module PATH]\n"
-               "  --steps N          steps, one line each (default 6)\n"
+               "  --steps N          steps, one line each (default 6; --iterations N is the same)\n"
                "  --layers L         layers, each a grouped launch with its own table, 1..64 (default 4)\n"
                "  --groups G         groups of each layer, 1..16 (default 4)\n"
                "  --words W          32-bit words per buffer (default 524288: 2 MiB)\n"
@@ -71,7 +71,7 @@ Options parse_options(int argc, char** argv) {
     };
     if (std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0) {
       usage(0);
-    } else if (std::strcmp(arg, "--steps") == 0) {
+    } else if (std::strcmp(arg, "--steps") == 0 || std::strcmp(arg, "--iterations") == 0) {
       options.steps = static_cast<int>(parse_integer(arg, value(), 1, 1000000));
     } else if (std::strcmp(arg, "--layers") == 0) {
       options.layers = static_cast<int>(parse_integer(arg, value(), 1, kMaxLayers));
