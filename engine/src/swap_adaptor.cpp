@@ -768,11 +768,10 @@ class SwapAdaptor final : public Adaptor {
 
   // Work that may reach `b` is about to be queued on `stream`. A copy out under way may miss what
   // it writes: called off (the device memory is still mapped and true), the work queued after
-  // it. A copy back under way:
-  // the work waits for it. Out: it reads and writes the host copy at the address, which stays
-  // mapped until the work has run (mapped_users_done). Either way its stream joins b's users.
+  // the copy, whose bytes are dropped. A copy back under way: the work waits for it. Out: it
+  // reads and writes the host copy at the address, which stays mapped until the work has run
+  // (mapped_users_done). Either way its stream joins b's users.
   void keep_still(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    // (After the copy out has read it: the work may write it, and the copy is then dropped.)
     if (b.leaving && device_.stream_wait_event(stream, b.left) == kSuccess && mover_->move_in(ptr, b, stream)) {
       counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
       b.held_out = false;
@@ -822,8 +821,10 @@ class SwapAdaptor final : public Adaptor {
 
   // --- MEMTOOL_SWAP_VERIFY (swap_verify.hpp) ---
 
-  // The work item a checksum taken now follows: the one being issued is not queued yet.
+  // The last work item queued before now (the one being issued is not queued yet), and the first
+  // that is not: what a checksum taken now follows, and the bound of a mismatch's suspects.
   std::uint64_t checked_after() const { return in_item_ ? work_ - 1 : work_; }
+  std::uint64_t not_yet_queued() const { return checked_after() + 1; }
 
   // Just sent out: the mover checks explicit copies once they land (check_leaving); a prefetch
   // to the host is waited for and checksummed now.
@@ -848,7 +849,7 @@ class SwapAdaptor final : public Adaptor {
     if (!verifier_->checksum(ptr, b.size, &on_device) || !verifier_->checksum(host_copy, b.size, &on_host)) return true;
     if (on_device != on_host) {
       verifier_->mismatch(ptr, b.size, b.id, "while leaving, after its copy out read it (it stays on the device)",
-                          b.digest_work, work_ + (in_item_ ? 0 : 1));
+                          b.digest_work, not_yet_queued());
       counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
       b.digest_valid = false;
       return false;
@@ -865,7 +866,7 @@ class SwapAdaptor final : public Adaptor {
     if (!verifier_->checksum(mover_->host_copy(ptr, b), b.size, &now)) return;
     if (now != b.digest) {
       verifier_->mismatch(ptr, b.size, b.id, "while out, through its address (memtool did not see that access)",
-                          b.digest_work, work_ + (in_item_ ? 0 : 1));
+                          b.digest_work, not_yet_queued());
       b.digest = now;
     }
   }
@@ -881,8 +882,8 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t now = 0;
     if (device_.record_event(e, stream) == kSuccess && device_.synchronize_event(e) == kSuccess &&
         verifier_->checksum(ptr, b.size, &now) && now != b.digest) {
-      verifier_->mismatch(ptr, b.size, b.id, "while coming back, before its copy back landed", checked_after(),
-                          work_ + (in_item_ ? 0 : 1));
+      verifier_->mismatch(ptr, b.size, b.id, "while coming back, before its copy back landed", b.digest_work,
+                          not_yet_queued());
     }
     recycle(e);
   }

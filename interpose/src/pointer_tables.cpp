@@ -148,7 +148,8 @@ bool PointerTables::on_launch(const engine::BufferIndex& index, std::vector<std:
   bool all = touched.empty() || all_escaped_;
   seen_.clear();
   seen_.insert(touched.begin(), touched.end());
-  std::vector<std::uint64_t> maybe;
+  std::vector<std::uint64_t>& maybe = maybe_;
+  maybe.clear();
   for (std::size_t i = 0; i < touched.size(); ++i) {
     const engine::LiveBuffer* buffer = index.find(touched[i]);
     if (buffer != nullptr && host_visible(*buffer)) all = true;
@@ -184,7 +185,8 @@ bool PointerTables::on_launch(const engine::BufferIndex& index, std::vector<std:
     Contents& c = contents_[holder];
     if (c.unknown) continue;
     std::erase_if(c.maybe, [&](const Ref& r) { return !live(r); });
-    std::unordered_set<std::uint64_t> held;
+    std::unordered_set<std::uint64_t>& held = held_;
+    held.clear();
     for (const Ref& r : c.maybe) held.insert(r.base);
     for (const Ref& r : c.definite) held.insert(r.base);
     for (const auto* list : {&touched, &reached}) {
