@@ -472,12 +472,17 @@ void Recorder::on_upload(std::uint64_t dst, const void* src, std::uint64_t bytes
   MEMTOOL_RECORD_STEP("an upload", {
     std::lock_guard lock(emit_mutex_);
     const engine::BufferIndex& index = observer_.index();
-    // A unified copy (cuMemcpy) is an upload when its source is host memory and its destination
-    // a device buffer memtool tracks.
+    // A unified copy (cuMemcpy) is an upload when its destination is a device buffer memtool
+    // tracks and its source host memory. Its source is read only when memtool knows it is host
+    // memory (pinned memory it tracks): an address it does not know may be device memory (a
+    // module's global), which the host must not touch. Else what it wrote is unknown.
     const engine::LiveBuffer* from = index.find(reinterpret_cast<std::uintptr_t>(src));
     if (from != nullptr && from->kind != trace::MemoryKind::pinned_host) return;
     const engine::LiveBuffer* to = index.find(dst);
-    if (!dst_on_device && (to == nullptr || to->kind == trace::MemoryKind::pinned_host)) return;
+    if (!dst_on_device) {
+      if (to == nullptr || to->kind == trace::MemoryKind::pinned_host) return;
+      readable = readable && from != nullptr;
+    }
     if (readable) {
       tables_->on_upload(index, dst, static_cast<const unsigned char*>(src), bytes);
     } else {

@@ -112,8 +112,10 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   LaunchSeen on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) noexcept;
   // After a copy from host memory `src` succeeded (the driver accepted the pointer): the
   // addresses its bytes held are what `dst` holds now (swap strategy only; pointer_tables.hpp).
-  // `dst_on_device`: an HtoD copy (else the destination is device memory only if tracked);
-  // `readable`: the `bytes` bytes at `src` are contiguous (not a pitched 2D/3D copy).
+  // `dst_on_device`: an HtoD copy, whose source is host memory by its contract (else a unified
+  // copy: an upload only into a tracked device buffer, its source read only if it is pinned
+  // memory memtool tracks); `readable`: the `bytes` bytes at `src` are contiguous (not a pitched
+  // 2D/3D copy).
   void on_upload(std::uint64_t dst, const void* src, std::uint64_t bytes, bool dst_on_device, bool readable) noexcept;
   void on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept;
   void on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept;
