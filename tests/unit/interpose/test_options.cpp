@@ -155,7 +155,7 @@ TEST_CASE("MEMTOOL_BUDGET takes bytes or a percentage of the device", "[interpos
   // The default that cannot corrupt (issue 33): any access, seen or not, reads the right bytes.
   CHECK(default_options().swap_mode == SwapMode::uvm);
   CHECK(default_options().swap_verify == false);
-  CHECK(default_options().swap_table_bytes == 64 * 1024);
+  CHECK(default_options().swap_table_bytes == 4 * 1024);
   Env env;
   env.values["MEMTOOL_SWAP_MODE"] = "explicit";
   env.values["MEMTOOL_SWAP_VERIFY"] = "1";
