@@ -36,8 +36,8 @@ int write_step(TraceWriter& w, StringId kernel, std::uint32_t thread, std::uint6
   w.write(LaunchEvent{{++seq, time += 1100, tid}, kernel, stream, touched});
   w.write(FreeEvent{{++seq, time += 500, tid}, a, MemoryKind::device, stream});
   if (step % 4 != 0) return 3;
-  w.write(CopyEvent{{++seq, time += 900, tid}, a, 0x55aa00000000ULL, 4096, CopyKind::h2d, stream,
-                    true});
+  w.write(CopyEvent{{++seq, time += 900, tid}, a, 0x55aa00000000ULL, 4096, CopyKind::h2d, true,
+                    stream});
   return 4;
 }
 

@@ -10,6 +10,9 @@ mkdir -p "$out"
 
 banner() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
+banner "0. What this machine lets memtool do (memtool doctor; here fakecuda, the CPU driver, stands in for the GPU)"
+LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$memtool" doctor || true
+
 banner "1. A real PyTorch training run (AlexNet, 8 iterations): memtool report"
 "$memtool" report --rows 5 tests/fixtures/traces/alexnet.snapshot.json
 

@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(cmake g++ make libfmt-dev catch2 libunwind-dev libcli11-dev nlohmann-json3-dev
           libbenchmark-dev python3
-          python3-venv chromium)   # export tests: a venv for PyPI's perfetto; headless Chromium
+          python3-venv chromium    # export tests: a venv for PyPI's perfetto; headless Chromium
+          groff-base man-db)       # packaging tests: the generated man pages render
 optional=(clang libclang-rt-14-dev)   # libFuzzer and sanitizers; skipped if unavailable
 
 missing=()

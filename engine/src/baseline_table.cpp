@@ -5,6 +5,7 @@
 
 #include "memtool/engine/baselines.hpp"
 #include "memtool/engine/resources.hpp"
+#include "memtool/trace/name_table.hpp"
 
 namespace memtool::engine {
 namespace {
@@ -21,10 +22,7 @@ constexpr std::array<SimulatedResourceInfo, 4> kResources = {{
 std::span<const SimulatedResourceInfo> simulated_resources() { return kResources; }
 
 bool is_simulated_resource(std::string_view name) {
-  for (const SimulatedResourceInfo& r : kResources) {
-    if (r.name == name) return true;
-  }
-  return false;
+  return trace::find_named(simulated_resources(), name) != nullptr;
 }
 
 std::unique_ptr<Resource> make_baseline(std::string_view name, Device& device) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "memtool/trace/name_table.hpp"
 #include "small_cache.hpp"
 
 namespace memtool::engine {
@@ -28,12 +29,7 @@ std::uint64_t budget_of(const StrategyOptions& options, Device& device) {
 
 std::span<const StrategyInfo> strategies() { return kStrategies; }
 
-const StrategyInfo* find_strategy(std::string_view name) {
-  for (const StrategyInfo& s : kStrategies) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
+const StrategyInfo* find_strategy(std::string_view name) { return trace::find_named(strategies(), name); }
 
 std::unique_ptr<Resource> build_strategy(const StrategyOptions& options, Device& device, PeriodFeedback* feedback) {
   std::unique_ptr<Resource> stack;

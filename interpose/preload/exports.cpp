@@ -10,8 +10,6 @@
 #include "memtool/interpose/handlers.hpp"
 #include "preload.hpp"
 
-#define MEMTOOL_EXPORTED extern "C" __attribute__((visibility("default")))
-
 namespace memtool::interpose::preload {
 
 // The table's parameter lists must be the header's: a typo would be a silent ABI break.

@@ -6,6 +6,10 @@
 #include "memtool/interpose/context_runtimes.hpp"
 #include "memtool/interpose/recorder.hpp"
 
+// A symbol libmemtool.so exports (the version script, libmemtool.map.in, lists which): the
+// hooked driver entry points, dlsym and cuGetProcAddress, the memtool_* C API.
+#define MEMTOOL_EXPORTED extern "C" __attribute__((visibility("default")))
+
 namespace memtool::cupti {
 class GpuTimeStore;
 }  // namespace memtool::cupti

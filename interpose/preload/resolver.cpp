@@ -16,8 +16,6 @@
 #include "memtool/interpose/log.hpp"
 #include "preload.hpp"
 
-#define MEMTOOL_EXPORTED extern "C" __attribute__((visibility("default")))
-
 // The real dlsym, published for the x86-64 trampoline below (read there without a lock: a
 // pointer-sized aligned load; written once, with the same value by every writer).
 extern "C" {

@@ -333,8 +333,6 @@ __attribute__((constructor)) void bootstrap() { (void)real_dlsym(); }
 
 }  // namespace memtool::interpose::preload
 
-#define MEMTOOL_EXPORTED extern "C" __attribute__((visibility("default")))
-
 MEMTOOL_EXPORTED void memtool_iteration_mark(void) {
   using namespace memtool::interpose;
   using namespace memtool::interpose::preload;

@@ -12,6 +12,8 @@
 #include <cstdlib>
 
 #include "kernel_name_matcher.hpp"
+#include "memtool/trace/bytes.hpp"
+#include "memtool/trace/name_table.hpp"
 
 namespace memtool::interpose {
 namespace {
@@ -47,43 +49,28 @@ std::string parse(std::string_view text, std::uint32_t& out) {
   return {};
 }
 
-// A size in bytes: digits, then optionally K, M, G or T (powers of 1024, with or without a
-// trailing "iB" or "B"); 0 is allowed (options give it a meaning, e.g. "no limit").
-std::string parse(std::string_view text, std::uint64_t& out) {
-  constexpr const char* kExpected = "expected a size in bytes, e.g. 0, 65536, 512M or 4G (K, M, G, T: powers of 1024)";
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end == text.data()) return kExpected;
-  const std::string suffix = lower(std::string_view(end, static_cast<std::size_t>(text.data() + text.size() - end)));
-  unsigned shift = 0;
-  if (suffix.empty() || suffix == "b") shift = 0;
-  else if (suffix == "k" || suffix == "kb" || suffix == "kib") shift = 10;
-  else if (suffix == "m" || suffix == "mb" || suffix == "mib") shift = 20;
-  else if (suffix == "g" || suffix == "gb" || suffix == "gib") shift = 30;
-  else if (suffix == "t" || suffix == "tb" || suffix == "tib") shift = 40;
-  else return kExpected;
-  if (shift != 0 && value > (~std::uint64_t{0} >> shift)) return "too large";
-  out = value << shift;
-  return {};
+// Sizes: the one grammar of memtool/trace/bytes.hpp, with what each option type accepts.
+constexpr trace::ByteGrammar grammar_of(OptionType type) {
+  switch (type) {
+    case OptionType::budget: return {.share_of = "the device's memory", .zero = true, .rate = false};
+    case OptionType::rate: return {.share_of = {}, .zero = true, .rate = true};
+    case OptionType::buffer_size: return {.share_of = {}, .zero = false, .rate = false};
+    default: return {};
+  }
 }
 
-// Bytes as above, or a percentage of the device's memory ("60%", more than 0 and at most 100).
-std::string parse(std::string_view text, Budget& out) {
-  if (!text.empty() && text.back() == '%') {
-    const std::string number(text.substr(0, text.size() - 1));
-    char* end = nullptr;
-    const double percent = std::strtod(number.c_str(), &end);
-    if (number.empty() || end != number.c_str() + number.size() || !(percent > 0) || percent > 100) {
-      return "expected a percentage of the device's memory above 0 and at most 100, e.g. 60%";
-    }
-    out = Budget{0, percent};
-    return {};
-  }
-  std::uint64_t bytes = 0;
-  std::string problem = parse(text, bytes);
-  if (!problem.empty()) return problem + ", or a percentage such as 60%";
-  out = Budget{bytes, 0};
-  return {};
+std::string parse_size(std::string_view text, OptionType type, std::uint64_t& out) {
+  std::string problem;
+  const auto size = trace::parse_bytes(text, grammar_of(type), &problem);
+  if (size) out = size->bytes;
+  return problem;
+}
+
+std::string parse_size(std::string_view text, OptionType type, Budget& out) {
+  std::string problem;
+  const auto size = trace::parse_bytes(text, grammar_of(type), &problem);
+  if (size) out = Budget{size->bytes, size->percent};
+  return problem;
 }
 
 std::string parse(std::string_view text, SwapMode& out) {
@@ -98,14 +85,11 @@ std::string parse(std::string_view text, SwapMode& out) {
 template <class Table>
 std::string parse_name(std::string_view text, const Table& table, std::string_view extra, std::string& out) {
   const std::string value = lower(text);
-  const bool known = std::any_of(table.begin(), table.end(), [&](const auto& entry) { return entry.name == value; });
-  if (value == extra || known) {
+  if (value == extra || trace::find_named(table, value) != nullptr) {
     out = value;
     return {};
   }
-  std::string names;
-  for (const auto& entry : table) names += std::string(entry.name) + "|";
-  return "expected one of " + names + std::string(extra);
+  return "expected one of " + trace::names_of(table, "|") + "|" + std::string(extra);
 }
 
 // A strategy of the engine's table (memtool/engine/strategy.hpp), or off.
@@ -158,6 +142,9 @@ std::string parse_value(std::string_view text, V& out) {
     return parse_strategy(text, out);
   } else if constexpr (T == OptionType::swap_policy) {
     return parse_swap_policy(text, out);
+  } else if constexpr (T == OptionType::bytes || T == OptionType::rate || T == OptionType::buffer_size ||
+                       T == OptionType::budget) {
+    return parse_size(text, T, out);
   } else {
     return parse(text, out);
   }

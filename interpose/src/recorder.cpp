@@ -177,10 +177,7 @@ void Recorder::stamp_locked(trace::EventHeader& header) {
 template <class Event>
 void Recorder::emit_locked(Event& event) {
   stamp_locked(event.header);
-  if constexpr (std::is_same_v<Event, trace::LaunchEvent> || std::is_same_v<Event, trace::GraphLaunchEvent> ||
-                std::is_same_v<Event, trace::CopyEvent> || std::is_same_v<Event, trace::MemsetEvent>) {
-    t_gpu_work_seq = event.header.seq;
-  }
+  if constexpr (trace::EventTraits<Event>::role == trace::EventRole::gpu_work) t_gpu_work_seq = event.header.seq;
   if (sink_) sink_->write(event);
 }
 
@@ -193,6 +190,24 @@ void Recorder::emit_mark_locked() {
   emit_locked(event);
   if (const IterationListener listener = iteration_listener_.load(std::memory_order_acquire)) {
     listener(iteration_listener_context_);
+  }
+}
+
+// An event the observer has no part in: stamped and written, fail-open on any exception.
+template <class Event>
+void Recorder::record_event(const char* step, Event event) noexcept {
+  if (!active()) return;
+  try {
+    std::lock_guard lock(emit_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    emit_locked(event);
+  } catch (const std::exception& e) {
+    disable(e.what());
+  } catch (...) {
+    if (active_.exchange(false)) {
+      Log::write(LogLevel::error,
+                 "recording disabled, calls pass through unchanged: unknown failure while recording {}", step);
+    }
   }
 }
 
@@ -398,15 +413,8 @@ LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const 
 }
 
 void Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t stream) noexcept {
-  if (!active()) return;
-  MEMTOOL_RECORD_STEP("a graph launch", {
-    std::lock_guard lock(emit_mutex_);
-    if (closed_.load(std::memory_order_relaxed)) return;
-    trace::GraphLaunchEvent event;
-    event.graph_exec = graph_exec;
-    event.stream = trace::StreamHandle{stream};
-    emit_locked(event);
-  });
+  record_event("a graph launch",
+               trace::GraphLaunchEvent{.header = {}, .graph_exec = graph_exec, .stream = trace::StreamHandle{stream}});
 }
 
 LaunchSeen Recorder::on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
@@ -492,28 +500,15 @@ void Recorder::on_upload(std::uint64_t dst, const void* src, std::uint64_t bytes
 }
 
 void Recorder::on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept {
-  if (!active()) return;
-  MEMTOOL_RECORD_STEP("a synchronisation", {
-    std::lock_guard lock(emit_mutex_);
-    if (closed_.load(std::memory_order_relaxed)) return;
-    trace::SyncEvent event;
-    event.kind = kind;
-    event.stream = trace::StreamHandle{stream};
-    emit_locked(event);
-  });
+  record_event("a synchronisation",
+               trace::SyncEvent{.header = {}, .kind = kind, .stream = trace::StreamHandle{stream}});
 }
 
 void Recorder::on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept {
-  if (!active()) return;
-  MEMTOOL_RECORD_STEP("a stream creation", {
-    std::lock_guard lock(emit_mutex_);
-    if (closed_.load(std::memory_order_relaxed)) return;
-    trace::StreamCreateEvent event;
-    event.stream = trace::StreamHandle{stream};
-    event.flags = flags;
-    event.priority = priority;
-    emit_locked(event);
-  });
+  record_event("a stream creation", trace::StreamCreateEvent{.header = {},
+                                                             .stream = trace::StreamHandle{stream},
+                                                             .flags = flags,
+                                                             .priority = priority});
 }
 
 void Recorder::on_iteration_mark() noexcept {

@@ -27,17 +27,10 @@ class TraceWriterSink final : public EventSink {
   void metadata(std::string_view key, std::string_view value) override { writer_->write_metadata(key, value); }
   void module(const trace::ModuleMapping& module) override { writer_->write_module(module); }
 
-  void write(const trace::AllocEvent& event) override { writer_->write(event); }
-  void write(const trace::FreeEvent& event) override { writer_->write(event); }
-  void write(const trace::LaunchEvent& event) override { writer_->write(event); }
-  void write(const trace::GraphLaunchEvent& event) override { writer_->write(event); }
-  void write(const trace::CopyEvent& event) override { writer_->write(event); }
-  void write(const trace::MemsetEvent& event) override { writer_->write(event); }
-  void write(const trace::SyncEvent& event) override { writer_->write(event); }
-  void write(const trace::IterationMarkEvent& event) override { writer_->write(event); }
-  void write(const trace::StreamCreateEvent& event) override { writer_->write(event); }
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
+  void write(const trace::Type& event) override { writer_->write(event); }
+#include "memtool/trace/events.def"
   void write_gpu_time(const trace::GpuTimeRecord& record) override { writer_->write(record); }
-  void write(const trace::FailedFreeEvent& event) override { writer_->write(event); }
 
   void flush() override {
     writer_->flush();

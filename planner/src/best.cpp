@@ -25,7 +25,7 @@
 // On MiniMalloc's challenging set these meet 1 MiB on all 11 with 1 s (D 1,028,096 and J
 // 1,032,192; fixed weights 2:1 and a patience of 3 + k left them at 1,042,432 and 1,041,408;
 // stalled weights of 2:1 missed B; patience 1 + k/3 or 2 + k/2 left D at 1,042,432: the
-// figures are sensitive to these choices, bench/RESULTS.md).
+// figures are sensitive to these choices: the experiments are in bench/RESULTS.md's history).
 // The smallest pool wins; it stops as soon as a pool equals LB or the incumbent is proved
 // optimal. Deterministic: see search_budget.hpp.
 #include "best.hpp"

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "memtool/swapper/plan.hpp"
+#include "memtool/trace/name_table.hpp"
 #include "strategies.hpp"
 
 namespace memtool::swapper {
@@ -23,12 +24,7 @@ constexpr std::array<StrategyInfo, 6> kStrategies{{
 
 std::span<const StrategyInfo> strategies() { return kStrategies; }
 
-const StrategyInfo* find_strategy(std::string_view name) {
-  for (const StrategyInfo& s : kStrategies) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
+const StrategyInfo* find_strategy(std::string_view name) { return trace::find_named(strategies(), name); }
 
 namespace detail {
 
@@ -57,9 +53,8 @@ PlanResult evaluate(const PlanInput& input, Schedule schedule, Simulator& simula
 PlanResult plan(const Iteration& iteration, const Link& link, std::uint64_t budget_bytes, std::string_view strategy,
                 const PlanOptions& options) {
   if (find_strategy(strategy) == nullptr) {
-    std::string names;
-    for (const StrategyInfo& s : kStrategies) names += (names.empty() ? "" : ", ") + std::string(s.name);
-    throw std::invalid_argument("swapper: unknown strategy '" + std::string(strategy) + "' (known: " + names + ")");
+    throw std::invalid_argument("swapper: unknown strategy '" + std::string(strategy) +
+                                "' (known: " + trace::names_of(strategies()) + ")");
   }
   if (std::string e = validate(iteration); !e.empty()) throw std::invalid_argument("swapper: " + e);
   if (std::string e = validate(link); !e.empty()) throw std::invalid_argument("swapper: " + e);

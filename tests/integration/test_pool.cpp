@@ -332,7 +332,7 @@ TEST_CASE("pool mode: out of device memory reaches the app as CUDA_ERROR_OUT_OF_
 TEST_CASE("pool mode: the engine's device accounting agrees with fakecuda's", "[integration][pool]") {
   // Pooled buffers are not counted twice: the engine's peak with the pool (pools + requested
   // bytes passed through) never exceeds what the driver charged (512-byte granules).
-  // (cuMemGetInfo's adjustment is unit-tested in tests/unit/interpose/test_pool_mode.cpp.)
+  // (cuMemGetInfo's adjustment, Runtime::program_free, is unit-tested in tests/unit/engine/test_engine_serving.cpp.)
   const Pair p = run_both("meminfo", {MLP_TRAIN, "--iterations", "20"});
   CHECK(u(p.summary, "peak_device_bytes_with_pool") >= u(p.summary, "pool_bytes"));
   CHECK(u(p.summary, "peak_device_bytes_with_pool") <= u(p.pool_stats, "peak_bytes_in_use"));
@@ -348,7 +348,8 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
   REQUIRE(ran.status == 0);
   const Outcome plain = run({MLP_TRAIN, "--iterations", "30"}, fakecuda(dir + "/plain"), dir + "/plain");
   CHECK(ran.out == plain.out);
-  CHECK_THAT(ran.err, Catch::Contains("iterations served from a plan") && Catch::Contains("device peak"));
+  CHECK_THAT(ran.err, Catch::Contains("memtool: strategy pool: ") && Catch::Contains("iterations from a plan") &&
+                          Catch::Contains("device peak"));
   const nlohmann::json summary = read_json(dir + "/s.json");
   CHECK(u(summary, "iterations_planned") > 0);
   // Record-mode tracing works in pool mode: the trace holds what the program asked for, every
@@ -381,7 +382,7 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
   INFO(swapped.err);
   CHECK(swapped.status == 0);
   CHECK(swapped.out == plain.out);
-  CHECK_THAT(swapped.err, Catch::Contains("memtool: swap (uvm): device peak") && Catch::Contains("(budget 32.0 KiB)"));
+  CHECK_THAT(swapped.err, Catch::Contains("memtool: moved (uvm swap, ") && Catch::Contains("(budget 32.0 KiB)"));
 }
 
 // Invariant 3: a pooled buffer is described as itself, and is never shared as the whole pool.

@@ -215,7 +215,6 @@ std::function<int()> setup_export(CLI::App& sub) {
   sub.add_option("--pickle-protocol", args->pickle_protocol, "memory-viz: pickle protocol 2, 3 or 4 (default 4)")
       ->check(CLI::Range(2, 4));
   sub.add_option("--rows", args->rows, "html: rows of the largest-buffers table (default 20)")->check(CLI::Range(1, 100000));
-  sub.footer("Example: memtool export --format perfetto -o train.pftrace train.trace   (open in ui.perfetto.dev)");
   return [args] {
     try {
       return run_export(*args);
@@ -226,8 +225,7 @@ std::function<int()> setup_export(CLI::App& sub) {
   };
 }
 
-MEMTOOL_COMMAND("export", "Write a trace or snapshot for memory_viz, Perfetto, Chrome tracing, or as an HTML report",
-                setup_export);
+MEMTOOL_COMMAND("export", setup_export);
 
 }  // namespace
 }  // namespace memtool::cli

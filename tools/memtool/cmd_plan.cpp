@@ -18,6 +18,7 @@
 
 #include "command.hpp"
 #include "detail/load_model.hpp"
+#include "detail/size_arg.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/planner/algorithm.hpp"
 #include "memtool/engine/baselines.hpp"
@@ -225,24 +226,29 @@ std::function<int()> setup_plan(CLI::App& sub) {
       ->check(CLI::IsMember(names));
   sub.add_option("--time-limit", args->time_limit, "search budget of `best`, seconds (default 1)")
       ->check(CLI::Range(0.0, 3600.0));
-  sub.add_option("--capacity", args->capacity,
-                 "most bytes the pool may take: best plans within it first, then smaller (exit 3 when none fits)")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
+  auto sizes = std::make_shared<std::pair<std::string, std::string>>();  // --capacity, --alignment as given
+  sub.add_option("--capacity", sizes->first,
+                 "most bytes the pool may take, a size (1.5G, 512MiB; 0: none): best plans within it first, then "
+                 "smaller (exit 3 when none fits)");
   sub.add_option("--iteration", args->iteration, "which iteration of a trace to plan (default: first steady one)");
-  sub.add_option("--alignment", args->alignment, "alignment of buffers from traces, bytes (default 512)")
-      ->check([](const std::string& v) {
-        try {
-          const auto a = std::stoull(v);
-          return a != 0 && (a & (a - 1)) == 0 && a <= (1ULL << 30) ? std::string() : std::string("must be a power of two up to 1 GiB");
-        } catch (const std::exception&) {
-          return std::string("must be a number");
-        }
-      });
+  sub.add_option("--alignment", sizes->second,
+                 "alignment of buffers from traces, a power of two up to 1 GiB (default 512)");
   sub.add_flag("--include-persistent", args->include_persistent, "plan persistent buffers (weights) into the pool too");
   sub.add_option("--format", args->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   sub.add_option("--output", args->output, "write the placement as CSV id,offset");
-  return [args] {
+  return [args, sizes] {
     try {
+      using memtool::cli::parse_size_arg;
+      if (!sizes->first.empty()) args->capacity = parse_size_arg("--capacity", sizes->first).bytes;
+      if (!sizes->second.empty()) {
+        const std::uint64_t a =
+            parse_size_arg("--alignment", sizes->second, {.share_of = {}, .zero = false, .rate = false}).bytes;
+        if ((a & (a - 1)) != 0 || a > (std::uint64_t{1} << 30)) {
+          throw std::invalid_argument(
+              fmt::format("--alignment '{}': must be a power of two up to 1 GiB", sizes->second));
+        }
+        args->alignment = a;
+      }
       return run_plan(*args);
     } catch (const std::invalid_argument& e) {
       fmt::print(stderr, "memtool: error: {}\n", e.what());
@@ -251,6 +257,6 @@ std::function<int()> setup_plan(CLI::App& sub) {
   };
 }
 
-MEMTOOL_COMMAND("plan", "Plan a memory pool for one iteration and compare with today's allocators", setup_plan);
+MEMTOOL_COMMAND("plan", setup_plan);
 
 }  // namespace

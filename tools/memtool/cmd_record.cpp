@@ -57,15 +57,16 @@ std::function<int()> setup_record(CLI::App& sub) {
   sub.add_flag("--no-framework-env", args->no_framework_env,
                "leave PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_ALLOCATOR and TF_GPU_ALLOCATOR as they are");
   sub.add_option("command", args->command, "The program to record and its arguments (after --)")->required();
-  sub.footer("Example: memtool record -o train.trace -- python train.py --epochs 1");
   return [args]() -> int {
     const std::string library = memtool::cli::find_preload_library();
     if (library.empty()) {
-      fmt::print(stderr, "memtool: error: libmemtool.so not found next to memtool; set MEMTOOL_LIBRARY\n");
+      fmt::print(stderr, "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set MEMTOOL_LIBRARY, or see memtool doctor\n");
       return 1;
     }
+    memtool::cli::say_strategy("record", library, "");
     pid_t child = 0;
-    std::vector<std::pair<std::string, std::string>> variables{{"MEMTOOL_TRACE", args->output}};
+    std::vector<std::pair<std::string, std::string>> variables{{"MEMTOOL_TRACE", args->output},
+                                                               {"MEMTOOL_STRATEGY", "record"}};
     if (!args->no_framework_env) memtool::cli::add_framework_environment(variables);
     const int status = memtool::cli::run_preloaded(args->command, library, variables, child);
     const std::string trace = memtool::interpose::expand_path_template(
@@ -89,6 +90,6 @@ std::function<int()> setup_record(CLI::App& sub) {
   };
 }
 
-MEMTOOL_COMMAND("record", "Run a program with libmemtool.so preloaded and record its GPU memory trace", setup_record);
+MEMTOOL_COMMAND("record", setup_record);
 
 }  // namespace

@@ -54,7 +54,7 @@ std::function<int()> setup_report(CLI::App& sub) {
   };
 }
 
-MEMTOOL_COMMAND("report", "Summarise a trace or PyTorch snapshot: iterations, peaks, lifetimes", setup_report);
+MEMTOOL_COMMAND("report", setup_report);
 
 }  // namespace
 }  // namespace memtool::cli

@@ -161,14 +161,15 @@ std::function<int()> setup_simulate(CLI::App& sub) {
   for (const auto& r : engine::simulated_resources()) names += fmt::format("\n  {}: {}", r.name, r.description);
   sub.add_option("--resource", args->resources, "resources to replay against, comma-separated (default: all):" + names)
       ->delimiter(',');
-  sub.add_option("--capacity", args->capacity, "device memory, bytes (K, M, G, T suffixes; default: unlimited)");
+  sub.add_option("--capacity", args->capacity, "device memory, a size (1.5G, 512MiB, 55GB; default and 0: unlimited)");
   sub.add_option("--format", args->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   sub.add_option("--device", args->device, "snapshots: which device's trace (default: the busiest)");
   sub.add_option("--budget", args->budget,
-                 "swap what-if: the device budget, bytes (K, M, G, T) or a share of the iteration's plain peak (80%)");
+                 "swap what-if: the device budget, a size (1.5G, 512MiB) or a share of the iteration's plain peak (80%)");
   sub.add_option("--budgets", args->budgets, "swap what-if at several budgets, comma-separated (90%,80%,...): the curve");
   sub.add_option("--link", args->link,
-                 "swap: the link's bandwidth per direction, e.g. 55GB/s (default: a problem file's link, else 55GB/s)");
+                 "swap: the link's bandwidth per direction, a size per second, e.g. 55GB/s or 51G/s (default: a problem file's "
+                 "link, else 55GB/s)");
   sub.add_option("--swap", args->swap,
                  "swap strategies, comma-separated (default: all): ours, paper-doa, paper-aoa, paper-wdoa, paper-vote, save-on-cpu");
   sub.add_option("--compute", args->compute, "swap: kernel times from auto|gpu|host|bytes (docs/swapper.md)")->capture_default_str();
@@ -185,8 +186,7 @@ std::function<int()> setup_simulate(CLI::App& sub) {
   return [args] { return run_simulate(*args); };
 }
 
-MEMTOOL_COMMAND("simulate", "Replay a trace against cudaMalloc, CnMem, PyTorch's caching allocator and the planned pool",
-                setup_simulate);
+MEMTOOL_COMMAND("simulate", setup_simulate);
 
 }  // namespace
 }  // namespace memtool::cli

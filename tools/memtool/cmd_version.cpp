@@ -13,6 +13,6 @@ std::function<int()> setup_version(CLI::App& /*sub*/) {
   };
 }
 
-MEMTOOL_COMMAND("version", "Print memtool's version", setup_version);
+MEMTOOL_COMMAND("version", setup_version);
 
 }  // namespace

@@ -1,5 +1,5 @@
-// memtool: the command-line front-end. Verbs register themselves (command.hpp); errors in
-// input files are one line on stderr and exit code 2.
+// memtool: the command-line front-end. Verbs register themselves (command.hpp), their texts are
+// verbs.def; errors in input files are one line on stderr and exit code 2.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 
 #include "command.hpp"
+#include "detail/man_page.hpp"
 #include "memtool/trace/input_error.hpp"
+#include "verbs.hpp"
 
 namespace memtool::cli {
 
@@ -18,26 +21,35 @@ std::vector<CommandInfo>& command_registry() {
   return registry;
 }
 
-CommandRegistrar::CommandRegistrar(std::string name, std::string description, CommandSetup setup) {
-  command_registry().push_back({std::move(name), std::move(description), std::move(setup)});
+CommandRegistrar::CommandRegistrar(std::string name, CommandSetup setup) {
+  command_registry().push_back({std::move(name), std::move(setup)});
+}
+
+namespace {
+constexpr std::size_t kHelpWidth = 100;  // columns of a verb's description in --help
+}  // namespace
+
+void build_app(CLI::App& app, BuiltApp& built) {
+  auto& registry = command_registry();
+  std::sort(registry.begin(), registry.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (auto& command : registry) {
+    const VerbInfo* verb = find_verb(command.name);
+    if (verb == nullptr) throw std::logic_error("verb '" + command.name + "' has no row in tools/memtool/verbs.def");
+    CLI::App* sub = app.add_subcommand(command.name, std::string(verb->summary));
+    sub->footer(fmt::format("{}\n\nExample: {}", wrap_paragraph(verb->description, kHelpWidth), verb->example));
+    built.runners.emplace_back(sub, command.setup(*sub));
+  }
 }
 
 }  // namespace memtool::cli
 
 int main(int argc, char** argv) {
-  using memtool::cli::command_registry;
-  CLI::App app{"memtool: record, analyse and shrink the GPU memory of repetitive CUDA programs"};
+  CLI::App app{std::string(memtool::cli::kProgramSummary)};
   app.require_subcommand(1);
   app.set_version_flag("--version", "memtool " MEMTOOL_VERSION);
 
-  auto& registry = command_registry();
-  std::sort(registry.begin(), registry.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
-  std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
-  for (auto& command : registry) {
-    CLI::App* sub = app.add_subcommand(command.name, command.description);
-    runners.emplace_back(sub, command.setup(*sub));
-  }
+  memtool::cli::BuiltApp built;
+  memtool::cli::build_app(app, built);
 
   try {
     app.parse(argc, argv);
@@ -45,7 +57,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    for (auto& [sub, run] : runners) {
+    for (auto& [sub, run] : built.runners) {
       if (sub->parsed()) return run();
     }
   } catch (const memtool::trace::InputError& e) {

@@ -39,6 +39,7 @@ Session::Session(const DriverApi& api, const std::string& module_path) : api_(ap
       {&kernels_.softmax_xent, "softmax_xent"},
       {&kernels_.column_sum, "column_sum"},
       {&kernels_.sgd_update, "sgd_update"},
+      {&kernels_.scale_add, "scale_add"},
       {&kernels_.im2col_3x3, "im2col_3x3"},
       {&kernels_.maxpool2x2_forward, "maxpool2x2_forward"},
       {&kernels_.maxpool2x2_backward, "maxpool2x2_backward"},
@@ -54,12 +55,15 @@ Session::~Session() {
   APP_CHECK(api_, cuDevicePrimaryCtxRelease_v2(device_));
 }
 
-void Session::launch_packed(CUfunction kernel, CUstream stream, int elements, void** params) {
-  constexpr int threads_per_block = 256;
+unsigned Session::blocks_for(int elements) {
+  constexpr int threads_per_block = static_cast<int>(kThreadsPerBlock);
   constexpr int max_blocks = 1024;  // the GPU kernels loop grid-stride over the rest
-  const int blocks = std::clamp((elements + threads_per_block - 1) / threads_per_block, 1, max_blocks);
-  APP_CHECK(api_, cuLaunchKernel(kernel, static_cast<unsigned>(blocks), 1, 1, threads_per_block, 1,
-                                 1, 0, stream, params, nullptr));
+  return static_cast<unsigned>(std::clamp((elements + threads_per_block - 1) / threads_per_block, 1, max_blocks));
+}
+
+void Session::launch_packed(CUfunction kernel, CUstream stream, int elements, void** params) {
+  APP_CHECK(api_, cuLaunchKernel(kernel, blocks_for(elements), 1, 1, kThreadsPerBlock, 1, 1, 0, stream, params,
+                                 nullptr));
 }
 
 void Session::synchronize_context() {

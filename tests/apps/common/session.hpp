@@ -19,6 +19,7 @@ struct Kernels {
   CUfunction softmax_xent = nullptr;
   CUfunction column_sum = nullptr;
   CUfunction sgd_update = nullptr;
+  CUfunction scale_add = nullptr;
   CUfunction im2col_3x3 = nullptr;
   CUfunction maxpool2x2_forward = nullptr;
   CUfunction maxpool2x2_backward = nullptr;
@@ -32,6 +33,7 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   const DriverApi& api() const { return api_; }
+  CUcontext context() const { return context_; }
   const Kernels& kernels() const { return kernels_; }
 
   // Launches `kernel` over `elements` work items (grid-stride on a GPU; the host twin loops).
@@ -42,6 +44,10 @@ class Session {
     void* params[] = {&args...};
     launch_packed(kernel, stream, elements, params);
   }
+
+  // The launch geometry launch() uses for `elements` work items (graph kernel nodes use it too).
+  static constexpr unsigned kThreadsPerBlock = 256;
+  static unsigned blocks_for(int elements);
 
   // cuCtxSynchronize of the session's context, through whichever ABI the table holds (a client
   // that asked cuGetProcAddress for CUDA 13.0 or later got cuCtxSynchronize_v2(ctx)).

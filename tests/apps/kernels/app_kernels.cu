@@ -39,6 +39,10 @@ extern "C" __global__ void sgd_update(float* w, const float* g, float learning_r
   APP_GRID_STRIDE(count) { kernel_math::sgd_update(i, w, g, learning_rate); }
 }
 
+extern "C" __global__ void scale_add(float* y, const float* x, float a, float b, int count) {
+  APP_GRID_STRIDE(count) { kernel_math::scale_add(i, y, x, a, b); }
+}
+
 extern "C" __global__ void im2col_3x3(const float* x, float* cols, int batch, int height, int width,
                                       int channels) {
   APP_GRID_STRIDE(batch * height * width * channels * 9) {

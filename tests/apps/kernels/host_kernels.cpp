@@ -40,6 +40,10 @@ void sgd_update(float* w, const float* g, float learning_rate, int count) {
   for (int i = 0; i < count; ++i) kernel_math::sgd_update(i, w, g, learning_rate);
 }
 
+void scale_add(float* y, const float* x, float a, float b, int count) {
+  for (int i = 0; i < count; ++i) kernel_math::scale_add(i, y, x, a, b);
+}
+
 void im2col_3x3(const float* x, float* cols, int batch, int height, int width, int channels) {
   for (int i = 0; i < batch * height * width * channels * 9; ++i) {
     kernel_math::im2col_3x3(i, x, cols, height, width, channels);
@@ -122,6 +126,7 @@ constexpr fakecuda_kernel_desc kernel_descs[] = {
     HOST_KERNEL_ENTRY(softmax_xent),
     HOST_KERNEL_ENTRY(column_sum),
     HOST_KERNEL_ENTRY(sgd_update),
+    HOST_KERNEL_ENTRY(scale_add),
     HOST_KERNEL_ENTRY(im2col_3x3),
     HOST_KERNEL_ENTRY(maxpool2x2_forward),
     HOST_KERNEL_ENTRY(maxpool2x2_backward),

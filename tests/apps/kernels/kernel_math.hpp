@@ -74,6 +74,11 @@ APP_KERNEL_MATH void sgd_update(int i, float* w, const float* g, float learning_
   w[i] -= learning_rate * g[i];
 }
 
+// y = a*y + b*x: a momentum buffer's update (m = beta*m + g). Elements: count.
+APP_KERNEL_MATH void scale_add(int i, float* y, const float* x, float a, float b) {
+  y[i] = a * y[i] + b * x[i];
+}
+
 // 3×3 patches with zero padding 1, stride 1: cols is (B*H*W) × (C*9), column ci*9 + ky*3 + kx.
 // Elements: B*H*W*C*9.
 APP_KERNEL_MATH void im2col_3x3(int i, const float* x, float* cols, int height, int width,

@@ -1,5 +1,7 @@
-// Entry points: initialisation, version, the device, primary and created contexts, the default
-// memory pool. One emulated device (ordinal 0) that looks like a Hopper-class GPU.
+// Entry points: initialisation, version, the devices, primary and created contexts, memory info.
+// FAKECUDA_DEVICES emulated devices (default one), each like a Hopper-class GPU.
+#include "capture.hpp"
+#include "devices.hpp"
 #include "driver.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
@@ -14,17 +16,7 @@ namespace {
 constexpr int kStreamPriorityLeast = 0;
 constexpr int kStreamPriorityGreatest = -5;
 
-// The single default memory pool; its handle is this object's address.
-struct DefaultPool {
-  cuuint64_t release_threshold = 0;
-  int reuse_follow_event = 1;
-  int reuse_opportunistic = 1;
-  int reuse_internal_deps = 1;
-} g_default_pool;
-
-CUmemoryPool default_pool_handle() { return reinterpret_cast<CUmemoryPool>(&g_default_pool); }
-
-int device_attribute(CUdevice_attribute attr) {
+int device_attribute(CUdevice_attribute attr, CUdevice dev) {
   switch (attr) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
@@ -53,7 +45,7 @@ int device_attribute(CUdevice_attribute attr) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return dev + 1;  // as pci_bus_id() spells it
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: return CU_COMPUTEMODE_DEFAULT;
@@ -72,7 +64,18 @@ int device_attribute(CUdevice_attribute attr) {
     case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
     case CU_DEVICE_ATTRIBUTE_TCC_DRIVER:
+    // What the multi-device, pool, IPC and stream memory operation emulation offers.
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
       return attr == CU_DEVICE_ATTRIBUTE_ECC_ENABLED || attr == CU_DEVICE_ATTRIBUTE_TCC_DRIVER ? 0 : 1;
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: return dev;
     default: return 0;  // features the emulation does not have
   }
 }
@@ -119,7 +122,7 @@ FAKECUDA_API CUresult cuDeviceGetCount(int* count) {
   if (count == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  *count = kDeviceCount;
+  *count = device_count();
   return CUDA_SUCCESS;
 }
 
@@ -139,7 +142,7 @@ FAKECUDA_API CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, C
   if (pi == nullptr || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  *pi = device_attribute(attrib);
+  *pi = device_attribute(attrib, dev);
   return CUDA_SUCCESS;
 }
 
@@ -148,7 +151,7 @@ FAKECUDA_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   if (bytes == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  *bytes = config().capacity_bytes;
+  *bytes = device_capacity(dev);
   return CUDA_SUCCESS;
 }
 
@@ -159,6 +162,7 @@ FAKECUDA_API CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
   }
   static const char kUuid[16] = {'f', 'a', 'k', 'e', 'c', 'u', 'd', 'a', '-', 'd', 'e', 'v', 'i', 'c', 'e', '0'};
   std::memcpy(uuid->bytes, kUuid, sizeof kUuid);
+  uuid->bytes[15] = static_cast<char>('0' + dev);  // one per device, device 0's as it always was
   return CUDA_SUCCESS;
 }
 
@@ -181,14 +185,14 @@ FAKECUDA_API CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   if (pctx == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  primary_retain();
-  *pctx = reinterpret_cast<CUcontext>(&primary_context());
+  primary_retain(dev);
+  *pctx = reinterpret_cast<CUcontext>(&primary_context(dev));
   return CUDA_SUCCESS;
 }
 
 FAKECUDA_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   FC_TRY(need_context_for(dev));
-  if (primary_release() < 0) {
+  if (primary_release(dev) < 0) {
     return CUDA_ERROR_INVALID_CONTEXT;  // released more often than retained
   }
   return CUDA_SUCCESS;
@@ -201,8 +205,8 @@ FAKECUDA_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* fla
   if (flags == nullptr || active == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  *flags = primary_flags();
-  *active = primary_refcount() > 0 ? 1 : 0;
+  *flags = primary_flags(dev);
+  *active = primary_refcount(dev) > 0 ? 1 : 0;
   return CUDA_SUCCESS;
 }
 
@@ -211,7 +215,7 @@ FAKECUDA_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int f
   if ((flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  primary_flags() = flags;
+  primary_flags(dev) = flags;
   return CUDA_SUCCESS;
 }
 
@@ -221,7 +225,7 @@ FAKECUDA_API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flag
 
 FAKECUDA_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   FC_TRY(need_context_for(dev));
-  return synchronize_context(primary_context());
+  return synchronize_context(primary_context(dev));
 }
 
 FAKECUDA_API CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
@@ -236,7 +240,7 @@ CUresult create_context_common(CUcontext* pctx, unsigned flags, CUdevice dev) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return guarded([&] {
-    Context* ctx = create_context(flags);
+    Context* ctx = create_context(flags, dev);
     push_current(ctx);  // a created context becomes current, as on the driver
     *pctx = reinterpret_cast<CUcontext>(ctx);
     return CUDA_SUCCESS;
@@ -341,7 +345,7 @@ FAKECUDA_API CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
   if (device == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  *device = kDevice;
+  *device = c->device;
   return CUDA_SUCCESS;
 }
 
@@ -354,7 +358,7 @@ FAKECUDA_API CUresult cuCtxGetFlags(unsigned int* flags) {
   if (flags == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  *flags = ctx->primary ? primary_flags() : ctx->flags;
+  *flags = ctx->primary ? primary_flags(ctx->device) : ctx->flags;
   return CUDA_SUCCESS;
 }
 
@@ -385,6 +389,7 @@ FAKECUDA_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   FC_TRY(check_init());
   Context* c = nullptr;
   FC_TRY(given_or_current(ctx, c));
+  FC_TRY(capture_check_context_sync(*c));  // a context with a capturing stream, or an unsafe call
   count(stats().synchronizations);
   return guarded([&] { return synchronize_context(*c); });
 }
@@ -430,8 +435,9 @@ FAKECUDA_API CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
   return CUDA_SUCCESS;
 }
 
-// ---- memory info and the default pool ------------------------------------------------------
+// ---- memory info -------------------------------------------------------------------------
 
+// The current context's device: its capacity, and what is in use on it (pool reserves included).
 FAKECUDA_API CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   FC_TRY(check_init());
   Context* ctx = nullptr;
@@ -439,75 +445,8 @@ FAKECUDA_API CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   if (free == nullptr || total == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  const std::size_t used = stats().bytes_in_use.load();
-  *total = memory().capacity();
+  const std::size_t used = memory().used(ctx->device);
+  *total = memory().capacity(ctx->device);
   *free = used >= *total ? 0 : *total - used;
   return CUDA_SUCCESS;
 }
-
-FAKECUDA_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
-  FC_TRY(need_context_for(dev));
-  if (pool_out == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  *pool_out = default_pool_handle();
-  return CUDA_SUCCESS;
-}
-
-FAKECUDA_API CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) { return cuDeviceGetDefaultMemPool(pool, dev); }
-
-FAKECUDA_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
-  FC_TRY(check_init());
-  if (pool != default_pool_handle()) {
-    return CUDA_ERROR_INVALID_HANDLE;
-  }
-  if (value == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  switch (attr) {
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: g_default_pool.release_threshold = *static_cast<cuuint64_t*>(value); break;
-    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: g_default_pool.reuse_follow_event = *static_cast<int*>(value); break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: g_default_pool.reuse_opportunistic = *static_cast<int*>(value); break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: g_default_pool.reuse_internal_deps = *static_cast<int*>(value); break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-      if (*static_cast<cuuint64_t*>(value) != 0) {
-        return CUDA_ERROR_INVALID_VALUE;  // may only be reset to zero
-      }
-      break;
-    default: return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
-}
-
-FAKECUDA_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
-  FC_TRY(check_init());
-  if (pool != default_pool_handle()) {
-    return CUDA_ERROR_INVALID_HANDLE;
-  }
-  if (value == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  const Stats& s = stats();
-  switch (attr) {
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *static_cast<cuuint64_t*>(value) = g_default_pool.release_threshold; break;
-    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: *static_cast<int*>(value) = g_default_pool.reuse_follow_event; break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: *static_cast<int*>(value) = g_default_pool.reuse_opportunistic; break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: *static_cast<int*>(value) = g_default_pool.reuse_internal_deps; break;
-    // The emulated pool never caches: reserved equals used equals device bytes in use.
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *static_cast<cuuint64_t*>(value) = s.bytes_in_use.load(); break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *static_cast<cuuint64_t*>(value) = s.peak_bytes_in_use.load(); break;
-    default: return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
-}
-
-FAKECUDA_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
-  FC_TRY(check_init());
-  (void)minBytesToKeep;
-  return pool == default_pool_handle() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-
-bool fakecuda::is_default_pool(CUmemoryPool pool) noexcept { return pool == default_pool_handle(); }

@@ -5,12 +5,16 @@
 // (link.hpp) on their stream's worker. Device ranges are checked when the call is made
 // (CUDA_ERROR_INVALID_VALUE) and again when the stream runs the work: memory freed in stream
 // order meanwhile is a device fault, reported as a sticky CUDA_ERROR_ILLEGAL_ADDRESS.
+#include "copy_path.hpp"
 #include "driver.hpp"
 #include "link.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
 #include "work_observer.hpp"
+#include "work_ops.hpp"
+#include "capture.hpp"
+#include "graph.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -111,18 +115,15 @@ void move_rows(const Endpoint& dst, const Endpoint& src, const Shape& s) {
   move_part(dst, src, s, 0, s.width * s.rows * s.slices);
 }
 
-CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thread, bool async_api) {
-  FC_TRY(check_init());
-  Context* ctx = nullptr;
-  FC_TRY(current_context(ctx));
-  if (shape.width == 0 || shape.rows == 0 || shape.slices == 0) {
-    return CUDA_SUCCESS;
-  }
+// The checks a copy gets when it is issued: addresses, layouts, device ranges. Returns the bytes
+// each side spans.
+CUresult check_copy(const Endpoint& dst, const Endpoint& src, const Shape& shape, std::size_t& dst_extent,
+                    std::size_t& src_extent) {
   if (dst.address == 0 || src.address == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  const std::size_t dst_extent = extent(dst, shape);
-  const std::size_t src_extent = extent(src, shape);
+  dst_extent = extent(dst, shape);
+  src_extent = extent(src, shape);
   if (dst_extent == 0 || src_extent == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -130,17 +131,107 @@ CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thre
       (src.side == Side::device && !memory().device_range_ok(src.address, src_extent, false))) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  return CUDA_SUCCESS;
+}
+
+// What the stream worker runs for a checked copy issued now to `s`: counted, observed, crossing the
+// link where host meets device, and re-validated when it runs (memory freed meanwhile faults).
+std::function<void()> copy_work(const Endpoint& dst, const Endpoint& src, const Shape& shape, std::size_t dst_extent,
+                                std::size_t src_extent, std::shared_ptr<std::vector<unsigned char>> staged,
+                                const Stream& s) {
+  const std::size_t bytes = shape.width * shape.rows * shape.slices;
+  Stats& st = stats();
+  count(st.copies);
+  if (dst.side == Side::device) {
+    count(src.side == Side::device ? st.bytes_d2d : st.bytes_h2d, bytes);
+  } else {
+    count(src.side == Side::device ? st.bytes_d2h : st.bytes_h2h, bytes);
+  }
+  Context* owner = s.context;
+  const int copy_kind = dst.side == Side::device ? (src.side == Side::device ? 3 : 1) : (src.side == Side::device ? 2 : 4);
+  const fakecuda_work work{FAKECUDA_WORK_COPY, copy_kind, bytes, s.id, owner->id, nullptr};
+  // Host–device copies cross the link (the host side's pinning decides its speed); D2D and
+  // H2H copies run at memory speed on the stream worker.
+  const bool crosses_link = dst.side != src.side;
+  const LinkDirection direction = dst.side == Side::device ? LinkDirection::h2d : LinkDirection::d2h;
+  const bool pinned = dst.side == Side::host ? dst.pinned : src.pinned;
+  const auto run = [dst, src, shape, dst_extent, src_extent, staged, owner, crosses_link, direction, pinned, bytes] {
+    if ((dst.side == Side::device && !memory().device_range_ok(dst.address, dst_extent, true, true)) ||
+        (src.side == Side::device && !memory().device_range_ok(src.address, src_extent, false, true))) {
+      set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
+      return;
+    }
+    if (!crosses_link) {
+      move_rows(dst, src, shape);
+      return;
+    }
+    link_transfer(direction, bytes, pinned,
+                  [&](std::size_t from, std::size_t to) { move_part(dst, src, shape, from, to); });
+  };
+  return observed(work_observer(), work, run);
+}
+
+// A copy as a CUDA_MEMCPY3D with absolute addresses: how a captured copy becomes a memcpy node.
+// Host-located VMM memory keeps its device address type: it is device memory to the driver.
+CUDA_MEMCPY3D descriptor_of(const Endpoint& dst, const Endpoint& src, const Shape& shape) {
+  CUDA_MEMCPY3D c{};
+  const auto is_device = [](const Endpoint& e) {
+    PointerInfo info;
+    return e.side == Side::device || (memory().lookup(e.address, info) && info.kind != MemKind::host);
+  };
+  if (is_device(src)) {
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = src.address;
+  } else {
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = as_ptr(src.address);
+  }
+  if (is_device(dst)) {
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = dst.address;
+  } else {
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = as_ptr(dst.address);
+  }
+  c.srcPitch = row_pitch(src, shape);
+  c.srcHeight = slice_rows(src, shape);
+  c.dstPitch = row_pitch(dst, shape);
+  c.dstHeight = slice_rows(dst, shape);
+  c.WidthInBytes = shape.width;
+  c.Height = shape.rows;
+  c.Depth = shape.slices;
+  return c;
+}
+
+CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thread, bool async_api) {
+  FC_TRY(check_init());
+  Context* ctx = nullptr;
+  FC_TRY(current_context(ctx));
+  if (!async_api) {
+    FC_TRY(capture_check_unsafe_call());  // a synchronous copy is a potentially unsafe call
+  }
+  if (shape.width == 0 || shape.rows == 0 || shape.slices == 0) {
+    return CUDA_SUCCESS;
+  }
+  std::size_t dst_extent = 0;
+  std::size_t src_extent = 0;
+  FC_TRY(check_copy(dst, src, shape, dst_extent, src_extent));
   const std::size_t bytes = shape.width * shape.rows * shape.slices;
   return guarded([&] {
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(h, per_thread, s));
     FC_TRY(sticky_error(s->context));
-    Stats& st = stats();
-    count(st.copies);
-    if (dst.side == Side::device) {
-      count(src.side == Side::device ? st.bytes_d2d : st.bytes_h2d, bytes);
-    } else {
-      count(src.side == Side::device ? st.bytes_d2h : st.bytes_h2h, bytes);
+    if (captures_exist()) {  // a capturing stream records the copy as a memcpy node instead
+      bool captured = false;
+      FC_TRY(capture_work(s, [&](NodeParams& node) {
+        if (!async_api) {
+          return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // a synchronous copy cannot be captured
+        }
+        return memcpy_node_params(node, descriptor_of(dst, src, shape), reinterpret_cast<CUcontext>(s->context));
+      }, captured));
+      if (captured) {
+        return CUDA_SUCCESS;
+      }
     }
     // Which calls return before the data moved: D2D always; H2D from a captured or pinned
     // source; D2H only into pinned memory from an async call. With a modelled link a pageable
@@ -161,31 +252,10 @@ CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thre
         src = packed;
       }
     }
-    Context* owner = s->context;
-    const int copy_kind = dst.side == Side::device ? (src.side == Side::device ? 3 : 1) : (src.side == Side::device ? 2 : 4);
-    const fakecuda_work work{FAKECUDA_WORK_COPY, copy_kind, bytes, s->id, owner->id, nullptr};
-    // Host–device copies cross the link (the host side's pinning decides its speed); D2D and
-    // H2H copies run at memory speed on the stream worker.
-    const bool crosses_link = dst.side != src.side;
-    const LinkDirection direction = dst.side == Side::device ? LinkDirection::h2d : LinkDirection::d2h;
-    const bool pinned = dst.side == Side::host ? dst.pinned : src.pinned;
-    const auto run = [dst, src, shape, dst_extent, src_extent, staged, owner, crosses_link, direction, pinned, bytes] {
-      if ((dst.side == Side::device && !memory().device_range_ok(dst.address, dst_extent, true, true)) ||
-          (src.side == Side::device && !memory().device_range_ok(src.address, src_extent, false, true))) {
-        set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
-        return;
-      }
-      if (!crosses_link) {
-        move_rows(dst, src, shape);
-        return;
-      }
-      link_transfer(direction, bytes, pinned,
-                    [&](std::size_t from, std::size_t to) { move_part(dst, src, shape, from, to); });
-    };
-    const std::uint64_t seq = enqueue(s, observed(work_observer(), work, run));
+    const std::uint64_t seq = enqueue(s, copy_work(dst, src, shape, dst_extent, src_extent, std::move(staged), *s));
     if (wait) {
       s->wait_for(seq);
-      return sticky_error(owner);
+      return sticky_error(s->context);
     }
     return CUDA_SUCCESS;
   });
@@ -233,13 +303,12 @@ CUresult copy_2d(const CUDA_MEMCPY2D* c, CUstream h, bool per_thread, bool async
   return copy(dst, src, Shape{c->WidthInBytes, c->Height, 1}, h, per_thread, async_api);
 }
 
-CUresult copy_3d(const CUDA_MEMCPY3D* c, CUstream h, bool per_thread, bool async_api) {
+// The two sides and the shape a CUDA_MEMCPY3D describes.
+CUresult resolve_3d(const CUDA_MEMCPY3D* c, Endpoint& dst, Endpoint& src, Shape& shape) {
   if (c == nullptr || c->reserved0 != nullptr || c->reserved1 != nullptr || c->srcLOD != 0 || c->dstLOD != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   const std::size_t bytes = c->WidthInBytes * c->Height * c->Depth;
-  Endpoint dst;
-  Endpoint src;
   FC_TRY(descriptor_end(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY, c->dstZ,
                         c->dstPitch, c->dstHeight, bytes, dst));
   FC_TRY(descriptor_end(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY, c->srcZ,
@@ -250,7 +319,16 @@ CUresult copy_3d(const CUDA_MEMCPY3D* c, CUstream h, bool per_thread, bool async
   if (c->Depth > 1 && (dst.height < c->Height || src.height < c->Height)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return copy(dst, src, Shape{c->WidthInBytes, c->Height, c->Depth}, h, per_thread, async_api);
+  shape = Shape{c->WidthInBytes, c->Height, c->Depth};
+  return CUDA_SUCCESS;
+}
+
+CUresult copy_3d(const CUDA_MEMCPY3D* c, CUstream h, bool per_thread, bool async_api) {
+  Endpoint dst;
+  Endpoint src;
+  Shape shape;
+  FC_TRY(resolve_3d(c, dst, src, shape));
+  return copy(dst, src, shape, h, per_thread, async_api);
 }
 
 // Peer copies: one device, so every context sees the same memory; the contexts must be live.
@@ -263,6 +341,56 @@ CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontex
   return copy(device_end(dst), device_end(src), bytes, h, per_thread, async_api);
 }
 
+// A memset of `rows` rows of `n` elements of `element` bytes, `pitch` bytes apart (a 1D memset is
+// one row): the checks made when it is issued. Returns the bytes it spans.
+CUresult check_memset(CUdeviceptr dst, std::size_t pitch, std::size_t element, std::size_t n, std::size_t rows,
+                      std::size_t& span) {
+  if (dst % element != 0 || n > (~std::size_t{0} >> 1) / element) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const std::size_t width = n * element;
+  if (rows > 1 && (pitch < width || pitch % element != 0 || rows - 1 > ((~std::size_t{0} >> 1) - width) / pitch)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  span = (rows - 1) * pitch + width;
+  return memory().device_range_ok(dst, span, true) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+template <class T>
+void fill_rows(CUdeviceptr dst, std::size_t pitch, T value, std::size_t n, std::size_t rows) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    void* row = as_ptr(dst + r * pitch);
+    if constexpr (sizeof(T) == 1) {
+      std::memset(row, value, n);
+    } else {
+      T* out = static_cast<T*>(row);
+      for (std::size_t i = 0; i < n; ++i) {
+        out[i] = value;
+      }
+    }
+  }
+}
+
+// What the stream worker runs for a checked memset issued now to `s` (value truncated to the
+// element size, as the driver does).
+std::function<void()> memset_work(CUdeviceptr dst, std::size_t pitch, unsigned value, std::size_t element,
+                                  std::size_t n, std::size_t rows, std::size_t span, const Stream& s) {
+  count(stats().memsets);
+  Context* owner = s.context;
+  const fakecuda_work work{FAKECUDA_WORK_MEMSET, 0, n * element * rows, s.id, owner->id, nullptr};
+  return observed(work_observer(), work, [dst, pitch, value, element, n, rows, span, owner] {
+    if (!memory().device_range_ok(dst, span, true, true)) {
+      set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
+      return;
+    }
+    switch (element) {
+      case 1: fill_rows(dst, pitch, static_cast<unsigned char>(value), n, rows); break;
+      case 2: fill_rows(dst, pitch, static_cast<unsigned short>(value), n, rows); break;
+      default: fill_rows(dst, pitch, value, n, rows); break;
+    }
+  });
+}
+
 // Fills `rows` rows of `n` elements, `pitch` bytes apart (a 1D memset is one row).
 template <class T>
 CUresult memset_rows(CUdeviceptr dst, std::size_t pitch, T value, std::size_t n, std::size_t rows, CUstream h,
@@ -270,51 +398,39 @@ CUresult memset_rows(CUdeviceptr dst, std::size_t pitch, T value, std::size_t n,
   FC_TRY(check_init());
   Context* ctx = nullptr;
   FC_TRY(current_context(ctx));
+  if (!async_api) {
+    FC_TRY(capture_check_unsafe_call());  // a synchronous memset is a potentially unsafe call
+  }
   if (n == 0 || rows == 0) {
     return CUDA_SUCCESS;
   }
-  if (dst % sizeof(T) != 0 || n > (~std::size_t{0} >> 1) / sizeof(T)) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  const std::size_t width = n * sizeof(T);
-  if (rows > 1 && (pitch < width || pitch % sizeof(T) != 0 || rows - 1 > ((~std::size_t{0} >> 1) - width) / pitch)) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  const std::size_t span = (rows - 1) * pitch + width;
-  if (!memory().device_range_ok(dst, span, true)) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+  std::size_t span = 0;
+  FC_TRY(check_memset(dst, pitch, sizeof(T), n, rows, span));
   return guarded([&] {
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(h, per_thread, s));
     FC_TRY(sticky_error(s->context));
-    count(stats().memsets);
+    if (captures_exist()) {  // a capturing stream records the memset as a memset node instead
+      bool captured = false;
+      FC_TRY(capture_work(s, [&](NodeParams& node) {
+        if (!async_api) {
+          return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // a synchronous memset cannot be captured
+        }
+        const CUDA_MEMSET_NODE_PARAMS p{dst, rows > 1 ? pitch : n * sizeof(T), static_cast<unsigned>(value), sizeof(T), n, rows};
+        return memset_node_params(node, p, reinterpret_cast<CUcontext>(s->context));
+      }, captured));
+      if (captured) {
+        return CUDA_SUCCESS;
+      }
+    }
     PointerInfo info;
     memory().lookup(dst, info);
     // The synchronous form waits only where the host could look at the bytes itself.
     const bool wait = !async_api && (info.kind == MemKind::host || info.kind == MemKind::managed);
-    Context* owner = s->context;
-    const fakecuda_work work{FAKECUDA_WORK_MEMSET, 0, width * rows, s->id, owner->id, nullptr};
-    const std::uint64_t seq = enqueue(s, observed(work_observer(), work, [dst, pitch, value, n, rows, span, owner] {
-      if (!memory().device_range_ok(dst, span, true, true)) {
-        set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
-        return;
-      }
-      for (std::size_t r = 0; r < rows; ++r) {
-        void* row = as_ptr(dst + r * pitch);
-        if constexpr (sizeof(T) == 1) {
-          std::memset(row, value, n);
-        } else {
-          T* out = static_cast<T*>(row);
-          for (std::size_t i = 0; i < n; ++i) {
-            out[i] = value;
-          }
-        }
-      }
-    }));
+    const std::uint64_t seq = enqueue(s, memset_work(dst, pitch, static_cast<unsigned>(value), sizeof(T), n, rows, span, *s));
     if (wait) {
       s->wait_for(seq);
-      return sticky_error(owner);
+      return sticky_error(s->context);
     }
     return CUDA_SUCCESS;
   });
@@ -326,6 +442,55 @@ CUresult memset_n(CUdeviceptr dst, T value, std::size_t n, CUstream h, bool per_
 }
 
 }  // namespace
+
+// ---- graph memcpy and memset nodes (work_ops.hpp) ----------------------------------------
+// A node is checked when it is added, as the same copy issued to a stream would be, and again at
+// each launch; zero-sized nodes are refused (the driver does not support them in graphs).
+
+CUresult fakecuda::check_memcpy3d(const CUDA_MEMCPY3D& c) {
+  Endpoint dst;
+  Endpoint src;
+  Shape shape;
+  FC_TRY(resolve_3d(&c, dst, src, shape));
+  if (shape.width == 0 || shape.rows == 0 || shape.slices == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::size_t dst_extent = 0;
+  std::size_t src_extent = 0;
+  return check_copy(dst, src, shape, dst_extent, src_extent);
+}
+
+CUresult fakecuda::memcpy3d_op(const CUDA_MEMCPY3D& c, const Stream& s, std::function<void()>& out) {
+  Endpoint dst;
+  Endpoint src;
+  Shape shape;
+  FC_TRY(resolve_3d(&c, dst, src, shape));
+  if (shape.width == 0 || shape.rows == 0 || shape.slices == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::size_t dst_extent = 0;
+  std::size_t src_extent = 0;
+  FC_TRY(check_copy(dst, src, shape, dst_extent, src_extent));
+  // A graph copy reads its host source when it runs, not when it is launched (no staging).
+  out = copy_work(dst, src, shape, dst_extent, src_extent, nullptr, s);
+  return CUDA_SUCCESS;
+}
+
+CUresult fakecuda::check_memset_node(const CUDA_MEMSET_NODE_PARAMS& p) {
+  if ((p.elementSize != 1 && p.elementSize != 2 && p.elementSize != 4) || p.width == 0 || p.height == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::size_t span = 0;
+  return check_memset(p.dst, p.pitch, p.elementSize, p.width, p.height, span);
+}
+
+CUresult fakecuda::memset_node_op(const CUDA_MEMSET_NODE_PARAMS& p, const Stream& s, std::function<void()>& out) {
+  FC_TRY(check_memset_node(p));
+  std::size_t span = 0;
+  FC_TRY(check_memset(p.dst, p.pitch, p.elementSize, p.width, p.height, span));
+  out = memset_work(p.dst, p.pitch, p.value, p.elementSize, p.width, p.height, span, s);
+  return CUDA_SUCCESS;
+}
 
 // ---- synchronous copies (legacy and _ptds) ----------------------------------------------
 
@@ -509,4 +674,52 @@ FAKECUDA_API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstCont
 FAKECUDA_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
                                              CUcontext srcContext, size_t ByteCount, CUstream hStream) {
   return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, true, true);
+}
+
+// ---- the copy path for the batch copies (copy_path.hpp) ------------------------------------------
+
+namespace {
+
+Endpoint endpoint_of(const CopySide& side, std::size_t bytes) {
+  Endpoint e = classify(side.address, bytes);
+  e.pitch = side.pitch;
+  e.height = side.height;
+  return e;
+}
+
+Shape shape_of(const CopyExtent& ext) { return Shape{ext.width, ext.rows, ext.slices}; }
+
+}  // namespace
+
+std::size_t fakecuda::copy_side_span(const CopySide& side, const CopyExtent& ext) {
+  const Endpoint e{side.address, Side::host, false, side.pitch, side.height};
+  return extent(e, shape_of(ext));
+}
+
+CUresult fakecuda::check_unified_copy(const CopySide& dst, const CopySide& src, const CopyExtent& ext) {
+  if (ext.width == 0 || ext.rows == 0 || ext.slices == 0) {
+    return CUDA_SUCCESS;
+  }
+  if (dst.address == 0 || src.address == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const std::size_t dst_span = copy_side_span(dst, ext);
+  const std::size_t src_span = copy_side_span(src, ext);
+  if (dst_span == 0 || src_span == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const Endpoint d = endpoint_of(dst, dst_span);
+  const Endpoint s = endpoint_of(src, src_span);
+  if ((d.side == Side::device && !memory().device_range_ok(d.address, dst_span, true)) ||
+      (s.side == Side::device && !memory().device_range_ok(s.address, src_span, false))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult fakecuda::issue_unified_copy(const CopySide& dst, const CopySide& src, const CopyExtent& ext, CUstream stream,
+                                      bool per_thread) {
+  const std::size_t dst_span = copy_side_span(dst, ext);
+  const std::size_t src_span = copy_side_span(src, ext);
+  return copy(endpoint_of(dst, dst_span), endpoint_of(src, src_span), shape_of(ext), stream, per_thread, true);
 }

@@ -8,6 +8,9 @@
 #include "stats.hpp"
 #include "streams.hpp"
 #include "work_observer.hpp"
+#include "work_ops.hpp"
+#include "capture.hpp"
+#include "graph.hpp"
 
 #include <cstring>
 #include <vector>
@@ -38,8 +41,10 @@ CUresult check_dims(const fakecuda_launch_dims& d) {
   return threads > kMaxThreadsPerBlock ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
+}  // namespace
+
 // The argument bytes of one launch, packed at the kernel's parameter offsets.
-CUresult pack_arguments(const Function& f, void** params, void** extra, std::vector<unsigned char>& packed) {
+CUresult fakecuda::pack_arguments(const Function& f, void** params, void** extra, std::vector<unsigned char>& packed) {
   const fakecuda_kernel_desc& k = *f.desc;
   packed.assign(f.packed_size, 0);
   if (params != nullptr && extra != nullptr) {
@@ -78,8 +83,34 @@ CUresult pack_arguments(const Function& f, void** params, void** extra, std::vec
   return k.param_count == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+namespace {
+
+// A pointer argument into device memory the launching context may not reach (another device's,
+// without peer, VMM or pool access) is a device fault: the kernel does not run and the context
+// gets the sticky CUDA_ERROR_ILLEGAL_ADDRESS a GPU would report.
+bool arguments_reachable(const fakecuda_kernel_desc& k, const std::vector<unsigned char>& packed, Context& ctx) {
+  if (memory().single_device()) {
+    return true;  // one device: nothing is another device's
+  }
+  for (unsigned i = 0; i < k.param_count; ++i) {
+    if (k.param_sizes[i] == sizeof(CUdeviceptr)) {
+      CUdeviceptr word = 0;
+      std::memcpy(&word, packed.data() + k.param_offsets[i], sizeof word);
+      if (!memory().kernel_may_access(word, ctx)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // Runs on the stream's worker.
-void run_kernel(const fakecuda_kernel_desc& k, std::vector<unsigned char>& packed, const fakecuda_launch_dims& dims) {
+void run_kernel(const fakecuda_kernel_desc& k, std::vector<unsigned char>& packed, const fakecuda_launch_dims& dims,
+                Context* owner) {
+  if (!arguments_reachable(k, packed, *owner)) {
+    set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
+    return;
+  }
   void* inline_args[16];
   std::vector<void*> heap_args;
   void** args = inline_args;
@@ -88,15 +119,26 @@ void run_kernel(const fakecuda_kernel_desc& k, std::vector<unsigned char>& packe
     args = heap_args.data();
   }
   const bool managed = memory().any_managed();
+  const bool graph_memory = memory().any_graph_ranges();
   Migration faulted;
   for (unsigned i = 0; i < k.param_count; ++i) {
     args[i] = packed.data() + k.param_offsets[i];
+    // A pointer argument into a graph allocation that is not mapped now (before its alloc node
+    // ran, after its free) is a device fault, reported as the sticky error a GPU would raise.
+    if (graph_memory && k.param_sizes[i] == sizeof(CUdeviceptr)) {
+      CUdeviceptr word = 0;
+      std::memcpy(&word, args[i], sizeof word);
+      if (memory().graph_unmapped(word)) {
+        set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
+        return;
+      }
+    }
     // A pointer argument into managed memory is a GPU touch: the pages migrate to the device,
     // and the kernel waits for them to cross the link.
     if (managed && k.param_sizes[i] == sizeof(CUdeviceptr)) {
       CUdeviceptr word = 0;
       std::memcpy(&word, args[i], sizeof word);
-      const Migration moved = memory().touch_managed(word);
+      const Migration moved = memory().touch_managed(word, owner->device);
       faulted.to_device += moved.to_device;
       faulted.to_host += moved.to_host;
     }
@@ -106,14 +148,11 @@ void run_kernel(const fakecuda_kernel_desc& k, std::vector<unsigned char>& packe
   k.fn(args, &dims);
 }
 
-CUresult launch(CUfunction f, const fakecuda_launch_dims& dims, CUstream h, void** params, void** extra,
-                bool per_thread, bool cooperative) {
-  Context* ctx = nullptr;
-  FC_TRY(prologue(ctx));
-  Function* fn = nullptr;
-  FC_TRY(find_function(f, fn));
+}  // namespace
+
+CUresult fakecuda::check_launch(const Function& fn, const fakecuda_launch_dims& dims, bool cooperative) {
   FC_TRY(check_dims(dims));
-  if (dims.shared_bytes > static_cast<unsigned>(fn->max_dynamic_shared.load(std::memory_order_relaxed))) {
+  if (dims.shared_bytes > static_cast<unsigned>(fn.max_dynamic_shared.load(std::memory_order_relaxed))) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (cooperative) {
@@ -124,18 +163,50 @@ CUresult launch(CUfunction f, const fakecuda_launch_dims& dims, CUstream h, void
       return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     }
   }
+  return CUDA_SUCCESS;
+}
+
+std::function<void()> fakecuda::kernel_op(Function& fn, std::vector<unsigned char> packed,
+                                          const fakecuda_launch_dims& dims, const Stream& s) {
+  count(stats().launches);
+  count(*fn.launches);
+  const fakecuda_kernel_desc* k = fn.desc;
+  Context* owner = s.context;
+  const fakecuda_work work{FAKECUDA_WORK_KERNEL, 0, 0, s.id, owner->id, k->name};
+  return observed(work_observer(), work,
+                  [k, packed = std::move(packed), dims, owner]() mutable { run_kernel(*k, packed, dims, owner); });
+}
+
+namespace {
+
+CUresult launch(CUfunction f, const fakecuda_launch_dims& dims, CUstream h, void** params, void** extra,
+                bool per_thread, bool cooperative) {
+  Context* ctx = nullptr;
+  FC_TRY(prologue(ctx));
+  Function* fn = nullptr;
+  FC_TRY(find_function(f, fn));
+  FC_TRY(check_launch(*fn, dims, cooperative));
   return guarded([&] {
     std::vector<unsigned char> packed;
     FC_TRY(pack_arguments(*fn, params, extra, packed));
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(h, per_thread, s));
+    if (s->context->device != ctx->device) {
+      // "A kernel launch will fail if it is issued to a stream that is not associated to the
+      // current device" (CUDA Programming Guide, stream and event behavior).
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
     FC_TRY(sticky_error(s->context));
-    count(stats().launches);
-    count(*fn->launches);
-    const fakecuda_kernel_desc* k = fn->desc;
-    const fakecuda_work work{FAKECUDA_WORK_KERNEL, 0, 0, s->id, s->context->id, k->name};
-    enqueue(s, observed(work_observer(), work,
-                        [k, packed = std::move(packed), dims]() mutable { run_kernel(*k, packed, dims); }));
+    if (captures_exist()) {  // a capturing stream records the launch as a kernel node instead
+      bool captured = false;
+      FC_TRY(capture_work(s, [&](NodeParams& node) {
+        return kernel_node_params(node, f, nullptr, nullptr, dims, std::move(packed), extra != nullptr, cooperative);
+      }, captured));
+      if (captured) {
+        return CUDA_SUCCESS;
+      }
+    }
+    enqueue(s, kernel_op(*fn, std::move(packed), dims, *s));
     return CUDA_SUCCESS;
   });
 }

@@ -1,7 +1,11 @@
 // Entry points: device, stream-ordered, pinned host and managed allocation; managed advice and
 // prefetch; address ranges and pointer attributes.
+#include "capture.hpp"
+#include "devices.hpp"
 #include "driver.hpp"
+#include "graph.hpp"
 #include "link.hpp"
+#include "mem_pool.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
@@ -17,7 +21,8 @@ CUresult prologue(Context*& ctx) {
   return current_context(ctx);
 }
 
-CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream hStream, bool per_thread) {
+// From `pool`, or (nullptr) the current pool of the stream's device, as cuMemAllocAsync does.
+CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream hStream, bool per_thread, MemPool* pool = nullptr) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
   if (dptr == nullptr || bytesize == 0) {
@@ -27,9 +32,23 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream hStream, bool 
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(hStream, per_thread, s));
     FC_TRY(sticky_error(s->context));
+    if (captures_exist()) {  // in a capture: a mem-alloc node, "owned by the graph instead of the memory pool"
+      bool captured = false;
+      FC_TRY(capture_work(s, [&](NodeParams& node) {
+        const CUresult made = alloc_node_params_for_stream(node, bytesize, s->context);
+        if (made == CUDA_SUCCESS) {
+          *dptr = node.allocation->ptr;
+        }
+        return made;
+      }, captured));
+      if (captured) {
+        return CUDA_SUCCESS;
+      }
+    }
     // The memory exists from now on; work issued to `s` afterwards may use it, as stream order
     // guarantees on the GPU.
-    return memory().allocate(bytesize, MemKind::device, true, s->context, *dptr);
+    MemPool& from = pool != nullptr ? *pool : current_pool(s->context->device);
+    return memory().allocate_in_pool(from, bytesize, s->id, s->context, *dptr);
   });
 }
 
@@ -39,7 +58,14 @@ CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread) {
   return guarded([&] {
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(hStream, per_thread, s));
-    FC_TRY(memory().begin_async_free(dptr));
+    if (captures_exist()) {  // in a capture: a mem-free node, which must name a graph allocation
+      bool captured = false;
+      FC_TRY(capture_work(s, [&](NodeParams& node) { return free_node_params_locked(node, dptr); }, captured));
+      if (captured) {
+        return CUDA_SUCCESS;
+      }
+    }
+    FC_TRY(memory().begin_async_free(dptr, s->id));
     enqueue(s, [dptr] { memory().release_pending(dptr); });
     return CUDA_SUCCESS;
   });
@@ -53,6 +79,7 @@ CUresult prefetch(CUdeviceptr devPtr, size_t bytes, bool to_device, int location
   return guarded([&] {
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(hStream, per_thread, s));
+    FC_TRY(capture_refuse(s));  // prefetches are not captured into graphs here
     count(stats().prefetches);
     enqueue(s, [devPtr, bytes, to_device, location] {
       const Migration moved = memory().migrate(devPtr, bytes, to_device, location);
@@ -100,12 +127,20 @@ void put(void* data, T value) {
   std::memcpy(data, &value, sizeof value);
 }
 
+// The access flags the current context's device has on a VMM mapping (another device's: none).
+unsigned vmm_access_of_current(CUdeviceptr ptr) {
+  Context* ctx = current_context_or_null();
+  unsigned flags = 0;
+  memory().get_access(ptr, ctx != nullptr ? ctx->device : 0, flags);
+  return flags;
+}
+
 // One attribute of a known pointer; CUDA_ERROR_INVALID_VALUE where the driver has none.
 CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr, const PointerInfo& info) {
   const bool device_side = info.kind != MemKind::host;
   switch (attribute) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-      put(data, reinterpret_cast<CUcontext>(info.context != nullptr ? info.context : &primary_context()));
+      put(data, reinterpret_cast<CUcontext>(info.context != nullptr ? info.context : &primary_context(info.device)));
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       put(data, static_cast<unsigned>(device_side ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST));
@@ -120,24 +155,23 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdevicept
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: put(data, false); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID: put(data, static_cast<unsigned long long>(info.buffer_id)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: put(data, info.kind == MemKind::managed); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: put(data, static_cast<int>(kDevice)); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: put(data, info.kind == MemKind::device); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: put(data, static_cast<int>(info.device)); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+      put(data, info.kind == MemKind::device && !info.async && !info.imported);
+      return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: put(data, static_cast<CUdeviceptr>(info.base)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: put(data, static_cast<size_t>(info.size)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPED: put(data, true); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: put(data, 0ULL); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+      put(data, static_cast<unsigned long long>(info.pool != nullptr ? info.pool->handle_types : 0));
+      return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: put(data, false); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-      put(data, info.kind == MemKind::vmm ? info.access : static_cast<unsigned>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+      put(data, info.kind == MemKind::vmm ? vmm_access_of_current(ptr) : static_cast<unsigned>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: {
-      CUmemoryPool pool = nullptr;
-      if (info.async) {
-        cuDeviceGetDefaultMemPool(&pool, kDevice);
-      }
-      put(data, pool);
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+      put(data, info.pool != nullptr ? pool_handle(*info.pool) : static_cast<CUmemoryPool>(nullptr));
       return CUDA_SUCCESS;
-    }
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: put(data, static_cast<size_t>(info.size)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: put(data, reinterpret_cast<void*>(info.base)); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: put(data, static_cast<unsigned long long>(info.buffer_id)); return CUDA_SUCCESS;
@@ -145,13 +179,21 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdevicept
   }
 }
 
-// cuMemAllocFromPoolAsync[_ptsz]: the only pool there is is the device's default one.
+// cuMemAllocFromPoolAsync[_ptsz]: any live pool the program created or a device's default one,
+// whatever device the stream is on; an imported pool cannot allocate.
 CUresult alloc_from_pool(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream, bool per_thread) {
   FC_TRY(check_init());
-  if (!is_default_pool(pool)) {
-    return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+  if (pool == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
   }
-  return alloc_async(dptr, bytesize, hStream, per_thread);
+  MemPool* p = find_pool(pool);
+  if (p == nullptr) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (p->imported) {
+    return CUDA_ERROR_INVALID_VALUE;  // "Imported memory pools do not support creating new allocations"
+  }
+  return alloc_async(dptr, bytesize, hStream, per_thread, p);
 }
 
 }  // namespace
@@ -161,6 +203,7 @@ CUresult alloc_from_pool(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, 
 FAKECUDA_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (dptr == nullptr || bytesize == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -171,6 +214,7 @@ FAKECUDA_API CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size
                                          unsigned int ElementSizeBytes) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (dptr == nullptr || pPitch == nullptr || WidthInBytes == 0 || Height == 0 ||
       (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -189,6 +233,7 @@ FAKECUDA_API CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size
 FAKECUDA_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (dptr == 0) {
     return CUDA_SUCCESS;
   }
@@ -241,6 +286,7 @@ FAKECUDA_API CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize,
 FAKECUDA_API CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (pp == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -252,6 +298,7 @@ FAKECUDA_API CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuM
 FAKECUDA_API CUresult cuMemFreeHost(void* p) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   return guarded([&] {
     synchronize_device();  // queued copies may still read or write it
     return memory().host_free(p);
@@ -261,6 +308,7 @@ FAKECUDA_API CUresult cuMemFreeHost(void* p) {
 FAKECUDA_API CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   return guarded([&] { return memory().host_register(p, bytesize, Flags); });
 }
 
@@ -271,6 +319,7 @@ FAKECUDA_API CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int F
 FAKECUDA_API CUresult cuMemHostUnregister(void* p) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   return guarded([&] {
     synchronize_device();
     return memory().host_unregister(p);
@@ -305,6 +354,7 @@ FAKECUDA_API CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
 FAKECUDA_API CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
+  FC_TRY(capture_check_unsafe_call());
   if (dptr == nullptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) {
     return CUDA_ERROR_INVALID_VALUE;
   }

@@ -3,6 +3,8 @@
 // answer is the newest variant not newer than the requested version, and its per-thread twin when
 // CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM is set and the API has one.
 #include "cuda_abi.hpp"
+#include "cuda_abi_devices.hpp"
+#include "graph_abi.hpp"
 
 #include <cstring>
 

@@ -1,7 +1,11 @@
 // Entry points: streams, events, host callbacks and their synchronisation. Each stream call
 // comes twice, as the driver exports it: the legacy form, where a NULL stream is the legacy
 // default stream, and the _ptsz form, where it is the calling thread's per-thread stream.
+#include "capture.hpp"
 #include "driver.hpp"
+#include "graph.hpp"
+#include "ipc_event.hpp"
+#include "memory.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
 
@@ -43,24 +47,39 @@ CUresult with_stream_and_event(CUstream h, CUevent e, bool per_thread, F&& body)
 
 CUresult stream_synchronize(CUstream h, bool per_thread) {
   return with_stream(h, per_thread, [](const std::shared_ptr<Stream>& s) {
+    FC_TRY(capture_check_stream_sync(s));
     count(stats().synchronizations);
     return synchronize_stream(s);
   });
 }
 
 CUresult stream_query(CUstream h, bool per_thread) {
-  return with_stream(h, per_thread, [](const std::shared_ptr<Stream>& s) { return query_stream(s); });
+  return with_stream(h, per_thread, [](const std::shared_ptr<Stream>& s) {
+    FC_TRY(capture_check_stream_sync(s));
+    return query_stream(s);
+  });
 }
 
 CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, bool per_thread) {
   if (flags != CU_EVENT_WAIT_DEFAULT && flags != CU_EVENT_WAIT_EXTERNAL) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return with_stream_and_event(h, e, per_thread, [](const std::shared_ptr<Stream>& s, Event& event) {
+  return with_stream_and_event(h, e, per_thread, [flags](const std::shared_ptr<Stream>& s, Event& event) {
+    bool handled = false;  // a wait in a capture, or one that forks a capture into this stream
+    FC_TRY(capture_wait_event(s, event, flags, handled));
+    if (handled) {
+      return CUDA_SUCCESS;
+    }
     std::shared_ptr<EventRecord> record;
+    std::shared_ptr<IpcEventPage> shared;
     {
       std::lock_guard<std::mutex> lock(event.mutex);
       record = event.last;
+      shared = event.ipc;
+    }
+    if (shared) {
+      shared->make_stream_wait(s);  // records of either process count
+      return CUDA_SUCCESS;
     }
     if (!record) {
       return CUDA_SUCCESS;  // an event never recorded is complete: nothing to wait for
@@ -74,7 +93,17 @@ CUresult event_record(CUevent e, CUstream h, unsigned flags, bool per_thread) {
   if (flags != CU_EVENT_RECORD_DEFAULT && flags != CU_EVENT_RECORD_EXTERNAL) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return with_stream_and_event(h, e, per_thread, [](const std::shared_ptr<Stream>& s, Event& event) {
+  return with_stream_and_event(h, e, per_thread, [flags](const std::shared_ptr<Stream>& s, Event& event) {
+    if (event.context != nullptr && event.context->device != s->context->device) {
+      // "cudaEventRecord() will fail if the input event and input stream are associated to
+      // different devices" (CUDA Programming Guide, stream and event behavior).
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
+    bool handled = false;  // recorded in a capture: the event stands for captured nodes
+    FC_TRY(capture_event_record(s, event, flags, handled));
+    if (handled) {
+      return CUDA_SUCCESS;
+    }
     auto record = std::make_shared<EventRecord>();
     record->stream = s;
     // The event's latest record is replaced under its lock so a concurrent cuStreamWaitEvent
@@ -85,6 +114,10 @@ CUresult event_record(CUevent e, CUstream h, unsigned flags, bool per_thread) {
       record->done.store(true, std::memory_order_release);
     });
     event.last = std::move(record);
+    event.captured.reset();
+    if (event.ipc) {
+      event.ipc->record(s);
+    }
     count(stats().event_records);
     return CUDA_SUCCESS;
   });
@@ -95,6 +128,14 @@ CUresult host_func(CUstream h, CUhostFn fn, void* user_data, bool per_thread) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return with_stream(h, per_thread, [&](const std::shared_ptr<Stream>& s) {
+    if (captures_exist()) {  // a capturing stream records a host node instead
+      bool captured = false;
+      FC_TRY(capture_work(s, [&](NodeParams& node) { return host_node_params(node, CUDA_HOST_NODE_PARAMS{fn, user_data}); },
+                          captured));
+      if (captured) {
+        return CUDA_SUCCESS;
+      }
+    }
     count(stats().host_functions);
     enqueue(s, [fn, user_data] { fn(user_data); });
     return CUDA_SUCCESS;
@@ -106,6 +147,7 @@ CUresult add_callback(CUstream h, CUstreamCallback cb, void* user_data, unsigned
     return CUDA_ERROR_INVALID_VALUE;
   }
   return with_stream(h, per_thread, [&](const std::shared_ptr<Stream>& s) {
+    FC_TRY(capture_refuse(s));  // "not supported with cuStreamBeginCapture ... unlike cuLaunchHostFunc"
     count(stats().host_functions);
     Context* ctx = s->context;
     enqueue(s, [cb, user_data, h, ctx] { cb(h, sticky_error(ctx), user_data); });
@@ -163,7 +205,15 @@ FAKECUDA_API CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
 
 FAKECUDA_API CUresult cuStreamDestroy_v2(CUstream hStream) {
   FC_TRY(check_init());
-  return guarded([&] { return destroy_stream(hStream); });
+  return guarded([&] {
+    if (captures_exist() && hStream != nullptr && hStream != CU_STREAM_LEGACY && hStream != CU_STREAM_PER_THREAD) {
+      std::shared_ptr<Stream> s;
+      if (resolve_stream(hStream, false, s) == CUDA_SUCCESS) {
+        FC_TRY(capture_check_stream_destroy(s));
+      }
+    }
+    return destroy_stream(hStream);
+  });
 }
 
 FAKECUDA_API CUresult cuStreamDestroy(CUstream hStream) { return cuStreamDestroy_v2(hStream); }
@@ -234,8 +284,9 @@ FAKECUDA_API CUresult cuEventQuery(CUevent hEvent) {
   return guarded([&] {
     std::shared_ptr<Event> event;
     FC_TRY(find_event(hEvent, event));
+    FC_TRY(capture_check_event(*event, true));
     std::lock_guard<std::mutex> lock(event->mutex);
-    if (event->last && !event->last->done.load(std::memory_order_acquire)) {
+    if (event->ipc ? !event->ipc->complete_now() : event->last && !event->last->done.load(std::memory_order_acquire)) {
       return CUDA_ERROR_NOT_READY;
     }
     return sticky_error(event->context);
@@ -247,14 +298,22 @@ FAKECUDA_API CUresult cuEventSynchronize(CUevent hEvent) {
   return guarded([&] {
     std::shared_ptr<Event> event;
     FC_TRY(find_event(hEvent, event));
+    FC_TRY(capture_check_event(*event, true));
     std::shared_ptr<EventRecord> record;
+    std::shared_ptr<IpcEventPage> shared;
     {
       std::lock_guard<std::mutex> lock(event->mutex);
       record = event->last;
+      shared = event->ipc;
     }
     count(stats().synchronizations);
-    if (record) {
+    if (shared) {
+      shared->wait_for_issued();
+    } else if (record) {
       record->stream->wait_for(record->seq);
+    }
+    if (event->context != nullptr) {
+      memory().release_pools_to_threshold(event->context->device);  // a synchronisation point for the pools
     }
     return sticky_error(event->context);
   });
@@ -273,6 +332,11 @@ FAKECUDA_API CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart
     if (((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) != 0) {
       return CUDA_ERROR_INVALID_HANDLE;
     }
+    if (start->context != nullptr && end->context != nullptr && start->context->device != end->context->device) {
+      return CUDA_ERROR_INVALID_HANDLE;  // events of two devices have no common clock to compare
+    }
+    FC_TRY(capture_check_event(*start, false));
+    FC_TRY(capture_check_event(*end, false));
     std::shared_ptr<EventRecord> a;
     std::shared_ptr<EventRecord> b;
     {
@@ -304,25 +368,3 @@ FAKECUDA_API CUresult cuEventDestroy_v2(CUevent hEvent) {
 }
 
 FAKECUDA_API CUresult cuEventDestroy(CUevent hEvent) { return cuEventDestroy_v2(hEvent); }
-
-// ---- graphs --------------------------------------------------------------------------
-// fakecuda builds no graphs (no stream capture, no cuGraphCreate/Instantiate), so no executable
-// graph handle can be valid; the entry point exists so resolvers and interposers find it.
-
-namespace {
-
-CUresult graph_launch(CUgraphExec exec, CUstream h, bool per_thread) {
-  FC_TRY(check_init());
-  return with_stream(h, per_thread, [exec](const std::shared_ptr<Stream>&) {
-    return exec == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
-  });
-}
-
-}  // namespace
-
-FAKECUDA_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
-  return graph_launch(hGraphExec, hStream, false);
-}
-FAKECUDA_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
-  return graph_launch(hGraphExec, hStream, true);
-}

@@ -3,6 +3,9 @@
 #include "driver.hpp"
 #include "memory.hpp"
 
+#include <utility>
+#include <vector>
+
 using namespace fakecuda;
 
 namespace {
@@ -13,7 +16,7 @@ CUresult prologue() {
   return current_context(ctx);
 }
 
-// Only what the emulated machine can back: pinned memory on device 0, or pinned host memory
+// Only what the emulated machine can back: pinned memory on one of its devices, or pinned host memory
 // (CU_MEM_LOCATION_TYPE_HOST, or HOST_NUMA on node 0: this machine has one node), which a
 // device mapping reaches across the link, as since CUDA 12.2.
 CUresult check_prop(const CUmemAllocationProp* prop) {
@@ -90,15 +93,18 @@ FAKECUDA_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAc
   if (desc == nullptr || count == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  unsigned flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
-  for (size_t i = 0; i < count; ++i) {
-    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-      return CUDA_ERROR_INVALID_VALUE;
+  return guarded([&] {
+    // Each descriptor sets one device's access; devices not named keep what they had.
+    std::vector<std::pair<int, unsigned>> per_device;
+    for (size_t i = 0; i < count; ++i) {
+      if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      FC_TRY(check_device(desc[i].location.id));
+      per_device.emplace_back(desc[i].location.id, static_cast<unsigned>(desc[i].flags));
     }
-    FC_TRY(check_device(desc[i].location.id));
-    flags = desc[i].flags;
-  }
-  return guarded([&] { return memory().set_access(ptr, size, flags); });
+    return memory().set_access(ptr, size, per_device);
+  });
 }
 
 FAKECUDA_API CUresult cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr) {
@@ -108,7 +114,7 @@ FAKECUDA_API CUresult cuMemGetAccess(unsigned long long* flags, const CUmemLocat
   }
   FC_TRY(check_device(location->id));
   unsigned access = 0;
-  FC_TRY(memory().get_access(ptr, access));
+  FC_TRY(memory().get_access(ptr, location->id, access));
   *flags = access;
   return CUDA_SUCCESS;
 }

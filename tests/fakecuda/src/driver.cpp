@@ -1,6 +1,7 @@
 // Initialisation, configuration from the environment, contexts and the per-thread context stack.
 #include "driver.hpp"
 
+#include "devices.hpp"
 #include "link.hpp"
 #include "memory.hpp"
 #include "stats.hpp"
@@ -8,10 +9,12 @@
 
 #include <pthread.h>
 
-#include <cerrno>
+#include <algorithm>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace fakecuda {
 namespace {
@@ -21,20 +24,23 @@ struct DriverState {
   std::atomic<bool> initialized{false};
   std::atomic<bool> forked{false};
   Config config;
-  Context primary;
-  int primary_refs = 0;
-  unsigned primary_flags = 0;
-  std::vector<Context*> contexts;  // every live context, primary first (mutex)
-  std::uint64_t next_context_id = 2;
+  Context primary[kMaxDevices];    // one per device; live from cuInit on
+  int primary_refs[kMaxDevices] = {};
+  unsigned primary_flags[kMaxDevices] = {};
+  std::vector<Context*> contexts;  // every live context, primaries first (mutex)
+  std::uint64_t next_context_id = kMaxDevices + 1;
 };
 
 // Leaked on purpose: stream workers may still run while static destructors do.
 DriverState& state() {
   static DriverState* s = [] {
     auto* d = new DriverState;
-    d->primary.primary = true;
-    d->primary.id = 1;
-    d->contexts.push_back(&d->primary);
+    for (int dev = 0; dev < kMaxDevices; ++dev) {
+      d->primary[dev].primary = true;
+      d->primary[dev].device = dev;
+      d->primary[dev].id = static_cast<std::uint64_t>(dev) + 1;
+    }
+    d->contexts.push_back(&d->primary[0]);  // device 0 exists before cuInit settles the count
     return d;
   }();
   return *s;
@@ -63,45 +69,6 @@ std::vector<Context*>& context_stack() {
   return *tls_context_stack_ptr;
 }
 
-// "4G", "512M", "65536", "1.5G" is not accepted: whole numbers with an optional K/M/G/T suffix
-// (powers of 1024), because a typo must fail loudly rather than emulate the wrong device.
-bool parse_bytes(const char* text, std::size_t& out) {
-  if (text == nullptr || *text == '\0') {
-    return false;
-  }
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || text[0] == '-') {
-    return false;
-  }
-  unsigned shift = 0;
-  if (*end != '\0') {
-    switch (*end) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
-      default: return false;
-    }
-    ++end;
-    if (*end == 'i' || *end == 'B') {
-      ++end;
-    }
-    if (*end == 'B') {
-      ++end;
-    }
-    if (*end != '\0') {
-      return false;
-    }
-  }
-  if (value == 0 || (shift != 0 && value > (~0ULL >> shift))) {
-    return false;
-  }
-  out = static_cast<std::size_t>(value << shift);
-  return true;
-}
-
 void mark_forked() { state().forked.store(true); }
 
 }  // namespace
@@ -117,7 +84,7 @@ CUresult check_init() noexcept {
 }
 
 CUresult check_device(CUdevice dev) noexcept {
-  return (dev >= 0 && dev < kDeviceCount) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  return (dev >= 0 && dev < device_count()) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 CUresult init_driver(unsigned flags) noexcept {
@@ -132,19 +99,21 @@ CUresult init_driver(unsigned flags) noexcept {
   if (s.initialized.load()) {
     return CUDA_SUCCESS;
   }
-  if (const char* text = std::getenv("FAKECUDA_MEMORY_BYTES")) {
-    std::size_t bytes = 0;
-    if (!parse_bytes(text, bytes)) {
-      std::fprintf(stderr, "fakecuda: FAKECUDA_MEMORY_BYTES=\"%s\" is not a byte count (e.g. 4294967296, 512M, 4G)\n",
-                   text);
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-    s.config.capacity_bytes = bytes;
+  DeviceConfig devices;
+  std::string error;
+  if (!parse_device_config(std::getenv("FAKECUDA_DEVICES"), std::getenv("FAKECUDA_MEMORY_BYTES"), devices, error)) {
+    std::fprintf(stderr, "fakecuda: %s\n", error.c_str());
+    return CUDA_ERROR_INVALID_VALUE;
   }
+  set_device_config(devices);
+  s.config.capacity_bytes = total_capacity();
   load_link_config_from_env();
-  if (!memory().init(s.config.capacity_bytes)) {
+  if (!memory().init(devices.capacity)) {
     std::fprintf(stderr, "fakecuda: cannot reserve the device address range\n");
     return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int dev = 1; dev < devices.count; ++dev) {
+    s.contexts.insert(s.contexts.begin() + dev, &s.primary[dev]);
   }
   static bool atfork_registered = false;
   if (!atfork_registered) {
@@ -170,7 +139,17 @@ Context* current_context_or_null() noexcept {
   return stack == nullptr || stack->empty() ? nullptr : stack->back();
 }
 
-Context& primary_context() noexcept { return state().primary; }
+Context& primary_context(CUdevice dev) noexcept { return state().primary[dev]; }
+
+bool has_peer_access(Context& ctx, const Context* owner) {
+  std::lock_guard<std::mutex> lock(ctx.peer_mutex);
+  for (const Context* p : ctx.peers) {
+    if (p == owner) {
+      return true;
+    }
+  }
+  return false;
+}
 
 bool is_live_context(Context* ctx) noexcept {
   DriverState& s = state();
@@ -214,10 +193,11 @@ Context* pop_current() noexcept {
   return top;
 }
 
-Context* create_context(unsigned flags) {
+Context* create_context(unsigned flags, CUdevice dev) {
   DriverState& s = state();
   auto* ctx = new Context;
   ctx->flags = flags;
+  ctx->device = dev;
   std::lock_guard<std::mutex> lock(s.mutex);
   ctx->id = s.next_context_id++;
   s.contexts.push_back(ctx);
@@ -226,7 +206,7 @@ Context* create_context(unsigned flags) {
 
 CUresult destroy_context(Context* ctx) {
   DriverState& s = state();
-  if (ctx == &s.primary) {
+  if (ctx->primary) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   {
@@ -246,6 +226,11 @@ CUresult destroy_context(Context* ctx) {
   synchronize_context(*ctx);
   destroy_context_streams(*ctx);
   ctx->alive.store(false);
+  // Peer access granted to the destroyed context's allocations goes with it.
+  for (Context* other : live_contexts()) {
+    std::lock_guard<std::mutex> lock(other->peer_mutex);
+    other->peers.erase(std::remove(other->peers.begin(), other->peers.end(), ctx), other->peers.end());
+  }
   // Remove it from this thread's stack; other threads that still hold it see alive == false.
   // The object itself is kept: a stale handle must read as invalid, not as freed memory.
   auto& stack = context_stack();
@@ -255,24 +240,24 @@ CUresult destroy_context(Context* ctx) {
   return CUDA_SUCCESS;
 }
 
-int primary_retain() noexcept {
+int primary_retain(CUdevice dev) noexcept {
   std::lock_guard<std::mutex> lock(state().mutex);
-  return ++state().primary_refs;
+  return ++state().primary_refs[dev];
 }
 
-int primary_release() noexcept {
+int primary_release(CUdevice dev) noexcept {
   std::lock_guard<std::mutex> lock(state().mutex);
-  if (state().primary_refs == 0) {
+  if (state().primary_refs[dev] == 0) {
     return -1;
   }
-  return --state().primary_refs;
+  return --state().primary_refs[dev];
 }
 
-int primary_refcount() noexcept {
+int primary_refcount(CUdevice dev) noexcept {
   std::lock_guard<std::mutex> lock(state().mutex);
-  return state().primary_refs;
+  return state().primary_refs[dev];
 }
 
-unsigned& primary_flags() noexcept { return state().primary_flags; }
+unsigned& primary_flags(CUdevice dev) noexcept { return state().primary_flags[dev]; }
 
 }  // namespace fakecuda

@@ -21,6 +21,7 @@ class Stream;
 // default stream's implicit synchronisation with blocking streams can be decided atomically.
 struct Context {
   bool primary = false;
+  CUdevice device = 0;
   unsigned flags = 0;
   std::atomic<bool> alive{true};
   std::uint64_t id = 0;
@@ -28,15 +29,19 @@ struct Context {
   std::vector<std::shared_ptr<Stream>> streams;  // every stream but the legacy one (submit_mutex)
   std::shared_ptr<Stream> legacy;                // the NULL stream (submit_mutex)
   std::atomic<int> sticky_error{CUDA_SUCCESS};   // a fault seen by a worker, reported from then on
+  std::mutex peer_mutex;
+  std::vector<Context*> peers;  // contexts whose allocations this one may access (cuCtxEnablePeerAccess)
 };
 
+// Whether `ctx` has peer access to the allocations of `owner` (peer_mutex taken).
+bool has_peer_access(Context& ctx, const Context* owner);
+
 struct Config {
-  std::size_t capacity_bytes = std::size_t{4} << 30;
+  std::size_t capacity_bytes = std::size_t{4} << 30;  // all devices together (devices.hpp has each)
   const char* stats_path = nullptr;
 };
 
-constexpr int kDeviceCount = 1;
-constexpr CUdevice kDevice = 0;
+constexpr CUdevice kDevice = 0;  // the first device, where an API needs a default
 constexpr int kDriverVersion = 13000;
 
 const Config& config() noexcept;
@@ -48,7 +53,7 @@ CUresult check_device(CUdevice dev) noexcept;
 // The calling thread's current context; CUDA_ERROR_INVALID_CONTEXT when there is none.
 CUresult current_context(Context*& out) noexcept;
 Context* current_context_or_null() noexcept;
-Context& primary_context() noexcept;
+Context& primary_context(CUdevice dev = kDevice) noexcept;
 bool is_live_context(Context* ctx) noexcept;
 std::vector<Context*> live_contexts();
 
@@ -59,14 +64,14 @@ Context* pop_current() noexcept;
 
 CUresult init_driver(unsigned flags) noexcept;
 bool is_forked_child() noexcept;
-Context* create_context(unsigned flags);
+Context* create_context(unsigned flags, CUdevice dev = kDevice);
 CUresult destroy_context(Context* ctx);
-int primary_retain() noexcept;
-int primary_release() noexcept;
-int primary_refcount() noexcept;
-unsigned& primary_flags() noexcept;
+int primary_retain(CUdevice dev = kDevice) noexcept;
+int primary_release(CUdevice dev = kDevice) noexcept;
+int primary_refcount(CUdevice dev = kDevice) noexcept;
+unsigned& primary_flags(CUdevice dev = kDevice) noexcept;
 
-// The only pool cuMemAllocFromPoolAsync accepts (cuDeviceGetDefaultMemPool's).
+// Whether `pool` is a device's default pool (mem_pool.hpp has every pool).
 bool is_default_pool(CUmemoryPool pool) noexcept;
 
 // Runs an entry point body, turning a C++ exception into the driver's status (never unwinds

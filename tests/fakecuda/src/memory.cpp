@@ -1,16 +1,21 @@
-// Device memory emulation: address space, capacity accounting, managed residency, pinned host
-// ranges and VMM. Placement is page-granular so freed memory can be decommitted (PROT_NONE) and a
-// stale access faults; charges are 512-byte granular like the driver's allocator.
+// Device memory emulation: the devices' arenas, capacity accounting, managed residency, pinned
+// host ranges and VMM. Placement is page-granular so freed memory can be decommitted (its pages
+// dropped, PROT_NONE) and a stale access faults; charges are 512-byte granular like the driver's
+// allocator. Stream-ordered pools are in memory_pool.cpp, inter-process sharing in memory_ipc.cpp.
 #include "memory.hpp"
 
+#include "devices.hpp"
 #include "driver.hpp"
+#include "shareable.hpp"
 #include "stats.hpp"
 #include "streams.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace fakecuda {
@@ -20,19 +25,23 @@ constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to -
 
 bool overflows(std::uintptr_t p, std::size_t n) { return p + n < p; }
 
-void update_peak(Stats& s, std::size_t used) {
-  std::uint64_t peak = s.peak_bytes_in_use.load(std::memory_order_relaxed);
-  while (used > peak && !s.peak_bytes_in_use.compare_exchange_weak(peak, used)) {
+void update_peak(std::atomic<std::uint64_t>& peak_gauge, std::size_t used) {
+  std::uint64_t peak = peak_gauge.load(std::memory_order_relaxed);
+  while (used > peak && !peak_gauge.compare_exchange_weak(peak, used)) {
   }
 }
 
 void* as_pointer(std::uintptr_t p) { return reinterpret_cast<void*>(p); }
 
-// Back to reserved-only: contents dropped, any access faults.
-void decommit(std::uintptr_t p, std::size_t span) {
-  madvise(as_pointer(p), span, MADV_DONTNEED);
-  mprotect(as_pointer(p), span, PROT_NONE);
+// An arena's address range spans its capacity many times over (allocations are placed page by
+// page and freed ranges fragment it) but costs no memory until committed.
+std::size_t arena_span(std::size_t capacity) {
+  return round_up(std::clamp<std::size_t>(capacity * 16, std::size_t{64} << 30, std::size_t{1} << 40), kVmmGranularity);
 }
+
+// Unmapped space between arenas: an end pointer of one device's last allocation never lands in
+// the next device's range.
+constexpr std::size_t kArenaGuard = kVmmGranularity;
 
 }  // namespace
 
@@ -122,20 +131,120 @@ Memory& memory() noexcept {
   return *m;
 }
 
-bool Memory::init(std::size_t capacity) {
+bool Memory::init(const std::vector<std::size_t>& capacities) {
   std::lock_guard<std::mutex> lock(mutex_);
-  capacity_ = capacity;
-  // The span holds VMM reservations too, which may exceed capacity (they cost no memory).
-  const std::size_t span = std::clamp<std::size_t>(capacity * 16, std::size_t{64} << 30, std::size_t{1} << 40);
-  void* p = mmap(nullptr, span + kVmmGranularity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  std::size_t total_capacity = 0;
+  std::size_t total_span = 0;
+  for (const std::size_t c : capacities) {
+    total_capacity += c;
+    total_span += arena_span(c) + kArenaGuard;
+  }
+  // The VMM range holds reservations, which may exceed capacity (they cost no memory).
+  const std::size_t vmm_span = arena_span(total_capacity);
+  void* p = mmap(nullptr, total_span + vmm_span + kVmmGranularity, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     return false;
   }
-  const auto raw = reinterpret_cast<std::uintptr_t>(p);
-  range_base_ = round_up(raw, kVmmGranularity);
-  range_size_ = span;
-  space_.reset(range_base_, range_size_);
+  nonce_ = random_nonce();
+  std::uintptr_t at = round_up(reinterpret_cast<std::uintptr_t>(p), kVmmGranularity);
+  lowest_ = at;
+  arenas_.resize(capacities.size());
+  for (std::size_t d = 0; d < capacities.size(); ++d) {
+    Arena& a = arenas_[d];
+    a.capacity = capacities[d];
+    a.base = at;
+    a.size = arena_span(a.capacity);
+    a.space.reset(a.base, a.size);
+    // The device's memory is a shared file mapped over its range, so that another process can map
+    // the same pages (cuIpcOpenMemHandle, cuMemPoolImportPointer). The file is sparse: pages exist
+    // only where memory is committed. Where the process may not have a file that large (a small
+    // RLIMIT_FSIZE), the range stays private memory and nothing of the device can be shared.
+    a.fd = share_arena(a, static_cast<int>(d));
+    if (a.fd < 0) {
+      std::fprintf(stderr, "fakecuda: device %zu's memory cannot be backed by a shared file (file size limit?): "
+                   "it works, but cannot be exported to another process\n", d);
+    }
+    // A forked child cannot use the parent's device (it gets CUDA_ERROR_NOT_INITIALIZED), nor its
+    // memory: the pages stay the parent's alone, as a GPU's would.
+    madvise(as_pointer(a.base), a.size, MADV_DONTFORK);
+    device_gauges(static_cast<int>(d)).bytes_in_use.store(0);
+    device_gauges(static_cast<int>(d)).peak_bytes_in_use.store(0);
+    at += a.size + kArenaGuard;
+  }
+  vmm_base_ = at;
+  vmm_size_ = vmm_span;
+  vmm_space_.reset(vmm_base_, vmm_size_);
+  highest_ = vmm_base_ + vmm_size_;
   return true;
+}
+
+int Memory::share_arena(const Arena& a, int device) const {
+  const std::uint64_t file_bytes = kShareHeaderBytes + a.size;
+  if (!file_size_allowed(file_bytes)) {
+    return -1;
+  }
+  char name[48];
+  std::snprintf(name, sizeof name, "fakecuda-device-%d", device);
+  const int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) {
+    return -1;
+  }
+  ArenaHeader header{};
+  std::memcpy(header.magic, kArenaMagic, sizeof header.magic);
+  header.nonce = nonce_;
+  header.device = device;
+  header.pid = static_cast<std::int32_t>(getpid());
+  if (ftruncate(fd, static_cast<off_t>(file_bytes)) != 0 || !write_at(fd, &header, sizeof header, 0) ||
+      mmap(as_pointer(a.base), a.size, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd,
+           static_cast<off_t>(kShareHeaderBytes)) == MAP_FAILED) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void Memory::unshared_range_locked(const Arena& arena, std::uintptr_t p, std::size_t span) {
+  if (arena.fd >= 0) {
+    mmap(as_pointer(p), span, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, arena.fd,
+         static_cast<off_t>(kShareHeaderBytes + (p - arena.base)));
+  } else {
+    mmap(as_pointer(p), span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  }
+  madvise(as_pointer(p), span, MADV_DONTFORK);
+}
+
+std::size_t Memory::capacity() const {
+  std::size_t total = 0;
+  for (const Arena& a : arenas_) {
+    total += a.capacity;
+  }
+  return total;
+}
+
+std::size_t Memory::capacity(int device) const { return arenas_.at(static_cast<std::size_t>(device)).capacity; }
+
+std::size_t Memory::used(int device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return arenas_.at(static_cast<std::size_t>(device)).used;
+}
+
+Memory::Arena* Memory::arena_of(std::uintptr_t p) {
+  for (Arena& a : arenas_) {
+    if (p - a.base < a.size) {
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
+const Memory::Arena* Memory::arena_of(std::uintptr_t p) const {
+  for (const Arena& a : arenas_) {
+    if (p - a.base < a.size) {
+      return &a;
+    }
+  }
+  return nullptr;
 }
 
 Memory::AllocMap::iterator Memory::find_containing(std::uintptr_t p) {
@@ -156,13 +265,20 @@ Memory::AllocMap::const_iterator Memory::find_containing(std::uintptr_t p) const
   return p - it->first < it->second.size ? it : allocations_.end();
 }
 
+PointerInfo Memory::info_of(std::uintptr_t base, const Allocation& a) const {
+  PointerInfo out{a.kind, base, a.size, a.id, a.context, a.access, a.async};
+  if (a.kind == MemKind::vmm) out.host_located = physical_.at(a.handle).host_located;
+  out.device = a.device;
+  out.pool = a.pool;
+  out.imported = a.imported;
+  return out;
+}
+
 bool Memory::lookup(CUdeviceptr p, PointerInfo& out) const {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = find_containing(p);
   if (it != allocations_.end() && !it->second.dying) {
-    const Allocation& a = it->second;
-    out = PointerInfo{a.kind, it->first, a.size, a.id, a.context, a.access, a.async};
-    if (a.kind == MemKind::vmm) out.host_located = physical_.at(a.handle).host_located;
+    out = info_of(it->first, it->second);
     return true;
   }
   auto h = host_.upper_bound(p);
@@ -198,6 +314,11 @@ bool Memory::device_range_ok(CUdeviceptr p, std::size_t bytes, bool writable, bo
     }
     const Allocation& a = it->second;
     if (a.dying && !include_dying) {
+      return false;
+    }
+    // A graph allocation is a valid address whenever work is issued (the launch that maps it may
+    // be ahead in stream order); when the work runs it must be mapped.
+    if (a.graph && include_dying && !a.graph_live) {
       return false;
     }
     if (a.kind == MemKind::vmm) {
@@ -244,32 +365,48 @@ bool Memory::has_pending_frees() const {
 
 // ---- capacity ----------------------------------------------------------------------------
 
-bool Memory::charge(std::size_t bytes, const Allocation* keep_resident) {
-  if (bytes > capacity_) {
+bool Memory::charge(int device, std::size_t bytes, const Allocation* keep_resident) {
+  Arena& arena = arenas_[static_cast<std::size_t>(device)];
+  if (bytes > arena.capacity) {
     return false;
   }
-  if (used_ + bytes > capacity_) {
+  if (arena.used + bytes > arena.capacity) {
     // Device memory first: managed pages resident on the device are evicted to the host, as the
     // driver does under oversubscription.
-    evict_managed(used_ + bytes - capacity_, keep_resident);
-    if (used_ + bytes > capacity_) {
+    evict_managed(device, arena.used + bytes - arena.capacity, keep_resident);
+    if (arena.used + bytes > arena.capacity) {
       return false;
     }
   }
+  arena.used += bytes;
   used_ += bytes;
   Stats& s = stats();
   s.bytes_in_use.store(used_, std::memory_order_relaxed);
-  update_peak(s, used_);
+  update_peak(s.peak_bytes_in_use, used_);
+  DeviceGauges& g = device_gauges(device);
+  g.bytes_in_use.store(arena.used, std::memory_order_relaxed);
+  update_peak(g.peak_bytes_in_use, arena.used);
   return true;
 }
 
-void Memory::uncharge(std::size_t bytes) {
+void Memory::uncharge(int device, std::size_t bytes) {
+  Arena& arena = arenas_[static_cast<std::size_t>(device)];
+  arena.used -= bytes;
   used_ -= bytes;
   stats().bytes_in_use.store(used_, std::memory_order_relaxed);
+  device_gauges(device).bytes_in_use.store(arena.used, std::memory_order_relaxed);
 }
 
-CUresult Memory::charge_or_wait(std::unique_lock<std::mutex>& lock, std::size_t bytes) {
-  if (charge(bytes, nullptr)) {
+CUresult Memory::charge_or_wait(std::unique_lock<std::mutex>& lock, int device, std::size_t bytes) {
+  if (charge(device, bytes, nullptr)) {
+    return CUDA_SUCCESS;
+  }
+  // Memory the pools hold but nobody uses goes back first, as the driver's allocator releases a
+  // pool's unused memory before it fails an allocation.
+  for (MemPool* pool : pools_of_device(device)) {
+    trim_locked(*pool, 0);
+  }
+  if (charge(device, bytes, nullptr)) {
     return CUDA_SUCCESS;
   }
   // Memory freed in stream order comes back once the streams reach the frees; the driver's pool
@@ -278,7 +415,10 @@ CUresult Memory::charge_or_wait(std::unique_lock<std::mutex>& lock, std::size_t 
     lock.unlock();
     synchronize_device();
     lock.lock();
-    if (charge(bytes, nullptr)) {
+    for (MemPool* pool : pools_of_device(device)) {
+      trim_locked(*pool, 0);
+    }
+    if (charge(device, bytes, nullptr)) {
       return CUDA_SUCCESS;
     }
   }
@@ -289,7 +429,9 @@ CUresult Memory::charge_or_wait(std::unique_lock<std::mutex>& lock, std::size_t 
 // ---- device and managed allocations ------------------------------------------------------
 
 CUresult Memory::allocate(std::size_t bytes, MemKind kind, bool async, Context* ctx, CUdeviceptr& out) {
-  if (bytes > capacity_ * 64 || overflows(bytes, kVmmGranularity)) {
+  const int device = ctx != nullptr ? ctx->device : 0;
+  Arena& arena = arenas_.at(static_cast<std::size_t>(device));
+  if (bytes > arena.capacity * 64 || overflows(bytes, kVmmGranularity)) {
     count(stats().oom_errors);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -297,17 +439,17 @@ CUresult Memory::allocate(std::size_t bytes, MemKind kind, bool async, Context* 
   const std::size_t span = round_up(bytes, kPageSize);
   std::unique_lock<std::mutex> lock(mutex_);
   if (charged > 0) {
-    FC_TRY(charge_or_wait(lock, charged));
+    FC_TRY(charge_or_wait(lock, device, charged));
   }
   std::uintptr_t p = 0;
-  if (!space_.take(span, kPageSize, p)) {
-    uncharge(charged);
+  if (!arena.space.take(span, kPageSize, p)) {
+    uncharge(device, charged);
     count(stats().oom_errors);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (mprotect(as_pointer(p), span, PROT_READ | PROT_WRITE) != 0) {
-    space_.give(p, span);
-    uncharge(charged);
+    arena.space.give(p, span);
+    uncharge(device, charged);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   Allocation a;
@@ -316,11 +458,12 @@ CUresult Memory::allocate(std::size_t bytes, MemKind kind, bool async, Context* 
   a.span = span;
   a.kind = kind;
   a.async = async;
+  a.device = device;
   a.id = next_id_++;
   a.context = ctx;
   if (kind == MemKind::managed) {
     a.managed = std::make_unique<Managed>();
-    a.managed->on_device.assign((bytes + kResidencyChunk - 1) / kResidencyChunk, 0);
+    a.managed->where.assign((bytes + kResidencyChunk - 1) / kResidencyChunk, kOnHost);
     managed_count_.fetch_add(1);
     count(stats().managed_bytes, bytes);
     count(stats().managed_allocations);
@@ -334,42 +477,99 @@ CUresult Memory::allocate(std::size_t bytes, MemKind kind, bool async, Context* 
   return CUDA_SUCCESS;
 }
 
+void Memory::give_back_locked(int device, std::uintptr_t p, std::size_t span) {
+  Arena& arena = arenas_[static_cast<std::size_t>(device)];
+  // The pages go (the next allocation here starts from zeroes), and any access faults.
+  if (arena.fd >= 0) {
+    fallocate(arena.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+              static_cast<off_t>(kShareHeaderBytes + (p - arena.base)), static_cast<off_t>(span));
+  } else {
+    madvise(as_pointer(p), span, MADV_DONTNEED);
+  }
+  mprotect(as_pointer(p), span, PROT_NONE);
+  arena.space.give(p, span);
+}
+
 void Memory::release_locked(AllocMap::iterator it) {
   Allocation& a = it->second;
+  if (a.dying) {
+    --pending_frees_;
+  }
+  if (a.imported) {
+    // Another process's pages: this process's own memory goes back under the range, untouched.
+    Arena& arena = arenas_[static_cast<std::size_t>(a.device)];
+    unshared_range_locked(arena, it->first, a.span);
+    arena.space.give(it->first, a.span);
+    for (auto o = opened_.begin(); o != opened_.end();) {
+      o = o->second == it->first ? opened_.erase(o) : std::next(o);
+    }
+    allocations_.erase(it);
+    return;
+  }
   std::size_t give_back = a.charged;
   if (a.managed) {
-    give_back += a.managed->device_bytes;
+    // Managed chunks are charged to the device each sits on.
+    for (std::size_t c = 0; c < a.managed->where.size(); ++c) {
+      const int on = a.managed->where[c];
+      if (on != kOnHost) {
+        uncharge(on, std::min(kResidencyChunk, a.size - c * kResidencyChunk));
+      }
+    }
     stats().managed_device_bytes.fetch_sub(a.managed->device_bytes);
     stats().managed_bytes.fetch_sub(a.size);
     managed_count_.fetch_sub(1);
   }
-  if (a.dying) {
-    --pending_frees_;
+  if (a.pool != nullptr) {
+    a.pool->used -= a.charged;
+    a.pool->reserved -= a.charged;
   }
-  uncharge(give_back);
-  decommit(it->first, a.span);
-  space_.give(it->first, a.span);
+  uncharge(a.device, give_back);
+  give_back_locked(a.device, it->first, a.span);
   allocations_.erase(it);
 }
 
 CUresult Memory::free_now(CUdeviceptr base) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = allocations_.find(base);
-  if (it == allocations_.end() || it->second.kind == MemKind::vmm || it->second.dying) {
-    return CUDA_ERROR_INVALID_VALUE;
+  if (it == allocations_.end() || it->second.kind == MemKind::vmm || it->second.dying ||
+      (it->second.imported && it->second.pool == nullptr)) {
+    return CUDA_ERROR_INVALID_VALUE;  // IPC-opened memory goes with cuIpcCloseMemHandle
+  }
+  if (it->second.graph) {
+    // cuMemFree of a graph allocation a launch left allocated (documented at cuGraphAddMemAllocNode).
+    if (!it->second.graph_issued || !it->second.graph_live) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    it->second.graph_issued = false;
+    graph_release_locked(it);
+    count(stats().frees);
+    return CUDA_SUCCESS;
   }
   release_locked(it);
   count(stats().frees);
   return CUDA_SUCCESS;
 }
 
-CUresult Memory::begin_async_free(CUdeviceptr base) {
+CUresult Memory::begin_async_free(CUdeviceptr base, std::uint64_t stream_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = allocations_.find(base);
-  if (it == allocations_.end() || it->second.kind == MemKind::vmm || it->second.dying) {
+  if (it == allocations_.end() || it->second.kind == MemKind::vmm || it->second.dying ||
+      (it->second.imported && it->second.pool == nullptr)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  if (it->second.graph) {
+    // cuMemFreeAsync of a graph allocation outside its graph: allowed once a launch allocated it;
+    // it is unmapped when the stream reaches the free (release_pending).
+    if (!it->second.graph_issued) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    it->second.graph_issued = false;
+    count(stats().frees);
+    count(stats().async_frees);
+    return CUDA_SUCCESS;
+  }
   it->second.dying = true;
+  it->second.freeing_stream = stream_id;
   ++pending_frees_;
   count(stats().frees);
   count(stats().async_frees);
@@ -379,8 +579,14 @@ CUresult Memory::begin_async_free(CUdeviceptr base) {
 void Memory::release_pending(CUdeviceptr base) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = allocations_.find(base);
-  if (it != allocations_.end() && it->second.dying) {
-    release_locked(it);
+  if (it != allocations_.end() && it->second.graph) {
+    graph_release_locked(it);
+  } else if (it != allocations_.end() && it->second.dying) {
+    if (it->second.pool != nullptr && !it->second.imported && !it->second.pool->destroyed.load()) {
+      return_to_pool_locked(it);
+    } else {
+      release_locked(it);
+    }
   }
 }
 
@@ -463,7 +669,7 @@ CUresult Memory::check_managed_range(CUdeviceptr p, std::size_t bytes) const {
   return CUDA_SUCCESS;
 }
 
-std::size_t Memory::evict_managed(std::size_t wanted, const Allocation* keep) {
+std::size_t Memory::evict_managed(int device, std::size_t wanted, const Allocation* keep) {
   Migration evicted;
   for (auto& [base, a] : allocations_) {
     if (evicted.to_host >= wanted) {
@@ -472,45 +678,63 @@ std::size_t Memory::evict_managed(std::size_t wanted, const Allocation* keep) {
     if (!a.managed || &a == keep || a.managed->device_bytes == 0) {
       continue;
     }
-    migrate_locked(a, base, base, base + a.size, false, evicted);
+    // Only the chunks on this device go; the move runs chunk by chunk below.
+    Managed& m = *a.managed;
+    for (std::size_t c = 0; c < m.where.size() && evicted.to_host < wanted; ++c) {
+      if (m.where[c] == device) {
+        const std::uintptr_t from = base + c * kResidencyChunk;
+        migrate_locked(a, base, from, from + 1, kOnHost, evicted);
+      }
+    }
   }
   return evicted.to_host;
 }
 
-void Memory::migrate_locked(Allocation& a, std::uintptr_t base, std::uintptr_t from, std::uintptr_t to,
-                            bool to_device, Migration& moved) {
+void Memory::migrate_locked(Allocation& a, std::uintptr_t base, std::uintptr_t from, std::uintptr_t to, int target,
+                            Migration& moved) {
   Managed& m = *a.managed;
   const std::size_t first = (from - base) / kResidencyChunk;
   const std::size_t last = (to - base + kResidencyChunk - 1) / kResidencyChunk;
-  std::size_t own = 0;
+  std::size_t own_to_device = 0;
+  std::size_t own_to_host = 0;
+  std::size_t own_between = 0;
   Stats& s = stats();
-  for (std::size_t c = first; c < last && c < m.on_device.size(); ++c) {
-    if ((m.on_device[c] != 0) == to_device) {
+  for (std::size_t c = first; c < last && c < m.where.size(); ++c) {
+    const int on = m.where[c];
+    if (on == target) {
       continue;
     }
     const std::size_t chunk = std::min(kResidencyChunk, a.size - c * kResidencyChunk);
-    if (to_device) {
-      if (used_ + chunk > capacity_) {
-        moved.to_host += evict_managed(used_ + chunk - capacity_, &a);
-        if (used_ + chunk > capacity_) {
-          break;  // the device is full of non-managed memory: the rest stays on the host
-        }
+    if (target != kOnHost) {
+      Arena& arena = arenas_[static_cast<std::size_t>(target)];
+      if (arena.used + chunk > arena.capacity) {
+        moved.to_host += evict_managed(target, arena.used + chunk - arena.capacity, &a);
       }
-      used_ += chunk;
+      if (!charge(target, chunk, &a)) {
+        break;  // the device is full of non-managed memory: the rest stays where it is
+      }
+    }
+    if (on != kOnHost) {
+      uncharge(on, chunk);
+    }
+    if (on == kOnHost) {
       m.device_bytes += chunk;
       s.managed_device_bytes.fetch_add(chunk);
-    } else {
-      used_ -= chunk;
+      own_to_device += chunk;
+    } else if (target == kOnHost) {
       m.device_bytes -= chunk;
       s.managed_device_bytes.fetch_sub(chunk);
+      own_to_host += chunk;
+    } else {
+      own_between += chunk;
     }
-    m.on_device[c] = to_device ? 1 : 0;
-    own += chunk;
+    m.where[c] = static_cast<std::int8_t>(target);
   }
-  s.bytes_in_use.store(used_, std::memory_order_relaxed);
-  update_peak(s, used_);
-  count(to_device ? s.bytes_migrated_to_device : s.bytes_migrated_to_host, own);
-  (to_device ? moved.to_device : moved.to_host) += own;
+  count(s.bytes_migrated_to_device, own_to_device + own_between);
+  count(s.bytes_migrated_to_host, own_to_host);
+  moved.to_device += own_to_device;
+  moved.to_host += own_to_host;
+  moved.between_devices += own_between;
 }
 
 Migration Memory::migrate(CUdeviceptr p, std::size_t bytes, bool to_device, int location_for_record) {
@@ -523,11 +747,14 @@ Migration Memory::migrate(CUdeviceptr p, std::size_t bytes, bool to_device, int 
   Allocation& a = it->second;
   a.managed->last_prefetch = location_for_record;
   const std::uintptr_t end = std::min<std::uintptr_t>(p + bytes, it->first + a.size);
-  migrate_locked(a, it->first, p, end, to_device, moved);
+  const int target = to_device && location_for_record >= 0 && location_for_record < static_cast<int>(arenas_.size())
+                         ? location_for_record
+                         : kOnHost;
+  migrate_locked(a, it->first, p, end, target, moved);
   return moved;
 }
 
-Migration Memory::touch_managed(CUdeviceptr word) {
+Migration Memory::touch_managed(CUdeviceptr word, int device) {
   std::lock_guard<std::mutex> lock(mutex_);
   Migration moved;
   const auto it = find_containing(word);
@@ -535,8 +762,9 @@ Migration Memory::touch_managed(CUdeviceptr word) {
     return moved;
   }
   Allocation& a = it->second;
-  if (a.managed->device_bytes < a.size) {
-    migrate_locked(a, it->first, it->first, it->first + a.size, true, moved);
+  const Managed& m = *a.managed;
+  if (std::any_of(m.where.begin(), m.where.end(), [device](std::int8_t on) { return on != device; })) {
+    migrate_locked(a, it->first, it->first, it->first + a.size, device, moved);
   }
   return moved;
 }
@@ -555,10 +783,18 @@ CUresult Memory::advise(CUdeviceptr p, std::size_t bytes, CUmem_advise advice, i
     case CU_MEM_ADVISE_SET_PREFERRED_LOCATION: m.preferred_location = device; break;
     case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION: m.preferred_location = CU_DEVICE_INVALID; break;
     case CU_MEM_ADVISE_SET_ACCESSED_BY:
-      (device == CU_DEVICE_CPU ? m.accessed_by_host : m.accessed_by_device) = true;
+      if (device == CU_DEVICE_CPU) {
+        m.accessed_by_host = true;
+      } else {
+        m.accessed_by_devices |= device_bit(device);
+      }
       break;
     case CU_MEM_ADVISE_UNSET_ACCESSED_BY:
-      (device == CU_DEVICE_CPU ? m.accessed_by_host : m.accessed_by_device) = false;
+      if (device == CU_DEVICE_CPU) {
+        m.accessed_by_host = false;
+      } else {
+        m.accessed_by_devices &= ~device_bit(device);
+      }
       break;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
@@ -592,8 +828,10 @@ CUresult Memory::range_attribute(void* data, std::size_t data_size, CUmem_range_
       const std::size_t slots = data_size / sizeof(int);
       std::vector<int> devices(slots, CU_DEVICE_INVALID);
       std::size_t n = 0;
-      if (m.accessed_by_device && n < slots) {
-        devices[n++] = 0;
+      for (int d = 0; d < kMaxDevices && n < slots; ++d) {
+        if ((m.accessed_by_devices & device_bit(d)) != 0) {
+          devices[n++] = d;
+        }
       }
       if (m.accessed_by_host && n < slots) {
         devices[n++] = CU_DEVICE_CPU;
@@ -614,9 +852,9 @@ CUresult Memory::reserve(std::size_t size, std::size_t alignment, CUdeviceptr hi
   alignment = std::max(alignment, kVmmGranularity);
   std::lock_guard<std::mutex> lock(mutex_);
   std::uintptr_t p = 0;
-  if (hint != 0 && hint % alignment == 0 && space_.take_at(hint, size)) {
+  if (hint != 0 && hint % alignment == 0 && vmm_space_.take_at(hint, size)) {
     p = hint;
-  } else if (!space_.take(size, alignment, p)) {
+  } else if (!vmm_space_.take(size, alignment, p)) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   reservations_.emplace(p, size);
@@ -635,7 +873,7 @@ CUresult Memory::unreserve(CUdeviceptr p, std::size_t size) {
     return CUDA_ERROR_INVALID_VALUE;  // still mapped: unmap first
   }
   reservations_.erase(it);
-  space_.give(p, size);
+  vmm_space_.give(p, size);
   return CUDA_SUCCESS;
 }
 
@@ -645,9 +883,10 @@ CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& pr
     return CUDA_ERROR_INVALID_VALUE;
   }
   const bool host_located = prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE;
+  const int device = host_located ? 0 : prop.location.id;
   std::unique_lock<std::mutex> lock(mutex_);
   if (!host_located) {
-    FC_TRY(charge_or_wait(lock, size));
+    FC_TRY(charge_or_wait(lock, device, size));
   }
   int fd = -1;
   if (const auto spare = spare_files_.find(size); spare != spare_files_.end()) {
@@ -657,12 +896,23 @@ CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& pr
   } else {
     fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
   }
-  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+  // The memory, then a trailer that describes it to a process that imports the file.
+  if (fd >= 0 && !file_size_allowed(size + kShareHeaderBytes)) {
+    close(fd);
+    fd = -1;  // past the file size limit: no memory rather than SIGXFSZ
+  }
+  PhysicalTrailer trailer{};
+  std::memcpy(trailer.magic, kPhysicalMagic, sizeof trailer.magic);
+  trailer.size = size;
+  trailer.nonce = random_nonce();
+  trailer.prop = prop;
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size + kShareHeaderBytes)) != 0 ||
+      !write_at(fd, &trailer, sizeof trailer, size)) {
     if (fd >= 0) {
       close(fd);
     }
     if (!host_located) {
-      uncharge(size);
+      uncharge(device, size);
     }
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -671,6 +921,7 @@ CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& pr
   ph.fd = fd;
   ph.prop = prop;
   ph.host_located = host_located;
+  ph.device = device;
   out = next_handle_++;
   physical_.emplace(out, ph);
   count(stats().vmm_creates);
@@ -681,14 +932,19 @@ CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& pr
 void Memory::destroy_physical_locked(std::unordered_map<CUmemGenericAllocationHandle, Physical>::iterator it) {
   const Physical& ph = it->second;
   constexpr std::size_t kSpareFileBytes = std::size_t{1} << 30;
-  if (spare_file_bytes_ + ph.size <= kSpareFileBytes) {
+  // A file another process may hold (exported, or imported from one) is never handed out again.
+  if (!ph.shared && spare_file_bytes_ + ph.size <= kSpareFileBytes) {
     spare_files_.emplace(ph.size, ph.fd);
     spare_file_bytes_ += ph.size;
   } else {
     close(ph.fd);
   }
+  if (ph.imported) {
+    physical_.erase(it);
+    return;  // its creator holds the memory
+  }
   if (!ph.host_located) {
-    uncharge(ph.size);
+    uncharge(ph.device, ph.size);
   }
   stats().vmm_physical_bytes.fetch_sub(ph.size);
   physical_.erase(it);
@@ -763,6 +1019,7 @@ CUresult Memory::map(CUdeviceptr p, std::size_t size, std::size_t offset, CUmemG
   a.size = size;
   a.span = size;
   a.kind = MemKind::vmm;
+  a.device = ph->second.device;
   a.id = next_id_++;
   a.handle = handle;
   a.handle_offset = offset;
@@ -810,12 +1067,18 @@ CUresult Memory::unmap(CUdeviceptr p, std::size_t size) {
 }
 
 CUresult Memory::set_access(CUdeviceptr p, std::size_t size, unsigned flags) {
-  int prot = PROT_NONE;
-  switch (flags) {
-    case CU_MEM_ACCESS_FLAGS_PROT_NONE: prot = PROT_NONE; break;
-    case CU_MEM_ACCESS_FLAGS_PROT_READ: prot = PROT_READ; break;
-    case CU_MEM_ACCESS_FLAGS_PROT_READWRITE: prot = PROT_READ | PROT_WRITE; break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+  return set_access(p, size, std::vector<std::pair<int, unsigned>>{{0, flags}});
+}
+
+CUresult Memory::set_access(CUdeviceptr p, std::size_t size, const std::vector<std::pair<int, unsigned>>& per_device) {
+  for (const auto& [device, flags] : per_device) {
+    if (flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+        flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (device < 0 || device >= kMaxDevices) {
+      return CUDA_ERROR_INVALID_DEVICE;
+    }
   }
   if (size == 0 || overflows(p, size)) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -832,10 +1095,23 @@ CUresult Memory::set_access(CUdeviceptr p, std::size_t size, unsigned flags) {
   at = p;
   while (at < p + size) {
     const auto it = find_containing(at);
-    const std::uintptr_t stop = std::min<std::uintptr_t>(it->first + it->second.size, p + size);
+    Allocation& a = it->second;
+    const std::uintptr_t stop = std::min<std::uintptr_t>(it->first + a.size, p + size);
     // Access is per mapping on a GPU; partial ranges take the whole mapping.
-    mprotect(as_pointer(it->first), it->second.size, prot);
-    it->second.access = flags;
+    for (const auto& [device, flags] : per_device) {
+      const std::uint32_t bit = device_bit(device);
+      a.readable_by = (flags & CU_MEM_ACCESS_FLAGS_PROT_READ) != 0 ? a.readable_by | bit : a.readable_by & ~bit;
+      a.writable_by = flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? a.writable_by | bit : a.writable_by & ~bit;
+    }
+    // Every device's kernels run on this CPU: the pages allow what any device may do, and the
+    // per-device rule is enforced when a kernel is handed a pointer (kernel_may_access).
+    a.access = a.writable_by != 0  ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+               : a.readable_by != 0 ? CU_MEM_ACCESS_FLAGS_PROT_READ
+                                    : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    const int prot = a.access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
+                     : a.access == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
+                                                                    : PROT_NONE;
+    mprotect(as_pointer(it->first), a.size, prot);
     at = stop;
   }
   return CUDA_SUCCESS;
@@ -849,6 +1125,54 @@ CUresult Memory::get_access(CUdeviceptr p, unsigned& flags) const {
   }
   flags = it->second.access;
   return CUDA_SUCCESS;
+}
+
+CUresult Memory::get_access(CUdeviceptr p, int device, unsigned& flags) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = find_containing(p);
+  if (it == allocations_.end() || it->second.kind != MemKind::vmm) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const Allocation& a = it->second;
+  const std::uint32_t bit = device_bit(device);
+  flags = (a.writable_by & bit) != 0  ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+          : (a.readable_by & bit) != 0 ? CU_MEM_ACCESS_FLAGS_PROT_READ
+                                       : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  return CUDA_SUCCESS;
+}
+
+// ---- device access of kernels --------------------------------------------------------------
+
+bool Memory::kernel_may_access(CUdeviceptr word, Context& ctx) const {
+  if (word < lowest_ || word >= highest_) {
+    return true;  // not device memory of ours (host memory, a scalar, a pinned host pointer)
+  }
+  const int device = ctx.device;
+  const std::uint32_t bit = device_bit(device);
+  const Context* owner = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = find_containing(word);
+    if (it == allocations_.end() || it->second.dying) {
+      return true;  // not inside an allocation (an end pointer), or a use-after-free a copy catches
+    }
+    const Allocation& a = it->second;
+    switch (a.kind) {
+      case MemKind::managed:
+      case MemKind::host: return true;  // every device reaches managed and pinned memory
+      case MemKind::vmm: return (a.readable_by & bit) != 0;
+      case MemKind::device: break;
+    }
+    if (a.device == device || (a.readable_by & bit) != 0) {
+      return true;  // its own device, or the device an IPC handle was opened on
+    }
+    if (a.pool != nullptr) {
+      // Stream-ordered memory: only the pool's access list counts, not context peer access.
+      return (a.pool->readable_by.load(std::memory_order_relaxed) & bit) != 0;
+    }
+    owner = a.context;
+  }
+  return owner != nullptr && has_peer_access(ctx, owner);
 }
 
 }  // namespace fakecuda

@@ -1,8 +1,11 @@
 // Counters, the JSON written at exit (FAKECUDA_STATS=FILE) and the fakecuda_stats_* control API.
 #include "stats.hpp"
 
+#include "devices.hpp"
 #include "driver.hpp"
 #include "fakecuda/control.h"
+#include "mem_pool.hpp"
+#include "memory.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +43,20 @@ void write_json_string(std::FILE* out, const std::string& text) {
   std::fputc('"', out);
 }
 
+fakecuda_device_stats device_figures(int device) {
+  fakecuda_device_stats d{};
+  d.capacity_bytes = device_capacity(device);
+  d.bytes_in_use = device_gauges(device).bytes_in_use.load();
+  d.peak_bytes_in_use = device_gauges(device).peak_bytes_in_use.load();
+  if (check_init() == CUDA_SUCCESS) {
+    for (MemPool* pool : pools_of_device(device)) {
+      d.pool_reserved_bytes += memory().pool_figure(*pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+      d.pool_used_bytes += memory().pool_figure(*pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+    }
+  }
+  return d;
+}
+
 int write_json(const char* path) {
   std::FILE* out = std::fopen(path, "w");
   if (out == nullptr) {
@@ -53,6 +70,16 @@ int write_json(const char* path) {
   FAKECUDA_GAUGES(FAKECUDA_WRITE)
   FAKECUDA_EVENT_COUNTERS(FAKECUDA_WRITE)
 #undef FAKECUDA_WRITE
+  std::fprintf(out, ",\n  \"devices\": [");
+  for (int d = 0; d < device_count(); ++d) {
+    const fakecuda_device_stats f = device_figures(d);
+    std::fprintf(out,
+                 "%s\n    {\"ordinal\": %d, \"capacity_bytes\": %llu, \"bytes_in_use\": %llu, "
+                 "\"peak_bytes_in_use\": %llu, \"pool_reserved_bytes\": %llu, \"pool_used_bytes\": %llu}",
+                 d == 0 ? "" : ",", d, f.capacity_bytes, f.bytes_in_use, f.peak_bytes_in_use, f.pool_reserved_bytes,
+                 f.pool_used_bytes);
+  }
+  std::fprintf(out, "\n  ]");
   std::fprintf(out, ",\n  \"kernel_launches\": {");
   {
     KernelCounters& k = kernel_counters();
@@ -81,6 +108,15 @@ __attribute__((constructor)) void read_stats_env() {
 
 __attribute__((destructor)) void write_stats_at_exit() {
   if (g_stats_path != nullptr && !is_forked_child()) {
+    // The process's teardown releases what the pools keep for reuse: what stays in use is what the
+    // program never freed.
+    if (check_init() == CUDA_SUCCESS) {
+      for (int d = 0; d < device_count(); ++d) {
+        for (MemPool* pool : pools_of_device(d)) {
+          memory().trim_pool(*pool, 0);
+        }
+      }
+    }
     if (write_json(g_stats_path) != 0) {
       std::fprintf(stderr, "fakecuda: cannot write FAKECUDA_STATS file %s\n", g_stats_path);
     }
@@ -128,6 +164,10 @@ extern "C" __attribute__((visibility("default"))) void fakecuda_stats_reset(void
   FAKECUDA_EVENT_COUNTERS(FAKECUDA_ZERO)
 #undef FAKECUDA_ZERO
   s.peak_bytes_in_use.store(s.bytes_in_use.load());
+  for (int d = 0; d < fakecuda::kMaxDevices; ++d) {
+    fakecuda::DeviceGauges& g = fakecuda::device_gauges(d);
+    g.peak_bytes_in_use.store(g.bytes_in_use.load());
+  }
   fakecuda::KernelCounters& k = fakecuda::kernel_counters();
   std::lock_guard<std::mutex> lock(k.mutex);
   for (auto& entry : k.by_name) {
@@ -147,4 +187,16 @@ extern "C" __attribute__((visibility("default"))) unsigned long long fakecuda_ke
   std::lock_guard<std::mutex> lock(k.mutex);
   const auto it = k.by_name.find(name);
   return it == k.by_name.end() ? 0 : it->second->load();
+}
+
+extern "C" __attribute__((visibility("default"))) size_t fakecuda_device_stats_snapshot(int ordinal,
+                                                                                       fakecuda_device_stats* out,
+                                                                                       size_t size) {
+  if (out == nullptr || fakecuda::check_init() != CUDA_SUCCESS || ordinal < 0 || ordinal >= fakecuda::device_count()) {
+    return 0;
+  }
+  const fakecuda_device_stats full = fakecuda::device_figures(ordinal);
+  const size_t n = size < sizeof full ? size : sizeof full;
+  std::memcpy(out, &full, n);
+  return n;
 }

@@ -39,7 +39,15 @@
   X(link_queued_ns)                \
   X(link_transfers)                \
   X(link_pageable_transfers)       \
-  X(link_transfers_beside_kernels)
+  X(link_transfers_beside_kernels) \
+  X(graph_captures)                \
+  X(graph_captures_invalidated)    \
+  X(graph_captured_nodes)          \
+  X(graph_instantiations)          \
+  X(graph_launches)                \
+  X(graph_uploads)                 \
+  X(graph_mem_allocs)              \
+  X(graph_mem_frees)
 
 // Gauges: the state of the device; kept by the memory manager under its lock.
 #define FAKECUDA_GAUGES(X) \
@@ -47,7 +55,9 @@
   X(peak_bytes_in_use)     \
   X(managed_bytes)         \
   X(managed_device_bytes)  \
-  X(vmm_physical_bytes)
+  X(vmm_physical_bytes)    \
+  X(graph_mem_used_bytes)  \
+  X(graph_mem_reserved_bytes)
 
 namespace fakecuda {
 

@@ -1,6 +1,7 @@
 // Stream workers, the legacy default stream's implicit ordering, synchronisation and events.
 #include "streams.hpp"
 
+#include "memory.hpp"
 #include "stats.hpp"
 
 #include <algorithm>
@@ -268,6 +269,7 @@ CUresult synchronize_stream(const std::shared_ptr<Stream>& s) {
     target = enqueue(s, [] {});
   }
   s->wait_for(target);
+  memory().release_pools_to_threshold(s->context->device);  // a synchronisation point for the pools
   return sticky_error(s->context);
 }
 
@@ -290,6 +292,7 @@ CUresult synchronize_context(Context& ctx) {
   for (const Dependency& d : targets) {
     d.stream->wait_for(d.seq);
   }
+  memory().release_pools_to_threshold(ctx.device);  // a synchronisation point for the pools
   return sticky_error(&ctx);
 }
 

@@ -25,6 +25,7 @@ namespace fakecuda {
 enum class StreamRole : std::uint8_t { user, legacy, per_thread };
 
 class Stream;
+class IpcEventPage;
 
 // "Run only after `stream` completed operation number `seq`."
 struct Dependency {
@@ -86,11 +87,15 @@ struct EventRecord {
   std::chrono::steady_clock::time_point time;  // written before done, read after
 };
 
+struct CapturedRecord;  // capture.hpp
+
 struct Event {
   unsigned flags = 0;
   Context* context = nullptr;
   std::mutex mutex;
   std::shared_ptr<EventRecord> last;  // the most recent cuEventRecord; null before the first
+  std::shared_ptr<CapturedRecord> captured;  // non-null: last recorded in a stream capture (capture.cpp)
+  std::shared_ptr<IpcEventPage> ipc;  // interprocess events: the counters both processes share (mutex)
 };
 
 // The stream a handle names: NULL means the legacy stream, or the calling thread's per-thread

@@ -111,3 +111,62 @@ TEST_CASE("cuGetErrorName and cuGetErrorString know every status", "[fakecuda][e
   CHECK(text == nullptr);
   CU_CHECK_IS(cuGetErrorString(CUDA_SUCCESS, nullptr), CUDA_ERROR_INVALID_VALUE);
 }
+
+TEST_CASE("cuGetProcAddress hands out every variant of its table, by version and stream flavour",
+          "[fakecuda][procaddress][graphs]") {
+  // Every line of src/proc_table.def: the API name asked for at the variant's first version (and
+  // its stream flavour) resolves to exactly that exported symbol.
+  struct Entry {
+    const char* name;
+    int version;
+    bool per_thread;
+    const char* symbol;
+  };
+  static const Entry entries[] = {
+#define FAKECUDA_PROC(name, version, symbol) {#name, version, false, #symbol},
+#define FAKECUDA_PROC_PT(name, version, symbol) {#name, version, true, #symbol},
+#include "../src/proc_table.def"
+#undef FAKECUDA_PROC
+#undef FAKECUDA_PROC_PT
+  };
+  for (const Entry& e : entries) {
+    INFO(e.symbol);
+    const cuuint64_t flags = e.per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+    CHECK(resolve(e.name, e.version, flags) == exported(e.symbol));
+  }
+}
+
+TEST_CASE("cuGetProcAddress resolves stream capture and graph calls by generation", "[fakecuda][procaddress][graphs]") {
+  const cuuint64_t ptds = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  // CUDA 12 renamed cuGraphInstantiate to the flags form.
+  CHECK(resolve("cuGraphInstantiate", 10020, 0) == exported("cuGraphInstantiate"));
+  CHECK(resolve("cuGraphInstantiate", 11080, 0) == exported("cuGraphInstantiate_v2"));
+  CHECK(resolve("cuGraphInstantiate", 13000, 0) == exported("cuGraphInstantiateWithFlags"));
+  CHECK(resolve("cuStreamBeginCapture", 10000, 0) == exported("cuStreamBeginCapture"));
+  CHECK(resolve("cuStreamBeginCapture", 13000, 0) == exported("cuStreamBeginCapture_v2"));
+  CHECK(resolve("cuStreamBeginCapture", 13000, ptds) == exported("cuStreamBeginCapture_v2_ptsz"));
+  CHECK(resolve("cuStreamGetCaptureInfo", 11020, 0) == exported("cuStreamGetCaptureInfo"));
+  CHECK(resolve("cuStreamGetCaptureInfo", 12020, ptds) == exported("cuStreamGetCaptureInfo_v2_ptsz"));
+  CHECK(resolve("cuStreamGetCaptureInfo", 13000, 0) == exported("cuStreamGetCaptureInfo_v3"));
+  CHECK(resolve("cuStreamUpdateCaptureDependencies", 12000, 0) == exported("cuStreamUpdateCaptureDependencies"));
+  CHECK(resolve("cuStreamUpdateCaptureDependencies", 13000, ptds) == exported("cuStreamUpdateCaptureDependencies_v2_ptsz"));
+  CHECK(resolve("cuGraphAddKernelNode", 11080, 0) == exported("cuGraphAddKernelNode"));
+  CHECK(resolve("cuGraphAddKernelNode", 12000, 0) == exported("cuGraphAddKernelNode_v2"));
+  CHECK(resolve("cuGraphGetEdges", 12020, 0) == exported("cuGraphGetEdges"));
+  CHECK(resolve("cuGraphGetEdges", 12030, 0) == exported("cuGraphGetEdges_v2"));
+  CHECK(resolve("cuGraphAddNode", 12020, 0) == exported("cuGraphAddNode"));
+  CHECK(resolve("cuGraphAddNode", 13000, 0) == exported("cuGraphAddNode_v2"));
+  CHECK(resolve("cuGraphExecUpdate", 11000, 0) == exported("cuGraphExecUpdate"));
+  CHECK(resolve("cuGraphExecUpdate", 12000, 0) == exported("cuGraphExecUpdate_v2"));
+  CHECK(resolve("cuGraphLaunch", 12000, ptds) == exported("cuGraphLaunch_ptsz"));
+  CHECK(resolve("cuGraphUpload", 12000, ptds) == exported("cuGraphUpload_ptsz"));
+  CHECK(resolve("cuGraphInstantiateWithParams", 12000, ptds) == exported("cuGraphInstantiateWithParams_ptsz"));
+  CHECK(resolve("cuGraphCreate", 12000, ptds) == exported("cuGraphCreate"));  // no twin: one function
+  CHECK(resolve("cuDeviceGraphMemTrim", 12000, 0) == exported("cuDeviceGraphMemTrim"));
+  void* fn = &fn;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+  CU_CHECK_IS(cuGetProcAddress("cuGraphAddNode", &fn, 12010, 0, &status), CUDA_ERROR_NOT_FOUND);
+  CHECK(status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  CU_CHECK_IS(cuGetProcAddress("cuStreamBeginCaptureToGraph", &fn, 12020, 0, &status), CUDA_ERROR_NOT_FOUND);
+  CHECK(status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}

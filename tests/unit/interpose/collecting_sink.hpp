@@ -48,22 +48,21 @@ class CollectingSink final : public EventSink {
   void metadata(std::string_view, std::string_view) override {}
   void module(const trace::ModuleMapping& module) override { s_.modules.push_back(module); }
 
-  void write(const trace::AllocEvent& e) override { add(e); }
-  void write(const trace::FreeEvent& e) override { add(e); }
-  void write(const trace::LaunchEvent& e) override { add(Launch{e, {e.touched.begin(), e.touched.end()}}); }
-  void write(const trace::GraphLaunchEvent& e) override { add(e); }
-  void write(const trace::CopyEvent& e) override { add(e); }
-  void write(const trace::MemsetEvent& e) override { add(e); }
-  void write(const trace::SyncEvent& e) override { add(e); }
-  void write(const trace::IterationMarkEvent& e) override { add(e); }
-  void write(const trace::StreamCreateEvent& e) override { add(e); }
-  void write(const trace::FailedFreeEvent& e) override { s_.failed_frees.push_back(e); }
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
+  void write(const trace::Type& e) override { keep(e); }
+#include "memtool/trace/events.def"
 
   void close() override { s_.closed = true; }
   void abandon_after_fork() override { s_.abandoned = true; }
   bool failed() const override { return false; }
 
  private:
+  template <class Event>
+  void keep(const Event& e) {
+    add(e);
+  }
+  void keep(const trace::LaunchEvent& e) { add(Launch{e, {e.touched.begin(), e.touched.end()}}); }
+  void keep(const trace::FailedFreeEvent& e) { s_.failed_frees.push_back(e); }
   void add(Recorded event) {
     if (s_.throw_on_write) throw std::runtime_error("disk on fire");
     s_.events.push_back(std::move(event));

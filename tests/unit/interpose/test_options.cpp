@@ -77,7 +77,11 @@ TEST_CASE("bad values are errors naming the variable", "[interpose][options]") {
   // Planned strategies are refused clearly, not silently ignored.
   one_error_mentioning("MEMTOOL_STRATEGY", "spill", "record|pool|swap|off");
   one_error_mentioning("MEMTOOL_BUDGET", "-5%", "percentage");
-  one_error_mentioning("MEMTOOL_BUDGET", "lots", "size in bytes");
+  one_error_mentioning("MEMTOOL_BUDGET", "lots", "expected a size");
+  one_error_mentioning("MEMTOOL_BUDGET", "0%", "above 0");
+  one_error_mentioning("MEMTOOL_TRACE_LIMIT", "60%", "needs a total");
+  one_error_mentioning("MEMTOOL_CUPTI_BUFFER_BYTES", "0", "at least one byte");
+  one_error_mentioning("MEMTOOL_SWAP_MIN_BYTES", "1M/s", "unknown unit");
   one_error_mentioning("MEMTOOL_SWAP_MODE", "fast", "explicit|uvm");
 }
 
@@ -113,11 +117,14 @@ TEST_CASE("trace path placeholders", "[interpose][options]") {
   CHECK(expand_path_template("%r-%p-%%-%x-%", 5, env.lookup()) == "7-5-%-%x-%");
 }
 
-TEST_CASE("sizes: bytes, K/M/G/T in powers of 1024, 0", "[interpose][options]") {
+// The grammar itself is tested in tests/unit/trace_core/test_bytes.cpp; here, that the options
+// read sizes with it.
+TEST_CASE("sizes: the one grammar (K/M/G/T powers of 1024, KB/MB/GB/TB of 1000, decimals), 0",
+          "[interpose][options]") {
   const std::map<std::string, std::uint64_t> good{
       {"0", 0},           {"65536", 65536},          {"512K", 512ULL << 10}, {"512m", 512ULL << 20},
-      {"4G", 4ULL << 30}, {"2TiB", 2ULL << 40},      {"3MB", 3ULL << 20},    {"100b", 100},
-      {"1gib", 1ULL << 30}};
+      {"4G", 4ULL << 30}, {"2TiB", 2ULL << 40},      {"3MB", 3'000'000},     {"100b", 100},
+      {"1gib", 1ULL << 30}, {"1.5G", 3ULL << 29}};
   for (const auto& [text, bytes] : good) {
     INFO(text);
     Env env;
@@ -126,7 +133,7 @@ TEST_CASE("sizes: bytes, K/M/G/T in powers of 1024, 0", "[interpose][options]") 
     CHECK(parsed.errors.empty());
     CHECK(parsed.options.trace_limit == bytes);
   }
-  for (const char* bad : {"", "12X", "-5", "1.5G", "G", "1 G", "99999999999999999999", "20000000T"}) {
+  for (const char* bad : {"", "12X", "-5", "60%", "G", "1 G", "99999999999999999999", "20000000T"}) {
     INFO(bad);
     Env env;
     env.values["MEMTOOL_TRACE_LIMIT"] = bad;
@@ -135,6 +142,18 @@ TEST_CASE("sizes: bytes, K/M/G/T in powers of 1024, 0", "[interpose][options]") 
     CHECK(parsed.errors[0].rfind("MEMTOOL_TRACE_LIMIT=", 0) == 0);
     CHECK(parsed.options.trace_limit == (std::uint64_t{1} << 30));  // the default stays
   }
+}
+
+TEST_CASE("rates and buffer sizes: MEMTOOL_SWAP_LINK may end in /s, a buffer is at least a byte",
+          "[interpose][options]") {
+  Env env;
+  env.values["MEMTOOL_SWAP_LINK"] = "55GB/s";
+  env.values["MEMTOOL_CUPTI_BUFFER_BYTES"] = "0.5M";
+  const ParsedOptions parsed = parse_options(env.lookup(), nullptr);
+  CHECK(parsed.errors.empty());
+  CHECK(parsed.options.swap_link == 55'000'000'000ULL);
+  CHECK(parsed.options.cupti_buffer_bytes == 512ULL << 10);
+  CHECK(default_options().swap_link == 0);  // 0: measured
 }
 
 TEST_CASE("MEMTOOL_BUDGET takes bytes or a percentage of the device", "[interpose][options]") {
@@ -150,6 +169,8 @@ TEST_CASE("MEMTOOL_BUDGET takes bytes or a percentage of the device", "[interpos
   CHECK(budget_of("60%").bytes == 0);
   CHECK(budget_of("60%").percent == Approx(60.0));
   CHECK(budget_of("100%").percent == Approx(100.0));
+  CHECK(budget_of("1.5G").bytes == 3ull << 29);  // decimals, as every size
+  CHECK(budget_of("12.5%").percent == Approx(12.5));
   CHECK(default_options().budget.bytes == 0);
   CHECK(default_options().budget.percent == 0);
   // The default that cannot corrupt (issue 33): any access, seen or not, reads the right bytes.

@@ -50,8 +50,11 @@ TEST_CASE("link rates, compute models and strategy lists", "[swapper][cli]") {
   CHECK(mc::parse_rate("55GB/s") == Approx(55.0));
   CHECK(mc::parse_rate("900MB/s") == Approx(0.9));
   CHECK(mc::parse_rate("1GiB/s") == Approx(1.073741824));
-  CHECK(mc::parse_rate("12.5 GB") == Approx(12.5));
-  for (const char* bad : {"fast", "0GB/s", "55", "55 furlongs/s"}) CHECK_THROWS_AS(mc::parse_rate(bad), std::invalid_argument);
+  CHECK(mc::parse_rate("12.5GB") == Approx(12.5));
+  CHECK(mc::parse_rate("51G/s") == Approx(51 * 1.073741824));  // the one size grammar: G is 2^30
+  for (const char* bad : {"fast", "0GB/s", "12.5 GB", "55 furlongs/s", "60%"}) {
+    CHECK_THROWS_AS(mc::parse_rate(bad), std::invalid_argument);
+  }
   CHECK(mc::parse_compute("bytes") == ms::ComputeModel::bytes);
   CHECK(mc::parse_compute("GPU") == ms::ComputeModel::gpu);
   CHECK_THROWS_AS(mc::parse_compute("guess"), std::invalid_argument);

@@ -37,7 +37,7 @@ void SyntheticTrace::launch(std::uint64_t stream, std::uint64_t touched_address)
 }
 
 void SyntheticTrace::copy(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream) {
-  model_.on_copy(CopyEvent{next(), dst, 0, bytes, CopyKind::h2d, StreamHandle{stream}, true});
+  model_.on_copy(CopyEvent{next(), dst, 0, bytes, CopyKind::h2d, true, StreamHandle{stream}});
 }
 
 void SyntheticTrace::mark() { model_.on_iteration_mark(IterationMarkEvent{next(), marks_++}); }

@@ -134,7 +134,5 @@ TEST_CASE("utf8_clean keeps well-formed text and replaces malformed bytes", "[ex
   CHECK(detail::utf8_clean("\xed\xa0\x80") == "???");   // surrogate
   CHECK(detail::utf8_clean("\xc0\xaf") == "??");        // overlong
   CHECK(detail::json_string("a\"b\\c\n</script>") == R"("a\"b\\c\n\u003c/script>")");
-  CHECK(detail::size_text(1536) == "1.50 KiB");
-  CHECK(detail::size_text(100) == "100 B");
-  CHECK(detail::size_text(std::uint64_t{64} << 20) == "64.0 MiB");
+  // Sizes for people: trace::human_bytes (tests/unit/trace_core/test_bytes.cpp).
 }

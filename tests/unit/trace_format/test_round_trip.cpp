@@ -84,8 +84,8 @@ TEST_CASE("extreme field values round-trip", "[trace_format]") {
     }
     for (const CopyKind kind :
          {CopyKind::unknown, CopyKind::h2d, CopyKind::d2h, CopyKind::d2d, CopyKind::h2h}) {
-      add(CopyEvent{h, x, kMax64 - x, x, kind, StreamHandle{x}, (x & 1) != 0});
-      add(CopyEvent{h, kMax64, 0, kMax64, kind, StreamHandle{kMax64}, (x & 1) == 0});
+      add(CopyEvent{h, x, kMax64 - x, x, kind, (x & 1) != 0, StreamHandle{x}});
+      add(CopyEvent{h, kMax64, 0, kMax64, kind, (x & 1) == 0, StreamHandle{kMax64}});
     }
     for (const SyncKind kind :
          {SyncKind::context, SyncKind::stream, SyncKind::event, SyncKind::stream_wait_event}) {
@@ -95,8 +95,8 @@ TEST_CASE("extreme field values round-trip", "[trace_format]") {
     add(LaunchEvent{h, name, StreamHandle{x}, touched});
     add(LaunchEvent{h, StringId{}, StreamHandle{0}, {}});
     add(GraphLaunchEvent{h, kMax64 - x, StreamHandle{x}});
-    add(MemsetEvent{h, x, kMax64, StreamHandle{x}, true});
-    add(MemsetEvent{h, kMax64, 0, StreamHandle{0}, false});
+    add(MemsetEvent{h, x, kMax64, true, StreamHandle{x}});
+    add(MemsetEvent{h, kMax64, 0, false, StreamHandle{0}});
     add(IterationMarkEvent{h, x});
     add(StreamCreateEvent{h, StreamHandle{x}, kMax32, std::numeric_limits<std::int32_t>::min()});
     add(StreamCreateEvent{h, StreamHandle{kMax64}, 0, std::numeric_limits<std::int32_t>::max()});

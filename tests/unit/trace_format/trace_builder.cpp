@@ -142,9 +142,9 @@ std::vector<std::string> write_sample_trace(TraceWriter& w,
   add(AllocEvent{{3, 1020, ThreadId{78}}, 0x7f1200200000, 1 << 20, MemoryKind::async, s1, {}});
   const std::uint64_t touched[] = {0x7f1200200000, 0x7f1200000000};
   add(LaunchEvent{{4, 1030, ThreadId{77}}, gemm, s1, touched});
-  add(CopyEvent{{5, 1040, ThreadId{77}}, 0x7f1200000000, 0x5555aaaa0000, 4096, CopyKind::h2d, s1,
-                true});
-  add(MemsetEvent{{6, 1050, ThreadId{77}}, 0x7f1200200000, 64, s1, false});
+  add(CopyEvent{{5, 1040, ThreadId{77}}, 0x7f1200000000, 0x5555aaaa0000, 4096, CopyKind::h2d, true,
+                s1});
+  add(MemsetEvent{{6, 1050, ThreadId{77}}, 0x7f1200200000, 64, false, s1});
   add(GraphLaunchEvent{{7, 1060, ThreadId{77}}, 0x5555bbbb0000, StreamHandle{0}});
   add(SyncEvent{{8, 1070, ThreadId{77}}, SyncKind::stream, s1});
   add(IterationMarkEvent{{9, 1080, ThreadId{77}}, 0});

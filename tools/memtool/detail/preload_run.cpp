@@ -35,11 +35,39 @@ std::string find_preload_library() {
   const fs::path self = fs::read_symlink("/proc/self/exe", error);
   if (error) return {};
   const fs::path dir = self.parent_path();
-  for (const fs::path& candidate : {dir / "../../interpose/libmemtool.so", dir / "../lib/libmemtool.so",
-                                    dir / "../lib64/libmemtool.so", dir / "libmemtool.so"}) {
+  // Installed layouts first, so an installed memtool never picks up a build tree's library.
+  for (const fs::path& candidate : {dir / "../lib/libmemtool.so", dir / "../lib64/libmemtool.so",
+                                    dir / "libmemtool.so", dir / "../../interpose/libmemtool.so"}) {
     if (fs::exists(candidate, error)) return fs::weakly_canonical(candidate, error).string();
   }
   return {};
+}
+
+const std::vector<FrameworkSwitch>& framework_switches() {
+  static const std::vector<FrameworkSwitch> switches = {
+      {"PyTorch", "PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync",
+       {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING"}},
+      {"JAX", "XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async", {"XLA_PYTHON_CLIENT_ALLOCATOR"}},
+      {"JAX", "XLA_PYTHON_CLIENT_PREALLOCATE", "false", {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR"}},
+      {"TensorFlow", "TF_GPU_ALLOCATOR", "cuda_malloc_async", {"TF_GPU_ALLOCATOR"}},
+  };
+  return switches;
+}
+
+void say_strategy(const std::string& strategy, const std::string& library, const std::string& budget) {
+  std::string what;
+  if (strategy == "pool") {
+    what = "record until the training step is found, then serve each step's allocations from a planned pool";
+  } else if (strategy == "swap") {
+    what = budget.empty() ? "swap idle buffers to the host to stay within MEMTOOL_BUDGET (none given: nothing will "
+                            "be swapped)"
+                          : fmt::format("keep the device within {} by swapping idle buffers to the host and back", budget);
+  } else if (strategy == "record") {
+    what = "record every allocation, free and launch; every call passes to the driver unchanged";
+  } else {
+    what = "pass every call straight to the driver; nothing is recorded, served or moved";
+  }
+  fmt::print(stderr, "memtool: strategy {}: {} ({})\n", strategy, what, library);
 }
 
 void add_framework_environment(std::vector<std::pair<std::string, std::string>>& variables) {
@@ -47,21 +75,9 @@ void add_framework_environment(std::vector<std::pair<std::string, std::string>>&
     const char* value = std::getenv(name);
     return value != nullptr && *value != '\0';
   };
-  struct Switch {
-    const char* name;
-    const char* value;
-    std::vector<const char*> overridden_by;  // the user's own choice of that framework's allocator
-  };
-  const Switch switches[] = {
-      {"PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync",
-       {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING"}},
-      {"XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async", {"XLA_PYTHON_CLIENT_ALLOCATOR"}},
-      {"XLA_PYTHON_CLIENT_PREALLOCATE", "false", {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR"}},
-      {"TF_GPU_ALLOCATOR", "cuda_malloc_async", {"TF_GPU_ALLOCATOR"}},
-  };
   std::string set;
   std::string kept;
-  for (const Switch& s : switches) {
+  for (const FrameworkSwitch& s : framework_switches()) {
     const auto chosen = std::find_if(s.overridden_by.begin(), s.overridden_by.end(), user_set);
     if (chosen != s.overridden_by.end()) {
       const std::string note = fmt::format("{}={}", *chosen, std::getenv(*chosen));

@@ -11,10 +11,12 @@
 #include <optional>
 #include <stdexcept>
 
+#include "detail/size_arg.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/swapper/problem.hpp"
 #include "memtool/swapper/simulate.hpp"
 #include "memtool/swapper/swap_pool.hpp"
+#include "memtool/trace/name_table.hpp"
 
 namespace memtool::cli {
 namespace {
@@ -29,16 +31,6 @@ std::string_view trim(std::string_view text) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
   while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
   return text;
-}
-
-// A non-negative decimal number at the start of `text`; the rest goes to `rest`.
-bool leading_number(std::string_view text, double& value, std::string_view& rest) {
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  const auto [stop, ec] = std::from_chars(begin, end, value);
-  if (ec != std::errc{} || stop == begin || !(value >= 0) || !std::isfinite(value)) return false;
-  rest = std::string_view(stop, static_cast<std::size_t>(end - stop));
-  return true;
 }
 
 std::vector<std::string_view> split(std::string_view text) {
@@ -89,30 +81,12 @@ std::string_view to_string(swapper::ScheduleMode mode) {
 
 BudgetSpec parse_budget(std::string_view text) {
   text = trim(text);
-  const auto bad = [&](std::string_view why) {
-    return std::invalid_argument(fmt::format("budget '{}': {}", text, why));
-  };
-  double value = 0;
-  std::string_view rest;
-  if (!leading_number(text, value, rest)) throw bad("expected bytes (e.g. 512M, 4G) or a percentage (e.g. 80%)");
+  const trace::ByteSize size =
+      parse_size_arg("budget", text, {.share_of = "the iteration's plain peak", .zero = false, .rate = false});
   BudgetSpec spec;
   spec.text = std::string(text);
-  const std::string suffix = lower(rest);
-  if (suffix == "%") {
-    if (!(value > 0) || value > 100) throw bad("a percentage must be above 0 and at most 100");
-    spec.fraction = value / 100.0;
-    return spec;
-  }
-  unsigned shift = 0;
-  if (suffix.empty() || suffix == "b") shift = 0;
-  else if (suffix == "k" || suffix == "kb" || suffix == "kib") shift = 10;
-  else if (suffix == "m" || suffix == "mb" || suffix == "mib") shift = 20;
-  else if (suffix == "g" || suffix == "gb" || suffix == "gib") shift = 30;
-  else if (suffix == "t" || suffix == "tb" || suffix == "tib") shift = 40;
-  else throw bad("unknown unit (K, M, G, T, or %)");
-  const double bytes = std::ldexp(value, static_cast<int>(shift));
-  if (!(bytes >= 1) || bytes > 0x1p62) throw bad("out of range");
-  spec.bytes = static_cast<std::uint64_t>(bytes);
+  spec.bytes = size.bytes;
+  spec.fraction = size.percent / 100.0;
   return spec;
 }
 
@@ -123,27 +97,8 @@ std::vector<BudgetSpec> parse_budgets(std::string_view text) {
 }
 
 double parse_rate(std::string_view text) {
-  text = trim(text);
-  double value = 0;
-  std::string_view rest;
-  const auto bad = [&] {
-    return std::invalid_argument(fmt::format("rate '{}': expected e.g. 55GB/s, 12.5GiB/s or 900MB/s", text));
-  };
-  if (!leading_number(text, value, rest) || !(value > 0)) throw bad();
-  std::string unit = lower(trim(rest));
-  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "/s") unit.resize(unit.size() - 2);
-  double scale = 0;
-  if (unit == "b") scale = 1;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "gb") scale = 1e9;
-  else if (unit == "tb") scale = 1e12;
-  else if (unit == "kib") scale = 0x1p10;
-  else if (unit == "mib") scale = 0x1p20;
-  else if (unit == "gib") scale = 0x1p30;
-  else if (unit == "tib") scale = 0x1p40;
-  else throw bad();
-  return value * scale / 1e9;
+  const trace::ByteSize size = parse_size_arg("rate", trim(text), {.share_of = {}, .zero = false, .rate = true});
+  return static_cast<double>(size.bytes) / 1e9;
 }
 
 swapper::ComputeModel parse_compute(std::string_view text) {
@@ -159,10 +114,8 @@ std::vector<std::string> parse_strategies(std::string_view text) {
   std::vector<std::string> names;
   for (const std::string_view part : split(text)) {
     if (swapper::find_strategy(part) == nullptr && part != kRuleAlone) {
-      std::string known;
-      for (const swapper::StrategyInfo& s : swapper::strategies()) known += (known.empty() ? "" : ", ") + std::string(s.name);
-      known += fmt::format(", {}", kRuleAlone);
-      throw std::invalid_argument(fmt::format("swap strategy '{}': expected one of {}", part, known));
+      throw std::invalid_argument(fmt::format("swap strategy '{}': expected one of {}, {}", part,
+                                              trace::names_of(swapper::strategies()), kRuleAlone));
     }
     names.emplace_back(part);
   }

@@ -29,12 +29,13 @@ struct BudgetSpec {
   std::string text;
 };
 
-// "80%", "1.5G", "512M", "4GiB", "123456" (K, M, G, T: powers of 1024). Throws
-// std::invalid_argument naming the value.
+// A size above 0 or a share of the plain peak: "80%", "1.5G", "512M", "4GiB", "123456"
+// (memtool/trace/bytes.hpp). Throws std::invalid_argument naming the value.
 [[nodiscard]] BudgetSpec parse_budget(std::string_view text);
 // A comma-separated list of budgets.
 [[nodiscard]] std::vector<BudgetSpec> parse_budgets(std::string_view text);
-// "55GB/s", "12.5GiB/s", "900MB/s" (decimal GB = 1e9, binary GiB = 2^30) → bytes per ns.
+// A size per second above 0, "55GB/s", "12.5GiB/s", "51G/s" (GB = 10^9 bytes, G and GiB =
+// 2^30; memtool/trace/bytes.hpp) → bytes per ns. Throws std::invalid_argument naming the value.
 [[nodiscard]] double parse_rate(std::string_view text);
 // "auto", "gpu", "host", "bytes".
 [[nodiscard]] swapper::ComputeModel parse_compute(std::string_view text);

@@ -9,19 +9,6 @@
 
 namespace memtool::cli {
 
-std::string human_bytes(std::uint64_t bytes) {
-  static constexpr std::array<std::string_view, 6> kUnits{"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  auto value = static_cast<double>(bytes);
-  std::size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < kUnits.size()) {
-    value /= 1024.0;
-    ++unit;
-  }
-  const int decimals = value >= 100.0 ? 0 : value >= 10.0 ? 1 : 2;
-  return fmt::format("{:.{}f} {}", value, decimals, kUnits[unit]);
-}
-
 std::string group_thousands(std::uint64_t value) {
   std::string digits = std::to_string(value);
   std::string out;

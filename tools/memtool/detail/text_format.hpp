@@ -7,10 +7,12 @@
 #include <string_view>
 #include <vector>
 
+#include "memtool/trace/bytes.hpp"
+
 namespace memtool::cli {
 
-// "1.50 GiB" (binary units, three significant digits).
-std::string human_bytes(std::uint64_t bytes);
+// "1.50 GiB" (binary units, three significant digits): memtool's one size printer.
+using trace::human_bytes;
 // "1.50 GiB (1,610,612,736 B)".
 std::string human_bytes_exact(std::uint64_t bytes);
 // "1,610,612,736".

@@ -5,15 +5,9 @@ namespace memtool::trace {
 
 std::string_view to_string(EventKind kind) {
   switch (kind) {
-    case EventKind::alloc: return "alloc";
-    case EventKind::free: return "free";
-    case EventKind::launch: return "launch";
-    case EventKind::copy: return "copy";
-    case EventKind::memset: return "memset";
-    case EventKind::sync: return "sync";
-    case EventKind::iteration_mark: return "iteration_mark";
-    case EventKind::stream_create: return "stream_create";
-    case EventKind::graph_launch: return "graph_launch";
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
+  case EventKind::name: return #name;
+#include "memtool/trace/events.def"
   }
   return "unknown";
 }

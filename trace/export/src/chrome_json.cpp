@@ -54,7 +54,7 @@ class ChromeJsonWriter final : public detail::WindowVisitor {
     if (before_window) ts_ = timestamp(clock_.at(window_.first));
     const int tid = thread_of(b.stream.value());
     record(fmt::format(R"({{"ph":"b","cat":"buffers","id":"0x{:x}","pid":1,"tid":{},"ts":{},"name":{},"args":{{"buffer":{},"address":"0x{:x}","size":{},"memory":"{}","stream":"0x{:x}"{}}}}})",
-                       id.value(), tid, ts_, json_string(detail::size_text(b.size)), id.value(), b.address, b.size,
+                       id.value(), tid, ts_, json_string(human_bytes(b.size)), id.value(), b.address, b.size,
                        to_string(b.kind), b.stream.value(), before_window ? ",\"live_before_window\":true" : ""));
     live_ += b.size;
     reserved_ += detail::driver_footprint(b.size);
@@ -71,7 +71,7 @@ class ChromeJsonWriter final : public detail::WindowVisitor {
       changed_ = true;
     }
     record(fmt::format(R"({{"ph":"e","cat":"buffers","id":"0x{:x}","pid":1,"tid":{},"ts":{},"name":{}{}}})", id.value(),
-                       thread_of(b.stream.value()), ts_, json_string(detail::size_text(b.size)),
+                       thread_of(b.stream.value()), ts_, json_string(human_bytes(b.size)),
                        after_window ? R"(,"args":{"live_after_window":true})" : ""));
   }
 

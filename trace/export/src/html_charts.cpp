@@ -28,7 +28,7 @@ struct ByteAxis {
       const std::uint64_t value = max / 4 * static_cast<std::uint64_t>(i);
       const int yy = y(value);
       out += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#dddddd" shape-rendering="crispEdges"/>)", x0, yy, x1, yy);
-      out += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" class="axis">{}</text>)", x0 - 6, yy + 4, html_escape(size_text(value)));
+      out += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" class="axis">{}</text>)", x0 - 6, yy + 4, html_escape(human_bytes(value)));
     }
     return out;
   }
@@ -97,7 +97,7 @@ std::string live_chart_svg(const LiveChartInput& in) {
   }
   const int peak_x = x_of(in.peak_event);
   svg += fmt::format(R"(<circle data-probe="peak" cx="{}" cy="{}" r="4" fill="#000000" data-tip="peak {} at event {}"/>)", peak_x,
-                     axis.y(in.peak_bytes), html_escape(size_text(in.peak_bytes)), in.peak_event);
+                     axis.y(in.peak_bytes), html_escape(human_bytes(in.peak_bytes)), in.peak_event);
   svg += fmt::format(R"(<text x="{}" y="{}" class="axis">event {}</text><text x="{}" y="{}" text-anchor="end" class="axis">event {}</text>)",
                      kLeft, kTop + kHeight + 16, in.first, kLeft + kWidth, kTop + kHeight + 16, in.end);
   svg += "</svg>";
@@ -145,7 +145,7 @@ std::string plan_chart_svg(const PoolPlanView& plan) {
     const int y0 = std::min(y1 - 1, axis.y(p.offset + p.footprint));
     svg += fmt::format(R"(<rect{} x="{}" y="{}" width="{}" height="{}" fill="{}" shape-rendering="crispEdges" data-tip="buffer {}: {} at offset {}, events {}..{} of the iteration{}"/>)",
                        r == largest ? R"( data-probe="plan-largest")" : "", x0, y0, x1 - x0, y1 - y0, plan_colour(id), id,
-                       html_escape(size_text(request.size)), p.offset, p.begin, p.end,
+                       html_escape(human_bytes(request.size)), p.offset, p.begin, p.end,
                        request.crosses_iteration ? " (crosses the iteration boundary)" : "");
   }
   const int pool_y = axis.y(plan.pool_bytes);
@@ -157,9 +157,9 @@ std::string plan_chart_svg(const PoolPlanView& plan) {
     const int x = kBarsLeft + static_cast<int>(i) * (kBarWidth + kBarGap);
     const int y = std::min(axis.y(0) - 1, axis.y(b.bytes));
     svg += fmt::format(R"(<rect data-probe="{}" x="{}" y="{}" width="{}" height="{}" fill="{}" shape-rendering="crispEdges" data-tip="{}: {}"/>)",
-                       b.probe, x, y, kBarWidth, axis.y(0) - y, b.colour, html_escape(b.name), html_escape(size_text(b.bytes)));
+                       b.probe, x, y, kBarWidth, axis.y(0) - y, b.colour, html_escape(b.name), html_escape(human_bytes(b.bytes)));
     svg += fmt::format(R"svg(<text class="axis" transform="translate({},{}) rotate(60)">{} {}</text>)svg", x + 4, axis.y(0) + 12,
-                       html_escape(b.name), html_escape(size_text(b.bytes)));
+                       html_escape(b.name), html_escape(human_bytes(b.bytes)));
   }
   svg += "</svg>";
   return svg;
@@ -185,7 +185,7 @@ std::string swap_chart_svg(const SwapScheduleView& swaps, std::uint64_t first, s
     rects += fmt::format(R"(<rect{} x="{}" y="{}" width="{}" height="{}" fill="{}" shape-rendering="crispEdges" data-tip="swap {} of buffer {} ({}), events {}..{}"/>)",
                          i == 0 ? R"( data-probe="swap-first")" : "", x0, kTop + static_cast<int>(row) * kRow,
                          std::max(1, x_of(t.end_event) - x0), kRow - 2, t.to_host ? kSwapOutColour : kSwapInColour,
-                         t.to_host ? "out" : "in", t.buffer.value(), html_escape(size_text(t.bytes)), t.begin_event, t.end_event);
+                         t.to_host ? "out" : "in", t.buffer.value(), html_escape(human_bytes(t.bytes)), t.begin_event, t.end_event);
   }
   const int height = kTop + static_cast<int>(std::max<std::size_t>(row_end.size(), 1)) * kRow + 10;
   return fmt::format(R"(<svg id="swap-chart" width="{}" height="{}" xmlns="http://www.w3.org/2000/svg">{}</svg>)",

@@ -19,7 +19,6 @@ namespace memtool::trace {
 namespace {
 
 using detail::html_escape;
-using detail::size_text;
 
 constexpr std::string_view kStyle = R"(body{font-family:sans-serif;margin:16px;color:#222;width:1100px}
 h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:20px 0 6px}
@@ -113,7 +112,7 @@ class HtmlReport {
       text += "No repeating iteration found. ";
     }
     const auto peak_iteration = iterations_.iteration_of(peak_.event);
-    text += fmt::format("Peak live bytes <b id=\"peak-bytes\">{}</b> ({} B) at event {}{}.</p>\n", html_escape(size_text(peak_.bytes)),
+    text += fmt::format("Peak live bytes <b id=\"peak-bytes\">{}</b> ({} B) at event {}{}.</p>\n", html_escape(human_bytes(peak_.bytes)),
                         peak_.bytes, peak_.event, peak_iteration ? fmt::format(", iteration {}", *peak_iteration) : "");
     out_.write(text);
   }
@@ -147,8 +146,8 @@ class HtmlReport {
       const IterationSpan& span = iterations_.spans[s.index];
       const char* note = span.warm_up ? "warm-up" : (span.complete ? "" : "incomplete");
       t += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-bytes=\"{}\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>\n",
-                       s.index, s.first_event, span.length(), s.allocs, s.frees, s.peak.bytes, html_escape(size_text(s.peak.bytes)),
-                       html_escape(size_text(s.live_at_end)), note);
+                       s.index, s.first_event, span.length(), s.allocs, s.frees, s.peak.bytes, html_escape(human_bytes(s.peak.bytes)),
+                       html_escape(human_bytes(s.live_at_end)), note);
       out_.write(t);
       t.clear();
     }
@@ -168,7 +167,7 @@ class HtmlReport {
       const std::string freed = b.freed() ? std::to_string(b.free_event) : "never";
       const std::string it = is_persistent(b, iterations_) ? "persistent" : (iteration ? std::to_string(*iteration) : "-");
       t += fmt::format("<tr><td>{}</td><td data-bytes=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">0x{:x}</td><td class=\"l\">{}</td></tr>\n",
-                       id.value(), b.size, html_escape(size_text(b.size)), b.alloc_event, freed, it, b.stream.value(),
+                       id.value(), b.size, html_escape(human_bytes(b.size)), b.alloc_event, freed, it, b.stream.value(),
                        html_escape(allocation_site(frames_, b.stack)));
     }
     t += "</table>\n";
@@ -183,10 +182,10 @@ class HtmlReport {
       return;
     }
     std::string p = fmt::format("<p id=\"plan-summary\">Iteration {} planned by <b>{}</b>: pool <b>{}</b> ({} B) for {} buffers; lower bound {} ({} B).",
-                                plan->iteration, html_escape(plan->algorithm), html_escape(size_text(plan->pool_bytes)), plan->pool_bytes,
-                                plan->problem.buffers.size(), html_escape(size_text(plan->lower_bound_bytes)), plan->lower_bound_bytes);
+                                plan->iteration, html_escape(plan->algorithm), html_escape(human_bytes(plan->pool_bytes)), plan->pool_bytes,
+                                plan->problem.buffers.size(), html_escape(human_bytes(plan->lower_bound_bytes)), plan->lower_bound_bytes);
     for (const auto& b : plan->baselines) {
-      p += fmt::format(" {} would reserve {} ({} B).", html_escape(b.name), html_escape(size_text(b.peak_reserved_bytes)), b.peak_reserved_bytes);
+      p += fmt::format(" {} would reserve {} ({} B).", html_escape(b.name), html_escape(human_bytes(b.peak_reserved_bytes)), b.peak_reserved_bytes);
     }
     p += "</p>\n<p class=\"note\">Each rectangle is one buffer: left to right its lifetime in the iteration's events, bottom to top "
          "its place in the pool. The bars on the right use the same byte scale.</p>\n";
@@ -203,8 +202,8 @@ class HtmlReport {
     for (const SwapTransfer& t : swaps->transfers) (t.to_host ? out : in) += t.bytes;
     out_.write(fmt::format("<h2>Swap schedule</h2>\n<p id=\"swap-summary\">{}: budget {}, {} transfers, {} out, {} in "
                            "(yellow: to the host, teal: back).</p>\n",
-                           html_escape(swaps->name), html_escape(size_text(swaps->budget_bytes)), swaps->transfers.size(),
-                           html_escape(size_text(out)), html_escape(size_text(in))));
+                           html_escape(swaps->name), html_escape(human_bytes(swaps->budget_bytes)), swaps->transfers.size(),
+                           html_escape(human_bytes(out)), html_escape(human_bytes(in))));
     out_.write(detail::swap_chart_svg(*swaps, window_.first, window_.end));
     out_.write("\n");
   }

@@ -140,7 +140,7 @@ class PerfettoWriter final : public detail::WindowVisitor {
                                  text_arg("memory", std::string(to_string(b.kind))), uint_arg("alloc_event", b.alloc_event)};
     if (before_window) args.push_back(bool_arg("live_before_window", true));
     if (b.stack.valid()) args.push_back(text_arg("stack", stack_text(b.stack)));
-    event(stream.lane_tracks[lane], kSliceBegin, detail::size_text(b.size), std::move(args));
+    event(stream.lane_tracks[lane], kSliceBegin, human_bytes(b.size), std::move(args));
     live_ += b.size;
     reserved_ += detail::driver_footprint(b.size);
     changed_ = changed_ || !before_window;
@@ -337,7 +337,7 @@ class PerfettoWriter final : public detail::WindowVisitor {
     const std::uint64_t group = next_uuid_++;
     track(group, kProcessTrack,
           fmt::format("pool plan: iteration {} ({}): pool {}, lower bound {}", plan.iteration, plan.algorithm,
-                      detail::size_text(plan.pool_bytes), detail::size_text(plan.lower_bound_bytes)));
+                      human_bytes(plan.pool_bytes), human_bytes(plan.lower_bound_bytes)));
     const std::uint64_t top_counter = next_uuid_++;
     {
       ProtoMessage& p = start_packet(std::nullopt);
@@ -384,7 +384,7 @@ class PerfettoWriter final : public detail::WindowVisitor {
         }
         lane_of[point.rect] = lane;
         const auto& request = plan.problem.buffers[rect.buffer];
-        event(lane_tracks[lane], kSliceBegin, detail::size_text(request.size),
+        event(lane_tracks[lane], kSliceBegin, human_bytes(request.size),
               {uint_arg("buffer", detail::plan_buffer_trace_id(request.id)), uint_arg("offset", rect.offset),
                uint_arg("footprint", rect.footprint), bool_arg("crosses_iteration", request.crosses_iteration)});
         tops.insert(rect.offset + rect.footprint);
@@ -401,7 +401,7 @@ class PerfettoWriter final : public detail::WindowVisitor {
 
   void write_swaps(const SwapScheduleView& swaps) {
     const std::uint64_t group = next_uuid_++;
-    track(group, kProcessTrack, fmt::format("swaps: {} (budget {})", swaps.name, detail::size_text(swaps.budget_bytes)));
+    track(group, kProcessTrack, fmt::format("swaps: {} (budget {})", swaps.name, human_bytes(swaps.budget_bytes)));
     std::vector<const SwapTransfer*> order;
     for (const SwapTransfer& t : swaps.transfers) {
       if (t.begin_event < t.end_event && t.end_event <= model_.event_count()) order.push_back(&t);

@@ -1,34 +1,12 @@
-// PickleWriter (see pickle_writer.hpp). Opcode values as in CPython's Lib/pickle.py.
+// PickleWriter (see pickle_writer.hpp); the opcodes are memtool/trace/detail/pickle_ops.hpp's.
 #include "pickle_writer.hpp"
 
 #include <stdexcept>
 
+#include "memtool/trace/detail/pickle_ops.hpp"
+
 namespace memtool::trace::detail {
 namespace {
-
-enum : std::uint8_t {
-  kMark = '(',
-  kStop = '.',
-  kBinInt = 'J',
-  kBinInt1 = 'K',
-  kBinInt2 = 'M',
-  kNone = 'N',
-  kBinUnicode = 'X',
-  kAppends = 'e',
-  kBinGet = 'h',
-  kLongBinGet = 'j',
-  kEmptyDict = '}',
-  kEmptyList = ']',
-  kBinPut = 'q',
-  kLongBinPut = 'r',
-  kSetItems = 'u',
-  kTuple = 't',
-  kProto = 0x80,
-  kNewTrue = 0x88,
-  kNewFalse = 0x89,
-  kLong1 = 0x8a,
-  kShortBinUnicode = 0x8c,
-};
 
 constexpr std::uint32_t kBatch = 1000;  // items per APPENDS / pairs per SETITEMS, as CPython
 
@@ -36,7 +14,7 @@ constexpr std::uint32_t kBatch = 1000;  // items per APPENDS / pairs per SETITEM
 
 PickleWriter::PickleWriter(ByteSink& out, int protocol) : out_(out), protocol_(protocol) {
   if (protocol < 2 || protocol > 4) throw std::invalid_argument("pickle protocol must be 2, 3 or 4");
-  op(kProto);
+  op(PROTO);
   op(static_cast<std::uint8_t>(protocol));
 }
 
@@ -60,47 +38,47 @@ void PickleWriter::value_done() {
   Open& top = open_.back();
   ++top.pending;
   if (top.kind == Container::list && top.pending == kBatch) {
-    op(kAppends);
-    op(kMark);
+    op(APPENDS);
+    op(MARK);
     top.pending = 0;
   } else if (top.kind == Container::dict && top.pending == 2 * kBatch) {
-    op(kSetItems);
-    op(kMark);
+    op(SETITEMS);
+    op(MARK);
     top.pending = 0;
   }
   flush_if_large();
 }
 
 void PickleWriter::begin_dict() {
-  op(kEmptyDict);
-  op(kMark);
+  op(EMPTY_DICT);
+  op(MARK);
   open_.push_back({Container::dict});
 }
 
 void PickleWriter::end_dict() {
   if (open_.empty() || open_.back().kind != Container::dict || open_.back().pending % 2 != 0)
     throw std::logic_error("PickleWriter: end_dict without a complete dict");
-  op(kSetItems);
+  op(SETITEMS);
   open_.pop_back();
   value_done();
 }
 
 void PickleWriter::begin_list() {
-  op(kEmptyList);
-  op(kMark);
+  op(EMPTY_LIST);
+  op(MARK);
   open_.push_back({Container::list});
 }
 
 void PickleWriter::end_list() {
   if (open_.empty() || open_.back().kind != Container::list) throw std::logic_error("PickleWriter: end_list");
-  op(kAppends);
+  op(APPENDS);
   open_.pop_back();
   value_done();
 }
 
 std::uint32_t PickleWriter::end_list_memoized() {
   if (open_.empty() || open_.back().kind != Container::list) throw std::logic_error("PickleWriter: end_list");
-  op(kAppends);
+  op(APPENDS);
   open_.pop_back();
   const std::uint32_t index = put();  // before value_done, which may close the parent's batch
   value_done();
@@ -108,33 +86,33 @@ std::uint32_t PickleWriter::end_list_memoized() {
 }
 
 void PickleWriter::begin_tuple() {
-  op(kMark);
+  op(MARK);
   open_.push_back({Container::tuple});
 }
 
 void PickleWriter::end_tuple() {
   if (open_.empty() || open_.back().kind != Container::tuple) throw std::logic_error("PickleWriter: end_tuple");
-  op(kTuple);
+  op(TUPLE);
   open_.pop_back();
   value_done();
 }
 
 void PickleWriter::integer(std::uint64_t value) {
   if (value < 0x100) {
-    op(kBinInt1);
+    op(BININT1);
     le(value, 1);
   } else if (value < 0x10000) {
-    op(kBinInt2);
+    op(BININT2);
     le(value, 2);
   } else if (value < 0x80000000ULL) {
-    op(kBinInt);
+    op(BININT);
     le(value, 4);
   } else {
     // LONG1: little-endian two's complement, as few bytes as keep the sign bit clear.
     int bytes = 0;
     for (std::uint64_t v = value; v != 0; v >>= 8) ++bytes;
     const bool sign_bit = ((value >> (8 * (bytes - 1))) & 0x80) != 0;
-    op(kLong1);
+    op(LONG1);
     op(static_cast<std::uint8_t>(bytes + (sign_bit ? 1 : 0)));
     le(value, bytes);
     if (sign_bit) op(0);
@@ -144,10 +122,10 @@ void PickleWriter::integer(std::uint64_t value) {
 
 void PickleWriter::string_op(std::string_view value) {
   if (protocol_ >= 4 && value.size() < 0x100) {
-    op(kShortBinUnicode);
+    op(SHORT_BINUNICODE);
     le(value.size(), 1);
   } else {
-    op(kBinUnicode);
+    op(BINUNICODE);
     le(value.size(), 4);
   }
   buffer_.append(value);
@@ -166,22 +144,22 @@ std::uint32_t PickleWriter::text_memoized(std::string_view value) {
 }
 
 void PickleWriter::boolean(bool value) {
-  op(value ? kNewTrue : kNewFalse);
+  op(value ? NEWTRUE : NEWFALSE);
   value_done();
 }
 
 void PickleWriter::none() {
-  op(kNone);
+  op(NONE);
   value_done();
 }
 
 std::uint32_t PickleWriter::put() {
   const std::uint32_t index = next_memo_++;
   if (index < 0x100) {
-    op(kBinPut);
+    op(BINPUT);
     le(index, 1);
   } else {
-    op(kLongBinPut);
+    op(LONG_BINPUT);
     le(index, 4);
   }
   return index;
@@ -189,10 +167,10 @@ std::uint32_t PickleWriter::put() {
 
 void PickleWriter::get(std::uint32_t memo_index) {
   if (memo_index < 0x100) {
-    op(kBinGet);
+    op(BINGET);
     le(memo_index, 1);
   } else {
-    op(kLongBinGet);
+    op(LONG_BINGET);
     le(memo_index, 4);
   }
   value_done();
@@ -200,7 +178,7 @@ void PickleWriter::get(std::uint32_t memo_index) {
 
 void PickleWriter::finish() {
   if (!open_.empty()) throw std::logic_error("PickleWriter: finish with open containers");
-  op(kStop);
+  op(STOP);
   out_.write(buffer_);
   buffer_.clear();
 }

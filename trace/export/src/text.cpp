@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
 
 namespace memtool::trace::detail {
 namespace {
@@ -79,19 +78,6 @@ std::string json_string(std::string_view raw) {
   }
   out.push_back('"');
   return out;
-}
-
-std::string size_text(std::uint64_t bytes) {
-  static constexpr std::array<const char*, 6> kUnits{"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  double value = static_cast<double>(bytes);
-  std::size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < kUnits.size()) {
-    value /= 1024.0;
-    ++unit;
-  }
-  const int decimals = value >= 100 ? 0 : (value >= 10 ? 1 : 2);
-  return fmt::format("{:.{}f} {}", value, decimals, kUnits[unit]);
 }
 
 }  // namespace memtool::trace::detail

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "delta_state.hpp"
+#include "field_codecs.hpp"
 #include "memtool/trace/input_error.hpp"
 #include "memtool/trace/mapped_file.hpp"
 #include "wire.hpp"
@@ -219,17 +220,10 @@ class TraceParser {
       case Tag::string_def: decode_string(c); break;
       case Tag::stack_def: decode_stack(c); break;
       case Tag::module: decode_module(c); break;
-      case Tag::alloc: decode_alloc(c); break;
-      case Tag::free: decode_free(c); break;
-      case Tag::launch: decode_launch(c); break;
-      case Tag::graph_launch: decode_graph_launch(c); break;
-      case Tag::copy: decode_copy(c); break;
-      case Tag::memset: decode_memset(c); break;
-      case Tag::sync: decode_sync(c); break;
-      case Tag::iteration_mark: decode_iteration_mark(c); break;
-      case Tag::stream_create: decode_stream_create(c); break;
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
+  case Tag::name: decode_event<Type>(c, &EventVisitor::on_##name); break;
+#include "memtool/trace/events.def"
       case Tag::gpu_time: decode_gpu_time(c); break;
-      case Tag::failed_free: decode_failed_free(c); break;
       case Tag::end: decode_end(c); return;  // not counted as a record
       default: break;  // a record type from a newer writer: skipped whole
     }
@@ -280,43 +274,24 @@ class TraceParser {
     visitor_.on_module(m);
   }
 
-  EventHeader header(Cursor& c) {
-    EventHeader h;
-    state_.seq = h.seq = wire::undelta(state_.seq, c.varint("seq"));
-    state_.time_ns = h.time_ns = wire::undelta(state_.time_ns, c.varint("timestamp"));
-    const std::uint8_t* at = c.p;
-    const std::uint64_t thread = wire::undelta(state_.thread, c.varint("thread"));
-    if (thread > std::numeric_limits<std::uint32_t>::max()) {
-      c.fail(at, fmt::format("thread id {} does not fit 32 bits", thread));
+  // Every event: its fields decoded from the running state, which an event (not a note)
+  // moves on; counted; delivered once all its fields checked out.
+  template <class Event>
+  void decode_event(Cursor& c, void (EventVisitor::*deliver)(const Event&)) {
+    Event e;
+    if constexpr (EventTraits<Event>::is_event) {
+      wire::DecodeContext context{state_, strings_, stacks_, touched_};
+      wire::decode_event(c, context, e);
+      ++result_.events;
+    } else {
+      wire::DeltaState unchanged = state_;
+      wire::DecodeContext context{unchanged, strings_, stacks_, touched_};
+      wire::decode_event(c, context, e);
     }
-    state_.thread = thread;
-    h.thread = ThreadId{static_cast<std::uint32_t>(thread)};
-    ++result_.events;
-    return h;
+    (visitor_.*deliver)(e);
   }
 
-  StreamHandle stream(Cursor& c) {
-    state_.stream = wire::undelta(state_.stream, c.varint("stream"));
-    return StreamHandle{state_.stream};
-  }
-
-  StringId string_ref(Cursor& c, const char* what) {
-    const std::uint8_t* at = c.p;
-    const std::uint64_t v = c.varint(what);
-    if (v == 0) return StringId{};
-    if (v - 1 >= strings_) {
-      c.fail(at, fmt::format("{} refers to undefined string id {}", what, v - 1));
-    }
-    return StringId{static_cast<std::uint32_t>(v - 1)};
-  }
-
-  StackId stack_ref(Cursor& c) {
-    const std::uint8_t* at = c.p;
-    const std::uint64_t v = c.varint("stack");
-    if (v == 0) return StackId{};
-    if (v - 1 >= stacks_) c.fail(at, fmt::format("reference to undefined stack id {}", v - 1));
-    return StackId{static_cast<std::uint32_t>(v - 1)};
-  }
+  StringId string_ref(Cursor& c, const char* what) { return wire::read_defined_id<StringId>(c, strings_, what); }
 
   // An enum stored in one byte read at `at`: a value past `last` is corrupt or from a newer writer.
   template <class Kind>
@@ -326,138 +301,6 @@ class TraceParser {
       c.fail(at, fmt::format("unknown {} {}", what, value));
     }
     return static_cast<Kind>(value);
-  }
-
-  static MemoryKind memory_kind(Cursor& c) {
-    const std::uint8_t* at = c.p;
-    return checked_kind(c, at, c.u8("memory kind"), MemoryKind::pinned_host, "memory kind");
-  }
-
-  void decode_alloc(Cursor& c) {
-    AllocEvent e;
-    e.header = header(c);
-    state_.address = e.address = wire::undelta(state_.address, c.varint("address"));
-    e.size = c.varint("size");
-    e.kind = memory_kind(c);
-    e.stream = stream(c);
-    e.stack = stack_ref(c);
-    visitor_.on_alloc(e);
-  }
-
-  void decode_free(Cursor& c) {
-    FreeEvent e;
-    e.header = header(c);
-    state_.address = e.address = wire::undelta(state_.address, c.varint("address"));
-    e.kind = memory_kind(c);
-    e.stream = stream(c);
-    visitor_.on_free(e);
-  }
-
-  // Not an event: decoded from the running state without changing it (wire.hpp).
-  void decode_failed_free(Cursor& c) {
-    FailedFreeEvent e;
-    e.header.seq = wire::undelta(state_.seq, c.varint("seq"));
-    e.header.time_ns = wire::undelta(state_.time_ns, c.varint("timestamp"));
-    const std::uint8_t* at = c.p;
-    const std::uint64_t thread = wire::undelta(state_.thread, c.varint("thread"));
-    if (thread > std::numeric_limits<std::uint32_t>::max()) {
-      c.fail(at, fmt::format("thread id {} does not fit 32 bits", thread));
-    }
-    e.header.thread = ThreadId{static_cast<std::uint32_t>(thread)};
-    e.address = wire::undelta(state_.address, c.varint("address"));
-    e.kind = memory_kind(c);
-    e.stream = StreamHandle{wire::undelta(state_.stream, c.varint("stream"))};
-    const std::uint8_t* reason_at = c.p;
-    e.reason = checked_kind(c, reason_at, c.u8("failed free reason"), FailedFreeReason::interior,
-                            "failed free reason");
-    visitor_.on_failed_free(e);
-  }
-
-  void decode_launch(Cursor& c) {
-    LaunchEvent e;
-    e.header = header(c);
-    e.kernel = string_ref(c, "kernel name");
-    e.stream = stream(c);
-    const std::size_t count = c.count("touched buffer count", 1);
-    touched_.clear();
-    std::uint64_t address = state_.address;
-    for (std::size_t i = 0; i < count; ++i) {
-      address = wire::undelta(address, c.varint("touched address"));
-      touched_.push_back(address);
-    }
-    e.touched = touched_;
-    visitor_.on_launch(e);
-  }
-
-  void decode_graph_launch(Cursor& c) {
-    GraphLaunchEvent e;
-    e.header = header(c);
-    e.graph_exec = c.varint("graph exec");
-    e.stream = stream(c);
-    visitor_.on_graph_launch(e);
-  }
-
-  static bool async_flag(Cursor& c, std::uint8_t flags, std::uint8_t known,
-                         const std::uint8_t* at) {
-    if ((flags & ~known) != 0) c.fail(at, fmt::format("unknown flag bits 0x{:02x}", flags));
-    return (flags & wire::kAsyncFlag) != 0;
-  }
-
-  void decode_copy(Cursor& c) {
-    CopyEvent e;
-    e.header = header(c);
-    e.dst = wire::undelta(state_.address, c.varint("copy destination"));
-    e.src = wire::undelta(state_.address, c.varint("copy source"));
-    e.bytes = c.varint("copy size");
-    const std::uint8_t* at = c.p;
-    const std::uint8_t flags = c.u8("copy flags");
-    e.async = async_flag(c, flags, wire::kCopyKindMask | wire::kAsyncFlag, at);
-    const auto kind = static_cast<std::uint8_t>(flags & wire::kCopyKindMask);
-    e.kind = checked_kind(c, at, kind, CopyKind::h2h, "copy kind");
-    e.stream = stream(c);
-    visitor_.on_copy(e);
-  }
-
-  void decode_memset(Cursor& c) {
-    MemsetEvent e;
-    e.header = header(c);
-    e.dst = wire::undelta(state_.address, c.varint("memset destination"));
-    e.bytes = c.varint("memset size");
-    const std::uint8_t* at = c.p;
-    e.async = async_flag(c, c.u8("memset flags"), wire::kAsyncFlag, at);
-    e.stream = stream(c);
-    visitor_.on_memset(e);
-  }
-
-  void decode_sync(Cursor& c) {
-    SyncEvent e;
-    e.header = header(c);
-    const std::uint8_t* at = c.p;
-    e.kind = checked_kind(c, at, c.u8("sync kind"), SyncKind::stream_wait_event, "sync kind");
-    e.stream = stream(c);
-    visitor_.on_sync(e);
-  }
-
-  void decode_iteration_mark(Cursor& c) {
-    IterationMarkEvent e;
-    e.header = header(c);
-    e.index = c.varint("iteration index");
-    visitor_.on_iteration_mark(e);
-  }
-
-  void decode_stream_create(Cursor& c) {
-    StreamCreateEvent e;
-    e.header = header(c);
-    e.stream = stream(c);
-    e.flags = c.u32("stream flags");
-    const std::uint8_t* at = c.p;
-    const std::int64_t priority = wire::unzigzag(c.varint("stream priority"));
-    if (priority < std::numeric_limits<std::int32_t>::min() ||
-        priority > std::numeric_limits<std::int32_t>::max()) {
-      c.fail(at, fmt::format("stream priority {} does not fit 32 bits", priority));
-    }
-    e.priority = static_cast<std::int32_t>(priority);
-    visitor_.on_stream_create(e);
   }
 
   void decode_gpu_time(Cursor& c) {

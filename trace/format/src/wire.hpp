@@ -12,7 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string_view>
+
+#include "memtool/trace/event.hpp"
 
 namespace memtool::trace::wire {
 
@@ -21,27 +24,37 @@ inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::string_view kHeaderV1 = "MEMTOOL-TRACE 1\n";
 inline constexpr std::size_t kMaxVersionDigits = 9;
 
-// Record tags. 0 is never valid (a zero-filled region is corruption, not a record).
+// Record tags. 0 is never valid (a zero-filled region is corruption, not a record). Events
+// (0x10-) take theirs from events.def; records that are not events (0x20-) neither read nor
+// change the running state beyond what their own fields say, and a reader that does not know
+// them skips them.
 enum class Tag : std::uint8_t {
   metadata = 0x01,
   string_def = 0x02,
   stack_def = 0x03,
   module = 0x04,
-  alloc = 0x10,
-  free = 0x11,
-  launch = 0x12,
-  graph_launch = 0x13,
-  copy = 0x14,
-  memset = 0x15,
-  sync = 0x16,
-  iteration_mark = 0x17,
-  stream_create = 0x18,
-  // Records that are not events (0x20-): they neither read nor change the running state beyond
-  // what their own fields say, and a reader that does not know them skips them.
-  gpu_time = 0x20,     // GPU start/end of an earlier launch, copy or memset
-  failed_free = 0x21,  // a free the driver refused (double, interior, wild)
+  gpu_time = 0x20,  // GPU start/end of an earlier launch, copy or memset
   end = 0x7f,
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) name = tag,
+#include "memtool/trace/events.def"
 };
+
+// No two records share a tag.
+inline constexpr Tag kTags[] = {
+    Tag::metadata, Tag::string_def, Tag::stack_def, Tag::module, Tag::gpu_time, Tag::end,
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) Tag::name,
+#include "memtool/trace/events.def"
+};
+[[nodiscard]] constexpr bool tags_unique() {
+  for (std::size_t i = 0; i < std::size(kTags); ++i) {
+    if (kTags[i] == Tag{0}) return false;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (kTags[i] == kTags[j]) return false;
+    }
+  }
+  return true;
+}
+static_assert(tags_unique(), "two record tags are the same (events.def)");
 
 // Largest payload a reader accepts; bigger lengths are corruption (a hostile length cannot
 // make us allocate or skip beyond this).

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "delta_state.hpp"
+#include "field_codecs.hpp"
 #include "wire.hpp"
 
 namespace memtool::trace {
@@ -27,41 +28,15 @@ namespace {
 
 using wire::Tag;
 
-// Compile-time bounds of the fixed-size records' payloads. Below 128, so the length prefix
-// is one byte and the hot path never moves a payload.
+// Compile-time bounds of the payloads of the records that are not events (events: their
+// codecs' bounds, field_codecs.hpp). Below 128, so the length prefix is one byte and the hot
+// path never moves a payload.
 constexpr std::size_t kV = wire::kMaxVarintBytes;
-constexpr std::size_t kHeaderBound = 3 * kV;                          // seq, time, thread
-constexpr std::size_t kAllocBound = kHeaderBound + 4 * kV + 1;        // addr size kind stream stack
-constexpr std::size_t kFreeBound = kHeaderBound + 2 * kV + 1;         // addr kind stream
-constexpr std::size_t kFailedFreeBound = kFreeBound + 1;              // ... reason
-constexpr std::size_t kGraphLaunchBound = kHeaderBound + 2 * kV;      // exec stream
-constexpr std::size_t kCopyBound = kHeaderBound + 4 * kV + 1;         // dst src bytes flags stream
-constexpr std::size_t kMemsetBound = kHeaderBound + 3 * kV + 1;       // dst bytes flags stream
-constexpr std::size_t kSyncBound = kHeaderBound + kV + 1;             // kind stream
-constexpr std::size_t kIterationMarkBound = kHeaderBound + kV;        // index
-constexpr std::size_t kStreamCreateBound = kHeaderBound + 3 * kV;     // stream flags priority
-constexpr std::size_t kLaunchFixedBound = kHeaderBound + 3 * kV;      // kernel stream count
-constexpr std::size_t kGpuTimeBound = 1 + 7 * kV;                   // flags seq start duration device stream kernel bytes
+constexpr std::size_t kGpuTimeBound = 1 + 7 * kV;  // flags seq start duration device stream kernel bytes
 constexpr std::size_t kEndBound = 4 * kV;
-static_assert(kAllocBound < 128 && kFreeBound < 128 && kFailedFreeBound < 128 && kGraphLaunchBound < 128 &&
-              kCopyBound < 128 && kMemsetBound < 128 && kSyncBound < 128 &&
-              kIterationMarkBound < 128 && kStreamCreateBound < 128 && kGpuTimeBound < 128 &&
-              kEndBound < 128);
+static_assert(kGpuTimeBound < 128 && kEndBound < 128);
 
 constexpr std::size_t kMinBufferBytes = 4096;
-
-struct HeaderCodes {
-  std::uint64_t seq;
-  std::uint64_t time;
-  std::uint64_t thread;
-};
-
-template <class Encoder>
-void put_header(Encoder& e, const HeaderCodes& h) {
-  e.varint(h.seq);
-  e.varint(h.time);
-  e.varint(h.thread);
-}
 
 // FNV-1a over the fields of the frames (not their padding bytes).
 std::uint64_t hash_frames(std::span<const StackFrame> frames) {
@@ -269,30 +244,27 @@ struct TraceWriter::Impl {
     if (on_limit != nullptr) on_limit(on_limit_context, events);
   }
 
-  HeaderCodes code_header(const EventHeader& h) {
-    const HeaderCodes codes{wire::delta(h.seq, state.seq), wire::delta(h.time_ns, state.time_ns),
-                            wire::delta(std::uint64_t{h.thread.value()}, state.thread)};
-    state.seq = h.seq;
-    state.time_ns = h.time_ns;
-    state.thread = std::uint64_t{h.thread.value()};
-    return codes;
-  }
-  std::uint64_t code_address(std::uint64_t address) {
-    const std::uint64_t code = wire::delta(address, state.address);
-    state.address = address;
-    return code;
-  }
-  std::uint64_t code_stream(StreamHandle stream) {
-    const std::uint64_t code = wire::delta(stream.value(), state.stream);
-    state.stream = stream.value();
-    return code;
-  }
   // Ids this writer never defined would make the file unreadable: they travel as "none".
-  [[nodiscard]] std::uint64_t string_ref(StringId id) const {
-    return id.valid() && id.value() < strings ? wire::optional_id(id) : 0;
-  }
-  [[nodiscard]] std::uint64_t stack_ref(StackId id) const {
-    return id.valid() && id.value() < stacks ? wire::optional_id(id) : 0;
+  [[nodiscard]] std::uint64_t string_ref(StringId id) const { return wire::defined_id_code(id, strings); }
+
+  // Every event: check, lock, encode from the running state, emit; an event (not a note) then
+  // moves the running state on and is counted. The body starts from the running state each
+  // time it runs (twice for a record larger than the buffer), so it can never advance it twice.
+  template <class Event>
+  void write_event(const Event& event) {
+    if (abandoned.load(std::memory_order_relaxed)) return;
+    const Guard lock(*this);
+    if (!usable()) return;
+    wire::DeltaState next;
+    const bool written = emit(Tag{EventTraits<Event>::tag}, wire::record_bound(event), [&](auto& e) {
+      next = state;
+      wire::EncodeContext context{next, strings, stacks};
+      wire::encode_event(e, context, event);
+    });
+    if (written && EventTraits<Event>::is_event) {
+      state = next;
+      ++events;
+    }
   }
 };
 
@@ -470,161 +442,9 @@ void TraceWriter::write_module(const ModuleMapping& module) {
   });
 }
 
-// Every event writer has the same shape: check, lock, turn the fields into codes (which
-// advances the delta state), emit, count.
-#define MEMTOOL_EVENT_PROLOGUE                                  \
-  Impl& w = *impl_;                                             \
-  if (w.abandoned.load(std::memory_order_relaxed)) return;      \
-  const Impl::Guard lock(w);                                    \
-  if (!w.usable()) return;                                      \
-  const HeaderCodes h = w.code_header(event.header)
-
-void TraceWriter::write(const AllocEvent& event) {
-  MEMTOOL_EVENT_PROLOGUE;
-  const std::uint64_t address = w.code_address(event.address);
-  const std::uint64_t stream = w.code_stream(event.stream);
-  const std::uint64_t stack = w.stack_ref(event.stack);
-  const bool written = w.emit(Tag::alloc, kAllocBound, [&](auto& e) {
-    put_header(e, h);
-    e.varint(address);
-    e.varint(event.size);
-    e.u8(static_cast<std::uint8_t>(event.kind));
-    e.varint(stream);
-    e.varint(stack);
-  });
-  if (written) ++w.events;
-}
-
-void TraceWriter::write(const FreeEvent& event) {
-  MEMTOOL_EVENT_PROLOGUE;
-  const std::uint64_t address = w.code_address(event.address);
-  const std::uint64_t stream = w.code_stream(event.stream);
-  const bool written = w.emit(Tag::free, kFreeBound, [&](auto& e) {
-    put_header(e, h);
-    e.varint(address);
-    e.u8(static_cast<std::uint8_t>(event.kind));
-    e.varint(stream);
-  });
-  if (written) ++w.events;
-}
-
-void TraceWriter::write(const FailedFreeEvent& event) {
-  Impl& w = *impl_;
-  if (w.abandoned.load(std::memory_order_relaxed)) return;
-  const Impl::Guard lock(w);
-  if (!w.usable()) return;
-  // Deltas from the running state, which stays as it is: a reader may skip this record.
-  const HeaderCodes h{wire::delta(event.header.seq, w.state.seq), wire::delta(event.header.time_ns, w.state.time_ns),
-                      wire::delta(std::uint64_t{event.header.thread.value()}, w.state.thread)};
-  const std::uint64_t address = wire::delta(event.address, w.state.address);
-  const std::uint64_t stream = wire::delta(event.stream.value(), w.state.stream);
-  w.emit(Tag::failed_free, kFailedFreeBound, [&](auto& e) {
-    put_header(e, h);
-    e.varint(address);
-    e.u8(static_cast<std::uint8_t>(event.kind));
-    e.varint(stream);
-    e.u8(static_cast<std::uint8_t>(event.reason));
-  });
-}
-
-void TraceWriter::write(const LaunchEvent& event) {
-  MEMTOOL_EVENT_PROLOGUE;
-  const std::uint64_t kernel = w.string_ref(event.kernel);
-  const std::uint64_t stream = w.code_stream(event.stream);
-  const auto touched = event.touched.first(std::min(event.touched.size(), wire::kMaxTouched));
-  const std::uint64_t base = w.state.address;  // touched addresses chain from here
-  const bool written = w.emit(Tag::launch, kLaunchFixedBound + touched.size() * kV, [&](auto& e) {
-    put_header(e, h);
-    e.varint(kernel);
-    e.varint(stream);
-    e.varint(touched.size());
-    std::uint64_t prev = base;
-    for (const std::uint64_t address : touched) {
-      e.varint(wire::delta(address, prev));
-      prev = address;
-    }
-  });
-  if (written) ++w.events;
-}
-
-void TraceWriter::write(const GraphLaunchEvent& event) {
-  MEMTOOL_EVENT_PROLOGUE;
-  const std::uint64_t stream = w.code_stream(event.stream);
-  const bool written = w.emit(Tag::graph_launch, kGraphLaunchBound, [&](auto& e) {
-    put_header(e, h);
-    e.varint(event.graph_exec);
-    e.varint(stream);
-  });
-  if (written) ++w.events;
-}
-
-void TraceWriter::write(const CopyEvent& event) {
-  MEMTOOL_EVENT_PROLOGUE;
-  const std::uint64_t dst = wire::delta(event.dst, w.state.address);
-  const std::uint64_t src = wire::delta(event.src, w.state.address);
-  const std::uint64_t stream = w.code_stream(event.stream);
-  const auto flags = static_cast<std::uint8_t>(
-      (static_cast<std::uint8_t>(event.kind) & wire::kCopyKindMask) |
-      (event.async ? wire::kAsyncFlag : 0));
-  const bool written = w.emit(Tag::copy, kCopyBound, [&](auto& e) {
-    put_header(e, h);
-    e.varint(dst);
-    e.varint(src);
-    e.varint(event.bytes);
-    e.u8(flags);
-    e.varint(stream);
-  });
-  if (written) ++w.events;
-}
-
-void TraceWriter::write(const MemsetEvent& event) {
-  MEMTOOL_EVENT_PROLOGUE;
-  const std::uint64_t dst = wire::delta(event.dst, w.state.address);
-  const std::uint64_t stream = w.code_stream(event.stream);
-  const std::uint8_t flags = event.async ? wire::kAsyncFlag : 0;
-  const bool written = w.emit(Tag::memset, kMemsetBound, [&](auto& e) {
-    put_header(e, h);
-    e.varint(dst);
-    e.varint(event.bytes);
-    e.u8(flags);
-    e.varint(stream);
-  });
-  if (written) ++w.events;
-}
-
-void TraceWriter::write(const SyncEvent& event) {
-  MEMTOOL_EVENT_PROLOGUE;
-  const std::uint64_t stream = w.code_stream(event.stream);
-  const bool written = w.emit(Tag::sync, kSyncBound, [&](auto& e) {
-    put_header(e, h);
-    e.u8(static_cast<std::uint8_t>(event.kind));
-    e.varint(stream);
-  });
-  if (written) ++w.events;
-}
-
-void TraceWriter::write(const IterationMarkEvent& event) {
-  MEMTOOL_EVENT_PROLOGUE;
-  const bool written = w.emit(Tag::iteration_mark, kIterationMarkBound, [&](auto& e) {
-    put_header(e, h);
-    e.varint(event.index);
-  });
-  if (written) ++w.events;
-}
-
-void TraceWriter::write(const StreamCreateEvent& event) {
-  MEMTOOL_EVENT_PROLOGUE;
-  const std::uint64_t stream = w.code_stream(event.stream);
-  const bool written = w.emit(Tag::stream_create, kStreamCreateBound, [&](auto& e) {
-    put_header(e, h);
-    e.varint(stream);
-    e.varint(event.flags);
-    e.varint(wire::zigzag(event.priority));
-  });
-  if (written) ++w.events;
-}
-
-#undef MEMTOOL_EVENT_PROLOGUE
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
+  void TraceWriter::write(const Type& event) { impl_->write_event(event); }
+#include "memtool/trace/events.def"
 
 void TraceWriter::write(const GpuTimeRecord& record) {
   Impl& w = *impl_;

@@ -19,16 +19,13 @@ class CountingVisitor final : public EventVisitor {
   void on_stack(StackId id, std::span<const StackFrame> frames) override { inner_.on_stack(id, frames); }
   void on_module(const ModuleMapping& module) override { inner_.on_module(module); }
 
-  void on_alloc(const AllocEvent& event) override { ++events; inner_.on_alloc(event); }
-  void on_free(const FreeEvent& event) override { ++events; inner_.on_free(event); }
-  void on_failed_free(const FailedFreeEvent& event) override { inner_.on_failed_free(event); }  // not an event
-  void on_launch(const LaunchEvent& event) override { ++events; inner_.on_launch(event); }
-  void on_graph_launch(const GraphLaunchEvent& event) override { ++events; inner_.on_graph_launch(event); }
-  void on_copy(const CopyEvent& event) override { ++events; inner_.on_copy(event); }
-  void on_memset(const MemsetEvent& event) override { ++events; inner_.on_memset(event); }
-  void on_sync(const SyncEvent& event) override { ++events; inner_.on_sync(event); }
-  void on_iteration_mark(const IterationMarkEvent& event) override { ++events; inner_.on_iteration_mark(event); }
-  void on_stream_create(const StreamCreateEvent& event) override { ++events; inner_.on_stream_create(event); }
+  // Every kind of events.def; notes are not events.
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields)        \
+  void on_##name(const Type& event) override {                    \
+    if constexpr (EventTraits<Type>::is_event) ++events;          \
+    inner_.on_##name(event);                                      \
+  }
+#include "memtool/trace/events.def"
   void on_gpu_time(const GpuTimeRecord& record) override { inner_.on_gpu_time(record); }  // not an event
 
   std::uint64_t events = 0;

@@ -26,18 +26,11 @@ class EventSink {
   virtual void metadata(std::string_view key, std::string_view value) = 0;
   virtual void module(const trace::ModuleMapping& module) = 0;
 
-  virtual void write(const trace::AllocEvent& event) = 0;
-  virtual void write(const trace::FreeEvent& event) = 0;
-  virtual void write(const trace::LaunchEvent& event) = 0;
-  virtual void write(const trace::GraphLaunchEvent& event) = 0;
-  virtual void write(const trace::CopyEvent& event) = 0;
-  virtual void write(const trace::MemsetEvent& event) = 0;
-  virtual void write(const trace::SyncEvent& event) = 0;
-  virtual void write(const trace::IterationMarkEvent& event) = 0;
-  virtual void write(const trace::StreamCreateEvent& event) = 0;
+  // One per kind of trace/events.def.
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) virtual void write(const trace::Type& event) = 0;
+#include "memtool/trace/events.def"
   // GPU times from the CUPTI tracer (not events). A sink that keeps none ignores them.
   virtual void write_gpu_time(const trace::GpuTimeRecord& /*record*/) {}
-  virtual void write(const trace::FailedFreeEvent& /*event*/) {}
 
   // Pushes buffered records to the file, so a run killed later keeps them (about once a second,
   // and on the stop signals). Says once, with the reason, when writing failed.

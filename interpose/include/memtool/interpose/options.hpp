@@ -27,6 +27,8 @@ template <OptionType T> struct OptionValue;
 template <> struct OptionValue<OptionType::flag> { using type = bool; };
 template <> struct OptionValue<OptionType::count> { using type = std::uint32_t; };
 template <> struct OptionValue<OptionType::bytes> { using type = std::uint64_t; };
+template <> struct OptionValue<OptionType::rate> { using type = std::uint64_t; };  // bytes per second
+template <> struct OptionValue<OptionType::buffer_size> { using type = std::uint64_t; };
 template <> struct OptionValue<OptionType::strategy> { using type = std::string; };  // an engine strategy, or off
 template <> struct OptionValue<OptionType::log_level> { using type = LogLevel; };
 template <> struct OptionValue<OptionType::path> { using type = std::string; };

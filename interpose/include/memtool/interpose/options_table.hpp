@@ -9,7 +9,7 @@
 namespace memtool::interpose {
 
 enum class OptionType { flag, count, bytes, budget, strategy, log_level, path, path_template, regex, toggle, swap_mode,
-                        swap_policy };
+                        swap_policy, rate, buffer_size };
 
 struct OptionInfo {
   std::string_view name;  // MEMTOOL_...
@@ -30,8 +30,10 @@ inline constexpr std::array kOptionTable = {
   switch (type) {
     case OptionType::flag: return "0|1";
     case OptionType::count: return "N";
-    case OptionType::bytes: return "N[K|M|G|T]";
-    case OptionType::budget: return "N[K|M|G|T] or P%";
+    case OptionType::bytes: return "SIZE";
+    case OptionType::budget: return "SIZE or P%";
+    case OptionType::rate: return "SIZE[/s]";
+    case OptionType::buffer_size: return "SIZE";
     case OptionType::strategy: return "record|off|pool|swap";
     case OptionType::log_level: return "off|error|warn|info|debug";
     case OptionType::path: return "PATH";

@@ -170,6 +170,8 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   trace::StringId intern_locked(std::string_view text);
   template <class Event>
   void emit_locked(Event& event);
+  template <class Event>
+  void record_event(const char* step, Event event) noexcept;
 
   // The hot path's state first, packed into the first cache lines: after the driver's own
   // work (system calls) a recorded call finds little in cache, and each further line it

@@ -1,10 +1,11 @@
 /* fakecuda's control API: what a test asks the emulated driver directly.
  *
  * Counters describe what the program did to the emulated device since the library was loaded (or
- * since the last fakecuda_stats_reset). bytes_in_use is device memory as cuMemGetInfo sees it:
- * cuMemAlloc/async allocations (rounded to the 512-byte allocation granule), VMM physical
- * allocations, and managed memory currently resident on the device. FAKECUDA_STATS=FILE writes the
- * same figures as one JSON object when the process exits.
+ * since the last fakecuda_stats_reset). bytes_in_use is device memory as cuMemGetInfo sees it,
+ * summed over the devices: cuMemAlloc/async allocations (rounded to the 512-byte allocation
+ * granule), what the stream-ordered pools keep reserved, VMM physical allocations, and managed
+ * memory currently resident on a device. FAKECUDA_STATS=FILE writes the same figures as one JSON
+ * object when the process exits, with each device's in a "devices" array.
  */
 #ifndef FAKECUDA_CONTROL_H
 #define FAKECUDA_CONTROL_H
@@ -56,6 +57,17 @@ typedef struct fakecuda_stats {
   unsigned long long link_transfers;         /* transfers through an engine */
   unsigned long long link_pageable_transfers; /* of which from or to pageable host memory */
   unsigned long long link_transfers_beside_kernels; /* of which a kernel ran during */
+  /* Stream capture and graphs. */
+  unsigned long long graph_captures;             /* capture sequences begun */
+  unsigned long long graph_captures_invalidated; /* of which invalidated by an error */
+  unsigned long long graph_captured_nodes;       /* nodes stream capture recorded */
+  unsigned long long graph_instantiations;       /* executable graphs created */
+  unsigned long long graph_launches;             /* cuGraphLaunch calls that were issued */
+  unsigned long long graph_uploads;
+  unsigned long long graph_mem_allocs;           /* alloc nodes that ran */
+  unsigned long long graph_mem_frees;            /* graph allocations freed (in or outside a graph) */
+  unsigned long long graph_mem_used_bytes;       /* gauge: graph allocations usable now */
+  unsigned long long graph_mem_reserved_bytes;   /* gauge: physical memory the graph pool holds (in bytes_in_use) */
 } fakecuda_stats;
 
 /* Copies the counters into *out (at most size bytes, so older callers keep working). Returns the
@@ -70,6 +82,21 @@ int fakecuda_stats_write_json(const char* path);
 
 /* How many times kernel `name` was launched (0 when unknown). */
 unsigned long long fakecuda_kernel_launches(const char* name);
+
+/* One device's memory (FAKECUDA_DEVICES): capacity, what cuMemGetInfo counts as used on it (pool
+ * reserves included), its peak, and what its pools hold. The totals of fakecuda_stats are the
+ * sums over devices. FAKECUDA_STATS writes these as the "devices" array. */
+typedef struct fakecuda_device_stats {
+  unsigned long long capacity_bytes;
+  unsigned long long bytes_in_use;
+  unsigned long long peak_bytes_in_use;
+  unsigned long long pool_reserved_bytes; /* all its pools: reserved (used + kept for reuse) */
+  unsigned long long pool_used_bytes;     /* all its pools: in live allocations */
+} fakecuda_device_stats;
+
+/* Copies device `ordinal`'s figures into *out (at most size bytes). Returns the bytes written, 0
+ * for an ordinal that is not a device (or before cuInit). */
+size_t fakecuda_device_stats_snapshot(int ordinal, fakecuda_device_stats* out, size_t size);
 
 /* The host-device link: one copy engine per direction (H2D, D2H), FIFO across streams. A copy
  * between host and device memory holds its direction's engine for latency + bytes / bandwidth of

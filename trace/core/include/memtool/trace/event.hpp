@@ -1,7 +1,9 @@
 // The event model: what a traced program did, one record per driver call we care about.
 //
 // Events carry raw, process-local facts (addresses, stream handles, thread ids); offline
-// analysis normalises them into stable buffer ids (see memtool/trace/model.hpp).
+// analysis normalises them into stable buffer ids (see memtool/trace/model.hpp). The kinds of
+// event, their fields and how each field travels in a trace are one table, events.def: the
+// structs, EventKind, EventTraits and the EventVisitor callbacks here are generated from it.
 #pragma once
 
 #include <cstdint>
@@ -11,18 +13,6 @@
 #include "memtool/trace/ids.hpp"
 
 namespace memtool::trace {
-
-enum class EventKind : std::uint8_t {
-  alloc = 1,
-  free = 2,
-  launch = 3,
-  copy = 4,
-  memset = 5,
-  sync = 6,
-  iteration_mark = 7,
-  stream_create = 8,
-  graph_launch = 9,  // opaque: buffers touched are unknown
-};
 
 enum class MemoryKind : std::uint8_t {
   device = 0,       // cuMemAlloc / cuMemAllocPitch
@@ -41,6 +31,48 @@ enum class SyncKind : std::uint8_t {
   stream_wait_event = 3  // cuStreamWaitEvent (device-side ordering, no host wait)
 };
 
+// Why a free freed nothing (FailedFreeEvent).
+enum class FailedFreeReason : std::uint8_t {
+  not_allocated = 0,  // no live buffer there: freed before (double) or never allocated (wild)
+  interior = 1,       // inside a live buffer, not at its base
+};
+
+// How each field of an event travels in a trace: the codecs of events.def. Each names the C++
+// type of the member it carries (copy_flags: of the two members); docs/trace-format.md gives
+// the bytes and trace/format/src/field_codecs.hpp encodes them.
+namespace field {
+struct varint { using type = std::uint64_t; };
+struct u32 { using type = std::uint32_t; };  // a varint below 2^32
+struct i32 { using type = std::int32_t; };   // zigzag, fits 32 bits
+struct address { using type = std::uint64_t; };      // delta from the running address, which it becomes
+struct address_ref { using type = std::uint64_t; };  // delta from the running address, left as it was
+struct stream { using type = StreamHandle; };         // delta from the running stream, which it becomes
+struct opt_string { using type = StringId; };         // a string defined earlier, or none
+struct opt_stack { using type = StackId; };           // a stack defined earlier, or none
+// A count, then addresses chained by deltas from the running address (left as it was).
+struct touched { using type = std::span<const std::uint64_t>; };
+struct async_flag { using type = bool; };  // a flags byte: bit 7
+struct copy_flags {                        // a flags byte: bits 0-3 the copy kind, bit 7 async
+  using first_type = CopyKind;
+  using second_type = bool;
+};
+// One byte; a value past `Last` is corrupt (or from a newer writer).
+template <class Enum, Enum Last>
+struct checked_enum {
+  using type = Enum;
+  static constexpr Enum last = Last;
+};
+using memory_kind = checked_enum<MemoryKind, MemoryKind::pinned_host>;
+using sync_kind = checked_enum<SyncKind, SyncKind::stream_wait_event>;
+using failed_free_reason = checked_enum<FailedFreeReason, FailedFreeReason::interior>;
+
+// What a member starts out as: zero, invalid or empty; a stream, the legacy default stream.
+template <class Kind>
+inline constexpr typename Kind::type initial{};
+template <>
+inline constexpr StreamHandle initial<stream>{0};
+}  // namespace field
+
 // Fields every event has. `seq` orders events of one process; `time_ns` is a host
 // monotonic timestamp; `thread` is the calling OS thread.
 struct EventHeader {
@@ -49,89 +81,53 @@ struct EventHeader {
   ThreadId thread{0};
 };
 
-struct AllocEvent {
-  EventHeader header;
-  std::uint64_t address = 0;
-  std::uint64_t size = 0;  // bytes the program asked for
-  MemoryKind kind = MemoryKind::device;
-  StreamHandle stream{0};
-  StackId stack;  // invalid when stacks are not recorded
+// One struct per kind of event: the header, then the fields of its entry in events.def (which
+// documents them), in wire order.
+#define MEMTOOL_FIELD(codec, member, what) field::codec::type member = field::initial<field::codec>;
+#define MEMTOOL_FIELD2(codec, member_a, member_b, what) \
+  field::codec::first_type member_a{};                  \
+  field::codec::second_type member_b{};
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
+  struct Type {                                            \
+    EventHeader header;                                    \
+    fields                                                 \
+  };
+#include "memtool/trace/events.def"
+
+enum class EventKind : std::uint8_t {
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) name = kind,
+#include "memtool/trace/events.def"
 };
 
-struct FreeEvent {
-  EventHeader header;
-  std::uint64_t address = 0;
-  MemoryKind kind = MemoryKind::device;
-  StreamHandle stream{0};
+// What a kind of event is to the trace (events.def, column `role`).
+enum class EventRole : std::uint8_t {
+  gpu_work,  // an event whose work runs on the GPU: launches, copies, memsets
+  host,      // any other event
+  note,      // a diagnostic record, not an event (no running state, not counted)
 };
 
-// A free that freed nothing: its address was no live buffer's base — a double free, a pointer
-// into a buffer (interior) or an address never allocated (wild). The driver refuses it. Kept
-// apart from FreeEvent so that no analysis ever ends a buffer there; offline, an address freed
-// before in the trace tells a double free from a wild one.
-enum class FailedFreeReason : std::uint8_t {
-  not_allocated = 0,  // no live buffer there: freed before (double) or never allocated (wild)
-  interior = 1,       // inside a live buffer, not at its base
-};
-
-struct FailedFreeEvent {
-  EventHeader header;
-  std::uint64_t address = 0;
-  MemoryKind kind = MemoryKind::device;
-  StreamHandle stream{0};
-  FailedFreeReason reason = FailedFreeReason::not_allocated;
-};
-
-struct LaunchEvent {
-  EventHeader header;
-  StringId kernel;  // interned kernel name
-  StreamHandle stream{0};
-  std::span<const std::uint64_t> touched;  // base addresses of the buffers the arguments point into
-};
-
-struct GraphLaunchEvent {
-  EventHeader header;
-  std::uint64_t graph_exec = 0;
-  StreamHandle stream{0};
-};
-
-struct CopyEvent {
-  EventHeader header;
-  std::uint64_t dst = 0;
-  std::uint64_t src = 0;
-  std::uint64_t bytes = 0;
-  CopyKind kind = CopyKind::unknown;
-  StreamHandle stream{0};
-  bool async = false;
-};
-
-struct MemsetEvent {
-  EventHeader header;
-  std::uint64_t dst = 0;
-  std::uint64_t bytes = 0;
-  StreamHandle stream{0};
-  bool async = false;
-};
-
-struct SyncEvent {
-  EventHeader header;
-  SyncKind kind = SyncKind::context;
-  StreamHandle stream{0};
-};
-
-// An explicit iteration boundary (memtool_iteration_mark(), MEMTOOL_ITERATION_KERNEL, or an
-// importer that knows where iterations start). `index` counts marks from 0.
-struct IterationMarkEvent {
-  EventHeader header;
-  std::uint64_t index = 0;
-};
-
-struct StreamCreateEvent {
-  EventHeader header;
-  StreamHandle stream{0};
-  std::uint32_t flags = 0;
-  std::int32_t priority = 0;
-};
+// Everything the table says about one kind, for code that handles every kind alike (the
+// writer, the reader, the sinks). for_each_field(event, f) calls f(codec{}, "what", member)
+// (two members for MEMTOOL_FIELD2) for each field after the header, in wire order.
+template <class Event>
+struct EventTraits;
+#define MEMTOOL_FIELD(codec, member, what) f(field::codec{}, what, event.member);
+#define MEMTOOL_FIELD2(codec, member_a, member_b, what) f(field::codec{}, what, event.member_a, event.member_b);
+#define MEMTOOL_EVENT(name_, Type, kind_, tag_, role_, fields)            \
+  template <>                                                             \
+  struct EventTraits<Type> {                                              \
+    static constexpr EventKind kind = EventKind::name_;                   \
+    static constexpr std::uint8_t tag = tag_;                             \
+    static constexpr EventRole role = EventRole::role_;                   \
+    static constexpr bool is_event = role != EventRole::note;             \
+    template <class E, class F>                                           \
+    static constexpr void for_each_field(E& event, F&& f) {               \
+      static_cast<void>(event);                                           \
+      static_cast<void>(f);                                               \
+      fields                                                              \
+    }                                                                     \
+  };
+#include "memtool/trace/events.def"
 
 // What the CUPTI tracer (cupti_tracer/) saw run on the GPU.
 enum class GpuWorkKind : std::uint8_t { kernel = 0, copy = 1, memset = 2 };
@@ -188,16 +184,10 @@ class EventVisitor {
   virtual void on_stack(StackId /*id*/, std::span<const StackFrame> /*frames*/) {}
   virtual void on_module(const ModuleMapping& /*module*/) {}
 
-  virtual void on_alloc(const AllocEvent& /*event*/) {}
-  virtual void on_free(const FreeEvent& /*event*/) {}
-  virtual void on_failed_free(const FailedFreeEvent& /*event*/) {}
-  virtual void on_launch(const LaunchEvent& /*event*/) {}
-  virtual void on_graph_launch(const GraphLaunchEvent& /*event*/) {}
-  virtual void on_copy(const CopyEvent& /*event*/) {}
-  virtual void on_memset(const MemsetEvent& /*event*/) {}
-  virtual void on_sync(const SyncEvent& /*event*/) {}
-  virtual void on_iteration_mark(const IterationMarkEvent& /*event*/) {}
-  virtual void on_stream_create(const StreamCreateEvent& /*event*/) {}
+  // on_alloc, on_free, on_launch, ...: one per kind of events.def.
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
+  virtual void on_##name(const Type& /*event*/) {}
+#include "memtool/trace/events.def"
   // GPU times arrive after the events they refer to.
   virtual void on_gpu_time(const GpuTimeRecord& /*record*/) {}
 };

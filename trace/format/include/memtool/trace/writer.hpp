@@ -53,18 +53,11 @@ class TraceWriter {
   void write_metadata(std::string_view key, std::string_view value);
   void write_module(const ModuleMapping& module);
 
-  void write(const AllocEvent& event);
-  void write(const FreeEvent& event);
-  // A diagnostic record, not an event: it leaves the delta state and the end record's event
-  // count alone, so readers that predate it skip it whole (docs/trace-format.md, tag 0x20).
-  void write(const FailedFreeEvent& event);
-  void write(const LaunchEvent& event);
-  void write(const GraphLaunchEvent& event);
-  void write(const CopyEvent& event);
-  void write(const MemsetEvent& event);
-  void write(const SyncEvent& event);
-  void write(const IterationMarkEvent& event);
-  void write(const StreamCreateEvent& event);
+  // One per kind of events.def. A note (FailedFreeEvent) is a diagnostic record, not an event:
+  // it leaves the delta state and the end record's event count alone, so readers that predate
+  // it skip it whole (docs/trace-format.md, "Versioning").
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) void write(const Type& event);
+#include "memtool/trace/events.def"
   void write(const GpuTimeRecord& record);  // not an event: counted as a record only
 
   // Pushes buffered records to the file (write(2)); false on an I/O error.
