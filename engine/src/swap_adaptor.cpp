@@ -97,6 +97,7 @@ struct InFlight {
   std::vector<DevicePtr> bases;    // what it touches
   std::vector<DevicePtr> reached;  // what it may reach
   bool all = false;                // it may reach anything
+  StreamId stream = 0;             // where it is queued
 };
 
 class SwapAdaptor final : public Adaptor {
@@ -274,6 +275,7 @@ class SwapAdaptor final : public Adaptor {
     std::vector<DevicePtr>& current = in_flight.bases;
     current.clear();  // this thread's previous work is queued by now
     in_flight.all = false;
+    in_flight.stream = stream;
     last_item_thread_ = std::this_thread::get_id();
     note_stream(stream);
     mover_->settle(false);
@@ -614,7 +616,16 @@ class SwapAdaptor final : public Adaptor {
       }
       // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
       // address maps the host copy before that work is queued. Slow, never wrong.
-      if (swap_out(v.ptr, b) && v.at_once) settle(true);
+      if (swap_out(v.ptr, b) && v.at_once) {
+        settle(true);
+        // That work reads the host copy through the address: no copy back may remap it under
+        // the work (swap_out forgot the buffer's streams; table_train --table global faulted).
+        const auto self = in_flight_.find(std::this_thread::get_id());
+        if (self != in_flight_.end() &&
+            std::find(b.streams.begin(), b.streams.end(), self->second.stream) == b.streams.end()) {
+          b.streams.push_back(self->second.stream);
+        }
+      }
     }
     if (room == Room::quiet) return;
     // Device memory still held by copies out under way, or by frees the GPU has not reached.

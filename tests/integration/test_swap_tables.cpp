@@ -91,6 +91,31 @@ TEST_CASE("swap: kernels that reach their buffers through pointer tables read wh
   }
 }
 
+// A budget no step fits (64K) with every buffer a candidate (tests/gpu/run.sh's swap stage): the
+// tables published in a device global, so each grouped kernel may reach anything and buffers
+// leave at once under it, reading their host copies. A copy back must not remap one of them while
+// such a kernel still runs (it faulted: leaving at once forgot the kernel's stream).
+TEST_CASE("explicit swap: buffers that left under a kernel reaching anything stay mapped while it runs",
+          "[integration][swap_tables]") {
+  const std::vector<std::string> argv{TABLE_TRAIN, "--steps", "4", "--layers", "4", "--groups", "2",
+                                      "--words", "65536", "--table", "global"};
+  const std::string dir = fresh_dir("global_tiny_budget");
+  const Outcome plain = run(argv, fakecuda(dir + "/plain"), dir + "/plain");
+  REQUIRE(plain.status == 0);
+  Env env = fakecuda(dir + "/explicit");
+  env["LD_PRELOAD"] = MEMTOOL_PRELOAD;
+  env["MEMTOOL_STRATEGY"] = "swap";
+  env["MEMTOOL_SWAP_MODE"] = "explicit";
+  env["MEMTOOL_BUDGET"] = "64K";
+  env["MEMTOOL_SWAP_MIN_BYTES"] = "0";
+  env["MEMTOOL_SUMMARY"] = dir + "/explicit/summary.json";
+  const Outcome swapped = run(argv, env, dir + "/explicit");
+  INFO(swapped.err);
+  CHECK(swapped.status == 0);
+  CHECK(swapped.out == plain.out);
+  CHECK(u(read_json(dir + "/explicit/summary.json"), "bytes_swapped_out") > 0);
+}
+
 // Verify mode: the buffer verify_client writes through an address memtool cannot follow is
 // said, with the kernel that wrote it; the program still reads what it wrote (both mechanisms
 // keep a buffer that is out right at its address).
