@@ -14,7 +14,7 @@ files=(
   tools/memtool/memtool
   tests/apps/mlp_train tests/apps/conv_train
   tests/apps/mlp_train_getproc tests/apps/conv_train_getproc
-  tests/apps/adversarial_train
+  tests/apps/adversarial_train tests/apps/table_train
   tests/apps/app_kernels.fatbin
   bench/overhead_probe
 )

@@ -49,6 +49,9 @@ class FailOpen final : public Resource {
   void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
     guarded("ordering a stream", [&] { primary_->before_work(bases, stream); });
   }
+  void before_item(const WorkItem& item) override {
+    guarded("ordering a stream", [&] { primary_->before_item(item); });
+  }
   void on_boundary(const Boundary& boundary) override {
     if (!failed()) guarded("an iteration boundary", [&] { primary_->on_boundary(boundary); });
   }

@@ -303,6 +303,15 @@ Status SimDevice::copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes,
   return kSuccess;
 }
 
+Status SimDevice::copy_to_host(void* dst, DevicePtr src, std::uint64_t bytes, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::uint8_t* from = bytes_at(src, bytes);
+  if (from == nullptr || dst == nullptr) return kInvalidValue;
+  std::copy_n(from, bytes, static_cast<std::uint8_t*>(dst));
+  (void)check_access(stream, src, bytes);
+  return kSuccess;
+}
+
 void SimDevice::synchronize() {
   std::lock_guard<std::mutex> lock(mutex_);
   Clock all = drained_;

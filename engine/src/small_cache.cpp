@@ -23,6 +23,7 @@ class SmallCache final : public Resource {
 
   ~SmallCache() override {
     std::lock_guard lock(mutex_);
+    for (const Unreached& u : unreached_) events_.give(u.event);
     events_.destroy_all(device_);
   }
 
@@ -34,7 +35,17 @@ class SmallCache final : public Resource {
 
   Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
     const std::optional<BufferExtent> block = cached(ptr);
-    if (!block) return direct_->deallocate(ptr, kind, stream);  // the driver's free, outside the lock
+    if (!block) {
+      // The driver's free, outside the lock. A stream-ordered one gives the memory back when the
+      // stream gets there: counted until then.
+      const std::uint64_t before = kind == MemoryKind::async ? direct_->memory_use().reserved : 0;
+      const Status status = direct_->deallocate(ptr, kind, stream);
+      if (status == kSuccess && kind == MemoryKind::async) {
+        const std::uint64_t freed = before - std::min(before, direct_->memory_use().reserved);
+        if (freed != 0) count_until_reached(freed, stream);
+      }
+      return status;
+    }
     if (kind == MemoryKind::device) {
       std::vector<StreamId> streams;
       {
@@ -64,7 +75,7 @@ class SmallCache final : public Resource {
   MemoryUse memory_use() const override {
     const MemoryUse a = cache_->memory_use();
     const MemoryUse b = direct_->memory_use();
-    return MemoryUse{a.reserved + b.reserved, a.in_use + b.in_use, a.pool_reserved + b.pool_reserved};
+    return MemoryUse{a.reserved + b.reserved + unreached_bytes(), a.in_use + b.in_use, a.pool_reserved + b.pool_reserved};
   }
 
   void summarize(Summary&) const override {}
@@ -83,7 +94,8 @@ class SmallCache final : public Resource {
     return true;
   }
 
-  std::uint64_t reclaim() override { return cache_->reclaim() + direct_->reclaim(); }
+  // What is idle in the cache, and stream-ordered frees once their streams got there (waited for).
+  std::uint64_t reclaim() override { return cache_->reclaim() + direct_->reclaim() + reach_frees(); }
 
   void shutdown(bool release_memory) override {
     cache_->shutdown(release_memory);
@@ -102,6 +114,51 @@ class SmallCache final : public Resource {
     if (request.kind != MemoryKind::device || request.memory_pool != 0 || request.size >= below_) return false;
     std::lock_guard lock(mutex_);
     return !exported_sizes_.contains(request.size);
+  }
+
+  // `bytes` freed on `stream` are the device's until the stream reaches the free.
+  void count_until_reached(std::uint64_t bytes, StreamId stream) {
+    std::lock_guard lock(mutex_);
+    bool ok = false;
+    const EventId e = events_.take(device_, ok);
+    if (!ok) return;
+    if (device_.record_event(e, stream) != kSuccess) {
+      events_.give(e);
+      return;
+    }
+    unreached_.push_back(Unreached{e, bytes});
+  }
+
+  // Bytes of stream-ordered frees the device has not reached yet; those it has are forgotten.
+  std::uint64_t unreached_bytes() const {
+    std::lock_guard lock(mutex_);
+    std::uint64_t bytes = 0;
+    std::erase_if(unreached_, [&](const Unreached& u) {
+      if (device_.event_completed(u.event)) {
+        events_.give(u.event);
+        return true;
+      }
+      bytes += u.bytes;
+      return false;
+    });
+    return bytes;
+  }
+
+  // Waits for every stream-ordered free still on its way; returns the bytes they give back.
+  std::uint64_t reach_frees() {
+    std::vector<Unreached> pending;
+    {
+      std::lock_guard lock(mutex_);
+      pending.swap(unreached_);
+    }
+    std::uint64_t bytes = 0;
+    for (const Unreached& u : pending) {
+      (void)device_.synchronize_event(u.event);
+      bytes += u.bytes;
+    }
+    std::lock_guard lock(mutex_);
+    for (const Unreached& u : pending) events_.give(u.event);
+    return bytes;
   }
 
   void note_stream(StreamId stream) {
@@ -136,7 +193,12 @@ class SmallCache final : public Resource {
   mutable std::mutex mutex_;
   std::unordered_set<std::uint64_t> exported_sizes_;
   std::vector<StreamId> program_streams_;  // every stream the program's work ran on
-  SpareEvents events_;
+  struct Unreached {
+    EventId event;  // recorded after the free on its stream
+    std::uint64_t bytes;
+  };
+  mutable std::vector<Unreached> unreached_;  // stream-ordered frees on their way (polled)
+  mutable SpareEvents events_;
 };
 
 }  // namespace

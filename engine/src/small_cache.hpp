@@ -9,7 +9,10 @@
 //
 // A cached block cannot be exported (cuIpcGetMemHandle would name its whole segment): the export
 // is refused, and from then on allocations of that size go to the driver, so the program's
-// retry succeeds. Stream-ordered, pooled and larger allocations pass straight to the driver.
+// retry succeeds. Stream-ordered, pooled and larger allocations pass straight to the driver; the
+// memory of a stream-ordered free counts as held until its stream gets there (the driver frees it
+// then: counted free at the call, it let the device run past the budget, explicit swapping of
+// alexnet with cuMemAllocAsync at 65% by 2.3% on fakecuda).
 #pragma once
 
 #include <cstdint>

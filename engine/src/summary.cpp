@@ -1,5 +1,6 @@
 // Summary → JSON (for MEMTOOL_SUMMARY) and the one-line exit report. Hand-written JSON: the
-// fields are numbers and two fixed-alphabet strings, so no escaping beyond quotes is needed.
+// fields are numbers and fixed-alphabet strings, but for the verify mismatch (a kernel's name),
+// which is escaped.
 #include "memtool/engine/summary.hpp"
 
 #include <cerrno>
@@ -8,6 +9,24 @@
 #include <fmt/format.h>
 
 namespace memtool::engine {
+namespace {
+
+std::string json_escaped(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string to_json(const Summary& s) {
   return fmt::format(
@@ -25,7 +44,9 @@ std::string to_json(const Summary& s) {
       "\"swap_link_source\":\"{}\",\"swap_schedule\":\"{}\",\"swap_candidates_timed\":{},"
       "\"period_graph_launches\":{},\"captures\":{},\"captured_work\":{},\"graph_launches\":{},"
       "\"opaque_graph_launches\":{},\"graph_memory_allocations\":{},\"graph_memory_bytes\":{},"
-      "\"capture_detours\":{}}}",
+      "\"capture_detours\":{},"
+      "\"swap_leaves_called_off\":{},\"swap_pinned\":{},\"swap_items_reaching_all\":{},\"swap_verify_checks\":{},"
+      "\"swap_verify_mismatches\":{},\"swap_verify_first_mismatch\":\"{}\"}}",
       s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
       s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through,
       s.misses, s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims,
@@ -36,7 +57,9 @@ std::string to_json(const Summary& s) {
       s.swap_schedules_rejected, s.swap_outs_scheduled, s.swap_ins_scheduled, s.swap_link_to_host_bytes_per_s,
       s.swap_link_to_device_bytes_per_s, s.swap_link_source, s.swap_schedule, s.swap_candidates_timed,
       s.period_graph_launches, s.captures, s.captured_work, s.graph_launches, s.opaque_graph_launches,
-      s.graph_memory_allocations, s.graph_memory_bytes, s.capture_detours);
+      s.graph_memory_allocations, s.graph_memory_bytes, s.capture_detours,
+      s.swap_leaves_called_off, s.swap_pinned, s.swap_items_reaching_all, s.swap_verify_checks, s.swap_verify_mismatches,
+      json_escaped(s.swap_verify_first_mismatch));
 }
 
 bool write_summary_file(const Summary& summary, const std::string& path) {
@@ -52,14 +75,18 @@ bool write_summary_file(const Summary& summary, const std::string& path) {
 
 std::string summary_line(const Summary& s) {
   if (s.strategy == "swap") {
+    const std::string verified =
+        s.swap_verify_checks == 0 ? std::string()
+                                  : fmt::format("; verify: {} checksums, {} buffers changed behind memtool's back",
+                                                s.swap_verify_checks, s.swap_verify_mismatches);
     return fmt::format(
         "memtool swap ({}, {}): device peak {} B with memtool (budget {} B), {} B of live buffers at most; {} B "
         "swapped out, {} B in ({} on the schedule, {} ahead of use by the rule, {} late, {} on demand); {} B on the "
-        "host at most; {:.1f} ms waited",
+        "host at most; {:.1f} ms waited{}",
         s.swap_mode.empty() ? "off" : s.swap_mode, s.swap_policy.empty() ? "belady" : s.swap_policy,
         s.peak_device_bytes, s.budget_bytes, s.peak_device_bytes_without_pool, s.bytes_swapped_out, s.bytes_swapped_in,
         s.swap_ins_scheduled, s.swap_ins_ahead, s.swap_ins_late, s.swap_ins_on_demand, s.host_bytes,
-        static_cast<double>(s.stall_ns) / 1e6);
+        static_cast<double>(s.stall_ns) / 1e6, verified);
   }
   const std::string step =
       s.period_allocations == 0

@@ -23,6 +23,12 @@
 // another thread's eviction cannot record its "last use" event before that work is queued.
 // Every free of a swapped buffer is deferred until an event recorded at the free (or at the
 // buffer's last use, for a synchronous free) has completed: polled, never a host wait.
+// What a work item may reach besides its arguments (WorkItem: pointer tables) matters in explicit
+// mode, where a move remaps the buffer's address: a buffer it may reach is kept still under it
+// (a copy out under way is called off, a copy back waited for, a host copy it may read stays
+// mapped until it has run); a buffer whose address escaped never moves again; and a copy out is
+// ordered after all work queued so far on every stream, not only its users'. UVM needs none of
+// it: the driver migrates what any access touches.
 //
 // Thread-safe: one mutex around the bookkeeping; driver calls are made under it (they are
 // asynchronous enqueues, except allocation, mapping and free).
@@ -46,6 +52,7 @@
 #include "schedule_watch.hpp"
 #include "spare_events.hpp"
 #include "swap_mover.hpp"
+#include "swap_verify.hpp"
 
 namespace memtool::engine {
 namespace {
@@ -85,6 +92,14 @@ class HostDelay {
   std::chrono::steady_clock::time_point start_;
 };
 
+// A thread's last work item, until the thread calls in again (then it is queued).
+struct InFlight {
+  std::vector<DevicePtr> bases;    // what it touches
+  std::vector<DevicePtr> reached;  // what it may reach
+  bool all = false;                // it may reach anything
+  StreamId stream = 0;             // where it is queued
+};
+
 class SwapAdaptor final : public Adaptor {
  public:
   SwapAdaptor(Device& device, std::unique_ptr<Resource> upstream, SwapOptions options)
@@ -101,7 +116,14 @@ class SwapAdaptor final : public Adaptor {
                             "CU_MEM_LOCATION_TYPE_HOST, CUDA 12.2 on); swapping through managed memory instead");
       }
     }
-    if (!mover_) mover_ = detail::make_uvm_mover(device_);
+    if (!mover_) mover_ = detail::make_uvm_mover(device_, spare_events_);
+    remaps_ = mover_->mode() == "explicit";
+    if (options_.verify) {
+      verifier_ = std::make_unique<detail::SwapVerifier>(device_);
+      mover_->set_leave_check([this](DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) {
+        return check_leaving(ptr, b, host_copy);
+      });
+    }
   }
 
   ~SwapAdaptor() override {
@@ -198,7 +220,7 @@ class SwapAdaptor final : public Adaptor {
     // back ahead and freed before any use, it is in no user's stream order: its memory released
     // under it was written after the unmap, a fault on fakecuda).
     StreamId after = stream;
-    if (kind != MemoryKind::async && side_stream(out_stream_, after)) join_uses(b, after);
+    if (kind != MemoryKind::async && side_stream(out_stream_, after)) join_all(b, after);
     EventId arrival = 0;
     if (b.arrival_pending) {
       (void)device_.stream_wait_event(after, b.arrival);
@@ -235,19 +257,33 @@ class SwapAdaptor final : public Adaptor {
   }
 
   void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
-    Adaptor::before_work(bases, stream);
+    WorkItem item;
+    item.stream = stream;
+    item.touched = bases;
+    before_item(item);
+  }
+
+  void before_item(const WorkItem& item) override {
+    Adaptor::before_work(item.touched, item.stream);
     std::lock_guard lock(mutex_);
+    const StreamId stream = item.stream;
     const auto entered = std::chrono::steady_clock::now();
     ++work_;
+    in_item_ = true;
     const std::uint64_t now = work_ - iteration_begin_;
-    std::vector<DevicePtr>& current = in_flight_[std::this_thread::get_id()];
+    InFlight& in_flight = in_flight_[std::this_thread::get_id()];
+    std::vector<DevicePtr>& current = in_flight.bases;
     current.clear();  // this thread's previous work is queued by now
+    in_flight.all = false;
+    in_flight.stream = stream;
     last_item_thread_ = std::this_thread::get_id();
+    note_stream(stream);
     mover_->settle(false);
     collect_frees(false);
-    for (const DevicePtr base : bases) {
+    for (const DevicePtr base : item.touched) {
       if (buffers_.contains(base)) current.push_back(base);
     }
+    if (remaps_) keep_still_under(item, in_flight);
     if (learner_.logging()) learner_.item(stream);
     // The schedule's copies for this item first: a copy-in due now is then waited for below.
     apply_schedule(now - 1, stream);
@@ -256,7 +292,7 @@ class SwapAdaptor final : public Adaptor {
       SwapBuffer& b = buffers_.at(base);
       uses_.emplace_back(key_of(base, b), now);
       if (learner_.logging()) learner_.log().used(name_of(base, b));
-      if (!b.resident) {
+      if (!b.resident && !b.pinned) {
         bring_back_now(base, b, stream);
         waits = true;
       }
@@ -303,6 +339,8 @@ class SwapAdaptor final : public Adaptor {
     // (a schedule's own copies out make that room, at their times: the rule would send out more).
     if (!schedule_) make_room(upcoming_allocations(now, options_.lookahead), options_.lookahead, Room::quiet);
     update_peaks();
+    if (verifier_ && !item.kernel.empty()) verifier_->launched(work_, item.kernel, stream);
+    in_item_ = false;
   }
 
   void on_boundary(const Boundary& boundary) override {
@@ -410,6 +448,14 @@ class SwapAdaptor final : public Adaptor {
     s.peak_device_bytes_without_pool = std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
     s.allocation_failures += counters_.allocation_failures;
     s.exports_refused += counters_.exports_refused;
+    s.swap_leaves_called_off += counters_.leaves_called_off;
+    s.swap_pinned += counters_.pinned;
+    s.swap_items_reaching_all += counters_.items_reaching_all;
+    if (verifier_) {
+      s.swap_verify_checks += verifier_->checks();
+      s.swap_verify_mismatches += verifier_->mismatches();
+      if (s.swap_verify_first_mismatch.empty()) s.swap_verify_first_mismatch = verifier_->first_mismatch();
+    }
   }
 
   // The driver takes graph memory at a graph's next upload or launch: room for it now.
@@ -545,17 +591,21 @@ class SwapAdaptor final : public Adaptor {
       std::uint64_t distance;
       std::uint64_t last_work;
       DevicePtr ptr;
+      bool at_once;  // a work item being issued may reach it: it leaves before that item is queued
     };
     std::vector<Victim> victims;
     for (const auto& [ptr, b] : buffers_) {
-      if (!b.resident) continue;
-      if (issuing(ptr)) continue;
+      if (!b.resident || b.pinned) continue;
+      const Issuing use = issuing(ptr);
+      if (use == Issuing::touched || (use == Issuing::reached && room == Room::quiet)) continue;
       const std::uint64_t distance = next_use(key_of(ptr, b), now);
       if (distance != kFar && distance <= needed_in) continue;
-      victims.push_back(Victim{distance, b.last_work, ptr});
+      victims.push_back(Victim{distance, b.last_work, ptr, use == Issuing::reached});
     }
-    // Farthest next use first; unknown futures by least recent use.
+    // Farthest next use first; unknown futures by least recent use; those that must leave at once
+    // (a stall) last.
     std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
+      if (a.at_once != b.at_once) return b.at_once;
       if (a.distance != b.distance) return a.distance > b.distance;
       return a.last_work < b.last_work;
     });
@@ -571,7 +621,18 @@ class SwapAdaptor final : public Adaptor {
         }
         continue;
       }
-      swap_out(v.ptr, b);
+      // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
+      // address maps the host copy before that work is queued. Slow, never wrong.
+      if (swap_out(v.ptr, b) && v.at_once) {
+        settle(true);
+        // That work reads the host copy through the address: no copy back may remap it under
+        // the work (swap_out forgot the buffer's streams; table_train --table global faulted).
+        const auto self = in_flight_.find(std::this_thread::get_id());
+        if (self != in_flight_.end() &&
+            std::find(b.streams.begin(), b.streams.end(), self->second.stream) == b.streams.end()) {
+          b.streams.push_back(self->second.stream);
+        }
+      }
     }
     if (room == Room::quiet) return;
     // Device memory still held by copies out under way, or by frees the GPU has not reached.
@@ -592,9 +653,10 @@ class SwapAdaptor final : public Adaptor {
   bool swap_out(DevicePtr ptr, SwapBuffer& b, StreamId on = 0) {
     StreamId side = on;
     if (on == 0 && !side_stream(out_stream_, side)) return false;
-    // After the last work that used it on every stream, on the side stream: the compute streams
-    // never wait.
-    if (!join_uses(b, side)) return false;
+    // After all work queued so far on every stream, on the side stream: the compute streams never
+    // wait. (Not only its users': work that reaches it through memory memtool cannot read, queued
+    // before now, is then done before the copy reads it.)
+    if (!join_all(b, side)) return false;
     if (b.arrival_pending) {
       // Brought back ahead but needed later than what needs the room now: after that copy.
       (void)device_.stream_wait_event(side, b.arrival);
@@ -606,6 +668,7 @@ class SwapAdaptor final : public Adaptor {
     }
     b.streams.clear();
     b.kept_out = false;
+    if (verifier_) checksum_leaving(ptr, b, side);
     counters_.bytes_swapped_out += b.size;
     ++counters_.swap_outs;
     counters_.host_bytes_now += b.size;
@@ -640,26 +703,218 @@ class SwapAdaptor final : public Adaptor {
     if (last_item_thread_ == self) learner_.issued();
   }
 
-  // Used by a work item still being issued (in_flight_ holds each thread's current one).
-  bool issuing(DevicePtr ptr) const {
-    for (const auto& [thread, bases] : in_flight_) {
-      if (std::find(bases.begin(), bases.end(), ptr) != bases.end()) return true;
+  // Whether a work item still being issued (in_flight_ holds each thread's current one) touches
+  // the buffer or may reach it. `reached`: only the calling thread's item may reach it, and that
+  // item is queued after this call returns, so the buffer may still leave if it is gone before
+  // then (make_room's `at_once`); another thread's item may be queued any time: `touched`.
+  enum class Issuing : std::uint8_t { no, reached, touched };
+  Issuing issuing(DevicePtr ptr) const {
+    const std::thread::id self = std::this_thread::get_id();
+    Issuing use = Issuing::no;
+    for (const auto& [thread, item] : in_flight_) {
+      if (std::find(item.bases.begin(), item.bases.end(), ptr) != item.bases.end()) return Issuing::touched;
+      if (item.all || std::find(item.reached.begin(), item.reached.end(), ptr) != item.reached.end()) {
+        if (thread != self) return Issuing::touched;
+        use = Issuing::reached;
+      }
     }
-    return false;
+    return use;
   }
 
-  // Orders `side` after the work queued so far on every stream that used `b`; false if an event
-  // could not be had (then nothing may rely on the order).
-  bool join_uses(const SwapBuffer& b, StreamId side) {
+  // Orders `side` after the work queued so far on every stream the program used and every one
+  // that used `b`; false if an event could not be had (then nothing may rely on the order).
+  bool join_all(const SwapBuffer& b, StreamId side) {
+    // A stream that takes no event any more was destroyed by the program (its work runs to its
+    // end, as cuStreamDestroy says): it is forgotten. (Stopping there, the streams after it went
+    // unjoined: adversarial_train's threads destroy theirs while others still free buffers, and
+    // a free was carried out under the kernel before it.)
+    bool ordered = true;
+    std::erase_if(program_streams_, [&](StreamId s) {
+      if (s == side || std::find(b.streams.begin(), b.streams.end(), s) != b.streams.end()) return false;
+      const Join j = join_stream(s, side);
+      ordered = ordered && j != Join::failed;
+      return j == Join::gone;
+    });
+    if (!ordered) return false;
     for (const StreamId s : b.streams) {
-      if (s == side) continue;
+      if (s != side && join_stream(s, side) != Join::joined) return false;
+    }
+    return true;
+  }
+
+  // `side` waits for the work queued so far on `s` (gone: `s` takes no event, it was destroyed).
+  enum class Join : std::uint8_t { joined, gone, failed };
+  Join join_stream(StreamId s, StreamId side) {
+    bool ok = false;
+    const EventId e = take_event(ok);
+    if (!ok) return Join::failed;
+    Join result = Join::gone;
+    if (device_.record_event(e, s) == kSuccess) {
+      result = device_.stream_wait_event(side, e) == kSuccess ? Join::joined : Join::failed;
+    }
+    recycle(e);
+    return result;
+  }
+
+  void note_stream(StreamId stream) {
+    if (std::find(program_streams_.begin(), program_streams_.end(), stream) == program_streams_.end()) {
+      program_streams_.push_back(stream);
+    }
+  }
+
+  // --- what a work item may reach besides its arguments (explicit mode) ---
+
+  // The buffers `item` may reach without touching them are kept still under it: none is chosen
+  // to leave while it is issued (in_flight), and none is in motion when it runs (keep_still).
+  // Buffers whose address escaped never move again (pin).
+  void keep_still_under(const WorkItem& item, InFlight& in_flight) {
+    in_flight.reached.clear();
+    for (const DevicePtr base : item.escaped) pin(base, item.stream);
+    if (item.reaches_all) {
+      in_flight.all = true;
+      for (auto& [ptr, b] : buffers_) keep_still(ptr, b, item.stream);
+      counters_.items_reaching_all += 1;
+      return;
+    }
+    for (const DevicePtr base : item.reached) {
+      const auto it = buffers_.find(base);
+      if (it == buffers_.end()) continue;
+      in_flight.reached.push_back(base);
+      keep_still(base, it->second, item.stream);
+    }
+  }
+
+  // Work that may reach `b` is about to be queued on `stream`. A copy out under way may miss what
+  // it writes: called off (the device memory is still mapped and true), the work queued after
+  // the copy, whose bytes are dropped. A copy back under way: the work waits for it. Out: it
+  // reads and writes the host copy at the address, which stays mapped until the work has run
+  // (mapped_users_done). Either way its stream joins b's users.
+  void keep_still(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
+    if (b.leaving && device_.stream_wait_event(stream, b.left) == kSuccess && mover_->move_in(ptr, b, stream)) {
+      counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+      b.held_out = false;
+      b.digest_valid = false;
+      ++counters_.leaves_called_off;
+    }
+    if (b.arrival_pending && device_.stream_wait_event(stream, b.arrival) == kSuccess) ++counters_.stream_waits;
+    if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
+  }
+
+  // Its address went where memtool cannot follow (device memory it does not track): any later
+  // work may reach it, so it never moves again — left where it is, once no move is under way.
+  void pin(DevicePtr ptr, StreamId stream) {
+    const auto it = buffers_.find(ptr);
+    if (it == buffers_.end() || it->second.pinned) return;
+    SwapBuffer& b = it->second;
+    b.pinned = true;
+    ++counters_.pinned;
+    if (b.leaving) keep_still(ptr, b, stream);
+    if (b.arrival_pending) {
+      (void)device_.synchronize_event(b.arrival);  // rare: a host wait beats an unordered reader
+      recycle(b.arrival);
+      b.arrival_pending = false;
+    }
+  }
+
+  // Work queued on b's streams while it was out may read its host copy through its address:
+  // remapping under it would fault, or show it device memory not yet written. True once that work
+  // has run (with `wait`, after waiting for it; a stall).
+  bool mapped_users_done(SwapBuffer& b, bool wait) {
+    if (!remaps_ || b.resident || b.leaving) return true;
+    for (const StreamId s : b.streams) {
       bool ok = false;
       const EventId e = take_event(ok);
-      if (!ok) return false;
-      const bool joined = device_.record_event(e, s) == kSuccess && device_.stream_wait_event(side, e) == kSuccess;
+      if (!ok || device_.record_event(e, s) != kSuccess) {
+        if (ok) recycle(e);
+        return false;
+      }
+      const bool done = wait ? device_.synchronize_event(e) == kSuccess : device_.event_completed(e);
       recycle(e);
-      if (!joined) return false;
+      if (!done) return false;
     }
+    if (wait && !b.streams.empty()) host_waited_ = true;
+    b.streams.clear();
+    return true;
+  }
+
+  // --- MEMTOOL_SWAP_VERIFY (swap_verify.hpp) ---
+
+  // The last work item queued before now (the one being issued is not queued yet), and the first
+  // that is not: what a checksum taken now follows, and the bound of a mismatch's suspects.
+  std::uint64_t checked_after() const { return in_item_ ? work_ - 1 : work_; }
+  std::uint64_t not_yet_queued() const { return checked_after() + 1; }
+
+  // Just sent out: the mover checks explicit copies once they land (check_leaving); a prefetch
+  // to the host is waited for and checksummed now.
+  void checksum_leaving(DevicePtr ptr, SwapBuffer& b, StreamId side) {
+    b.digest_valid = false;
+    b.digest_work = checked_after();
+    if (remaps_) return;
+    bool ok = false;
+    const EventId e = take_event(ok);
+    if (!ok) return;
+    if (device_.record_event(e, side) == kSuccess && device_.synchronize_event(e) == kSuccess) {
+      b.digest_valid = verifier_->checksum(ptr, b.size, &b.digest);
+    }
+    recycle(e);
+  }
+
+  // The mover's question once an explicit copy out has landed: do the device bytes still equal
+  // the copy? If not, something wrote them after the copy read them; the buffer stays.
+  bool check_leaving(DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) {
+    std::uint64_t on_device = 0;
+    std::uint64_t on_host = 0;
+    if (!verifier_->checksum(ptr, b.size, &on_device) || !verifier_->checksum(host_copy, b.size, &on_host)) return true;
+    if (on_device != on_host) {
+      verifier_->mismatch(ptr, b.size, b.id, "while leaving, after its copy out read it (it stays on the device)",
+                          b.digest_work, not_yet_queued());
+      counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+      b.digest_valid = false;
+      return false;
+    }
+    b.digest = on_host;
+    b.digest_valid = true;
+    return true;
+  }
+
+  // Before a buffer that is out comes back: its host copy must be what left.
+  void check_out(DevicePtr ptr, SwapBuffer& b) {
+    if (!b.digest_valid) return;
+    std::uint64_t now = 0;
+    if (!verifier_->checksum(mover_->host_copy(ptr, b), b.size, &now)) return;
+    if (now != b.digest) {
+      verifier_->mismatch(ptr, b.size, b.id, "while out, through its address (memtool did not see that access)",
+                          b.digest_work, not_yet_queued());
+      b.digest = now;
+    }
+  }
+
+  // Its copy back was queued on `stream`: once it has landed, the device bytes must be the copy.
+  void check_arrived(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
+    const bool had = b.digest_valid;
+    b.digest_valid = false;
+    if (!had || !remaps_) return;
+    bool ok = false;
+    const EventId e = take_event(ok);
+    if (!ok) return;
+    std::uint64_t now = 0;
+    if (device_.record_event(e, stream) == kSuccess && device_.synchronize_event(e) == kSuccess &&
+        verifier_->checksum(ptr, b.size, &now) && now != b.digest) {
+      verifier_->mismatch(ptr, b.size, b.id, "while coming back, before its copy back landed", b.digest_work,
+                          not_yet_queued());
+    }
+    recycle(e);
+  }
+
+  // A buffer that is out comes back on `stream` (false: it stays out for now). Work that may read
+  // its host copy must have run first: waited for with `wait_users`, else it stays out this time.
+  bool move_back(DevicePtr ptr, SwapBuffer& b, StreamId stream, bool wait_users) {
+    if (b.pinned || !mapped_users_done(b, wait_users)) return false;
+    const bool copies = !b.leaving;
+    if (verifier_ && copies) check_out(ptr, b);
+    if (!mover_->move_in(ptr, b, stream)) return false;
+    if (verifier_ && copies) check_arrived(ptr, b, stream);
+    b.digest_valid = false;
     return true;
   }
 
@@ -687,10 +942,10 @@ class SwapAdaptor final : public Adaptor {
   // oracle yet), nor when it was within its lead and room was what it lacked.
   void bring_back_now(DevicePtr base, SwapBuffer& b, StreamId stream) {
     make_room(b.footprint, 0, Room::wait);
-    bool back = mover_->move_in(base, b, stream);
+    bool back = move_back(base, b, stream, true);
     if (!back) {
       settle(true);
-      back = mover_->move_in(base, b, stream);
+      back = move_back(base, b, stream, true);
     }
     if (last_length_ != 0 && !b.kept_out) grow_lead(key_of(base, b));
     b.kept_out = false;
@@ -711,7 +966,7 @@ class SwapAdaptor final : public Adaptor {
     if (last_length_ == 0 || options_.lookahead == 0) return;
     due_in_.clear();
     for (const auto& [ptr, b] : buffers_) {
-      if (b.resident || b.held_out) continue;
+      if (b.resident || b.held_out || b.pinned) continue;
       const std::uint64_t key = key_of(ptr, b);
       const std::uint64_t distance = next_use(key, now);
       if (distance != kFar && distance <= lead_of(key)) due_in_.emplace_back(distance, ptr);
@@ -1147,7 +1402,9 @@ class SwapAdaptor final : public Adaptor {
       const DevicePtr ptr = resolve(t.name);
       if (ptr == 0) continue;
       SwapBuffer& b = buffers_.at(ptr);
-      if (!b.resident || issuing(ptr) || counters_.host_bytes_now + b.size > host_limit()) continue;
+      if (!b.resident || b.pinned || issuing(ptr) != Issuing::no || counters_.host_bytes_now + b.size > host_limit()) {
+        continue;
+      }
       if (swap_out(ptr, b, copies_on_program_stream_ && !b.streams.empty() ? b.streams.back() : 0)) {
         b.held_out = true;
         ++counters_.swap_outs_scheduled;
@@ -1168,7 +1425,7 @@ class SwapAdaptor final : public Adaptor {
       const DevicePtr ptr = resolve(t.name);
       if (ptr == 0) continue;
       SwapBuffer& b = buffers_.at(ptr);
-      if (b.resident) continue;
+      if (b.resident || b.pinned) continue;
       b.held_out = false;  // from here the rule may bring it back too
       // The plan has room for it here; what still holds that room (a copy out, a free the GPU
       // has not reached) is waited for, as the consumer would wait for the buffer.
@@ -1214,7 +1471,7 @@ class SwapAdaptor final : public Adaptor {
   // A buffer still leaving comes back without a copy: its device memory is kept.
   bool move_in_timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
     return timed_copy(LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
-                      [&] { return mover_->move_in(ptr, b, stream); });
+                      [&] { return move_back(ptr, b, stream, false); });
   }
 
   bool side_stream(StreamId& slot, StreamId& out) {
@@ -1289,6 +1546,9 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t candidates_timed = 0;  // ours' trials that reached a verdict
     std::uint64_t swap_outs_scheduled = 0;
     std::uint64_t swap_ins_scheduled = 0;
+    std::uint64_t leaves_called_off = 0;   // a copy out under way, called off for work that may reach it
+    std::uint64_t pinned = 0;              // buffers whose address escaped: never moved again
+    std::uint64_t items_reaching_all = 0;  // work items that may reach any buffer
   };
 
   Device& device_;
@@ -1302,7 +1562,11 @@ class SwapAdaptor final : public Adaptor {
   std::map<DevicePtr, SwapBuffer> dying_;  // freed by the program, not yet reached
   std::uint64_t dying_device_bytes_ = 0;   // of those, device bytes (resident when freed)
   std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
-  std::unordered_map<std::thread::id, std::vector<DevicePtr>> in_flight_;  // per thread: its last work item's
+  std::unordered_map<std::thread::id, InFlight> in_flight_;  // per thread: its last work item
+  std::vector<StreamId> program_streams_;  // every stream the program queued work on
+  bool remaps_ = false;   // explicit mode: a move remaps the buffer's address
+  bool in_item_ = false;  // inside before_item: work_ is the item being issued, not yet queued
+  std::unique_ptr<detail::SwapVerifier> verifier_;  // MEMTOOL_SWAP_VERIFY
   std::thread::id last_item_thread_;  // who issued the last work item
   std::vector<std::pair<std::uint64_t, std::uint64_t>> uses_;         // (key, relative work) this iteration
   std::vector<std::pair<std::uint64_t, std::uint64_t>> allocations_;  // (relative work, footprint) this iteration

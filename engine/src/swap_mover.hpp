@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,12 @@ struct SwapBuffer {
   bool kept_out = false;        // within its lead, but not brought back for want of room
   std::uint64_t ordinal = 0;    // its allocation's place in the iteration that made it
   Birth birth = Birth::persistent;
+  bool pinned = false;          // its address went where memtool cannot follow: it never moves again
+  // MEMTOOL_SWAP_VERIFY (swap_verify.hpp): the checksum of its bytes when it last left, and the
+  // work item then.
+  std::uint64_t digest = 0;
+  std::uint64_t digest_work = 0;
+  bool digest_valid = false;
   // The mover's.
   std::uint64_t footprint = 0;  // device bytes it holds when resident
   Device::PhysicalHandle device_memory = 0;
@@ -77,10 +84,18 @@ class SwapMover {
   [[nodiscard]] virtual std::uint64_t stall_ns() const = 0;       // host time spent waiting
   // Release everything it holds that no buffer uses (the host pool's free slots).
   virtual void trim() = 0;
+
+  // Where a buffer that is out keeps its bytes: the host copy's own mapping, or its address.
+  [[nodiscard]] virtual DevicePtr host_copy(DevicePtr ptr, const SwapBuffer& b) const = 0;
+  // Asked once a copy out has landed, before the buffer's address is remapped to the host copy:
+  // false keeps the buffer on the device, its device memory (still mapped) the truth. Movers
+  // that do not remap never ask.
+  using LeaveCheck = std::function<bool(DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy)>;
+  virtual void set_leave_check(LeaveCheck check) { (void)check; }
 };
 
 // Null when the device cannot do it (no managed memory; no VMM with host-located memory).
-std::unique_ptr<SwapMover> make_uvm_mover(Device& device);
+std::unique_ptr<SwapMover> make_uvm_mover(Device& device, SpareEvents& events);
 std::unique_ptr<SwapMover> make_vmm_mover(Device& device, SpareEvents& events, std::uint64_t host_limit_bytes);
 
 }  // namespace memtool::engine::detail

@@ -1,7 +1,14 @@
 // UvmMover: swapped buffers in managed memory, moved by cuMemPrefetchAsync (swap_mover.hpp).
-// The device bytes are counted as the driver will hold them once the queued prefetches have
-// run: a prefetch to the host frees them in stream order, so nothing is left to settle.
+// A prefetch to the host frees the device memory only when its stream gets there: until the
+// event recorded after it has completed, the buffer is leaving and its device bytes still
+// count, as an explicit copy out's do (settle releases them; before, they were counted free at
+// once, and allocations and copies back made meanwhile took the device past the budget: alexnet
+// at 65% peaked 16-24% over it on fakecuda). A buffer sent out is also advised to live on the
+// host (cuMemAdvise's preferred location), so that a kernel memtool did not see reach it maps
+// its pages across the link instead of migrating them back past the budget; coming back, it is
+// advised to live on the device.
 #include <algorithm>
+#include <chrono>
 
 #include "swap_mover.hpp"
 
@@ -10,7 +17,7 @@ namespace {
 
 class UvmMover final : public SwapMover {
  public:
-  explicit UvmMover(Device& device) : device_(device) {}
+  UvmMover(Device& device, SpareEvents& events) : device_(device), events_(events) {}
 
   std::string_view mode() const override { return "uvm"; }
   std::uint64_t footprint_of(std::uint64_t size) const override { return size; }
@@ -31,39 +38,103 @@ class UvmMover final : public SwapMover {
   // Managed memory oversubscribes by itself: nothing to add.
   Status allocate_on_host(SwapBuffer&, DevicePtr*) override { return kNotSupported; }
 
+  // Every use of it has completed, its prefetch out too (the policy frees after both).
   void free(DevicePtr ptr, SwapBuffer& b) override {
-    if (b.resident) device_bytes_ -= std::min(device_bytes_, b.footprint);
+    if (b.leaving) {
+      drop_leaving(ptr);
+      events_.give(b.left);
+      b.leaving = false;
+      device_bytes_ -= std::min(device_bytes_, b.footprint);
+    } else if (b.resident) {
+      device_bytes_ -= std::min(device_bytes_, b.footprint);
+    }
     (void)device_.free(ptr, MemoryKind::managed, 0);
   }
 
   bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side) override {
+    (void)device_.advise(ptr, b.size, Residence::host);  // advice only: the prefetch moves it
     if (device_.prefetch(ptr, b.size, Residence::host, side) != kSuccess) return false;
     b.resident = false;
-    device_bytes_ -= std::min(device_bytes_, b.footprint);
+    bool ok = false;
+    const EventId done = events_.take(device_, ok);
+    if (!ok || device_.record_event(done, side) != kSuccess) {
+      // Untracked: counted as gone now (the prefetch is queued; it cannot be waited for).
+      if (ok) events_.give(done);
+      device_bytes_ -= std::min(device_bytes_, b.footprint);
+      return true;
+    }
+    b.left = done;
+    b.leaving = true;
+    leaving_.emplace_back(ptr, &b);
+    leaving_bytes_ += b.footprint;
     return true;
   }
 
   bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream) override {
+    // Still leaving: the prefetch back must come after the prefetch out, not race it.
+    if (b.leaving && device_.stream_wait_event(stream, b.left) != kSuccess) return false;
+    (void)device_.advise(ptr, b.size, Residence::device);
     if (device_.prefetch(ptr, b.size, Residence::device, stream) != kSuccess) return false;
+    if (b.leaving) {
+      // Its device bytes were never given up: still counted.
+      drop_leaving(ptr);
+      events_.give(b.left);
+      b.leaving = false;
+    } else {
+      device_bytes_ += b.footprint;
+    }
     b.resident = true;
-    device_bytes_ += b.footprint;
     return true;
   }
 
-  void settle(bool) override {}
+  void settle(bool wait) override {
+    for (std::size_t i = 0; i < leaving_.size();) {
+      auto [ptr, b] = leaving_[i];
+      if (!device_.event_completed(b->left)) {
+        if (!wait) {
+          ++i;
+          continue;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        (void)device_.synchronize_event(b->left);
+        stall_ns_ += static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+      }
+      drop_leaving(ptr);
+      events_.give(b->left);
+      b->leaving = false;
+      device_bytes_ -= std::min(device_bytes_, b->footprint);
+    }
+  }
+
   std::uint64_t device_bytes() const override { return device_bytes_; }
-  std::uint64_t leaving_bytes() const override { return 0; }
+  std::uint64_t leaving_bytes() const override { return leaving_bytes_; }
   std::uint64_t device_bytes_with(std::uint64_t footprint) const override { return device_bytes_ + footprint; }
-  std::uint64_t stall_ns() const override { return 0; }
+  std::uint64_t stall_ns() const override { return stall_ns_; }
   void trim() override {}
+  DevicePtr host_copy(DevicePtr ptr, const SwapBuffer&) const override { return ptr; }
 
  private:
+  void drop_leaving(DevicePtr ptr) {
+    const auto it = std::find_if(leaving_.begin(), leaving_.end(), [ptr](const auto& l) { return l.first == ptr; });
+    if (it == leaving_.end()) return;
+    leaving_bytes_ -= std::min(leaving_bytes_, it->second->footprint);
+    *it = leaving_.back();
+    leaving_.pop_back();
+  }
+
   Device& device_;
-  std::uint64_t device_bytes_ = 0;
+  SpareEvents& events_;
+  std::uint64_t device_bytes_ = 0;   // held on the device, leaving buffers included
+  std::uint64_t leaving_bytes_ = 0;  // of those, what prefetches to the host under way will free
+  std::vector<std::pair<DevicePtr, SwapBuffer*>> leaving_;
+  std::uint64_t stall_ns_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<SwapMover> make_uvm_mover(Device& device) { return std::make_unique<UvmMover>(device); }
+std::unique_ptr<SwapMover> make_uvm_mover(Device& device, SpareEvents& events) {
+  return std::make_unique<UvmMover>(device, events);
+}
 
 }  // namespace memtool::engine::detail

@@ -211,6 +211,11 @@ class VmmMover final : public SwapMover {
   }
   std::uint64_t stall_ns() const override { return stall_ns_; }
 
+  DevicePtr host_copy(DevicePtr ptr, const SwapBuffer& b) const override {
+    return b.host_slot != 0 ? slots_[b.host_slot - 1].view : ptr;
+  }
+  void set_leave_check(LeaveCheck check) override { leave_check_ = std::move(check); }
+
   void trim() override {
     release_cached();
     for (auto it = free_slots_.begin(); it != free_slots_.end();) {
@@ -234,6 +239,13 @@ class VmmMover final : public SwapMover {
     drop_leaving(ptr);
     events_.give(b.left);
     b.leaving = false;
+    if (leave_check_ && !leave_check_(ptr, b, slots_[b.host_slot - 1].view)) {
+      // Its device bytes are the truth (the copy is done with the slot): it stays.
+      give_slot(b.host_slot - 1);
+      b.host_slot = 0;
+      b.resident = true;
+      return;
+    }
     release_device(ptr, b);
     HostSlot& slot = slots_[b.host_slot - 1];
     if (device_.map(ptr, b.footprint, slot.memory) == kSuccess) {
@@ -356,6 +368,7 @@ class VmmMover final : public SwapMover {
   std::uint64_t host_bytes_ = 0;
   std::uint64_t stall_ns_ = 0;
   bool said_unmapped_ = false;
+  LeaveCheck leave_check_;
 };
 
 }  // namespace

@@ -276,6 +276,7 @@ State decide() {
   strategy_options.swap.mode =
       options.swap_mode == SwapMode::uvm ? engine::SwapMechanism::uvm : engine::SwapMechanism::explicit_copies;
   strategy_options.swap.host_limit_bytes = options.host_limit != 0 ? options.host_limit : half_of_host_memory();
+  strategy_options.swap.verify = options.swap_verify;
   if (options.strategy == "swap") {
     if (options.budget.bytes == 0 && options.budget.percent == 0) {
       Log::write(LogLevel::warn, "MEMTOOL_STRATEGY=swap without MEMTOOL_BUDGET: nothing will be swapped");

@@ -53,6 +53,12 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.swap_outs_scheduled += s.swap_outs_scheduled;
   into.swap_ins_scheduled += s.swap_ins_scheduled;
   into.swap_candidates_timed += s.swap_candidates_timed;
+  into.swap_leaves_called_off += s.swap_leaves_called_off;
+  into.swap_pinned += s.swap_pinned;
+  into.swap_items_reaching_all += s.swap_items_reaching_all;
+  into.swap_verify_checks += s.swap_verify_checks;
+  into.swap_verify_mismatches += s.swap_verify_mismatches;
+  if (into.swap_verify_first_mismatch.empty()) into.swap_verify_first_mismatch = s.swap_verify_first_mismatch;
   if (!s.swap_schedule.empty()) into.swap_schedule = s.swap_schedule;
   if (!s.swap_link_source.empty()) {
     into.swap_link_to_host_bytes_per_s = s.swap_link_to_host_bytes_per_s;
@@ -143,6 +149,11 @@ bool ContextRuntimes::refuse_export(std::uint64_t ptr) {
 void ContextRuntimes::before_access(std::span<const std::uint64_t> bases, engine::StreamId stream) {
   const std::size_t n = count_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < n; ++i) entries_[i].runtime->before_access(bases, stream);
+}
+
+void ContextRuntimes::before_item(const engine::WorkItem& item) {
+  const std::size_t n = count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i) entries_[i].runtime->before_item(item);
 }
 
 void ContextRuntimes::end_context(CUcontext context, const char* why) {

@@ -41,10 +41,26 @@ bool captured(const Call<F>& call, std::uint64_t stream) {
 }
 
 // Work on `stream` is about to touch what the recorder found: the strategies order the stream
-// after the memory's earlier users, before the real call queues the work.
+// after the memory's earlier users, before the real call queues the work. Work that touches no
+// buffer is told only when it may reach some anyway (swap strategy: pointer tables).
 template <class F>
 void order(const Call<F>& call, const LaunchSeen& seen, std::uint64_t stream) {
-  if (call.runtimes.wants_accesses() && !seen.touched.empty()) call.runtimes.before_access(seen.touched, stream);
+  if (!call.runtimes.wants_accesses()) return;
+  if (seen.touched.empty() && seen.reached.empty() && seen.escaped.empty() && !seen.reaches_all) return;
+  engine::WorkItem item;
+  item.stream = stream;
+  item.touched = seen.touched;
+  item.reached = seen.reached;
+  item.escaped = seen.escaped;
+  item.reaches_all = seen.reaches_all;
+  item.kernel = seen.kernel;
+  call.runtimes.before_item(item);
+}
+
+// After a copy from host memory succeeded: what it wrote may be a pointer table.
+void uploaded(Recorder& recorder, CUresult result, std::uint64_t dst, const void* src, std::uint64_t bytes,
+              bool dst_on_device, bool readable = true) {
+  if (result == CUDA_SUCCESS) recorder.on_upload(dst, src, bytes, dst_on_device, readable);
 }
 
 // An allocation the engine does not serve (pitched, managed, VMM): the real call, then recorded
@@ -150,17 +166,28 @@ CopyKind copy_kind(const Copy& c) {
   return d == 0 ? CopyKind::d2h : CopyKind::d2d;
 }
 
+// A pitched copy from host memory: its bytes are not read for pointers (pitches, arrays).
+template <class Copy>
+void pitched_upload(Recorder& recorder, CUresult result, const Copy* p) {
+  if (p != nullptr && p->srcMemoryType == CU_MEMORYTYPE_HOST) {
+    uploaded(recorder, result, copy_dst(*p), p->srcHost, 0, p->dstMemoryType == CU_MEMORYTYPE_DEVICE, false);
+  }
+}
+
 template <class F>
 CUresult copy2d(const Call<F>& call, const CUDA_MEMCPY2D* p, CUstream stream, bool async) {
   if (p != nullptr) {
     record_copy(call, copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height, copy_kind(*p),
                           stream_of(call, stream), async);
   }
+  CUresult result;
   if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY2D*>) {
-    return call.real(p);
+    result = call.real(p);
   } else {
-    return call.real(p, stream);
+    result = call.real(p, stream);
   }
+  pitched_upload(call.recorder, result, p);
+  return result;
 }
 
 template <class F>
@@ -169,11 +196,14 @@ CUresult copy3d(const Call<F>& call, const CUDA_MEMCPY3D* p, CUstream stream, bo
     record_copy(call, copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height * p->Depth,
                           copy_kind(*p), stream_of(call, stream), async);
   }
+  CUresult result;
   if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY3D*>) {
-    return call.real(p);
+    result = call.real(p);
   } else {
-    return call.real(p, stream);
+    result = call.real(p, stream);
   }
+  pitched_upload(call.recorder, result, p);
+  return result;
 }
 
 // A launch as the recorder saw it, told to the strategies before the real launch: the stream
@@ -354,13 +384,17 @@ CUresult handle_cuGraphLaunch(const Call<fn::cuGraphLaunch>& call, CUgraphExec h
 
 CUresult handle_cuMemcpy(const Call<fn::cuMemcpy>& call, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) noexcept {
   record_copy(call, u64(dst), u64(src), ByteCount, CopyKind::unknown, default_stream_of(call), false);
-  return call.real(dst, src, ByteCount);
+  const CUresult result = call.real(dst, src, ByteCount);
+  uploaded(call.recorder, result, u64(dst), reinterpret_cast<const void*>(src), ByteCount, false);
+  return result;
 }
 
 CUresult handle_cuMemcpyAsync(const Call<fn::cuMemcpyAsync>& call, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
                               CUstream hStream) noexcept {
   record_copy(call, u64(dst), u64(src), ByteCount, CopyKind::unknown, stream_of(call, hStream), true);
-  return call.real(dst, src, ByteCount, hStream);
+  const CUresult result = call.real(dst, src, ByteCount, hStream);
+  uploaded(call.recorder, result, u64(dst), reinterpret_cast<const void*>(src), ByteCount, false);
+  return result;
 }
 
 CUresult handle_cuMemcpyPeer(const Call<fn::cuMemcpyPeer>& call, CUdeviceptr dstDevice, CUcontext dstContext,
@@ -379,7 +413,9 @@ CUresult handle_cuMemcpyPeerAsync(const Call<fn::cuMemcpyPeerAsync>& call, CUdev
 CUresult handle_cuMemcpyHtoD_v2(const Call<fn::cuMemcpyHtoD_v2>& call, CUdeviceptr dstDevice, const void* srcHost,
                                 size_t ByteCount) noexcept {
   record_copy(call, u64(dstDevice), u64(srcHost), ByteCount, CopyKind::h2d, default_stream_of(call), false);
-  return call.real(dstDevice, srcHost, ByteCount);
+  const CUresult result = call.real(dstDevice, srcHost, ByteCount);
+  uploaded(call.recorder, result, u64(dstDevice), srcHost, ByteCount, true);
+  return result;
 }
 
 CUresult handle_cuMemcpyDtoH_v2(const Call<fn::cuMemcpyDtoH_v2>& call, void* dstHost, CUdeviceptr srcDevice,
@@ -397,7 +433,9 @@ CUresult handle_cuMemcpyDtoD_v2(const Call<fn::cuMemcpyDtoD_v2>& call, CUdevicep
 CUresult handle_cuMemcpyHtoDAsync_v2(const Call<fn::cuMemcpyHtoDAsync_v2>& call, CUdeviceptr dstDevice,
                                      const void* srcHost, size_t ByteCount, CUstream hStream) noexcept {
   record_copy(call, u64(dstDevice), u64(srcHost), ByteCount, CopyKind::h2d, stream_of(call, hStream), true);
-  return call.real(dstDevice, srcHost, ByteCount, hStream);
+  const CUresult result = call.real(dstDevice, srcHost, ByteCount, hStream);
+  uploaded(call.recorder, result, u64(dstDevice), srcHost, ByteCount, true);
+  return result;
 }
 
 CUresult handle_cuMemcpyDtoHAsync_v2(const Call<fn::cuMemcpyDtoHAsync_v2>& call, void* dstHost, CUdeviceptr srcDevice,

@@ -76,8 +76,8 @@ std::string parse_size(std::string_view text, OptionType type, Budget& out) {
 
 std::string parse(std::string_view text, SwapMode& out) {
   const std::string value = lower(text);
-  if (value == "explicit" || value.empty()) out = SwapMode::explicit_copies;
-  else if (value == "uvm") out = SwapMode::uvm;
+  if (value == "explicit") out = SwapMode::explicit_copies;
+  else if (value == "uvm" || value.empty()) out = SwapMode::uvm;
   else return "expected one of explicit|uvm";
   return {};
 }

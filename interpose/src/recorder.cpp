@@ -15,6 +15,7 @@
 #include "memtool/interpose/event_clock.hpp"
 #include "memtool/interpose/log.hpp"
 #include "memtool/trace/signature.hpp"
+#include "pointer_tables.hpp"
 #include "stacks.hpp"
 
 namespace memtool::interpose {
@@ -95,6 +96,10 @@ constexpr std::size_t kKernelCacheSlots = 256;  // 6 KiB per launching thread, o
 struct LaunchScratch {
   std::vector<std::uint64_t> words;
   std::vector<std::uint64_t> touched;
+  // Swap strategy: touched with what its pointer tables hold, what they may hold, what escaped.
+  std::vector<std::uint64_t> expanded;
+  std::vector<std::uint64_t> reached;
+  std::vector<std::uint64_t> escaped;
   std::vector<KernelCacheEntry> kernels;  // kKernelCacheSlots entries once used
 
   KernelCacheEntry& slot(CUfunction function) {
@@ -116,6 +121,7 @@ Recorder::Recorder(const Options& options, std::unique_ptr<EventSink> sink, cons
       observer_(observer),
       options_(options),
       id_(g_next_recorder_id.fetch_add(1, std::memory_order_relaxed)) {
+  if (options_.strategy == "swap") tables_ = std::make_unique<PointerTables>(options_.swap_table_bytes);
   if (!options_.iteration_kernel.empty()) {
     // Validated with the options; a pattern that does not compile here marks nothing.
     if (auto matcher = KernelNameMatcher::compile(options_.iteration_kernel, nullptr)) {
@@ -246,6 +252,7 @@ void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::Memory
     if (stacks_) depth = detail::capture_stack(ips.data(), options_.stack_depth, 2);
     std::lock_guard lock(emit_mutex_);
     observer_.on_alloc(address, size, kind, stream, owner);
+    if (tables_) tables_->on_alloc(address);
     if (closed_.load(std::memory_order_relaxed)) return;
     trace::AllocEvent event;
     event.address = address;
@@ -266,6 +273,7 @@ std::uint32_t Recorder::on_free(std::uint64_t address, trace::MemoryKind kind, s
     std::lock_guard lock(emit_mutex_);
     const auto buffer = observer_.on_free(address);
     if (buffer) owner = buffer->owner;
+    if (buffer && tables_) tables_->on_free(buffer->base);
     if (closed_.load(std::memory_order_relaxed)) return owner;
     if (!buffer) {  // a double, interior or wild free: the driver refuses it, nothing is freed
       trace::FailedFreeEvent failed;
@@ -292,6 +300,9 @@ void Recorder::on_unmap(std::uint64_t address, std::uint64_t size) noexcept {
   MEMTOOL_RECORD_STEP("an unmap", {
     std::lock_guard lock(emit_mutex_);
     const auto removed = observer_.on_unmap(address, address + size);
+    if (tables_) {
+      for (const engine::LiveBuffer& buffer : removed) tables_->on_free(buffer.base);
+    }
     if (closed_.load(std::memory_order_relaxed)) return;
     for (const engine::LiveBuffer& buffer : removed) {
       trace::FreeEvent event;
@@ -409,6 +420,17 @@ LaunchSeen Recorder::on_launch(CUfunction function, std::uint64_t stream, const 
     observer_.on_launch(t_words, stream, trace::SignatureBuilder::launch_token(kernel->name_id), t_touched);
     seen.touched = t_touched;
     seen.marks_iteration = kernel->marks_iteration;
+    seen.kernel = kernel->name;
+    if (tables_) {
+      // The strategies hear of what its pointer tables hold too; the trace keeps its arguments'.
+      scratch.expanded.assign(t_touched.begin(), t_touched.end());
+      scratch.reached.clear();
+      scratch.escaped.clear();
+      seen.reaches_all = tables_->on_launch(observer_.index(), scratch.expanded, scratch.reached, scratch.escaped);
+      seen.touched = scratch.expanded;
+      seen.reached = scratch.reached;
+      seen.escaped = scratch.escaped;
+    }
     if (closed_.load(std::memory_order_relaxed)) return seen;
     trace::LaunchEvent event;
     event.kernel = kernel->name_id;
@@ -475,6 +497,7 @@ LaunchSeen Recorder::on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t
     }
     observer_.on_transfer(dst, src, stream, engine::AccessKind::copy, trace::SignatureBuilder::copy_token(bytes, kind),
                           touched);
+    if (tables_ && kind == trace::CopyKind::d2d) tables_->on_device_copy(observer_.index(), dst, src, bytes);
     seen.touched = touched;
     if (closed_.load(std::memory_order_relaxed)) return seen;
     trace::CopyEvent event;
@@ -498,6 +521,7 @@ LaunchSeen Recorder::on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint
     std::lock_guard lock(emit_mutex_);
     observer_.on_transfer(dst, 0, stream, engine::AccessKind::memset, trace::SignatureBuilder::memset_token(bytes),
                           touched);
+    if (tables_) tables_->on_memset(observer_.index(), dst, bytes);
     seen.touched = touched;
     if (closed_.load(std::memory_order_relaxed)) return seen;
     trace::MemsetEvent event;
@@ -508,6 +532,31 @@ LaunchSeen Recorder::on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint
     emit_locked(event);
   });
   return seen;
+}
+
+void Recorder::on_upload(std::uint64_t dst, const void* src, std::uint64_t bytes, bool dst_on_device,
+                         bool readable) noexcept {
+  if (!tables_ || !active() || src == nullptr) return;
+  MEMTOOL_RECORD_STEP("an upload", {
+    std::lock_guard lock(emit_mutex_);
+    const engine::BufferIndex& index = observer_.index();
+    // A unified copy (cuMemcpy) is an upload when its destination is a device buffer memtool
+    // tracks and its source host memory. Its source is read only when memtool knows it is host
+    // memory (pinned memory it tracks): an address it does not know may be device memory (a
+    // module's global), which the host must not touch. Else what it wrote is unknown.
+    const engine::LiveBuffer* from = index.find(reinterpret_cast<std::uintptr_t>(src));
+    if (from != nullptr && from->kind != trace::MemoryKind::pinned_host) return;
+    const engine::LiveBuffer* to = index.find(dst);
+    if (!dst_on_device) {
+      if (to == nullptr || to->kind == trace::MemoryKind::pinned_host) return;
+      readable = readable && from != nullptr;
+    }
+    if (readable) {
+      tables_->on_upload(index, dst, static_cast<const unsigned char*>(src), bytes);
+    } else {
+      tables_->on_unread_upload(index, dst);
+    }
+  });
 }
 
 void Recorder::on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept {

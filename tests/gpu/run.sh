@@ -178,6 +178,9 @@ else
     done
     guarded 120 "$out/logs/build-graphed_train_getproc.txt" "$cxx" "${flags[@]}" -pthread \
       -o "$apps/graphed_train_getproc" "$src/graphed/graphed_train_getproc.cpp" "${graphed[@]}" "${common[@]}" -ldl || ok=0
+    guarded 120 "$out/logs/build-table_train.txt" "$cxx" "${flags[@]}" -o "$apps/table_train" \
+      "$src/adversarial/table_train.cpp" "$src/adversarial/table_options.cpp" "$src/adversarial/table_step.cpp" \
+      "$src/common/driver_api_linked.cpp" "${common[@]}" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda -ldl || ok=0
     if ((ok)); then
       note "apps: rebuilt in $apps"
     else
@@ -241,7 +244,11 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
         # thread beside it), make_graphed_callables' (forward and backward graphs, thread-local),
         # cudart's route to the graph entry points, XLA's hand-built graph updated every step.
         "graphed_train|graphed_train|" "graphed_train_split|graphed_train|--graphs split --capture-mode thread-local"
-        "graphed_train_getproc|graphed_train_getproc|--per-thread" "xla_train|xla_train|")
+        "graphed_train_getproc|graphed_train_getproc|--per-thread" "xla_train|xla_train|"
+        # Kernels that reach their buffers through pointer tables (issue 33): built by kernels,
+        # and published in a device global (the grouped kernels then take no pointer at all).
+        "table_train_kernel|table_train|--table kernel --through written --refresh --layers 4 --groups 2 --words 65536"
+        "table_train_global|table_train|--table global --layers 4 --groups 2 --words 65536")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     if [ ! -x "$apps/$program" ]; then

@@ -372,7 +372,8 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
   const Outcome bad = run({MEMTOOL_TOOL, "run", "--strategy", "spill", "--", MLP_TRAIN}, fakecuda(dir + "/bad"),
                           dir + "/bad");
   CHECK(bad.status != 0);
-  // Swap: the budget reaches the library, the swap line is printed, the program's output holds.
+  // Swap: the budget reaches the library, the swap line is printed (the default mechanism: UVM),
+  // the program's output holds.
   Env small = fakecuda(dir + "/swap");
   small["MEMTOOL_SWAP_MIN_BYTES"] = "0";
   const Outcome swapped = run({MEMTOOL_TOOL, "run", "--strategy", "swap", "--budget", "32K", "--", MLP_TRAIN,
@@ -381,7 +382,7 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
   INFO(swapped.err);
   CHECK(swapped.status == 0);
   CHECK(swapped.out == plain.out);
-  CHECK_THAT(swapped.err, Catch::Contains("memtool: moved (explicit swap, ") && Catch::Contains("(budget 32.0 KiB)"));
+  CHECK_THAT(swapped.err, Catch::Contains("memtool: moved (uvm swap, ") && Catch::Contains("(budget 32.0 KiB)"));
 }
 
 // Invariant 3: a pooled buffer is described as itself, and is never shared as the whole pool.
@@ -415,6 +416,7 @@ TEST_CASE("swap mode: pointer queries describe the buffer, and an IPC export is 
   Env env = fakecuda(dir);
   env["LD_PRELOAD"] = MEMTOOL_PRELOAD;
   env["MEMTOOL_STRATEGY"] = "swap";
+  env["MEMTOOL_SWAP_MODE"] = "explicit";
   env["MEMTOOL_BUDGET"] = "5M";
   env["MEMTOOL_SWAP_MIN_BYTES"] = "0";
   env["MEMTOOL_POOL_SYNC_PLANNING"] = "1";

@@ -86,3 +86,43 @@ extern "C" __global__ void pattern_verify_indirect(const unsigned* const* table,
                                                    int* verdict) {
   APP_GRID_STRIDE(1) { kernel_math::pattern_verify(table[0], key, count, verdict); }
 }
+
+// The pointer-table app (adversarial/table_train.cpp). A null table means the one table_publish
+// left in a device global: the launch then passes no pointer at all.
+__device__ unsigned* const* g_published_table;
+
+__device__ unsigned* const* table_or_published(unsigned* const* table) {
+  return table != nullptr ? table : g_published_table;
+}
+
+extern "C" __global__ void grouped_forward(const unsigned* input, unsigned* const* table, int first_group,
+                                           int groups, unsigned in_key, unsigned weight_key, unsigned out_key,
+                                           int count) {
+  APP_GRID_STRIDE(groups) {
+    kernel_math::grouped_forward(first_group + i, input, table_or_published(table), in_key, weight_key, out_key,
+                                 count);
+  }
+}
+
+extern "C" __global__ void grouped_update(const unsigned* output, unsigned* const* table, int first_group,
+                                          int groups, unsigned in_key, unsigned weight_key, unsigned out_key,
+                                          unsigned next_key, int count) {
+  APP_GRID_STRIDE(groups) {
+    kernel_math::grouped_update(first_group + i, output, table_or_published(table), in_key, weight_key, out_key,
+                                next_key, count);
+  }
+}
+
+extern "C" __global__ void grouped_digest(unsigned* const* table, int groups, int count) {
+  APP_GRID_STRIDE(groups) { kernel_math::grouped_digest(i, table_or_published(table), groups, count); }
+}
+
+// One table entry written on the device, as a kernel that builds its pointer list would.
+extern "C" __global__ void table_set(unsigned** table, int slot, unsigned* pointer) {
+  APP_GRID_STRIDE(1) { table[slot] = pointer; }
+}
+
+// Leaves `table` in a device global for the launches that pass none.
+extern "C" __global__ void table_publish(unsigned* const* table) {
+  APP_GRID_STRIDE(1) { g_published_table = table; }
+}

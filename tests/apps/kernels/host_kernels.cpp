@@ -86,6 +86,36 @@ void pattern_verify_indirect(const unsigned* const* table, unsigned key, int cou
   kernel_math::pattern_verify(table[0], key, count, verdict);
 }
 
+// The pointer-table app's kernels. The device global table_publish writes is a static here: a
+// later launch on the same stream reads it, as on a GPU.
+unsigned* const* g_published_table = nullptr;
+
+unsigned* const* table_or_published(unsigned* const* table) { return table != nullptr ? table : g_published_table; }
+
+void grouped_forward(const unsigned* input, unsigned* const* table, int first_group, int groups, unsigned in_key,
+                     unsigned weight_key, unsigned out_key, int count) {
+  for (int g = 0; g < groups; ++g) {
+    kernel_math::grouped_forward(first_group + g, input, table_or_published(table), in_key, weight_key, out_key,
+                                 count);
+  }
+}
+
+void grouped_update(const unsigned* output, unsigned* const* table, int first_group, int groups, unsigned in_key,
+                    unsigned weight_key, unsigned out_key, unsigned next_key, int count) {
+  for (int g = 0; g < groups; ++g) {
+    kernel_math::grouped_update(first_group + g, output, table_or_published(table), in_key, weight_key, out_key,
+                                next_key, count);
+  }
+}
+
+void grouped_digest(unsigned* const* table, int groups, int count) {
+  for (int g = 0; g < groups; ++g) kernel_math::grouped_digest(g, table_or_published(table), groups, count);
+}
+
+void table_set(unsigned** table, int slot, unsigned* pointer) { table[slot] = pointer; }
+
+void table_publish(unsigned* const* table) { g_published_table = table; }
+
 namespace {
 
 constexpr fakecuda_kernel_desc kernel_descs[] = {
@@ -105,6 +135,11 @@ constexpr fakecuda_kernel_desc kernel_descs[] = {
     HOST_KERNEL_ENTRY(pattern_verify),
     HOST_KERNEL_ENTRY(pattern_fill_indirect),
     HOST_KERNEL_ENTRY(pattern_verify_indirect),
+    HOST_KERNEL_ENTRY(grouped_forward),
+    HOST_KERNEL_ENTRY(grouped_update),
+    HOST_KERNEL_ENTRY(grouped_digest),
+    HOST_KERNEL_ENTRY(table_set),
+    HOST_KERNEL_ENTRY(table_publish),
 };
 
 }  // namespace

@@ -172,4 +172,57 @@ APP_KERNEL_MATH void pattern_verify(const unsigned* buffer, unsigned key, int co
   verdict[0] = first_bad;
 }
 
+// --- The pointer-table app (adversarial/table_train.cpp): a grouped step whose kernels reach
+// their buffers through a table of pointers in device memory, as grouped GEMMs (MoE), NCCL's
+// kernels and fused multi-tensor optimizers do. Slot 0 of the table is the verdict area
+// (`groups` mismatch counts, then `groups` digests); then each group's input, weight, output.
+constexpr int kTableRoles = 3;
+APP_KERNEL_MATH int table_slot(int group, int role) { return 1 + kTableRoles * group + role; }
+
+// Each group's buffers get their own key.
+APP_KERNEL_MATH unsigned group_key(unsigned key, int group) {
+  return key ^ (0x85ebca6bu * static_cast<unsigned>(group + 1));
+}
+
+// Group `g` of a grouped step: counts the words of its input (`input`, or the table's when null)
+// and weight that differ from their patterns into verdicts[g], and writes its output as
+// input ^ weight ^ pattern(out_key). Elements: groups (one thread reads a whole group).
+APP_KERNEL_MATH void grouped_forward(int g, const unsigned* input, unsigned* const* table, unsigned in_key,
+                                     unsigned weight_key, unsigned out_key, int count) {
+  const unsigned* in = input != nullptr ? input : table[table_slot(g, 0)];
+  const unsigned* weight = table[table_slot(g, 1)];
+  unsigned* out = table[table_slot(g, 2)];
+  unsigned bad = 0;
+  for (int i = 0; i < count; ++i) {
+    const unsigned a = in[i];
+    const unsigned b = weight[i];
+    bad += (a != pattern_word(group_key(in_key, g), i)) ? 1u : 0u;
+    bad += (b != pattern_word(group_key(weight_key, g), i)) ? 1u : 0u;
+    out[i] = a ^ b ^ pattern_word(group_key(out_key, g), i);
+  }
+  table[0][g] += bad;
+}
+
+// Group `g`: counts the words of its output (`output`, or the table's when null) that differ
+// from what grouped_forward wrote from intact buffers, then writes its next weight (pattern of
+// next_key). Elements: groups.
+APP_KERNEL_MATH void grouped_update(int g, const unsigned* output, unsigned* const* table, unsigned in_key,
+                                    unsigned weight_key, unsigned out_key, unsigned next_key, int count) {
+  unsigned* weight = table[table_slot(g, 1)];
+  const unsigned* out = output != nullptr ? output : table[table_slot(g, 2)];
+  unsigned bad = 0;
+  for (int i = 0; i < count; ++i) {
+    const unsigned expected = pattern_word(group_key(in_key, g), i) ^ pattern_word(group_key(weight_key, g), i) ^
+                              pattern_word(group_key(out_key, g), i);
+    bad += (out[i] != expected) ? 1u : 0u;
+    weight[i] = pattern_word(group_key(next_key, g), i);
+  }
+  table[0][g] += bad;
+}
+
+// Group `g`'s weight digest (FNV-1a) into the verdict area's second half. Elements: groups.
+APP_KERNEL_MATH void grouped_digest(int g, unsigned* const* table, int groups, int count) {
+  pattern_digest(table[table_slot(g, 1)], count, &table[0][groups + g]);
+}
+
 }  // namespace kernel_math

@@ -1,6 +1,9 @@
 /* What a replayed operator's kernel receives: the buffers it touches as pointer parameters (so
- * memtool sees them, as it sees a real kernel's arguments) and, in host memory, what each must
- * hold and what it gets. Shared by replay_train and replay_kernels.so. */
+ * memtool sees them, as it sees a real kernel's arguments) or, with replay_train --table, some
+ * or all of them only in a pointer table in device memory (the second parameter), as grouped
+ * GEMMs reach theirs; and, in host memory, what each must hold and what it gets. Shared by
+ * replay_train and replay_kernels.so. Parameters: the launch description, the table (0: none),
+ * then REPLAY_MAX_REFS pointers. */
 #ifndef MEMTOOL_REPLAY_ABI_H
 #define MEMTOOL_REPLAY_ABI_H
 
@@ -22,6 +25,7 @@ typedef struct replay_launch {
   uint32_t step;
   uint64_t op;
   uint64_t compute_ns; /* the kernel takes at least this long (0: only its checks) */
+  uint64_t via_table;  /* bit i: ref i's address is entry i of the table, not pointer parameter i */
   replay_ref refs[REPLAY_MAX_REFS];
 } replay_launch;
 

@@ -1,5 +1,6 @@
 // The replayed operators' kernels for fakecuda: REPLAY_KERNELS kernels named replay_op_<n>, all
-// the same host function. Each checks that every buffer it reads still holds what its last
+// the same host function. A ref reaches its buffer through its pointer parameter, or through the
+// launch's pointer table (replay_abi.h). Each checks that every buffer it reads still holds what its last
 // writer stored there (a word per REPLAY_SAMPLE_BYTES and the last word: any two 512-byte-aligned
 // buffers that overlap share a checked word), then fills what it writes. A mismatch is counted
 // and the first few are reported on stderr; replay_train turns the count into its exit status.
@@ -71,20 +72,28 @@ void replay_op(void** params, const fakecuda_launch_dims* /*dims*/) {
   const auto start = std::chrono::steady_clock::now();
   const replay_launch* launch = nullptr;
   std::memcpy(&launch, params[0], sizeof launch);
-  for (std::uint32_t i = 0; i < launch->count; ++i) {
+  const std::uint64_t* table = nullptr;
+  std::memcpy(&table, params[1], sizeof table);
+  // Ref i's address: from the table in device memory, or its own pointer parameter.
+  auto address_of = [&](std::uint32_t i) {
     std::uint64_t address = 0;
-    std::memcpy(&address, params[1 + i], sizeof address);
-    if (launch->refs[i].check_tag != 0) check(reinterpret_cast<unsigned char*>(address), launch->refs[i], *launch);
+    if ((launch->via_table >> i) & 1u) {
+      address = table[i];
+    } else {
+      std::memcpy(&address, params[2 + i], sizeof address);
+    }
+    return reinterpret_cast<unsigned char*>(address);
+  };
+  for (std::uint32_t i = 0; i < launch->count; ++i) {
+    if (launch->refs[i].check_tag != 0) check(address_of(i), launch->refs[i], *launch);
   }
   for (std::uint32_t i = 0; i < launch->count; ++i) {
-    std::uint64_t address = 0;
-    std::memcpy(&address, params[1 + i], sizeof address);
-    if (launch->refs[i].fill_tag != 0) fill(reinterpret_cast<unsigned char*>(address), launch->refs[i]);
+    if (launch->refs[i].fill_tag != 0) fill(address_of(i), launch->refs[i]);
   }
   take_time(start, launch->compute_ns);
 }
 
-constexpr unsigned kParams = 1 + REPLAY_MAX_REFS;
+constexpr unsigned kParams = 2 + REPLAY_MAX_REFS;  // the description, the table, the pointers
 
 struct Table {
   std::array<std::string, REPLAY_KERNELS> names;

@@ -3,7 +3,10 @@
 // cuMemAlloc/cuMemFree (or cuMemAllocAsync/cuMemFreeAsync on the compute stream), every operator
 // as one launch of a kernel of its own name (replay_op_<n>) whose arguments are the buffers it
 // reads and writes. The kernels check that what an operator reads is what its last writer left
-// (replay_kernels.cpp), so any memory handed out twice shows up as corrupted words.
+// (replay_kernels.cpp), so any memory handed out twice shows up as corrupted words. With --table,
+// an operator's buffers (all, or only those it writes) reach its kernel only through a pointer
+// table in device memory, uploaded with cuMemcpyHtoDAsync before the launch, as a grouped GEMM's
+// pointer arrays are: the argument scan sees the table, not the buffers.
 //
 // stdout, one line per step:   step 3 allocs 180 launches 196 corrupted 0
 // Exit status: 0; 3 when any word was corrupted; 2 for a bad command line or log; 1 when a
@@ -48,6 +51,8 @@ struct Options {
   std::uint64_t extra_bytes = 0;  // every step of that rank also holds a buffer this large
   long kill_rank = -1;
   long kill_step = -1;  // that rank kills itself (SIGKILL) as this step starts
+  enum class Table : std::uint8_t { none, all, written } table = Table::none;
+  bool table_pageable = false;  // the table's host side in ordinary memory (default: pinned)
 };
 
 [[noreturn]] void usage(int status) {
@@ -66,7 +71,11 @@ struct Options {
                "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n"
                "  --extra-on-rank R:BYTES  where this process is rank R (RANK, else LOCAL_RANK), every step also\n"
                "                    holds a buffer of BYTES from its start to its end (a pipeline stage's extra)\n"
-               "  --kill-on-rank R:S       where this process is rank R, it kills itself with SIGKILL as step S starts\n");
+               "  --kill-on-rank R:S       where this process is rank R, it kills itself with SIGKILL as step S starts\n"
+               "  --table WHAT      all: every buffer an operator touches reaches its kernel only through a\n"
+               "                    pointer table in device memory (cuMemcpyHtoDAsync before the launch);\n"
+               "                    written: only those it writes\n"
+               "  --table-pageable  the table's host side in ordinary memory (default: pinned)\n");
   std::exit(status);
 }
 
@@ -128,6 +137,16 @@ Options parse_options(int argc, char** argv) {
       const auto [rank, step] = rank_pair("--kill-on-rank", value());
       o.kill_rank = rank;
       o.kill_step = step;
+    }
+    else if (arg == "--table-pageable") o.table_pageable = true;
+    else if (arg == "--table") {
+      const std::string what = value();
+      if (what == "all") o.table = Options::Table::all;
+      else if (what == "written") o.table = Options::Table::written;
+      else {
+        std::fprintf(stderr, "replay_train: --table wants all or written, got '%s'\n", what.c_str());
+        std::exit(2);
+      }
     }
     else if (arg == "--compute-gbps") o.compute_gbps = static_cast<double>(parse_number("--compute-gbps", value(), 1, 100000));
     else if (arg == "--self-test-corrupt") o.self_test_corrupt = true;
@@ -197,6 +216,25 @@ class Replayer {
       corrupted_ = reinterpret_cast<unsigned long long (*)()>(dlsym(object, "replay_corrupted_words"));
     }
     if (!options_.default_stream) APP_CHECK(api_, cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+    if (options_.table != Options::Table::none) {
+      // One table in device memory, rewritten before every launch in stream order; its host
+      // side one row per launch of the longest step, so no upload's source is reused before the
+      // step's synchronisation.
+      APP_CHECK(api_, cuMemAlloc_v2(&table_, kTableBytes));
+      std::size_t launches = 0;
+      for (const auto& step : program_.steps) {
+        launches = std::max<std::size_t>(launches, static_cast<std::size_t>(std::count_if(
+            step.begin(), step.end(), [](const replay::Op& op) { return op.kind == replay::Op::Kind::launch; })));
+      }
+      launches = std::max<std::size_t>(launches, static_cast<std::size_t>(std::count_if(
+          program_.setup.begin(), program_.setup.end(), [](const replay::Op& op) { return op.kind == replay::Op::Kind::launch; })));
+      table_rows_ = std::max<std::size_t>(launches, 1);
+      if (options_.table_pageable) {
+        pageable_rows_.assign(table_rows_ * REPLAY_MAX_REFS, 0);
+      } else {
+        APP_CHECK(api_, cuMemAllocHost_v2(&pinned_rows_, table_rows_ * kTableBytes));
+      }
+    }
     if (options_.mark) mark_ = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "memtool_iteration_mark"));
   }
 
@@ -205,6 +243,8 @@ class Replayer {
     for (Buffer& b : buffers_) {
       if (b.ptr != 0) APP_CHECK(api_, cuMemFree_v2(b.ptr));
     }
+    if (table_ != 0) APP_CHECK(api_, cuMemFree_v2(table_));
+    if (pinned_rows_ != nullptr) APP_CHECK(api_, cuMemFreeHost(pinned_rows_));
     if (stream_ != nullptr) APP_CHECK(api_, cuStreamDestroy_v2(stream_));
     APP_CHECK(api_, cuModuleUnload(module_));
     APP_CHECK(api_, cuDevicePrimaryCtxRelease_v2(device_));
@@ -289,9 +329,11 @@ class Replayer {
     desc.step = step_number;
     desc.op = index;
     CUdeviceptr pointers[REPLAY_MAX_REFS] = {};
-    void* params[1 + REPLAY_MAX_REFS];
+    void* params[2 + REPLAY_MAX_REFS];
     replay_launch* desc_ptr = &desc;
     params[0] = &desc_ptr;
+    CUdeviceptr table = 0;
+    params[1] = &table;
     std::uint32_t n = 0;
     for (std::uint32_t i = 0; i < op.ref_count; ++i) {
       const replay::Ref& ref = program_.refs[op.first_ref + i];
@@ -314,7 +356,7 @@ class Replayer {
       for (std::uint32_t i = 0; i < n; ++i) bytes += desc.refs[i].bytes;
       desc.compute_ns = std::max<std::uint64_t>(5'000, static_cast<std::uint64_t>(static_cast<double>(bytes) / options_.compute_gbps));
     }
-    for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) params[1 + i] = &pointers[i];
+    for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) params[2 + i] = &pointers[i];
     if (options_.self_test_corrupt && step_number == 1 && !corrupted_once_) {
       for (std::uint32_t i = 0; i < n; ++i) {
         if (desc.refs[i].check_tag == 0 || desc.refs[i].bytes < 8) continue;
@@ -325,10 +367,26 @@ class Replayer {
         break;
       }
     }
+    if (options_.table != Options::Table::none) {
+      // The table holds every ref's address; the refs it stands for lose their own parameter.
+      CUdeviceptr* row = options_.table_pageable ? &pageable_rows_[table_row_ * REPLAY_MAX_REFS]
+                                                 : static_cast<CUdeviceptr*>(pinned_rows_) + table_row_ * REPLAY_MAX_REFS;
+      table_row_ = (table_row_ + 1) % table_rows_;
+      for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) row[i] = i < n ? pointers[i] : 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        if (options_.table == Options::Table::all || desc.refs[i].fill_tag != 0) {
+          desc.via_table |= std::uint64_t{1} << i;
+          pointers[i] = 0;
+        }
+      }
+      APP_CHECK(api_, cuMemcpyHtoDAsync_v2(table_, row, kTableBytes, stream_));
+      table = table_;
+    }
     APP_CHECK(api_, cuLaunchKernel(kernels_[op.kernel], 1, 1, 1, 1, 1, 1, 0, stream_, params, nullptr));
   }
 
   static std::uint64_t tag(const Buffer& b) { return (b.instance << 24) | b.version; }
+  static constexpr std::size_t kTableBytes = REPLAY_MAX_REFS * sizeof(CUdeviceptr);
 
   void synchronize() {
     if (stream_ != nullptr) {
@@ -353,6 +411,11 @@ class Replayer {
   unsigned long long (*corrupted_)() = nullptr;
   void (*mark_)() = nullptr;
   bool corrupted_once_ = false;
+  CUdeviceptr table_ = 0;          // --table: the device side
+  std::size_t table_rows_ = 0;     // host rows, one per launch of the longest step
+  std::size_t table_row_ = 0;      // the next one
+  void* pinned_rows_ = nullptr;    // pinned host rows
+  std::vector<CUdeviceptr> pageable_rows_;
 };
 
 }  // namespace

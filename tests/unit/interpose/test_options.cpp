@@ -173,5 +173,15 @@ TEST_CASE("MEMTOOL_BUDGET takes bytes or a percentage of the device", "[interpos
   CHECK(budget_of("12.5%").percent == Approx(12.5));
   CHECK(default_options().budget.bytes == 0);
   CHECK(default_options().budget.percent == 0);
-  CHECK(default_options().swap_mode == SwapMode::explicit_copies);
+  // The default that cannot corrupt (issue 33): any access, seen or not, reads the right bytes.
+  CHECK(default_options().swap_mode == SwapMode::uvm);
+  CHECK(default_options().swap_verify == false);
+  CHECK(default_options().swap_table_bytes == 4 * 1024);
+  Env env;
+  env.values["MEMTOOL_SWAP_MODE"] = "explicit";
+  env.values["MEMTOOL_SWAP_VERIFY"] = "1";
+  const auto parsed = parse_options(env.lookup(), nullptr);
+  REQUIRE(parsed.errors.empty());
+  CHECK(parsed.options.swap_mode == SwapMode::explicit_copies);
+  CHECK(parsed.options.swap_verify);
 }

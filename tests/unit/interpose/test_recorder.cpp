@@ -289,3 +289,65 @@ TEST_CASE("a thread's cached kernel never crosses from one recorder to the next"
   CHECK(std::holds_alternative<memtool::trace::IterationMarkEvent>(second.shared.events[0]));
   CHECK(second.kernel_name(second.at<Launch>(1)) == "gemm");
 }
+
+// Under the swap strategy a launch also carries what pointer tables tell (pointer_tables.hpp):
+// an upload read after the call, a unified copy read only from pinned memory memtool knows, the
+// trace keeping the arguments' own buffers.
+TEST_CASE("swap strategy: a launch touching an uploaded table touches what it points to", "[interpose][recorder][tables]") {
+  Fixture f;
+  f.options.strategy = "swap";
+  f.start();
+  const std::uint64_t a = 0x100000, b = 0x200000, c = 0x300000, table = 0x400000;
+  f.recorder->on_alloc(a, 4096, MemoryKind::device, 0);
+  f.recorder->on_alloc(b, 4096, MemoryKind::device, 0);
+  f.recorder->on_alloc(c, 4096, MemoryKind::device, 0);
+  f.recorder->on_alloc(table, 64, MemoryKind::device, 0);
+  std::uint64_t host_table[2] = {a + 16, b};
+  f.recorder->on_upload(table, host_table, sizeof host_table, true, true);
+  f.shared.events.clear();
+  // gemm(a, b, c, n) with the table as its first argument and nothing else of ours.
+  const LaunchSeen seen = [&] {
+    std::uint64_t t = table, none = 0x10, zero = 0;
+    int n = 1;
+    void* params[] = {&t, &none, &zero, &n};
+    return f.recorder->on_launch(handle(0x100), 0, LaunchArgs{params, nullptr});
+  }();
+  const std::vector<std::uint64_t> touched(seen.touched.begin(), seen.touched.end());
+  CHECK(touched == std::vector<std::uint64_t>{table, a, b});
+  CHECK_FALSE(seen.reaches_all);
+  CHECK(seen.kernel == "gemm");
+  // The trace keeps what the arguments point into.
+  CHECK(f.at<Launch>(0).touched == std::vector<std::uint64_t>{table});
+
+  // A unified copy from memory memtool does not know is not read: what it wrote is unknown.
+  std::uint64_t unknown_source[1] = {c};
+  f.recorder->on_upload(table, unknown_source, sizeof unknown_source, false, true);
+  std::uint64_t t = table, zero = 0;
+  int n = 1;
+  void* params[] = {&t, &zero, &zero, &n};
+  CHECK(f.recorder->on_launch(handle(0x100), 0, LaunchArgs{params, nullptr}).reaches_all);
+  // From pinned memory it knows, it is read (the whole table rewritten: c only).
+  std::uint64_t pinned_table[8] = {c};  // the whole 64-byte table
+  f.recorder->on_alloc(reinterpret_cast<std::uintptr_t>(pinned_table), sizeof pinned_table, MemoryKind::pinned_host, 0);
+  f.recorder->on_upload(table, pinned_table, sizeof pinned_table, false, true);
+  const LaunchSeen again = f.recorder->on_launch(handle(0x100), 0, LaunchArgs{params, nullptr});
+  const std::vector<std::uint64_t> now(again.touched.begin(), again.touched.end());
+  CHECK(now == std::vector<std::uint64_t>{table, c});
+  CHECK_FALSE(again.reaches_all);
+}
+
+TEST_CASE("other strategies do not follow pointer tables", "[interpose][recorder][tables]") {
+  Fixture f;
+  f.start();  // record
+  f.recorder->on_alloc(0x100000, 4096, MemoryKind::device, 0);
+  f.recorder->on_alloc(0x400000, 64, MemoryKind::device, 0);
+  std::uint64_t host_table[1] = {0x100000};
+  f.recorder->on_upload(0x400000, host_table, sizeof host_table, true, true);
+  std::uint64_t t = 0x400000, zero = 0;
+  int n = 1;
+  void* params[] = {&t, &zero, &zero, &n};
+  const LaunchSeen seen = f.recorder->on_launch(handle(0x100), 0, LaunchArgs{params, nullptr});
+  CHECK(seen.touched.size() == 1);
+  CHECK(seen.reached.empty());
+  CHECK_FALSE(seen.reaches_all);
+}

@@ -290,14 +290,14 @@ std::vector<Check> driver_checks(const ProbeResult& probe) {
       std::all_of(f.devices.begin(), f.devices.end(), [](const DeviceFacts& d) { return d.concurrent_managed_access; });
   if (managed && concurrent) {
     checks.push_back({"uvm", Verdict::ok,
-                      "managed memory with concurrent access on every device: MEMTOOL_SWAP_MODE=uvm can advise and "
-                      "prefetch",
+                      "managed memory with concurrent access on every device: MEMTOOL_SWAP_MODE=uvm (the default) can "
+                      "advise and prefetch",
                       ""});
   } else {
     checks.push_back({"uvm", Verdict::warn,
                       managed ? "managed memory without concurrent access (WSL, or a GPU older than Pascal): no "
-                                "cuMemAdvise or cuMemPrefetchAsync, so UVM swapping is not possible"
-                              : "no managed memory on some device: UVM swapping is not possible",
+                                "cuMemAdvise or cuMemPrefetchAsync, so UVM swapping (the default mode) is not possible"
+                              : "no managed memory on some device: UVM swapping (the default mode) is not possible",
                       "use MEMTOOL_SWAP_MODE=explicit (needs host-located VMM memory)"});
   }
 

@@ -13,6 +13,8 @@
 //  - before_access is called before the work that touches a buffer is queued on `stream`
 //    (launch arguments, copy and memset ranges): a resource that reuses memory across streams
 //    orders the stream after the memory's earlier users there (DESIGN.md invariant 2);
+//  - before_item is the same for one whole launch, copy or memset, with what the interposer
+//    knows of the buffers it may reach besides its arguments (pointer tables, DESIGN.md §5);
 //  - on_boundary is called at each iteration boundary the observer found, with the last
 //    complete iteration's window when the resource asked for windows;
 //  - all members may be called from many threads; a resource serialises what it shares.
@@ -35,6 +37,25 @@ struct AllocationRequest {
   MemoryKind kind = MemoryKind::device;  // device: cuMemAlloc; async: cuMemAllocAsync
   StreamId stream = 0;                   // async: the stream the allocation is ordered on
   std::uint64_t memory_pool = 0;         // cuMemAllocFromPoolAsync: the program's pool (0: none)
+};
+
+// One launch, copy or memset about to be queued, as the interposer saw it (DESIGN.md §5, §9).
+struct WorkItem {
+  StreamId stream = 0;
+  // Its arguments point into these (bases), and so do the pointer tables among them whose
+  // contents memtool read (an upload's host bytes): it reads or writes them.
+  std::span<const DevicePtr> touched;
+  // It may reach these too (a table a kernel wrote may hold their addresses): nothing may move
+  // them while it runs, but it may not use them at all.
+  std::span<const DevicePtr> reached;
+  // Their addresses went where memtool cannot follow them (device memory it does not track, a
+  // module's global): any later work may reach them, so they never move again.
+  std::span<const DevicePtr> escaped;
+  // It may reach any buffer: it reads memory memtool cannot follow (host-mapped memory the host
+  // writes directly, an upload it could not read) or has no pointer argument at all (it can only
+  // reach what an earlier launch left in a device global).
+  bool reaches_all = false;
+  std::string_view kernel;  // a launch's kernel name; empty for a copy or memset
 };
 
 // An iteration boundary: the first event of an iteration is the next one.
@@ -81,6 +102,8 @@ class Resource {
   virtual void before_work(std::span<const DevicePtr> bases, StreamId stream) {
     for (const DevicePtr base : bases) before_access(base, stream);
   }
+  // The whole work item; by default its touched buffers' before_work.
+  virtual void before_item(const WorkItem& item) { before_work(item.touched, item.stream); }
   virtual void on_boundary(const Boundary& boundary) = 0;
   // Whether the observer should cut a window at boundaries for this stack.
   [[nodiscard]] virtual bool wants_windows() const = 0;
@@ -120,6 +143,7 @@ class Adaptor : public Resource {
   }
   void before_access(DevicePtr base, StreamId stream) override { upstream_->before_access(base, stream); }
   void before_work(std::span<const DevicePtr> bases, StreamId stream) override { upstream_->before_work(bases, stream); }
+  void before_item(const WorkItem& item) override { upstream_->before_item(item); }
   void on_boundary(const Boundary& boundary) override { upstream_->on_boundary(boundary); }
   [[nodiscard]] bool wants_windows() const override { return upstream_->wants_windows(); }
   [[nodiscard]] bool wants_accesses() const override { return upstream_->wants_accesses(); }

@@ -67,7 +67,9 @@ enum class SwapMechanism : std::uint8_t {
   uvm,              // managed memory, moved by prefetches
 };
 struct SwapOptions {
-  SwapMechanism mode = SwapMechanism::explicit_copies;  // falls back to uvm where VMM cannot map host memory
+  // uvm by default: any access, seen or not, reads the right bytes. explicit falls back to uvm
+  // where VMM cannot map host memory.
+  SwapMechanism mode = SwapMechanism::uvm;
   std::uint64_t budget_bytes = 0;      // device bytes the stack may hold (0: no budget, nothing moves)
   std::uint64_t min_bytes = 1 << 20;   // smaller allocations stay device memory
   std::uint64_t host_limit_bytes = 0;  // most bytes on the host at once (0: no limit)
@@ -85,6 +87,9 @@ struct SwapOptions {
   // (host time per iteration; off for tests whose iterations are too short to time). The
   // paper's strategies and save-on-cpu are baselines: their schedules apply as published.
   bool schedule_trial = true;
+  // MEMTOOL_SWAP_VERIFY: checksum every buffer as it leaves the device and as it comes back
+  // (swap_verify.hpp); a mismatch is said with the last launch that could have caused it.
+  bool verify = false;
 };
 
 // Swap candidates moved on the schedule the last iteration's uses give (swap_adaptor.cpp).

@@ -43,9 +43,16 @@ class Runtime {
   }
   // Work on `stream` is about to touch these buffers (their bases).
   void before_access(std::span<const std::uint64_t> bases, StreamId stream) {
+    WorkItem item;
+    item.stream = stream;
+    item.touched = bases;
+    before_item(item);
+  }
+  // A whole launch, copy or memset is about to be queued (resource.hpp).
+  void before_item(const WorkItem& item) {
     if (!wants_accesses_) return;
     poll();
-    stack_->before_work(bases, stream);
+    stack_->before_item(item);
   }
   [[nodiscard]] bool wants_accesses() const { return wants_accesses_; }
 

@@ -56,6 +56,8 @@ class SimDevice final : public Device {
   Status unmap(DevicePtr ptr, std::uint64_t bytes) override;
   // A copy on `stream`: both ranges are accessed in its order (checked like a kernel's).
   Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override;
+  // Into host memory, on `stream` (checked like a kernel's read).
+  Status copy_to_host(void* dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override;
 
   // A kernel on `stream` reading and writing [ptr, ptr + bytes). False if the range is not
   // inside one allocation.

@@ -76,6 +76,17 @@ struct Summary {
   std::uint64_t graph_memory_allocations = 0;  // allocations on capturing streams (graph memory)
   std::uint64_t graph_memory_bytes = 0;     // graph memory the driver held at the end (its graph pool)
   std::uint64_t capture_detours = 0;        // memtool's calls kept off a capturing stream
+  // What work reached besides its arguments (explicit mode, docs/swapping.md): copies out called
+  // off because work that may reach the buffer came, buffers whose address escaped (never moved
+  // again), work items that may reach any buffer.
+  std::uint64_t swap_leaves_called_off = 0;
+  std::uint64_t swap_pinned = 0;
+  std::uint64_t swap_items_reaching_all = 0;
+  // MEMTOOL_SWAP_VERIFY: checksums taken, buffers found changed behind memtool's back, and the
+  // first of those said in words (the buffer and the last launch that could have changed it).
+  std::uint64_t swap_verify_checks = 0;
+  std::uint64_t swap_verify_mismatches = 0;
+  std::string swap_verify_first_mismatch;
 };
 
 // One JSON object (no trailing newline).

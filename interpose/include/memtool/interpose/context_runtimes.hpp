@@ -40,6 +40,8 @@ class ContextRuntimes {
   bool refuse_export(std::uint64_t ptr);
   // Work on `stream` touches these buffers: every runtime that orders streams hears it.
   void before_access(std::span<const std::uint64_t> bases, engine::StreamId stream);
+  // A whole launch, copy or memset with what memtool knows it may reach (engine::WorkItem).
+  void before_item(const engine::WorkItem& item);
   [[nodiscard]] bool wants_accesses() const { return wants_accesses_.load(std::memory_order_relaxed); }
   // The context is being destroyed (or, end_all, a primary context released): its runtime stops
   // serving and frees what is idle; a context made current later gets a new one.

@@ -19,6 +19,7 @@
 #include <shared_mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -73,12 +74,22 @@ struct LaunchArgs {
 
 // What a launch, copy or memset was found to do: the buffers it touches (bases, from the index;
 // valid on this thread until its next call) and, for a launch, whether the kernel marks an
-// iteration (MEMTOOL_ITERATION_KERNEL). The strategies order their streams from it.
+// iteration (MEMTOOL_ITERATION_KERNEL). The strategies order their streams from it. Under the
+// swap strategy a launch also carries what pointer tables tell (pointer_tables.hpp): `touched`
+// then includes what the tables among its arguments hold, `reached` what they may hold,
+// `escaped` the buffers whose addresses went where memtool cannot follow since the last launch,
+// and `reaches_all` that it may reach any buffer (engine::WorkItem).
 struct LaunchSeen {
   std::span<const std::uint64_t> touched;
   bool marks_iteration = false;
   bool first_graph_launch = false;  // a graph launch that makes the driver take its graph memory
+  std::span<const std::uint64_t> reached;
+  std::span<const std::uint64_t> escaped;
+  bool reaches_all = false;
+  std::string_view kernel;  // a launch's kernel name
 };
+
+class PointerTables;
 
 class alignas(64) Recorder {  // aligned: its hot fields start a cache line
  public:
@@ -112,6 +123,13 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   LaunchSeen on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
                      std::uint64_t stream, bool async) noexcept;
   LaunchSeen on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) noexcept;
+  // After a copy from host memory `src` succeeded (the driver accepted the pointer): the
+  // addresses its bytes held are what `dst` holds now (swap strategy only; pointer_tables.hpp).
+  // `dst_on_device`: an HtoD copy, whose source is host memory by its contract (else a unified
+  // copy: an upload only into a tracked device buffer, its source read only if it is pinned
+  // memory memtool tracks); `readable`: the `bytes` bytes at `src` are contiguous (not a pitched
+  // 2D/3D copy).
+  void on_upload(std::uint64_t dst, const void* src, std::uint64_t bytes, bool dst_on_device, bool readable) noexcept;
   void on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept;
   void on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept;
   void on_iteration_mark() noexcept;
@@ -257,6 +275,8 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   std::atomic<std::uint64_t> graph_pool_reserved_{0};  // the driver's, as last asked
   std::once_flag graph_queries_once_;
   GraphQueries graph_queries_;
+  // Swap strategy: which buffers hold the addresses of which (under emit_mutex_); null otherwise.
+  std::unique_ptr<PointerTables> tables_;
 };
 
 }  // namespace memtool::interpose
