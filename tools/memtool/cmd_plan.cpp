@@ -60,7 +60,7 @@ struct LoadedProblem {
 
 LoadedProblem load_problem(const PlanArgs& args) {
   LoadedProblem loaded;
-  const mt::MappedFile input(args.input);  // read once: the input may be a pipe
+  const mt::MappedFile input(args.input, mt::require_known_input(args.input));  // once: it may be a pipe
   const auto kind = mt::sniff_input(input);
   if (kind == mt::InputKind::problem_csv) {
     loaded.problem = mt::parse_problem_csv(input.text(), args.input);

@@ -23,6 +23,7 @@
 #include "detail/simulate_swap.hpp"
 #include "memtool/engine/baselines.hpp"
 #include "memtool/swapper/problem.hpp"
+#include "memtool/trace/input.hpp"
 #include "memtool/trace/mapped_file.hpp"
 
 namespace memtool::cli {
@@ -50,6 +51,13 @@ LoadedModel load(const SimulateArgs& args, const trace::MappedFile& input) {
   LoadModelOptions load_options;
   load_options.device = args.device;
   return load_model(input, args.input, load_options);
+}
+
+// A trace, a snapshot or a swap problem; anything else is refused after its head (a stream too).
+trace::MappedFile::HeadCheck input_check(const std::string& path) {
+  return [known = trace::require_known_input(path)](std::string_view head) {
+    if (!swapper::looks_like_problem(head)) known(head);
+  };
 }
 
 // The option values, checked before the input is read: a bad one is exit status 2.
@@ -100,7 +108,8 @@ int run_swap_simulation(const SimulateArgs& args, const trace::MappedFile* read)
   });
   if (!ok) return 2;
   std::optional<trace::MappedFile> own;
-  const trace::MappedFile& input = read != nullptr ? *read : own.emplace(args.input);  // once: it may be a pipe
+  // Read once, as it may be a pipe.
+  const trace::MappedFile& input = read != nullptr ? *read : own.emplace(args.input, input_check(args.input));
   std::optional<SwapSource> source = swap_source_of(args, input, options);
   if (!source) return 2;
   // A process's problem: its budget and link unless others are given, as its executor runs them.
@@ -129,7 +138,7 @@ int run_simulate(const SimulateArgs& args) {
     if (!args.capacity.empty()) options.capacity = parse_capacity(args.capacity);
   });
   if (!ok) return 2;
-  const trace::MappedFile input(args.input);  // read once: it may be a pipe
+  const trace::MappedFile input(args.input, input_check(args.input));  // read once: it may be a pipe
   if (swapper::looks_like_problem(input.text())) return run_swap_simulation(args, &input);
   const LoadedModel loaded = load(args, input);
   for (auto it = loaded.iterations.spans.rbegin(); it != loaded.iterations.spans.rend(); ++it) {
