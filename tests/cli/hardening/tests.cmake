@@ -11,3 +11,17 @@ set_tests_properties(cli_hardening_stream_inputs PROPERTIES LABELS "cli" TIMEOUT
 memtool_cli_test(cli_hardening_sizes_past_2e64 EXPECT_RC 0
   ARGS simulate --format json tests/cli/hardening/sixteen_2e60_buffers.json
   STDOUT_REGEX "\"name\": \"cuda-malloc\",[^}]*\"failed_at_event\": null,[^}]*\"allocations\": 16,\n *\"failed_allocations\": 0\n")
+
+# Item 6: the swap what-if's work is bounded by the problem, not by the link's speed. A link of
+# 1e-6 bytes/ns (1 kB/s) took over 20 s for `ours` (a swap-out's end was walked op by op, period
+# after period); now a few seconds. A link below 1 byte per second (1e-300) is refused.
+add_test(NAME cli_hardening_slow_link COMMAND bash -c
+  "sed '3s/.*/link 1e-6 1e-6 92229 90561 1/' ${fixtures}/swap/lstm60.problem > slow_link.problem && timeout 15 $<TARGET_FILE:memtool> simulate --swap ours slow_link.problem"
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(cli_hardening_slow_link PROPERTIES LABELS "cli" TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "ours +stick-to-limit +[0-9.]+ MiB")
+add_test(NAME cli_hardening_absurd_link COMMAND bash -c
+  "sed '3s/.*/link 1e-300 1e-300 92229 90561 1/' ${fixtures}/swap/lstm60.problem > absurd_link.problem && $<TARGET_FILE:memtool> simulate --swap ours absurd_link.problem; echo exit $?"
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(cli_hardening_absurd_link PROPERTIES LABELS "cli" TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "^memtool: error: absurd_link\\.problem: [^\n]*line 3[^\n]*at least 1 byte per second[^\n]*\nexit 2\n$")
