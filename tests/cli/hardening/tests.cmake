@@ -25,3 +25,17 @@ add_test(NAME cli_hardening_absurd_link COMMAND bash -c
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(cli_hardening_absurd_link PROPERTIES LABELS "cli" TIMEOUT 60
   PASS_REGULAR_EXPRESSION "^memtool: error: absurd_link\\.problem: [^\n]*line 3[^\n]*at least 1 byte per second[^\n]*\nexit 2\n$")
+
+# Item 3: a signal the program inherited ignored (nohup) stays ignored: memtool installs no
+# handler for it, so the program's sigaction says SIG_IGN and a program it execs survives it.
+if(TARGET hostile_client)
+  add_test(NAME cli_hardening_nohup_keeps_sighup_ignored COMMAND bash -c
+    "trap '' HUP; exec env LD_LIBRARY_PATH=$<TARGET_FILE_DIR:fakecuda> $<TARGET_FILE:memtool> record --no-framework-env -o nohup.trace -- $<TARGET_FILE:hostile_client> hup"
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(cli_hardening_nohup_keeps_sighup_ignored PROPERTIES LABELS "cli" TIMEOUT 120
+    PASS_REGULAR_EXPRESSION "SIGHUP ignored\nchild survived\nstill running\n.*memtool: recorded 8 events: 4 allocations, 4 frees")
+  if(MEMTOOL_SANITIZER_PRELOAD)
+    set_tests_properties(cli_hardening_nohup_keeps_sighup_ignored PROPERTIES
+      ENVIRONMENT "LD_PRELOAD=${MEMTOOL_SANITIZER_PRELOAD};ASAN_OPTIONS=detect_leaks=0")
+  endif()
+endif()
