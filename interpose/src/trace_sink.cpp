@@ -59,8 +59,10 @@ class TraceWriterSink final : public EventSink {
 
 }  // namespace
 
-std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error) {
+std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error,
+                                           bool* in_use) {
   trace::TraceWriter::Options options;
+  options.in_use = in_use;
   options.caller_serialises = true;  // the recorder makes every call under its emit lock
   options.max_bytes = max_bytes;
   options.on_limit = [](void* context, std::uint64_t events) {

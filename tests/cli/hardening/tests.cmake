@@ -39,3 +39,17 @@ if(TARGET hostile_client)
       ENVIRONMENT "LD_PRELOAD=${MEMTOOL_SANITIZER_PRELOAD};ASAN_OPTIONS=detect_leaks=0")
   endif()
 endif()
+
+# Item 5: two outputs on one file. The log file or the swap dump naming the trace (by path or by
+# inode) is said and left out; a second process on one MEMTOOL_TRACE gets its own file.
+if(TARGET conv_train AND TARGET fakecuda)
+  set(two_outputs_preload $<TARGET_FILE:memtool_preload>)
+  if(MEMTOOL_SANITIZER_PRELOAD)
+    set(two_outputs_preload "${MEMTOOL_SANITIZER_PRELOAD}:$<TARGET_FILE:memtool_preload>")
+  endif()
+  add_test(NAME cli_hardening_two_outputs_one_file COMMAND bash ${hardening_dir}/two_outputs.sh
+    $<TARGET_FILE:memtool> ${two_outputs_preload} $<TARGET_FILE_DIR:fakecuda> $<TARGET_FILE:conv_train>
+    ${CMAKE_CURRENT_BINARY_DIR}/two_outputs)
+  set_tests_properties(cli_hardening_two_outputs_one_file PROPERTIES LABELS "cli" TIMEOUT 180
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
+endif()

@@ -46,7 +46,9 @@ class EventSink {
 
 // The trace file sink; not thread-safe (the recorder serialises). Returns nullptr and sets
 // *error when the file cannot be opened. `max_bytes` (0: none) is MEMTOOL_TRACE_LIMIT: past
-// it the trace ends cleanly, with a warning.
-std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error);
+// it the trace ends cleanly, with a warning. *in_use (when given) is set when another process
+// writes that trace (it holds the file's lock).
+std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error,
+                                           bool* in_use = nullptr);
 
 }  // namespace memtool::interpose
