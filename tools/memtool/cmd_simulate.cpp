@@ -17,6 +17,7 @@
 
 #include "command.hpp"
 #include "detail/load_model.hpp"
+#include "detail/number_checks.hpp"
 #include "detail/simulate_args.hpp"
 #include "detail/simulate_output.hpp"
 #include "detail/simulate_replay.hpp"
@@ -182,7 +183,8 @@ std::function<int()> setup_simulate(CLI::App& sub) {
   sub.add_option("--swap", args->swap,
                  "swap strategies, comma-separated (default: all): ours, paper-doa, paper-aoa, paper-wdoa, paper-vote, save-on-cpu");
   sub.add_option("--compute", args->compute, "swap: kernel times from auto|gpu|host|bytes (docs/swapper.md)")->capture_default_str();
-  sub.add_option("--max-slowdown", args->max_slowdown, "swap: the slowdown ours may spend to meet a budget (e.g. 0.05)");
+  sub.add_option("--max-slowdown", args->max_slowdown, "swap: the slowdown ours may spend to meet a budget (e.g. 0.05)")
+      ->check(memtool::cli::non_negative_number());
   sub.add_flag("--as-executor", args->as_executor,
                "swap: simulate stick-to-limit schedules as memtool's executor runs them (the budget held with its "
                "rule), with the rule alone (belady) and ours' runners-up: what the process's trial compares (always "
@@ -191,6 +193,7 @@ std::function<int()> setup_simulate(CLI::App& sub) {
                "swap: re-plan the pool for every schedule (swapped buffers' residencies), with and without the "
                "same-address rule");
   sub.add_option("--pool-time-limit", args->pool_time_limit, "swap: the planner's search budget per pool, seconds")
+      ->check(memtool::cli::finite_number())
       ->capture_default_str();
   return [args] { return run_simulate(*args); };
 }

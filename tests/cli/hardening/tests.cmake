@@ -53,3 +53,29 @@ if(TARGET conv_train AND TARGET fakecuda)
   set_tests_properties(cli_hardening_two_outputs_one_file PROPERTIES LABELS "cli" TIMEOUT 180
     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
 endif()
+
+# Smaller items: every usage error exits 2 (CLI11's own codes were 105 to 114), and nonsense
+# numbers are usage errors: NaN or infinite limits, negative slowdowns and iterations (which an
+# unsigned option wrapped to 2^64 - 1), an iteration range past the input.
+set(alexnet tests/fixtures/traces/alexnet.snapshot.json)
+memtool_cli_test(cli_hardening_usage_unknown_option EXPECT_RC 2 ARGS report --bogus ${alexnet}
+  STDERR_REGEX "argument was not expected: --bogus")
+memtool_cli_test(cli_hardening_usage_missing_input EXPECT_RC 2 ARGS plan STDERR_REGEX "input is required")
+memtool_cli_test(cli_hardening_usage_bad_choice EXPECT_RC 2 ARGS report --format yaml ${alexnet}
+  STDERR_REGEX "--format: yaml not in")
+memtool_cli_test(cli_hardening_plan_time_limit_nan EXPECT_RC 2 ARGS plan --time-limit nan ${alexnet}
+  STDERR_REGEX "^--time-limit: must be a finite number, not 'nan'")
+memtool_cli_test(cli_hardening_export_time_limit_inf EXPECT_RC 2
+  ARGS export --format perfetto -o never.pftrace --time-limit inf ${alexnet}
+  STDERR_REGEX "^--time-limit: must be a finite number, not 'inf'")
+memtool_cli_test(cli_hardening_plan_iteration_negative EXPECT_RC 2 ARGS plan --iteration -1 ${alexnet}
+  STDERR_REGEX "^--iteration: must be a number of 0 or more, not '-1'")
+memtool_cli_test(cli_hardening_simulate_slowdown_nan EXPECT_RC 2 ARGS simulate --budget 80% --max-slowdown nan ${alexnet}
+  STDERR_REGEX "^--max-slowdown: must be a number of 0 or more, not 'nan'")
+memtool_cli_test(cli_hardening_simulate_slowdown_negative EXPECT_RC 2
+  ARGS simulate --budget 80% --max-slowdown -1 ${alexnet}
+  STDERR_REGEX "^--max-slowdown: must be a number of 0 or more, not '-1'")
+memtool_cli_test(cli_hardening_report_iterations_past_input EXPECT_RC 2
+  ARGS report --iterations 18446744073709551615: ${alexnet}
+  STDERR_REGEX "^memtool: error: --iterations 18446744073709551615:: the input has iterations 0 to 7\n$")
+memtool_cli_test(cli_hardening_help_exits_0 EXPECT_RC 0 ARGS report --help STDOUT_REGEX "Usage:")
