@@ -79,3 +79,12 @@ memtool_cli_test(cli_hardening_report_iterations_past_input EXPECT_RC 2
   ARGS report --iterations 18446744073709551615: ${alexnet}
   STDERR_REGEX "^memtool: error: --iterations 18446744073709551615:: the input has iterations 0 to 7\n$")
 memtool_cli_test(cli_hardening_help_exits_0 EXPECT_RC 0 ARGS report --help STDOUT_REGEX "Usage:")
+
+# `memtool run` of a file that is no program exits 126 as a shell does (127: no such program),
+# and the missing summary names the strategy that wrote none.
+memtool_cli_test(cli_hardening_run_not_executable EXPECT_RC 126
+  ARGS run --strategy record --no-framework-env -- /etc/passwd
+  STDERR_REGEX "memtool: error: cannot run /etc/passwd: Permission denied\nmemtool: no record summary was written")
+memtool_cli_test(cli_hardening_run_not_found EXPECT_RC 127
+  ARGS run --strategy swap --budget 1G --no-framework-env -- /no/such/program
+  STDERR_REGEX "memtool: error: cannot run /no/such/program: No such file or directory\nmemtool: no swap summary was written")
