@@ -88,3 +88,12 @@ memtool_cli_test(cli_hardening_run_not_executable EXPECT_RC 126
 memtool_cli_test(cli_hardening_run_not_found EXPECT_RC 127
   ARGS run --strategy swap --budget 1G --no-framework-env -- /no/such/program
   STDERR_REGEX "memtool: error: cannot run /no/such/program: No such file or directory\nmemtool: no swap summary was written")
+
+# A refused value of 10,000 characters: its error line keeps the reason (log lines were cut at
+# 1 KB, inside the value); long values and units are quoted in part, a line over 4 KiB says [cut].
+if(TARGET conv_train AND TARGET fakecuda)
+  add_test(NAME cli_hardening_long_value_keeps_reason COMMAND bash -c
+    "MEMTOOL_BUDGET=1$(printf %10000s | tr ' ' x) LD_LIBRARY_PATH=$<TARGET_FILE_DIR:fakecuda> LD_PRELOAD=$<TARGET_FILE:memtool_preload> $<TARGET_FILE:conv_train> --iterations 2 2>&1 >/dev/null")
+  set_tests_properties(cli_hardening_long_value_keeps_reason PROPERTIES LABELS "cli" TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "MEMTOOL_BUDGET='1x+\\.\\.\\. \\(10001 characters\\)': unknown unit 'x+\\.\\.\\.'; expected a size[^\n]*memtool stays out of the way")
+endif()
