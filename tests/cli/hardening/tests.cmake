@@ -97,3 +97,11 @@ if(TARGET conv_train AND TARGET fakecuda)
   set_tests_properties(cli_hardening_long_value_keeps_reason PROPERTIES LABELS "cli" TIMEOUT 60
     PASS_REGULAR_EXPRESSION "MEMTOOL_BUDGET='1x+\\.\\.\\. \\(10001 characters\\)': unknown unit 'x+\\.\\.\\.'; expected a size[^\n]*memtool stays out of the way")
 endif()
+
+# `record -o` onto the program it runs or a file among its arguments is refused before the run
+# (the trace replaced them without a word).
+add_test(NAME cli_hardening_record_onto_program COMMAND bash -c
+  "cp /bin/cat cat.copy && cp ${CMAKE_CURRENT_SOURCE_DIR}/hardening/tests.cmake input.copy && $<TARGET_FILE:memtool> record --no-framework-env -o cat.copy -- ./cat.copy input.copy; echo exit $?; $<TARGET_FILE:memtool> record --no-framework-env -o input.copy -- ./cat.copy input.copy; echo exit $?; cmp cat.copy /bin/cat && cmp input.copy ${CMAKE_CURRENT_SOURCE_DIR}/hardening/tests.cmake && echo untouched"
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(cli_hardening_record_onto_program PROPERTIES LABELS "cli" TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "^memtool: error: -o cat\\.copy: that is the program \\./cat\\.copy; the trace would replace it\nexit 2\nmemtool: error: -o input\\.copy: that is the program's argument input\\.copy; the trace would replace it\nexit 2\nuntouched\n$")
