@@ -2,6 +2,8 @@
 #include "memtool/engine/sim_device.hpp"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 namespace memtool::engine {
 
@@ -13,6 +15,53 @@ std::uint8_t pattern_byte(std::uint32_t seed, std::uint64_t i) {
   return static_cast<std::uint8_t>((seed * 2654435761u + i * 31u + (i >> 8)) & 0xffu);
 }
 }  // namespace
+
+namespace {
+constexpr std::uint64_t kPageBytes = 4096;
+// The addresses a block of `size` bytes takes: whole pages and a guard page after them.
+std::uint64_t block_span(std::uint64_t size) { return (size + kPageBytes - 1) / kPageBytes * kPageBytes + kPageBytes; }
+constexpr std::uint64_t kMaxAddress = ~std::uint64_t{0};
+}  // namespace
+
+bool SimDevice::addresses_taken(DevicePtr begin, DevicePtr end) const {
+  const auto block = blocks_.lower_bound(begin);
+  if (block != blocks_.end() && block->first < end) return true;
+  if (block != blocks_.begin() && std::prev(block)->first + block_span(std::prev(block)->second.size) > begin) {
+    return true;
+  }
+  const auto reserved = reservations_.lower_bound(begin);
+  if (reserved != reservations_.end() && reserved->first < end) return true;
+  return reserved != reservations_.begin() && std::prev(reserved)->first + std::prev(reserved)->second > begin;
+}
+
+bool SimDevice::take_addresses(std::uint64_t span, std::uint64_t align, DevicePtr* out) {
+  // First after the last range handed out: addresses are not reused while there are fresh ones,
+  // so a stale pointer hits nobody's bytes.
+  // (After a wrap below, ranges above it may be live again: it is checked.)
+  const std::uint64_t aligned = (next_address_ + align - 1) / align * align;
+  if (aligned >= next_address_ && aligned <= kMaxAddress - span && !addresses_taken(aligned, aligned + span)) {
+    *out = aligned;
+    next_address_ = aligned + span;
+    return true;
+  }
+  // The address space is used up (a few 2^60-byte buffers do it): reuse the first gap between
+  // live blocks and reservations, as the driver reuses freed addresses.
+  std::vector<std::pair<DevicePtr, DevicePtr>> taken;
+  taken.reserve(blocks_.size() + reservations_.size());
+  for (const auto& [begin, block] : blocks_) taken.emplace_back(begin, begin + block_span(block.size));
+  for (const auto& [begin, bytes] : reservations_) taken.emplace_back(begin, begin + bytes + kPageBytes);
+  std::sort(taken.begin(), taken.end());
+  DevicePtr candidate = kFirstAddress;
+  for (const auto& [begin, end] : taken) {
+    if (candidate <= begin && span <= begin - candidate) break;
+    if (end > candidate) candidate = (end + align - 1) / align * align;
+    if (candidate < end) return false;  // the alignment wrapped past the top
+  }
+  if (candidate > kMaxAddress - span) return false;
+  *out = candidate;
+  next_address_ = candidate + span;
+  return true;
+}
 
 SimDevice::Clock& SimDevice::clock_of(StreamId stream) {
   auto it = streams_.find(stream);
@@ -33,10 +82,8 @@ Status SimDevice::allocate(std::uint64_t size, MemoryKind, StreamId, DevicePtr* 
   if (size > options_.max_single_allocation || size > (std::uint64_t{1} << 62)) return kOutOfMemory;
   const std::uint64_t counted = options_.driver_granularity ? driver_footprint(size) : size;
   if (counted > options_.capacity || live_bytes_ > options_.capacity - counted) return kOutOfMemory;
-  const std::uint64_t span = (size + 4095) / 4096 * 4096 + 4096;  // never reuse addresses; a guard gap
-  if (next_address_ > ~std::uint64_t{0} - span) return kOutOfMemory;  // out of address space
-  const DevicePtr ptr = next_address_;
-  next_address_ += span;
+  DevicePtr ptr = 0;
+  if (!take_addresses(block_span(size), kPageBytes, &ptr)) return kOutOfMemory;  // out of address space
   Block& block = blocks_[ptr];
   block.size = size;
   block.counted = counted;
@@ -204,8 +251,8 @@ Status SimDevice::host_vmm_granularity(std::uint64_t* bytes) {
 Status SimDevice::reserve(std::uint64_t bytes, DevicePtr* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (bytes == 0 || bytes % kGranule != 0 || bytes > (std::uint64_t{1} << 50)) return kInvalidValue;
-  const DevicePtr ptr = (next_address_ + kGranule - 1) / kGranule * kGranule;
-  next_address_ = ptr + bytes + kGranule;  // never reused; a guard gap
+  DevicePtr ptr = 0;
+  if (!take_addresses(bytes + kGranule, kGranule, &ptr)) return kOutOfMemory;  // with a guard gap
   reservations_.emplace(ptr, bytes);
   *out = ptr;
   return kSuccess;

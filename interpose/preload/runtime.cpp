@@ -144,6 +144,15 @@ bool same_file(const std::string& a, const std::string& b) {
          sa.st_ino == sb.st_ino;
 }
 
+// Whether `path` names the file open as `fd` (opened from `fd_path`): the same path, or the same
+// inode once `path` exists.
+bool names_open_file(const std::string& path, const std::string& fd_path, int fd) {
+  if (path == fd_path) return true;
+  struct stat sp {};
+  struct stat sf {};
+  return ::stat(path.c_str(), &sp) == 0 && ::fstat(fd, &sf) == 0 && sp.st_dev == sf.st_dev && sp.st_ino == sf.st_ino;
+}
+
 // At exit: the strategies stop (no driver call: by the time exit handlers run, the calling
 // thread's thread_local objects are gone — glibc destroys them first — and with them, in
 // fakecuda at least, its current context; memory goes back with the process or went back at
@@ -298,6 +307,14 @@ State decide() {
     const std::string path =
         expand_path_template(path_template_for_process(options.trace, lookup), static_cast<long>(getpid()), lookup);
     std::string error;
+    if (g_log_fd >= 0 && names_open_file(path, options.log_file, g_log_fd)) {
+      // The log would go into the trace (after its end record): the trace keeps the file.
+      Log::set_fd(STDERR_FILENO);
+      ::close(g_log_fd);
+      g_log_fd = -1;
+      Log::write(LogLevel::error, "MEMTOOL_LOG_FILE and MEMTOOL_TRACE name the same file {}: it holds the trace; "
+                                  "memtool's messages go to stderr", path);
+    }
     sink = open_deferred_trace_sink(path, options.trace_limit, &error);
     if (!sink) {
       Log::write(LogLevel::error, "cannot write the trace to {}: {}; memtool stays out of the way", path, error);
@@ -318,6 +335,11 @@ State decide() {
       Log::write(LogLevel::error, "MEMTOOL_SUMMARY and MEMTOOL_TRACE name the same file {}: it holds the trace; "
                                   "the summary is not written", path);
       g_summary_path = nullptr;
+    }
+    if (!strategy_options.swap.problem_path.empty() && same_file(strategy_options.swap.problem_path, path)) {
+      Log::write(LogLevel::error, "MEMTOOL_SWAP_DUMP and MEMTOOL_TRACE name the same file {}: it holds the trace; "
+                                  "the swap problem is not written", path);
+      strategy_options.swap.problem_path.clear();
     }
   }
   // Never deleted: hooks may run during exit.

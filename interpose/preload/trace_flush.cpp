@@ -6,7 +6,8 @@
 //   - handlers for those three signals ask that thread for a flush at once and wait for it (a
 //     bounded wait), then hand the signal on: to the handler the program had installed
 //     (chained), or to the default action, which ends the process as it would have without
-//     us. A program that ignores the signal still ignores it.
+//     us. A signal ignored when tracing starts (nohup, or the program's SIG_IGN) gets no handler
+//     at all: the program and the programs it execs keep ignoring it.
 // The handlers are async-signal-safe: a write(2) to a pipe, atomics and nanosleep. They take no
 // lock: if the thread they interrupted holds the recorder's, the flush thread waits for it and
 // the handler gives up after kSignalWaitMs, keeping what the timer flushed.
@@ -121,6 +122,14 @@ void start_trace_flushing(Recorder* recorder) noexcept {
   g_thread_running.store(true, std::memory_order_release);
 
   for (std::size_t slot = 0; slot < std::size(kStopSignals); ++slot) {
+    // An ignored signal stays ignored, and is left alone: under nohup (or after the program's
+    // own SIG_IGN) a handler of ours would be what the program's sigaction reports, and exec
+    // resets a handler to the default action, so its children would die of the signal.
+    struct sigaction current {};
+    if (sigaction(kStopSignals[slot], nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) == 0 &&
+        current.sa_handler == SIG_IGN) {
+      continue;
+    }
     struct sigaction ours {};
     ours.sa_sigaction = on_stop_signal;
     ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;

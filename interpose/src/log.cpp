@@ -14,7 +14,8 @@ std::atomic<LogLevel> Log::level_{LogLevel::warn};
 std::atomic<int> Log::fd_{-1};
 
 void Log::emit(LogLevel level, std::string_view message) noexcept {
-  char line[1200];
+  constexpr std::size_t kPrefixBytes = 64;  // "memtool[pid]: level: "
+  char line[kMessageBytes + kPrefixBytes];
   const auto result = fmt::format_to_n(line, sizeof(line) - 1, "memtool[{}]: {}: {}", static_cast<long>(getpid()),
                                        to_string(level), message);
   std::size_t size = result.size < sizeof(line) - 1 ? result.size : sizeof(line) - 1;

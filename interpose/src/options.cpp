@@ -167,13 +167,23 @@ Options default_options() {
   return options;
 }
 
+namespace {
+// A refused value as quoted in its error: the first kQuotedChars characters of a long one, so
+// the reason after it stays within a log line.
+std::string shortened(std::string_view text) {
+  constexpr std::size_t kQuotedChars = 200;
+  if (text.size() <= kQuotedChars) return std::string(text);
+  return fmt::format("{}... ({} characters)", text.substr(0, kQuotedChars), text.size());
+}
+}  // namespace
+
 ParsedOptions parse_options(const EnvLookup& lookup, const char* const* environment) {
   ParsedOptions parsed;
   parsed.options = default_options();
 #define MEMTOOL_OPTION(field, NAME, type, default_value, description)                                  \
   if (const char* text = lookup("MEMTOOL_" #NAME); text != nullptr) {                                  \
     const std::string problem = parse_value<OptionType::type>(text, parsed.options.field);             \
-    if (!problem.empty()) parsed.errors.push_back(fmt::format("MEMTOOL_" #NAME "='{}': {}", text, problem)); \
+    if (!problem.empty()) parsed.errors.push_back(fmt::format("MEMTOOL_" #NAME "='{}': {}", shortened(text), problem)); \
   }
 #include "memtool/interpose/options.def"
 #undef MEMTOOL_OPTION

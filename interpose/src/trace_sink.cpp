@@ -34,10 +34,7 @@ class TraceWriterSink final : public EventSink {
     options_.on_limit_context = &path_;  // the limit message names the file
   }
   // Opens the file now (open_trace_sink); false with *error when it cannot.
-  bool open_now(std::string* error) {
-    writer_ = trace::TraceWriter::open(path_, options_, error);
-    return writer_ != nullptr;
-  }
+  bool open_now(std::string* error) { return open_file(error); }
 
   trace::StringId intern(std::string_view text) override {
     if (!ensure_open()) return fallback_intern(text);
@@ -89,8 +86,7 @@ class TraceWriterSink final : public EventSink {
     if (writer_) return true;
     if (open_failed_) return false;
     std::string error;
-    writer_ = trace::TraceWriter::open(path_, options_, &error);
-    if (!writer_) {
+    if (!open_file(&error)) {
       open_failed_ = true;
       Log::write(LogLevel::error, "cannot write the trace to {}: {}; the program runs on without it", path_, error);
       return false;
@@ -98,6 +94,23 @@ class TraceWriterSink final : public EventSink {
     for (const auto& [key, value] : pending_metadata_) writer_->write_metadata(key, value);
     pending_metadata_.clear();
     return true;
+  }
+
+  // Opens the file; when another process holds its lock (two processes on one MEMTOOL_TRACE would
+  // interleave into an unreadable file), this one records to `<path>.<pid>` and says so.
+  bool open_file(std::string* error) {
+    bool in_use = false;
+    options_.in_use = &in_use;
+    writer_ = trace::TraceWriter::open(path_, options_, error);
+    options_.in_use = nullptr;
+    if (!writer_ && in_use) {
+      const std::string own = path_ + "." + std::to_string(::getpid());
+      Log::write(LogLevel::warn, "MEMTOOL_TRACE={}: another process is writing that trace; this one ({}) records to {}",
+                 path_, ::getpid(), own);
+      path_ = own;
+      writer_ = trace::TraceWriter::open(path_, options_, error);
+    }
+    return writer_ != nullptr;
   }
 
   // Names for the detector when the file could not be created (the recorder needs one id each).

@@ -49,8 +49,10 @@ std::string validate(const Iteration& iteration) {
 }
 
 std::string validate(const Link& link) {
-  const auto bad_rate = [](double r) { return !(r > 0) || !std::isfinite(r); };
-  if (bad_rate(link.d2h_bytes_per_ns) || bad_rate(link.h2d_bytes_per_ns)) return "link bandwidth must be positive";
+  const auto bad_rate = [](double r) { return !(r >= Link::kMinBytesPerNs) || !std::isfinite(r); };
+  if (bad_rate(link.d2h_bytes_per_ns) || bad_rate(link.h2d_bytes_per_ns)) {
+    return "link bandwidth must be at least 1 byte per second (1e-9 bytes/ns) and finite";
+  }
   if (!(link.duplex_factor >= 1.0) || !std::isfinite(link.duplex_factor)) return "duplex factor must be at least 1";
   return {};
 }

@@ -156,11 +156,17 @@ std::vector<Candidate> select(const PlanInput& input, const std::vector<Candidat
   return chosen;
 }
 
+// Periods past which no swap-out is followed (see schedule_swap_outs).
+constexpr std::uint64_t kUnreachablePeriods = 4;
+
 void schedule_swap_outs(const PlanInput& input, std::vector<Candidate>& chosen, Load* load) {
   const BaseTimeline& t = input.timeline;
   const auto limit = static_cast<std::int64_t>(input.budget_bytes);
   std::stable_sort(chosen.begin(), chosen.end(),
                    [](const Candidate& a, const Candidate& b) { return a.gap.from_op < b.gap.from_op; });
+  // Past every gap's next access (unrolled positions stay below two periods): a swap-out that
+  // ends there is dropped as it would be wherever it ended, so the search stops there.
+  const std::uint64_t unreachable_op = kUnreachablePeriods * t.op_count();
   std::uint64_t previous_end = 0;
   for (std::size_t i = 0; i < chosen.size(); ++i) {
     Candidate& c = chosen[i];
@@ -168,7 +174,7 @@ void schedule_swap_outs(const PlanInput& input, std::vector<Candidate>& chosen, 
     if (i > 0) ready = std::max(ready, previous_end);
     c.out_after = std::max(c.gap.from_op, ready == 0 ? 0 : ready - 1);  // starts at t(ready) = end(ready - 1)
     const double done = std::max(t.start(ready), t.end(c.gap.from_op)) + input.link.d2h_ns(c.size);
-    while (t.start(ready) < done) ++ready;
+    ready = t.first_starting_at(done, ready, unreachable_op);
     if (load != nullptr) {  // stick-to-limit: free by the peak, and before the first op over the limit
       ready = std::min(ready, c.peak_position);
       load->add(ready, c.gap.to_op, -static_cast<std::int64_t>(c.size));
@@ -194,7 +200,7 @@ void schedule_swap_ins(const PlanInput& input, std::vector<Candidate>& chosen, L
     std::uint64_t need = c.gap.to_op;
     if (i > 0) need = std::min(need, previous_start);
     const double prepare = t.start(need) - input.link.h2d_ns(c.size);
-    while (need > 0 && t.start(need) > prepare) --need;
+    need = t.op_at(prepare, 0, need);  // the last op that starts by `prepare`, else 0
     if (load != nullptr) {  // stick-to-limit: not before the peak, and after the last op over the limit
       need = std::max(need, c.peak_position + 1);
       load->add(need, c.gap.to_op, static_cast<std::int64_t>(c.size));

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace memtool::swapper {
@@ -20,6 +21,7 @@ constexpr std::uint64_t kMostBytes = std::uint64_t{1} << 50;  // 1 PiB per buffe
 constexpr std::uint64_t kMostNs = std::uint64_t{1} << 50;      // 13 days per op
 constexpr std::uint64_t kMostRecords = std::uint64_t{1} << 26;  // ops, buffers
 constexpr std::uint64_t kMostTotal = std::uint64_t{1} << 60;    // bytes of all buffers, ns of all ops
+constexpr std::uint64_t kMostId = std::uint64_t{1} << 62;       // buffer ids: no process makes more buffers
 
 std::string_view kind_name(OpKind kind) {
   switch (kind) {
@@ -98,6 +100,16 @@ class Lines {
     }
     throw std::invalid_argument(fmt::format("problem file, line {}: ends before its '{}' record", number_ + 1, wanted));
   }
+  // After the last record: anything but comments and blank lines is refused (a second problem
+  // appended, or a file cut and glued, would otherwise go unnoticed).
+  void expect_no_more() {
+    while (std::getline(in_, line_)) {
+      ++number_;
+      const std::size_t first = line_.find_first_not_of(" \t\r");
+      if (first == std::string::npos || line_[first] == '#') continue;
+      throw std::invalid_argument(fmt::format("problem file, line {}: data after the 'end' record", number_));
+    }
+  }
 
  private:
   std::istream& in_;
@@ -108,7 +120,7 @@ class Lines {
 Buffer read_buffer(const Record& r, std::uint32_t ops) {
   if (r.size() < 6 || r.word(0) != "buffer") r.fail("expected a 'buffer' record: buffer ID SIZE ALLOC FREE FLAGS OP:MODE...");
   Buffer b;
-  b.id = r.integer(1, "buffer id", ~std::uint64_t{0});
+  b.id = r.integer(1, "buffer id", kMostId);
   b.size = r.integer(2, "size", kMostBytes);
   b.alloc_before_op = static_cast<std::uint32_t>(r.integer(3, "allocated before op", ops));
   b.free_after_op = static_cast<std::uint32_t>(r.integer(4, "freed after op", ops));
@@ -217,9 +229,13 @@ Problem read_problem(std::istream& in) {
   }
   const auto last_op = static_cast<std::uint32_t>(ops == 0 ? 0 : ops - 1);
   std::uint64_t total_bytes = 0;
+  std::unordered_set<std::uint64_t> ids;
   for (std::uint64_t i = 0; i < buffers; ++i) {
     const Record r = lines.next("buffer");
     p.iteration.buffers.push_back(read_buffer(r, last_op));
+    if (!ids.insert(p.iteration.buffers.back().id).second) {
+      r.fail(fmt::format("buffer id {} appears twice", p.iteration.buffers.back().id));
+    }
     total_bytes += p.iteration.buffers.back().size;
     if (total_bytes > kMostTotal) r.fail(fmt::format("the buffers add up to more than {} bytes", kMostTotal));
   }
@@ -227,6 +243,7 @@ Problem read_problem(std::istream& in) {
     const Record r = lines.next("end");
     r.expect("end", 1);
   }
+  lines.expect_no_more();
   if (const std::string why = validate(p.iteration); !why.empty()) {
     throw std::invalid_argument(fmt::format("problem file: {}", why));
   }

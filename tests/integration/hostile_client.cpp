@@ -6,7 +6,11 @@
 //   hostile_client ignore    ignores SIGTERM first, is sent it, then frees the rest: exits 0
 //   hostile_client kill      allocations, 2.5 s of sleep, then SIGKILL (no handler can run)
 //   hostile_client frees     a good free, a double free, an interior free and a wild free
+//   hostile_client hup       (run with SIGHUP ignored, as under nohup) prints its SIGHUP
+//                            disposition, runs a shell that sends itself SIGHUP, then sends it
+//                            to itself: prints "child survived" and "still running", exits 0
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -49,6 +53,25 @@ int main(int argc, char** argv) {
   CHECK_CU(cuMemFree(buffers[1]));
   std::printf("4 allocations, 2 frees\n");
   std::fflush(stdout);
+  if (std::strcmp(mode, "hup") == 0) {
+    struct sigaction hup {};
+    sigaction(SIGHUP, nullptr, &hup);
+    const bool ignored = (hup.sa_flags & SA_SIGINFO) == 0 && hup.sa_handler == SIG_IGN;
+    std::printf("SIGHUP %s\n", ignored ? "ignored" : "not ignored");
+    std::fflush(stdout);
+    const pid_t child = fork();
+    if (child == 0) {
+      execl("/bin/sh", "sh", "-c", "kill -HUP $$; echo child survived", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    raise(SIGHUP);
+    CHECK_CU(cuMemFree(buffers[2]));
+    CHECK_CU(cuMemFree(buffers[3]));
+    std::printf("still running\n");
+    return 0;
+  }
   if (std::strcmp(mode, "kill") == 0) {
     usleep(2500 * 1000);  // the library's flush timer runs meanwhile
     raise(SIGKILL);

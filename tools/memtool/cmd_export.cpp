@@ -19,6 +19,7 @@
 #include "detail/iteration_range.hpp"
 #include "detail/load_model.hpp"
 #include "detail/rank_export.hpp"
+#include "detail/number_checks.hpp"
 #include "detail/symbolizer.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/planner/algorithm.hpp"
@@ -237,7 +238,9 @@ std::function<int()> setup_export(CLI::App& sub) {
   sub.add_flag("--ignore-marks", args->ignore_marks, "detect iterations even when the trace has marks");
   sub.add_option("--plan-iteration", args->plan_iteration, "perfetto, html: the iteration to plan (default: first steady one)");
   sub.add_flag("--no-plan", args->no_plan, "perfetto, html: leave the pool plan out");
-  sub.add_option("--time-limit", args->time_limit, "search budget of the plan, seconds (default 1)")->check(CLI::Range(0.0, 3600.0));
+  sub.add_option("--time-limit", args->time_limit, "search budget of the plan, seconds (default 1)")
+      ->check(memtool::cli::finite_number())
+      ->check(CLI::Range(0.0, 3600.0));
   sub.add_option("--pickle-protocol", args->pickle_protocol, "memory-viz: pickle protocol 2, 3 or 4 (default 4)")
       ->check(CLI::Range(2, 4));
   sub.add_option("--rows", args->rows, "html: rows of the largest-buffers table (default 20)")->check(CLI::Range(1, 100000));

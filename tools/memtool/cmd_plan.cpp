@@ -18,6 +18,7 @@
 
 #include "command.hpp"
 #include "detail/load_model.hpp"
+#include "detail/number_checks.hpp"
 #include "detail/size_arg.hpp"
 #include "detail/text_format.hpp"
 #include "memtool/planner/algorithm.hpp"
@@ -60,7 +61,7 @@ struct LoadedProblem {
 
 LoadedProblem load_problem(const PlanArgs& args) {
   LoadedProblem loaded;
-  const mt::MappedFile input(args.input);  // read once: the input may be a pipe
+  const mt::MappedFile input(args.input, mt::require_known_input(args.input));  // once: it may be a pipe
   const auto kind = mt::sniff_input(input);
   if (kind == mt::InputKind::problem_csv) {
     loaded.problem = mt::parse_problem_csv(input.text(), args.input);
@@ -225,12 +226,14 @@ std::function<int()> setup_plan(CLI::App& sub) {
   sub.add_option("--algo", args->algo, "run only this algorithm (default: all; best is the default plan)")
       ->check(CLI::IsMember(names));
   sub.add_option("--time-limit", args->time_limit, "search budget of `best`, seconds (default 1)")
+      ->check(memtool::cli::finite_number())
       ->check(CLI::Range(0.0, 3600.0));
   auto sizes = std::make_shared<std::pair<std::string, std::string>>();  // --capacity, --alignment as given
   sub.add_option("--capacity", sizes->first,
                  "most bytes the pool may take, a size (1.5G, 512MiB; 0: none): best plans within it first, then "
                  "smaller (exit 3 when none fits)");
-  sub.add_option("--iteration", args->iteration, "which iteration of a trace to plan (default: first steady one)");
+  sub.add_option("--iteration", args->iteration, "which iteration of a trace to plan (default: first steady one)")
+      ->check(memtool::cli::non_negative_number());
   sub.add_option("--alignment", sizes->second,
                  "alignment of buffers from traces, a power of two up to 1 GiB (default 512)");
   sub.add_flag("--include-persistent", args->include_persistent, "plan persistent buffers (weights) into the pool too");

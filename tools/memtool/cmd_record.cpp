@@ -3,6 +3,7 @@
 // the trace — then summarises the trace and says what to run next. A run killed by a signal
 // still leaves its trace up to the kill (the library flushes it), and that is summarised too.
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "command.hpp"
@@ -45,6 +47,38 @@ void summarise(const std::string& path) {
   }
 }
 
+// The program the command runs: command[0] itself when it names a path, else the first match on
+// PATH (as execvp finds it).
+fs::path program_of(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (!dirs.empty()) {
+    const std::size_t colon = dirs.find(':');
+    const fs::path candidate = fs::path(std::string(dirs.substr(0, colon))) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
+  }
+  return name;
+}
+
+// What the trace file would replace that the run needs: the program, or a file among its
+// arguments. Empty when the output is none of them (or not fixed yet: a %p/%r template).
+std::string clobbered_by(const std::string& output, const std::vector<std::string>& command) {
+  if (output.find('%') != std::string::npos) return {};
+  std::error_code error;
+  if (!fs::exists(output, error)) return {};
+  const auto same = [&](const fs::path& other) {
+    std::error_code e;
+    return fs::exists(other, e) && fs::equivalent(output, other, e);
+  };
+  if (same(program_of(command[0]))) return "the program " + command[0];
+  for (std::size_t i = 1; i < command.size(); ++i) {
+    if (same(command[i])) return "the program's argument " + command[i];
+  }
+  return {};
+}
+
 std::function<int()> setup_record(CLI::App& sub) {
   struct Args {
     std::string output = "memtool.%p.trace";
@@ -59,6 +93,10 @@ std::function<int()> setup_record(CLI::App& sub) {
                "leave PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_ALLOCATOR and TF_GPU_ALLOCATOR as they are");
   sub.add_option("command", args->command, "The program to record and its arguments (after --)")->required();
   return [args]() -> int {
+    if (const std::string what = clobbered_by(args->output, args->command); !what.empty()) {
+      fmt::print(stderr, "memtool: error: -o {}: that is {}; the trace would replace it\n", args->output, what);
+      return 2;
+    }
     const std::string library = memtool::cli::find_preload_library();
     if (library.empty()) {
       fmt::print(stderr, "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set MEMTOOL_LIBRARY, or see memtool doctor\n");

@@ -75,6 +75,12 @@ std::function<int()> setup_report(CLI::App& sub) {
     load_options.device = args->device;
     load_options.use_marks = !args->ignore_marks;
     const LoadedModel loaded = load_model(args->inputs.front(), load_options);
+    if (range.first && *range.first >= loaded.iterations.spans.size()) {
+      fmt::print(stderr, "memtool: error: --iterations {}: the input has {}\n", args->iterations,
+                 loaded.iterations.spans.empty() ? std::string("no iterations")
+                                                 : fmt::format("iterations 0 to {}", loaded.iterations.spans.size() - 1));
+      return 2;
+    }
     const ReportData data = build_report(loaded, options);
     if (data.caching_allocator_warning) fmt::print(stderr, "memtool: warning: {}\n", *data.caching_allocator_warning);
     const std::string text = args->format == "json" ? render_report_json(data) : render_report_text(data);

@@ -175,7 +175,8 @@ std::function<int()> setup_run(CLI::App& sub) {
       if (fs::exists(file) && !fs::is_regular_file(file)) {
         fmt::print(stderr, "memtool: no summary was written: {} is not a regular file\n", written);
       } else if (!print_outcomes(written)) {
-        fmt::print(stderr, "memtool: no summary was written (did the program use the CUDA driver?)\n");
+        fmt::print(stderr, "memtool: no {} summary was written (did the program use the CUDA driver?)\n",
+                   args->strategy);
       } else if (!temporary) {
         fmt::print(stderr, "memtool: summary written to {}\n", written);
       }

@@ -17,12 +17,14 @@
 
 #include "command.hpp"
 #include "detail/load_model.hpp"
+#include "detail/number_checks.hpp"
 #include "detail/simulate_args.hpp"
 #include "detail/simulate_output.hpp"
 #include "detail/simulate_replay.hpp"
 #include "detail/simulate_swap.hpp"
 #include "memtool/engine/baselines.hpp"
 #include "memtool/swapper/problem.hpp"
+#include "memtool/trace/input.hpp"
 #include "memtool/trace/mapped_file.hpp"
 
 namespace memtool::cli {
@@ -50,6 +52,13 @@ LoadedModel load(const SimulateArgs& args, const trace::MappedFile& input) {
   LoadModelOptions load_options;
   load_options.device = args.device;
   return load_model(input, args.input, load_options);
+}
+
+// A trace, a snapshot or a swap problem; anything else is refused after its head (a stream too).
+trace::MappedFile::HeadCheck input_check(const std::string& path) {
+  return [known = trace::require_known_input(path)](std::string_view head) {
+    if (!swapper::looks_like_problem(head)) known(head);
+  };
 }
 
 // The option values, checked before the input is read: a bad one is exit status 2.
@@ -100,7 +109,8 @@ int run_swap_simulation(const SimulateArgs& args, const trace::MappedFile* read)
   });
   if (!ok) return 2;
   std::optional<trace::MappedFile> own;
-  const trace::MappedFile& input = read != nullptr ? *read : own.emplace(args.input);  // once: it may be a pipe
+  // Read once, as it may be a pipe.
+  const trace::MappedFile& input = read != nullptr ? *read : own.emplace(args.input, input_check(args.input));
   std::optional<SwapSource> source = swap_source_of(args, input, options);
   if (!source) return 2;
   // A process's problem: its budget and link unless others are given, as its executor runs them.
@@ -129,7 +139,7 @@ int run_simulate(const SimulateArgs& args) {
     if (!args.capacity.empty()) options.capacity = parse_capacity(args.capacity);
   });
   if (!ok) return 2;
-  const trace::MappedFile input(args.input);  // read once: it may be a pipe
+  const trace::MappedFile input(args.input, input_check(args.input));  // read once: it may be a pipe
   if (swapper::looks_like_problem(input.text())) return run_swap_simulation(args, &input);
   const LoadedModel loaded = load(args, input);
   for (auto it = loaded.iterations.spans.rbegin(); it != loaded.iterations.spans.rend(); ++it) {
@@ -173,7 +183,8 @@ std::function<int()> setup_simulate(CLI::App& sub) {
   sub.add_option("--swap", args->swap,
                  "swap strategies, comma-separated (default: all): ours, paper-doa, paper-aoa, paper-wdoa, paper-vote, save-on-cpu");
   sub.add_option("--compute", args->compute, "swap: kernel times from auto|gpu|host|bytes (docs/swapper.md)")->capture_default_str();
-  sub.add_option("--max-slowdown", args->max_slowdown, "swap: the slowdown ours may spend to meet a budget (e.g. 0.05)");
+  sub.add_option("--max-slowdown", args->max_slowdown, "swap: the slowdown ours may spend to meet a budget (e.g. 0.05)")
+      ->check(memtool::cli::non_negative_number());
   sub.add_flag("--as-executor", args->as_executor,
                "swap: simulate stick-to-limit schedules as memtool's executor runs them (the budget held with its "
                "rule), with the rule alone (belady) and ours' runners-up: what the process's trial compares (always "
@@ -182,6 +193,7 @@ std::function<int()> setup_simulate(CLI::App& sub) {
                "swap: re-plan the pool for every schedule (swapped buffers' residencies), with and without the "
                "same-address rule");
   sub.add_option("--pool-time-limit", args->pool_time_limit, "swap: the planner's search budget per pool, seconds")
+      ->check(memtool::cli::finite_number())
       ->capture_default_str();
   return [args] { return run_simulate(*args); };
 }

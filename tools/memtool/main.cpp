@@ -43,6 +43,10 @@ void build_app(CLI::App& app, BuiltApp& built) {
 
 }  // namespace memtool::cli
 
+namespace {
+constexpr int kUsageErrorStatus = 2;
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{std::string(memtool::cli::kProgramSummary)};
   app.require_subcommand(1);
@@ -54,7 +58,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2, as bad input does (CLI11's own
+    // codes, 105 to 114, say nothing a script can rely on).
+    return app.exit(e) == 0 ? 0 : kUsageErrorStatus;
   }
   try {
     for (auto& [sub, run] : built.runners) {

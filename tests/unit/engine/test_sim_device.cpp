@@ -2,6 +2,9 @@
 // tests prove nothing: unordered cross-stream reuse, and bytes overwritten by an overlap.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "memtool/engine/sim_device.hpp"
 
 using namespace memtool::engine;
@@ -61,4 +64,30 @@ TEST_CASE("sim device keeps bytes and a capacity", "[engine][sim]") {
   CHECK_FALSE(d.verify(a, 10, 1));
   CHECK(d.live_bytes() == 0);
   CHECK(d.peak_bytes() == 6000);
+}
+
+// Issue 39: the sizes of buffers allocated one after another may add up past 2^64; only the live
+// ones must fit in the address space (16 buffers of 2^60 bytes, one live at a time).
+TEST_CASE("sim device reuses freed addresses once the address space is used up", "[engine][sim]") {
+  SimDevice d(SimDevice::Options{~std::uint64_t{0}});
+  constexpr std::uint64_t kHuge = std::uint64_t{1} << 60;
+  DevicePtr first = 0;
+  for (int i = 0; i < 40; ++i) {
+    DevicePtr p = 0;
+    REQUIRE(d.allocate(kHuge, MemoryKind::device, 0, &p) == kSuccess);
+    if (i == 0) first = p;
+    CHECK(d.free(p, MemoryKind::device, 0) == kSuccess);
+  }
+  // Live buffers are never overlapped by the reused addresses, and a full space is out of memory.
+  std::vector<DevicePtr> live(15);
+  for (DevicePtr& p : live) REQUIRE(d.allocate(kHuge, MemoryKind::device, 0, &p) == kSuccess);
+  std::sort(live.begin(), live.end());
+  CHECK(live.front() >= first);
+  for (std::size_t i = 1; i < live.size(); ++i) CHECK(live[i] - live[i - 1] >= kHuge);
+  DevicePtr extra = 0;
+  CHECK(d.allocate(kHuge, MemoryKind::device, 0, &extra) == kOutOfMemory);
+  CHECK(d.free(live[7], MemoryKind::device, 0) == kSuccess);
+  CHECK(d.allocate(kHuge, MemoryKind::device, 0, &extra) == kSuccess);
+  CHECK(extra == live[7]);
+  CHECK(d.allocate_calls() == 56);
 }

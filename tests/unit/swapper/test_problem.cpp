@@ -124,6 +124,12 @@ TEST_CASE("a malformed problem file is refused naming its line", "[swapper][prob
   CHECK_THAT(refusal(good.substr(0, good.find("end\n"))), Catch::Contains("ends before its 'end' record"));
   CHECK_THAT(refusal(good.substr(0, good.find("buffer 1 "))), Catch::Contains("ends before its 'buffer' record"));
   CHECK_THAT(refusal(with("op 1000 0 launch", "op 1152921504606846976 0 launch")), Catch::Contains("out of range"));
+  // Issue 39: data after 'end', a buffer id twice, an id no process makes.
+  CHECK_THAT(refusal(good + "buffer 9 100 0 1 - 0:r\n"), Catch::Contains("data after the 'end' record"));
+  CHECK_THAT(refusal(good + good), Catch::Contains("data after the 'end' record"));
+  CHECK(read(good + "# a comment\n\n").budget_bytes == sample().budget_bytes);
+  CHECK_THAT(refusal(with("buffer 1 ", "buffer 123456789012345 ")), Catch::Contains("buffer id 123456789012345 appears twice"));
+  CHECK_THAT(refusal(with("buffer 1 ", "buffer 18446744073709551615 ")), Catch::Contains("buffer id") && Catch::Contains("out of range"));
 }
 
 TEST_CASE("the simulator gives the same answers on a problem read back", "[swapper][problem]") {

@@ -43,6 +43,13 @@ TEST_CASE("input: sniffing first bytes", "[input]") {
   CHECK(sniff_input_bytes("A 1 0x10 8\n") == InputKind::unknown);
   CHECK(sniff_input_bytes("") == InputKind::unknown);
   CHECK(sniff_input_bytes("id;lower") == InputKind::unknown);
+  // Random or zero bytes are no input (issue 39): a pickle names a protocol PyTorch writes, a
+  // JSON head has no control bytes and is UTF-8.
+  CHECK(sniff_input_bytes("\x80\xff\x00"sv) == InputKind::unknown);
+  CHECK(sniff_input_bytes("\x80"sv) == InputKind::unknown);
+  CHECK(sniff_input_bytes("{\"a\": \x00\x00"sv) == InputKind::unknown);
+  CHECK(sniff_input_bytes("{\"a\": \"\xff\xfe\""sv) == InputKind::unknown);
+  CHECK(sniff_input_bytes("{\"caf\xc3\xa9\": \"\xe2\x82"sv) == InputKind::snapshot_json);  // cut in a sequence
 
   CHECK(sniff_input(fixture("snapshots/small.p2.pickle")) == InputKind::snapshot_pickle);
   CHECK(sniff_input(fixture("snapshots/alexnet.p4.pickle")) == InputKind::snapshot_pickle);

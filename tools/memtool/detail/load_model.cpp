@@ -30,7 +30,7 @@ class ProgressPrinter {
 }  // namespace
 
 LoadedModel load_model(const std::string& path, const LoadModelOptions& options) {
-  const trace::MappedFile input(path);
+  const trace::MappedFile input(path, trace::require_known_input(path));
   return load_model(input, path, options);
 }
 

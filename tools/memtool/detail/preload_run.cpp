@@ -93,6 +93,11 @@ void add_framework_environment(std::vector<std::pair<std::string, std::string>>&
   if (!kept.empty()) fmt::print(stderr, "memtool: kept your {}\n", kept);
 }
 
+namespace {
+constexpr int kStatusNotFound = 127;
+constexpr int kStatusCannotRun = 126;
+}  // namespace
+
 int run_preloaded(const std::vector<std::string>& command, const std::string& library,
                   const std::vector<std::pair<std::string, std::string>>& variables, pid_t& child) {
   std::string preload = library;
@@ -124,8 +129,10 @@ int run_preloaded(const std::vector<std::string>& command, const std::string& li
     for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    fmt::print(stderr, "memtool: error: cannot run {}: {}\n", command[0], std::strerror(errno));
-    _exit(127);
+    const int why = errno;
+    fmt::print(stderr, "memtool: error: cannot run {}: {}\n", command[0], std::strerror(why));
+    // As a shell says it: 127 when there is no such program, 126 when it cannot be run.
+    _exit(why == ENOENT ? kStatusNotFound : kStatusCannotRun);
   }
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {

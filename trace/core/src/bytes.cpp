@@ -106,8 +106,12 @@ std::optional<ByteSize> parse_bytes(std::string_view text, const ByteGrammar& gr
     if (u.name == unit) found = &u;
   }
   if (found == nullptr) {
+    // A unit is a few letters: a long tail is quoted in part, so the rest of the line survives.
+    constexpr std::size_t kQuotedUnitChars = 16;
     const std::string_view given(p, static_cast<std::size_t>(end - p));
-    return refuse(error, fmt::format("unknown unit '{}'; {}", given, expected(grammar)));
+    const std::string quoted = given.size() <= kQuotedUnitChars ? std::string(given)
+                                                                 : std::string(given.substr(0, kQuotedUnitChars)) + "...";
+    return refuse(error, fmt::format("unknown unit '{}'; {}", quoted, expected(grammar)));
   }
 
   const Wide bytes = Wide{whole} * found->scale + Wide{fraction} * found->scale / fraction_scale;

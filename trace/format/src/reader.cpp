@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -391,7 +392,13 @@ TraceReadResult read_trace_bytes(std::span<const std::byte> bytes, std::string d
 
 TraceReadResult read_trace(const std::string& path, EventVisitor& visitor,
                            const TraceReadOptions& options) {
-  const MappedFile file(path);
+  // A stream that does not start like a trace is refused after its head, not read whole.
+  const MappedFile file(path, [&path](std::string_view head) {
+    const std::string_view magic = wire::kMagic;
+    if (!std::string_view(head).starts_with(magic.substr(0, std::min(head.size(), magic.size())))) {
+      throw InputError(path, 0, "not a memtool trace (bad magic; expected \"MEMTOOL-TRACE <version>\")");
+    }
+  });
   return read_trace_bytes(file.bytes(), path, visitor, options);
 }
 

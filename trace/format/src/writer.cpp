@@ -5,6 +5,7 @@
 #include "memtool/trace/writer.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -309,7 +310,8 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Op
   if (impl->buffer == nullptr) return fail("cannot allocate the trace buffer", ENOMEM);
   // O_NONBLOCK: opening a FIFO for writing would wait for a reader, inside the program we
   // are preloaded into. Only a regular file is a trace (ENXIO: a FIFO nobody reads).
-  impl->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+  // Not O_TRUNC: a trace another process writes is left whole (its lock, below).
+  impl->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (impl->fd < 0) {
     const int err = errno;
     return fail(err == ENXIO ? "cannot open for writing (a FIFO?)" : "cannot open for writing", err);
@@ -324,6 +326,18 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Op
       }
     }
     return nullptr;
+  }
+  // One writer per trace: the lock is the open file's (kept while it is open, also by forked
+  // children, which write no trace); a file system without flock is taken as it is.
+  if (::flock(impl->fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    ::close(impl->fd);
+    if (options.in_use != nullptr) *options.in_use = true;
+    return fail("another process is writing this trace (it holds its lock)", EWOULDBLOCK);
+  }
+  if (::ftruncate(impl->fd, 0) != 0) {
+    const int err = errno;
+    ::close(impl->fd);
+    return fail("cannot truncate", err);
   }
   ::fcntl(impl->fd, F_SETFL, ::fcntl(impl->fd, F_GETFL) & ~O_NONBLOCK);
   // The header goes out at once: even a process that dies before the first flush leaves a

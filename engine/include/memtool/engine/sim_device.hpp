@@ -107,11 +107,16 @@ class SimDevice final : public Device {
   bool check_access(StreamId stream, DevicePtr ptr, std::uint64_t bytes);  // mutex held
   Status create_physical_on(std::uint64_t bytes, bool on_host, PhysicalHandle* out);
   void drop_physical_if_unused(PhysicalHandle handle);  // mutex held
+  // A fresh address range of `span` bytes aligned to `align` (mutex held); false when the
+  // address space has no such gap.
+  bool take_addresses(std::uint64_t span, std::uint64_t align, DevicePtr* out);
+  bool addresses_taken(DevicePtr begin, DevicePtr end) const;  // mutex held
 
   Options options_;
   mutable std::mutex mutex_;
   std::map<DevicePtr, Block> blocks_;
-  DevicePtr next_address_ = 0x10000000;
+  static constexpr DevicePtr kFirstAddress = 0x10000000;
+  DevicePtr next_address_ = kFirstAddress;
   std::uint64_t live_bytes_ = 0;
   std::uint64_t peak_bytes_ = 0;
   std::map<StreamId, Clock> streams_;

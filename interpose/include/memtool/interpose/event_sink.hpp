@@ -46,7 +46,8 @@ class EventSink {
 
 // The trace file sink; not thread-safe (the recorder serialises). Returns nullptr and sets
 // *error when the file cannot be opened. `max_bytes` (0: none) is MEMTOOL_TRACE_LIMIT: past
-// it the trace ends cleanly, with a warning.
+// it the trace ends cleanly, with a warning. When another process writes that trace (it holds
+// the file's lock), this one records to `<path>.<pid>` and says so.
 std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error);
 // The same sink, but the file is created at the first record that is not metadata (a process
 // that does no work on the GPU leaves no file). What would stop the file being created later

@@ -15,6 +15,11 @@ namespace memtool::interpose {
 
 class Log {
  public:
+  // The longest message (a line is this plus its "memtool[pid]: level: " prefix); a longer one
+  // is cut and ends in kCutMark. Long enough for a refused value and the reason after it.
+  static constexpr std::size_t kMessageBytes = 4096;
+  static constexpr std::string_view kCutMark = " [cut]";
+
   static void set_level(LogLevel level) { level_.store(level, std::memory_order_relaxed); }
   static LogLevel level() { return level_.load(std::memory_order_relaxed); }
   // Sends messages to `fd` (not owned; -1 means stderr).
@@ -27,9 +32,14 @@ class Log {
   template <class... Args>
   static void write(LogLevel level, fmt::format_string<Args...> format, Args&&... args) noexcept {
     if (!enabled(level)) return;
-    char line[1024];
-    const auto result = fmt::format_to_n(line, sizeof(line) - 1, format, std::forward<Args>(args)...);
-    emit(level, std::string_view(line, result.size < sizeof(line) - 1 ? result.size : sizeof(line) - 1));
+    char line[kMessageBytes];
+    const auto result = fmt::format_to_n(line, sizeof(line), format, std::forward<Args>(args)...);
+    if (result.size <= sizeof(line)) {
+      emit(level, std::string_view(line, result.size));
+    } else {  // cut, and said to be
+      kCutMark.copy(line + sizeof(line) - kCutMark.size(), kCutMark.size());
+      emit(level, std::string_view(line, sizeof(line)));
+    }
   }
 
  private:

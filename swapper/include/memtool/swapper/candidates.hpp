@@ -41,6 +41,9 @@ class BaseTimeline {
   [[nodiscard]] double idle_ns(const Gap& gap) const { return start(gap.to_op) - end(gap.from_op); }
   // The last unrolled op starting at or before `time` (clamped to [first, last]).
   [[nodiscard]] std::uint64_t op_at(double time, std::uint64_t first, std::uint64_t last) const;
+  // The first unrolled op from `first` on that starts at or after `time`, or `cap` when none
+  // before it does: a binary search, so a slow link (a time many periods away) costs no more.
+  [[nodiscard]] std::uint64_t first_starting_at(double time, std::uint64_t first, std::uint64_t cap) const;
 
  private:
   std::vector<double> starts_;  // of op i, i < n

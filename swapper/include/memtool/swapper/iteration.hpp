@@ -64,6 +64,9 @@ struct Link {
   std::uint64_t d2h_latency_ns = 5'000;
   std::uint64_t h2d_latency_ns = 5'000;
   double duplex_factor = 1.0;  // >= 1
+  // The slowest link accepted: 1 byte per second, the least `--link` can say. Slower ones are
+  // refused, since copy times past 1e308 ns are infinite and a copy would never end.
+  static constexpr double kMinBytesPerNs = 1e-9;
 
   // Uncontended copy times.
   [[nodiscard]] double d2h_ns(std::uint64_t bytes) const;

@@ -30,6 +30,9 @@ class TraceWriter {
     std::uint64_t max_bytes = 0;
     void (*on_limit)(void* context, std::uint64_t events_written) = nullptr;
     void* on_limit_context = nullptr;
+    // Set to true when another open file holds the trace's lock (flock: another process writes
+    // this trace): open then fails without truncating it.
+    bool* in_use = nullptr;
   };
 
   // Opens (truncates) `path`. Returns nullptr and sets *error on failure; never throws, so

@@ -3,7 +3,8 @@
 //
 // Sniffing looks only at the first bytes: the trace magic (memtool::trace::is_trace_file), a
 // pickle's PROTO byte 0x80, a JSON object's '{' after whitespace, or a CSV header starting
-// with "id,". Planner CSVs hold a problem, not events: read them with read_problem_csv.
+// with "id,". A pickle must also name a protocol PyTorch writes (2 to 5), and a JSON head must be
+// UTF-8, so random bytes are not taken for either. Planner CSVs hold a problem, not events: read them with read_problem_csv.
 // load_events opens its file once (a MappedFile), so a pipe or FIFO works as well as a file.
 #pragma once
 
@@ -34,6 +35,12 @@ enum class InputKind : std::uint8_t {
 // From a file; InputError when it cannot be opened.
 [[nodiscard]] InputKind sniff_input(const std::string& path);
 [[nodiscard]] InputKind sniff_input(const MappedFile& input);
+
+// A MappedFile::HeadCheck: throws the "unrecognised input" InputError at byte 0 when `head` is
+// none of the kinds above, so a stream of garbage is refused after MappedFile::kHeadBytes.
+[[nodiscard]] MappedFile::HeadCheck require_known_input(const std::string& path);
+// Throws that error (what load_events throws for an unknown kind).
+[[noreturn]] void throw_unrecognised_input(const std::string& path);
 
 struct LoadOptions {
   SnapshotImportOptions snapshot;  // device choice (and progress) for snapshots
