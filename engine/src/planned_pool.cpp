@@ -235,27 +235,31 @@ class PlannedPool final : public Resource {
     return std::nullopt;
   }
 
-  bool refuse_export(DevicePtr ptr) override {
-    if (pooled_live_.load(std::memory_order_relaxed) == 0) return false;
+  // A pooled buffer is a piece of an arena (one cuMemAlloc): exported in place, the handler
+  // naming the arena and the buffer's offset in it. It is pinned as it is: a live pooled buffer
+  // never moves and no other buffer is placed over it while it lives; from the next iteration
+  // on, its allocation is real memory of its own.
+  ExportPin pin_for_export(DevicePtr ptr) override {
+    if (pooled_live_.load(std::memory_order_relaxed) == 0) return upstream_->pin_for_export(ptr);
     std::lock_guard lock(mutex_);
     for (const auto& arena : arenas_) {
       if (!arena->contains(ptr)) continue;
       const auto range = arena->live_range_at(ptr);
-      if (!range) return false;  // a freed range of the pool: the driver answers for it
+      if (!range) return ExportPin::not_served;  // a freed range of the pool: the driver answers for it
       const auto it = pooled_.find(arena->base() + range->first);
-      if (it == pooled_.end()) return false;
+      if (it == pooled_.end()) return ExportPin::not_served;
       const PooledBuffer& buffer = it->second;
-      ++counters_.exports_refused;
-      if (buffer.entry != kNoEntry && buffer.plan_serial == plan_serial_ && buffer.entry < plan_.entries.size()) {
+      if (buffer.entry != kNoEntry && buffer.plan_serial == plan_serial_ && buffer.entry < plan_.entries.size() &&
+          plan_.entries[buffer.entry].pooled) {
         plan_.entries[buffer.entry].pooled = false;  // from the next iteration on: real memory
+        log(LogLevel::info,
+            fmt::format("memtool pool: a pooled buffer ({} B) is exported: exported in place, pinned; this "
+                        "allocation is the driver's own from the next iteration on",
+                        buffer.size));
       }
-      log(LogLevel::warn,
-          fmt::format("memtool pool: cuIpcGetMemHandle of a pooled buffer ({} B) refused: a handle would share the "
-                      "whole pool; this allocation is kept out of the pool from the next iteration on",
-                      buffer.size));
-      return true;
+      return ExportPin::in_place;
     }
-    return false;
+    return ExportPin::not_served;
   }
 
   std::uint64_t reclaim() override {

@@ -75,12 +75,16 @@ class SmallCache final : public Resource {
     return direct_->extent_of(ptr);
   }
 
-  bool refuse_export(DevicePtr ptr) override {
+  // A cached block is a piece of one of the cache's cuMemAlloc segments: exported in place (the
+  // handler names the segment and the block's offset); the block is live, so the cache does not
+  // hand its memory to another buffer until the program frees it, and blocks of its size are the
+  // driver's own from now on.
+  ExportPin pin_for_export(DevicePtr ptr) override {
     const std::optional<BufferExtent> block = cached(ptr);
-    if (!block) return false;
+    if (!block) return direct_->pin_for_export(ptr);
     std::lock_guard lock(mutex_);
-    exported_sizes_.insert(block->size);  // the driver's own from now on
-    return true;
+    exported_sizes_.insert(block->size);
+    return ExportPin::in_place;
   }
 
   std::uint64_t reclaim() override { return cache_->reclaim() + direct_->reclaim(); }

@@ -37,6 +37,7 @@ struct SwapBuffer {
   EventId timed_arrival = 0;    // a timing event after that copy (0: none), to judge lateness on the GPU
   bool held_out = false;        // sent out by the schedule, which also brings it back
   bool kept_out = false;        // within its lead, but not brought back for want of room
+  bool pinned = false;          // exported: never moved again
   std::uint64_t ordinal = 0;    // its allocation's place in the iteration that made it
   Birth birth = Birth::persistent;
   // The mover's.

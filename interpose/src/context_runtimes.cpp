@@ -132,12 +132,13 @@ std::optional<engine::BufferExtent> ContextRuntimes::extent_of(std::uint64_t ptr
   return std::nullopt;
 }
 
-bool ContextRuntimes::refuse_export(std::uint64_t ptr) {
+engine::ExportPin ContextRuntimes::pin_for_export(std::uint64_t ptr) {
   const std::size_t n = count_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < n; ++i) {
-    if (entries_[i].runtime->refuse_export(ptr)) return true;
+    const engine::ExportPin pin = entries_[i].runtime->pin_for_export(ptr);
+    if (pin != engine::ExportPin::not_served) return pin;
   }
-  return false;
+  return engine::ExportPin::not_served;
 }
 
 void ContextRuntimes::before_access(std::span<const std::uint64_t> bases, engine::StreamId stream) {

@@ -354,7 +354,13 @@ Status DriverDevice::create_with(const CUmemAllocationProp& prop, std::uint64_t 
   return status(result);
 }
 
+// Exportable as a POSIX file descriptor (an exported buffer's memory is shared that way,
+// ipc_bridge.hpp); a driver that cannot make such memory gets the plain kind.
 Status DriverDevice::create_physical(std::uint64_t bytes, PhysicalHandle* out) {
+  CUmemAllocationProp prop = device_allocation(device());
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  const Status status = create_with(prop, bytes, out);
+  if (status == engine::kSuccess || status == engine::kOutOfMemory) return status;
   return create_with(device_allocation(device()), bytes, out);
 }
 

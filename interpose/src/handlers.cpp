@@ -1,6 +1,7 @@
 // The handlers of the hook table (see handlers.hpp). Each one: the real call, in the right
 // order relative to the recorder, and the driver's result unchanged.
 #include "memtool/interpose/handlers.hpp"
+#include "memtool/interpose/ipc_bridge.hpp"
 
 #include <optional>
 #include <type_traits>
@@ -86,6 +87,7 @@ CUresult allocate_device(const Call<F>& call, CUdeviceptr* dptr, const engine::A
 template <class F>
 CUresult free_device(const Call<F>& call, CUdeviceptr dptr, MemoryKind kind, std::uint64_t stream) {
   const std::uint32_t owner = dptr != 0 ? call.recorder.on_free(u64(dptr), kind, stream) : 0;
+  if (IpcBridge* bridge = call.runtimes.ipc_bridge(); bridge != nullptr && dptr != 0) bridge->buffer_freed(dptr);
   return static_cast<CUresult>(call.runtimes.owner(owner).deallocate(u64(dptr), kind, stream));
 }
 

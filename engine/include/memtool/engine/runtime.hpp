@@ -54,7 +54,7 @@ class Runtime {
   [[nodiscard]] std::uint64_t program_free(std::uint64_t driver_free) const;
   // A sub-allocated buffer's own extent (pointer attribute queries).
   [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const { return stack_->extent_of(ptr); }
-  bool refuse_export(DevicePtr ptr) { return stack_->refuse_export(ptr); }
+  ExportPin pin_for_export(DevicePtr ptr) { return stack_->pin_for_export(ptr); }
   std::uint64_t reclaim() { return stack_->reclaim(); }
   // The driver's graph memory for this context now (Resource::set_graph_memory).
   void set_graph_memory(std::uint64_t bytes) { stack_->set_graph_memory(bytes); }

@@ -20,6 +20,8 @@
 
 namespace memtool::interpose {
 
+class IpcBridge;
+
 class ContextRuntimes {
  public:
   using CurrentContext = CUresult (*)(CUcontext*);
@@ -36,8 +38,11 @@ class ContextRuntimes {
   // A sub-allocated buffer's own extent, if `ptr` is inside one (pointer attribute queries);
   // its id is unique across contexts and never a driver buffer id (those count up from 1).
   [[nodiscard]] std::optional<engine::BufferExtent> extent_of(std::uint64_t ptr) const;
-  // cuIpcGetMemHandle of `ptr`: true when a runtime sub-allocated it and the export must fail.
-  bool refuse_export(std::uint64_t ptr);
+  // The program exports the buffer holding `ptr`: the runtime that serves it pins it.
+  engine::ExportPin pin_for_export(std::uint64_t ptr);
+  // memtool's own IPC handles (null in unit tests: exports of served buffers then fail).
+  void set_ipc_bridge(IpcBridge* bridge) { ipc_bridge_.store(bridge, std::memory_order_release); }
+  [[nodiscard]] IpcBridge* ipc_bridge() const { return ipc_bridge_.load(std::memory_order_acquire); }
   // Work on `stream` touches these buffers: every runtime that orders streams hears it.
   void before_access(std::span<const std::uint64_t> bases, engine::StreamId stream);
   [[nodiscard]] bool wants_accesses() const { return wants_accesses_.load(std::memory_order_relaxed); }
@@ -73,6 +78,7 @@ class ContextRuntimes {
   std::atomic<std::uint64_t> generation_{1};  // bumped when a context ends: thread caches go stale
   std::atomic<bool> wants_accesses_{false};
   std::atomic<bool> failed_{false};
+  std::atomic<IpcBridge*> ipc_bridge_{nullptr};
 };
 
 }  // namespace memtool::interpose

@@ -57,7 +57,14 @@ namespace memtool::interpose {
   X(mem_map, cuMemMap, hook)                                       \
   X(mem_set_access, cuMemSetAccess, driver)                        \
   X(mem_unmap, cuMemUnmap, hook)                                   \
-  X(allocation_granularity, cuMemGetAllocationGranularity, driver)
+  X(allocation_granularity, cuMemGetAllocationGranularity, driver)  \
+  X(mem_get_address_range, cuMemGetAddressRange_v2, hook)          \
+  X(ipc_get_mem_handle, cuIpcGetMemHandle, hook)                   \
+  X(ipc_open_mem_handle, cuIpcOpenMemHandle_v2, hook)              \
+  X(ipc_close_mem_handle, cuIpcCloseMemHandle, hook)               \
+  X(mem_retain_allocation_handle, cuMemRetainAllocationHandle, hook) \
+  X(mem_export_to_shareable, cuMemExportToShareableHandle, driver) \
+  X(mem_import_from_shareable, cuMemImportFromShareableHandle, driver)
 
 struct DriverFunctions {
 #define MEMTOOL_DRIVER_FIELD(field, symbol, route) decltype(&::symbol) field = nullptr;
