@@ -178,6 +178,11 @@ else
     done
     guarded 120 "$out/logs/build-graphed_train_getproc.txt" "$cxx" "${flags[@]}" -pthread \
       -o "$apps/graphed_train_getproc" "$src/graphed/graphed_train_getproc.cpp" "${graphed[@]}" "${common[@]}" -ldl || ok=0
+    # The framework-shaped programs (issue 33): one file each, the driver linked.
+    for program in ipc_ring_train; do
+      guarded 120 "$out/logs/build-$program.txt" "$cxx" "${flags[@]}" -o "$apps/$program" \
+        "$src/frameworks/$program.cpp" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda || ok=0
+    done
     if ((ok)); then
       note "apps: rebuilt in $apps"
     else
@@ -241,7 +246,9 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
         # thread beside it), make_graphed_callables' (forward and backward graphs, thread-local),
         # cudart's route to the graph entry points, XLA's hand-built graph updated every step.
         "graphed_train|graphed_train|" "graphed_train_split|graphed_train|--graphs split --capture-mode thread-local"
-        "graphed_train_getproc|graphed_train_getproc|--per-thread" "xla_train|xla_train|")
+        "graphed_train_getproc|graphed_train_getproc|--per-thread" "xla_train|xla_train|"
+        # Issue 33: NCCL's legacy IPC ring between two processes (exports of served buffers).
+        "ipc_ring_train|ipc_ring_train|")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     if [ ! -x "$apps/$program" ]; then
@@ -264,6 +271,10 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
     if [ -n "$preload" ]; then
       for strategy in record "${strategies[@]}"; do
         log="$out/logs/$name.$strategy.txt"
+        if [ "$program" = ipc_ring_train ] && [ "$strategy" = swap-uvm ]; then
+          line+="; swap-uvm: not run (managed memory cannot be exported: docs/swapping.md)"
+          continue
+        fi
         # swap, swap-uvm: a budget no iteration fits and every buffer a candidate.
         case "$strategy" in
           swap) app_swap_mode=explicit ;;

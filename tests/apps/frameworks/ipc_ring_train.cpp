@@ -7,7 +7,9 @@
 // one is) and prints one line per step with both ranks' checksums: the output of a run under
 // any strategy must equal the plain run's. Any failing driver call ends the run (exit 3).
 //
-//   ipc_ring_train --module IMAGE [--steps N] [--floats N]
+//   ipc_ring_train --module IMAGE [--steps N | --iterations N] [--floats N]
+// The kernel is app_kernels.cu's scale_add (its host twin on fakecuda): on a GPU the program runs
+// as it is with app_kernels.fatbin (tests/gpu/run.sh, stage 4).
 #include <cuda.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -190,7 +192,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--module") module_path = argv[i + 1];
-    else if (flag == "--steps") steps = std::atoi(argv[i + 1]);
+    else if (flag == "--steps" || flag == "--iterations") steps = std::atoi(argv[i + 1]);
     else if (flag == "--floats") floats = std::atoi(argv[i + 1]);
     else if (flag == "--rank1-fds") {
       g_rank = 1;
