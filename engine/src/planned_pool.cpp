@@ -211,7 +211,7 @@ class PlannedPool final : public Resource {
 
   MemoryUse memory_use() const override {
     std::lock_guard lock(mutex_);
-    return MemoryUse{pool_reserved_ + passthrough_live_, program_live_, pool_reserved_};
+    return MemoryUse{pool_reserved_ + passthrough_live_, program_live_, pool_reserved_, 0};
   }
 
   void summarize(Summary& s) const override {
@@ -521,6 +521,10 @@ class PlannedPool final : public Resource {
       return std::nullopt;
     }
     k_ = *index + 1;
+    // From a memory pool of the program's (cuMemAllocFromPoolAsync): the pool's own memory, with
+    // its device, peer access and exportability; the pool counts it in its statistics and
+    // cuMemPoolTrimTo acts on it. Never placed in an arena.
+    if (r.memory_pool != 0) plan_.entries[*index].pooled = false;
     const detail::PlannedEntry entry = plan_.entries[*index];
     std::optional<DevicePtr> result;
     if (!entry.pooled) {
@@ -576,6 +580,7 @@ class PlannedPool final : public Resource {
 
   // Any free range of a pool that fits, planned or not (the occupancy check still holds).
   std::optional<DevicePtr> serve_from_gap(const AllocationRequest& r) {
+    if (r.memory_pool != 0) return std::nullopt;  // the program's pool's (serve_from_pool)
     const std::uint64_t footprint = footprint_of(r.size);
     for (const auto& arena : arenas_) {
       if (const auto offset = arena->free_gap(footprint)) return hand_out(*arena, *offset, footprint, r);

@@ -384,6 +384,7 @@ class SwapAdaptor final : public Adaptor {
     std::lock_guard lock(mutex_);
     use.reserved += mover_->device_bytes();
     use.in_use += live_bytes_;
+    use.off_device += counters_.host_bytes_now;
     return use;
   }
 

@@ -283,9 +283,19 @@ CUresult handle_cuMemGetInfo_v2(const Call<fn::cuMemGetInfo_v2>& call, size_t* f
   const CUresult result = call.real(free, total);
   // What the strategy holds and no buffer of the program uses is free memory as far as the
   // program is concerned (invariant 3): an allocation that needs it gets it.
-  if (result == CUDA_SUCCESS && free != nullptr) {
-    std::uint64_t adjusted = call.runtimes.current().program_free(*free);
-    if (total != nullptr && adjusted > *total) adjusted = *total;
+  // What it keeps of the program's off the device (swapped out) is device memory as far as the
+  // program is concerned too: the total grows by it, so free + what the program holds never
+  // passes the total (PyTorch's cudaMallocAsync backend asserts it), however much it holds.
+  if (result != CUDA_SUCCESS) return result;
+  engine::Runtime& runtime = call.runtimes.current();
+  std::uint64_t shown_total = 0;
+  if (total != nullptr) {
+    shown_total = runtime.program_total(*total);
+    *total = static_cast<size_t>(shown_total);
+  }
+  if (free != nullptr) {
+    std::uint64_t adjusted = runtime.program_free(*free);
+    if (total != nullptr && adjusted > shown_total) adjusted = shown_total;
     *free = static_cast<size_t>(adjusted);
   }
   return result;

@@ -179,7 +179,7 @@ else
     guarded 120 "$out/logs/build-graphed_train_getproc.txt" "$cxx" "${flags[@]}" -pthread \
       -o "$apps/graphed_train_getproc" "$src/graphed/graphed_train_getproc.cpp" "${graphed[@]}" "${common[@]}" -ldl || ok=0
     # The framework-shaped programs (issue 33): one file each, the driver linked.
-    for program in ipc_ring_train; do
+    for program in ipc_ring_train pool_step_train; do
       guarded 120 "$out/logs/build-$program.txt" "$cxx" "${flags[@]}" -o "$apps/$program" \
         "$src/frameworks/$program.cpp" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda || ok=0
     done
@@ -248,7 +248,9 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
         "graphed_train|graphed_train|" "graphed_train_split|graphed_train|--graphs split --capture-mode thread-local"
         "graphed_train_getproc|graphed_train_getproc|--per-thread" "xla_train|xla_train|"
         # Issue 33: NCCL's legacy IPC ring between two processes (exports of served buffers).
-        "ipc_ring_train|ipc_ring_train|")
+        "ipc_ring_train|ipc_ring_train|"
+        # XLA's step on a memory pool of its own (cuMemAllocFromPoolAsync, pool export, trim).
+        "pool_step_train|pool_step_train|")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     if [ ! -x "$apps/$program" ]; then

@@ -49,6 +49,7 @@ struct MemoryUse {
   std::uint64_t reserved = 0;       // device bytes held for the program (pools, real allocations)
   std::uint64_t in_use = 0;         // bytes of the program's live buffers among them
   std::uint64_t pool_reserved = 0;  // of `reserved`, what pools hold (the rest: real allocations)
+  std::uint64_t off_device = 0;     // bytes of the program's live buffers held off the device (swapped out)
 };
 
 // A sub-allocated buffer's own extent (pointer attribute queries answer with it).
