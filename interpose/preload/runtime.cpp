@@ -318,6 +318,9 @@ State decide() {
   g_device = device;
   g_runtimes = new ContextRuntimes(strategy_options, *device, g_recorder->observer(),
                                    reinterpret_cast<ContextRuntimes::CurrentContext>(driver_symbol("cuCtxGetCurrent")));
+  g_runtimes->set_context_switch(reinterpret_cast<ContextRuntimes::PushContext>(driver_symbol("cuCtxPushCurrent_v2")),
+                                 reinterpret_cast<ContextRuntimes::PopContext>(driver_symbol("cuCtxPopCurrent_v2")));
+  g_runtimes->set_context_device(functions.ctx_get_device);
   g_ipc_bridge = new IpcBridge(functions);
   g_runtimes->set_ipc_bridge(g_ipc_bridge);
   g_tracer_options = new Options(options);  // start_tracer's, once initialise() is done

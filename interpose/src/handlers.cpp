@@ -88,7 +88,7 @@ template <class F>
 CUresult free_device(const Call<F>& call, CUdeviceptr dptr, MemoryKind kind, std::uint64_t stream) {
   const std::uint32_t owner = dptr != 0 ? call.recorder.on_free(u64(dptr), kind, stream) : 0;
   if (IpcBridge* bridge = call.runtimes.ipc_bridge(); bridge != nullptr && dptr != 0) bridge->buffer_freed(dptr);
-  return static_cast<CUresult>(call.runtimes.owner(owner).deallocate(u64(dptr), kind, stream));
+  return static_cast<CUresult>(call.runtimes.deallocate(owner, u64(dptr), kind, stream));
 }
 
 // An allocation on a capturing stream is graph memory (a mem-alloc node: the driver fixes its

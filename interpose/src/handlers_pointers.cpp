@@ -104,4 +104,19 @@ CUresult handle_cuMemPoolExportPointer(const Call<fn::cuMemPoolExportPointer>& c
   return call.real(shareData_out, ptr);
 }
 
+// The current context's device now reaches the peer context's memory: so must what memtool maps
+// there. The peer's device is asked with that context made current for a moment.
+CUresult handle_cuCtxEnablePeerAccess(const Call<fn::cuCtxEnablePeerAccess>& call, CUcontext peerContext,
+                                      unsigned int Flags) noexcept {
+  const CUresult result = call.real(peerContext, Flags);
+  if (result == CUDA_SUCCESS) {
+    CUdevice accessor = 0;
+    CUdevice owner = 0;
+    if (call.runtimes.device_of(nullptr, &accessor) && call.runtimes.device_of(peerContext, &owner)) {
+      call.runtimes.peer_access_enabled(owner, accessor);
+    }
+  }
+  return result;
+}
+
 }  // namespace memtool::interpose

@@ -179,7 +179,7 @@ else
     guarded 120 "$out/logs/build-graphed_train_getproc.txt" "$cxx" "${flags[@]}" -pthread \
       -o "$apps/graphed_train_getproc" "$src/graphed/graphed_train_getproc.cpp" "${graphed[@]}" "${common[@]}" -ldl || ok=0
     # The framework-shaped programs (issue 33): one file each, the driver linked.
-    for program in ipc_ring_train pool_step_train; do
+    for program in ipc_ring_train pool_step_train two_gpu_train; do
       guarded 120 "$out/logs/build-$program.txt" "$cxx" "${flags[@]}" -o "$apps/$program" \
         "$src/frameworks/$program.cpp" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda || ok=0
     done
@@ -250,7 +250,9 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
         # Issue 33: NCCL's legacy IPC ring between two processes (exports of served buffers).
         "ipc_ring_train|ipc_ring_train|"
         # XLA's step on a memory pool of its own (cuMemAllocFromPoolAsync, pool export, trim).
-        "pool_step_train|pool_step_train|")
+        "pool_step_train|pool_step_train|"
+        # Two GPUs in one process with peer reads (on one GPU it prints a skip line).
+        "two_gpu_train|two_gpu_train|")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     if [ ! -x "$apps/$program" ]; then

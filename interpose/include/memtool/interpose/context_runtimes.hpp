@@ -35,6 +35,25 @@ class ContextRuntimes {
   engine::Runtime& current();
   // The runtime that made a buffer (its owner id), or the current one when unknown.
   engine::Runtime& owner(std::uint32_t id);
+  // Frees a buffer through the runtime that made it, with that runtime's context current (the
+  // driver calls it makes act on the buffer's own device).
+  engine::Status deallocate(std::uint32_t owner_id, std::uint64_t ptr, engine::MemoryKind kind,
+                            engine::StreamId stream);
+  // Several devices: the real cuCtxPushCurrent/cuCtxPopCurrent, to make a runtime's context
+  // current around the calls into it from another context's thread (null: never switched).
+  using PushContext = CUresult (*)(CUcontext);
+  using PopContext = CUresult (*)(CUcontext*);
+  void set_context_switch(PushContext push, PopContext pop) {
+    push_ = push;
+    pop_ = pop;
+  }
+  // The program enabled peer access (cuCtxEnablePeerAccess): memory on `owner` is reachable from
+  // `accessor`; memory memtool maps on `owner` gets the same access (engine::Device).
+  void peer_access_enabled(int owner, int accessor) { device_.grant_peer_access(owner, accessor); }
+  // The device of `context` (null: the current one), through the real driver; false if unknown.
+  using ContextDevice = CUresult (*)(CUdevice*);
+  void set_context_device(ContextDevice get) { context_device_ = get; }
+  bool device_of(CUcontext context, CUdevice* out) const;
   // A sub-allocated buffer's own extent, if `ptr` is inside one (pointer attribute queries);
   // its id is unique across contexts and never a driver buffer id (those count up from 1).
   [[nodiscard]] std::optional<engine::BufferExtent> extent_of(std::uint64_t ptr) const;
@@ -65,11 +84,26 @@ class ContextRuntimes {
     bool ended = false;
   };
   engine::Runtime& make_locked(CUcontext context);
+  // Makes entry `i`'s context current for its lifetime when another one is (several contexts).
+  class Scope {
+   public:
+    Scope(const ContextRuntimes& runtimes, std::size_t i);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    const ContextRuntimes& runtimes_;
+    bool pushed_ = false;
+  };
 
   engine::StrategyOptions options_;
   engine::Device& device_;
   engine::Observer& observer_;
   CurrentContext current_context_;
+  PushContext push_ = nullptr;
+  PopContext pop_ = nullptr;
+  ContextDevice context_device_ = nullptr;
   std::uint32_t max_runtimes_;
   const std::uint64_t instance_;
   std::mutex mutex_;
