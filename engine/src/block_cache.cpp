@@ -154,7 +154,7 @@ class BlockCache final : public Resource {
 
   MemoryUse memory_use() const override {
     std::lock_guard lock(mutex_);
-    return MemoryUse{reserved_ + passthrough_live_, in_use_ + passthrough_live_, reserved_};
+    return MemoryUse{reserved_ + passthrough_live_, in_use_ + passthrough_live_, reserved_, 0};
   }
 
   void summarize(Summary&) const override {}

@@ -43,7 +43,7 @@ class DeviceResource final : public Resource {
   bool wants_accesses() const override { return false; }
   MemoryUse memory_use() const override {
     std::lock_guard lock(mutex_);
-    return MemoryUse{held_ + graph_bytes_.load(std::memory_order_relaxed), held_};
+    return MemoryUse{held_ + graph_bytes_.load(std::memory_order_relaxed), held_, 0, 0};
   }
   void set_graph_memory(std::uint64_t bytes) override { graph_bytes_.store(bytes, std::memory_order_relaxed); }
   void summarize(Summary&) const override {}

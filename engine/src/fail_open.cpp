@@ -78,11 +78,11 @@ class FailOpen final : public Resource {
       return std::nullopt;
     }
   }
-  bool refuse_export(DevicePtr ptr) override {
+  ExportPin pin_for_export(DevicePtr ptr) override {
     try {
-      return primary_->refuse_export(ptr);
+      return primary_->pin_for_export(ptr);
     } catch (...) {
-      return false;
+      return ExportPin::not_served;
     }
   }
   std::uint64_t reclaim() override {

@@ -211,7 +211,7 @@ class PlannedPool final : public Resource {
 
   MemoryUse memory_use() const override {
     std::lock_guard lock(mutex_);
-    return MemoryUse{pool_reserved_ + passthrough_live_, program_live_, pool_reserved_};
+    return MemoryUse{pool_reserved_ + passthrough_live_, program_live_, pool_reserved_, 0};
   }
 
   void summarize(Summary& s) const override {
@@ -235,27 +235,31 @@ class PlannedPool final : public Resource {
     return std::nullopt;
   }
 
-  bool refuse_export(DevicePtr ptr) override {
-    if (pooled_live_.load(std::memory_order_relaxed) == 0) return false;
+  // A pooled buffer is a piece of an arena (one cuMemAlloc): exported in place, the handler
+  // naming the arena and the buffer's offset in it. It is pinned as it is: a live pooled buffer
+  // never moves and no other buffer is placed over it while it lives; from the next iteration
+  // on, its allocation is real memory of its own.
+  ExportPin pin_for_export(DevicePtr ptr) override {
+    if (pooled_live_.load(std::memory_order_relaxed) == 0) return upstream_->pin_for_export(ptr);
     std::lock_guard lock(mutex_);
     for (const auto& arena : arenas_) {
       if (!arena->contains(ptr)) continue;
       const auto range = arena->live_range_at(ptr);
-      if (!range) return false;  // a freed range of the pool: the driver answers for it
+      if (!range) return ExportPin::not_served;  // a freed range of the pool: the driver answers for it
       const auto it = pooled_.find(arena->base() + range->first);
-      if (it == pooled_.end()) return false;
+      if (it == pooled_.end()) return ExportPin::not_served;
       const PooledBuffer& buffer = it->second;
-      ++counters_.exports_refused;
-      if (buffer.entry != kNoEntry && buffer.plan_serial == plan_serial_ && buffer.entry < plan_.entries.size()) {
+      if (buffer.entry != kNoEntry && buffer.plan_serial == plan_serial_ && buffer.entry < plan_.entries.size() &&
+          plan_.entries[buffer.entry].pooled) {
         plan_.entries[buffer.entry].pooled = false;  // from the next iteration on: real memory
+        log(LogLevel::info,
+            fmt::format("memtool pool: a pooled buffer ({} B) is exported: exported in place, pinned; this "
+                        "allocation is the driver's own from the next iteration on",
+                        buffer.size));
       }
-      log(LogLevel::warn,
-          fmt::format("memtool pool: cuIpcGetMemHandle of a pooled buffer ({} B) refused: a handle would share the "
-                      "whole pool; this allocation is kept out of the pool from the next iteration on",
-                      buffer.size));
-      return true;
+      return ExportPin::in_place;
     }
-    return false;
+    return ExportPin::not_served;
   }
 
   std::uint64_t reclaim() override {
@@ -517,6 +521,10 @@ class PlannedPool final : public Resource {
       return std::nullopt;
     }
     k_ = *index + 1;
+    // From a memory pool of the program's (cuMemAllocFromPoolAsync): the pool's own memory, with
+    // its device, peer access and exportability; the pool counts it in its statistics and
+    // cuMemPoolTrimTo acts on it. Never placed in an arena.
+    if (r.memory_pool != 0) plan_.entries[*index].pooled = false;
     const detail::PlannedEntry entry = plan_.entries[*index];
     std::optional<DevicePtr> result;
     if (!entry.pooled) {
@@ -572,6 +580,7 @@ class PlannedPool final : public Resource {
 
   // Any free range of a pool that fits, planned or not (the occupancy check still holds).
   std::optional<DevicePtr> serve_from_gap(const AllocationRequest& r) {
+    if (r.memory_pool != 0) return std::nullopt;  // the program's pool's (serve_from_pool)
     const std::uint64_t footprint = footprint_of(r.size);
     for (const auto& arena : arenas_) {
       if (const auto offset = arena->free_gap(footprint)) return hand_out(*arena, *offset, footprint, r);

@@ -26,6 +26,10 @@ std::uint64_t Runtime::program_free(std::uint64_t driver_free) const {
   return driver_free + (use.reserved > use.in_use ? use.reserved - use.in_use : 0);
 }
 
+std::uint64_t Runtime::program_total(std::uint64_t driver_total) const {
+  return driver_total + stack_->memory_use().off_device;
+}
+
 Summary Runtime::summary() const {
   Summary s;
   s.strategy = strategy_;

@@ -75,7 +75,8 @@ class SmallCache final : public Resource {
   MemoryUse memory_use() const override {
     const MemoryUse a = cache_->memory_use();
     const MemoryUse b = direct_->memory_use();
-    return MemoryUse{a.reserved + b.reserved + unreached_bytes(), a.in_use + b.in_use, a.pool_reserved + b.pool_reserved};
+    return MemoryUse{a.reserved + b.reserved + unreached_bytes(), a.in_use + b.in_use, a.pool_reserved + b.pool_reserved,
+                     a.off_device + b.off_device};
   }
 
   void summarize(Summary&) const override {}
@@ -86,12 +87,16 @@ class SmallCache final : public Resource {
     return direct_->extent_of(ptr);
   }
 
-  bool refuse_export(DevicePtr ptr) override {
+  // A cached block is a piece of one of the cache's cuMemAlloc segments: exported in place (the
+  // handler names the segment and the block's offset); the block is live, so the cache does not
+  // hand its memory to another buffer until the program frees it, and blocks of its size are the
+  // driver's own from now on.
+  ExportPin pin_for_export(DevicePtr ptr) override {
     const std::optional<BufferExtent> block = cached(ptr);
-    if (!block) return false;
+    if (!block) return direct_->pin_for_export(ptr);
     std::lock_guard lock(mutex_);
-    exported_sizes_.insert(block->size);  // the driver's own from now on
-    return true;
+    exported_sizes_.insert(block->size);
+    return ExportPin::in_place;
   }
 
   // What is idle in the cache, and stream-ordered frees once their streams got there (waited for).

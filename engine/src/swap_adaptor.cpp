@@ -388,19 +388,35 @@ class SwapAdaptor final : public Adaptor {
     return Adaptor::extent_of(ptr);
   }
 
-  // cuIpcGetMemHandle cannot export a swapped buffer (VMM or managed memory): refused, and that
-  // allocation is the driver's own from the next iteration on, when the export succeeds.
-  bool refuse_export(DevicePtr ptr) override {
+  // An exported buffer is pinned: brought back if it is out, never sent out again (swap_out),
+  // and its allocation the driver's own from the next iteration on. Explicit swapping backs it
+  // with one physical allocation mapped whole at its address, which the handler exports; managed
+  // memory (uvm) cannot be exported by any call, so that export fails.
+  ExportPin pin_for_export(DevicePtr ptr) override {
     {
       std::lock_guard lock(mutex_);
       const auto it = buffers_.find(ptr);
       if (it != buffers_.end()) {
-        if (it->second.birth != Birth::persistent) exported_.insert(it->second.ordinal);
-        ++counters_.exports_refused;
-        return true;
+        SwapBuffer& b = it->second;
+        if (b.birth != Birth::persistent) exported_.insert(b.ordinal);
+        if (mover_->mode() == "uvm") {
+          ++counters_.exports_refused;
+          return ExportPin::unexportable;
+        }
+        if (!b.pinned) {
+          // Brought back before it is pinned (a pinned buffer never moves); one pinned already
+          // because its address escaped stays where it is, and if that is the host, the export fails.
+          if (!b.resident) bring_back_now(ptr, b, 0);
+          b.pinned = true;
+          ++counters_.exports_pinned;
+        }
+        // The export names the device memory: every copy back has landed before it is made.
+        if (b.arrival_pending) (void)device_.synchronize_event(b.arrival);
+        if (!b.resident) return ExportPin::unexportable;  // no device memory for it now
+        return ExportPin::mapped;
       }
     }
-    return Adaptor::refuse_export(ptr);
+    return Adaptor::pin_for_export(ptr);
   }
 
   MemoryUse memory_use() const override {
@@ -408,6 +424,7 @@ class SwapAdaptor final : public Adaptor {
     std::lock_guard lock(mutex_);
     use.reserved += mover_->device_bytes();
     use.in_use += live_bytes_;
+    use.off_device += counters_.host_bytes_now;
     return use;
   }
 
@@ -651,6 +668,7 @@ class SwapAdaptor final : public Adaptor {
 
   // On the swap-out stream, or on `on` (save-on-cpu: the compute stream) when given.
   bool swap_out(DevicePtr ptr, SwapBuffer& b, StreamId on = 0) {
+    if (b.pinned) return false;  // exported: another process may read it at its place
     StreamId side = on;
     if (on == 0 && !side_stream(out_stream_, side)) return false;
     // After all work queued so far on every stream, on the side stream: the compute streams never
@@ -1540,6 +1558,7 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t peak_device_bytes_without_pool = 0;
     std::uint64_t allocation_failures = 0;
     std::uint64_t exports_refused = 0;
+    std::uint64_t exports_pinned = 0;
     std::uint64_t schedules = 0;
     std::uint64_t schedule_drops = 0;
     std::uint64_t schedules_rejected = 0;

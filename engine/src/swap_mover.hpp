@@ -40,7 +40,7 @@ struct SwapBuffer {
   bool kept_out = false;        // within its lead, but not brought back for want of room
   std::uint64_t ordinal = 0;    // its allocation's place in the iteration that made it
   Birth birth = Birth::persistent;
-  bool pinned = false;          // its address went where memtool cannot follow: it never moves again
+  bool pinned = false;          // exported, or its address went where memtool cannot follow: never moves again
   // MEMTOOL_SWAP_VERIFY (swap_verify.hpp): the checksum of its bytes when it last left, and the
   // work item then.
   std::uint64_t digest = 0;

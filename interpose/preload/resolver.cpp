@@ -17,9 +17,11 @@
 #include "preload.hpp"
 
 // The real dlsym, published for the x86-64 trampoline below (read there without a lock: a
-// pointer-sized aligned load; written once, with the same value by every writer).
+// pointer-sized aligned load; written once, with the same value by every writer). `used` and
+// `externally_visible`: the trampoline's asm reference is invisible to LTO, which may otherwise
+// move the variable into another partition under a private name (an undefined symbol at link).
 extern "C" {
-__attribute__((visibility("hidden"))) void* memtool_real_dlsym = nullptr;
+__attribute__((visibility("hidden"), used, externally_visible)) void* memtool_real_dlsym = nullptr;
 }
 
 namespace memtool::interpose::preload {

@@ -16,6 +16,7 @@
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/strategy.hpp"
 #include "memtool/interpose/driver_device.hpp"
+#include "memtool/interpose/ipc_bridge.hpp"
 #include "memtool/interpose/log.hpp"
 #include "memtool/interpose/memtool.h"
 #include "memtool/interpose/options.hpp"
@@ -35,6 +36,7 @@ Recorder* g_recorder = nullptr;
 ContextRuntimes* g_runtimes = nullptr;
 CaptureTracker* g_captures = nullptr;  // never deleted, like the recorder
 DriverDevice* g_device = nullptr;
+IpcBridge* g_ipc_bridge = nullptr;  // never deleted; its registry files are removed at exit
 cupti::GpuTimeStore* g_gpu_times = nullptr;
 
 namespace {
@@ -161,6 +163,7 @@ void at_exit() {
   const HookScope scope;  // whatever the exit path reaches is not the program's to record
   stop_tracer();          // its last GPU times go into the trace before it closes
   g_runtimes->shutdown_all(false);
+  if (g_ipc_bridge != nullptr) g_ipc_bridge->remove_files();
   const RecorderStats stats = g_recorder->stats();
   g_recorder->shutdown();
   engine::Summary summary = g_runtimes->summary();
@@ -353,6 +356,11 @@ State decide() {
   g_device = device;
   g_runtimes = new ContextRuntimes(strategy_options, *device, g_recorder->observer(),
                                    reinterpret_cast<ContextRuntimes::CurrentContext>(driver_symbol("cuCtxGetCurrent")));
+  g_runtimes->set_context_switch(reinterpret_cast<ContextRuntimes::PushContext>(driver_symbol("cuCtxPushCurrent_v2")),
+                                 reinterpret_cast<ContextRuntimes::PopContext>(driver_symbol("cuCtxPopCurrent_v2")));
+  g_runtimes->set_context_device(functions.ctx_get_device);
+  g_ipc_bridge = new IpcBridge(functions);
+  g_runtimes->set_ipc_bridge(g_ipc_bridge);
   g_tracer_options = new Options(options);  // start_tracer's, once initialise() is done
   pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
   std::atexit(at_exit);

@@ -127,6 +127,43 @@ engine::Runtime& ContextRuntimes::owner(std::uint32_t id) {
   return current();
 }
 
+ContextRuntimes::Scope::Scope(const ContextRuntimes& runtimes, std::size_t i) : runtimes_(runtimes) {
+  if (runtimes.count_.load(std::memory_order_acquire) < 2 || runtimes.push_ == nullptr || runtimes.pop_ == nullptr ||
+      runtimes.current_context_ == nullptr) {
+    return;  // one context: it is the current one
+  }
+  const CUcontext own = runtimes.entries_[i].context;
+  CUcontext current = nullptr;
+  (void)runtimes.current_context_(&current);
+  if (own == nullptr || own == current) return;
+  pushed_ = runtimes.push_(own) == CUDA_SUCCESS;
+}
+
+ContextRuntimes::Scope::~Scope() {
+  if (!pushed_) return;
+  CUcontext popped = nullptr;
+  (void)runtimes_.pop_(&popped);
+}
+
+bool ContextRuntimes::device_of(CUcontext context, CUdevice* out) const {
+  if (context_device_ == nullptr || out == nullptr) return false;
+  if (context == nullptr) return context_device_(out) == CUDA_SUCCESS;
+  if (push_ == nullptr || pop_ == nullptr || push_(context) != CUDA_SUCCESS) return false;
+  const bool known = context_device_(out) == CUDA_SUCCESS;
+  CUcontext popped = nullptr;
+  (void)pop_(&popped);
+  return known;
+}
+
+engine::Status ContextRuntimes::deallocate(std::uint32_t owner_id, std::uint64_t ptr, engine::MemoryKind kind,
+                                           engine::StreamId stream) {
+  if (owner_id < count_.load(std::memory_order_acquire)) {
+    const Scope scope(*this, owner_id);
+    return entries_[owner_id].runtime->deallocate(ptr, kind, stream);
+  }
+  return current().deallocate(ptr, kind, stream);
+}
+
 std::optional<engine::BufferExtent> ContextRuntimes::extent_of(std::uint64_t ptr) const {
   const std::size_t n = count_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < n; ++i) {
@@ -138,17 +175,22 @@ std::optional<engine::BufferExtent> ContextRuntimes::extent_of(std::uint64_t ptr
   return std::nullopt;
 }
 
-bool ContextRuntimes::refuse_export(std::uint64_t ptr) {
+engine::ExportPin ContextRuntimes::pin_for_export(std::uint64_t ptr) {
   const std::size_t n = count_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < n; ++i) {
-    if (entries_[i].runtime->refuse_export(ptr)) return true;
+    const Scope scope(*this, i);
+    const engine::ExportPin pin = entries_[i].runtime->pin_for_export(ptr);
+    if (pin != engine::ExportPin::not_served) return pin;
   }
-  return false;
+  return engine::ExportPin::not_served;
 }
 
 void ContextRuntimes::before_access(std::span<const std::uint64_t> bases, engine::StreamId stream) {
   const std::size_t n = count_.load(std::memory_order_acquire);
-  for (std::size_t i = 0; i < n; ++i) entries_[i].runtime->before_access(bases, stream);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Scope scope(*this, i);
+    entries_[i].runtime->before_access(bases, stream);
+  }
 }
 
 void ContextRuntimes::before_item(const engine::WorkItem& item) {

@@ -354,7 +354,13 @@ Status DriverDevice::create_with(const CUmemAllocationProp& prop, std::uint64_t 
   return status(result);
 }
 
+// Exportable as a POSIX file descriptor (an exported buffer's memory is shared that way,
+// ipc_bridge.hpp); a driver that cannot make such memory gets the plain kind.
 Status DriverDevice::create_physical(std::uint64_t bytes, PhysicalHandle* out) {
+  CUmemAllocationProp prop = device_allocation(device());
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  const Status status = create_with(prop, bytes, out);
+  if (status == engine::kSuccess || status == engine::kOutOfMemory) return status;
   return create_with(device_allocation(device()), bytes, out);
 }
 
@@ -368,24 +374,61 @@ Status DriverDevice::release_physical(PhysicalHandle handle) {
   return status(f_.mem_release(handle));
 }
 
+CUresult DriverDevice::set_access(engine::DevicePtr ptr, std::uint64_t bytes, CUdevice owner) {
+  CUmemAccessDesc access[kMaxDevices + 1] = {};
+  std::size_t n = 0;
+  access[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access[n].location.id = owner;
+  access[n++].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const std::uint64_t peers =
+      owner >= 0 && owner < kMaxDevices ? accessors_[owner].load(std::memory_order_acquire) : 0;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (d == owner || (peers & (std::uint64_t{1} << d)) == 0) continue;
+    access[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access[n].location.id = d;
+    access[n++].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
+  return f_.mem_set_access(static_cast<CUdeviceptr>(ptr), bytes, access, n);
+}
+
+// Mapped with the access the program's own memory on that device has: its device, and every peer
+// the program enabled (DESIGN.md §9, several devices).
 Status DriverDevice::map(engine::DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) {
   const InternalCall internal(captures_);
   if (f_.mem_map == nullptr || f_.mem_set_access == nullptr) return kNotSupported;
   CUresult result = f_.mem_map(static_cast<CUdeviceptr>(ptr), bytes, 0, handle, 0);
   if (result != CUDA_SUCCESS) return status(result);
-  CUmemAccessDesc access{};
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = device();
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  result = f_.mem_set_access(static_cast<CUdeviceptr>(ptr), bytes, &access, 1);
-  if (result != CUDA_SUCCESS) (void)f_.mem_unmap(static_cast<CUdeviceptr>(ptr), bytes);
-  return status(result);
+  const CUdevice owner = device();
+  std::lock_guard lock(mappings_mutex_);
+  result = set_access(ptr, bytes, owner);
+  if (result != CUDA_SUCCESS) {
+    (void)f_.mem_unmap(static_cast<CUdeviceptr>(ptr), bytes);
+    return status(result);
+  }
+  mappings_[ptr] = {bytes, owner};
+  return engine::kSuccess;
 }
 
 Status DriverDevice::unmap(engine::DevicePtr ptr, std::uint64_t bytes) {
   const InternalCall internal(captures_);
   if (f_.mem_unmap == nullptr) return kNotSupported;
+  {
+    std::lock_guard lock(mappings_mutex_);
+    mappings_.erase(ptr);
+  }
   return status(f_.mem_unmap(static_cast<CUdeviceptr>(ptr), bytes));
+}
+
+// Remembered for later mappings, and replayed on the ranges mapped on `owner` now.
+void DriverDevice::grant_peer_access(int owner, int accessor) {
+  if (owner < 0 || owner >= kMaxDevices || accessor < 0 || accessor >= kMaxDevices || owner == accessor) return;
+  const InternalCall internal(captures_);
+  std::lock_guard lock(mappings_mutex_);
+  accessors_[owner].fetch_or(std::uint64_t{1} << accessor, std::memory_order_acq_rel);
+  if (f_.mem_set_access == nullptr) return;
+  for (const auto& [ptr, mapping] : mappings_) {
+    if (mapping.second == owner) (void)set_access(ptr, mapping.first, owner);
+  }
 }
 
 }  // namespace memtool::interpose

@@ -1,6 +1,7 @@
 // The handlers of the hook table (see handlers.hpp). Each one: the real call, in the right
 // order relative to the recorder, and the driver's result unchanged.
 #include "memtool/interpose/handlers.hpp"
+#include "memtool/interpose/ipc_bridge.hpp"
 
 #include <optional>
 #include <type_traits>
@@ -102,7 +103,8 @@ CUresult allocate_device(const Call<F>& call, CUdeviceptr* dptr, const engine::A
 template <class F>
 CUresult free_device(const Call<F>& call, CUdeviceptr dptr, MemoryKind kind, std::uint64_t stream) {
   const std::uint32_t owner = dptr != 0 ? call.recorder.on_free(u64(dptr), kind, stream) : 0;
-  return static_cast<CUresult>(call.runtimes.owner(owner).deallocate(u64(dptr), kind, stream));
+  if (IpcBridge* bridge = call.runtimes.ipc_bridge(); bridge != nullptr && dptr != 0) bridge->buffer_freed(dptr);
+  return static_cast<CUresult>(call.runtimes.deallocate(owner, u64(dptr), kind, stream));
 }
 
 // An allocation on a capturing stream is graph memory (a mem-alloc node: the driver fixes its
@@ -311,9 +313,19 @@ CUresult handle_cuMemGetInfo_v2(const Call<fn::cuMemGetInfo_v2>& call, size_t* f
   const CUresult result = call.real(free, total);
   // What the strategy holds and no buffer of the program uses is free memory as far as the
   // program is concerned (invariant 3): an allocation that needs it gets it.
-  if (result == CUDA_SUCCESS && free != nullptr) {
-    std::uint64_t adjusted = call.runtimes.current().program_free(*free);
-    if (total != nullptr && adjusted > *total) adjusted = *total;
+  // What it keeps of the program's off the device (swapped out) is device memory as far as the
+  // program is concerned too: the total grows by it, so free + what the program holds never
+  // passes the total (PyTorch's cudaMallocAsync backend asserts it), however much it holds.
+  if (result != CUDA_SUCCESS) return result;
+  engine::Runtime& runtime = call.runtimes.current();
+  std::uint64_t shown_total = 0;
+  if (total != nullptr) {
+    shown_total = runtime.program_total(*total);
+    *total = static_cast<size_t>(shown_total);
+  }
+  if (free != nullptr) {
+    std::uint64_t adjusted = runtime.program_free(*free);
+    if (total != nullptr && adjusted > shown_total) adjusted = shown_total;
     *free = static_cast<size_t>(adjusted);
   }
   return result;

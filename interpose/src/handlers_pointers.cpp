@@ -2,8 +2,11 @@
 // sub-allocated from a pool is, to the driver, a piece of one big allocation: without these the
 // program would be told the pool's range and id (and NCCL-style registration caches, which key
 // on them, would confuse buffers), and an IPC handle would share the whole pool (DESIGN.md
-// invariant 3). So the answers describe the program's own buffer, and exporting one is refused.
+// invariant 3). So the answers describe the program's own buffer; exporting one pins it first
+// and, where the driver's handle would not reach it, hands out memtool's own (ipc_bridge.hpp).
 #include "memtool/interpose/handlers.hpp"
+
+#include "memtool/interpose/ipc_bridge.hpp"
 
 namespace memtool::interpose {
 namespace {
@@ -52,13 +55,68 @@ CUresult handle_cuPointerGetAttributes(const Call<fn::cuPointerGetAttributes>& c
   return result;
 }
 
-// The driver would export the whole pool the buffer lives in: an importer would map the pool's
-// base and read another buffer's bytes. Refused with the driver's answer for memory it cannot
-// export; the pool keeps that allocation out from the next iteration on, when the export works.
+// A buffer memtool serves is pinned by its resource, then exported in a way that reaches its own
+// bytes (IpcBridge); managed memory (uvm swapping) cannot be exported by any call: refused with
+// the driver's answer for memory it cannot export.
 CUresult handle_cuIpcGetMemHandle(const Call<fn::cuIpcGetMemHandle>& call, CUipcMemHandle* pHandle,
                                   CUdeviceptr dptr) noexcept {
-  if (call.runtimes.refuse_export(u64(dptr))) return CUDA_ERROR_INVALID_VALUE;
-  return call.real(pHandle, dptr);
+  const engine::ExportPin pin = call.runtimes.pin_for_export(u64(dptr));
+  if (pin == engine::ExportPin::not_served) return call.real(pHandle, dptr);
+  if (pin == engine::ExportPin::unexportable) return CUDA_ERROR_INVALID_VALUE;
+  IpcBridge* bridge = call.runtimes.ipc_bridge();
+  if (bridge == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return bridge->export_handle(pHandle, dptr, pin);
+}
+
+CUresult handle_cuIpcOpenMemHandle_v2(const Call<fn::cuIpcOpenMemHandle_v2>& call, CUdeviceptr* pdptr,
+                                      CUipcMemHandle handle, unsigned int Flags) noexcept {
+  if (IpcBridge* bridge = call.runtimes.ipc_bridge()) {
+    if (const auto result = bridge->open(pdptr, handle, Flags)) return *result;
+  }
+  return call.real(pdptr, handle, Flags);
+}
+
+CUresult handle_cuIpcCloseMemHandle(const Call<fn::cuIpcCloseMemHandle>& call, CUdeviceptr dptr) noexcept {
+  if (IpcBridge* bridge = call.runtimes.ipc_bridge()) {
+    if (const auto result = bridge->close(dptr)) return *result;
+  }
+  return call.real(dptr);
+}
+
+// The handle names the buffer's physical memory: pinned, so the program's handle stays its memory.
+CUresult handle_cuMemRetainAllocationHandle(const Call<fn::cuMemRetainAllocationHandle>& call,
+                                            CUmemGenericAllocationHandle* handle, void* addr) noexcept {
+  (void)call.runtimes.pin_for_export(reinterpret_cast<std::uintptr_t>(addr));
+  return call.real(handle, addr);
+}
+
+// NCCL user-buffer registration, GPUDirect (dma-buf): the range's buffers stay where they are.
+CUresult handle_cuMemGetHandleForAddressRange(const Call<fn::cuMemGetHandleForAddressRange>& call, void* handle,
+                                              CUdeviceptr dptr, size_t size, CUmemRangeHandleType handleType,
+                                              unsigned long long flags) noexcept {
+  (void)call.runtimes.pin_for_export(u64(dptr));
+  return call.real(handle, dptr, size, handleType, flags);
+}
+
+CUresult handle_cuMemPoolExportPointer(const Call<fn::cuMemPoolExportPointer>& call,
+                                       CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) noexcept {
+  (void)call.runtimes.pin_for_export(u64(ptr));
+  return call.real(shareData_out, ptr);
+}
+
+// The current context's device now reaches the peer context's memory: so must what memtool maps
+// there. The peer's device is asked with that context made current for a moment.
+CUresult handle_cuCtxEnablePeerAccess(const Call<fn::cuCtxEnablePeerAccess>& call, CUcontext peerContext,
+                                      unsigned int Flags) noexcept {
+  const CUresult result = call.real(peerContext, Flags);
+  if (result == CUDA_SUCCESS) {
+    CUdevice accessor = 0;
+    CUdevice owner = 0;
+    if (call.runtimes.device_of(nullptr, &accessor) && call.runtimes.device_of(peerContext, &owner)) {
+      call.runtimes.peer_access_enabled(owner, accessor);
+    }
+  }
+  return result;
 }
 
 }  // namespace memtool::interpose

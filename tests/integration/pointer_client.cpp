@@ -4,8 +4,9 @@
 // cuPointerGetAttribute(s) describe exactly that buffer (its own base and size, an id no other
 // live buffer has), and exports the third with cuIpcGetMemHandle: a handle must either fail or
 // open to the buffer itself, never to another address. The exporting process may not open its
-// own handle (the driver refuses), so a second process (this program again, plain: no preload)
-// opens it and checks it reads exactly the buffer's bytes.
+// own handle (the driver refuses), so a second process (this program again, under the same
+// LD_PRELOAD as every rank of a job: memtool's own handles are opened by memtool) opens it and
+// checks it reads exactly the buffer's bytes.
 // Prints one line per iteration: "iter I ok export=<ok|refused>", or what went wrong (exit 1).
 #include <cuda.h>
 #include <dlfcn.h>
@@ -66,13 +67,14 @@ int open_and_check(const char* hex, const char* bytes_text, const char* value_te
   return cuIpcCloseMemHandle(opened) == CUDA_SUCCESS ? 0 : 8;
 }
 
-// Runs `self --open ...` without memtool (no LD_PRELOAD, MEMTOOL_* or FAKECUDA_STATS): the other
-// process is a plain driver program. Its exit status, or -1.
+// Runs `self --open ...` with the same LD_PRELOAD and strategy (not the summary, trace or
+// FAKECUDA_STATS files, which are this process's). Its exit status, or -1.
 int open_elsewhere(const char* self, const CUipcMemHandle& handle, std::size_t bytes, unsigned value) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
-    if (entry.rfind("LD_PRELOAD=", 0) != 0 && entry.rfind("MEMTOOL_", 0) != 0 && entry.rfind("FAKECUDA_STATS=", 0) != 0) {
+    if (entry.rfind("MEMTOOL_SUMMARY=", 0) != 0 && entry.rfind("MEMTOOL_TRACE=", 0) != 0 &&
+        entry.rfind("FAKECUDA_STATS=", 0) != 0) {
       env.push_back(entry);
     }
   }

@@ -74,16 +74,16 @@ TEST_CASE("small cache: a freed block comes back without the driver, ordered aft
   CHECK(rig.device.live_bytes() == 0);
 }
 
-TEST_CASE("small cache: an exported block is refused, its size the driver's from then on",
+TEST_CASE("small cache: an exported block is exported in place, its size the driver's from then on",
           "[engine][swap][small_cache]") {
   CacheRig rig;
   const DevicePtr a = rig.alloc(96 * KiB);
-  CHECK(rig.cache->refuse_export(a));
+  CHECK(rig.cache->pin_for_export(a) == ExportPin::in_place);
   REQUIRE(rig.cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
   const std::uint64_t calls = rig.device.allocate_calls();
   const DevicePtr b = rig.alloc(96 * KiB);
   CHECK(rig.device.allocate_calls() == calls + 1);  // a driver allocation of its own
-  CHECK_FALSE(rig.cache->refuse_export(b));         // exportable as it is
+  CHECK(rig.cache->pin_for_export(b) == ExportPin::not_served);  // the driver's own
   REQUIRE(rig.cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
 }
 
@@ -92,8 +92,8 @@ TEST_CASE("small cache: large, stream-ordered and pooled allocations pass throug
   CacheRig rig;
   const DevicePtr large = rig.alloc(MiB);
   const DevicePtr async = rig.alloc(64 * KiB, MemoryKind::async, 1);
-  CHECK_FALSE(rig.cache->refuse_export(large));
-  CHECK_FALSE(rig.cache->refuse_export(async));
+  CHECK(rig.cache->pin_for_export(large) == ExportPin::not_served);
+  CHECK(rig.cache->pin_for_export(async) == ExportPin::not_served);
   CHECK(rig.device.allocate_calls() == 2);
   REQUIRE(rig.cache->deallocate(large, MemoryKind::device, 0) == kSuccess);
   REQUIRE(rig.cache->deallocate(async, MemoryKind::async, 1) == kSuccess);

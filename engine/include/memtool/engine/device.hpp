@@ -165,6 +165,9 @@ class Device {
     (void)ptr, (void)bytes;
     return kNotSupported;
   }
+  // The program made memory on device `owner` reachable from device `accessor` (peer access):
+  // what map() maps there from now on, and what it mapped before, gets that access too.
+  virtual void grant_peer_access(int owner, int accessor) { (void)owner, (void)accessor; }
 };
 
 }  // namespace memtool::engine

@@ -70,6 +70,7 @@ struct MemoryUse {
   std::uint64_t reserved = 0;       // device bytes held for the program (pools, real allocations)
   std::uint64_t in_use = 0;         // bytes of the program's live buffers among them
   std::uint64_t pool_reserved = 0;  // of `reserved`, what pools hold (the rest: real allocations)
+  std::uint64_t off_device = 0;     // bytes of the program's live buffers held off the device (swapped out)
 };
 
 // A sub-allocated buffer's own extent (pointer attribute queries answer with it).
@@ -77,6 +78,17 @@ struct BufferExtent {
   DevicePtr base = 0;
   std::uint64_t size = 0;
   std::uint64_t id = 0;  // unique among the buffers this resource handed out
+};
+
+// What exporting a buffer needs (cuIpcGetMemHandle, cuMemRetainAllocationHandle,
+// cuMemGetHandleForAddressRange, cuMemPoolExportPointer): the resource that serves it has pinned
+// it by then (never moved again, its memory not given to another buffer while it lives, and its
+// allocation the driver's own from the next iteration on).
+enum class ExportPin : std::uint8_t {
+  not_served,    // not a buffer of this resource's: the driver's own, exported as it is
+  in_place,      // ordinary device memory (cuMemAlloc), possibly a piece of a larger allocation
+  mapped,        // one physical allocation (VMM) mapped whole at the buffer's address
+  unexportable,  // memory no export can name (managed memory): the export must fail
 };
 
 // How a resource tells the observer what it learned about the iteration.
@@ -113,12 +125,11 @@ class Resource {
   [[nodiscard]] virtual MemoryUse memory_use() const = 0;
   virtual void summarize(Summary& summary) const = 0;
   [[nodiscard]] virtual std::optional<BufferExtent> extent_of(DevicePtr ptr) const = 0;
-  // The program exports `ptr` (cuIpcGetMemHandle). True when the buffer is sub-allocated: a
-  // handle would name the whole pool, so the export must be refused; the resource then keeps
-  // that allocation out of its pool from the next iteration on.
-  virtual bool refuse_export(DevicePtr ptr) {
+  // The program exports the buffer holding `ptr`: pin it (see ExportPin) and say how its
+  // memory can be named.
+  virtual ExportPin pin_for_export(DevicePtr ptr) {
     (void)ptr;
-    return false;
+    return ExportPin::not_served;
   }
   // Memory is short: give back reserved memory no live buffer uses; returns the bytes given back.
   virtual std::uint64_t reclaim() = 0;
@@ -150,7 +161,7 @@ class Adaptor : public Resource {
   [[nodiscard]] MemoryUse memory_use() const override { return upstream_->memory_use(); }
   void summarize(Summary& summary) const override { upstream_->summarize(summary); }
   [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const override { return upstream_->extent_of(ptr); }
-  bool refuse_export(DevicePtr ptr) override { return upstream_->refuse_export(ptr); }
+  ExportPin pin_for_export(DevicePtr ptr) override { return upstream_->pin_for_export(ptr); }
   std::uint64_t reclaim() override { return upstream_->reclaim(); }
   void set_graph_memory(std::uint64_t bytes) override { upstream_->set_graph_memory(bytes); }
   void shutdown(bool release_memory) override { upstream_->shutdown(release_memory); }

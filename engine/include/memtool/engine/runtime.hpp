@@ -59,9 +59,14 @@ class Runtime {
   // cuMemGetInfo's free bytes as the program should see them: what the stack reserved and no
   // live buffer uses is the program's to allocate (an allocation that needs it gets it).
   [[nodiscard]] std::uint64_t program_free(std::uint64_t driver_free) const;
+  // cuMemGetInfo's total as the program should see it: the device, plus what of the program's
+  // live buffers the stack keeps off it (swapped out). With program_free, free + the program's
+  // live bytes never pass it (PyTorch's cudaMallocAsync backend asserts that), even when the
+  // program holds more than the device.
+  [[nodiscard]] std::uint64_t program_total(std::uint64_t driver_total) const;
   // A sub-allocated buffer's own extent (pointer attribute queries).
   [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const { return stack_->extent_of(ptr); }
-  bool refuse_export(DevicePtr ptr) { return stack_->refuse_export(ptr); }
+  ExportPin pin_for_export(DevicePtr ptr) { return stack_->pin_for_export(ptr); }
   std::uint64_t reclaim() { return stack_->reclaim(); }
   // The driver's graph memory for this context now (Resource::set_graph_memory).
   void set_graph_memory(std::uint64_t bytes) { stack_->set_graph_memory(bytes); }

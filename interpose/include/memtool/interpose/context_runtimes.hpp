@@ -20,6 +20,8 @@
 
 namespace memtool::interpose {
 
+class IpcBridge;
+
 class ContextRuntimes {
  public:
   using CurrentContext = CUresult (*)(CUcontext*);
@@ -33,11 +35,33 @@ class ContextRuntimes {
   engine::Runtime& current();
   // The runtime that made a buffer (its owner id), or the current one when unknown.
   engine::Runtime& owner(std::uint32_t id);
+  // Frees a buffer through the runtime that made it, with that runtime's context current (the
+  // driver calls it makes act on the buffer's own device).
+  engine::Status deallocate(std::uint32_t owner_id, std::uint64_t ptr, engine::MemoryKind kind,
+                            engine::StreamId stream);
+  // Several devices: the real cuCtxPushCurrent/cuCtxPopCurrent, to make a runtime's context
+  // current around the calls into it from another context's thread (null: never switched).
+  using PushContext = CUresult (*)(CUcontext);
+  using PopContext = CUresult (*)(CUcontext*);
+  void set_context_switch(PushContext push, PopContext pop) {
+    push_ = push;
+    pop_ = pop;
+  }
+  // The program enabled peer access (cuCtxEnablePeerAccess): memory on `owner` is reachable from
+  // `accessor`; memory memtool maps on `owner` gets the same access (engine::Device).
+  void peer_access_enabled(int owner, int accessor) { device_.grant_peer_access(owner, accessor); }
+  // The device of `context` (null: the current one), through the real driver; false if unknown.
+  using ContextDevice = CUresult (*)(CUdevice*);
+  void set_context_device(ContextDevice get) { context_device_ = get; }
+  bool device_of(CUcontext context, CUdevice* out) const;
   // A sub-allocated buffer's own extent, if `ptr` is inside one (pointer attribute queries);
   // its id is unique across contexts and never a driver buffer id (those count up from 1).
   [[nodiscard]] std::optional<engine::BufferExtent> extent_of(std::uint64_t ptr) const;
-  // cuIpcGetMemHandle of `ptr`: true when a runtime sub-allocated it and the export must fail.
-  bool refuse_export(std::uint64_t ptr);
+  // The program exports the buffer holding `ptr`: the runtime that serves it pins it.
+  engine::ExportPin pin_for_export(std::uint64_t ptr);
+  // memtool's own IPC handles (null in unit tests: exports of served buffers then fail).
+  void set_ipc_bridge(IpcBridge* bridge) { ipc_bridge_.store(bridge, std::memory_order_release); }
+  [[nodiscard]] IpcBridge* ipc_bridge() const { return ipc_bridge_.load(std::memory_order_acquire); }
   // Work on `stream` touches these buffers: every runtime that orders streams hears it.
   void before_access(std::span<const std::uint64_t> bases, engine::StreamId stream);
   // A whole launch, copy or memset with what memtool knows it may reach (engine::WorkItem).
@@ -62,11 +86,26 @@ class ContextRuntimes {
     bool ended = false;
   };
   engine::Runtime& make_locked(CUcontext context);
+  // Makes entry `i`'s context current for its lifetime when another one is (several contexts).
+  class Scope {
+   public:
+    Scope(const ContextRuntimes& runtimes, std::size_t i);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    const ContextRuntimes& runtimes_;
+    bool pushed_ = false;
+  };
 
   engine::StrategyOptions options_;
   engine::Device& device_;
   engine::Observer& observer_;
   CurrentContext current_context_;
+  PushContext push_ = nullptr;
+  PopContext pop_ = nullptr;
+  ContextDevice context_device_ = nullptr;
   std::uint32_t max_runtimes_;
   const std::uint64_t instance_;
   std::mutex mutex_;
@@ -75,6 +114,7 @@ class ContextRuntimes {
   std::atomic<std::uint64_t> generation_{1};  // bumped when a context ends: thread caches go stale
   std::atomic<bool> wants_accesses_{false};
   std::atomic<bool> failed_{false};
+  std::atomic<IpcBridge*> ipc_bridge_{nullptr};
 };
 
 }  // namespace memtool::interpose

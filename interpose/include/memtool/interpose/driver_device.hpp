@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <mutex>
 
 #include "memtool/engine/device.hpp"
@@ -57,7 +58,14 @@ namespace memtool::interpose {
   X(mem_map, cuMemMap, hook)                                       \
   X(mem_set_access, cuMemSetAccess, driver)                        \
   X(mem_unmap, cuMemUnmap, hook)                                   \
-  X(allocation_granularity, cuMemGetAllocationGranularity, driver)
+  X(allocation_granularity, cuMemGetAllocationGranularity, driver)  \
+  X(mem_get_address_range, cuMemGetAddressRange_v2, hook)          \
+  X(ipc_get_mem_handle, cuIpcGetMemHandle, hook)                   \
+  X(ipc_open_mem_handle, cuIpcOpenMemHandle_v2, hook)              \
+  X(ipc_close_mem_handle, cuIpcCloseMemHandle, hook)               \
+  X(mem_retain_allocation_handle, cuMemRetainAllocationHandle, hook) \
+  X(mem_export_to_shareable, cuMemExportToShareableHandle, driver) \
+  X(mem_import_from_shareable, cuMemImportFromShareableHandle, driver)
 
 struct DriverFunctions {
 #define MEMTOOL_DRIVER_FIELD(field, symbol, route) decltype(&::symbol) field = nullptr;
@@ -117,8 +125,14 @@ class DriverDevice final : public engine::Device {
   engine::Status release_physical(PhysicalHandle handle) override;
   engine::Status map(engine::DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) override;
   engine::Status unmap(engine::DevicePtr ptr, std::uint64_t bytes) override;
+  void grant_peer_access(int owner, int accessor) override;
+
+  // Devices whose peer-access grants are remembered (a device beyond them gets only its own).
+  static constexpr int kMaxDevices = 64;
 
  private:
+  // Read-write access to [ptr, ptr + bytes) for `owner` and every device granted access to it.
+  CUresult set_access(engine::DevicePtr ptr, std::uint64_t bytes, CUdevice owner);
   [[nodiscard]] CUdevice device() const;
   engine::Status granularity_of(const CUmemAllocationProp& prop, std::uint64_t* bytes);
   engine::Status create_with(const CUmemAllocationProp& prop, std::uint64_t bytes, PhysicalHandle* out);
@@ -139,6 +153,11 @@ class DriverDevice final : public engine::Device {
 
   DriverFunctions f_;
   CaptureTracker* captures_;
+  // Peer access (grant_peer_access): per owner device, the devices that reach its memory; and
+  // the ranges map() mapped, with their device, so a later grant reaches them too.
+  std::atomic<std::uint64_t> accessors_[kMaxDevices] = {};
+  std::mutex mappings_mutex_;
+  std::map<engine::DevicePtr, std::pair<std::uint64_t, CUdevice>> mappings_;
   std::mutex detour_mutex_;
   CUstream detour_ = nullptr;
   CUevent detour_done_ = nullptr;

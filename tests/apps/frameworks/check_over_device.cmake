@@ -1,0 +1,31 @@
+# A framework-shaped program that holds more than the device (FAKECUDA_MEMORY_BYTES below what it
+# allocates): plain it must fail (out of memory, so the test means something), and under swap
+# (explicit copies and UVM, at BUDGET) it must run to its end, its own checks passing (it exits 3
+# on a failing call or check), with bytes really swapped out. `cmake -P`, with APP, ARGS,
+# FAKECUDA_DIR, PRELOAD, WORK_DIR, DEVICE_BYTES and BUDGET.
+cmake_minimum_required(VERSION 3.18)
+set(ENV{LD_LIBRARY_PATH} "${FAKECUDA_DIR}")
+set(ENV{FAKECUDA_MEMORY_BYTES} "${DEVICE_BYTES}")
+execute_process(COMMAND ${APP} ${ARGS} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err TIMEOUT 120)
+if(rc STREQUAL "0" OR NOT err MATCHES "CUresult 2")
+  message(FATAL_ERROR "plain: expected out of memory on a ${DEVICE_BYTES} device, got ${rc}\n${err}")
+endif()
+set(ENV{LD_PRELOAD} "${PRELOAD}")
+set(ENV{MEMTOOL_STRATEGY} "swap")
+set(ENV{MEMTOOL_BUDGET} "${BUDGET}")
+foreach(mode explicit uvm)
+  set(ENV{MEMTOOL_SWAP_MODE} "${mode}")
+  set(summary "${WORK_DIR}/summary-${mode}.json")
+  file(REMOVE "${summary}")
+  set(ENV{MEMTOOL_SUMMARY} "${summary}")
+  execute_process(COMMAND ${APP} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT rc STREQUAL "0")
+    message(FATAL_ERROR "swap ${mode}: exited with ${rc}\nstdout:\n${out}\nstderr:\n${err}")
+  endif()
+  file(READ "${summary}" json)
+  string(JSON out_bytes GET "${json}" bytes_swapped_out)
+  if(out_bytes LESS_EQUAL 0)
+    message(FATAL_ERROR "swap ${mode}: nothing swapped out\n${json}")
+  endif()
+  message(STATUS "swap ${mode}: ran over the device, ${out_bytes} B swapped out")
+endforeach()

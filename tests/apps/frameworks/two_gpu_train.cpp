@@ -1,0 +1,142 @@
+// A data-parallel step on two GPUs in one process (JAX's default, PyTorch's DataParallel): each
+// device's context is made current in turn, peer access is enabled both ways
+// (cuCtxEnablePeerAccess), every step each device computes into fresh buffers of its own, then
+// each device's kernel reads the other device's result directly (a peer read) and adds it to its
+// accumulator. Prints one line per step with both accumulators' checksums; any failing driver call
+// ends the run (exit 3). Needs two devices (FAKECUDA_DEVICES=2 on fakecuda); with one it prints
+// a skip line and exits 0.
+//
+//   two_gpu_train --module IMAGE [--iterations N] [--floats N]
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+void check(CUresult result, const char* what) {
+  if (result == CUDA_SUCCESS) return;
+  std::fprintf(stderr, "two_gpu_train: %s failed (CUresult %d)\n", what, static_cast<int>(result));
+  std::exit(3);
+}
+#define CK(call) check((call), #call)
+
+std::uint64_t checksum(const std::vector<float>& v) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const float f : v) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  return h;
+}
+
+struct Gpu {
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUmodule module = nullptr;
+  CUfunction scale_add = nullptr;
+  CUstream stream = nullptr;
+  CUdeviceptr acc = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string module_path;
+  int iterations = 12;
+  int floats = 1 << 19;  // 2 MiB buffers
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--module") module_path = argv[i + 1];
+    else if (flag == "--iterations") iterations = std::atoi(argv[i + 1]);
+    else if (flag == "--floats") floats = std::atoi(argv[i + 1]);
+  }
+  if (module_path.empty() || iterations < 1 || floats < 1) {
+    std::fprintf(stderr, "usage: two_gpu_train --module IMAGE [--iterations N] [--floats N]\n");
+    return 2;
+  }
+  const std::size_t bytes = static_cast<std::size_t>(floats) * sizeof(float);
+  CK(cuInit(0));
+  int count = 0;
+  CK(cuDeviceGetCount(&count));
+  if (count < 2) {  // a one-GPU machine: said on stdout (the GPU script shows it), not a failure
+    std::printf("skip: two_gpu_train needs two devices, found %d\n", count);
+    return 0;
+  }
+  Gpu gpu[2];
+  for (int d = 0; d < 2; ++d) {
+    Gpu& g = gpu[d];
+    CK(cuDeviceGet(&g.device, d));
+    CK(cuDevicePrimaryCtxRetain(&g.context, g.device));
+    CK(cuCtxSetCurrent(g.context));
+    CK(cuModuleLoad(&g.module, module_path.c_str()));
+    CK(cuModuleGetFunction(&g.scale_add, g.module, "scale_add"));
+    CK(cuStreamCreate(&g.stream, CU_STREAM_NON_BLOCKING));
+    CK(cuMemAlloc(&g.acc, bytes));
+    CK(cuMemsetD32(g.acc, 0, static_cast<size_t>(floats)));
+  }
+  for (int d = 0; d < 2; ++d) {
+    CK(cuCtxSetCurrent(gpu[d].context));
+    CK(cuCtxEnablePeerAccess(gpu[1 - d].context, 0));
+  }
+  const unsigned blocks = static_cast<unsigned>((floats + 255) / 256);
+  auto launch = [&](const Gpu& g, CUdeviceptr y, CUdeviceptr x, float a, float b) {
+    void* params[] = {&y, &x, &a, &b, &floats};
+    CK(cuLaunchKernel(g.scale_add, blocks, 1, 1, 256, 1, 1, 0, g.stream, params, nullptr));
+  };
+  std::vector<float> host(static_cast<std::size_t>(floats));
+  for (int step = 0; step < iterations; ++step) {
+    CUdeviceptr x[2] = {0, 0};
+    CUdeviceptr y[2] = {0, 0};
+    for (int d = 0; d < 2; ++d) {
+      const Gpu& g = gpu[d];
+      CK(cuCtxSetCurrent(g.context));
+      for (int i = 0; i < floats; ++i) {
+        host[static_cast<std::size_t>(i)] = 0.5f * static_cast<float>(d + 1) + 0.25f * static_cast<float>(step % 4) +
+                                            0.125f * static_cast<float>(i % 5);
+      }
+      CK(cuMemAlloc(&x[d], bytes));
+      CK(cuMemcpyHtoDAsync(x[d], host.data(), bytes, g.stream));
+      CK(cuMemAlloc(&y[d], bytes));
+      launch(g, y[d], x[d], 0.0f, 2.0f);  // y = 2 x
+      CK(cuStreamSynchronize(g.stream));
+    }
+    for (int d = 0; d < 2; ++d) {
+      const Gpu& g = gpu[d];
+      CK(cuCtxSetCurrent(g.context));
+      launch(g, g.acc, y[1 - d], 1.0f, 1.0f);  // a peer read of the other device's result
+      launch(g, g.acc, y[d], 1.0f, 0.5f);
+    }
+    std::string line = "step " + std::to_string(step);
+    for (int d = 0; d < 2; ++d) {
+      const Gpu& g = gpu[d];
+      CK(cuCtxSetCurrent(g.context));
+      CK(cuStreamSynchronize(g.stream));
+      CK(cuMemcpyDtoH(host.data(), g.acc, bytes));
+      char part[96];
+      std::snprintf(part, sizeof part, " gpu%d acc[0] %.6f checksum %016llx", d, static_cast<double>(host[0]),
+                    static_cast<unsigned long long>(checksum(host)));
+      line += part;
+    }
+    for (int d = 0; d < 2; ++d) {
+      CK(cuCtxSetCurrent(gpu[d].context));
+      CK(cuMemFree(x[d]));
+      CK(cuMemFree(y[d]));
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  for (int d = 0; d < 2; ++d) {
+    Gpu& g = gpu[d];
+    CK(cuCtxSetCurrent(g.context));
+    CK(cuMemFree(g.acc));
+    CK(cuStreamDestroy(g.stream));
+    CK(cuModuleUnload(g.module));
+  }
+  for (int d = 0; d < 2; ++d) CK(cuDevicePrimaryCtxRelease(gpu[d].device));
+  return 0;
+}
