@@ -40,6 +40,7 @@ struct Options {
   int cuda_version = 12000;
   double compute_gbps = 0;  // 0: kernels take only the time of their checks
   bool step_times = false;
+  bool no_launches = false;  // allocations and frees only: what memtool sees without launch information
 };
 
 [[noreturn]] void usage(int status) {
@@ -55,7 +56,9 @@ struct Options {
                "  --module PATH     the kernels' module image (default replay_kernels.fakecuda beside the program)\n"
                "  --compute-gbps G  each kernel takes the bytes it touches at G GB/s, at least 5 us (a GPU's run\n"
                "                    time: the kernel's worker sleeps; default: only the time of its checks)\n"
-               "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n");
+               "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n"
+               "  --no-launches     allocations and frees only: no operator is launched (nothing is checked; what\n"
+               "                    memtool sees of a program whose launches it cannot read)\n");
   std::exit(status);
 }
 
@@ -89,6 +92,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--threads") o.threads = static_cast<int>(parse_number("--threads", value(), 1, 16));
     else if (arg == "--mark") o.mark = true;
     else if (arg == "--step-times") o.step_times = true;
+    else if (arg == "--no-launches") o.no_launches = true;
     else if (arg == "--compute-gbps") o.compute_gbps = static_cast<double>(parse_number("--compute-gbps", value(), 1, 100000));
     else if (arg == "--self-test-corrupt") o.self_test_corrupt = true;
     else if (arg == "--cuda-version") o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
@@ -184,6 +188,7 @@ class Replayer {
         case replay::Op::Kind::alloc: allocate(op); ++allocs; break;
         case replay::Op::Kind::free: release(op); break;
         case replay::Op::Kind::launch:
+          if (options_.no_launches) break;
           launches.emplace_back();
           launch(op, step_number, launched++, launches.back());
           break;
