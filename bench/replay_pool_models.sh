@@ -13,7 +13,7 @@ steps=${2:-12}
 shift $(( $# > 2 ? 2 : $# ))
 repo=$(cd "$(dirname "$0")/.." && pwd)
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(resnet_bn bert_tiny gpt_tiny accum_cnn alexnet mobilenet_v2 lstm)
+[ ${#models[@]} -gt 0 ] || models=(resnet18 bert_tiny gpt_tiny accum_cnn alexnet mobilenet_v2 lstm)
 first=3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -51,12 +51,13 @@ same = open(work + "/plain.out").read() == open(work + "/pool.out").read()
 found = s.get("period_allocations", 0)
 exact = "exact" if found == allocs[-1] else "NOT %d" % allocs[-1]
 served = s["allocs_from_pool"] / max(1, sum(allocs[first:]))
-worst = s.get("worst_step_served", -1)
+worst = s.get("worst_step_served", 0) if s["iterations_planned"] > 0 else -1
 print("%-13s %-8s %-12s %7d %7.1f%% %8s %6d %7d %6d %11.4f %8s %s%s" % (
     model, mode, "%d %s" % (found, exact), s["iterations_planned"], 100 * served,
     "%.1f%%" % (100 * worst) if worst >= 0 else "-", s["plans_made"], s["replans"], s["misses"],
     pool["peak_bytes_in_use"] / max(1, plain["peak_bytes_in_use"]), corrupt if same else "DIFF",
-    s["state"], "" if status == "0" else " (exit %s)" % status))
+    s["state"] + (" (%s)" % s["state_reason"] if s.get("state_reason") else ""),
+    "" if status == "0" else " (exit %s)" % status))
 PY
   done
 done

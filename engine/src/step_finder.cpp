@@ -130,8 +130,15 @@ bool StepFinder::evaluate() {
   const std::uint64_t horizon =
       std::min({std::max(std::min(32 * p, options_.coverage_horizon), 2 * p), ticks_ - since_, mask_ + 1});
   std::uint64_t covered = 0;
-  for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
+  std::uint64_t horizon_peak = 0;
+  for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) {
+    covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
+    horizon_peak = std::max(horizon_peak, live_at(t));
+  }
   if (!proven && static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;
+  // 4. The step reaches the recent past's peak: a balanced loop inside it (the optimizer over
+  //    equally shaped layers) runs below the forward and backward passes' activations.
+  if (!proven && options_.reach_peak && peak < horizon_peak) return false;
 
   // Phase: after the last token of the longest run at the period's lowest live bytes.
   std::uint64_t best_end = 0;

@@ -1,5 +1,5 @@
 // Summary → JSON (for MEMTOOL_SUMMARY) and the one-line exit report. Hand-written JSON: the
-// fields are numbers and two fixed-alphabet strings, so no escaping beyond quotes is needed.
+// fields are numbers and fixed-alphabet strings, but for the state's reason (escaped).
 #include "memtool/engine/summary.hpp"
 
 #include <cerrno>
@@ -8,6 +8,25 @@
 #include <fmt/format.h>
 
 namespace memtool::engine {
+namespace {
+
+// The state's reason is free text (a planner's error message): quotes and controls escaped.
+std::string json_quoted(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string to_json(const Summary& s) {
   return fmt::format(
@@ -22,7 +41,8 @@ std::string to_json(const Summary& s) {
       "\"swap_mode\":\"{}\",\"swap_ins_late\":{},\"swap_ins_failed\":{},\"allocations_on_host\":{},\"stall_ns\":{},"
       "\"swap_policy\":\"{}\",\"swap_schedules\":{},\"swap_schedule_drops\":{},\"swap_schedules_rejected\":{},\"swap_outs_scheduled\":{},"
       "\"swap_ins_scheduled\":{},\"swap_link_to_host_bytes_per_s\":{},\"swap_link_to_device_bytes_per_s\":{},"
-      "\"swap_link_source\":\"{}\",\"swap_schedule\":\"{}\",\"swap_candidates_timed\":{}}}",
+      "\"swap_link_source\":\"{}\",\"swap_schedule\":\"{}\",\"swap_candidates_timed\":{},"
+      "\"state_reason\":\"{}\",\"allocs_in_planned_steps\":{},\"worst_step_served\":{:.6f}}}",
       s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
       s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through,
       s.misses, s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims,
@@ -31,7 +51,8 @@ std::string to_json(const Summary& s) {
       s.bytes_swapped_in, s.swap_ins_ahead, s.swap_ins_on_demand, s.host_bytes, s.swap_mode, s.swap_ins_late,
       s.swap_ins_failed, s.allocations_on_host, s.stall_ns, s.swap_policy, s.swap_schedules, s.swap_schedule_drops,
       s.swap_schedules_rejected, s.swap_outs_scheduled, s.swap_ins_scheduled, s.swap_link_to_host_bytes_per_s,
-      s.swap_link_to_device_bytes_per_s, s.swap_link_source, s.swap_schedule, s.swap_candidates_timed);
+      s.swap_link_to_device_bytes_per_s, s.swap_link_source, s.swap_schedule, s.swap_candidates_timed,
+      json_quoted(s.state_reason), s.allocs_in_planned_steps, s.worst_step_served);
 }
 
 bool write_summary_file(const Summary& summary, const std::string& path) {
@@ -66,7 +87,7 @@ std::string summary_line(const Summary& s) {
       "{} iterations planned, {} allocations from pool, {} passed through, {} misses, {} re-plans",
       s.strategy, step, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool, s.pool_bytes,
       s.lower_bound_bytes, s.iterations_planned, s.allocs_from_pool, s.allocs_passed_through, s.misses,
-      s.replans);
+      s.replans) + (s.state_reason.empty() ? std::string() : "; " + s.state + ": " + s.state_reason);
 }
 
 }  // namespace memtool::engine

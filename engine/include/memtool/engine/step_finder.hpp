@@ -16,7 +16,12 @@
 //      optimizer over equally shaped parameters is balanced) is preceded by the forward and
 //      backward passes, whose kernels and sizes it does not contain; the step contains
 //      everything but the program's set-up;
-//   4. has not been proven wrong: a plan made for it that missed at once (reject()) rules that
+//   4. reaches the peak of the live bytes over that recent past: a balanced loop inside the step
+//      (the optimizer's loop over equally shaped layers, whose tokens the forward and backward
+//      passes share) keeps the parameters, gradients and optimizer state live but none of the
+//      activations of the passes before it, so its peak is below theirs; the step holds them.
+//      (A warm-up step whose peak is higher delays the step until it leaves the horizon.)
+//   5. has not been proven wrong: a plan made for it that missed at once (reject()) rules that
 //      period out until it has repeated twice as far as it had then (a loop inside the step
 //      never does; the step itself, rejected on a noisy start, soon does), and the detector,
 //      which keeps its history, grows to the next one meanwhile.
@@ -52,6 +57,7 @@ struct StepFinderOptions {
   std::uint64_t coverage_horizon = 4096;  // most tokens of the recent past a step must cover
   double min_coverage = 0.8;
   double min_balanced = 0.9;  // share of the last period's points with the same live bytes a period earlier
+  bool reach_peak = true;     // the period's peak must be the recent past's (4.)
 };
 
 struct Step {
@@ -71,7 +77,7 @@ class StepFinder {
   bool push(std::uint64_t token, std::uint64_t live_bytes, bool allocation);
   // An explicit iteration boundary before the next token.
   bool mark();
-  // A plan of this period proved it wrong: look for a longer one (see 4. above).
+  // A plan of this period proved it wrong: look for a longer one (see 5. above).
   bool reject(std::uint64_t period);
   // The program changed: forget the history and start over (rejected periods stay rejected).
   bool restart();
