@@ -130,15 +130,18 @@ bool StepFinder::evaluate() {
   const std::uint64_t horizon =
       std::min({std::max(std::min(32 * p, options_.coverage_horizon), 2 * p), ticks_ - since_, mask_ + 1});
   std::uint64_t covered = 0;
-  std::uint64_t horizon_peak = 0;
-  for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) {
-    covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
-    horizon_peak = std::max(horizon_peak, live_at(t));
-  }
+  for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
   if (!proven && static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;
   // 4. The step reaches the recent past's peak: a balanced loop inside it (the optimizer over
-  //    equally shaped layers) runs below the forward and backward passes' activations.
-  if (!proven && options_.reach_peak && peak < horizon_peak) return false;
+  //    equally shaped layers) runs below the forward and backward passes' activations. The
+  //    horizon is coverage_horizon whatever the period (a short loop's 32 periods may all lie
+  //    inside the loop), at least two periods.
+  if (!proven && options_.reach_peak) {
+    const std::uint64_t peak_horizon = std::min({std::max(options_.coverage_horizon, 2 * p), ticks_ - since_, mask_ + 1});
+    for (std::uint64_t t = ticks_ - peak_horizon; t < ticks_; ++t) {
+      if (live_at(t) > peak) return false;
+    }
+  }
 
   // Phase: after the last token of the longest run at the period's lowest live bytes.
   std::uint64_t best_end = 0;

@@ -16,7 +16,8 @@
 //      optimizer over equally shaped parameters is balanced) is preceded by the forward and
 //      backward passes, whose kernels and sizes it does not contain; the step contains
 //      everything but the program's set-up;
-//   4. reaches the peak of the live bytes over that recent past: a balanced loop inside the step
+//   4. reaches the peak of the live bytes of the recent past (`coverage_horizon` tokens, at
+//      least two periods, whatever the period): a balanced loop inside the step
 //      (the optimizer's loop over equally shaped layers, whose tokens the forward and backward
 //      passes share) keeps the parameters, gradients and optimizer state live but none of the
 //      activations of the passes before it, so its peak is below theirs; the step holds them.
