@@ -132,14 +132,16 @@ bool StepFinder::evaluate() {
   std::uint64_t covered = 0;
   for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
   if (!proven && static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;
-  // 4. The step reaches the recent past's peak: a balanced loop inside it (the optimizer over
-  //    equally shaped layers) runs below the forward and backward passes' activations. The
-  //    horizon is coverage_horizon whatever the period (a short loop's 32 periods may all lie
-  //    inside the loop), at least two periods.
-  if (!proven && options_.reach_peak) {
-    const std::uint64_t peak_horizon = std::min({std::max(options_.coverage_horizon, 2 * p), ticks_ - since_, mask_ + 1});
-    for (std::uint64_t t = ticks_ - peak_horizon; t < ticks_; ++t) {
-      if (live_at(t) > peak) return false;
+  // 4. The recent past (coverage_horizon tokens, at most peak_periods periods) never held much
+  //    more than the period: a balanced loop
+  //    inside the step (the optimizer over equally shaped layers) runs below the activations
+  //    the forward and backward passes held a few of its periods earlier.
+  if (!proven && options_.peak_periods > 0) {
+    const std::uint64_t back = std::min(
+        {std::max(options_.coverage_horizon, 2 * p), options_.peak_periods * p, ticks_ - since_, mask_ + 1});
+    const auto most = static_cast<std::uint64_t>(static_cast<double>(peak) * (1.0 + options_.peak_margin));
+    for (std::uint64_t t = ticks_ - back; t < ticks_; ++t) {
+      if (live_at(t) > most) return false;
     }
   }
 

@@ -16,11 +16,12 @@ using namespace memtool::engine::test;
 namespace {
 
 // Tokens and live bytes of a step: forward (an activation per layer, kept), backward (a gradient
-// per layer, kept; the activations freed), the optimizer (one temporary per layer, allocated and
-// freed: balanced, with the gradients' tokens), then the gradients freed. The forward and backward
-// passes peak above the optimizer, whose loop repeats `layers` times.
+// per layer, kept; the activations freed), the optimizer (two temporaries per layer of the
+// activation's and the gradient's sizes, allocated and freed: balanced, and every token of the
+// passes is one of its tokens), then the gradients freed. The passes peak above the optimizer,
+// whose loop repeats `layers` times.
 struct LayeredStep {
-  std::uint64_t layers = 128;
+  std::uint64_t layers = 6;
   std::uint64_t weight = 1000;
   std::uint64_t activation = 5000;
   std::uint64_t live = 0;
@@ -41,9 +42,11 @@ struct LayeredStep {
       alloc(weight);
       free(activation);
     }
-    for (std::uint64_t l = 0; l < layers; ++l) {
+    for (std::uint64_t l = 0; l < layers; ++l) {  // the same calls as the passes, fewer bytes
+      alloc(activation);
       alloc(weight);
       free(weight);
+      free(activation);
     }
     for (std::uint64_t l = 0; l < layers; ++l) free(weight);
     free(64);
@@ -69,14 +72,14 @@ std::vector<std::uint64_t> accepted_periods(const StepFinderOptions& options, in
 }  // namespace
 
 TEST_CASE("step finder: a balanced loop below the step's peak is not the step", "[engine][detection][coverage]") {
-  const std::uint64_t step_tokens = 2 + 128 + 2 * 128 + 2 * 128 + 128;
+  const std::uint64_t step_tokens = 2 + 6 + 2 * 6 + 4 * 6 + 6;
   StepFinderOptions options;
   const std::vector<std::uint64_t> found = accepted_periods(options, 6);
   REQUIRE(!found.empty());
   CHECK(found.front() == step_tokens);
   CHECK(std::count(found.begin(), found.end(), step_tokens) == static_cast<long>(found.size()));
   // The control: without the peak rule the optimizer's loop passes every other check.
-  options.reach_peak = false;
+  options.peak_periods = 0;
   const std::vector<std::uint64_t> loose = accepted_periods(options, 6);
   REQUIRE(!loose.empty());
   CHECK(loose.front() < step_tokens);
@@ -87,7 +90,7 @@ namespace {
 // The layered step as a program on the engine: no warm-up here, so steps 0 and 1 are observed
 // and step 2 on is served, each planned step entirely from the plan.
 struct Layered {
-  std::uint64_t layers = 48;
+  std::uint64_t layers = 6;
   std::uint64_t scale = 1;  // a new shape: every per-step size times this
   std::vector<Buffer> weights;
   StreamId stream = 3;
