@@ -272,7 +272,10 @@ class PlannedPool final : public Resource {
   void shutdown(bool release_memory) override {
     {
       std::lock_guard lock(mutex_);
-      set_state(State::disabled);
+      if (state_ != State::disabled) {
+        set_state(State::disabled, fmt::format("stopped in {}: {}", to_string(state_),
+                                               release_memory ? "the CUDA context ended" : "the process exits"));
+      }
       ++generation_;
       ready_.reset();
       if (release_memory) release_idle_arenas(true);
@@ -289,6 +292,9 @@ class PlannedPool final : public Resource {
   Summary merge(Summary s) const {
     s.strategy = s.strategy.empty() ? "pool" : s.strategy;
     s.state = std::string(to_string(state_));
+    s.state_reason = reason_;
+    s.allocs_in_planned_steps = counters_.allocs_in_planned_steps;
+    s.worst_step_served = counters_.worst_step_served;
     s.iterations_planned = counters_.iterations_planned;
     s.pool_bytes = current_ != nullptr ? current_->size() : counters_.pool_bytes;
     s.lower_bound_bytes = counters_.lower_bound_bytes;
@@ -309,8 +315,10 @@ class PlannedPool final : public Resource {
     return s;
   }
 
-  void set_state(State state) {
+  // `why`: what the summary says about a state that does not serve (empty in APPLY).
+  void set_state(State state, std::string why = {}) {
     state_ = state;
+    reason_ = std::move(why);
     wants_windows_.store(state == State::observe, std::memory_order_relaxed);
   }
 
@@ -323,7 +331,7 @@ class PlannedPool final : public Resource {
   // --- observe → plan ----------------------------------------------------------------------
 
   void start_planning(std::shared_ptr<const IterationWindow> window) {
-    set_state(State::plan);
+    set_state(State::plan, "planning the step found");
     ready_.reset();
     const std::uint64_t gen = ++generation_;
     log(LogLevel::info, fmt::format("memtool pool: planning an iteration of {} allocations ({} to pool, {} events)",
@@ -348,7 +356,7 @@ class PlannedPool final : public Resource {
     if (!outcome.plan) {
       ++counters_.plan_failures;
       log(LogLevel::info, fmt::format("memtool pool: no plan ({}); observing again", outcome.error));
-      set_state(State::observe);
+      set_state(State::observe, "no plan: " + outcome.error);
       return;
     }
     ++counters_.plans_made;
@@ -392,14 +400,15 @@ class PlannedPool final : public Resource {
           current_ = nullptr;
         }
       }
+      settle_stream_ordered_frees(next);
       DevicePtr base = 0;
       if (device_.allocate(next.pool_size, MemoryKind::device, 0, &base) != kSuccess) {
         ++counters_.pool_alloc_failures;
         if (counters_.pool_alloc_failures >= options_.max_pool_alloc_failures) {
-          set_state(State::disabled);
+          set_state(State::disabled, "the pool could not be allocated: passing through");
           log(LogLevel::info, "memtool pool: the pool could not be allocated; pool mode off, passing through");
         } else {
-          set_state(State::observe);
+          set_state(State::observe, "the pool could not be allocated: observing again");
           log(LogLevel::info, "memtool pool: the pool could not be allocated; observing again");
         }
         return;
@@ -420,6 +429,8 @@ class PlannedPool final : public Resource {
     iteration_misses_ = 0;
     consecutive_misses_ = 0;
     iterations_this_plan_ = 0;
+    step_asked_ = 0;
+    step_served_ = 0;
     log(LogLevel::info,
         fmt::format("memtool pool: plan applied: pool {} B, LB {} B ({:.2f}% above), {} allocations per iteration",
                     plan_.pool_size, plan_.lower_bound,
@@ -428,6 +439,25 @@ class PlannedPool final : public Resource {
                                                          static_cast<double>(plan_.lower_bound) -
                                                      1.0),
                     plan_.entries.size()));
+  }
+
+  // Memory the observed iterations freed stream-ordered (cuMemFreeAsync) stays reserved by the
+  // driver's pool until its stream reaches the free and a synchronisation releases it; a pool
+  // allocated before that would sit next to it and raise the device's peak above the plain
+  // run's. So, once per new pool, wait for the streams of the plan's stream-ordered entries
+  // (an event each: cuEventSynchronize releases the reserve above the release threshold).
+  void settle_stream_ordered_frees(const detail::ReadyPlan& plan) {
+    std::vector<StreamId> streams;
+    for (const detail::PlannedEntry& e : plan.entries) {
+      if (e.kind == MemoryKind::async && !contains(streams, e.stream)) streams.push_back(e.stream);
+    }
+    for (StreamId stream : streams) {
+      bool ok = false;
+      const EventId event = take_event(ok);
+      if (!ok) return;
+      if (device_.record_event(event, stream) == kSuccess) (void)device_.synchronize_event(event);
+      recycler_->give(event);
+    }
   }
 
   // --- apply -------------------------------------------------------------------------------
@@ -451,7 +481,8 @@ class PlannedPool final : public Resource {
       ++counters_.replans;
       if (feedback_ != nullptr) feedback_->program_changed();
     }
-    set_state(State::observe);
+    set_state(State::observe, fmt::format("plan dropped ({}): {}", why,
+                                          at_once ? "looking for a longer step" : "the program changed"));
     // Give the pool back once it drains; a new plan allocates what it proves it needs.
     if (current_ != nullptr && current_->live_count() == 0) release_arena(current_);
     current_ = nullptr;
@@ -459,6 +490,12 @@ class PlannedPool final : public Resource {
 
   void end_iteration() {
     ++counters_.iterations_planned;
+    // The share of this step's allocations the plan served (a step that asked for none: all).
+    const double served = step_asked_ == 0 ? 1.0 : static_cast<double>(step_served_) / static_cast<double>(step_asked_);
+    counters_.worst_step_served = counters_.iterations_planned == 1 ? served : std::min(counters_.worst_step_served, served);
+    counters_.allocs_in_planned_steps += step_asked_;
+    step_asked_ = 0;
+    step_served_ = 0;
     const double allowed = options_.drift_miss_fraction * static_cast<double>(plan_.entries.size());
     const bool drifted =
         static_cast<double>(iteration_misses_) > allowed && iteration_misses_ >= options_.drift_min_misses;
@@ -516,6 +553,7 @@ class PlannedPool final : public Resource {
     if (state_ != State::apply) return std::nullopt;
     const auto index = match(r);
     if (state_ != State::apply) return std::nullopt;  // end_iteration may have dropped it
+    ++step_asked_;
     if (!index) {
       count_miss();
       return std::nullopt;
@@ -531,6 +569,7 @@ class PlannedPool final : public Resource {
       consecutive_misses_ = 0;  // never freed in the window: the plan says real memory
     } else if (auto offset = free_slot(entry)) {
       result = hand_out(*current_, *offset, entry.footprint, r, *index);
+      ++step_served_;
       consecutive_misses_ = 0;
     } else {
       ++counters_.refusals;  // invariant 1: every planned range is (partly) live
@@ -645,6 +684,7 @@ class PlannedPool final : public Resource {
   mutable std::mutex mutex_;
   std::condition_variable planner_done_;
   State state_ = State::observe;
+  std::string reason_ = "no training step found yet";
   std::atomic<bool> wants_windows_{true};
 
   // Plan.
@@ -663,6 +703,8 @@ class PlannedPool final : public Resource {
   std::uint64_t iteration_misses_ = 0;
   std::uint64_t consecutive_misses_ = 0;
   std::uint64_t iterations_this_plan_ = 0;
+  std::uint64_t step_asked_ = 0;   // allocations of this planned step so far
+  std::uint64_t step_served_ = 0;  // ... served from the pool
 
   // Memory.
   std::vector<std::unique_ptr<PoolArena>> arenas_;

@@ -9,7 +9,8 @@ Runtime::Runtime(std::uint32_t id, std::string strategy, std::unique_ptr<Resourc
       stack_(std::move(stack)),
       observer_(observer),
       wants_accesses_(stack_->wants_accesses()) {
-  observer_.want_windows(id_, stack_->wants_windows());
+  wants_windows_.store(stack_->wants_windows(), std::memory_order_relaxed);
+  observer_.want_windows(id_, wants_windows_.load(std::memory_order_relaxed));
 }
 
 void Runtime::deliver() {
@@ -18,7 +19,8 @@ void Runtime::deliver() {
   if (now == seen_.load(std::memory_order_relaxed)) return;  // another thread delivered it
   seen_.store(now, std::memory_order_relaxed);
   stack_->on_boundary(observer_.boundaries().latest(id_));
-  observer_.want_windows(id_, stack_->wants_windows());
+  wants_windows_.store(stack_->wants_windows(), std::memory_order_relaxed);
+  observer_.want_windows(id_, wants_windows_.load(std::memory_order_relaxed));
 }
 
 std::uint64_t Runtime::program_free(std::uint64_t driver_free) const {

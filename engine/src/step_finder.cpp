@@ -138,6 +138,18 @@ bool StepFinder::evaluate() {
   std::uint64_t covered = 0;
   for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
   if (!proven && static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;
+  // 4. The recent past (coverage_horizon tokens, at most peak_periods periods) never held much
+  //    more than the period: a balanced loop
+  //    inside the step (the optimizer over equally shaped layers) runs below the activations
+  //    the forward and backward passes held a few of its periods earlier.
+  if (!proven && options_.peak_periods > 0) {
+    const std::uint64_t back = std::min(
+        {std::max(options_.coverage_horizon, 2 * p), options_.peak_periods * p, ticks_ - since_, mask_ + 1});
+    const auto most = static_cast<std::uint64_t>(static_cast<double>(peak) * (1.0 + options_.peak_margin));
+    for (std::uint64_t t = ticks_ - back; t < ticks_; ++t) {
+      if (live_at(t) > most) return false;
+    }
+  }
 
   // Phase: after the last token of the longest run at the period's lowest live bytes.
   std::uint64_t best_end = 0;

@@ -1,6 +1,6 @@
 // Summary → JSON (for MEMTOOL_SUMMARY) and the one-line exit report. Hand-written JSON: the
-// fields are numbers and fixed-alphabet strings, but for the verify mismatch (a kernel's name),
-// which is escaped.
+// fields are numbers and fixed-alphabet strings, but for the verify mismatch (a kernel's name)
+// and the state's reason (free text), which are escaped.
 #include "memtool/engine/summary.hpp"
 
 #include <cerrno>
@@ -11,6 +11,7 @@
 namespace memtool::engine {
 namespace {
 
+// Free text (a kernel's name, a planner's error message): quotes and controls escaped.
 std::string json_escaped(const std::string& text) {
   std::string out;
   for (const char c : text) {
@@ -46,7 +47,8 @@ std::string to_json(const Summary& s) {
       "\"opaque_graph_launches\":{},\"graph_memory_allocations\":{},\"graph_memory_bytes\":{},"
       "\"capture_detours\":{},"
       "\"swap_leaves_called_off\":{},\"swap_pinned\":{},\"swap_items_reaching_all\":{},\"swap_verify_checks\":{},"
-      "\"swap_verify_mismatches\":{},\"swap_verify_first_mismatch\":\"{}\"}}",
+      "\"swap_verify_mismatches\":{},\"swap_verify_first_mismatch\":\"{}\","
+      "\"state_reason\":\"{}\",\"allocs_in_planned_steps\":{},\"worst_step_served\":{:.6f}}}",
       s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
       s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through,
       s.misses, s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims,
@@ -59,7 +61,8 @@ std::string to_json(const Summary& s) {
       s.period_graph_launches, s.captures, s.captured_work, s.graph_launches, s.opaque_graph_launches,
       s.graph_memory_allocations, s.graph_memory_bytes, s.capture_detours,
       s.swap_leaves_called_off, s.swap_pinned, s.swap_items_reaching_all, s.swap_verify_checks, s.swap_verify_mismatches,
-      json_escaped(s.swap_verify_first_mismatch));
+      json_escaped(s.swap_verify_first_mismatch),
+      json_escaped(s.state_reason), s.allocs_in_planned_steps, s.worst_step_served);
 }
 
 bool write_summary_file(const Summary& summary, const std::string& path) {
@@ -98,7 +101,7 @@ std::string summary_line(const Summary& s) {
       "{} iterations planned, {} allocations from pool, {} passed through, {} misses, {} re-plans",
       s.strategy, step, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool, s.pool_bytes,
       s.lower_bound_bytes, s.iterations_planned, s.allocs_from_pool, s.allocs_passed_through, s.misses,
-      s.replans);
+      s.replans) + (s.state_reason.empty() ? std::string() : "; " + s.state + ": " + s.state_reason);
 }
 
 }  // namespace memtool::engine

@@ -22,6 +22,12 @@ thread_local ThreadCache t_cache;
 
 void add(engine::Summary& into, const engine::Summary& s) {
   into.state = s.state;
+  into.state_reason = s.state_reason;
+  if (s.iterations_planned > 0) {
+    into.worst_step_served = into.iterations_planned == 0 ? s.worst_step_served
+                                                          : std::min(into.worst_step_served, s.worst_step_served);
+  }
+  into.allocs_in_planned_steps += s.allocs_in_planned_steps;
   into.period_allocations = std::max(into.period_allocations, s.period_allocations);
   into.iterations_planned += s.iterations_planned;
   into.pool_bytes += s.pool_bytes;

@@ -53,6 +53,7 @@ struct Options {
   long kill_step = -1;  // that rank kills itself (SIGKILL) as this step starts
   enum class Table : std::uint8_t { none, all, written } table = Table::none;
   bool table_pageable = false;  // the table's host side in ordinary memory (default: pinned)
+  bool no_launches = false;  // allocations and frees only: what memtool sees without launch information
 };
 
 [[noreturn]] void usage(int status) {
@@ -75,7 +76,9 @@ struct Options {
                "  --table WHAT      all: every buffer an operator touches reaches its kernel only through a\n"
                "                    pointer table in device memory (cuMemcpyHtoDAsync before the launch);\n"
                "                    written: only those it writes\n"
-               "  --table-pageable  the table's host side in ordinary memory (default: pinned)\n");
+               "  --table-pageable  the table's host side in ordinary memory (default: pinned)\n"
+               "  --no-launches     allocations and frees only: no operator is launched (nothing is checked; what\n"
+               "                    memtool sees of a program whose launches it cannot read)\n");
   std::exit(status);
 }
 
@@ -148,6 +151,7 @@ Options parse_options(int argc, char** argv) {
         std::exit(2);
       }
     }
+    else if (arg == "--no-launches") o.no_launches = true;
     else if (arg == "--compute-gbps") o.compute_gbps = static_cast<double>(parse_number("--compute-gbps", value(), 1, 100000));
     else if (arg == "--self-test-corrupt") o.self_test_corrupt = true;
     else if (arg == "--cuda-version") o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
@@ -269,6 +273,7 @@ class Replayer {
         case replay::Op::Kind::alloc: allocate(op); ++allocs; break;
         case replay::Op::Kind::free: release(op); break;
         case replay::Op::Kind::launch:
+          if (options_.no_launches) break;
           launches.emplace_back();
           launch(op, step_number, launched++, launches.back());
           break;

@@ -31,7 +31,9 @@ class Runtime {
 
   Status allocate(const AllocationRequest& request, DevicePtr* out) {
     poll();
-    return stack_->allocate(request, out);
+    const Status status = stack_->allocate(request, out);
+    sync_wants();
+    return status;
   }
   // Boundaries are delivered after the free: a boundary just before the next iteration is
   // observed when the previous one's last free is, and a pool made there must not meet the
@@ -80,6 +82,15 @@ class Runtime {
     if (observer_.boundaries().count() != seen_.load(std::memory_order_relaxed)) deliver();
   }
   void deliver();
+  // A plan dropped by an allocation (misses) wants the window of the very next boundary: one
+  // that only said so at the boundary after would cost the program a whole step unplanned.
+  void sync_wants() {
+    const bool wants = stack_->wants_windows();
+    if (wants != wants_windows_.load(std::memory_order_relaxed)) {
+      wants_windows_.store(wants, std::memory_order_relaxed);
+      observer_.want_windows(id_, wants);
+    }
+  }
 
   const std::uint32_t id_;
   const std::string strategy_;
@@ -88,6 +99,7 @@ class Runtime {
   const bool wants_accesses_;
   std::mutex boundary_mutex_;
   std::atomic<std::uint64_t> seen_{0};
+  std::atomic<bool> wants_windows_{false};  // as last told to the observer
 };
 
 }  // namespace memtool::engine

@@ -16,7 +16,16 @@
 //      optimizer over equally shaped parameters is balanced) is preceded by the forward and
 //      backward passes, whose kernels and sizes it does not contain; the step contains
 //      everything but the program's set-up;
-//   4. has not been proven wrong: a plan made for it that missed at once (reject()) rules that
+//   4. holds the most of the recent past (`coverage_horizon` tokens whatever the period, at
+//      least two periods, at most `peak_periods`): the live bytes there were never above
+//      the period's peak by more than `peak_margin` of it (a change of shapes shifts them by a
+//      few percent; activations by far more). A balanced loop inside the step (the optimizer's
+//      loop over equally shaped layers, whose sizes and kernels the forward and backward passes
+//      share, so it passes 3.) keeps the parameters, gradients and optimizer state live but
+//      none of the activations those passes held a few of its periods earlier. A warm-up or a
+//      change of shapes that held more delays the step until it leaves that horizon; a loop
+//      longer than the horizon can escape (its plan misses once, and 5. rules it out).
+//   5. has not been proven wrong: a plan made for it that missed at once (reject()) rules that
 //      period out until it has repeated twice as far as it had then (a loop inside the step
 //      never does; the step itself, rejected on a noisy start, soon does), and the detector,
 //      which keeps its history, grows to the next one meanwhile.
@@ -52,6 +61,8 @@ struct StepFinderOptions {
   std::uint64_t coverage_horizon = 4096;  // most tokens of the recent past a step must cover
   double min_coverage = 0.8;
   double min_balanced = 0.9;  // share of the last period's points with the same live bytes a period earlier
+  std::uint32_t peak_periods = 32;  // 4.: most periods looked back (0: off)
+  double peak_margin = 0.1;        // 4.: "much more": above the period's peak by more than this share
 };
 
 struct Step {
@@ -72,7 +83,7 @@ class StepFinder {
   bool push(std::uint64_t token, std::uint64_t live_bytes, bool allocation, bool graph_launch = false);
   // An explicit iteration boundary before the next token.
   bool mark();
-  // A plan of this period proved it wrong: look for a longer one (see 4. above).
+  // A plan of this period proved it wrong: look for a longer one (see 5. above).
   bool reject(std::uint64_t period);
   // The program changed: forget the history and start over (rejected periods stay rejected).
   bool restart();

@@ -87,6 +87,12 @@ struct Summary {
   std::uint64_t swap_verify_checks = 0;
   std::uint64_t swap_verify_mismatches = 0;
   std::string swap_verify_first_mismatch;
+  // Pool: why the state is one that does not serve (empty while a plan applies), and how the
+  // planned steps were served: the allocations asked for in them, and the least share of one
+  // step's allocations served from the plan (0 before a planned step completed).
+  std::string state_reason;
+  std::uint64_t allocs_in_planned_steps = 0;
+  double worst_step_served = 0;
 };
 
 // One JSON object (no trailing newline).
