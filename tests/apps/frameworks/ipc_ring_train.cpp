@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "kernel_device.hpp"
+
 extern char** environ;
 
 namespace {
@@ -71,35 +73,16 @@ struct Peer {
   }
 };
 
-// A checksum of a float vector that any difference in any bit changes.
-std::uint64_t checksum(const std::vector<float>& v) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const float f : v) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &f, sizeof bits);
-    h = (h ^ bits) * 1099511628211ull;
-  }
-  return h;
-}
+using frameworks::checksum;
 
 int run_rank(const std::string& module_path, int steps, int floats, const Peer& peer) {
   const std::size_t bytes = static_cast<std::size_t>(floats) * sizeof(float);
-  CUdevice device = 0;
-  CUcontext context = nullptr;
   CK(cuInit(0));
-  CK(cuDeviceGet(&device, 0));
-  CK(cuDevicePrimaryCtxRetain(&context, device));
-  CK(cuCtxSetCurrent(context));
-  CUmodule module = nullptr;
-  CUfunction scale_add = nullptr;
-  CK(cuModuleLoad(&module, module_path.c_str()));
-  CK(cuModuleGetFunction(&scale_add, module, "scale_add"));
-  CUstream stream = nullptr;
-  CK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  const unsigned blocks = static_cast<unsigned>((floats + 255) / 256);
+  const frameworks::KernelDevice kernel_device = frameworks::open_kernel_device(0, module_path, check);
+  const CUdevice device = kernel_device.device;
+  const CUstream stream = kernel_device.stream;
   auto launch = [&](CUdeviceptr y, CUdeviceptr x, float a, float b) {
-    void* params[] = {&y, &x, &a, &b, &floats};
-    CK(cuLaunchKernel(scale_add, blocks, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
+    frameworks::launch_scale_add(kernel_device, floats, y, x, a, b, check);
   };
 
   // Init: the communication buffer, exported once and opened by the peer for the whole run.
@@ -161,7 +144,7 @@ int run_rank(const std::string& module_path, int steps, int floats, const Peer& 
   CK(cuMemFree(comm));
   CK(cuMemFree(acc));
   CK(cuStreamDestroy(stream));
-  CK(cuModuleUnload(module));
+  CK(cuModuleUnload(kernel_device.module));
   CK(cuDevicePrimaryCtxRelease(device));
   // Rank 1's lines go to rank 0, which prints both ranks' in order.
   if (g_rank == 1) {

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "kernel_device.hpp"
+
 namespace {
 
 void check(CUresult result, const char* what) {
@@ -35,15 +37,7 @@ void require(bool ok, const char* what, unsigned long long a, unsigned long long
   std::exit(3);
 }
 
-std::uint64_t checksum(const std::vector<float>& v) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const float f : v) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &f, sizeof bits);
-    h = (h ^ bits) * 1099511628211ull;
-  }
-  return h;
-}
+using frameworks::checksum;
 
 }  // namespace
 
@@ -65,22 +59,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::size_t bytes = static_cast<std::size_t>(floats) * sizeof(float);
-  CUdevice device = 0;
-  CUcontext context = nullptr;
   CK(cuInit(0));
-  CK(cuDeviceGet(&device, 0));
-  CK(cuDevicePrimaryCtxRetain(&context, device));
-  CK(cuCtxSetCurrent(context));
-  CUmodule module = nullptr;
-  CUfunction scale_add = nullptr;
-  CK(cuModuleLoad(&module, module_path.c_str()));
-  CK(cuModuleGetFunction(&scale_add, module, "scale_add"));
-  CUstream stream = nullptr;
-  CK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  const unsigned blocks = static_cast<unsigned>((floats + 255) / 256);
+  const frameworks::KernelDevice kernel_device = frameworks::open_kernel_device(0, module_path, check);
+  const CUdevice device = kernel_device.device;
+  const CUstream stream = kernel_device.stream;
   auto launch = [&](CUdeviceptr y, CUdeviceptr x, float a, float b) {
-    void* params[] = {&y, &x, &a, &b, &floats};
-    CK(cuLaunchKernel(scale_add, blocks, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
+    frameworks::launch_scale_add(kernel_device, floats, y, x, a, b, check);
   };
 
   // The framework's own pool: on this device, exportable, keeping up to 64 MiB when idle.
@@ -153,7 +137,7 @@ int main(int argc, char** argv) {
   CK(cuStreamSynchronize(stream));
   CK(cuMemPoolDestroy(pool));
   CK(cuStreamDestroy(stream));
-  CK(cuModuleUnload(module));
+  CK(cuModuleUnload(kernel_device.module));
   CK(cuDevicePrimaryCtxRelease(device));
   return 0;
 }

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "kernel_device.hpp"
+
 namespace {
 
 void check(CUresult result, const char* what) {
@@ -25,22 +27,9 @@ void check(CUresult result, const char* what) {
 }
 #define CK(call) check((call), #call)
 
-std::uint64_t checksum(const std::vector<float>& v) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const float f : v) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &f, sizeof bits);
-    h = (h ^ bits) * 1099511628211ull;
-  }
-  return h;
-}
+using frameworks::checksum;
 
-struct Gpu {
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  CUmodule module = nullptr;
-  CUfunction scale_add = nullptr;
-  CUstream stream = nullptr;
+struct Gpu : frameworks::KernelDevice {
   CUdeviceptr acc = 0;
 };
 
@@ -71,12 +60,7 @@ int main(int argc, char** argv) {
   Gpu gpu[2];
   for (int d = 0; d < 2; ++d) {
     Gpu& g = gpu[d];
-    CK(cuDeviceGet(&g.device, d));
-    CK(cuDevicePrimaryCtxRetain(&g.context, g.device));
-    CK(cuCtxSetCurrent(g.context));
-    CK(cuModuleLoad(&g.module, module_path.c_str()));
-    CK(cuModuleGetFunction(&g.scale_add, g.module, "scale_add"));
-    CK(cuStreamCreate(&g.stream, CU_STREAM_NON_BLOCKING));
+    static_cast<frameworks::KernelDevice&>(g) = frameworks::open_kernel_device(d, module_path, check);
     CK(cuMemAlloc(&g.acc, bytes));
     CK(cuMemsetD32(g.acc, 0, static_cast<size_t>(floats)));
   }
@@ -84,10 +68,8 @@ int main(int argc, char** argv) {
     CK(cuCtxSetCurrent(gpu[d].context));
     CK(cuCtxEnablePeerAccess(gpu[1 - d].context, 0));
   }
-  const unsigned blocks = static_cast<unsigned>((floats + 255) / 256);
   auto launch = [&](const Gpu& g, CUdeviceptr y, CUdeviceptr x, float a, float b) {
-    void* params[] = {&y, &x, &a, &b, &floats};
-    CK(cuLaunchKernel(g.scale_add, blocks, 1, 1, 256, 1, 1, 0, g.stream, params, nullptr));
+    frameworks::launch_scale_add(g, floats, y, x, a, b, check);
   };
   std::vector<float> host(static_cast<std::size_t>(floats));
   for (int step = 0; step < iterations; ++step) {
