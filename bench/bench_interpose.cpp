@@ -107,7 +107,8 @@ struct EngineOnly {
     std::this_thread::sleep_for(std::chrono::milliseconds(60));
     const memtool::interpose::RecorderStats stats = recorder->stats();
     if (stats.events > 0) {
-      state.counters["detect_thread_ns"] = static_cast<double>(stats.detection_cpu_ns) / static_cast<double>(stats.events);
+      state.counters["detect_thread_ns"] =
+          static_cast<double>(stats.detection_cpu_ns) / static_cast<double>(stats.events);
     }
   }
   ~EngineOnly() {
@@ -138,7 +139,8 @@ void engine_launch(benchmark::State& state) {
   void* params[] = {&z, &a, &count};
   // Training launches a different kernel almost every time: cycle through range(0) of them.
   std::vector<CUfunction> functions;
-  for (std::int64_t k = 0; k < state.range(0); ++k) functions.push_back(reinterpret_cast<CUfunction>(0x1000 + 0x40 * k));
+  for (std::int64_t k = 0; k < state.range(0); ++k)
+    functions.push_back(reinterpret_cast<CUfunction>(0x1000 + 0x40 * k));
   std::size_t next = 0;
   for (auto _ : state) {
     engine.recorder->on_launch(functions[next], 0, memtool::interpose::LaunchArgs{params, nullptr});
@@ -163,7 +165,8 @@ void engine_launch_live(benchmark::State& state) {
   for (int i = 0; i < 8; ++i) params[i] = &words[i];
   std::uint64_t n = 0;
   for (auto _ : state) {
-    for (int i = 0; i < 4; ++i) words[i] = kBase + ((n * 7 + static_cast<std::uint64_t>(i) * 131) % live) * 0x10000 + 0x40;
+    for (int i = 0; i < 4; ++i)
+      words[i] = kBase + ((n * 7 + static_cast<std::uint64_t>(i) * 131) % live) * 0x10000 + 0x40;
     for (int i = 4; i < 8; ++i) words[i] = n + static_cast<std::uint64_t>(i);  // sizes, strides
     engine.recorder->on_launch(kWideKernel, 0, memtool::interpose::LaunchArgs{params, nullptr});
     ++n;

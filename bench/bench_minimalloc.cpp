@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--decide=", 9) == 0) capacity = std::stoull(argv[i] + 9);
     if (std::strncmp(argv[i], "--decide-limit=", 15) == 0) decide_limit = std::stod(argv[i] + 15);
   }
-  fmt::print("MiniMalloc's challenging set, capacity {} B (decided at {} B); best with --time-limit {} s; CPU seconds\n",
-             kCapacity, capacity, time_limit);
+  fmt::print(
+      "MiniMalloc's challenging set, capacity {} B (decided at {} B); best with --time-limit {} s; CPU seconds\n",
+      kCapacity, capacity, time_limit);
   fmt::print("{:<3} {:>7} {:>9} {:>10} | {:>9} {:>9} | {:>10} {:>6} {:>7} | {:>10} {:>7}\n", "set", "buffers", "LB",
              "MiniMalloc", "decide", "pool", "best pool", "vs LB", "s", "best --cap", "s");
   for (const Published& row : kPublished) {

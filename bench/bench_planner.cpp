@@ -56,7 +56,9 @@ using memtool::trace::Problem;
 // 256-byte alignment — a few hundred buffers live at once, as in the real traces.
 Problem dl_like_problem(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) {
+    return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+  };
   Problem p;
   p.name = fmt::format("random-{}", n);
   const std::uint64_t horizon = 2 * n;
@@ -140,7 +142,9 @@ void scaling_table(std::size_t largest, std::size_t only_size, const std::string
       ends.emplace_back(b.intervals[0].begin, 1);
       ends.emplace_back(b.intervals[0].end, -1);
     }
-    std::sort(ends.begin(), ends.end(), [](const auto& x, const auto& y) { return x.first != y.first ? x.first < y.first : x.second < y.second; });
+    std::sort(ends.begin(), ends.end(), [](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first < y.first : x.second < y.second;
+    });
     int live = 0, most = 0;
     for (const auto& [t, d] : ends) most = std::max(most, live += d);
     fmt::print("{:>8} {:>7}", n, most);
@@ -167,17 +171,22 @@ double wall_seconds() {
 // closest to an idle one), CPU and wall seconds over the limit.
 void limits_table(int repeat) {
   namespace fs = std::filesystem;
-  fmt::print("\nTime limit: best's CPU seconds / --time-limit, least of {} runs (wall / limit; pool / LB); "
-             "\"floor\": a limit of 1 ns, the least best can take (prepare, orders, the sweep)\n", repeat);
+  fmt::print(
+      "\nTime limit: best's CPU seconds / --time-limit, least of {} runs (wall / limit; pool / LB); "
+      "\"floor\": a limit of 1 ns, the least best can take (prepare, orders, the sweep)\n",
+      repeat);
   std::vector<std::pair<std::string, Problem>> problems;
-  for (const std::size_t n : {10000UL, 30000UL, 100000UL, 300000UL, 1000000UL}) problems.emplace_back(fmt::format("dl-like {}", n), dl_like_problem(n, 1234 + n));
+  for (const std::size_t n : {10000UL, 30000UL, 100000UL, 300000UL, 1000000UL})
+    problems.emplace_back(fmt::format("dl-like {}", n), dl_like_problem(n, 1234 + n));
   for (const char* name : {"planner/iopddl-S_1.csv", "planner/iopddl-Y_1.csv", "planner/somas-pangu_2.6B.csv",
                            "planner/minimalloc-challenging-D.csv", "traces/mobilenet_v2.iter3.csv"}) {
-    problems.emplace_back(fs::path(name).filename().string(), memtool::trace::read_problem_csv(fs::path(MEMTOOL_FIXTURES_DIR) / name));
+    problems.emplace_back(fs::path(name).filename().string(),
+                          memtool::trace::read_problem_csv(fs::path(MEMTOOL_FIXTURES_DIR) / name));
   }
   constexpr double kLimits[] = {1e-9, 0.1, 1.0, 5.0};
   fmt::print("{:<30}", "problem");
-  for (const double limit : kLimits) fmt::print(" {:>27}", limit < 1e-6 ? std::string("floor (s)") : fmt::format("{} s", limit));
+  for (const double limit : kLimits)
+    fmt::print(" {:>27}", limit < 1e-6 ? std::string("floor (s)") : fmt::format("{} s", limit));
   fmt::print("\n");
   for (const auto& [name, p] : problems) {
     fmt::print("{:<30}", name);
@@ -213,17 +222,21 @@ void calibration_table(int repeat) {
   fmt::print("\nWork model: charged seconds (work / {:.0f} units per s) over CPU seconds, least of {} runs\n",
              md::kWorkUnitsPerSecond, repeat);
   std::vector<std::pair<std::string, Problem>> problems;
-  for (const std::size_t n : {10000UL, 30000UL, 100000UL, 300000UL}) problems.emplace_back(fmt::format("dl-like {}", n), dl_like_problem(n, 1234 + n));
+  for (const std::size_t n : {10000UL, 30000UL, 100000UL, 300000UL})
+    problems.emplace_back(fmt::format("dl-like {}", n), dl_like_problem(n, 1234 + n));
   for (const char* name : {"planner/iopddl-S_1.csv", "planner/iopddl-Y_1.csv", "planner/somas-pangu_2.6B.csv",
                            "planner/somas-resnet50.csv", "traces/mobilenet_v2.iter3.csv", "traces/lstm.iter3.csv"}) {
-    problems.emplace_back(fs::path(name).filename().string(), memtool::trace::read_problem_csv(fs::path(MEMTOOL_FIXTURES_DIR) / name));
+    problems.emplace_back(fs::path(name).filename().string(),
+                          memtool::trace::read_problem_csv(fs::path(MEMTOOL_FIXTURES_DIR) / name));
   }
   const std::pair<md::Order, md::Fit> starts[] = {
-      {md::Order::size_by_start, md::Fit::first}, {md::Order::breadth, md::Fit::best}, {md::Order::size_by_start, md::Fit::best},
-      {md::Order::conflicts, md::Fit::best},      {md::Order::size, md::Fit::first},   {md::Order::area, md::Fit::best},
+      {md::Order::size_by_start, md::Fit::first}, {md::Order::breadth, md::Fit::best},
+      {md::Order::size_by_start, md::Fit::best},  {md::Order::conflicts, md::Fit::best},
+      {md::Order::size, md::Fit::first},          {md::Order::area, md::Fit::best},
       {md::Order::lifetime, md::Fit::best}};
   fmt::print("{:<24} {:>8}", "problem", "prepare");
-  for (const char* name : {"sbs-ff", "breadth", "sbs-bf", "confl", "size-ff", "area", "life", "sweep"}) fmt::print(" {:>7}", name);
+  for (const char* name : {"sbs-ff", "breadth", "sbs-bf", "confl", "size-ff", "area", "life", "sweep"})
+    fmt::print(" {:>7}", name);
   fmt::print("\n");
   auto least = [&](auto&& run) {
     double best = 1e300;
@@ -234,7 +247,9 @@ void calibration_table(int repeat) {
     }
     return best;
   };
-  auto ratio = [](std::uint64_t work, double seconds) { return static_cast<double>(work) / md::kWorkUnitsPerSecond / seconds; };
+  auto ratio = [](std::uint64_t work, double seconds) {
+    return static_cast<double>(work) / md::kWorkUnitsPerSecond / seconds;
+  };
   for (const auto& [name, problem] : problems) {
     md::Prepared p;
     const double prepare_s = least([&] { p = md::prepare(problem); });
@@ -353,7 +368,11 @@ int main(int argc, char** argv) {
       auto* b = benchmark::RegisterBenchmark(fmt::format("plan/{}", algo->name()).c_str(), bench_algorithm, algo);
       b->Arg(1000)->Arg(5000)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
     }
-    benchmark::RegisterBenchmark("baselines", bench_baselines)->Arg(1000)->Arg(5000)->Arg(100000)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("baselines", bench_baselines)
+        ->Arg(1000)
+        ->Arg(5000)
+        ->Arg(100000)
+        ->Unit(benchmark::kMillisecond);
     int count = static_cast<int>(rest.size());
     benchmark::Initialize(&count, rest.data());
     benchmark::RunSpecifiedBenchmarks();

@@ -110,7 +110,7 @@ void run_engine(benchmark::State& state, bool warm_to_apply) {
   state.SetItemsProcessed(state.iterations() * kAllocsPerIteration);
   const Summary s = engine.summary();
   state.counters["from_pool_fraction"] = static_cast<double>(s.allocs_from_pool - from_pool) /
-      static_cast<double>(state.iterations() * kAllocsPerIteration);
+                                         static_cast<double>(state.iterations() * kAllocsPerIteration);
   state.counters["misses"] = static_cast<double>(s.misses);
 }
 

@@ -53,8 +53,8 @@ const Driver& driver() {
   return d;
 }
 
-constexpr std::array<std::size_t, 16> kSizes = {512,    4096,  1 << 20, 65536, 1000,  300000, 8192,  2048,
-                                                131072, 777,   49152,   16384, 1 << 19, 3000, 262144, 1536};
+constexpr std::array<std::size_t, 16> kSizes = {512,    4096, 1 << 20, 65536, 1000,    300000, 8192,   2048,
+                                                131072, 777,  49152,   16384, 1 << 19, 3000,   262144, 1536};
 constexpr std::array<std::size_t, 16> kFreeOrder = {3, 0, 7, 12, 1, 5, 9, 14, 2, 8, 15, 4, 11, 6, 13, 10};
 
 void BM_IterationAllocFree(benchmark::State& state) {
@@ -76,9 +76,9 @@ void BM_IterationAllocFree(benchmark::State& state) {
   }
   // Per allocation + free pair.
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kSizes.size()));
-  state.counters["ns_per_alloc_free"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * static_cast<std::int64_t>(kSizes.size())),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_alloc_free"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * static_cast<std::int64_t>(kSizes.size())),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   const char* strategy = std::getenv("MEMTOOL_STRATEGY");
   const char* preload = std::getenv("LD_PRELOAD");
   state.SetLabel(preload != nullptr && *preload != '\0' ? (strategy != nullptr ? strategy : "record") : "driver");

@@ -53,7 +53,8 @@ const ms::Iteration& iteration(const std::string& model) {
     ms::TraceInputOptions options;
     options.compute = ms::ComputeModel::bytes;
     options.bytes_per_ns = g_rate_bytes_per_ns;
-    it = loaded.emplace(model, ms::to_swap_input(trace, memtool::trace::find_iterations(trace), options).iteration).first;
+    it = loaded.emplace(model, ms::to_swap_input(trace, memtool::trace::find_iterations(trace), options).iteration)
+             .first;
   }
   return it->second;
 }
@@ -75,9 +76,10 @@ void BM_Plan(benchmark::State& state, const std::string& model, const char* stra
 }
 
 std::string point(const ms::PlanResult& r) {
-  return fmt::format("{:.1f}% @ {:.1f}%", 100.0 * static_cast<double>(r.simulation.peak_bytes) /
-                                              static_cast<double>(r.simulation.plain_peak_bytes),
-                     100.0 * r.simulation.slowdown);
+  return fmt::format(
+      "{:.1f}% @ {:.1f}%",
+      100.0 * static_cast<double>(r.simulation.peak_bytes) / static_cast<double>(r.simulation.plain_peak_bytes),
+      100.0 * r.simulation.slowdown);
 }
 
 ms::PlanResult ours_within(const ms::Iteration& it, std::uint64_t budget, double slowdown) {
@@ -89,8 +91,9 @@ ms::PlanResult ours_within(const ms::Iteration& it, std::uint64_t budget, double
 
 void quality() {
   const ms::Link link;
-  fmt::print("\nSwap strategies: link 55 GB/s each way, 5 us latency; compute: bytes touched at {:.0f} GB/s, >= 5 us/op\n",
-             g_rate_bytes_per_ns);
+  fmt::print(
+      "\nSwap strategies: link 55 GB/s each way, 5 us latency; compute: bytes touched at {:.0f} GB/s, >= 5 us/op\n",
+      g_rate_bytes_per_ns);
   fmt::print("cells: peak (of the plain peak) @ slowdown\n");
   for (const std::string& model : kModels) {
     const ms::Iteration& it = iteration(model);
@@ -113,15 +116,17 @@ void quality() {
     for (const ms::StrategyInfo& s : ms::strategies()) {
       for (const auto mode : {ms::ScheduleMode::no_overhead, ms::ScheduleMode::stick_to_limit}) {
         if (s.name == "save-on-cpu" && mode == ms::ScheduleMode::stick_to_limit) continue;
-        fmt::print("| {} | {} |", s.name,
-                   s.name == "save-on-cpu" ? "-" : (mode == ms::ScheduleMode::no_overhead ? "no-overhead" : "stick-to-limit"));
+        fmt::print(
+            "| {} | {} |", s.name,
+            s.name == "save-on-cpu" ? "-" : (mode == ms::ScheduleMode::no_overhead ? "no-overhead" : "stick-to-limit"));
         for (const double b : kBudgets) {
           ms::PlanOptions options;
           options.mode = mode;
           const ms::PlanResult r = ms::plan(it, link, budget_of(it, b), s.name, options);
           fmt::print(" {} |", point(r));
           if (s.name != "ours" && (s.name != "save-on-cpu" || b == kBudgets[0])) {
-            baselines.push_back({std::string(s.name), s.name == "save-on-cpu" ? r.simulation.peak_bytes : budget_of(it, b), r});
+            baselines.push_back(
+                {std::string(s.name), s.name == "save-on-cpu" ? r.simulation.peak_bytes : budget_of(it, b), r});
           }
         }
         fmt::print("\n");
@@ -145,12 +150,14 @@ void quality() {
     std::map<std::string, int> won;
     for (const Baseline& b : baselines) {
       const ms::PlanResult ours = ours_within(it, b.budget, b.result.simulation.slowdown);
-      const bool ok = ours.simulation.slowdown <= b.result.simulation.slowdown + 1e-9 &&
-                      std::max(ours.simulation.peak_bytes, b.budget) <= std::max(b.result.simulation.peak_bytes, b.budget);
+      const bool ok =
+          ours.simulation.slowdown <= b.result.simulation.slowdown + 1e-9 &&
+          std::max(ours.simulation.peak_bytes, b.budget) <= std::max(b.result.simulation.peak_bytes, b.budget);
       dominated += ok ? 1 : 0;
       ++won[ours.construction];
-      if (!ok) fmt::print("  not dominated: {} at {:.1f} MB: {} vs ours {}\n", b.name, static_cast<double>(b.budget) / 1e6,
-                          point(b.result), point(ours));
+      if (!ok)
+        fmt::print("  not dominated: {} at {:.1f} MB: {} vs ours {}\n", b.name, static_cast<double>(b.budget) / 1e6,
+                   point(b.result), point(ours));
     }
     fmt::print("ours dominates {} of {} baseline points; constructions that won:", dominated, baselines.size());
     for (const auto& [name, count] : won) fmt::print(" {} {};", name, count);
@@ -164,8 +171,9 @@ void pools() {
              g_pool_limit_seconds);
   ms::SwapPoolOptions pool_options;
   pool_options.time_limit_seconds = g_pool_limit_seconds;
-  fmt::print("| model | budget | mode | swaps | residencies | simulated peak | lower bound | pool (a) | (a)/peak |"
-             " pool (b), same address | (b)/peak | (b)/(a) | planner s |\n");
+  fmt::print(
+      "| model | budget | mode | swaps | residencies | simulated peak | lower bound | pool (a) | (a)/peak |"
+      " pool (b), same address | (b)/peak | (b)/(a) | planner s |\n");
   fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const auto mb = [](std::uint64_t bytes) { return fmt::format("{:.3f} MB", static_cast<double>(bytes) / 1e6); };
   const auto ratio = [](std::uint64_t a, std::uint64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
@@ -177,10 +185,11 @@ void pools() {
       const ms::SwapPool pool = ms::plan_swap_pool(it, schedule, simulation, pool_options);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const std::uint64_t peak = simulation.peak_bytes;
-      fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {:.4f} | {} | {:.4f} | {:.4f} | {:.2f} |\n", model, budget, mode,
-                 schedule.swaps.size(), pool.residencies.size(), mb(peak), mb(pool.lower_bound_bytes), mb(pool.pool_bytes),
-                 ratio(pool.pool_bytes, peak), mb(pool.pool_bytes_same_address), ratio(pool.pool_bytes_same_address, peak),
-                 ratio(pool.pool_bytes_same_address, pool.pool_bytes), seconds);
+      fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {:.4f} | {} | {:.4f} | {:.4f} | {:.2f} |\n", model, budget,
+                 mode, schedule.swaps.size(), pool.residencies.size(), mb(peak), mb(pool.lower_bound_bytes),
+                 mb(pool.pool_bytes), ratio(pool.pool_bytes, peak), mb(pool.pool_bytes_same_address),
+                 ratio(pool.pool_bytes_same_address, peak), ratio(pool.pool_bytes_same_address, pool.pool_bytes),
+                 seconds);
     };
     // The planner's own gap on the same iteration without swapping: the reference.
     const ms::Schedule none;
@@ -204,11 +213,16 @@ int main(int argc, char** argv) {
   bool pool_only = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quality-only") == 0) timings = false;
-    else if (std::strcmp(argv[i], "--pool-only") == 0) pool_only = true;
-    else if (std::strncmp(argv[i], "--pool-limit=", 13) == 0) g_pool_limit_seconds = std::stod(argv[i] + 13);
-    else if (std::strncmp(argv[i], "--rate=", 7) == 0) g_rate_bytes_per_ns = std::stod(argv[i] + 7);
-    else args.push_back(argv[i]);
+    if (std::strcmp(argv[i], "--quality-only") == 0)
+      timings = false;
+    else if (std::strcmp(argv[i], "--pool-only") == 0)
+      pool_only = true;
+    else if (std::strncmp(argv[i], "--pool-limit=", 13) == 0)
+      g_pool_limit_seconds = std::stod(argv[i] + 13);
+    else if (std::strncmp(argv[i], "--rate=", 7) == 0)
+      g_rate_bytes_per_ns = std::stod(argv[i] + 7);
+    else
+      args.push_back(argv[i]);
   }
   if (pool_only) {
     pools();
@@ -218,8 +232,9 @@ int main(int argc, char** argv) {
     for (const std::string& model : kModels) {
       for (const char* strategy : {"paper-vote", "save-on-cpu", "ours"}) {
         for (const auto mode : {ms::ScheduleMode::no_overhead, ms::ScheduleMode::stick_to_limit}) {
-          const std::string name = fmt::format("plan/{}/{}/{}", model, strategy,
-                                               mode == ms::ScheduleMode::no_overhead ? "no-overhead" : "stick-to-limit");
+          const std::string name =
+              fmt::format("plan/{}/{}/{}", model, strategy,
+                          mode == ms::ScheduleMode::no_overhead ? "no-overhead" : "stick-to-limit");
           benchmark::RegisterBenchmark(name.c_str(), BM_Plan, model, strategy, mode)->Unit(benchmark::kMillisecond);
         }
       }

@@ -20,14 +20,14 @@ namespace {
 
 std::string temp_trace(const char* stem) {
   const char* dir = std::getenv("TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/memtool-bench-" + stem + "-" +
-         std::to_string(::getpid()) + ".trace";
+  return std::string(dir != nullptr ? dir : "/tmp") + "/memtool-bench-" + stem + "-" + std::to_string(::getpid()) +
+         ".trace";
 }
 
 // Writes one step of the loop (4 events: alloc, launch, free, and a copy every 4th step).
 // Returns the number of events written.
-int write_step(TraceWriter& w, StringId kernel, std::uint32_t thread, std::uint64_t step,
-               std::uint64_t& seq, std::uint64_t& time) {
+int write_step(TraceWriter& w, StringId kernel, std::uint32_t thread, std::uint64_t step, std::uint64_t& seq,
+               std::uint64_t& time) {
   const ThreadId tid{thread};
   const StreamHandle stream{0x5555000000ULL + thread};
   const std::uint64_t a = 0x7f3a00000000ULL + (step % 256) * 0x200000;
@@ -36,8 +36,7 @@ int write_step(TraceWriter& w, StringId kernel, std::uint32_t thread, std::uint6
   w.write(LaunchEvent{{++seq, time += 1100, tid}, kernel, stream, touched});
   w.write(FreeEvent{{++seq, time += 500, tid}, a, MemoryKind::device, stream});
   if (step % 4 != 0) return 3;
-  w.write(CopyEvent{{++seq, time += 900, tid}, a, 0x55aa00000000ULL, 4096, CopyKind::h2d, true,
-                    stream});
+  w.write(CopyEvent{{++seq, time += 900, tid}, a, 0x55aa00000000ULL, 4096, CopyKind::h2d, true, stream});
   return 4;
 }
 
@@ -58,17 +57,15 @@ void BM_TraceWrite(benchmark::State& state) {
   StringId kernel;
   for (auto _ : state) {
     if (!kernel.valid()) kernel = g_writer->intern("void at::native::elementwise_kernel<128, 2>");
-    events += write_step(*g_writer, kernel, static_cast<std::uint32_t>(state.thread_index() + 1),
-                         step++, seq, time);
+    events += write_step(*g_writer, kernel, static_cast<std::uint32_t>(state.thread_index() + 1), step++, seq, time);
   }
   state.SetItemsProcessed(events);
   state.counters["events/s/thread"] =
-      benchmark::Counter(static_cast<double>(events),
-                         benchmark::Counter::kIsRate | benchmark::Counter::kAvgThreads);
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate | benchmark::Counter::kAvgThreads);
   if (state.thread_index() == 0) {
     g_writer->close();
-    state.counters["bytes/event"] = static_cast<double>(g_writer->bytes_written()) /
-                                    static_cast<double>(g_writer->records_written());
+    state.counters["bytes/event"] =
+        static_cast<double>(g_writer->bytes_written()) / static_cast<double>(g_writer->records_written());
     g_writer.reset();
     std::remove(g_write_path.c_str());
   }

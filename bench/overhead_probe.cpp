@@ -89,8 +89,10 @@ int main(int argc, char** argv) {
   const Figures l = measure(setup, launch, memtool::bench::kLaunchCalls, samples, seconds);
   std::printf(
       "{\"goal_added_ns\": 100, "
-      "\"alloc_free\": {\"added_ns\": %.1f, \"direct_ns\": %.1f, \"samples\": %zu, \"block\": \"16 x (cuMemAlloc_v2 4 KiB + cuMemFree_v2)\"}, "
-      "\"launch\": {\"added_ns\": %.1f, \"direct_ns\": %.1f, \"samples\": %zu, \"block\": \"64 x cuLaunchKernel (2 pointer args) + cuStreamSynchronize\"}}\n",
+      "\"alloc_free\": {\"added_ns\": %.1f, \"direct_ns\": %.1f, \"samples\": %zu, \"block\": \"16 x (cuMemAlloc_v2 4 "
+      "KiB + cuMemFree_v2)\"}, "
+      "\"launch\": {\"added_ns\": %.1f, \"direct_ns\": %.1f, \"samples\": %zu, \"block\": \"64 x cuLaunchKernel (2 "
+      "pointer args) + cuStreamSynchronize\"}}\n",
       a.added_ns, a.direct_ns, a.samples, l.added_ns, l.direct_ns, l.samples);
   return 0;
 }

@@ -38,11 +38,11 @@ std::string python_packages_root(std::string_view path) {
 
 bool resolve(void* handle, CuptiApi& api, std::string* missing) {
   bool complete = true;
-#define MEMTOOL_CUPTI_FUNCTION(name, required)                                   \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));          \
-  if (api.name == nullptr && (required)) {                                        \
-    complete = false;                                                             \
-    if (missing != nullptr && missing->empty()) *missing = #name;                 \
+#define MEMTOOL_CUPTI_FUNCTION(name, required)                           \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name)); \
+  if (api.name == nullptr && (required)) {                               \
+    complete = false;                                                    \
+    if (missing != nullptr && missing->empty()) *missing = #name;        \
   }
 #include "cupti_api.def"
 #undef MEMTOOL_CUPTI_FUNCTION
@@ -144,8 +144,9 @@ std::optional<LoadedCupti> load_cupti(const LibrarySearch& search, std::string* 
   }
   if (why != nullptr) {
     *why = !tried.empty() ? "no usable libcupti:" + tried
-                          : std::string("no libcupti found ($CUDA_HOME, /usr/local/cuda, the pip wheels, the loader's "
-                                        "search path)");
+                          : std::string(
+                                "no libcupti found ($CUDA_HOME, /usr/local/cuda, the pip wheels, the loader's "
+                                "search path)");
   }
   return std::nullopt;
 }

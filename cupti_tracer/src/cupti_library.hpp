@@ -28,9 +28,9 @@ struct CuptiApi {
 };
 
 struct LibrarySearch {
-  std::string explicit_library;  // MEMTOOL_CUPTI_LIBRARY
-  std::string cuda_home;         // CUDA_HOME ("" when unset)
-  int driver_major = 0;          // 12, 13, ... (0: unknown)
+  std::string explicit_library;             // MEMTOOL_CUPTI_LIBRARY
+  std::string cuda_home;                    // CUDA_HOME ("" when unset)
+  int driver_major = 0;                     // 12, 13, ... (0: unknown)
   std::vector<std::string> loaded_objects;  // paths of the objects loaded in the process
 };
 

@@ -16,9 +16,15 @@ void GpuTimeStore::add(std::span<const trace::GpuTimeRecord> records) {
     ++totals_.records;
     const std::uint64_t d = r.duration_ns();
     switch (r.kind) {
-      case trace::GpuWorkKind::kernel: totals_.kernel_ns += d; break;
-      case trace::GpuWorkKind::copy: totals_.copy_ns += d; break;
-      case trace::GpuWorkKind::memset: totals_.memset_ns += d; break;
+      case trace::GpuWorkKind::kernel:
+        totals_.kernel_ns += d;
+        break;
+      case trace::GpuWorkKind::copy:
+        totals_.copy_ns += d;
+        break;
+      case trace::GpuWorkKind::memset:
+        totals_.memset_ns += d;
+        break;
     }
   }
 }

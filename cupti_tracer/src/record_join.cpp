@@ -34,16 +34,21 @@ MEMTOOL_SAME_OFFSET(CUpti_ActivityMemset4, CUpti_ActivityMemset3, correlationId)
 trace::CopyKind copy_kind(std::uint8_t cupti_kind) {
   switch (cupti_kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return trace::CopyKind::h2d;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return trace::CopyKind::h2d;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return trace::CopyKind::d2h;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return trace::CopyKind::d2h;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return trace::CopyKind::d2d;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return trace::CopyKind::h2h;
-    default: return trace::CopyKind::unknown;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return trace::CopyKind::d2d;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return trace::CopyKind::h2h;
+    default:
+      return trace::CopyKind::unknown;
   }
 }
 
@@ -104,9 +109,15 @@ void RecordJoin::emit(const trace::GpuTimeRecord& record, std::string_view name,
   out.records.push_back(record);
   out.kernel_names.push_back(name);
   switch (record.kind) {
-    case trace::GpuWorkKind::kernel: ++counters_.kernels; break;
-    case trace::GpuWorkKind::copy: ++counters_.copies; break;
-    case trace::GpuWorkKind::memset: ++counters_.memsets; break;
+    case trace::GpuWorkKind::kernel:
+      ++counters_.kernels;
+      break;
+    case trace::GpuWorkKind::copy:
+      ++counters_.copies;
+      break;
+    case trace::GpuWorkKind::memset:
+      ++counters_.memsets;
+      break;
   }
   if (record.joined()) ++counters_.joined;
 }
@@ -204,7 +215,8 @@ void RecordJoin::add_buffer(NextRecord next, std::uint8_t* buffer, std::size_t v
         on_work(r, m.correlationId, {}, out);
         break;
       }
-      default: break;  // kinds we did not enable, or another tool's
+      default:
+        break;  // kinds we did not enable, or another tool's
     }
   }
   if (!pending_.empty()) retry_pending(out);

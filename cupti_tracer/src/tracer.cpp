@@ -52,7 +52,7 @@ struct Tracer::Impl {
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<std::uint64_t> completed_buffers{0};
   std::atomic<std::uint64_t> flushes{0};
-  int flushes_without_buffers = 0;  // flushes after pushes that got nothing back (flush thread)
+  int flushes_without_buffers = 0;               // flushes after pushes that got nothing back (flush thread)
   std::atomic<std::uint64_t> last_buffer_ns{0};  // when a buffer last came back (monotonic)
 
   std::mutex flush_mutex;
@@ -85,16 +85,16 @@ struct Tracer::Impl {
 
 // Every CUPTI call after start-up goes through here: a failure is said once per call site (with
 // CUPTI's name for it) and its status returned, never repeated per buffer or flush (kineto's way).
-#define MEMTOOL_CUPTI_CALL(impl, call)                                                              \
-  [&]() -> CUptiResult {                                                                           \
-    const CUptiResult memtool_cupti_result = (impl).cupti.api.call;                                 \
-    if (memtool_cupti_result != CUPTI_SUCCESS) {                                                    \
-      static std::atomic<bool> memtool_cupti_said{false};                                           \
-      if (!memtool_cupti_said.exchange(true, std::memory_order_relaxed)) {                          \
+#define MEMTOOL_CUPTI_CALL(impl, call)                                                                            \
+  [&]() -> CUptiResult {                                                                                          \
+    const CUptiResult memtool_cupti_result = (impl).cupti.api.call;                                               \
+    if (memtool_cupti_result != CUPTI_SUCCESS) {                                                                  \
+      static std::atomic<bool> memtool_cupti_said{false};                                                         \
+      if (!memtool_cupti_said.exchange(true, std::memory_order_relaxed)) {                                        \
         (impl).log(TracerLogLevel::warn, "CUPTI: " #call " failed: " + (impl).result_text(memtool_cupti_result)); \
-      }                                                                                             \
-    }                                                                                               \
-    return memtool_cupti_result;                                                                    \
+      }                                                                                                           \
+    }                                                                                                             \
+    return memtool_cupti_result;                                                                                  \
   }()
 
 namespace {
@@ -171,7 +171,8 @@ ApiRecords enable_api_records(Tracer::Impl& t) {
     for (std::uint32_t id = 1; id < kMaxCallbackId; ++id) {
       const char* name = nullptr;
       if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-      if (std::find(t.settings.driver_apis.begin(), t.settings.driver_apis.end(), name) == t.settings.driver_apis.end()) {
+      if (std::find(t.settings.driver_apis.begin(), t.settings.driver_apis.end(), name) ==
+          t.settings.driver_apis.end()) {
         continue;
       }
       if (api.cuptiActivityEnableDriverApi(id, 1) == CUPTI_SUCCESS) ++out.driver;
@@ -184,7 +185,8 @@ ApiRecords enable_api_records(Tracer::Impl& t) {
   if (api.cuptiActivityEnableRuntimeApi != nullptr && api.cuptiGetCallbackName != nullptr) {
     for (std::uint32_t id = 1; id < kMaxCallbackId; ++id) {
       const char* name = nullptr;
-      if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) != CUPTI_SUCCESS || name == nullptr)
+        continue;
       if (!has_prefix(name, {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset"})) continue;
       if (api.cuptiActivityEnableRuntimeApi(id, 1) == CUPTI_SUCCESS) ++out.runtime;
     }
@@ -208,7 +210,8 @@ void Tracer::Impl::measure_clock_offset() noexcept {
     const std::uint64_t after = monotonic_ns();
     if (after - before < best) {
       best = after - before;
-      clock_offset.store(static_cast<std::int64_t>(before + (after - before) / 2 - cupti_ns), std::memory_order_relaxed);
+      clock_offset.store(static_cast<std::int64_t>(before + (after - before) / 2 - cupti_ns),
+                         std::memory_order_relaxed);
     }
   }
 }
@@ -257,8 +260,8 @@ void Tracer::Impl::flush(bool final) noexcept {
   // after us (the last registration wins) and gets our records. Stop pushing ids into its
   // records; its activity kinds are its business, so they stay enabled.
   if (!final && pushed) {
-    flushes_without_buffers = completed_buffers.load(std::memory_order_relaxed) == buffers_before
-                                  ? flushes_without_buffers + 1 : 0;
+    flushes_without_buffers =
+        completed_buffers.load(std::memory_order_relaxed) == buffers_before ? flushes_without_buffers + 1 : 0;
     const bool silent = monotonic_ns() - last_buffer_ns.load(std::memory_order_relaxed) > 2000000000ULL;
     if (flushes_without_buffers >= 3 && silent && detail::g_correlating.exchange(false, std::memory_order_relaxed)) {
       log(settings.required ? TracerLogLevel::warn : TracerLogLevel::info,
@@ -330,7 +333,8 @@ std::unique_ptr<Tracer> Tracer::start(TracerSettings settings, GpuTimeSink* sink
   }
   detail::LibrarySearch search;
   search.explicit_library = settings.library;
-  const auto getenv = settings.getenv ? settings.getenv : [](const char* name) -> const char* { return std::getenv(name); };
+  const auto getenv =
+      settings.getenv ? settings.getenv : [](const char* name) -> const char* { return std::getenv(name); };
   if (const char* home = getenv("CUDA_HOME"); home != nullptr) search.cuda_home = home;
   search.driver_major = settings.driver_version / 1000;
   search.loaded_objects = detail::loaded_object_paths();
@@ -351,17 +355,20 @@ std::unique_ptr<Tracer> Tracer::start(TracerSettings settings, GpuTimeSink* sink
   CUpti_SubscriberHandle probe = nullptr;
   const CUptiResult subscribed = api.cuptiSubscribe(&probe, &no_callback, nullptr);
   if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    t.log(failure, "CUPTI: another tool already uses CUPTI (a profiler or sanitizer); memtool leaves it alone and "
-                   "records no GPU times");
+    t.log(failure,
+          "CUPTI: another tool already uses CUPTI (a profiler or sanitizer); memtool leaves it alone and "
+          "records no GPU times");
     return nullptr;
   }
   if (subscribed != CUPTI_SUCCESS) {
-    t.log(failure, fmt::format("CUPTI ({}) cannot trace here: {}; no GPU times", t.cupti.path, t.result_text(subscribed)));
+    t.log(failure,
+          fmt::format("CUPTI ({}) cannot trace here: {}; no GPU times", t.cupti.path, t.result_text(subscribed)));
     return nullptr;
   }
   (void)api.cuptiUnsubscribe(probe);
 
-  if (const CUptiResult r = api.cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS) {
+  if (const CUptiResult r = api.cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
+      r != CUPTI_SUCCESS) {
     t.log(failure, "CUPTI: cuptiActivityRegisterCallbacks failed: " + t.result_text(r) + "; no GPU times");
     return nullptr;
   }

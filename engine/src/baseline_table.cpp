@@ -21,9 +21,7 @@ constexpr std::array<SimulatedResourceInfo, 4> kResources = {{
 
 std::span<const SimulatedResourceInfo> simulated_resources() { return kResources; }
 
-bool is_simulated_resource(std::string_view name) {
-  return trace::find_named(simulated_resources(), name) != nullptr;
-}
+bool is_simulated_resource(std::string_view name) { return trace::find_named(simulated_resources(), name) != nullptr; }
 
 std::unique_ptr<Resource> make_baseline(std::string_view name, Device& device) {
   if (name == "cuda-malloc") return make_device_resource(device, true);

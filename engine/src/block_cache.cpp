@@ -298,8 +298,7 @@ class BlockCache final : public Resource {
     std::erase_if(pending_, [&](std::uint32_t b) {
       Block& block = blocks_[b];
       for (const EventId e : block.events) {
-        const bool done =
-            device_.event_completed(e) || (synchronize && device_.synchronize_event(e) == kSuccess);
+        const bool done = device_.event_completed(e) || (synchronize && device_.synchronize_event(e) == kSuccess);
         if (!done) return false;
       }
       for (const EventId e : block.events) device_.destroy_event(e);

@@ -12,7 +12,8 @@ namespace {
 
 class BudgetLimit final : public Adaptor {
  public:
-  BudgetLimit(std::unique_ptr<Resource> upstream, std::uint64_t budget) : Adaptor(std::move(upstream)), budget_(budget) {}
+  BudgetLimit(std::unique_ptr<Resource> upstream, std::uint64_t budget)
+      : Adaptor(std::move(upstream)), budget_(budget) {}
   std::string_view name() const override { return "budget"; }
 
   Status allocate(const AllocationRequest& request, DevicePtr* out) override {

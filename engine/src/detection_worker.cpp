@@ -105,8 +105,9 @@ void DetectionWorker::run() noexcept {
       }
       timespec cpu{};
       if (busy && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
-        worker_cpu_ns_.store(static_cast<std::uint64_t>(cpu.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(cpu.tv_nsec),
-                             std::memory_order_relaxed);
+        worker_cpu_ns_.store(
+            static_cast<std::uint64_t>(cpu.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(cpu.tv_nsec),
+            std::memory_order_relaxed);
       }
       sleep_lock.lock();
       if (stopping_) break;
@@ -196,8 +197,7 @@ void DetectionWorker::reject(std::uint64_t period) noexcept {
   try {
     std::lock_guard lock(finder_mutex_);
     if (finder_.reject(period)) publish_locked();
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 void DetectionWorker::restart() noexcept {
@@ -206,8 +206,7 @@ void DetectionWorker::restart() noexcept {
     drain_locked();
     if (finder_.restart()) publish_locked();
     period_.reset();
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 std::uint64_t DetectionWorker::rejected() noexcept {
@@ -237,8 +236,7 @@ void DetectionWorker::stop() noexcept {
       std::lock_guard lock(sleep_mutex_);
       stopping_ = true;
     }
-  } catch (...) {
-  }
+  } catch (...) {}
   sleep_.notify_one();
   pthread_join(thread_, nullptr);
   started_ = false;

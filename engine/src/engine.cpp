@@ -17,8 +17,8 @@ ObserverOptions observer_options(const EngineOptions& options) {
 
 Engine::Engine(Device& device, EngineOptions options)
     : observer_(std::make_unique<Observer>(observer_options(options))) {
-  runtime_ = std::make_unique<Runtime>(0, options.strategy.name, build_strategy(options.strategy, device, observer_.get()),
-                                       *observer_);
+  runtime_ = std::make_unique<Runtime>(0, options.strategy.name,
+                                       build_strategy(options.strategy, device, observer_.get()), *observer_);
 }
 
 Engine::~Engine() {
@@ -28,7 +28,8 @@ Engine::~Engine() {
 
 Status Engine::allocate(std::uint64_t size, MemoryKind kind, StreamId stream, DevicePtr* out) {
   if (out == nullptr) return kInvalidValue;
-  const Status status = runtime_->allocate(AllocationRequest{size, kind, kind == MemoryKind::async ? stream : 0, 0}, out);
+  const Status status =
+      runtime_->allocate(AllocationRequest{size, kind, kind == MemoryKind::async ? stream : 0, 0}, out);
   if (status != kSuccess) return status;
   std::lock_guard lock(mutex_);
   observer_->on_alloc(*out, size, kind, kind == MemoryKind::async ? stream : 0, runtime_->id());
@@ -47,7 +48,8 @@ void Engine::launch(std::span<const std::uint64_t> words, StreamId stream, std::
   std::vector<std::uint64_t> touched;
   {
     std::lock_guard lock(mutex_);
-    observer_->on_launch(words, stream, trace::SignatureBuilder::launch_token(trace::StringId{static_cast<std::uint32_t>(kernel)}),
+    observer_->on_launch(words, stream,
+                         trace::SignatureBuilder::launch_token(trace::StringId{static_cast<std::uint32_t>(kernel)}),
                          touched_);
     touched = touched_;
   }

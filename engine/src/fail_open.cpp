@@ -67,8 +67,7 @@ class FailOpen final : public Resource {
   void summarize(Summary& summary) const override {
     try {
       primary_->summarize(summary);
-    } catch (...) {
-    }
+    } catch (...) {}
     if (failed()) summary.state = "disabled";
   }
   std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {

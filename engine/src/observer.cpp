@@ -35,7 +35,8 @@ Observer::Observer(const ObserverOptions& options)
   if (options_.keep_windows) {
     // Enough for a window one period old of the longest period found, with buffers living up to
     // WindowRecorder::kMaxSlots periods.
-    const std::uint64_t retain = (WindowRecorder::kMaxSlots + 2) * std::max<std::uint64_t>(options_.steps.detector.max_period, 8);
+    const std::uint64_t retain =
+        (WindowRecorder::kMaxSlots + 2) * std::max<std::uint64_t>(options_.steps.detector.max_period, 8);
     windows_ = std::make_unique<WindowRecorder>(retain, options_.keep_accesses);
   }
 }
@@ -56,7 +57,8 @@ void Observer::on_alloc(std::uint64_t base, std::uint64_t size, MemoryKind kind,
 std::optional<LiveBuffer> Observer::on_free(std::uint64_t base) {
   const auto buffer = index_.erase(base);
   if (buffer && windows_) windows_->on_free(buffer->record, tick_);
-  tick(buffer ? trace::SignatureBuilder::free_token(buffer->size) : trace::SignatureBuilder::unknown_free_token(), false);
+  tick(buffer ? trace::SignatureBuilder::free_token(buffer->size) : trace::SignatureBuilder::unknown_free_token(),
+       false);
   return buffer;
 }
 
@@ -84,8 +86,8 @@ void Observer::on_launch(std::span<const std::uint64_t> words, StreamId stream, 
   tick(token, false);
 }
 
-void Observer::on_graph_launch(std::span<const std::uint64_t> words, bool opaque, StreamId stream,
-                               std::uint64_t token, std::vector<std::uint64_t>& touched) {
+void Observer::on_graph_launch(std::span<const std::uint64_t> words, bool opaque, StreamId stream, std::uint64_t token,
+                               std::vector<std::uint64_t>& touched) {
   touched.clear();
   if (opaque) {
     index_.append_all_device(touched);

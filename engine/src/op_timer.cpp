@@ -33,8 +33,10 @@ void OpTimer::mark(StreamId stream) {
 void OpTimer::item(StreamId stream) {
   if (ended_) return;
   // Before the first item: the start, on its stream; later ones: after the item before.
-  if (host_.empty()) mark(stream);
-  else close();
+  if (host_.empty())
+    mark(stream);
+  else
+    close();
   host_.push_back(std::chrono::steady_clock::now());
   starts_.push_back(0);
   last_stream_ = stream;

@@ -56,9 +56,9 @@ class OpTimer {
   SpareTimingEvents& events_;
   bool timing_ = true;  // until an event cannot be made or timed
   bool ended_ = false;
-  bool open_ = false;   // the last item's end is not marked yet
+  bool open_ = false;  // the last item's end is not marked yet
   StreamId last_stream_ = 0;
-  std::vector<EventId> marks_;  // marks_[i]: after item i-1 (marks_[0]: the start)
+  std::vector<EventId> marks_;   // marks_[i]: after item i-1 (marks_[0]: the start)
   std::vector<EventId> starts_;  // starts_[i]: after item i's waits for copies (0: it had none)
   std::vector<std::chrono::steady_clock::time_point> host_;  // host_[i]: item i's before_work; the end
 };

@@ -50,10 +50,14 @@ enum class State : std::uint8_t { observe, plan, apply, disabled };
 
 std::string_view to_string(State state) {
   switch (state) {
-    case State::observe: return "observe";
-    case State::plan: return "plan";
-    case State::apply: return "apply";
-    case State::disabled: return "disabled";
+    case State::observe:
+      return "observe";
+    case State::plan:
+      return "plan";
+    case State::apply:
+      return "apply";
+    case State::disabled:
+      return "disabled";
   }
   return "unknown";
 }
@@ -202,7 +206,8 @@ class PlannedPool final : public Resource {
       case State::apply:
         if (boundary.from_marks && boundaries_by_marks_ && (k_ != 0 || iteration_misses_ != 0)) end_iteration();
         break;
-      case State::disabled: break;
+      case State::disabled:
+        break;
     }
   }
 
@@ -310,7 +315,8 @@ class PlannedPool final : public Resource {
     s.exports_refused = counters_.exports_refused;
     s.stream_waits = counters_.stream_waits;
     s.events_recorded = counters_.events_recorded;
-    s.peak_device_bytes_without_pool = std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
+    s.peak_device_bytes_without_pool =
+        std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
     if (plan_.period != 0) s.period_allocations = plan_.entries.size();
     return s;
   }
@@ -434,10 +440,9 @@ class PlannedPool final : public Resource {
     log(LogLevel::info,
         fmt::format("memtool pool: plan applied: pool {} B, LB {} B ({:.2f}% above), {} allocations per iteration",
                     plan_.pool_size, plan_.lower_bound,
-                    plan_.lower_bound == 0 ? 0.0
-                                          : 100.0 * (static_cast<double>(plan_.pool_size) /
-                                                         static_cast<double>(plan_.lower_bound) -
-                                                     1.0),
+                    plan_.lower_bound == 0
+                        ? 0.0
+                        : 100.0 * (static_cast<double>(plan_.pool_size) / static_cast<double>(plan_.lower_bound) - 1.0),
                     plan_.entries.size()));
   }
 
@@ -468,11 +473,11 @@ class PlannedPool final : public Resource {
     // A plan that never served two whole iterations had the wrong period (a loop inside the
     // step that ran out); one that did saw the program change.
     const bool at_once = iterations_this_plan_ < 2;
-    log(LogLevel::info, fmt::format("memtool pool: plan dropped ({}) after {} iterations; {}", why,
-                                    iterations_this_plan_,
-                                    !feedback ? "planning the step found now"
-                                    : at_once ? "its period was not the program's iteration: looking for a longer one"
-                                              : "the program changed: observing again"));
+    log(LogLevel::info,
+        fmt::format("memtool pool: plan dropped ({}) after {} iterations; {}", why, iterations_this_plan_,
+                    !feedback ? "planning the step found now"
+                    : at_once ? "its period was not the program's iteration: looking for a longer one"
+                              : "the program changed: observing again"));
     if (!feedback) {
       if (!at_once) ++counters_.replans;
     } else if (at_once) {
@@ -481,8 +486,8 @@ class PlannedPool final : public Resource {
       ++counters_.replans;
       if (feedback_ != nullptr) feedback_->program_changed();
     }
-    set_state(State::observe, fmt::format("plan dropped ({}): {}", why,
-                                          at_once ? "looking for a longer step" : "the program changed"));
+    set_state(State::observe,
+              fmt::format("plan dropped ({}): {}", why, at_once ? "looking for a longer step" : "the program changed"));
     // Give the pool back once it drains; a new plan allocates what it proves it needs.
     if (current_ != nullptr && current_->live_count() == 0) release_arena(current_);
     current_ = nullptr;
@@ -492,7 +497,8 @@ class PlannedPool final : public Resource {
     ++counters_.iterations_planned;
     // The share of this step's allocations the plan served (a step that asked for none: all).
     const double served = step_asked_ == 0 ? 1.0 : static_cast<double>(step_served_) / static_cast<double>(step_asked_);
-    counters_.worst_step_served = counters_.iterations_planned == 1 ? served : std::min(counters_.worst_step_served, served);
+    counters_.worst_step_served =
+        counters_.iterations_planned == 1 ? served : std::min(counters_.worst_step_served, served);
     counters_.allocs_in_planned_steps += step_asked_;
     step_asked_ = 0;
     step_served_ = 0;
@@ -673,7 +679,8 @@ class PlannedPool final : public Resource {
       }
     }
     ReleaseRef record;
-    if (!own.empty() || !carried_events.empty()) record = make_release(own, std::move(carried_events), std::move(carried));
+    if (!own.empty() || !carried_events.empty())
+      record = make_release(own, std::move(carried_events), std::move(carried));
     return buffer.arena->release(buffer.offset, std::move(record));
   }
 

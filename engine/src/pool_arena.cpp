@@ -45,8 +45,7 @@ bool PoolArena::release(std::uint64_t offset, ReleaseRef release) {
   return true;
 }
 
-std::optional<std::pair<std::uint64_t, std::uint64_t>> PoolArena::live_range_at(
-    DevicePtr ptr) const {
+std::optional<std::pair<std::uint64_t, std::uint64_t>> PoolArena::live_range_at(DevicePtr ptr) const {
   if (!contains(ptr)) return std::nullopt;
   const std::uint64_t offset = ptr - base_;
   auto next = live_.upper_bound(offset);

@@ -47,8 +47,7 @@ class PoolArena {
   // The smallest gap between live ranges that holds `bytes` (best fit, lowest offset on ties).
   [[nodiscard]] std::optional<std::uint64_t> free_gap(std::uint64_t bytes) const;
   // The live range containing `ptr`: (offset, bytes).
-  [[nodiscard]] std::optional<std::pair<std::uint64_t, std::uint64_t>> live_range_at(
-      DevicePtr ptr) const;
+  [[nodiscard]] std::optional<std::pair<std::uint64_t, std::uint64_t>> live_range_at(DevicePtr ptr) const;
 
   [[nodiscard]] std::size_t live_count() const { return live_.size(); }
   [[nodiscard]] std::uint64_t live_bytes() const { return live_bytes_; }

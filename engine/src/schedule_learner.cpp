@@ -82,14 +82,15 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, s
     request.items = log_.items();
     request.signature = log_.signature();
     request.problem_path = problem_path_;
-    engine::log(LogLevel::info,
+    engine::log(
+        LogLevel::info,
         fmt::format("memtool swap: planning {} ({} work items, {} buffers, {} GPU times) for {} B; link {:.3g} GB/s "
                     "to the host, {:.3g} GB/s back, latency {:.0f} and {:.0f} us ({}: {} and {} copies timed)",
                     policy_, request.items, request.input.iteration.buffers.size(),
                     timer_.gpu_timed() ? "measured" : "host-gap", request.budget_bytes, request.link.d2h_bytes_per_ns,
                     request.link.h2d_bytes_per_ns, static_cast<double>(request.link.d2h_latency_ns) / 1e3,
-                    static_cast<double>(request.link.h2d_latency_ns) / 1e3, link_source_, meter_.samples(LinkMeter::Direction::to_host),
-                    meter_.samples(LinkMeter::Direction::to_device)));
+                    static_cast<double>(request.link.h2d_latency_ns) / 1e3, link_source_,
+                    meter_.samples(LinkMeter::Direction::to_host), meter_.samples(LinkMeter::Direction::to_device)));
     planning_ = plan_async(std::move(request));
     return Progress::planning;
   }

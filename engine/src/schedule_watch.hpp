@@ -25,8 +25,8 @@ class ScheduleWatch {
   struct Verdict {
     bool fastest = false;  // the iteration just timed is its fastest since it applied: keep its state
     Action action = Action::none;
-    double typical = 0;  // the median it was judged by (0: fewer than three timed)
-    double target = 0;   // what it was judged against
+    double typical = 0;         // the median it was judged by (0: fewer than three timed)
+    double target = 0;          // what it was judged against
     bool against_rule = false;  // the target is the rule alone's time (else its own)
   };
 

@@ -284,7 +284,9 @@ Status SimDevice::create_physical_on(std::uint64_t bytes, bool on_host, Physical
   return kSuccess;
 }
 
-Status SimDevice::create_physical(std::uint64_t bytes, PhysicalHandle* out) { return create_physical_on(bytes, false, out); }
+Status SimDevice::create_physical(std::uint64_t bytes, PhysicalHandle* out) {
+  return create_physical_on(bytes, false, out);
+}
 
 Status SimDevice::create_host_physical(std::uint64_t bytes, PhysicalHandle* out) {
   return create_physical_on(bytes, true, out);

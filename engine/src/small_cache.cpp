@@ -75,8 +75,8 @@ class SmallCache final : public Resource {
   MemoryUse memory_use() const override {
     const MemoryUse a = cache_->memory_use();
     const MemoryUse b = direct_->memory_use();
-    return MemoryUse{a.reserved + b.reserved + unreached_bytes(), a.in_use + b.in_use, a.pool_reserved + b.pool_reserved,
-                     a.off_device + b.off_device};
+    return MemoryUse{a.reserved + b.reserved + unreached_bytes(), a.in_use + b.in_use,
+                     a.pool_reserved + b.pool_reserved, a.off_device + b.off_device};
   }
 
   void summarize(Summary&) const override {}

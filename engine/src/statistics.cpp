@@ -21,8 +21,7 @@ class Statistics final : public Adaptor {
     }
     const std::uint64_t reserved = upstream().memory_use().reserved;
     std::uint64_t peak = peak_.load(std::memory_order_relaxed);
-    while (reserved > peak && !peak_.compare_exchange_weak(peak, reserved, std::memory_order_relaxed)) {
-    }
+    while (reserved > peak && !peak_.compare_exchange_weak(peak, reserved, std::memory_order_relaxed)) {}
     return status;
   }
 

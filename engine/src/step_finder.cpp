@@ -19,8 +19,7 @@ std::uint64_t ring_size(const StepFinderOptions& o) {
 
 }  // namespace
 
-StepFinder::StepFinder(const StepFinderOptions& options)
-    : options_(options), detector_(options.detector) {
+StepFinder::StepFinder(const StepFinderOptions& options) : options_(options), detector_(options.detector) {
   options_.confirm_periods = std::max<std::uint32_t>(options_.confirm_periods, 2);
   const std::uint64_t size = ring_size(options_);
   mask_ = size - 1;
@@ -35,14 +34,14 @@ bool StepFinder::graph_launch_at(std::uint64_t tick) const { return (lives_[tick
 
 bool StepFinder::push(std::uint64_t token, std::uint64_t live_bytes, bool allocation, bool graph_launch) {
   tokens_[ticks_ & mask_] = token;
-  lives_[ticks_ & mask_] =
-      (live_bytes & ~kFlags) | (allocation ? kAllocationBit : 0) | (graph_launch ? kGraphBit : 0);
+  lives_[ticks_ & mask_] = (live_bytes & ~kFlags) | (allocation ? kAllocationBit : 0) | (graph_launch ? kGraphBit : 0);
   ++ticks_;
   detector_.push(token);
   const auto proposal = detector_.period();
   // An accepted step whose repetition broke (an irregular iteration: evaluation, a shape change,
   // noise) no longer says where boundaries fall: withdrawn until it re-forms, with its new phase.
-  if (step_ && !step_->from_marks && (!proposal || proposal->period != step_->period || proposal->explained < step_->period)) {
+  if (step_ && !step_->from_marks &&
+      (!proposal || proposal->period != step_->period || proposal->explained < step_->period)) {
     proven_ = step_->period;  // passed every check once: one clean period brings it back
     step_.reset();
     next_check_ = 0;
@@ -143,8 +142,8 @@ bool StepFinder::evaluate() {
   //    inside the step (the optimizer over equally shaped layers) runs below the activations
   //    the forward and backward passes held a few of its periods earlier.
   if (!proven && options_.peak_periods > 0) {
-    const std::uint64_t back = std::min(
-        {std::max(options_.coverage_horizon, 2 * p), options_.peak_periods * p, ticks_ - since_, mask_ + 1});
+    const std::uint64_t back =
+        std::min({std::max(options_.coverage_horizon, 2 * p), options_.peak_periods * p, ticks_ - since_, mask_ + 1});
     const auto most = static_cast<std::uint64_t>(static_cast<double>(peak) * (1.0 + options_.peak_margin));
     for (std::uint64_t t = ticks_ - back; t < ticks_; ++t) {
       if (live_at(t) > most) return false;

@@ -35,12 +35,14 @@ std::string to_json(const Summary& s) {
       "\"period_peak_bytes\":{},\"periods_rejected\":{},\"iterations_planned\":{},\"pool_bytes\":{},"
       "\"lower_bound_bytes\":{},\"allocs_from_pool\":{},\"allocs_passed_through\":{},"
       "\"misses\":{},\"refusals\":{},\"replans\":{},\"plans_made\":{},\"plan_failures\":{},"
-      "\"pool_alloc_failures\":{},\"pool_reclaims\":{},\"exports_refused\":{},\"stream_waits\":{},\"events_recorded\":{},"
+      "\"pool_alloc_failures\":{},\"pool_reclaims\":{},\"exports_refused\":{},\"stream_waits\":{},\"events_recorded\":{"
+      "},"
       "\"peak_device_bytes_with_pool\":{},\"peak_device_bytes_without_pool\":{},\"budget_bytes\":{},"
       "\"budget_refusals\":{},\"allocation_failures\":{},\"peak_device_bytes\":{},\"bytes_swapped_out\":{},"
       "\"bytes_swapped_in\":{},\"swap_ins_ahead\":{},\"swap_ins_on_demand\":{},\"host_bytes\":{},"
       "\"swap_mode\":\"{}\",\"swap_ins_late\":{},\"swap_ins_failed\":{},\"allocations_on_host\":{},\"stall_ns\":{},"
-      "\"swap_policy\":\"{}\",\"swap_schedules\":{},\"swap_schedule_drops\":{},\"swap_schedules_rejected\":{},\"swap_outs_scheduled\":{},"
+      "\"swap_policy\":\"{}\",\"swap_schedules\":{},\"swap_schedule_drops\":{},\"swap_schedules_rejected\":{},\"swap_"
+      "outs_scheduled\":{},"
       "\"swap_ins_scheduled\":{},\"swap_link_to_host_bytes_per_s\":{},\"swap_link_to_device_bytes_per_s\":{},"
       "\"swap_link_source\":\"{}\",\"swap_schedule\":\"{}\",\"swap_candidates_timed\":{},"
       "\"period_graph_launches\":{},\"captures\":{},\"captured_work\":{},\"graph_launches\":{},"
@@ -50,19 +52,19 @@ std::string to_json(const Summary& s) {
       "\"swap_verify_mismatches\":{},\"swap_verify_first_mismatch\":\"{}\","
       "\"state_reason\":\"{}\",\"allocs_in_planned_steps\":{},\"worst_step_served\":{:.6f}}}",
       s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
-      s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through,
-      s.misses, s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims,
-      s.exports_refused, s.stream_waits, s.events_recorded, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool,
+      s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through, s.misses,
+      s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims, s.exports_refused,
+      s.stream_waits, s.events_recorded, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool,
       s.budget_bytes, s.budget_refusals, s.allocation_failures, s.peak_device_bytes, s.bytes_swapped_out,
       s.bytes_swapped_in, s.swap_ins_ahead, s.swap_ins_on_demand, s.host_bytes, s.swap_mode, s.swap_ins_late,
       s.swap_ins_failed, s.allocations_on_host, s.stall_ns, s.swap_policy, s.swap_schedules, s.swap_schedule_drops,
       s.swap_schedules_rejected, s.swap_outs_scheduled, s.swap_ins_scheduled, s.swap_link_to_host_bytes_per_s,
       s.swap_link_to_device_bytes_per_s, s.swap_link_source, s.swap_schedule, s.swap_candidates_timed,
       s.period_graph_launches, s.captures, s.captured_work, s.graph_launches, s.opaque_graph_launches,
-      s.graph_memory_allocations, s.graph_memory_bytes, s.capture_detours,
-      s.swap_leaves_called_off, s.swap_pinned, s.swap_items_reaching_all, s.swap_verify_checks, s.swap_verify_mismatches,
-      json_escaped(s.swap_verify_first_mismatch),
-      json_escaped(s.state_reason), s.allocs_in_planned_steps, s.worst_step_served);
+      s.graph_memory_allocations, s.graph_memory_bytes, s.capture_detours, s.swap_leaves_called_off, s.swap_pinned,
+      s.swap_items_reaching_all, s.swap_verify_checks, s.swap_verify_mismatches,
+      json_escaped(s.swap_verify_first_mismatch), json_escaped(s.state_reason), s.allocs_in_planned_steps,
+      s.worst_step_served);
 }
 
 bool write_summary_file(const Summary& summary, const std::string& path) {
@@ -78,10 +80,10 @@ bool write_summary_file(const Summary& summary, const std::string& path) {
 
 std::string summary_line(const Summary& s) {
   if (s.strategy == "swap") {
-    const std::string verified =
-        s.swap_verify_checks == 0 ? std::string()
-                                  : fmt::format("; verify: {} checksums, {} buffers changed behind memtool's back",
-                                                s.swap_verify_checks, s.swap_verify_mismatches);
+    const std::string verified = s.swap_verify_checks == 0
+                                     ? std::string()
+                                     : fmt::format("; verify: {} checksums, {} buffers changed behind memtool's back",
+                                                   s.swap_verify_checks, s.swap_verify_mismatches);
     return fmt::format(
         "memtool swap ({}, {}): device peak {} B with memtool (budget {} B), {} B of live buffers at most; {} B "
         "swapped out, {} B in ({} on the schedule, {} ahead of use by the rule, {} late, {} on demand); {} B on the "
@@ -91,17 +93,17 @@ std::string summary_line(const Summary& s) {
         s.swap_ins_scheduled, s.swap_ins_ahead, s.swap_ins_late, s.swap_ins_on_demand, s.host_bytes,
         static_cast<double>(s.stall_ns) / 1e6, verified);
   }
-  const std::string step =
-      s.period_allocations == 0
-          ? std::string("no iteration planned")
-          : fmt::format("iteration of {} allocations ({} events, up to {} B live)", s.period_allocations,
-                        s.period_events, s.period_peak_bytes);
+  const std::string step = s.period_allocations == 0
+                               ? std::string("no iteration planned")
+                               : fmt::format("iteration of {} allocations ({} events, up to {} B live)",
+                                             s.period_allocations, s.period_events, s.period_peak_bytes);
   return fmt::format(
-      "memtool {}: {}; device peak {} B with memtool, {} B without; pool {} B (LB {} B); "
-      "{} iterations planned, {} allocations from pool, {} passed through, {} misses, {} re-plans",
-      s.strategy, step, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool, s.pool_bytes,
-      s.lower_bound_bytes, s.iterations_planned, s.allocs_from_pool, s.allocs_passed_through, s.misses,
-      s.replans) + (s.state_reason.empty() ? std::string() : "; " + s.state + ": " + s.state_reason);
+             "memtool {}: {}; device peak {} B with memtool, {} B without; pool {} B (LB {} B); "
+             "{} iterations planned, {} allocations from pool, {} passed through, {} misses, {} re-plans",
+             s.strategy, step, s.peak_device_bytes_with_pool, s.peak_device_bytes_without_pool, s.pool_bytes,
+             s.lower_bound_bytes, s.iterations_planned, s.allocs_from_pool, s.allocs_passed_through, s.misses,
+             s.replans) +
+         (s.state_reason.empty() ? std::string() : "; " + s.state + ": " + s.state_reason);
 }
 
 }  // namespace memtool::engine

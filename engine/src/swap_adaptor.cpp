@@ -66,7 +66,7 @@ using detail::SwapBuffer;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
-constexpr std::uint64_t kMaxLead = 1024;  // work items
+constexpr std::uint64_t kMaxLead = 1024;          // work items
 constexpr std::uint32_t kBaselineIterations = 2;  // the rule's, timed before a schedule's trial
 // The rule alone's leads, frozen at those of its fastest iteration, learn again once they run
 // over 1% slower than it (its watch): they did not bring that iteration back. lstm at 60% froze
@@ -112,17 +112,17 @@ class SwapAdaptor final : public Adaptor {
     if (options_.mode == SwapMechanism::explicit_copies) {
       mover_ = detail::make_vmm_mover(device_, spare_events_, options_.host_limit_bytes);
       if (!mover_) {
-        log(LogLevel::warn, "memtool swap: the driver cannot map host memory into the device (VMM with "
-                            "CU_MEM_LOCATION_TYPE_HOST, CUDA 12.2 on); swapping through managed memory instead");
+        log(LogLevel::warn,
+            "memtool swap: the driver cannot map host memory into the device (VMM with "
+            "CU_MEM_LOCATION_TYPE_HOST, CUDA 12.2 on); swapping through managed memory instead");
       }
     }
     if (!mover_) mover_ = detail::make_uvm_mover(device_, spare_events_);
     remaps_ = mover_->mode() == "explicit";
     if (options_.verify) {
       verifier_ = std::make_unique<detail::SwapVerifier>(device_);
-      mover_->set_leave_check([this](DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) {
-        return check_leaving(ptr, b, host_copy);
-      });
+      mover_->set_leave_check(
+          [this](DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) { return check_leaving(ptr, b, host_copy); });
     }
   }
 
@@ -189,7 +189,8 @@ class SwapAdaptor final : public Adaptor {
       if (born_current_.size() <= b.ordinal) born_current_.resize(b.ordinal + 1, 0);
       born_current_[b.ordinal] = ptr;
       if (learner_.logging()) learner_.log().allocated(b.ordinal, b.footprint, ptr);
-      if (schedule_ && !schedule_->expects(b.ordinal, b.footprint)) drop_schedule("an allocation differs from the plan's");
+      if (schedule_ && !schedule_->expects(b.ordinal, b.footprint))
+        drop_schedule("an allocation differs from the plan's");
     }
     b.id = ++next_id_;
     b.streams.push_back(request.stream);
@@ -353,7 +354,8 @@ class SwapAdaptor final : public Adaptor {
       last_uses_.clear();
       for (const auto& [key, when] : uses_) last_uses_[key].push_back(when);
       last_allocations_.assign(allocations_.begin(), allocations_.end());
-      for (std::size_t i = 1; i < last_allocations_.size(); ++i) last_allocations_[i].second += last_allocations_[i - 1].second;
+      for (std::size_t i = 1; i < last_allocations_.size(); ++i)
+        last_allocations_[i].second += last_allocations_[i - 1].second;
       last_length_ = work_ - iteration_begin_;
       ++counters_.iterations_planned;
       rename_at_boundary();
@@ -462,7 +464,8 @@ class SwapAdaptor final : public Adaptor {
     s.iterations_planned += counters_.iterations_planned;
     s.peak_device_bytes = std::max(s.peak_device_bytes, counters_.peak_device_bytes);
     s.peak_device_bytes_with_pool = std::max(s.peak_device_bytes_with_pool, counters_.peak_device_bytes);
-    s.peak_device_bytes_without_pool = std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
+    s.peak_device_bytes_without_pool =
+        std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
     s.allocation_failures += counters_.allocation_failures;
     s.exports_refused += counters_.exports_refused;
     s.swap_leaves_called_off += counters_.leaves_called_off;
@@ -498,8 +501,10 @@ class SwapAdaptor final : public Adaptor {
   void shutdown(bool release_memory) override {
     Adaptor::shutdown(release_memory);
     std::unique_lock lock(mutex_, std::defer_lock);
-    if (release_memory) lock.lock();
-    else if (!lock.try_lock()) return;
+    if (release_memory)
+      lock.lock();
+    else if (!lock.try_lock())
+      return;
     stopped_ = true;
     settle(true);
     mover_->trim();
@@ -681,7 +686,8 @@ class SwapAdaptor final : public Adaptor {
       recycle(b.arrival);
       b.arrival_pending = false;
     }
-    if (!timed_copy(LinkMeter::Direction::to_host, side, b.size, true, [&] { return mover_->move_out(ptr, b, side); })) {
+    if (!timed_copy(LinkMeter::Direction::to_host, side, b.size, true,
+                    [&] { return mover_->move_out(ptr, b, side); })) {
       return false;
     }
     b.streams.clear();
@@ -999,7 +1005,8 @@ class SwapAdaptor final : public Adaptor {
       make_room(needs, distance, Room::quiet);
       // No room yet for the soonest needed: none for those needed later either (they would
       // take what it needs, and be sent out again for it).
-      if (options_.budget_bytes != 0 && mover_->device_bytes_with(b.footprint) + (needs - b.footprint) > device_budget()) {
+      if (options_.budget_bytes != 0 &&
+          mover_->device_bytes_with(b.footprint) + (needs - b.footprint) > device_budget()) {
         for (; k < due_in_.size(); ++k) buffers_.at(due_in_[k].second).kept_out = true;
         return;
       }
@@ -1086,7 +1093,8 @@ class SwapAdaptor final : public Adaptor {
     switch (plan_state_) {
       case PlanState::applying:
         if (last_length_ != schedule_->items()) {
-          drop_schedule(fmt::format("an iteration of {} work items, the plan's had {}", last_length_, schedule_->items()));
+          drop_schedule(
+              fmt::format("an iteration of {} work items, the plan's had {}", last_length_, schedule_->items()));
           start_log();
           return;
         }
@@ -1141,9 +1149,10 @@ class SwapAdaptor final : public Adaptor {
     if (!undecided || verdict == Verdict::undecided) return true;
     const bool kept = verdict == Verdict::keep;
     ++counters_.candidates_timed;
-    log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
-                                    schedule_->label(), trial_.with_schedule() / 1e6,
-                                    kept ? "the fastest so far" : "not faster than", bar / 1e6, trial_.rule() / 1e6));
+    log(LogLevel::info,
+        fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
+                    schedule_->label(), trial_.with_schedule() / 1e6, kept ? "the fastest so far" : "not faster than",
+                    bar / 1e6, trial_.rule() / 1e6));
     if (!runners_up_.empty()) {
       if (kept) {
         champion_ = std::move(schedule_);  // the one it beat goes
@@ -1198,8 +1207,8 @@ class SwapAdaptor final : public Adaptor {
     } else if (v.action == Action::drop) {
       log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than {} ({:.1f} ms): "
                                       "the rule alone from now on",
-                                      schedule_->label(), v.typical / 1e6,
-                                      v.against_rule ? "the rule alone" : "it was", v.target / 1e6));
+                                      schedule_->label(), v.typical / 1e6, v.against_rule ? "the rule alone" : "it was",
+                                      v.target / 1e6));
       clear_schedule();
       ++counters_.schedules_rejected;
       rule_from_now_on();
@@ -1222,7 +1231,8 @@ class SwapAdaptor final : public Adaptor {
     rule_watched_ = true;
     watch_.start(false, kFrozenLeadsMargin);
     log(LogLevel::info, fmt::format("memtool swap: the rule alone from now on, from its leads in its fastest "
-                                    "iteration ({:.1f} ms)", trial_.rule() / 1e6));
+                                    "iteration ({:.1f} ms)",
+                                    trial_.rule() / 1e6));
   }
 
   // The rule alone's iteration just ended (rule_from_now_on's watch).
@@ -1329,7 +1339,8 @@ class SwapAdaptor final : public Adaptor {
       const auto it = rule_leads_.find(key);
       grown += lead > (it == rule_leads_.end() ? options_.lookahead : it->second) ? 1 : 0;
     }
-    if (grown != 0) log(LogLevel::debug, fmt::format("memtool swap: the rule gets back its leads ({} had grown)", grown));
+    if (grown != 0)
+      log(LogLevel::debug, fmt::format("memtool swap: the rule gets back its leads ({} had grown)", grown));
     lead_ = rule_leads_;
     leads_frozen_ = false;
     forget_lateness();
@@ -1362,7 +1373,9 @@ class SwapAdaptor final : public Adaptor {
   }
 
   // A scheduled copy-in's consumer (without timing events, the schedule keeps its triggers).
-  void judge_later(SwapBuffer& b, StreamId stream) { (void)time_against_consumer(lateness_, b.scheduled_in - 1, b, stream); }
+  void judge_later(SwapBuffer& b, StreamId stream) {
+    (void)time_against_consumer(lateness_, b.scheduled_in - 1, b, stream);
+  }
 
   // The rule's copy back ahead, not known to have arrived when its consumer is issued: read off
   // the GPU at the next boundary, or, without an event, taken as late (the host's view).
@@ -1457,7 +1470,8 @@ class SwapAdaptor final : public Adaptor {
         bool ok = false;
         const EventId e = take_event(ok);
         if (!ok) continue;
-        const bool ordered = device_.record_event(e, stream) == kSuccess && device_.stream_wait_event(on, e) == kSuccess;
+        const bool ordered =
+            device_.record_event(e, stream) == kSuccess && device_.stream_wait_event(on, e) == kSuccess;
         recycle(e);
         if (!ordered) continue;
       }
@@ -1550,7 +1564,7 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t swap_ins_late = 0;
     std::uint64_t swap_ins_failed = 0;
     std::uint64_t born_on_host = 0;
-    std::uint64_t host_bytes = 0;      // peak bytes on the host
+    std::uint64_t host_bytes = 0;  // peak bytes on the host
     std::uint64_t host_bytes_now = 0;
     std::uint64_t stream_waits = 0;
     std::uint64_t iterations_planned = 0;
@@ -1573,29 +1587,29 @@ class SwapAdaptor final : public Adaptor {
   Device& device_;
   const SwapOptions options_;
   const bool copies_on_program_stream_;  // save-on-cpu: its copies run in the program's order
-  const bool trial_on_;  // ours' schedule earns its place; the baselines' apply as published
+  const bool trial_on_;                  // ours' schedule earns its place; the baselines' apply as published
   mutable std::mutex mutex_;
   detail::SpareEvents spare_events_;  // before the mover, which borrows it
   std::unique_ptr<detail::SwapMover> mover_;
-  std::map<DevicePtr, SwapBuffer> buffers_;  // node-based: the mover keeps pointers to them
-  std::map<DevicePtr, SwapBuffer> dying_;  // freed by the program, not yet reached
-  std::uint64_t dying_device_bytes_ = 0;   // of those, device bytes (resident when freed)
-  std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
+  std::map<DevicePtr, SwapBuffer> buffers_;                  // node-based: the mover keeps pointers to them
+  std::map<DevicePtr, SwapBuffer> dying_;                    // freed by the program, not yet reached
+  std::uint64_t dying_device_bytes_ = 0;                     // of those, device bytes (resident when freed)
+  std::unordered_map<DevicePtr, EventId> free_events_;       // each dying buffer's: its free reached
   std::unordered_map<std::thread::id, InFlight> in_flight_;  // per thread: its last work item
-  std::vector<StreamId> program_streams_;  // every stream the program queued work on
-  bool remaps_ = false;   // explicit mode: a move remaps the buffer's address
+  std::vector<StreamId> program_streams_;                    // every stream the program queued work on
+  bool remaps_ = false;                                      // explicit mode: a move remaps the buffer's address
   bool in_item_ = false;  // inside before_item: work_ is the item being issued, not yet queued
-  std::unique_ptr<detail::SwapVerifier> verifier_;  // MEMTOOL_SWAP_VERIFY
-  std::thread::id last_item_thread_;  // who issued the last work item
+  std::unique_ptr<detail::SwapVerifier> verifier_;                    // MEMTOOL_SWAP_VERIFY
+  std::thread::id last_item_thread_;                                  // who issued the last work item
   std::vector<std::pair<std::uint64_t, std::uint64_t>> uses_;         // (key, relative work) this iteration
   std::vector<std::pair<std::uint64_t, std::uint64_t>> allocations_;  // (relative work, footprint) this iteration
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> last_uses_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> last_allocations_;  // (relative work, running total)
-  std::unordered_map<std::uint64_t, std::uint64_t> lead_;  // learned swap-in lead per key
-  std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;  // lead_ when the last plan applied
-  std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;  // in the rule alone's fastest iteration
-  double rule_fastest_ns_ = 0;  // that iteration's host time (its baseline's, or since the trial)
-  bool rule_watched_ = false;   // the rule alone after ours' trial: watched as a kept schedule is
+  std::unordered_map<std::uint64_t, std::uint64_t> lead_;                  // learned swap-in lead per key
+  std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;            // lead_ when the last plan applied
+  std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;    // in the rule alone's fastest iteration
+  double rule_fastest_ns_ = 0;     // that iteration's host time (its baseline's, or since the trial)
+  bool rule_watched_ = false;      // the rule alone after ours' trial: watched as a kept schedule is
   std::uint64_t last_length_ = 0;  // work items in the last complete iteration
   std::uint64_t work_ = 0;
   std::uint64_t iteration_begin_ = 0;
@@ -1625,17 +1639,17 @@ class SwapAdaptor final : public Adaptor {
   TimedState fastest_;           // the kept schedule's, in its fastest iteration since it applied
   TimedState trial_fastest_;     // the candidate on trial's, in its fastest counted iteration
   TimedState champion_fastest_;  // champion_'s, likewise
-  bool leads_frozen_ = false;  // a watch put them back: they grow no more (under this schedule, or the rule alone)
-  std::uint32_t ready_boundaries_ = 0;  // boundaries since the plan was ready (not yet applied)
-  std::vector<Lateness> lateness_;       // scheduled copy-ins to judge once the GPU got there
-  std::vector<Lateness> rule_lateness_;  // the rule's copies back ahead, likewise
+  bool leads_frozen_ = false;    // a watch put them back: they grow no more (under this schedule, or the rule alone)
+  std::uint32_t ready_boundaries_ = 0;                       // boundaries since the plan was ready (not yet applied)
+  std::vector<Lateness> lateness_;                           // scheduled copy-ins to judge once the GPU got there
+  std::vector<Lateness> rule_lateness_;                      // the rule's copies back ahead, likewise
   std::vector<std::pair<std::uint64_t, DevicePtr>> due_in_;  // scratch: (distance, buffer) to bring back
-  std::unique_ptr<detail::SwapSchedule> ready_;     // planned, applied from the next boundary
-  std::unique_ptr<detail::SwapSchedule> schedule_;  // applied now
+  std::unique_ptr<detail::SwapSchedule> ready_;              // planned, applied from the next boundary
+  std::unique_ptr<detail::SwapSchedule> schedule_;           // applied now
   std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up_;  // ours' candidates still to time
-  std::unique_ptr<detail::SwapSchedule> champion_;  // the fastest timed so far, when not schedule_
-  std::vector<DevicePtr> born_current_;   // by ordinal: this iteration's buffers (0: freed)
-  std::vector<DevicePtr> born_previous_;  // the last iteration's
+  std::unique_ptr<detail::SwapSchedule> champion_;                 // the fastest timed so far, when not schedule_
+  std::vector<DevicePtr> born_current_;                            // by ordinal: this iteration's buffers (0: freed)
+  std::vector<DevicePtr> born_previous_;                           // the last iteration's
   Counters counters_;
   Counters at_boundary_;  // counters_ at the last boundary (say_iteration)
   std::uint64_t stall_at_boundary_ = 0;

@@ -27,20 +27,20 @@ namespace memtool::engine::detail {
 struct SwapBuffer {
   // The policy's.
   std::uint64_t size = 0;
-  std::uint64_t id = 0;   // what pointer queries answer as its buffer id
-  bool resident = true;   // on the device, or on its way there
+  std::uint64_t id = 0;           // what pointer queries answer as its buffer id
+  bool resident = true;           // on the device, or on its way there
   std::vector<StreamId> streams;  // every stream that used it since it last reached the device
-  std::uint64_t last_work = 0;  // absolute work counter of its last use
-  EventId arrival = 0;          // a copy back in flight: its users wait on this
+  std::uint64_t last_work = 0;    // absolute work counter of its last use
+  EventId arrival = 0;            // a copy back in flight: its users wait on this
   bool arrival_pending = false;
-  bool arrival_ahead = false;   // that copy was a swap-in ahead, not yet used
+  bool arrival_ahead = false;      // that copy was a swap-in ahead, not yet used
   std::uint32_t scheduled_in = 0;  // 1 + the schedule's swap that copy was; 0: not the schedule's
-  EventId timed_arrival = 0;    // a timing event after that copy (0: none), to judge lateness on the GPU
-  bool held_out = false;        // sent out by the schedule, which also brings it back
-  bool kept_out = false;        // within its lead, but not brought back for want of room
-  std::uint64_t ordinal = 0;    // its allocation's place in the iteration that made it
+  EventId timed_arrival = 0;       // a timing event after that copy (0: none), to judge lateness on the GPU
+  bool held_out = false;           // sent out by the schedule, which also brings it back
+  bool kept_out = false;           // within its lead, but not brought back for want of room
+  std::uint64_t ordinal = 0;       // its allocation's place in the iteration that made it
   Birth birth = Birth::persistent;
-  bool pinned = false;          // exported, or its address went where memtool cannot follow: never moves again
+  bool pinned = false;  // exported, or its address went where memtool cannot follow: never moves again
   // MEMTOOL_SWAP_VERIFY (swap_verify.hpp): the checksum of its bytes when it last left, and the
   // work item then.
   std::uint64_t digest = 0;
@@ -81,7 +81,7 @@ class SwapMover {
   // Held on the device once a buffer of `footprint` device bytes is back (memory kept for reuse
   // taken for it, or let go to make room for new memory).
   [[nodiscard]] virtual std::uint64_t device_bytes_with(std::uint64_t footprint) const = 0;
-  [[nodiscard]] virtual std::uint64_t stall_ns() const = 0;       // host time spent waiting
+  [[nodiscard]] virtual std::uint64_t stall_ns() const = 0;  // host time spent waiting
   // Release everything it holds that no buffer uses (the host pool's free slots).
   virtual void trim() = 0;
 

@@ -54,13 +54,15 @@ class IterationLog {
   struct Record {
     std::uint64_t footprint = 0;
     DevicePtr address = 0;
-    std::uint32_t alloc = 0;    // current: items before its allocation
-    std::int64_t free = -1;     // the last item issued before its free (-1: before any)
+    std::uint32_t alloc = 0;  // current: items before its allocation
+    std::int64_t free = -1;   // the last item issued before its free (-1: before any)
     bool freed = false;
     std::vector<std::uint32_t> uses;
   };
   struct NameHash {
-    std::size_t operator()(const BufferName& n) const { return std::hash<std::uint64_t>()(n.id * 4 + static_cast<std::uint64_t>(n.birth)); }
+    std::size_t operator()(const BufferName& n) const {
+      return std::hash<std::uint64_t>()(n.id * 4 + static_cast<std::uint64_t>(n.birth));
+    }
   };
   // Null for a buffer the log was not told of (allocated before the log started).
   Record* find(const BufferName& name);

@@ -51,8 +51,7 @@ SwapSchedule::SwapSchedule(swapper::Schedule schedule, std::vector<BufferName> n
 namespace {
 
 // Where an unrolled position fires, and the buffer's name there; false past the next iteration.
-bool place(const BufferName& born, std::uint64_t position, std::uint32_t items, std::uint32_t& item,
-           BufferName& name) {
+bool place(const BufferName& born, std::uint64_t position, std::uint32_t items, std::uint32_t& item, BufferName& name) {
   if (position >= 2 * std::uint64_t{items}) return false;
   item = static_cast<std::uint32_t>(position % items);
   name = born;
@@ -141,8 +140,8 @@ std::future<PlanReply> plan_async(PlanRequest request) {
     PlanReply reply;
     try {
       const std::string dumped = request.problem_path.empty() ? std::string() : write_problem_file(request);
-      swapper::PlanResult result = swapper::plan(request.input.iteration, request.link, request.budget_bytes,
-                                                 request.strategy, request.options);
+      swapper::PlanResult result =
+          swapper::plan(request.input.iteration, request.link, request.budget_bytes, request.strategy, request.options);
       const swapper::Simulation& sim = result.simulation;
       reply.message = fmt::format(
           "{} swaps ({}), predicted peak {} B against {} B{}, {:.1f}% slowdown ({:.1f} ms an iteration, {:.1f} ms "
@@ -152,9 +151,9 @@ std::future<PlanReply> plan_async(PlanRequest request) {
           sim.bytes_out);
       for (swapper::PlanResult::Alternative& alt : result.alternatives) {
         const std::size_t n = reply.runners_up.size() + 1;
-        reply.message += fmt::format("; runner-up {} ({}): {} swaps, predicted peak {} B, {:.1f}% slowdown", n,
-                                     alt.construction, alt.schedule.swaps.size(), alt.simulation.peak_bytes,
-                                     100.0 * alt.simulation.slowdown);
+        reply.message +=
+            fmt::format("; runner-up {} ({}): {} swaps, predicted peak {} B, {:.1f}% slowdown", n, alt.construction,
+                        alt.schedule.swaps.size(), alt.simulation.peak_bytes, 100.0 * alt.simulation.slowdown);
         auto& up = reply.runners_up.emplace_back(std::make_unique<SwapSchedule>(
             std::move(alt.schedule), request.input.names, request.items, request.signature, alt.simulation.peak_bytes));
         up->set_label(fmt::format("{} runner-up {} ({})", request.strategy, n, alt.construction));

@@ -83,9 +83,9 @@ struct PlanRequest {
 };
 
 struct PlanReply {
-  std::unique_ptr<SwapSchedule> schedule;     // null: `message` says why
+  std::unique_ptr<SwapSchedule> schedule;                 // null: `message` says why
   std::vector<std::unique_ptr<SwapSchedule>> runners_up;  // ours': timed in turn after `schedule`
-  std::string message;                        // what the plan predicts, or why there is none
+  std::string message;                                    // what the plan predicts, or why there is none
 };
 
 // Plans on its own thread; the future is ready when it is done.

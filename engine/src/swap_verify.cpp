@@ -80,9 +80,10 @@ void SwapVerifier::mismatch(DevicePtr ptr, std::uint64_t size, std::uint64_t id,
       suspect != nullptr
           ? fmt::format("{} (work item {}, stream 0x{:x})", suspect->kernel, suspect->work, suspect->stream)
           : std::string("none since its last checksum (a copy, a memset or the host wrote it)");
-  const std::string text = fmt::format("buffer 0x{:x} ({} B, id {}) changed behind memtool's back {}; the last launch "
-                                       "that could have changed it: {}",
-                                       ptr, size, id, where, culprit);
+  const std::string text = fmt::format(
+      "buffer 0x{:x} ({} B, id {}) changed behind memtool's back {}; the last launch "
+      "that could have changed it: {}",
+      ptr, size, id, where, culprit);
   if (first_.empty()) first_ = text;
   if (mismatches_ <= kMaxReported) {
     log(LogLevel::warn, "memtool swap verify: " + text);

@@ -30,10 +30,10 @@ namespace {
 
 struct HostSlot {
   Device::PhysicalHandle memory = 0;
-  DevicePtr view = 0;        // its own mapping, the copies' end
+  DevicePtr view = 0;  // its own mapping, the copies' end
   std::uint64_t bytes = 0;
-  DevicePtr mapped_at = 0;   // also mapped at a swapped-out buffer's address (0: not)
-  bool lost = false;         // a copy into it could not be tracked: never reused
+  DevicePtr mapped_at = 0;  // also mapped at a swapped-out buffer's address (0: not)
+  bool lost = false;        // a copy into it could not be tracked: never reused
 };
 
 struct Draining {

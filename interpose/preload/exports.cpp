@@ -22,18 +22,18 @@ namespace memtool::interpose::preload {
 
 }  // namespace memtool::interpose::preload
 
-#define MEMTOOL_WRAPPER(variant, api, symbol, since, params, args)                                     \
-  MEMTOOL_EXPORTED CUresult MEMTOOL_VNAME(variant, symbol) params {                                     \
-    using namespace ::memtool::interpose;                                                               \
-    constexpr HookId id = HookId::MEMTOOL_VNAME(variant, symbol);                                       \
-    const auto real = reinterpret_cast<fn::symbol>(preload::real_function(id));                        \
-    if (real == nullptr) return preload::missing_driver(id);                                            \
-    Recorder* recorder = preload::active_recorder();                                                    \
-    if (recorder == nullptr) return real args;                                                          \
-    const preload::HookScope scope;                                                                     \
+#define MEMTOOL_WRAPPER(variant, api, symbol, since, params, args)                                              \
+  MEMTOOL_EXPORTED CUresult MEMTOOL_VNAME(variant, symbol) params {                                             \
+    using namespace ::memtool::interpose;                                                                       \
+    constexpr HookId id = HookId::MEMTOOL_VNAME(variant, symbol);                                               \
+    const auto real = reinterpret_cast<fn::symbol>(preload::real_function(id));                                 \
+    if (real == nullptr) return preload::missing_driver(id);                                                    \
+    Recorder* recorder = preload::active_recorder();                                                            \
+    if (recorder == nullptr) return real args;                                                                  \
+    const preload::HookScope scope;                                                                             \
     const Call<fn::symbol> call{preload::correlated<id, preload::is_gpu_work(#symbol)>(real), Variant::variant, \
-                                *recorder, *preload::g_runtimes};                                       \
-    return handle_##symbol(MEMTOOL_PREPEND(call, args));                                                \
+                                *recorder, *preload::g_runtimes};                                               \
+    return handle_##symbol(MEMTOOL_PREPEND(call, args));                                                        \
   }
 #define MEMTOOL_HOOK(...) MEMTOOL_FOR_VARIANTS(MEMTOOL_WRAPPER, __VA_ARGS__)
 #include "memtool/interpose/cuda_hooks.def"

@@ -42,8 +42,8 @@ inline void* real_function(HookId id) noexcept {
 // the recorder stopped (at exit, or fail-open), since frees of its buffers must reach it.
 enum class State : int { uninitialised = 0, recording = 1, pass_through = 2, serving = 3 };
 extern std::atomic<State> g_state;
-extern Recorder* g_recorder;          // set once before g_state leaves uninitialised; never deleted
-extern ContextRuntimes* g_runtimes;   // likewise
+extern Recorder* g_recorder;         // set once before g_state leaves uninitialised; never deleted
+extern ContextRuntimes* g_runtimes;  // likewise
 
 // True while this thread runs inside one of our hooks or our own initialisation: nested driver
 // calls (the driver calling its own exports, our lazy init) pass straight through.

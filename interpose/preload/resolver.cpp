@@ -66,7 +66,8 @@ void* next_after(const void* caller, const char* name) {
     // this very object, so that the order is the global one.
     Dl_info found_info{};
     link_map* found_map = nullptr;
-    if (dladdr1(found, &found_info, reinterpret_cast<void**>(&found_map), RTLD_DL_LINKMAP) != 0 && found_map == object) {
+    if (dladdr1(found, &found_info, reinterpret_cast<void**>(&found_map), RTLD_DL_LINKMAP) != 0 &&
+        found_map == object) {
       return found;
     }
   }
@@ -151,10 +152,12 @@ void substitute(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
     // CUDA 12.0 changed the ABI of "cuGetProcAddress" to the _v2 one (symbolStatus).
     if (cuda_version >= 12000) {
       remember(g_real_get_proc_v2, *pfn, reinterpret_cast<void*>(&::cuGetProcAddress_v2));
-      if (*pfn == reinterpret_cast<void*>(g_real_get_proc_v2.load())) *pfn = reinterpret_cast<void*>(&::cuGetProcAddress_v2);
+      if (*pfn == reinterpret_cast<void*>(g_real_get_proc_v2.load()))
+        *pfn = reinterpret_cast<void*>(&::cuGetProcAddress_v2);
     } else {
       remember(g_real_get_proc_v1, *pfn, reinterpret_cast<void*>(&::cuGetProcAddress));
-      if (*pfn == reinterpret_cast<void*>(g_real_get_proc_v1.load())) *pfn = reinterpret_cast<void*>(&::cuGetProcAddress);
+      if (*pfn == reinterpret_cast<void*>(g_real_get_proc_v1.load()))
+        *pfn = reinterpret_cast<void*>(&::cuGetProcAddress);
     }
     return;
   }
@@ -240,8 +243,10 @@ MEMTOOL_DLSYM_ENTRY(void* handle, const char* name) {
       void* expected = nullptr;
       preload::g_driver_handle.compare_exchange_strong(expected, handle);
     }
-    if (v2) preload::remember(preload::g_real_get_proc_v2, found, ours);
-    else preload::remember(preload::g_real_get_proc_v1, found, ours);
+    if (v2)
+      preload::remember(preload::g_real_get_proc_v2, found, ours);
+    else
+      preload::remember(preload::g_real_get_proc_v1, found, ours);
     return ours;
   }
   const auto id = find_symbol(symbol);
@@ -262,9 +267,8 @@ MEMTOOL_EXPORTED CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, in
   }
   const CUresult result = real(symbol, pfn, cudaVersion, flags, symbolStatus);
   if (result != CUDA_SUCCESS || symbol == nullptr || pfn == nullptr || *pfn == nullptr) return result;
-  preload::substitute(symbol, pfn, cudaVersion, flags, [&](const char* s, void** p, int v, cuuint64_t f) {
-    return real(s, p, v, f, nullptr);
-  });
+  preload::substitute(symbol, pfn, cudaVersion, flags,
+                      [&](const char* s, void** p, int v, cuuint64_t f) { return real(s, p, v, f, nullptr); });
   return result;
 }
 

@@ -109,7 +109,8 @@ void tracer_after_fork_in_child() {
 }
 #else
 void start_tracer(const Options& options) {
-  if (options.cupti == Toggle::on) Log::write(LogLevel::warn, "MEMTOOL_CUPTI=on: this libmemtool.so was built without CUPTI");
+  if (options.cupti == Toggle::on)
+    Log::write(LogLevel::warn, "MEMTOOL_CUPTI=on: this libmemtool.so was built without CUPTI");
 }
 void stop_tracer() {}
 void tracer_after_fork_in_child() {}
@@ -142,8 +143,7 @@ bool same_file(const std::string& a, const std::string& b) {
   if (a == b) return true;
   struct stat sa {};
   struct stat sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 // Whether `path` names the file open as `fd` (opened from `fd_path`): the same path, or the same
@@ -182,11 +182,12 @@ void at_exit() {
   summary.capture_detours = g_device->detours();
   summary.periods_rejected = g_recorder->observer().periods_rejected();
   summary.peak_device_bytes_without_pool = std::max(summary.peak_device_bytes_without_pool, stats.peak_live_bytes);
-  Log::write(LogLevel::info,
-             "recorded {} events: {} allocations, {} frees, {} launches, peak {} bytes live{}; detection thread {:.1f} ms CPU",
-             stats.events, stats.allocations, stats.frees, stats.launches, stats.peak_live_bytes,
-             stats.period ? fmt::format(", {} events per iteration", *stats.period) : std::string(),
-             static_cast<double>(stats.detection_cpu_ns) / 1e6);
+  Log::write(
+      LogLevel::info,
+      "recorded {} events: {} allocations, {} frees, {} launches, peak {} bytes live{}; detection thread {:.1f} ms CPU",
+      stats.events, stats.allocations, stats.frees, stats.launches, stats.peak_live_bytes,
+      stats.period ? fmt::format(", {} events per iteration", *stats.period) : std::string(),
+      static_cast<double>(stats.detection_cpu_ns) / 1e6);
   Log::write(LogLevel::info, "{}", engine::summary_line(summary));
   if (g_summary_path == nullptr) return;
   // A process that did nothing on the GPU (a launcher's own process loading the driver) writes
@@ -262,8 +263,9 @@ State decide() {
   if (strategy == nullptr) return State::pass_through;  // options.cpp validated the name
   const DriverFunctions functions = real_driver_functions();
   if (strategy->plans && !functions.complete()) {
-    Log::write(LogLevel::error, "MEMTOOL_STRATEGY={}: the driver lacks functions memtool needs (cuMemAlloc_v2, "
-                                "cuMemFree_v2, cuEvent*, cuStreamWaitEvent); memtool stays out of the way",
+    Log::write(LogLevel::error,
+               "MEMTOOL_STRATEGY={}: the driver lacks functions memtool needs (cuMemAlloc_v2, "
+               "cuMemFree_v2, cuEvent*, cuStreamWaitEvent); memtool stays out of the way",
                options.strategy);
     return State::pass_through;
   }
@@ -315,8 +317,10 @@ State decide() {
       Log::set_fd(STDERR_FILENO);
       ::close(g_log_fd);
       g_log_fd = -1;
-      Log::write(LogLevel::error, "MEMTOOL_LOG_FILE and MEMTOOL_TRACE name the same file {}: it holds the trace; "
-                                  "memtool's messages go to stderr", path);
+      Log::write(LogLevel::error,
+                 "MEMTOOL_LOG_FILE and MEMTOOL_TRACE name the same file {}: it holds the trace; "
+                 "memtool's messages go to stderr",
+                 path);
     }
     sink = open_deferred_trace_sink(path, options.trace_limit, &error);
     if (!sink) {
@@ -335,13 +339,17 @@ State decide() {
     }
     Log::write(LogLevel::info, "recording to {}", path);
     if (g_summary_path != nullptr && same_file(*g_summary_path, path)) {
-      Log::write(LogLevel::error, "MEMTOOL_SUMMARY and MEMTOOL_TRACE name the same file {}: it holds the trace; "
-                                  "the summary is not written", path);
+      Log::write(LogLevel::error,
+                 "MEMTOOL_SUMMARY and MEMTOOL_TRACE name the same file {}: it holds the trace; "
+                 "the summary is not written",
+                 path);
       g_summary_path = nullptr;
     }
     if (!strategy_options.swap.problem_path.empty() && same_file(strategy_options.swap.problem_path, path)) {
-      Log::write(LogLevel::error, "MEMTOOL_SWAP_DUMP and MEMTOOL_TRACE name the same file {}: it holds the trace; "
-                                  "the swap problem is not written", path);
+      Log::write(LogLevel::error,
+                 "MEMTOOL_SWAP_DUMP and MEMTOOL_TRACE name the same file {}: it holds the trace; "
+                 "the swap problem is not written",
+                 path);
       strategy_options.swap.problem_path.clear();
     }
   }

@@ -83,8 +83,7 @@ void* flush_periodically(void* /*unused*/) {
     pollfd wake{g_wake[0], POLLIN, 0};
     if (poll(&wake, 1, kFlushPeriodMs) > 0) {
       char drained[64];
-      while (read(g_wake[0], drained, sizeof drained) > 0) {
-      }
+      while (read(g_wake[0], drained, sizeof drained) > 0) {}
     }
     const unsigned asked = g_requested.load(std::memory_order_acquire);
     g_flushed->flush_trace();  // after the trace is closed: nothing to do
@@ -98,7 +97,8 @@ void* flush_periodically(void* /*unused*/) {
 void start_trace_flushing(Recorder* recorder) noexcept {
   g_flushed = recorder;
   if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
-    Log::write(LogLevel::warn, "cannot start the trace flush thread (pipe): the trace is written when its buffer fills");
+    Log::write(LogLevel::warn,
+               "cannot start the trace flush thread (pipe): the trace is written when its buffer fills");
     return;
   }
   // The thread takes no signal of the program's: they go to the program's own threads.

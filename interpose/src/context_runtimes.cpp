@@ -24,8 +24,8 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.state = s.state;
   into.state_reason = s.state_reason;
   if (s.iterations_planned > 0) {
-    into.worst_step_served = into.iterations_planned == 0 ? s.worst_step_served
-                                                          : std::min(into.worst_step_served, s.worst_step_served);
+    into.worst_step_served =
+        into.iterations_planned == 0 ? s.worst_step_served : std::min(into.worst_step_served, s.worst_step_served);
   }
   into.allocs_in_planned_steps += s.allocs_in_planned_steps;
   into.period_allocations = std::max(into.period_allocations, s.period_allocations);
@@ -99,7 +99,8 @@ engine::Runtime& ContextRuntimes::make_locked(CUcontext context) {
     if (e.context == context && !e.ended) return *e.runtime;
   }
   if (entries_.size() >= max_runtimes_) {
-    MEMTOOL_LOG_ONCE(LogLevel::warn, "more than {} CUDA contexts: the later ones share the last one's strategy", max_runtimes_);
+    MEMTOOL_LOG_ONCE(LogLevel::warn, "more than {} CUDA contexts: the later ones share the last one's strategy",
+                     max_runtimes_);
     return *entries_.back().runtime;
   }
   const auto id = static_cast<std::uint32_t>(entries_.size());

@@ -228,18 +228,16 @@ Status DriverDevice::ordered_work(engine::StreamId stream, Enqueue enqueue) {
 Status DriverDevice::copy_to_host(void* dst, engine::DevicePtr src, std::uint64_t bytes, engine::StreamId stream) {
   const InternalCall internal(captures_);
   if (f_.memcpy_dtoh_async == nullptr) return kNotSupported;
-  return ordered_work(stream, [&](CUstream on) {
-    return f_.memcpy_dtoh_async(dst, static_cast<CUdeviceptr>(src), bytes, on);
-  });
+  return ordered_work(stream,
+                      [&](CUstream on) { return f_.memcpy_dtoh_async(dst, static_cast<CUdeviceptr>(src), bytes, on); });
 }
 
 Status DriverDevice::copy_to_device(engine::DevicePtr dst, const void* src, std::uint64_t bytes,
                                     engine::StreamId stream) {
   const InternalCall internal(captures_);
   if (f_.memcpy_htod_async == nullptr) return kNotSupported;
-  return ordered_work(stream, [&](CUstream on) {
-    return f_.memcpy_htod_async(static_cast<CUdeviceptr>(dst), src, bytes, on);
-  });
+  return ordered_work(stream,
+                      [&](CUstream on) { return f_.memcpy_htod_async(static_cast<CUdeviceptr>(dst), src, bytes, on); });
 }
 
 Status DriverDevice::copy_device(engine::DevicePtr dst, engine::DevicePtr src, std::uint64_t bytes,
@@ -293,9 +291,8 @@ Status DriverDevice::prefetch(engine::DevicePtr ptr, std::uint64_t bytes, engine
   const InternalCall internal(captures_);
   if (f_.mem_prefetch == nullptr) return kNotSupported;
   const CUmemLocation location = location_of(to, device());
-  return ordered_work(stream, [&](CUstream on) {
-    return f_.mem_prefetch(static_cast<CUdeviceptr>(ptr), bytes, location, 0, on);
-  });
+  return ordered_work(
+      stream, [&](CUstream on) { return f_.mem_prefetch(static_cast<CUdeviceptr>(ptr), bytes, location, 0, on); });
 }
 
 namespace {
@@ -326,7 +323,9 @@ Status DriverDevice::granularity_of(const CUmemAllocationProp& prop, std::uint64
   return status(result);
 }
 
-Status DriverDevice::vmm_granularity(std::uint64_t* bytes) { return granularity_of(device_allocation(device()), bytes); }
+Status DriverDevice::vmm_granularity(std::uint64_t* bytes) {
+  return granularity_of(device_allocation(device()), bytes);
+}
 
 Status DriverDevice::host_vmm_granularity(std::uint64_t* bytes) { return granularity_of(host_allocation(), bytes); }
 
@@ -380,8 +379,7 @@ CUresult DriverDevice::set_access(engine::DevicePtr ptr, std::uint64_t bytes, CU
   access[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access[n].location.id = owner;
   access[n++].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  const std::uint64_t peers =
-      owner >= 0 && owner < kMaxDevices ? accessors_[owner].load(std::memory_order_acquire) : 0;
+  const std::uint64_t peers = owner >= 0 && owner < kMaxDevices ? accessors_[owner].load(std::memory_order_acquire) : 0;
   for (int d = 0; d < kMaxDevices; ++d) {
     if (d == owner || (peers & (std::uint64_t{1} << d)) == 0) continue;
     access[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;

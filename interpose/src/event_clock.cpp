@@ -83,7 +83,8 @@ std::uint64_t EventClock::monotonic_now() noexcept {
 // Back to clock_gettime for good, never below the latest time the fast path can have given.
 std::uint64_t EventClock::give_up_tsc() noexcept {
   tsc_usable_ = false;
-  last_ns_ = std::max(last_ns_, base_ns_ + static_cast<std::uint64_t>((static_cast<u128>(segment_ticks_) * mult_) >> 32));
+  last_ns_ =
+      std::max(last_ns_, base_ns_ + static_cast<std::uint64_t>((static_cast<u128>(segment_ticks_) * mult_) >> 32));
   return monotonic_now();
 }
 

@@ -62,8 +62,8 @@ void GraphCatalog::set_node(std::uint64_t exec, ScannedNode node, const std::vec
   const auto it = execs_.find(exec);
   if (it == execs_.end()) return;  // an executable graph memtool never saw: opaque anyway
   Exec& entry = it->second;
-  const auto same = std::find_if(entry.nodes.begin(), entry.nodes.end(),
-                                 [&](const ScannedNode& n) { return n.node == node.node; });
+  const auto same =
+      std::find_if(entry.nodes.begin(), entry.nodes.end(), [&](const ScannedNode& n) { return n.node == node.node; });
   if (same != entry.nodes.end()) {
     *same = std::move(node);
   } else {

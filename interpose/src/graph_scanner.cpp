@@ -109,8 +109,9 @@ void scan_into(const GraphQueries& q, CUgraph graph, const KernelWords& kernel_w
         case CU_GRAPH_NODE_TYPE_MEM_FREE:
           break;
         default:  // conditional, external semaphores, batch mem ops, anything newer
-          mark_opaque(node, out, "a graph has a node of a type memtool cannot read (" +
-                                     std::to_string(static_cast<int>(type)) + ")");
+          mark_opaque(
+              node, out,
+              "a graph has a node of a type memtool cannot read (" + std::to_string(static_cast<int>(type)) + ")");
           break;
       }
     }
@@ -142,10 +143,10 @@ ScannedNode scan_kernel_params(CUgraphNode node, CUfunction function, void** ker
 ScannedNode scan_memcpy_params(CUgraphNode node, const CUDA_MEMCPY3D& copy) {
   ScannedNode out;
   out.node = node;
-  append_side(copy.srcMemoryType, copy.srcDevice, copy.srcHost, copy.srcXInBytes, copy.srcY, copy.srcPitch,
-              copy.srcZ, copy.srcHeight, out.words);
-  append_side(copy.dstMemoryType, copy.dstDevice, copy.dstHost, copy.dstXInBytes, copy.dstY, copy.dstPitch,
-              copy.dstZ, copy.dstHeight, out.words);
+  append_side(copy.srcMemoryType, copy.srcDevice, copy.srcHost, copy.srcXInBytes, copy.srcY, copy.srcPitch, copy.srcZ,
+              copy.srcHeight, out.words);
+  append_side(copy.dstMemoryType, copy.dstDevice, copy.dstHost, copy.dstXInBytes, copy.dstY, copy.dstPitch, copy.dstZ,
+              copy.dstHeight, out.words);
   return out;
 }
 

@@ -180,7 +180,7 @@ template <class F>
 CUresult copy2d(const Call<F>& call, const CUDA_MEMCPY2D* p, CUstream stream, bool async) {
   if (p != nullptr) {
     record_copy(call, copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height, copy_kind(*p),
-                          stream_of(call, stream), async);
+                stream_of(call, stream), async);
   }
   CUresult result;
   if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY2D*>) {
@@ -195,8 +195,8 @@ CUresult copy2d(const Call<F>& call, const CUDA_MEMCPY2D* p, CUstream stream, bo
 template <class F>
 CUresult copy3d(const Call<F>& call, const CUDA_MEMCPY3D* p, CUstream stream, bool async) {
   if (p != nullptr) {
-    record_copy(call, copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height * p->Depth,
-                          copy_kind(*p), stream_of(call, stream), async);
+    record_copy(call, copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height * p->Depth, copy_kind(*p),
+                stream_of(call, stream), async);
   }
   CUresult result;
   if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY3D*>) {
@@ -487,29 +487,29 @@ CUresult handle_cuMemcpy3DAsync_v2(const Call<fn::cuMemcpy3DAsync_v2>& call, con
 
 // --- memsets ----------------------------------------------------------------------------------------
 
-#define MEMTOOL_MEMSET_1D(symbol, value_type, element_bytes)                                                      \
+#define MEMTOOL_MEMSET_1D(symbol, value_type, element_bytes)                                                           \
   CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, value_type value, size_t N) noexcept { \
-    record_memset(call, u64(dstDevice), std::uint64_t{N} * (element_bytes), default_stream_of(call), false);     \
-    return call.real(dstDevice, value, N);                                                                        \
+    record_memset(call, u64(dstDevice), std::uint64_t{N} * (element_bytes), default_stream_of(call), false);           \
+    return call.real(dstDevice, value, N);                                                                             \
   }
-#define MEMTOOL_MEMSET_1D_ASYNC(symbol, value_type, element_bytes)                                                \
-  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, value_type value, size_t N,         \
-                           CUstream hStream) noexcept {                                                           \
-    record_memset(call, u64(dstDevice), std::uint64_t{N} * (element_bytes), stream_of(call, hStream), true);    \
-    return call.real(dstDevice, value, N, hStream);                                                               \
+#define MEMTOOL_MEMSET_1D_ASYNC(symbol, value_type, element_bytes)                                           \
+  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, value_type value, size_t N,  \
+                           CUstream hStream) noexcept {                                                      \
+    record_memset(call, u64(dstDevice), std::uint64_t{N} * (element_bytes), stream_of(call, hStream), true); \
+    return call.real(dstDevice, value, N, hStream);                                                          \
   }
 #define MEMTOOL_MEMSET_2D(symbol, value_type, element_bytes)                                                       \
-  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, size_t dstPitch, value_type value,  \
+  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, size_t dstPitch, value_type value, \
                            size_t Width, size_t Height) noexcept {                                                 \
-    record_memset(call, u64(dstDevice), std::uint64_t{Width} * (element_bytes) * Height, default_stream_of(call), \
-                            false);                                                                                \
+    record_memset(call, u64(dstDevice), std::uint64_t{Width} * (element_bytes)*Height, default_stream_of(call),    \
+                  false);                                                                                          \
     return call.real(dstDevice, dstPitch, value, Width, Height);                                                   \
   }
 #define MEMTOOL_MEMSET_2D_ASYNC(symbol, value_type, element_bytes)                                                 \
-  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, size_t dstPitch, value_type value,  \
+  CUresult handle_##symbol(const Call<fn::symbol>& call, CUdeviceptr dstDevice, size_t dstPitch, value_type value, \
                            size_t Width, size_t Height, CUstream hStream) noexcept {                               \
-    record_memset(call, u64(dstDevice), std::uint64_t{Width} * (element_bytes) * Height,                       \
-                            stream_of(call, hStream), true);                                                       \
+    record_memset(call, u64(dstDevice), std::uint64_t{Width} * (element_bytes)*Height, stream_of(call, hStream),   \
+                  true);                                                                                           \
     return call.real(dstDevice, dstPitch, value, Width, Height, hStream);                                          \
   }
 

@@ -76,9 +76,8 @@ CUresult handle_cuGraphInstantiate_v2(const Call<fn::cuGraphInstantiate_v2>& cal
   return instantiate(call, phGraphExec, hGraph, phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
 }
 
-CUresult handle_cuGraphInstantiateWithFlags(const Call<fn::cuGraphInstantiateWithFlags>& call,
-                                            CUgraphExec* phGraphExec, CUgraph hGraph,
-                                            unsigned long long flags) noexcept {
+CUresult handle_cuGraphInstantiateWithFlags(const Call<fn::cuGraphInstantiateWithFlags>& call, CUgraphExec* phGraphExec,
+                                            CUgraph hGraph, unsigned long long flags) noexcept {
   return instantiate(call, phGraphExec, hGraph, phGraphExec, hGraph, flags);
 }
 
@@ -97,8 +96,8 @@ CUresult handle_cuGraphExecUpdate(const Call<fn::cuGraphExecUpdate>& call, CUgra
   return result;
 }
 
-CUresult handle_cuGraphExecUpdate_v2(const Call<fn::cuGraphExecUpdate_v2>& call, CUgraphExec hGraphExec,
-                                     CUgraph hGraph, CUgraphExecUpdateResultInfo* resultInfo) noexcept {
+CUresult handle_cuGraphExecUpdate_v2(const Call<fn::cuGraphExecUpdate_v2>& call, CUgraphExec hGraphExec, CUgraph hGraph,
+                                     CUgraphExecUpdateResultInfo* resultInfo) noexcept {
   const CUresult result = call.real(hGraphExec, hGraph, resultInfo);
   if (result == CUDA_SUCCESS) call.recorder.on_graph_exec(u64(hGraphExec), hGraph);
   return result;
@@ -169,16 +168,25 @@ CUresult handle_cuGraphExecNodeSetParams(const Call<fn::cuGraphExecNodeSetParams
       call.recorder.on_graph_exec_kernel(exec, hNode, function, k.kernelParams, k.extra);
       break;
     }
-    case CU_GRAPH_NODE_TYPE_MEMCPY: call.recorder.on_graph_exec_memcpy(exec, hNode, nodeParams->memcpy.copyParams); break;
-    case CU_GRAPH_NODE_TYPE_MEMSET: call.recorder.on_graph_exec_memset(exec, hNode, nodeParams->memset.dst); break;
-    case CU_GRAPH_NODE_TYPE_GRAPH: call.recorder.on_graph_exec_child(exec, hNode, nodeParams->graph.graph); break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      call.recorder.on_graph_exec_memcpy(exec, hNode, nodeParams->memcpy.copyParams);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      call.recorder.on_graph_exec_memset(exec, hNode, nodeParams->memset.dst);
+      break;
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      call.recorder.on_graph_exec_child(exec, hNode, nodeParams->graph.graph);
+      break;
     case CU_GRAPH_NODE_TYPE_HOST:
     case CU_GRAPH_NODE_TYPE_EMPTY:
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
-    case CU_GRAPH_NODE_TYPE_MEM_FREE: break;
-    default: call.recorder.on_graph_exec_opaque_node(exec, hNode); break;
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      break;
+    default:
+      call.recorder.on_graph_exec_opaque_node(exec, hNode);
+      break;
   }
   return result;
 }

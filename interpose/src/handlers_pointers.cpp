@@ -17,10 +17,17 @@ std::uint64_t u64(CUdeviceptr p) { return static_cast<std::uint64_t>(p); }
 void describe_buffer(CUpointer_attribute attribute, void* data, const engine::BufferExtent& extent) {
   if (data == nullptr) return;
   switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data) = extent.base; break;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data) = static_cast<size_t>(extent.size); break;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *static_cast<unsigned long long*>(data) = extent.id; break;
-    default: break;  // context, memory type, device, mapping, pool...: the same for the buffer
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      *static_cast<CUdeviceptr*>(data) = extent.base;
+      break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      *static_cast<size_t*>(data) = static_cast<size_t>(extent.size);
+      break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *static_cast<unsigned long long*>(data) = extent.id;
+      break;
+    default:
+      break;  // context, memory type, device, mapping, pool...: the same for the buffer
   }
 }
 

@@ -5,10 +5,9 @@
 
 namespace memtool::interpose {
 
-#define MEMTOOL_INFO_none(api, symbol, since) \
-  {#symbol, #api, since, Variant::plain, HookId::symbol, HookId::symbol},
-#define MEMTOOL_INFO_TWIN(api, symbol, since, variant, suffix)                              \
-  {#symbol, #api, since, Variant::plain, HookId::symbol, HookId::symbol##suffix},           \
+#define MEMTOOL_INFO_none(api, symbol, since) {#symbol, #api, since, Variant::plain, HookId::symbol, HookId::symbol},
+#define MEMTOOL_INFO_TWIN(api, symbol, since, variant, suffix)                    \
+  {#symbol, #api, since, Variant::plain, HookId::symbol, HookId::symbol##suffix}, \
       {#symbol #suffix, #api, since, Variant::variant, HookId::symbol, HookId::symbol##suffix},
 #define MEMTOOL_INFO_ptsz(api, symbol, since) MEMTOOL_INFO_TWIN(api, symbol, since, ptsz, _ptsz)
 #define MEMTOOL_INFO_ptds(api, symbol, since) MEMTOOL_INFO_TWIN(api, symbol, since, ptds, _ptds)

@@ -156,8 +156,10 @@ std::optional<CUresult> IpcBridge::open(CUdeviceptr* out, const CUipcMemHandle& 
   // The driver's answer to a process opening its own export.
   if (wire.pid == static_cast<std::int32_t>(getpid())) return CUDA_ERROR_INVALID_CONTEXT;
   switch (wire.kind) {
-    case WireKind::piece: return open_piece(out, wire.pid, wire.a, wire.b, flags);
-    case WireKind::mapping: return open_mapping(out, wire.pid, static_cast<int>(wire.a), wire.b);
+    case WireKind::piece:
+      return open_piece(out, wire.pid, wire.a, wire.b, flags);
+    case WireKind::mapping:
+      return open_mapping(out, wire.pid, static_cast<int>(wire.a), wire.b);
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
@@ -187,8 +189,8 @@ CUresult IpcBridge::open_mapping(CUdeviceptr* out, int pid, int fd, std::uint64_
       f_.mem_set_access == nullptr || f_.ctx_get_device == nullptr) {
     return CUDA_ERROR_NOT_SUPPORTED;
   }
-  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32) |
-                            static_cast<std::uint32_t>(fd);
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32) | static_cast<std::uint32_t>(fd);
   std::lock_guard lock(mutex_);
   for (auto& [ptr, i] : imported_) {
     if (i.key == key && i.mapped_bytes != 0) {  // opened again: the same pointer, as the driver does

@@ -21,13 +21,24 @@ bool is_word(unsigned c) {
 }
 
 struct Node {
-  enum class Kind : std::uint8_t { empty, byte, byte_class, any, line_start, line_end, word_boundary,
-                                   not_word_boundary, concat, alternate, repeat };
+  enum class Kind : std::uint8_t {
+    empty,
+    byte,
+    byte_class,
+    any,
+    line_start,
+    line_end,
+    word_boundary,
+    not_word_boundary,
+    concat,
+    alternate,
+    repeat
+  };
   Kind kind = Kind::empty;
-  std::uint32_t value = 0;                 // byte, or class index
-  std::uint32_t min = 0;                   // repeat
-  std::uint32_t max = 0;                   // repeat (kUnbounded: no bound)
-  std::vector<std::uint32_t> children;     // concat, alternate: the parts; repeat: the one repeated
+  std::uint32_t value = 0;              // byte, or class index
+  std::uint32_t min = 0;                // repeat
+  std::uint32_t max = 0;                // repeat (kUnbounded: no bound)
+  std::vector<std::uint32_t> children;  // concat, alternate: the parts; repeat: the one repeated
 };
 
 // Thrown inside the compiler only; compile() turns it into its error text.
@@ -94,11 +105,20 @@ class PatternCompiler {
     std::uint32_t min = 0;
     std::uint32_t max = 0;
     switch (peek()) {
-      case '*': min = 0, max = kUnbounded, ++pos_; break;
-      case '+': min = 1, max = kUnbounded, ++pos_; break;
-      case '?': min = 0, max = 1, ++pos_; break;
-      case '{': braces(min, max); break;
-      default: return atom_node;
+      case '*':
+        min = 0, max = kUnbounded, ++pos_;
+        break;
+      case '+':
+        min = 1, max = kUnbounded, ++pos_;
+        break;
+      case '?':
+        min = 0, max = 1, ++pos_;
+        break;
+      case '{':
+        braces(min, max);
+        break;
+      default:
+        return atom_node;
     }
     const Kind kind = nodes_[atom_node].kind;
     if (kind == Kind::line_start || kind == Kind::line_end || kind == Kind::word_boundary ||
@@ -137,17 +157,29 @@ class PatternCompiler {
   std::uint32_t atom(unsigned depth) {
     const char c = peek();
     switch (c) {
-      case '(': return group(depth);
-      case '[': return byte_class();
-      case '.': ++pos_; return leaf(Kind::any);
-      case '^': ++pos_; return leaf(Kind::line_start);
-      case '$': ++pos_; return leaf(Kind::line_end);
-      case '\\': return escape();
+      case '(':
+        return group(depth);
+      case '[':
+        return byte_class();
+      case '.':
+        ++pos_;
+        return leaf(Kind::any);
+      case '^':
+        ++pos_;
+        return leaf(Kind::line_start);
+      case '$':
+        ++pos_;
+        return leaf(Kind::line_end);
+      case '\\':
+        return escape();
       case '*':
       case '+':
       case '?':
-      case '{': fail("nothing to repeat");
-      default: ++pos_; return leaf(Kind::byte, static_cast<unsigned char>(c));
+      case '{':
+        fail("nothing to repeat");
+      default:
+        ++pos_;
+        return leaf(Kind::byte, static_cast<unsigned char>(c));
     }
   }
 
@@ -173,10 +205,14 @@ class PatternCompiler {
       if (at_end()) fail("incomplete hexadecimal escape");
       const char h = peek();
       unsigned digit = 0;
-      if (h >= '0' && h <= '9') digit = static_cast<unsigned>(h - '0');
-      else if (h >= 'a' && h <= 'f') digit = static_cast<unsigned>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') digit = static_cast<unsigned>(h - 'A' + 10);
-      else fail("bad hexadecimal escape");
+      if (h >= '0' && h <= '9')
+        digit = static_cast<unsigned>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        digit = static_cast<unsigned>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        digit = static_cast<unsigned>(h - 'A' + 10);
+      else
+        fail("bad hexadecimal escape");
       value = value * 16 + digit;
       ++pos_;
     }
@@ -197,22 +233,52 @@ class PatternCompiler {
       for (auto& word : set->bits) word = ~word;
     };
     switch (c) {
-      case 'd': add_range('0', '9'); return -1;
-      case 'D': add_range('0', '9'); complement(); return -1;
-      case 'w': add_range('a', 'z'); add_range('A', 'Z'); add_range('0', '9'); set->add('_'); return -1;
-      case 'W': add_range('a', 'z'); add_range('A', 'Z'); add_range('0', '9'); set->add('_'); complement(); return -1;
-      case 's': add_range('\t', '\r'); set->add(' '); return -1;
-      case 'S': add_range('\t', '\r'); set->add(' '); complement(); return -1;
-      case 't': return '\t';
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 'f': return '\f';
-      case 'v': return '\v';
-      case 'b': return '\b';  // in a class
+      case 'd':
+        add_range('0', '9');
+        return -1;
+      case 'D':
+        add_range('0', '9');
+        complement();
+        return -1;
+      case 'w':
+        add_range('a', 'z');
+        add_range('A', 'Z');
+        add_range('0', '9');
+        set->add('_');
+        return -1;
+      case 'W':
+        add_range('a', 'z');
+        add_range('A', 'Z');
+        add_range('0', '9');
+        set->add('_');
+        complement();
+        return -1;
+      case 's':
+        add_range('\t', '\r');
+        set->add(' ');
+        return -1;
+      case 'S':
+        add_range('\t', '\r');
+        set->add(' ');
+        complement();
+        return -1;
+      case 't':
+        return '\t';
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 'f':
+        return '\f';
+      case 'v':
+        return '\v';
+      case 'b':
+        return '\b';  // in a class
       case '0':
         if (!at_end() && peek() >= '0' && peek() <= '9') fail("back-references are not supported");
         return 0;
-      case 'x': return static_cast<int>(hex_digits(2));
+      case 'x':
+        return static_cast<int>(hex_digits(2));
       case 'u': {
         const unsigned code = hex_digits(4);
         if (code > 0xFF) fail("\\u escapes above \\u00ff are not supported (names are matched byte by byte)");
@@ -309,14 +375,29 @@ class PatternCompiler {
   void emit(std::uint32_t index) {
     const Node& n = nodes_[index];
     switch (n.kind) {
-      case Kind::empty: return;
-      case Kind::byte: add({Op::byte, n.value, 0}); return;
-      case Kind::byte_class: add({Op::byte_class, n.value, 0}); return;
-      case Kind::any: add({Op::any, 0, 0}); return;
-      case Kind::line_start: add({Op::line_start, 0, 0}); return;
-      case Kind::line_end: add({Op::line_end, 0, 0}); return;
-      case Kind::word_boundary: add({Op::word_boundary, 0, 0}); return;
-      case Kind::not_word_boundary: add({Op::not_word_boundary, 0, 0}); return;
+      case Kind::empty:
+        return;
+      case Kind::byte:
+        add({Op::byte, n.value, 0});
+        return;
+      case Kind::byte_class:
+        add({Op::byte_class, n.value, 0});
+        return;
+      case Kind::any:
+        add({Op::any, 0, 0});
+        return;
+      case Kind::line_start:
+        add({Op::line_start, 0, 0});
+        return;
+      case Kind::line_end:
+        add({Op::line_end, 0, 0});
+        return;
+      case Kind::word_boundary:
+        add({Op::word_boundary, 0, 0});
+        return;
+      case Kind::not_word_boundary:
+        add({Op::not_word_boundary, 0, 0});
+        return;
       case Kind::concat:
         for (const std::uint32_t child : n.children) emit(child);
         return;
@@ -337,7 +418,9 @@ class PatternCompiler {
         for (const std::uint32_t jump : jumps) at(jump).arg = here();
         return;
       }
-      case Kind::repeat: emit_repeat(n.children.front(), n.min, n.max); return;
+      case Kind::repeat:
+        emit_repeat(n.children.front(), n.min, n.max);
+        return;
     }
   }
 
@@ -410,12 +493,16 @@ bool KernelNameMatcher::matches(std::string_view name) const {
       const bool word_before = at > 0 && is_word(static_cast<unsigned char>(name[at - 1]));
       const bool word_after = at < name.size() && is_word(static_cast<unsigned char>(name[at]));
       switch (in.op) {
-        case Op::match: stack.clear(); return true;
+        case Op::match:
+          stack.clear();
+          return true;
         case Op::split:
           stack.push_back(in.alt);
           stack.push_back(in.arg);
           break;
-        case Op::jump: stack.push_back(in.arg); break;
+        case Op::jump:
+          stack.push_back(in.arg);
+          break;
         case Op::line_start:
           if (at == 0) stack.push_back(pc + 1);
           break;
@@ -428,7 +515,9 @@ bool KernelNameMatcher::matches(std::string_view name) const {
         case Op::not_word_boundary:
           if (word_before == word_after) stack.push_back(pc + 1);
           break;
-        default: list.push_back(pc); break;  // consumes a byte: runs at the next step
+        default:
+          list.push_back(pc);
+          break;  // consumes a byte: runs at the next step
       }
     }
     return false;

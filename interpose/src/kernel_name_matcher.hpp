@@ -36,13 +36,13 @@ class KernelNameMatcher {
 
   struct Instruction {
     enum class Op : std::uint8_t {
-      byte,          // the byte `arg`
-      byte_class,    // a byte in classes_[arg]
-      any,           // any byte but \n and \r
-      split,         // go on at `arg` and at `alt`
-      jump,          // go on at `arg`
-      line_start,    // ^
-      line_end,      // $
+      byte,        // the byte `arg`
+      byte_class,  // a byte in classes_[arg]
+      any,         // any byte but \n and \r
+      split,       // go on at `arg` and at `alt`
+      jump,        // go on at `arg`
+      line_start,  // ^
+      line_end,    // $
       word_boundary,
       not_word_boundary,
       match,

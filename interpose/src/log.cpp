@@ -38,8 +38,7 @@ int Log::open_file(const std::string& path, std::string* error) noexcept {
   auto refuse = [&](const char* why) {
     try {
       *error = why;
-    } catch (...) {
-    }
+    } catch (...) {}
     errno = saved_errno;
     return -1;
   };

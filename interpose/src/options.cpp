@@ -53,10 +53,14 @@ std::string parse(std::string_view text, std::uint32_t& out) {
 // Sizes: the one grammar of memtool/trace/bytes.hpp, with what each option type accepts.
 constexpr trace::ByteGrammar grammar_of(OptionType type) {
   switch (type) {
-    case OptionType::budget: return {.share_of = "the device's memory", .zero = true, .rate = false};
-    case OptionType::rate: return {.share_of = {}, .zero = true, .rate = true};
-    case OptionType::buffer_size: return {.share_of = {}, .zero = false, .rate = false};
-    default: return {};
+    case OptionType::budget:
+      return {.share_of = "the device's memory", .zero = true, .rate = false};
+    case OptionType::rate:
+      return {.share_of = {}, .zero = true, .rate = true};
+    case OptionType::buffer_size:
+      return {.share_of = {}, .zero = false, .rate = false};
+    default:
+      return {};
   }
 }
 
@@ -76,9 +80,12 @@ std::string parse_size(std::string_view text, OptionType type, Budget& out) {
 
 std::string parse(std::string_view text, SwapMode& out) {
   const std::string value = lower(text);
-  if (value == "explicit") out = SwapMode::explicit_copies;
-  else if (value == "uvm" || value.empty()) out = SwapMode::uvm;
-  else return "expected one of explicit|uvm";
+  if (value == "explicit")
+    out = SwapMode::explicit_copies;
+  else if (value == "uvm" || value.empty())
+    out = SwapMode::uvm;
+  else
+    return "expected one of explicit|uvm";
   return {};
 }
 
@@ -105,21 +112,31 @@ std::string parse_swap_policy(std::string_view text, std::string& out) {
 
 std::string parse(std::string_view text, LogLevel& out) {
   const std::string value = lower(text);
-  if (value == "off") out = LogLevel::off;
-  else if (value == "error") out = LogLevel::error;
-  else if (value == "warn" || value == "warning") out = LogLevel::warn;
-  else if (value == "info") out = LogLevel::info;
-  else if (value == "debug") out = LogLevel::debug;
-  else return "expected one of off|error|warn|info|debug";
+  if (value == "off")
+    out = LogLevel::off;
+  else if (value == "error")
+    out = LogLevel::error;
+  else if (value == "warn" || value == "warning")
+    out = LogLevel::warn;
+  else if (value == "info")
+    out = LogLevel::info;
+  else if (value == "debug")
+    out = LogLevel::debug;
+  else
+    return "expected one of off|error|warn|info|debug";
   return {};
 }
 
 std::string parse(std::string_view text, Toggle& out) {
   const std::string value = lower(text);
-  if (value == "auto" || value.empty()) out = Toggle::automatic;
-  else if (value == "on" || value == "1") out = Toggle::on;
-  else if (value == "off" || value == "0") out = Toggle::off;
-  else return "expected one of auto|on|off";
+  if (value == "auto" || value.empty())
+    out = Toggle::automatic;
+  else if (value == "on" || value == "1")
+    out = Toggle::on;
+  else if (value == "off" || value == "0")
+    out = Toggle::off;
+  else
+    return "expected one of auto|on|off";
   return {};
 }
 
@@ -180,10 +197,11 @@ std::string shortened(std::string_view text) {
 ParsedOptions parse_options(const EnvLookup& lookup, const char* const* environment) {
   ParsedOptions parsed;
   parsed.options = default_options();
-#define MEMTOOL_OPTION(field, NAME, type, default_value, description)                                  \
-  if (const char* text = lookup("MEMTOOL_" #NAME); text != nullptr) {                                  \
-    const std::string problem = parse_value<OptionType::type>(text, parsed.options.field);             \
-    if (!problem.empty()) parsed.errors.push_back(fmt::format("MEMTOOL_" #NAME "='{}': {}", shortened(text), problem)); \
+#define MEMTOOL_OPTION(field, NAME, type, default_value, description)                               \
+  if (const char* text = lookup("MEMTOOL_" #NAME); text != nullptr) {                               \
+    const std::string problem = parse_value<OptionType::type>(text, parsed.options.field);          \
+    if (!problem.empty())                                                                           \
+      parsed.errors.push_back(fmt::format("MEMTOOL_" #NAME "='{}': {}", shortened(text), problem)); \
   }
 #include "memtool/interpose/options.def"
 #undef MEMTOOL_OPTION
@@ -225,23 +243,30 @@ std::string expand_path_template(std::string_view path_template, long pid, const
   return out;
 }
 
-
 std::string_view to_string(LogLevel level) {
   switch (level) {
-    case LogLevel::off: return "off";
-    case LogLevel::error: return "error";
-    case LogLevel::warn: return "warn";
-    case LogLevel::info: return "info";
-    case LogLevel::debug: return "debug";
+    case LogLevel::off:
+      return "off";
+    case LogLevel::error:
+      return "error";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::debug:
+      return "debug";
   }
   return "?";
 }
 
 std::string_view to_string(Toggle toggle) {
   switch (toggle) {
-    case Toggle::automatic: return "auto";
-    case Toggle::on: return "on";
-    case Toggle::off: return "off";
+    case Toggle::automatic:
+      return "auto";
+    case Toggle::on:
+      return "on";
+    case Toggle::off:
+      return "off";
   }
   return "?";
 }

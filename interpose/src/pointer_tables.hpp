@@ -77,13 +77,13 @@ class PointerTables {
   std::unordered_map<std::uint64_t, std::uint64_t> serials_;  // base -> serial of the buffer there
   std::uint64_t next_serial_ = 1;
   std::unordered_map<std::uint64_t, Contents> contents_;  // by the holding buffer's base
-  std::vector<std::uint64_t> escaped_;                   // since the last launch
-  bool all_escaped_ = false;  // addresses memtool cannot list went where it cannot follow
+  std::vector<std::uint64_t> escaped_;                    // since the last launch
+  bool all_escaped_ = false;                              // addresses memtool cannot list went where it cannot follow
   // Scratch, kept so that a launch allocates nothing once they have grown.
-  std::unordered_set<std::uint64_t> seen_;   // on_launch: what it touches or reaches
-  std::vector<std::uint64_t> maybe_;         // on_launch: what its tables may hold
-  std::unordered_set<std::uint64_t> held_;   // on_launch: what one small buffer may hold
-  std::vector<Ref> found_;                   // on_upload: the addresses read
+  std::unordered_set<std::uint64_t> seen_;  // on_launch: what it touches or reaches
+  std::vector<std::uint64_t> maybe_;        // on_launch: what its tables may hold
+  std::unordered_set<std::uint64_t> held_;  // on_launch: what one small buffer may hold
+  std::vector<Ref> found_;                  // on_upload: the addresses read
 };
 
 }  // namespace memtool::interpose

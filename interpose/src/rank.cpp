@@ -16,12 +16,12 @@ struct RankVariable {
 
 // Global ranks first, SLURM_PROCID last of them (see rank.hpp), then node-local ranks.
 constexpr std::array<RankVariable, 8> kRankVariables{{
-    {"RANK", "WORLD_SIZE", "LOCAL_RANK"},                                      // torchrun, torch.distributed
+    {"RANK", "WORLD_SIZE", "LOCAL_RANK"},                                            // torchrun, torch.distributed
     {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},  // Open MPI
-    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},                                // MPICH, Intel MPI, srun --mpi=pmi2
-    {"PMIX_RANK", "", ""},                                                      // PMIx (Open MPI 5, srun --mpi=pmix)
-    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},                          // srun
-    {"LOCAL_RANK", "LOCAL_WORLD_SIZE", "LOCAL_RANK"},                           // node-local only
+    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},        // MPICH, Intel MPI, srun --mpi=pmi2
+    {"PMIX_RANK", "", ""},                              // PMIx (Open MPI 5, srun --mpi=pmix)
+    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},  // srun
+    {"LOCAL_RANK", "LOCAL_WORLD_SIZE", "LOCAL_RANK"},   // node-local only
     {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
     {"SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_LOCALID"},
 }};
@@ -64,7 +64,8 @@ std::string rank_path_template(std::string_view path_template) {
     if (path_template[i + 1] == 'r') return std::string(path_template);
     ++i;  // %% and %p: skip the pair
   }
-  const std::size_t name = path_template.find_last_of('/') == std::string_view::npos ? 0 : path_template.find_last_of('/') + 1;
+  const std::size_t name =
+      path_template.find_last_of('/') == std::string_view::npos ? 0 : path_template.find_last_of('/') + 1;
   const std::size_t dot = path_template.find_last_of('.');
   // An extension: a dot inside the file name, not its first character (".hidden" has none).
   const std::size_t at = dot != std::string_view::npos && dot > name ? dot : path_template.size();

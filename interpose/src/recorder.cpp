@@ -20,7 +20,6 @@
 
 namespace memtool::interpose {
 
-
 // A kernel as the recorder knows it after its first launch.
 struct Recorder::KernelInfo {
   struct Param {
@@ -223,15 +222,15 @@ void Recorder::record_event(const char* step, Event event) noexcept {
 }
 
 // Wraps a recording step: fail-open on any exception.
-#define MEMTOOL_RECORD_STEP(step, ...)                 \
-  do {                                                 \
-    try {                                              \
-      __VA_ARGS__                                      \
-    } catch (const std::exception& e) {                \
-      disable(e.what());                               \
-    } catch (...) {                                    \
+#define MEMTOOL_RECORD_STEP(step, ...)                  \
+  do {                                                  \
+    try {                                               \
+      __VA_ARGS__                                       \
+    } catch (const std::exception& e) {                 \
+      disable(e.what());                                \
+    } catch (...) {                                     \
       disable("unknown failure while recording " step); \
-    }                                                  \
+    }                                                   \
   } while (false)
 
 void Recorder::on_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind, std::uint64_t stream,
@@ -335,17 +334,18 @@ std::unique_ptr<Recorder::KernelInfo> Recorder::describe_kernel(CUfunction funct
     }
     return true;
   };
-  if (queries_.func_get_param_info != nullptr &&
-      read_layout([&](std::size_t i, size_t* o, size_t* s) { return queries_.func_get_param_info(function, i, o, s); })) {
+  if (queries_.func_get_param_info != nullptr && read_layout([&](std::size_t i, size_t* o, size_t* s) {
+        return queries_.func_get_param_info(function, i, o, s);
+      })) {
     info->layout_known = true;
-  } else if (queries_.kernel_get_param_info != nullptr &&
-             read_layout([&](std::size_t i, size_t* o, size_t* s) {
+  } else if (queries_.kernel_get_param_info != nullptr && read_layout([&](std::size_t i, size_t* o, size_t* s) {
                return queries_.kernel_get_param_info(reinterpret_cast<CUkernel>(function), i, o, s);
              })) {
     info->layout_known = true;
   } else {
     info->params.clear();
-    MEMTOOL_LOG_ONCE(LogLevel::warn, "cannot read the parameter layout of some kernels: their kernelParams are not scanned");
+    MEMTOOL_LOG_ONCE(LogLevel::warn,
+                     "cannot read the parameter layout of some kernels: their kernelParams are not scanned");
   }
 
   const char* name = nullptr;
@@ -355,8 +355,8 @@ std::unique_ptr<Recorder::KernelInfo> Recorder::describe_kernel(CUfunction funct
       if (queries_.kernel_get_name(&name, reinterpret_cast<CUkernel>(function)) != CUDA_SUCCESS) name = nullptr;
     }
   }
-  info->name = name != nullptr ? std::string(name)
-                               : fmt::format("kernel@{:#x}", reinterpret_cast<std::uintptr_t>(function));
+  info->name =
+      name != nullptr ? std::string(name) : fmt::format("kernel@{:#x}", reinterpret_cast<std::uintptr_t>(function));
   info->marks_iteration = iteration_kernel_ && iteration_kernel_->matches(info->name);  // once per kernel
   return info;
 }
@@ -451,8 +451,9 @@ LaunchSeen Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t str
     scratch.touched.clear();
     const GraphCatalog::Launch launch = graphs_.launch(graph_exec, scratch.words);
     if (!launch.known) {
-      MEMTOOL_LOG_ONCE(LogLevel::warn, "a CUDA graph launched that memtool did not see instantiated: its launches "
-                                       "count as touching every buffer");
+      MEMTOOL_LOG_ONCE(LogLevel::warn,
+                       "a CUDA graph launched that memtool did not see instantiated: its launches "
+                       "count as touching every buffer");
     }
     std::lock_guard lock(emit_mutex_);
     // A graph launched for the first time starts a new phase of the program (torch.cuda.graph's
@@ -478,7 +479,7 @@ LaunchSeen Recorder::on_graph_launch(std::uint64_t graph_exec, std::uint64_t str
 }
 
 LaunchSeen Recorder::on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
-                            std::uint64_t stream, bool async) noexcept {
+                             std::uint64_t stream, bool async) noexcept {
   LaunchSeen seen;
   if (!active()) return seen;
   MEMTOOL_RECORD_STEP("a copy", {
@@ -565,10 +566,9 @@ void Recorder::on_sync(trace::SyncKind kind, std::uint64_t stream) noexcept {
 }
 
 void Recorder::on_stream_create(std::uint64_t stream, std::uint32_t flags, std::int32_t priority) noexcept {
-  record_event("a stream creation", trace::StreamCreateEvent{.header = {},
-                                                             .stream = trace::StreamHandle{stream},
-                                                             .flags = flags,
-                                                             .priority = priority});
+  record_event("a stream creation",
+               trace::StreamCreateEvent{
+                   .header = {}, .stream = trace::StreamHandle{stream}, .flags = flags, .priority = priority});
 }
 
 void Recorder::on_iteration_mark() noexcept {
@@ -633,7 +633,8 @@ void Recorder::write_new_modules_locked() {
   if (loaded == modules_seen_) return;
   modules_seen_ = loaded;
   detail::for_each_code_segment([&](std::uint64_t start, std::uint64_t end, std::uint64_t offset, const char* path) {
-    if (std::find(written_module_starts_.begin(), written_module_starts_.end(), start) != written_module_starts_.end()) {
+    if (std::find(written_module_starts_.begin(), written_module_starts_.end(), start) !=
+        written_module_starts_.end()) {
       return;
     }
     written_module_starts_.push_back(start);

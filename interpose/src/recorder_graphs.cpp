@@ -29,7 +29,9 @@ void Recorder::set_graph_queries(const GraphQueries& queries) noexcept {
 void Recorder::ensure_graph_queries() {
   std::call_once(graph_queries_once_, [&] {
     if (resolver_ == nullptr) return;
-    auto get = [&](auto& field, const char* name) { field = reinterpret_cast<std::remove_reference_t<decltype(field)>>(resolver_(name)); };
+    auto get = [&](auto& field, const char* name) {
+      field = reinterpret_cast<std::remove_reference_t<decltype(field)>>(resolver_(name));
+    };
     get(graph_queries_.get_nodes, "cuGraphGetNodes");
     get(graph_queries_.node_get_type, "cuGraphNodeGetType");
     get(graph_queries_.kernel_node_get_params, "cuGraphKernelNodeGetParams_v2");
@@ -133,7 +135,8 @@ void Recorder::on_graph_exec_memcpy(std::uint64_t graph_exec, CUgraphNode node, 
 }
 
 void Recorder::on_graph_exec_memset(std::uint64_t graph_exec, CUgraphNode node, CUdeviceptr dst) noexcept {
-  guarded(*this, "reading a memset node's parameters", [&] { graphs_.set_node(graph_exec, scan_memset_params(node, dst)); });
+  guarded(*this, "reading a memset node's parameters",
+          [&] { graphs_.set_node(graph_exec, scan_memset_params(node, dst)); });
 }
 
 void Recorder::on_graph_exec_child(std::uint64_t graph_exec, CUgraphNode node, CUgraph child) noexcept {
@@ -176,7 +179,8 @@ std::uint64_t Recorder::graph_memory_bytes(bool refresh) noexcept {
   std::uint64_t pending = 0;
   guarded(*this, "counting graph memory", [&] {
     ensure_graph_queries();
-    if (refresh && graph_queries_.device_get_graph_mem_attribute != nullptr && graph_queries_.ctx_get_device != nullptr) {
+    if (refresh && graph_queries_.device_get_graph_mem_attribute != nullptr &&
+        graph_queries_.ctx_get_device != nullptr) {
       const CaptureTracker::InternalCall internal(captures_);
       CUdevice device = 0;
       cuuint64_t reserved = 0;

@@ -19,7 +19,7 @@ unsigned long long loaded_object_count() noexcept;
 
 // Calls `visit` for each executable segment of each loaded object. `path` is the object's
 // file ("" never: the main program is named through /proc/self/exe).
-void for_each_code_segment(const std::function<void(std::uint64_t start, std::uint64_t end,
-                                                    std::uint64_t file_offset, const char* path)>& visit);
+void for_each_code_segment(const std::function<void(std::uint64_t start, std::uint64_t end, std::uint64_t file_offset,
+                                                    const char* path)>& visit);
 
 }  // namespace memtool::interpose::detail

@@ -56,8 +56,8 @@ class TraceWriterSink final : public EventSink {
   }
 
 #define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
-  void write(const trace::Type& event) override {         \
-    if (ensure_open()) writer_->write(event);               \
+  void write(const trace::Type& event) override {          \
+    if (ensure_open()) writer_->write(event);              \
   }
 #include "memtool/trace/events.def"
   void write_gpu_time(const trace::GpuTimeRecord& record) override {
@@ -115,7 +115,8 @@ class TraceWriterSink final : public EventSink {
 
   // Names for the detector when the file could not be created (the recorder needs one id each).
   trace::StringId fallback_intern(std::string_view text) {
-    const auto [it, inserted] = fallback_names_.try_emplace(std::string(text), static_cast<std::uint32_t>(fallback_names_.size()));
+    const auto [it, inserted] =
+        fallback_names_.try_emplace(std::string(text), static_cast<std::uint32_t>(fallback_names_.size()));
     (void)inserted;
     return trace::StringId{it->second};
   }
@@ -124,8 +125,8 @@ class TraceWriterSink final : public EventSink {
   void report_failure() {
     if (!writer_->failed() || failure_reported_) return;
     failure_reported_ = true;
-    Log::write(LogLevel::error, "writing the trace {} failed ({}): it ends after {} bytes; the program runs on",
-               path_, std::strerror(writer_->error_number()), writer_->bytes_written());
+    Log::write(LogLevel::error, "writing the trace {} failed ({}): it ends after {} bytes; the program runs on", path_,
+               std::strerror(writer_->error_number()), writer_->bytes_written());
   }
 
   std::string path_;
@@ -157,7 +158,8 @@ std::string path_problem(const std::string& path) {
   const auto cannot_open = [&](int err) { return path + ": cannot open for writing: " + std::strerror(err); };
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISREG(st.st_mode)) return path + ": not a regular file (a FIFO, device or directory): a trace must be a file";
+    if (!S_ISREG(st.st_mode))
+      return path + ": not a regular file (a FIFO, device or directory): a trace must be a file";
     return ::access(path.c_str(), W_OK) == 0 ? std::string() : cannot_open(errno);
   }
   const std::size_t slash = path.find_last_of('/');

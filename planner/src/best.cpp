@@ -67,10 +67,10 @@ struct Incumbent {
 // first, so at large n the cost of the first decides how many run; `all` runs every one to its
 // end regardless (small problems).
 void run_heuristics(const Prepared& p, GreedyPlacer& placer, SearchBudget& budget, bool all, Incumbent& best) {
-  constexpr std::pair<Order, Fit> kStarts[] = {
-      {Order::size_by_start, Fit::first}, {Order::breadth, Fit::best}, {Order::size_by_start, Fit::best},
-      {Order::conflicts, Fit::best},      {Order::size, Fit::first},   {Order::size, Fit::best},
-      {Order::area, Fit::best},           {Order::lifetime, Fit::best}};
+  constexpr std::pair<Order, Fit> kStarts[] = {{Order::size_by_start, Fit::first}, {Order::breadth, Fit::best},
+                                               {Order::size_by_start, Fit::best},  {Order::conflicts, Fit::best},
+                                               {Order::size, Fit::first},          {Order::size, Fit::best},
+                                               {Order::area, Fit::best},           {Order::lifetime, Fit::best}};
   std::uint64_t first_cost = 0;
   for (const auto& [order_kind, fit] : kStarts) {
     const std::uint64_t ordering = heuristic_order_work(p, order_kind);
@@ -118,7 +118,8 @@ class ExactSchedule {
       take(at_capacity, at_capacity.resume(budget));
     }
     if (problem_->size() >= kManyItems) {
-      greedy_.emplace(p_, placer_, incumbent_.order, incumbent_.fit, GreedyResult{incumbent_.offsets, incumbent_.pool, 0, false, 0});
+      greedy_.emplace(p_, placer_, incumbent_.order, incumbent_.fit,
+                      GreedyResult{incumbent_.offsets, incumbent_.pool, 0, false, 0});
     }
     // Each arm's spend over its weight (stride scheduling): the next turn goes to the lowest, so
     // weights that change with progress change the shares from then on, with no debt to repay.
@@ -201,9 +202,9 @@ class ExactSchedule {
   GreedyPlacer& placer_;
   std::shared_ptr<const DecisionProblem> problem_;
   Incumbent& incumbent_;
-  std::uint64_t low_;     // every capacity below it is infeasible
-  bool proved_ = false;   // low_ rose above LB by a proof
-  std::uint64_t moves_ = 0;  // moves up of the descending search: its patience grows with them
+  std::uint64_t low_;                // every capacity below it is infeasible
+  bool proved_ = false;              // low_ rose above LB by a proof
+  std::uint64_t moves_ = 0;          // moves up of the descending search: its patience grows with them
   std::uint64_t desc_spent_ = 0;     // budget the descending searches have used
   std::uint64_t desc_found_at_ = 0;  // desc_spent_ when one last found a smaller pool
   std::optional<DecisionSearch> lowest_, descending_;
@@ -226,9 +227,9 @@ Placement best_plan(const Prepared& p, SearchBudget& budget, std::uint64_t capac
     if (problem) {
       ExactSchedule(p, placer, std::move(problem), best).run(budget, capacity);
     } else {
-      IteratedGreedy greedy(p, placer, std::move(best.order), best.fit, GreedyResult{best.offsets, best.pool, 0, false, 0});
-      while (greedy.improve(budget)) {
-      }
+      IteratedGreedy greedy(p, placer, std::move(best.order), best.fit,
+                            GreedyResult{best.offsets, best.pool, 0, false, 0});
+      while (greedy.improve(budget)) {}
       if (greedy.pool() < best.pool) {
         best.pool = greedy.pool();
         best.offsets = greedy.offsets();
@@ -255,7 +256,8 @@ Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
   }
   // Sections with something live, as a prefix count, to test "covers all of them" per buffer.
   std::vector<std::uint32_t> live_before(full.section_count + 1, 0);
-  for (std::uint32_t t = 0; t < full.section_count; ++t) live_before[t + 1] = live_before[t] + (full.load[t] != 0 ? 1U : 0U);
+  for (std::uint32_t t = 0; t < full.section_count; ++t)
+    live_before[t + 1] = live_before[t] + (full.load[t] != 0 ? 1U : 0U);
   const std::uint32_t live_sections = live_before[full.section_count];
   std::vector<std::uint8_t> universal(full.items.size(), 0);
   std::size_t universal_count = 0;
@@ -264,7 +266,8 @@ Placement best_plan(const trace::Problem& problem, const PlanOptions& options) {
     if (it.footprint == 0) continue;
     std::uint32_t covered = 0;
     const Span* spans = full.spans_of(i);
-    for (std::uint32_t k = 0; k < it.span_count; ++k) covered += live_before[spans[k].end] - live_before[spans[k].first];
+    for (std::uint32_t k = 0; k < it.span_count; ++k)
+      covered += live_before[spans[k].end] - live_before[spans[k].first];
     if (covered == live_sections) {
       universal[i] = 1;
       ++universal_count;

@@ -404,10 +404,10 @@ class Decision {
   std::vector<std::uint64_t> most_unplaced_;  // preorder's T, per local
   std::vector<std::uint8_t> placed_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> min_trail_, floor_trail_;
-  std::vector<std::uint32_t> cuts_;  // unplaced buffers crossing the boundary after section t
-  std::vector<std::uint64_t> painted_;  // stacked_sections_fit: a bit per section
+  std::vector<std::uint32_t> cuts_;            // unplaced buffers crossing the boundary after section t
+  std::vector<std::uint64_t> painted_;         // stacked_sections_fit: a bit per section
   std::deque<std::vector<Candidate>> orders_;  // per depth: order_at()
-  std::vector<Candidate> raised_;   // enter(): candidates whose minimum offset rose
+  std::vector<Candidate> raised_;              // enter(): candidates whose minimum offset rose
 };
 
 }  // namespace

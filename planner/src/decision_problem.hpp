@@ -34,7 +34,9 @@ struct DecisionProblem {
 
   [[nodiscard]] std::uint32_t size() const { return static_cast<std::uint32_t>(items.size()); }
   [[nodiscard]] const Span* spans_of(std::uint32_t local) const { return spans.data() + first_span[local]; }
-  [[nodiscard]] std::uint32_t span_count(std::uint32_t local) const { return first_span[local + 1] - first_span[local]; }
+  [[nodiscard]] std::uint32_t span_count(std::uint32_t local) const {
+    return first_span[local + 1] - first_span[local];
+  }
   // Sections [first, end) from the first span's start to the last span's end.
   [[nodiscard]] Span hull(std::uint32_t local) const {
     return {spans[first_span[local]].first, spans[first_span[local + 1] - 1].end};

@@ -15,7 +15,7 @@ namespace {
 namespace cost = greedy_cost;
 
 constexpr std::uint32_t kStartUnionHeight = 5;  // H1: below it, spans starting in 32 sections are few
-constexpr std::uint32_t kListLength = 8;  // a node with more cover slots keeps a union instead
+constexpr std::uint32_t kListLength = 8;        // a node with more cover slots keeps a union instead
 
 }  // namespace
 
@@ -23,7 +23,8 @@ template <typename R>
 std::uint64_t BasicRangeUnion<R>::insert(R r) {
   // The first range that ends at or after r.lo: it and the ones after it that start at or
   // before r.hi touch or overlap r.
-  auto first = std::lower_bound(ranges_.begin(), ranges_.end(), r.lo, [](const R& x, typename R::Coordinate lo) { return x.hi < lo; });
+  auto first = std::lower_bound(ranges_.begin(), ranges_.end(), r.lo,
+                                [](const R& x, typename R::Coordinate lo) { return x.hi < lo; });
   auto last = first;
   while (last != ranges_.end() && last->lo <= r.hi) {
     r.lo = std::min(r.lo, last->lo);
@@ -106,11 +107,13 @@ GapIndex<R>::GapIndex(const Prepared& prepared) : prepared_(prepared) {
   const std::size_t nodes = 2 * static_cast<std::size_t>(leaves_);
   cover_begin_.assign(nodes + 1, 0);
   const auto spans = static_cast<std::uint32_t>(prepared.spans.size());
-  for (std::uint32_t k = 0; k < spans; ++k) low_nodes(prepared.spans[k], [&](std::uint32_t node) { ++cover_begin_[node + 1]; });
+  for (std::uint32_t k = 0; k < spans; ++k)
+    low_nodes(prepared.spans[k], [&](std::uint32_t node) { ++cover_begin_[node + 1]; });
   for (std::size_t node = 0; node < nodes; ++node) cover_begin_[node + 1] += cover_begin_[node];
   cover_span_.resize(cover_begin_[nodes]);
   std::vector<std::uint32_t> cursor(cover_begin_.begin(), cover_begin_.end() - 1);
-  for (std::uint32_t k = 0; k < spans; ++k) low_nodes(prepared.spans[k], [&](std::uint32_t node) { cover_span_[cursor[node]++] = k; });
+  for (std::uint32_t k = 0; k < spans; ++k)
+    low_nodes(prepared.spans[k], [&](std::uint32_t node) { cover_span_[cursor[node]++] = k; });
   cover_range_.assign(cover_span_.size(), R{});
   union_of_.assign(nodes, 0);
   for (std::size_t node = 0; node < nodes; ++node) {

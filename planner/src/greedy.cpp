@@ -55,7 +55,7 @@ GreedyResult GreedyPlacer::place_in(State<R>& state, std::span<const std::uint32
   // Counted in eighths (greedy_costs.hpp), then turned into units at the problem's size.
   const std::uint64_t tenths = cost::size_tenths(prepared_.items.size());
   std::uint64_t work = 2 * cost::kPerItem * prepared_.items.size();  // offsets set and copied out
-  std::uint64_t setup = 0;  // units: building the index
+  std::uint64_t setup = 0;                                           // units: building the index
   if (index) work += index->clear();
   offsets_.assign(prepared_.items.size(), 0);
   const bool limited = stops.work != UINT64_MAX;
@@ -66,8 +66,9 @@ GreedyResult GreedyPlacer::place_in(State<R>& state, std::span<const std::uint32
     // What is spent, what building the index would cost (before it is built) and what
     // finishing would, against the limit.
     const std::uint64_t to_build = !limited || index ? 0 : GapIndex<R>::setup_work_bound(prepared_);
-    if (limited && setup + to_build + cost::to_units(work, tenths) + (stops.finish ? sweep_fill_work(order.size() - k) : 0) >
-                       stops.work) {
+    if (limited &&
+        setup + to_build + cost::to_units(work, tenths) + (stops.finish ? sweep_fill_work(order.size() - k) : 0) >
+            stops.work) {
       result.cut = true;
       result.placed = k;
       result.work = setup + cost::to_units(work, tenths);
@@ -195,13 +196,15 @@ R* merge_union(const R* a, const R* a_end, const R* b, const R* b_end, R* out) {
     return one.finish();
   }
   const R* const a_mid = a + (a_end - a) / 2;
-  const R* const b_mid = std::lower_bound(b, b_end, a_mid->lo, [](const R& x, typename R::Coordinate lo) { return x.lo < lo; });
+  const R* const b_mid =
+      std::lower_bound(b, b_end, a_mid->lo, [](const R& x, typename R::Coordinate lo) { return x.lo < lo; });
   R* const upper_out = out + (a_mid - a) + (b_mid - b);
   UnionMerge<R> lower{a, a_mid, b, b_mid, out};
   UnionMerge<R> upper{a_mid, a_end, b_mid, b_end, upper_out};
   lower.start();
   upper.start();
-  for (std::size_t n = std::min(lower.safe_steps(), upper.safe_steps()); n > 4; n = std::min(lower.safe_steps(), upper.safe_steps())) {
+  for (std::size_t n = std::min(lower.safe_steps(), upper.safe_steps()); n > 4;
+       n = std::min(lower.safe_steps(), upper.safe_steps())) {
     for (std::size_t k = 0; k < n; ++k) {
       lower.step();
       upper.step();
@@ -253,7 +256,8 @@ std::span<const R> GreedyPlacer::union_of_rest(State<R>& state, std::size_t main
     const std::size_t in = runs[x].size + runs[y].size;
     if (merged.size() < used + in) merged.resize(std::max(2 * merged.size(), used + in));
     R* const out = merged.data() + used;
-    const R* const end = merge_union<R>(at(runs[x]), at(runs[x]) + runs[x].size, at(runs[y]), at(runs[y]) + runs[y].size, out);
+    const R* const end =
+        merge_union<R>(at(runs[x]), at(runs[x]) + runs[x].size, at(runs[y]), at(runs[y]) + runs[y].size, out);
     work += cost::kRange * in;
     runs[x] = {nullptr, used, static_cast<std::size_t>(end - out)};
     used += runs[x].size;

@@ -65,7 +65,8 @@ class GreedyPlacer {
   // The index and the scratch of one range type.
   template <typename R>
   struct State {
-    std::optional<GapIndex<R>> index;  // built by the first run that places a buffer in the gaps (its cost charged there)
+    std::optional<GapIndex<R>>
+        index;  // built by the first run that places a buffer in the gaps (its cost charged there)
     typename GapIndex<R>::Lists lists;  // scratch: the occupied ranges
     std::vector<Run<R>> runs;           // scratch: the runs left to merge
     std::vector<R> merged;              // scratch: every merge's output, one after another

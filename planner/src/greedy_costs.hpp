@@ -14,15 +14,15 @@
 
 namespace memtool::planner::detail::greedy_cost {
 
-inline constexpr std::uint64_t kPlacement = 750;     // per buffer placed: its lookups, the walk's setup
-inline constexpr std::uint64_t kSlotRead = 62;       // a slot of the index read by a gather
-inline constexpr std::uint64_t kRange = 10;          // a range copied, merged, sorted (per log step) or walked
-inline constexpr std::uint64_t kScanned = 4;         // a range of best fit's main list read between two others
-inline constexpr std::uint64_t kSlotWrite = 15;       // a slot filled at an insert
-inline constexpr std::uint64_t kUnionInsert = 15;     // one range into a union: its binary search
-inline constexpr std::uint64_t kMoved = 31;          // a union's range moved by an insert
-inline constexpr std::uint64_t kBatchRange = 220;    // a range through a batch merge of a start union
-inline constexpr std::uint64_t kPerItem = 8;         // per buffer of the problem per run (clear, copy out)
+inline constexpr std::uint64_t kPlacement = 750;   // per buffer placed: its lookups, the walk's setup
+inline constexpr std::uint64_t kSlotRead = 62;     // a slot of the index read by a gather
+inline constexpr std::uint64_t kRange = 10;        // a range copied, merged, sorted (per log step) or walked
+inline constexpr std::uint64_t kScanned = 4;       // a range of best fit's main list read between two others
+inline constexpr std::uint64_t kSlotWrite = 15;    // a slot filled at an insert
+inline constexpr std::uint64_t kUnionInsert = 15;  // one range into a union: its binary search
+inline constexpr std::uint64_t kMoved = 31;        // a union's range moved by an insert
+inline constexpr std::uint64_t kBatchRange = 220;  // a range through a batch merge of a start union
+inline constexpr std::uint64_t kPerItem = 8;       // per buffer of the problem per run (clear, copy out)
 inline constexpr std::uint64_t kEighths = 8;
 
 // The size factor, in tenths, by the problem's size in bits: 1 up to 16 k buffers, then a

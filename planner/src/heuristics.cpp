@@ -82,11 +82,15 @@ std::vector<std::uint32_t> heuristic_order(const Prepared& p, Order order) {
   auto desc = [](std::uint64_t v) { return ~v; };
   switch (order) {
     case Order::size:  // largest, then longer-lived, then earlier
-      return sorted_by<Key3>(n, [&](std::uint32_t i) { return Key3{desc(it[i].footprint), desc(it[i].live_time), it[i].begin}; });
+      return sorted_by<Key3>(n, [&](std::uint32_t i) {
+        return Key3{desc(it[i].footprint), desc(it[i].live_time), it[i].begin};
+      });
     case Order::size_by_start:  // largest, then earlier
       return sorted_by<Key3>(n, [&](std::uint32_t i) { return Key3{desc(it[i].footprint), it[i].begin, 0}; });
     case Order::lifetime:  // longest-lived, then as size
-      return sorted_by<Key3>(n, [&](std::uint32_t i) { return Key3{desc(it[i].live_time), desc(it[i].footprint), it[i].begin}; });
+      return sorted_by<Key3>(n, [&](std::uint32_t i) {
+        return Key3{desc(it[i].live_time), desc(it[i].footprint), it[i].begin};
+      });
     case Order::area: {
       // footprint × live time can exceed 64 bits: a long double product, then as size.
       using AreaKey = std::tuple<long double, std::uint64_t, std::uint64_t, std::uint64_t>;

@@ -80,7 +80,8 @@ bool IteratedGreedy::improve(SearchBudget& budget) {
     // The new order (built with a pass or two over the old one and the offsets, at random)
     // and the offsets kept: O(n), charged with the run.
     const std::uint64_t copies = 8 * prepared_.items.size();
-    auto run = placer_.place(candidate, fit_, {.above = pool_, .work = budget.left() > copies ? budget.left() - copies : 0});
+    auto run =
+        placer_.place(candidate, fit_, {.above = pool_, .work = budget.left() > copies ? budget.left() - copies : 0});
     budget.spend(run.work + copies);
     if (run.pool <= pool_) {
       lowered = run.pool < pool_;

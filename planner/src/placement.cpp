@@ -33,7 +33,8 @@ ValidationResult validate(const trace::Problem& problem, const Placement& placem
     const std::uint64_t off = placement.offsets[i];
     sizes[i] = fp;
     if (off % b.alignment != 0) {
-      result.message = fmt::format("buffer {}: offset {} is not a multiple of its alignment {}", b.id, off, b.alignment);
+      result.message =
+          fmt::format("buffer {}: offset {} is not a multiple of its alignment {}", b.id, off, b.alignment);
       return result;
     }
     if (fp == 0) continue;

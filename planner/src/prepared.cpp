@@ -22,8 +22,7 @@ std::uint64_t footprint(const trace::BufferRequest& buffer) {
     throw std::invalid_argument(fmt::format("buffer {}: alignment {} is not a power of two", buffer.id, a));
   }
   if (buffer.size > kMaxBytes || a > kMaxBytes) {
-    throw std::invalid_argument(fmt::format("buffer {}: size {} or alignment {} over 2^62", buffer.id,
-                                            buffer.size, a));
+    throw std::invalid_argument(fmt::format("buffer {}: size {} or alignment {} over 2^62", buffer.id, buffer.size, a));
   }
   return detail::align_up(buffer.size, a);
 }

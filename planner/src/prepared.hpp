@@ -27,11 +27,11 @@ struct Item {
 };
 
 struct Prepared {
-  std::vector<Item> items;                // same index as problem.buffers
-  std::vector<Span> spans;                // of items with a footprint
-  std::vector<std::uint64_t> times;       // sorted distinct endpoints; section k = [times[k], times[k+1])
+  std::vector<Item> items;           // same index as problem.buffers
+  std::vector<Span> spans;           // of items with a footprint
+  std::vector<std::uint64_t> times;  // sorted distinct endpoints; section k = [times[k], times[k+1])
   std::uint32_t section_count = 0;
-  std::vector<std::uint64_t> load;        // live footprint bytes per section
+  std::vector<std::uint64_t> load;  // live footprint bytes per section
   std::uint64_t lower_bound = 0;
   std::uint64_t total_footprint = 0;
 

@@ -20,8 +20,9 @@ class SmartPool final : public Algorithm {
   explicit SmartPool(bool first_fit) : first_fit_(first_fit) {}
   [[nodiscard]] std::string_view name() const override { return first_fit_ ? "smartpool-ff" : "smartpool"; }
   [[nodiscard]] std::string_view description() const override {
-    return first_fit_ ? "SmartPool (Zhang et al. 2019) with its first-fit option"
-                      : "SmartPool (Zhang et al. 2019): largest first, best-fitting gap, cross-iteration region doubled";
+    return first_fit_
+               ? "SmartPool (Zhang et al. 2019) with its first-fit option"
+               : "SmartPool (Zhang et al. 2019): largest first, best-fitting gap, cross-iteration region doubled";
   }
   [[nodiscard]] Placement plan(const trace::Problem& problem, const PlanOptions& options) const override {
     return detail::smartpool_plan(detail::prepare(problem), first_fit_ || options.first_fit);

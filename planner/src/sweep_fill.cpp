@@ -79,8 +79,8 @@ class FreeBlocks {
     by_lo_.erase(lo);
     by_size_.erase({hi - lo, lo});
   }
-  std::pmr::unsynchronized_pool_resource nodes_;  // the trees' nodes, recycled (no malloc per block)
-  std::pmr::map<std::uint64_t, std::uint64_t> by_lo_;             // lo -> hi
+  std::pmr::unsynchronized_pool_resource nodes_;                    // the trees' nodes, recycled (no malloc per block)
+  std::pmr::map<std::uint64_t, std::uint64_t> by_lo_;               // lo -> hi
   std::pmr::set<std::pair<std::uint64_t, std::uint64_t>> by_size_;  // (hi - lo, lo)
   std::uint64_t top_;
 };
@@ -107,7 +107,8 @@ std::uint64_t sweep_fill(const Prepared& p, std::span<const std::uint32_t> items
     allocations.push_back({std::uint64_t{spans[0].first} << 32 | k, it.footprint, it.alignment});
     frees.emplace_back(std::uint64_t{spans[it.span_count - 1].end} << 32 | k, it.footprint);
   }
-  std::sort(allocations.begin(), allocations.end(), [](const Allocation& x, const Allocation& y) { return x.key < y.key; });
+  std::sort(allocations.begin(), allocations.end(),
+            [](const Allocation& x, const Allocation& y) { return x.key < y.key; });
   std::sort(frees.begin(), frees.end());
   constexpr std::uint64_t kNone = UINT64_MAX;
   std::vector<std::uint64_t> at(items.size(), kNone);

@@ -125,7 +125,8 @@ void BudgetHolder::collect() {
 std::uint64_t BudgetHolder::resident() const {
   std::uint64_t back = 0;
   for (const std::uint32_t key : ins_) back += state_[key] == kAway ? bytes_[key] : 0;
-  for (const std::uint32_t r : rule_ins_) back += rule_[r].state == kAway ? iteration_->buffers[rule_[r].buffer].size : 0;
+  for (const std::uint32_t r : rule_ins_)
+    back += rule_[r].state == kAway ? iteration_->buffers[rule_[r].buffer].size : 0;
   return level_ + back - away_bytes_;
 }
 
@@ -162,8 +163,7 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
   for (const std::uint32_t b : touched) touched_[b] = 1;
   // Until the op fits once the copies under way are done; entries whose buffer died or was
   // accessed since are dropped (an access pushed its new one).
-  while (!farthest_.empty() && farthest_.front().first > needed_by &&
-         resident() + extra > budget_ + leaving_bytes_) {
+  while (!farthest_.empty() && farthest_.front().first > needed_by && resident() + extra > budget_ + leaving_bytes_) {
     std::pop_heap(farthest_.begin(), farthest_.end());
     const auto [next, b] = farthest_.back();
     farthest_.pop_back();
@@ -314,7 +314,8 @@ void BudgetHolder::evictions(std::uint64_t first, double t0, std::vector<RuleEvi
       out.push_back({r.buffer, r.out_before - first, r.freed_before - first, copies[r.out].end_ns - t0,
                      std::max(copies[r.out].end_ns, r.freed_ns) - t0, true});
     } else if (r.in >= 0) {
-      out.push_back({r.buffer, r.out_before - first, r.in_at - first, copies[r.out].end_ns - t0, copies[r.in].start_ns - t0});
+      out.push_back(
+          {r.buffer, r.out_before - first, r.in_at - first, copies[r.out].end_ns - t0, copies[r.in].start_ns - t0});
     }
   }
 }

@@ -107,11 +107,11 @@ class BudgetHolder {
   SafetyNet net_;
   std::uint64_t budget_ = 0;
   std::uint32_t leave_early_ = 0;
-  std::vector<std::uint64_t> allocated_;  // bytes allocated before ops [0, k), k <= n
-  std::vector<State> state_;           // per schedule instance
-  std::vector<std::uint64_t> bytes_;   // per schedule instance
-  std::vector<std::uint32_t> buffer_;  // per schedule instance
-  std::vector<std::int32_t> out_copy_;  // per schedule instance
+  std::vector<std::uint64_t> allocated_;                            // bytes allocated before ops [0, k), k <= n
+  std::vector<State> state_;                                        // per schedule instance
+  std::vector<std::uint64_t> bytes_;                                // per schedule instance
+  std::vector<std::uint32_t> buffer_;                               // per schedule instance
+  std::vector<std::int32_t> out_copy_;                              // per schedule instance
   std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs_;  // sorted
   std::vector<std::uint32_t> held_out_;  // per buffer: schedule instances out (copy-out issued, swap-in not)
   std::vector<std::int32_t> rule_of_;    // per buffer: its rule swap under way, or -1
@@ -124,17 +124,17 @@ class BudgetHolder {
   // The op being issued: its static level, the schedule's and the rule's swap-ins with it.
   std::uint64_t level_ = 0;
   std::span<const std::uint32_t> ins_;
-  std::vector<std::uint32_t> rule_ins_;  // on demand
-  std::vector<std::uint32_t> deferred_;  // scratch: due ahead, no room yet
+  std::vector<std::uint32_t> rule_ins_;                           // on demand
+  std::vector<std::uint32_t> deferred_;                           // scratch: due ahead, no room yet
   std::vector<std::pair<std::uint64_t, std::uint32_t>> due_now_;  // scratch: (next access, rule swap) due ahead
-  std::vector<std::uint8_t> live_;        // per buffer: a rule candidate live at the current op
-  std::vector<std::uint64_t> next_;       // per live candidate: its next access (unrolled), or kNoAccess
+  std::vector<std::uint8_t> live_;                                // per buffer: a rule candidate live at the current op
+  std::vector<std::uint64_t> next_;  // per live candidate: its next access (unrolled), or kNoAccess
   // Max-heap of (next access, buffer), farthest first: the rule's victims in its order. An entry
   // is current while its buffer is live with that next access and not out (by the rule or the
   // schedule; one back from the schedule's is pushed again); others are dropped when they come up.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> farthest_;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> kept_;  // scratch: current, not a victim now
-  std::vector<std::uint8_t> touched_;  // scratch: buffers the current op accesses
+  std::vector<std::uint8_t> touched_;                          // scratch: buffers the current op accesses
 };
 
 }  // namespace memtool::swapper::detail

@@ -63,8 +63,10 @@ std::uint64_t BaseTimeline::op_at(double time, std::uint64_t first, std::uint64_
   if (start(lo) > time) return first;
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo + 1) / 2;
-    if (start(mid) <= time) lo = mid;
-    else hi = mid - 1;
+    if (start(mid) <= time)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -72,12 +74,14 @@ std::uint64_t BaseTimeline::op_at(double time, std::uint64_t first, std::uint64_
 std::uint64_t BaseTimeline::first_starting_at(double time, std::uint64_t first, std::uint64_t cap) const {
   if (first >= cap || start(first) >= time) return std::min(first, cap);
   if (start(cap) < time) return cap;  // also a time past every op (an infinite copy, a zero period)
-  std::uint64_t lo = first;  // start(lo) < time
-  std::uint64_t hi = cap;    // start(hi) >= time
+  std::uint64_t lo = first;           // start(lo) < time
+  std::uint64_t hi = cap;             // start(hi) >= time
   while (hi - lo > 1) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (start(mid) < time) lo = mid;
-    else hi = mid;
+    if (start(mid) < time)
+      lo = mid;
+    else
+      hi = mid;
   }
   return hi;
 }

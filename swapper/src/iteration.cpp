@@ -31,8 +31,9 @@ std::string validate(const Iteration& iteration) {
     const Buffer& buffer = iteration.buffers[b];
     if (buffer.size == 0) return fmt::format("buffer {} (id {}): size 0", b, buffer.id);
     if (!buffer.persistent && (buffer.alloc_before_op >= n || buffer.free_after_op >= n)) {
-      return fmt::format("buffer {} (id {}): allocated before op {} and freed after op {}, but the iteration has {} ops",
-                         b, buffer.id, buffer.alloc_before_op, buffer.free_after_op, n);
+      return fmt::format(
+          "buffer {} (id {}): allocated before op {} and freed after op {}, but the iteration has {} ops", b, buffer.id,
+          buffer.alloc_before_op, buffer.free_after_op, n);
     }
     for (std::size_t a = 0; a < buffer.accesses.size(); ++a) {
       const Access& access = buffer.accesses[a];

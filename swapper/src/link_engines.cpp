@@ -10,8 +10,8 @@ namespace {
 constexpr double kNever = std::numeric_limits<double>::infinity();
 }  // namespace
 
-void LinkEngines::reset(double d2h_bytes_per_ns, double h2d_bytes_per_ns, double d2h_latency_ns,
-                        double h2d_latency_ns, double duplex_factor) {
+void LinkEngines::reset(double d2h_bytes_per_ns, double h2d_bytes_per_ns, double d2h_latency_ns, double h2d_latency_ns,
+                        double duplex_factor) {
   copies_.clear();
   for (Engine& engine : engines_) {
     engine.queue.clear();
@@ -98,13 +98,11 @@ double LinkEngines::finish(std::int32_t index) {
 }
 
 void LinkEngines::advance_to(double time) {
-  while (step(time)) {
-  }
+  while (step(time)) {}
 }
 
 void LinkEngines::drain() {
-  while (step(kNever)) {
-  }
+  while (step(kNever)) {}
 }
 
 }  // namespace memtool::swapper::detail

@@ -18,7 +18,7 @@ struct Copy {
   std::int32_t dep = -1;  // a copy that must end first (a swap-in's copy-out), or -1
   Direction direction = d2h;
   double start_ns = -1;
-  double end_ns = -1;     // -1 until done
+  double end_ns = -1;  // -1 until done
 };
 
 class LinkEngines {

@@ -24,11 +24,11 @@ namespace memtool::swapper::detail {
 namespace {
 
 constexpr int kBudgetTries = 3;
-constexpr int kTargetSteps = 40;  // targets in 2.5% steps of the plain peak
-constexpr int kMisses = 3;        // targets beyond the allowance before the sweep stops
+constexpr int kTargetSteps = 40;               // targets in 2.5% steps of the plain peak
+constexpr int kMisses = 3;                     // targets beyond the allowance before the sweep stops
 constexpr std::uint32_t kCompletionShare = 8;  // of the simulations, for each paper schedule completed
-constexpr int kAdoptRounds = 3;       // the rule's swaps adopted, then what the rule still sends
-constexpr double kAdoptSlack = 0.02;  // of the base time: what adopting them may cost
+constexpr int kAdoptRounds = 3;                // the rule's swaps adopted, then what the rule still sends
+constexpr double kAdoptSlack = 0.02;           // of the base time: what adopting them may cost
 
 bool better(const OursContext& c, const State& a, const State& b) {
   const bool fa = c.within_allowance(a);
@@ -78,7 +78,8 @@ void adopt_rule_swaps(OursContext& context, State& state) {
     bool changed = false;
     for (const RuleEviction& e : state.simulation.rule_evictions) {
       if (e.freed) continue;  // past its last access: in no gap, the rule's to make
-      auto g = std::lower_bound(gaps.begin(), gaps.end(), e.buffer, [](const Gap& a, std::uint32_t b) { return a.buffer < b; });
+      auto g = std::lower_bound(gaps.begin(), gaps.end(), e.buffer,
+                                [](const Gap& a, std::uint32_t b) { return a.buffer < b; });
       for (; g != gaps.end() && g->buffer == e.buffer; ++g) {
         // The eviction's op in this gap's unrolled positions: the gap may have begun an iteration before.
         const std::uint64_t shift = e.out_before_op > g->from_op ? 0 : context.n;
@@ -165,14 +166,15 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget) {
         within = context.within_allowance(filled);
         consider_built(std::move(filled));
       }
-      static constexpr std::pair<PaperScore, const char*> kPaper[] = {
-          {PaperScore::doa, "paper-doa"}, {PaperScore::aoa, "paper-aoa"},
-          {PaperScore::wdoa, "paper-wdoa"}, {PaperScore::vote, "paper-vote"}};
+      static constexpr std::pair<PaperScore, const char*> kPaper[] = {{PaperScore::doa, "paper-doa"},
+                                                                      {PaperScore::aoa, "paper-aoa"},
+                                                                      {PaperScore::wdoa, "paper-wdoa"},
+                                                                      {PaperScore::vote, "paper-vote"}};
       for (const ScheduleMode mode : {ScheduleMode::no_overhead, ScheduleMode::stick_to_limit}) {
         PlanOptions paper_options = input.options;
         paper_options.mode = mode;
-        const PlanInput at{input.iteration, input.link, target, paper_options, input.timeline, input.load,
-                           input.peak_op, input.gaps};
+        const PlanInput at{input.iteration, input.link, target,        paper_options,
+                           input.timeline,  input.load, input.peak_op, input.gaps};
         for (const auto& [by, name] : kPaper) {
           State seeded = from_schedule(context, plan_paper(at, by).schedule, name);
           within = within || context.within_allowance(seeded);
@@ -264,7 +266,8 @@ PlanResult plan_ours(const PlanInput& input) {
   held.hold_budget_bytes = input.budget_bytes;
   Simulation simulation = simulate(input.iteration, waits.schedule, input.link, held);
   simulation.curve.clear();
-  result.alternatives.push_back({std::move(waits.schedule), std::move(simulation), waits.construction + " (planned waits)"});
+  result.alternatives.push_back(
+      {std::move(waits.schedule), std::move(simulation), waits.construction + " (planned waits)"});
   std::stable_sort(result.alternatives.begin(), result.alternatives.end(),
                    [](const PlanResult::Alternative& a, const PlanResult::Alternative& b) {
                      return least_stall_first(a.simulation, b.simulation);

@@ -80,8 +80,10 @@ std::uint64_t OursContext::op_at(const State& s, double time, std::uint64_t firs
   if (start(s, first) > time) return first;
   while (first < last) {
     const std::uint64_t mid = first + (last - first + 1) / 2;
-    if (start(s, mid) <= time) first = mid;
-    else last = mid - 1;
+    if (start(s, mid) <= time)
+      first = mid;
+    else
+      last = mid - 1;
   }
   return first;
 }
@@ -130,13 +132,13 @@ void OursContext::retime(std::vector<Planned>& planned, const State& at) {
   // Copy-outs in issue order on one engine: when each is done, uncontended.
   order_.resize(count);
   std::iota(order_.begin(), order_.end(), std::size_t{0});
-  std::sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
-    return planned[a].swap.out_after_op < planned[b].swap.out_after_op;
-  });
+  std::sort(order_.begin(), order_.end(),
+            [&](std::size_t a, std::size_t b) { return planned[a].swap.out_after_op < planned[b].swap.out_after_op; });
   out_done_.resize(count);
   double engine_free = -kInfinity;
   for (const std::size_t k : order_) {
-    engine_free = std::max(engine_free, end(at, planned[k].swap.out_after_op)) + candidates[planned[k].candidate].out_ns;
+    engine_free =
+        std::max(engine_free, end(at, planned[k].swap.out_after_op)) + candidates[planned[k].candidate].out_ns;
     out_done_[k] = engine_free;
   }
   // Swap-ins backwards from the latest consumer; the second round closes the cycle (the last

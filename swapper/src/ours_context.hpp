@@ -48,7 +48,7 @@ struct State {
   Simulation simulation;
   std::vector<double> start;  // op starts of the measured iteration, from its start
   std::uint64_t target = 0;
-  double excess = 0;          // byte-time above the target, over op time
+  double excess = 0;  // byte-time above the target, over op time
   std::vector<Stretch> over;
 };
 

@@ -27,8 +27,11 @@ struct Pick {
 class Filler {
  public:
   Filler(OursContext& context, std::uint64_t target)
-      : c_(context), t_(context.input.timeline), target_(static_cast<std::int64_t>(target)),
-        load_(context.input.load.begin(), context.input.load.end()), picked_(context.candidates.size(), false) {}
+      : c_(context),
+        t_(context.input.timeline),
+        target_(static_cast<std::int64_t>(target)),
+        load_(context.input.load.begin(), context.input.load.end()),
+        picked_(context.candidates.size(), false) {}
 
   std::vector<Pick> choose() {
     fill(true);

@@ -19,9 +19,9 @@
 namespace memtool::swapper::detail {
 namespace {
 
-constexpr double kTargetStep = 0.95;     // each target 5% below the peak reached
-constexpr std::size_t kPassLength = 64;  // candidates tried before ranking again
-constexpr std::size_t kRejectRun = 32;   // consecutive rejections that end a pass
+constexpr double kTargetStep = 0.95;      // each target 5% below the peak reached
+constexpr std::size_t kPassLength = 64;   // candidates tried before ranking again
+constexpr std::size_t kRejectRun = 32;    // consecutive rejections that end a pass
 constexpr std::size_t kStallTrials = 12;  // candidates tried with stall per round
 
 class Greedy {

@@ -121,10 +121,17 @@ void sort_descending(std::vector<Candidate>& list, Key key) {
 
 void rank(std::vector<Candidate>& list, PaperScore by) {
   switch (by) {
-    case PaperScore::doa: sort_descending(list, [](const Candidate& c) { return c.doa_origin; }); return;
-    case PaperScore::aoa: sort_descending(list, [](const Candidate& c) { return c.aoa; }); return;
-    case PaperScore::wdoa: sort_descending(list, [](const Candidate& c) { return c.wdoa; }); return;
-    case PaperScore::vote: break;
+    case PaperScore::doa:
+      sort_descending(list, [](const Candidate& c) { return c.doa_origin; });
+      return;
+    case PaperScore::aoa:
+      sort_descending(list, [](const Candidate& c) { return c.aoa; });
+      return;
+    case PaperScore::wdoa:
+      sort_descending(list, [](const Candidate& c) { return c.wdoa; });
+      return;
+    case PaperScore::vote:
+      break;
   }
   for (Candidate& c : list) c.vote = 0;
   const auto add_ranks = [&] {
@@ -201,7 +208,7 @@ void schedule_swap_ins(const PlanInput& input, std::vector<Candidate>& chosen, L
     if (i > 0) need = std::min(need, previous_start);
     const double prepare = t.start(need) - input.link.h2d_ns(c.size);
     need = t.op_at(prepare, 0, need);  // the last op that starts by `prepare`, else 0
-    if (load != nullptr) {  // stick-to-limit: not before the peak, and after the last op over the limit
+    if (load != nullptr) {             // stick-to-limit: not before the peak, and after the last op over the limit
       need = std::max(need, c.peak_position + 1);
       load->add(need, c.gap.to_op, static_cast<std::int64_t>(c.size));
       const std::uint64_t over = load->last_over(need, c.gap.to_op, limit);

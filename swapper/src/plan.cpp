@@ -59,18 +59,26 @@ PlanResult plan(const Iteration& iteration, const Link& link, std::uint64_t budg
   if (std::string e = validate(iteration); !e.empty()) throw std::invalid_argument("swapper: " + e);
   if (std::string e = validate(link); !e.empty()) throw std::invalid_argument("swapper: " + e);
 
-  detail::PlanInput input{iteration, link, budget_bytes, options, BaseTimeline(iteration), live_bytes_per_op(iteration),
-                          0, find_gaps(iteration)};
+  detail::PlanInput input{
+      iteration,           link, budget_bytes, options, BaseTimeline(iteration), live_bytes_per_op(iteration), 0,
+      find_gaps(iteration)};
   if (!input.load.empty()) {
-    input.peak_op = static_cast<std::uint32_t>(std::max_element(input.load.begin(), input.load.end()) - input.load.begin());
+    input.peak_op =
+        static_cast<std::uint32_t>(std::max_element(input.load.begin(), input.load.end()) - input.load.begin());
   }
   PlanResult result;
-  if (strategy == "paper-doa") result = detail::plan_paper(input, detail::PaperScore::doa);
-  else if (strategy == "paper-aoa") result = detail::plan_paper(input, detail::PaperScore::aoa);
-  else if (strategy == "paper-wdoa") result = detail::plan_paper(input, detail::PaperScore::wdoa);
-  else if (strategy == "paper-vote") result = detail::plan_paper(input, detail::PaperScore::vote);
-  else if (strategy == "save-on-cpu") result = detail::plan_save_on_cpu(input);
-  else result = detail::plan_ours(input);
+  if (strategy == "paper-doa")
+    result = detail::plan_paper(input, detail::PaperScore::doa);
+  else if (strategy == "paper-aoa")
+    result = detail::plan_paper(input, detail::PaperScore::aoa);
+  else if (strategy == "paper-wdoa")
+    result = detail::plan_paper(input, detail::PaperScore::wdoa);
+  else if (strategy == "paper-vote")
+    result = detail::plan_paper(input, detail::PaperScore::vote);
+  else if (strategy == "save-on-cpu")
+    result = detail::plan_save_on_cpu(input);
+  else
+    result = detail::plan_ours(input);
   result.schedule.strategy = std::string(strategy);
   for (PlanResult::Alternative& alt : result.alternatives) alt.schedule.strategy = std::string(strategy);
   if (result.construction.empty()) result.construction = std::string(strategy);

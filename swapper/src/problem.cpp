@@ -17,26 +17,32 @@ namespace {
 
 constexpr std::string_view kMagic = "memtool-swap-problem";
 // Sizes and times far past any device, so sums over a whole iteration cannot overflow.
-constexpr std::uint64_t kMostBytes = std::uint64_t{1} << 50;  // 1 PiB per buffer
-constexpr std::uint64_t kMostNs = std::uint64_t{1} << 50;      // 13 days per op
+constexpr std::uint64_t kMostBytes = std::uint64_t{1} << 50;    // 1 PiB per buffer
+constexpr std::uint64_t kMostNs = std::uint64_t{1} << 50;       // 13 days per op
 constexpr std::uint64_t kMostRecords = std::uint64_t{1} << 26;  // ops, buffers
 constexpr std::uint64_t kMostTotal = std::uint64_t{1} << 60;    // bytes of all buffers, ns of all ops
 constexpr std::uint64_t kMostId = std::uint64_t{1} << 62;       // buffer ids: no process makes more buffers
 
 std::string_view kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::copy: return "copy";
-    case OpKind::memset: return "memset";
-    case OpKind::launch: break;
+    case OpKind::copy:
+      return "copy";
+    case OpKind::memset:
+      return "memset";
+    case OpKind::launch:
+      break;
   }
   return "launch";
 }
 
 std::string_view mode_name(AccessMode mode) {
   switch (mode) {
-    case AccessMode::read: return "r";
-    case AccessMode::write: return "w";
-    case AccessMode::read_write: break;
+    case AccessMode::read:
+      return "r";
+    case AccessMode::write:
+      return "w";
+    case AccessMode::read_write:
+      break;
   }
   return "rw";
 }
@@ -62,13 +68,15 @@ class Record {
   }
   void expect(std::string_view keyword, std::size_t words) const {
     if (words_.empty() || words_[0] != keyword) fail(fmt::format("expected a '{}' record", keyword));
-    if (words_.size() != words) fail(fmt::format("'{}' takes {} values, found {}", keyword, words - 1, words_.size() - 1));
+    if (words_.size() != words)
+      fail(fmt::format("'{}' takes {} values, found {}", keyword, words - 1, words_.size() - 1));
   }
   [[nodiscard]] std::uint64_t integer(std::size_t i, std::string_view what, std::uint64_t most) const {
     const std::string_view text = word(i);
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) fail(fmt::format("{} '{}' is not a whole number", what, text));
+    if (ec != std::errc{} || end != text.data() + text.size())
+      fail(fmt::format("{} '{}' is not a whole number", what, text));
     if (value > most) fail(fmt::format("{} {} is out of range (at most {})", what, value, most));
     return value;
   }
@@ -118,7 +126,8 @@ class Lines {
 };
 
 Buffer read_buffer(const Record& r, std::uint32_t ops) {
-  if (r.size() < 6 || r.word(0) != "buffer") r.fail("expected a 'buffer' record: buffer ID SIZE ALLOC FREE FLAGS OP:MODE...");
+  if (r.size() < 6 || r.word(0) != "buffer")
+    r.fail("expected a 'buffer' record: buffer ID SIZE ALLOC FREE FLAGS OP:MODE...");
   Buffer b;
   b.id = r.integer(1, "buffer id", kMostId);
   b.size = r.integer(2, "size", kMostBytes);
@@ -127,9 +136,12 @@ Buffer read_buffer(const Record& r, std::uint32_t ops) {
   const std::string_view flags = r.word(5);
   if (flags != "-") {
     for (const char c : flags) {
-      if (c == 'p') b.persistent = true;
-      else if (c == 'u') b.swappable = false;
-      else r.fail(fmt::format("flags '{}': expected '-' or the letters p (persistent) and u (not swappable)", flags));
+      if (c == 'p')
+        b.persistent = true;
+      else if (c == 'u')
+        b.swappable = false;
+      else
+        r.fail(fmt::format("flags '{}': expected '-' or the letters p (persistent) and u (not swappable)", flags));
     }
   }
   for (std::size_t i = 6; i < r.size(); ++i) {
@@ -139,11 +151,16 @@ Buffer read_buffer(const Record& r, std::uint32_t ops) {
     const std::string_view mode = text.substr(colon + 1);
     Access a;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + colon, a.op);
-    if (ec != std::errc{} || end != text.data() + colon) r.fail(fmt::format("access '{}': the op is not a whole number", text));
-    if (mode == "r") a.mode = AccessMode::read;
-    else if (mode == "w") a.mode = AccessMode::write;
-    else if (mode == "rw") a.mode = AccessMode::read_write;
-    else r.fail(fmt::format("access '{}': the mode is r, w or rw", text));
+    if (ec != std::errc{} || end != text.data() + colon)
+      r.fail(fmt::format("access '{}': the op is not a whole number", text));
+    if (mode == "r")
+      a.mode = AccessMode::read;
+    else if (mode == "w")
+      a.mode = AccessMode::write;
+    else if (mode == "rw")
+      a.mode = AccessMode::read_write;
+    else
+      r.fail(fmt::format("access '{}': the mode is r, w or rw", text));
     b.accesses.push_back(a);
   }
   return b;
@@ -158,14 +175,16 @@ void write_problem(std::ostream& out, const Problem& p) {
   out << fmt::format("link {} {} {} {} {}\n", l.d2h_bytes_per_ns, l.h2d_bytes_per_ns, l.d2h_latency_ns,
                      l.h2d_latency_ns, l.duplex_factor);
   out << fmt::format("ops {}\n", p.iteration.ops.size());
-  for (const Op& op : p.iteration.ops) out << fmt::format("op {} {} {}\n", op.duration_ns, op.stream, kind_name(op.kind));
+  for (const Op& op : p.iteration.ops)
+    out << fmt::format("op {} {} {}\n", op.duration_ns, op.stream, kind_name(op.kind));
   out << fmt::format("buffers {}\n", p.iteration.buffers.size());
   std::string line;
   for (const Buffer& b : p.iteration.buffers) {
     std::string flags;
     if (b.persistent) flags += 'p';
     if (!b.swappable) flags += 'u';
-    line = fmt::format("buffer {} {} {} {} {}", b.id, b.size, b.alloc_before_op, b.free_after_op, flags.empty() ? "-" : flags);
+    line = fmt::format("buffer {} {} {} {} {}", b.id, b.size, b.alloc_before_op, b.free_after_op,
+                       flags.empty() ? "-" : flags);
     for (const Access& a : b.accesses) fmt::format_to(std::back_inserter(line), " {}:{}", a.op, mode_name(a.mode));
     line += '\n';
     out << line;
@@ -178,7 +197,8 @@ Problem read_problem(std::istream& in) {
   Problem p;
   {
     const Record r = lines.next(kMagic);
-    if (r.size() == 0 || r.word(0) != kMagic) r.fail(fmt::format("not a swap problem file (it starts with '{} 1')", kMagic));
+    if (r.size() == 0 || r.word(0) != kMagic)
+      r.fail(fmt::format("not a swap problem file (it starts with '{} 1')", kMagic));
     r.expect(kMagic, 2);
     if (r.integer(1, "version", ~std::uint64_t{0}) != static_cast<std::uint64_t>(kProblemVersion)) {
       r.fail(fmt::format("version {} is not one this memtool reads ({})", r.word(1), kProblemVersion));
@@ -215,10 +235,14 @@ Problem read_problem(std::istream& in) {
     if (total_ns > kMostTotal) r.fail(fmt::format("the ops add up to more than {} ns", kMostTotal));
     op.stream = r.integer(2, "stream", ~std::uint64_t{0});
     const std::string_view kind = r.word(3);
-    if (kind == "launch") op.kind = OpKind::launch;
-    else if (kind == "copy") op.kind = OpKind::copy;
-    else if (kind == "memset") op.kind = OpKind::memset;
-    else r.fail(fmt::format("op kind '{}': expected launch, copy or memset", kind));
+    if (kind == "launch")
+      op.kind = OpKind::launch;
+    else if (kind == "copy")
+      op.kind = OpKind::copy;
+    else if (kind == "memset")
+      op.kind = OpKind::memset;
+    else
+      r.fail(fmt::format("op kind '{}': expected launch, copy or memset", kind));
     p.iteration.ops.push_back(op);
   }
   std::uint64_t buffers = 0;

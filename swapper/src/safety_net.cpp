@@ -73,8 +73,8 @@ std::uint64_t SafetyNet::name_next_access(std::uint32_t b, std::uint64_t u) cons
   const std::vector<Access>& accesses = iteration_->buffers[b].accesses;
   if (accesses.empty()) return kNoAccess;
   const auto op = static_cast<std::uint32_t>(u % n_);
-  const auto after = std::upper_bound(accesses.begin(), accesses.end(), op,
-                                      [](std::uint32_t o, const Access& a) { return o < a.op; });
+  const auto after =
+      std::upper_bound(accesses.begin(), accesses.end(), op, [](std::uint32_t o, const Access& a) { return o < a.op; });
   return u - op + (after != accesses.end() ? after->op : n_ + accesses.front().op);
 }
 
@@ -91,8 +91,10 @@ std::uint64_t SafetyNet::issue_for(std::uint32_t b, std::uint64_t now, std::uint
   std::uint64_t hi = use;  // between(hi, use) = 0 < need: the answer lies in [lo, hi)
   while (hi - lo > 1) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (between(mid, use) >= need) lo = mid;
-    else hi = mid;
+    if (between(mid, use) >= need)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }

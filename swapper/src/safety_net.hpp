@@ -54,10 +54,10 @@ class SafetyNet {
   std::size_t n_ = 0;
   double h2d_bytes_per_ns_ = 1;
   double h2d_latency_ns_ = 0;
-  std::vector<std::uint32_t> begin_, items_;  // per op: the buffers it accesses (CSR)
+  std::vector<std::uint32_t> begin_, items_;                          // per op: the buffers it accesses (CSR)
   std::vector<std::uint32_t> born_begin_, born_, dies_begin_, dies_;  // per op: candidates allocated, freed (CSR)
-  std::vector<std::uint32_t> live_at_start_;                           // candidates live before op 0
-  std::vector<double> prefix_;                // base start time of each op, and the period at n
+  std::vector<std::uint32_t> live_at_start_;                          // candidates live before op 0
+  std::vector<double> prefix_;                                        // base start time of each op, and the period at n
 };
 
 }  // namespace memtool::swapper::detail

@@ -30,9 +30,10 @@ std::string validate(const Iteration& iteration, const Schedule& schedule) {
       return fmt::format("swap {}: buffer {} of {}", s, gap.buffer, iteration.buffers.size());
     }
     if (!std::binary_search(gaps.begin(), gaps.end(), gap, less)) {
-      return fmt::format("swap {}: buffer {} has no gap after its access {} from op {} to op {} (not swappable, "
-                         "or not two consecutive accesses)",
-                         s, gap.buffer, gap.after_access, gap.from_op, gap.to_op);
+      return fmt::format(
+          "swap {}: buffer {} has no gap after its access {} from op {} to op {} (not swappable, "
+          "or not two consecutive accesses)",
+          s, gap.buffer, gap.after_access, gap.from_op, gap.to_op);
     }
     if (swap.out_after_op < gap.from_op || swap.out_after_op >= swap.in_at_op || swap.in_at_op > gap.to_op) {
       return fmt::format("swap {}: triggers out after op {}, in at op {} outside the gap [{}, {}] or out of order", s,

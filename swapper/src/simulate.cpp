@@ -26,7 +26,7 @@ struct Simulator::Scratch {
   std::vector<std::uint32_t> ins_here;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs;  // (buffer, op) of copy-outs after a later op
   detail::BudgetHolder holder;
-  std::vector<double> start, end;  // per unrolled op of all simulated iterations
+  std::vector<double> start, end;               // per unrolled op of all simulated iterations
   std::vector<std::int32_t> out_copy, in_copy;  // [swap * iterations + instance], -1: not issued
   std::vector<std::pair<double, std::int64_t>> swap_events;
   detail::LinkEngines link;
@@ -91,10 +91,14 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     return out;
   }
 
-  bucket(n, swaps, [&](std::uint32_t s) { return plan[s].out_after_op; }, w.out_begin, w.out_items, w.fill);
-  bucket(n, swaps, [&](std::uint32_t s) { return plan[s].in_at_op; }, w.in_begin, w.in_items, w.fill);
-  bucket(n, swaps, [&](std::uint32_t s) { return plan[s].gap.to_op; }, w.use_begin, w.use_items, w.fill);
-  bucket(n, swaps, [&](std::uint32_t s) { return plan[s].out_wait_op; }, w.wait_begin, w.wait_items, w.fill);
+  bucket(
+      n, swaps, [&](std::uint32_t s) { return plan[s].out_after_op; }, w.out_begin, w.out_items, w.fill);
+  bucket(
+      n, swaps, [&](std::uint32_t s) { return plan[s].in_at_op; }, w.in_begin, w.in_items, w.fill);
+  bucket(
+      n, swaps, [&](std::uint32_t s) { return plan[s].gap.to_op; }, w.use_begin, w.use_items, w.fill);
+  bucket(
+      n, swaps, [&](std::uint32_t s) { return plan[s].out_wait_op; }, w.wait_begin, w.wait_items, w.fill);
 
   // Static memory per op; `initial` is what is live before op 0 of any iteration.
   w.alloc_at_start.assign(n, 0);
@@ -235,7 +239,8 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       const std::int32_t in = w.in_copy[s * rounds + inst];
       if (in >= 0) w.swap_events.emplace_back(copies[in].start_ns, size);
     }
-    const std::int64_t measured = static_cast<std::int64_t>(rounds - 1) - static_cast<std::int64_t>(plan[s].gap.to_op / n);
+    const std::int64_t measured =
+        static_cast<std::int64_t>(rounds - 1) - static_cast<std::int64_t>(plan[s].gap.to_op / n);
     if (measured < 0) continue;
     const std::int32_t o = w.out_copy[s * rounds + measured];
     const std::int32_t in = w.in_copy[s * rounds + measured];
@@ -261,8 +266,8 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   // Level at t0: the static level between iterations plus every swap event before t0.
   std::int64_t level = static_cast<std::int64_t>(initial);
   std::size_t e = 0;
-  while (e < w.swap_events.size() && (w.swap_events[e].first < t0 ||
-                                       (w.swap_events[e].first == t0 && w.swap_events[e].second < 0))) {
+  while (e < w.swap_events.size() &&
+         (w.swap_events[e].first < t0 || (w.swap_events[e].first == t0 && w.swap_events[e].second < 0))) {
     level += w.swap_events[e++].second;
   }
   std::uint64_t peak = static_cast<std::uint64_t>(std::max<std::int64_t>(level, 0));
@@ -274,8 +279,10 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       peak_time = time - t0;
     }
     if (options.record_curve) {
-      if (!out.curve.empty() && out.curve.back().time_ns == time - t0) out.curve.back().bytes = bytes;
-      else out.curve.push_back({time - t0, bytes});
+      if (!out.curve.empty() && out.curve.back().time_ns == time - t0)
+        out.curve.back().bytes = bytes;
+      else
+        out.curve.push_back({time - t0, bytes});
     }
   };
   if (options.record_curve) out.curve.push_back({0.0, peak});

@@ -59,10 +59,10 @@ std::vector<Residency> residencies(const Iteration& iteration, const Schedule& s
   const std::size_t n = iteration.ops.size();
   if (n == 0) throw std::invalid_argument("swap pool: the iteration has no ops");
   if (simulation.op_stall_ns.size() != n || simulation.swaps.size() != schedule.swaps.size()) {
-    throw std::invalid_argument(fmt::format("swap pool: the simulation ({} ops, {} swaps) is not of this iteration and "
-                                            "schedule ({} ops, {} swaps)",
-                                            simulation.op_stall_ns.size(), simulation.swaps.size(), n,
-                                            schedule.swaps.size()));
+    throw std::invalid_argument(
+        fmt::format("swap pool: the simulation ({} ops, {} swaps) is not of this iteration and "
+                    "schedule ({} ops, {} swaps)",
+                    simulation.op_stall_ns.size(), simulation.swaps.size(), n, schedule.swaps.size()));
   }
   const double period = simulation.time_ns;
   if (!(period > 0)) throw std::invalid_argument("swap pool: the iteration takes no time");
@@ -153,7 +153,8 @@ trace::Problem pool_problem(const Iteration& iteration, const std::vector<Reside
       const std::uint64_t stop = rank(r.end_ns);
       if (stop > begin) pieces.push_back({begin, stop});
     }
-    if (pieces.empty()) pieces.push_back(begin < horizon ? trace::LiveInterval{begin, begin + 1} : trace::LiveInterval{0, 1});
+    if (pieces.empty())
+      pieces.push_back(begin < horizon ? trace::LiveInterval{begin, begin + 1} : trace::LiveInterval{0, 1});
     return pieces;
   };
 
@@ -196,7 +197,8 @@ trace::Problem pool_problem(const Iteration& iteration, const std::vector<Reside
 SwapPool plan_swap_pool(const Iteration& iteration, const Schedule& schedule, const Simulation& simulation,
                         const SwapPoolOptions& options) {
   const planner::Algorithm* algorithm = planner::find_algorithm(options.algorithm);
-  if (algorithm == nullptr) throw std::invalid_argument(fmt::format("swap pool: unknown planner algorithm '{}'", options.algorithm));
+  if (algorithm == nullptr)
+    throw std::invalid_argument(fmt::format("swap pool: unknown planner algorithm '{}'", options.algorithm));
   SwapPool pool;
   pool.period_ns = simulation.time_ns;
   pool.residencies = residencies(iteration, schedule, simulation);

@@ -22,8 +22,7 @@ class TouchEverything : public memtool::trace::EventVisitor {
     sum += id.value();
     touch(text);
   }
-  void on_stack(memtool::trace::StackId id,
-                std::span<const memtool::trace::StackFrame> frames) override {
+  void on_stack(memtool::trace::StackId id, std::span<const memtool::trace::StackFrame> frames) override {
     sum += id.value();
     for (const auto& f : frames) sum += f.ip + f.line + f.function.value() + f.file.value();
   }
@@ -44,8 +43,8 @@ class TouchEverything : public memtool::trace::EventVisitor {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   TouchEverything visitor;
   try {
-    const auto result = memtool::trace::read_trace_bytes(
-        std::span(reinterpret_cast<const std::byte*>(data), size), "fuzz-input", visitor);
+    const auto result = memtool::trace::read_trace_bytes(std::span(reinterpret_cast<const std::byte*>(data), size),
+                                                         "fuzz-input", visitor);
     if (result.bytes_read > size || result.clean_end == result.truncated) __builtin_trap();
   } catch (const memtool::trace::InputError& e) {
     if (e.offset() > size) __builtin_trap();  // an error must point inside the input

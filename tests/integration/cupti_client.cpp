@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
     }
     if (symbol<decltype(&cuptiActivityRegisterCallbacks)>(cupti, "cuptiActivityRegisterCallbacks")(
             &requested, &completed) != CUPTI_SUCCESS ||
-        symbol<decltype(&cuptiActivityEnable)>(cupti, "cuptiActivityEnable")(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS) {
+        symbol<decltype(&cuptiActivityEnable)>(cupti, "cuptiActivityEnable")(CUPTI_ACTIVITY_KIND_MEMSET) !=
+            CUPTI_SUCCESS) {
       return 1;
     }
     if (mode == "own") {

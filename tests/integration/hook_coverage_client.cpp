@@ -46,14 +46,15 @@ int main() {
     const std::string symbol(entry.symbol);
     const std::string api(entry.api);
     const int version = version_for(entry);
-    const cuuint64_t flags =
-        entry.variant == Variant::plain ? CU_GET_PROC_ADDRESS_LEGACY_STREAM : CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    const cuuint64_t flags = entry.variant == Variant::plain ? CU_GET_PROC_ADDRESS_LEGACY_STREAM
+                                                             : CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
     void* pfn = nullptr;
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
     const CUresult result = get_proc(api.c_str(), &pfn, version, flags, &status);
     if (result != CUDA_SUCCESS || where(pfn) != expected) {
       std::printf("cuGetProcAddress_v2(%s, %d, %llu) -> %d %s, expected %s\n", api.c_str(), version,
-                  static_cast<unsigned long long>(flags), static_cast<int>(result), where(pfn).c_str(), expected.c_str());
+                  static_cast<unsigned long long>(flags), static_cast<int>(result), where(pfn).c_str(),
+                  expected.c_str());
       ++failures;
     }
     void* direct = dlsym(driver, symbol.c_str());

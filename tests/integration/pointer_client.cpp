@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
       cuCtxSynchronize();  // the memsets are asynchronous: the other process reads what they wrote
       const int opened_elsewhere = open_elsewhere(argv[0], handle, sizes[2], static_cast<unsigned>(it * 4 + 2) & 0xffu);
       if (opened_elsewhere != 0) {
-        fail(it, "handle opens in another process to the buffer's bytes (status)", static_cast<unsigned long long>(opened_elsewhere), 0);
+        fail(it, "handle opens in another process to the buffer's bytes (status)",
+             static_cast<unsigned long long>(opened_elsewhere), 0);
       }
     }
     for (int i = 0; i < 4; ++i) cuMemFree(buffers[i]);

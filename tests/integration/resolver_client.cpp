@@ -42,9 +42,8 @@ int main() {
          "dlsym(libcuda, cuGetProcAddress_v2) is memtool's: " + where(reinterpret_cast<void*>(get_proc)));
   if (get_proc == nullptr || calls == nullptr) return 1;
 
-  auto query = [&](const char* name, int version, cuuint64_t flags, void** pfn, CUdriverProcAddressQueryResult* status) {
-    return get_proc(name, pfn, version, flags, status);
-  };
+  auto query = [&](const char* name, int version, cuuint64_t flags, void** pfn,
+                   CUdriverProcAddressQueryResult* status) { return get_proc(name, pfn, version, flags, status); };
   void* pfn = nullptr;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
 
@@ -65,8 +64,8 @@ int main() {
   expect(query("cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &pfn, &status) == CUDA_SUCCESS,
          "cuLaunchKernel ptsz succeeds");
   expect(where(pfn) == "libmemtool.so:cuLaunchKernel_ptsz", "per-thread → cuLaunchKernel_ptsz: " + where(pfn));
-  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                              void**, void**);
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void**, void**);
   *calls = 0;
   (void)reinterpret_cast<Launch>(pfn)(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr);
   expect(*calls == (1u << 3), "the _ptsz wrapper calls the stub's _ptsz");

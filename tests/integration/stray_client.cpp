@@ -64,10 +64,14 @@ int main(int argc, char** argv) {
   launch(verify, check_params);
   int host[2] = {0, 0};
   check(cuMemcpyDtoH(host, verdicts, sizeof host), "cuMemcpyDtoH");
-  if (host[0] < 0) std::printf("indirect read ok\n");
-  else std::printf("indirect read BAD %d\n", host[0]);
-  if (host[1] < 0) std::printf("indirect write ok\n");
-  else std::printf("indirect write BAD %d\n", host[1]);
+  if (host[0] < 0)
+    std::printf("indirect read ok\n");
+  else
+    std::printf("indirect read BAD %d\n", host[0]);
+  if (host[1] < 0)
+    std::printf("indirect write ok\n");
+  else
+    std::printf("indirect write BAD %d\n", host[1]);
 
   for (const CUdeviceptr other : others) check(cuMemFree(other), "cuMemFree");
   check(cuMemFree(hidden), "cuMemFree");

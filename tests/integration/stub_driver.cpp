@@ -72,14 +72,16 @@ STUB_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int ver
     if (result == CUDA_SUCCESS || function == nullptr) *pfn = function;
     return result;
   };
-  if (std::strcmp(symbol, "cuInit") == 0) return answer(reinterpret_cast<void*>(&cuInit), CUDA_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS);
+  if (std::strcmp(symbol, "cuInit") == 0)
+    return answer(reinterpret_cast<void*>(&cuInit), CUDA_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS);
   if (std::strcmp(symbol, "cuMemAlloc") == 0) {
     void* f = version >= 3020 ? reinterpret_cast<void*>(&cuMemAlloc_v2) : reinterpret_cast<void*>(&cuMemAlloc);
     return answer(f, CUDA_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS);
   }
   if (std::strcmp(symbol, "cuLaunchKernel") == 0) {
-    void* f = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0 ? reinterpret_cast<void*>(&cuLaunchKernel_ptsz)
-                                                                          : reinterpret_cast<void*>(&cuLaunchKernel);
+    void* f = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0
+                  ? reinterpret_cast<void*>(&cuLaunchKernel_ptsz)
+                  : reinterpret_cast<void*>(&cuLaunchKernel);
     return answer(f, CUDA_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS);
   }
   if (std::strcmp(symbol, "cuCtxSynchronize") == 0 && version >= 13000) {

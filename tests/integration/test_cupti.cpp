@@ -180,8 +180,8 @@ TEST_CASE("CUPTI: buffers in any order, and kernels that carry their runtime cal
 
 TEST_CASE("CUPTI: iteration marks flush GPU times while the program runs", "[integration][cupti]") {
   const std::string dir = work_dir("marks");
-  const Outcome r = run({MLP_TRAIN, "--iterations", "8"},
-                        traced(dir, {{"MEMTOOL_ITERATION_KERNEL", "^softmax_xent$"}}), dir + "/traced");
+  const Outcome r = run({MLP_TRAIN, "--iterations", "8"}, traced(dir, {{"MEMTOOL_ITERATION_KERNEL", "^softmax_xent$"}}),
+                        dir + "/traced");
   INFO(r.err);
   REQUIRE(r.status == 0);
   const auto t = load(dir + "/app.trace");
@@ -196,8 +196,8 @@ TEST_CASE("CUPTI: in pool mode too", "[integration][cupti][pool]") {
   const std::string dir = work_dir("pool");
   const std::vector<std::string> argv{CONV_TRAIN, "--iterations", "6"};
   const Outcome plain = run(argv, plain_env(), dir + "/plain");
-  const Outcome r = run(argv, traced(dir, {{"MEMTOOL_STRATEGY", "pool"}, {"MEMTOOL_POOL_SYNC_PLANNING", "1"}}),
-                        dir + "/traced");
+  const Outcome r =
+      run(argv, traced(dir, {{"MEMTOOL_STRATEGY", "pool"}, {"MEMTOOL_POOL_SYNC_PLANNING", "1"}}), dir + "/traced");
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out == plain.out);
@@ -208,8 +208,8 @@ TEST_CASE("CUPTI: buffers at their cap drop records, said once; the program is u
   const std::string dir = work_dir("overflow");
   const std::vector<std::string> argv{MLP_TRAIN, "--iterations", "4"};
   const Outcome plain = run(argv, plain_env(), dir + "/plain");
-  const Outcome r = run(argv, traced(dir, {{"MEMTOOL_CUPTI_BUFFERS", "1"}, {"MEMTOOL_CUPTI_BUFFER_BYTES", "1K"}}),
-                        dir + "/traced");
+  const Outcome r =
+      run(argv, traced(dir, {{"MEMTOOL_CUPTI_BUFFERS", "1"}, {"MEMTOOL_CUPTI_BUFFER_BYTES", "1K"}}), dir + "/traced");
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out == plain.out);
@@ -277,7 +277,9 @@ TEST_CASE("CUPTI: missing, refusing or off, memtool records as before", "[integr
     std::string said;  // "" : nothing on stderr at the default log level
   };
   const std::vector<Case> cases{
-      {"missing_on", {{"MEMTOOL_CUPTI", "on"}, {"MEMTOOL_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13"}}, "no GPU times"},
+      {"missing_on",
+       {{"MEMTOOL_CUPTI", "on"}, {"MEMTOOL_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13"}},
+       "no GPU times"},
       {"missing_auto", {{"MEMTOOL_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13"}}, ""},
       {"refusing", {{"MEMTOOL_CUPTI", "on"}, {"FAKECUPTI_REFUSE", "1"}}, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"},
       {"off", {{"MEMTOOL_CUPTI", "off"}}, ""},

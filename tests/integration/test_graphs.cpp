@@ -38,8 +38,9 @@ struct App {
 };
 
 std::vector<std::string> graphed(const char* program, const char* graphs, const char* mode, int hidden = 512) {
-  return {program, "--iterations", std::to_string(kIterations), "--hidden", std::to_string(hidden), "--graphs", graphs,
-          "--capture-mode", mode};
+  return {program,    "--iterations",         std::to_string(kIterations),
+          "--hidden", std::to_string(hidden), "--graphs",
+          graphs,     "--capture-mode",       mode};
 }
 
 std::vector<App> graph_apps() {
@@ -172,10 +173,11 @@ TEST_CASE("graphs: pool mode serves the eager allocations between replays", "[gr
       CHECK(u(s, "allocs_from_pool") >= u(s, "iterations_planned") * u(s, "period_allocations"));
     }
     WARN(app.name << " pool: step " << u(s, "period_events") << " events, " << u(s, "period_graph_launches")
-                  << " graph launches, " << u(s, "period_allocations") << " allocations; "
-                  << u(s, "iterations_planned") << " of " << kIterations << " steps planned, "
-                  << u(s, "allocs_from_pool") << " allocations from the pool ("
-                  << u(s, "allocs_from_pool") * 100 / std::max<std::uint64_t>(1, u(s, "iterations_planned") * u(s, "period_allocations"))
+                  << " graph launches, " << u(s, "period_allocations") << " allocations; " << u(s, "iterations_planned")
+                  << " of " << kIterations << " steps planned, " << u(s, "allocs_from_pool")
+                  << " allocations from the pool ("
+                  << u(s, "allocs_from_pool") * 100 /
+                         std::max<std::uint64_t>(1, u(s, "iterations_planned") * u(s, "period_allocations"))
                   << "% of the planned steps')");
   }
 }
@@ -190,8 +192,10 @@ void check_swap(const App& app, const std::string& mode, int capacity_percent, c
   const std::uint64_t peak = plain_peak(plain);
   const std::uint64_t budget = peak * 60 / 100;
   const std::uint64_t capacity = peak * static_cast<std::uint64_t>(capacity_percent) / 100;
-  const Env env{{"MEMTOOL_STRATEGY", "swap"},        {"MEMTOOL_SWAP_MODE", mode},
-                {"MEMTOOL_BUDGET", std::to_string(budget)}, {"MEMTOOL_SWAP_MIN_BYTES", min_bytes},
+  const Env env{{"MEMTOOL_STRATEGY", "swap"},
+                {"MEMTOOL_SWAP_MODE", mode},
+                {"MEMTOOL_BUDGET", std::to_string(budget)},
+                {"MEMTOOL_SWAP_MIN_BYTES", min_bytes},
                 {"FAKECUDA_MEMORY_BYTES", std::to_string(capacity)}};
   const Run swapped = run_app(dir + "/swap", app.argv, env, true);
   check_transparent(app, plain, swapped);
@@ -256,8 +260,11 @@ TEST_CASE("graphs: a thread hammering the allocator beside global captures never
   const std::vector<std::pair<std::string, Env>> strategies = {
       {"record", {{"MEMTOOL_STRATEGY", "record"}}},
       {"pool", {{"MEMTOOL_STRATEGY", "pool"}}},
-      {"swap_uvm", {{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_SWAP_MODE", "uvm"}, {"MEMTOOL_BUDGET", "96K"},
-                    {"MEMTOOL_SWAP_MIN_BYTES", "1"}}},
+      {"swap_uvm",
+       {{"MEMTOOL_STRATEGY", "swap"},
+        {"MEMTOOL_SWAP_MODE", "uvm"},
+        {"MEMTOOL_BUDGET", "96K"},
+        {"MEMTOOL_SWAP_MIN_BYTES", "1"}}},
       {"swap_explicit", {{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_BUDGET", "96K"}, {"MEMTOOL_SWAP_MIN_BYTES", "1"}}},
   };
   const std::string dir = dir_of("adversarial", "hammer");
@@ -292,8 +299,11 @@ TEST_CASE("graphs: a pending replay's buffer is the swapper's best eviction cand
   const std::string dir = dir_of("adversarial", "evict_pending");
   for (const std::string mode : {"explicit", "uvm"}) {
     const Run r = run_client(dir + "/" + mode, "evict-pending",
-                             {{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_SWAP_MODE", mode}, {"MEMTOOL_BUDGET", "12M"},
-                              {"MEMTOOL_SWAP_MIN_BYTES", "1M"}, {"FAKECUDA_LINK_GBPS", "2"}},
+                             {{"MEMTOOL_STRATEGY", "swap"},
+                              {"MEMTOOL_SWAP_MODE", mode},
+                              {"MEMTOOL_BUDGET", "12M"},
+                              {"MEMTOOL_SWAP_MIN_BYTES", "1M"},
+                              {"FAKECUDA_LINK_GBPS", "2"}},
                              true);
     INFO(mode << "\n" << r.outcome.err);
     CHECK_THAT(r.outcome.out, Catch::Contains("replays ok"));

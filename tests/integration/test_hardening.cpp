@@ -130,7 +130,8 @@ TEST_CASE("hardening: double, interior and wild frees are recorded as failed fre
                                                         FailedFreeReason::not_allocated});
 }
 
-TEST_CASE("hardening: a FIFO as MEMTOOL_TRACE or MEMTOOL_LOG_FILE never blocks the program", "[integration][hardening]") {
+TEST_CASE("hardening: a FIFO as MEMTOOL_TRACE or MEMTOOL_LOG_FILE never blocks the program",
+          "[integration][hardening]") {
   const std::string dir = work_dir("fifo");
   const std::string fifo = dir + "/fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
@@ -155,7 +156,8 @@ TEST_CASE("hardening: a FIFO as MEMTOOL_TRACE or MEMTOOL_LOG_FILE never blocks t
 TEST_CASE("hardening: misconfigurations are said once, with the reason", "[integration][hardening]") {
   const std::string dir = work_dir("misconfigured");
   SECTION("a log file that cannot be opened") {
-    const Outcome r = run_client({HOSTILE_CLIENT, "ignore"}, {{"MEMTOOL_LOG_FILE", dir + "/no/such/dir/log"}}, dir + "/a");
+    const Outcome r =
+        run_client({HOSTILE_CLIENT, "ignore"}, {{"MEMTOOL_LOG_FILE", dir + "/no/such/dir/log"}}, dir + "/a");
     CHECK(r.status == 0);
     CHECK(lines_with(r.err, "memtool[") == 1);
     CHECK(r.err.find("No such file or directory; memtool's messages go to stderr") != std::string::npos);
@@ -171,9 +173,8 @@ TEST_CASE("hardening: misconfigurations are said once, with the reason", "[integ
   }
   SECTION("MEMTOOL_SUMMARY and MEMTOOL_TRACE naming one file") {
     const std::string both = dir + "/both";
-    const Outcome r = run_client({MLP_TRAIN},
-                                 {{"MEMTOOL_STRATEGY", "pool"}, {"MEMTOOL_SUMMARY", both}, {"MEMTOOL_TRACE", both}},
-                                 dir + "/c");
+    const Outcome r = run_client(
+        {MLP_TRAIN}, {{"MEMTOOL_STRATEGY", "pool"}, {"MEMTOOL_SUMMARY", both}, {"MEMTOOL_TRACE", both}}, dir + "/c");
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(lines_with(r.err, "name the same file") == 1);
@@ -183,7 +184,8 @@ TEST_CASE("hardening: misconfigurations are said once, with the reason", "[integ
     const std::string fifo = dir + "/summary.fifo";
     REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
     for (const std::string& summary : {dir + "/no/such/dir/s.json", fifo}) {
-      const Outcome r = run_client({MLP_TRAIN}, {{"MEMTOOL_STRATEGY", "pool"}, {"MEMTOOL_SUMMARY", summary}}, dir + "/e");
+      const Outcome r =
+          run_client({MLP_TRAIN}, {{"MEMTOOL_STRATEGY", "pool"}, {"MEMTOOL_SUMMARY", summary}}, dir + "/e");
       INFO(r.err);
       CHECK(r.status == 0);
       CHECK(lines_with(r.err, "cannot write the summary") == 1);
@@ -194,8 +196,7 @@ TEST_CASE("hardening: misconfigurations are said once, with the reason", "[integ
   SECTION("a trace that cannot be written says why") {
     // 8 KiB of file size: the trace of mlp_train is larger, so write(2) fails with EFBIG.
     const Outcome r = run_client({"/bin/sh", "-c", std::string("trap '' XFSZ; ulimit -f 8; exec ") + MLP_TRAIN},
-                                 {{"MEMTOOL_TRACE", dir + "/t.trace"}},
-                                 dir + "/d");
+                                 {{"MEMTOOL_TRACE", dir + "/t.trace"}}, dir + "/d");
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(lines_with(r.err, "writing the trace") == 1);

@@ -24,8 +24,8 @@ namespace {
 
 using memtool::testing::Outcome;
 using memtool::testing::read_json;
-using memtool::testing::u;
 using memtool::testing::run;
+using memtool::testing::u;
 using Env = std::map<std::string, std::string>;
 
 constexpr std::uint64_t kGranule = 512;  // what fakecuda's cuMemAlloc charges per allocation
@@ -69,11 +69,9 @@ Pair run_both(const std::string& name, const std::vector<std::string>& argv, con
   return p;
 }
 
-
 }  // namespace
 
-TEST_CASE("pool mode: the test apps print identical checksums and are served from the plan",
-          "[integration][pool]") {
+TEST_CASE("pool mode: the test apps print identical checksums and are served from the plan", "[integration][pool]") {
   struct Case {
     const char* name;
     std::vector<std::string> argv;
@@ -104,8 +102,7 @@ TEST_CASE("pool mode: the test apps print identical checksums and are served fro
   }
 }
 
-TEST_CASE("pool mode: cross-stream reuse in conv_train is ordered by events, not by the host",
-          "[integration][pool]") {
+TEST_CASE("pool mode: cross-stream reuse in conv_train is ordered by events, not by the host", "[integration][pool]") {
   const Pair p = run_both("conv_waits", {CONV_TRAIN, "--iterations", "30"});
   CHECK(p.pool.out == p.plain.out);
   // dlogits and the side stream's uploads move between the two streams every iteration.
@@ -115,8 +112,8 @@ TEST_CASE("pool mode: cross-stream reuse in conv_train is ordered by events, not
 
 TEST_CASE("pool mode: MEMTOOL_ITERATION_KERNEL boundaries reach the pool", "[integration][pool]") {
   // softmax_xent runs once per mlp iteration, mid-iteration: the marks alone define the period.
-  const Pair p = run_both("kernel_marks", {MLP_TRAIN, "--iterations", "30"}, {},
-                          {{"MEMTOOL_ITERATION_KERNEL", "^softmax_xent$"}});
+  const Pair p =
+      run_both("kernel_marks", {MLP_TRAIN, "--iterations", "30"}, {}, {{"MEMTOOL_ITERATION_KERNEL", "^softmax_xent$"}});
   CHECK(p.pool.out == p.plain.out);
   CHECK(u(p.summary, "iterations_planned") > 5);
   CHECK(u(p.summary, "allocs_from_pool") > 0);
@@ -189,8 +186,8 @@ TEST_CASE("pool mode: steady-state device peak within 5% of persistent + LB", "[
     // fakecuda charges every allocation in 512-byte granules: each persistent buffer (passed
     // through) and the pool's one allocation may each round up by < 512 bytes.
     const std::uint64_t granularity = kGranule * (b.persistent_count + 1);
-    const double limit = 1.05 * static_cast<double>(b.persistent_bytes + b.lower_bound) +
-                         static_cast<double>(granularity);
+    const double limit =
+        1.05 * static_cast<double>(b.persistent_bytes + b.lower_bound) + static_cast<double>(granularity);
     INFO("persistent " << b.persistent_bytes << " B in " << b.persistent_count << " buffers, LB (trace) "
                        << b.lower_bound << " B, LB (engine) " << u(p.summary, "lower_bound_bytes") << " B, pool "
                        << u(p.summary, "pool_bytes") << " B; steady peak: pool " << pool_peak << " B, plain "
@@ -200,14 +197,13 @@ TEST_CASE("pool mode: steady-state device peak within 5% of persistent + LB", "[
     CHECK(pool_peak <= plain_peak);
     // Report the figures in the test log (ctest -V).
     WARN(c.name << ": persistent " << b.persistent_bytes << " B, LB " << b.lower_bound << " B, pool "
-                << u(p.summary, "pool_bytes") << " B; steady peak pool " << pool_peak << " B vs plain "
-                << plain_peak << " B (limit " << static_cast<std::uint64_t>(limit) << " B)");
+                << u(p.summary, "pool_bytes") << " B; steady peak pool " << pool_peak << " B vs plain " << plain_peak
+                << " B (limit " << static_cast<std::uint64_t>(limit) << " B)");
   }
 }
 
 #ifdef ADVERSARIAL_TRAIN
-TEST_CASE("pool mode: adversarial_train never sees a corrupted byte",
-          "[integration][pool]") {
+TEST_CASE("pool mode: adversarial_train never sees a corrupted byte", "[integration][pool]") {
   // Shapes changing every 5 iterations (one thread, then four, each with two streams), and every
   // 20 (long enough for pooled hand-outs and cross-stream waits between the changes).
   const std::vector<std::vector<std::string>> runs = {
@@ -230,9 +226,9 @@ TEST_CASE("pool mode: adversarial_train never sees a corrupted byte",
     // up to 32 of its periods, longer than these shapes last. Either way nothing is corrupted and
     // nothing is left in use.
     CHECK(u(p.pool_stats, "bytes_in_use") == 0);
-    WARN("adversarial run " << i << ": plans " << u(p.summary, "plans_made") << ", re-plans "
-                            << u(p.summary, "replans") << ", periods rejected " << u(p.summary, "periods_rejected")
-                            << ", from the pool " << u(p.summary, "allocs_from_pool"));
+    WARN("adversarial run " << i << ": plans " << u(p.summary, "plans_made") << ", re-plans " << u(p.summary, "replans")
+                            << ", periods rejected " << u(p.summary, "periods_rejected") << ", from the pool "
+                            << u(p.summary, "allocs_from_pool"));
   }
 }
 
@@ -242,30 +238,30 @@ TEST_CASE("pool mode: adversarial_train never sees a corrupted byte",
 // threads reach them (explicit mode: each one's address then maps the host copy).
 TEST_CASE("swap mode: adversarial_train under a tiny budget never sees a wrong byte", "[integration][swap]") {
   for (const char* mode : {"explicit", "uvm"})
-  for (const char* threads : {"1", "4"}) {
-    INFO("mode " << mode << ", threads " << threads);
-    const std::vector<std::string> argv{ADVERSARIAL_TRAIN, "--iterations", "30", "--threads", threads};
-    const std::string dir = fresh_dir(std::string("swap_adversarial_") + mode + threads);
-    const Outcome plain = run(argv, fakecuda(dir + "/plain"), dir + "/plain");
-    Env env = fakecuda(dir + "/swap");
-    env["LD_PRELOAD"] = MEMTOOL_PRELOAD;
-    env["MEMTOOL_STRATEGY"] = "swap";
-    env["MEMTOOL_SWAP_MODE"] = mode;
-    env["MEMTOOL_BUDGET"] = "64K";
-    env["MEMTOOL_SWAP_MIN_BYTES"] = "0";
-    env["MEMTOOL_SUMMARY"] = dir + "/swap/summary.json";
-    const Outcome swapped = run(argv, env, dir + "/swap");
-    INFO(swapped.err);
-    REQUIRE(plain.status == 0);
-    REQUIRE(swapped.status == 0);
-    CHECK(swapped.out == plain.out);
-    const nlohmann::json summary = read_json(dir + "/swap/summary.json");
-    CHECK(summary.at("strategy") == "swap");
-    CHECK(summary.at("swap_mode") == mode);
-    CHECK(u(summary, "bytes_swapped_out") > 0);
-    CHECK(u(summary, "bytes_swapped_in") > 0);
-    CHECK(u(read_json(dir + "/swap/fakecuda.json"), "bytes_in_use") == 0);
-  }
+    for (const char* threads : {"1", "4"}) {
+      INFO("mode " << mode << ", threads " << threads);
+      const std::vector<std::string> argv{ADVERSARIAL_TRAIN, "--iterations", "30", "--threads", threads};
+      const std::string dir = fresh_dir(std::string("swap_adversarial_") + mode + threads);
+      const Outcome plain = run(argv, fakecuda(dir + "/plain"), dir + "/plain");
+      Env env = fakecuda(dir + "/swap");
+      env["LD_PRELOAD"] = MEMTOOL_PRELOAD;
+      env["MEMTOOL_STRATEGY"] = "swap";
+      env["MEMTOOL_SWAP_MODE"] = mode;
+      env["MEMTOOL_BUDGET"] = "64K";
+      env["MEMTOOL_SWAP_MIN_BYTES"] = "0";
+      env["MEMTOOL_SUMMARY"] = dir + "/swap/summary.json";
+      const Outcome swapped = run(argv, env, dir + "/swap");
+      INFO(swapped.err);
+      REQUIRE(plain.status == 0);
+      REQUIRE(swapped.status == 0);
+      CHECK(swapped.out == plain.out);
+      const nlohmann::json summary = read_json(dir + "/swap/summary.json");
+      CHECK(summary.at("strategy") == "swap");
+      CHECK(summary.at("swap_mode") == mode);
+      CHECK(u(summary, "bytes_swapped_out") > 0);
+      CHECK(u(summary, "bytes_swapped_in") > 0);
+      CHECK(u(read_json(dir + "/swap/fakecuda.json"), "bytes_in_use") == 0);
+    }
 }
 #endif
 
@@ -368,16 +364,16 @@ TEST_CASE("memtool run --strategy pool: preloads, passes the exit code through, 
                           fakecuda(dir + "/off"), dir + "/off");
   CHECK(off.status == 0);
   CHECK(off.out.substr(0, 20) == plain.out.substr(0, 20));
-  const Outcome bad = run({MEMTOOL_TOOL, "run", "--strategy", "spill", "--", MLP_TRAIN}, fakecuda(dir + "/bad"),
-                          dir + "/bad");
+  const Outcome bad =
+      run({MEMTOOL_TOOL, "run", "--strategy", "spill", "--", MLP_TRAIN}, fakecuda(dir + "/bad"), dir + "/bad");
   CHECK(bad.status != 0);
   // Swap: the budget reaches the library, the swap line is printed (the default mechanism: UVM),
   // the program's output holds.
   Env small = fakecuda(dir + "/swap");
   small["MEMTOOL_SWAP_MIN_BYTES"] = "0";
-  const Outcome swapped = run({MEMTOOL_TOOL, "run", "--strategy", "swap", "--budget", "32K", "--", MLP_TRAIN,
-                               "--iterations", "30"},
-                              small, dir + "/swap");
+  const Outcome swapped =
+      run({MEMTOOL_TOOL, "run", "--strategy", "swap", "--budget", "32K", "--", MLP_TRAIN, "--iterations", "30"}, small,
+          dir + "/swap");
   INFO(swapped.err);
   CHECK(swapped.status == 0);
   CHECK(swapped.out == plain.out);

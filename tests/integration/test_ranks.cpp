@@ -39,7 +39,8 @@ const std::string kLog = std::string(REPLAY_FIXTURES_DIR) + "/traces/alexnet.log
 
 Env fakecuda() { return {{"LD_LIBRARY_PATH", FAKECUDA_DIR}}; }
 
-nlohmann::json report_json(const std::vector<std::string>& inputs, const std::string& dir, std::vector<std::string> extra = {}) {
+nlohmann::json report_json(const std::vector<std::string>& inputs, const std::string& dir,
+                           std::vector<std::string> extra = {}) {
   std::vector<std::string> argv{MEMTOOL_TOOL, "report", "--format", "json"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.insert(argv.end(), inputs.begin(), inputs.end());
@@ -76,9 +77,15 @@ std::vector<Field> fields(std::string_view message) {
     Field f;
     f.number = static_cast<std::uint32_t>(key >> 3);
     switch (key & 7) {
-      case 0: f.varint = read_varint(message, at); break;
-      case 1: at += 8; break;
-      case 5: at += 4; break;
+      case 0:
+        f.varint = read_varint(message, at);
+        break;
+      case 1:
+        at += 8;
+        break;
+      case 5:
+        at += 4;
+        break;
       case 2: {
         const std::uint64_t length = read_varint(message, at);
         f.bytes = message.substr(at, length);
@@ -86,7 +93,9 @@ std::vector<Field> fields(std::string_view message) {
         at += length;
         break;
       }
-      default: FAIL("unexpected wire type"); return out;
+      default:
+        FAIL("unexpected wire type");
+        return out;
     }
     out.push_back(f);
   }
@@ -154,12 +163,12 @@ std::map<std::uint64_t, RankTracks> read_perfetto(const std::string& path) {
 
 TEST_CASE("ranks: memtool record in front of a launcher, report and export of the job", "[ranks]") {
   const std::string dir = memtool::testing::fresh_work_dir("ranks", "record");
-  const Outcome recorded =
-      run({MEMTOOL_TOOL, "record", "--no-framework-env", "-o", dir + "/job.trace", "--", LAUNCH_RANKS, "4", REPLAY_TRAIN,
-           "--log", kLog, "--steps", "5", "--extra-on-rank", "3:" + std::to_string(kExtra), "--kill-on-rank", "2:3"},
-          fakecuda(), dir);
+  const Outcome recorded = run(
+      {MEMTOOL_TOOL, "record", "--no-framework-env", "-o", dir + "/job.trace", "--", LAUNCH_RANKS, "4", REPLAY_TRAIN,
+       "--log", kLog, "--steps", "5", "--extra-on-rank", "3:" + std::to_string(kExtra), "--kill-on-rank", "2:3"},
+      fakecuda(), dir);
   INFO(recorded.err);
-  CHECK(recorded.status == 128 + 9);  // the launcher's status: rank 2 was killed
+  CHECK(recorded.status == 128 + 9);            // the launcher's status: rank 2 was killed
   CHECK_FALSE(fs::exists(dir + "/job.trace"));  // the launcher asked the driver for devices, and wrote nothing
   for (int rank = 0; rank < 4; ++rank) REQUIRE(fs::exists(dir + "/job.rank" + std::to_string(rank) + ".trace"));
   CHECK(recorded.err.find("memtool: rank 2: " + dir + "/job.rank2.trace") != std::string::npos);
@@ -168,7 +177,8 @@ TEST_CASE("ranks: memtool record in front of a launcher, report and export of th
 
   // Each rank's own report, then the job's.
   std::map<int, nlohmann::json> own;
-  for (int rank = 0; rank < 4; ++rank) own[rank] = report_json({dir + "/job.rank" + std::to_string(rank) + ".trace"}, dir);
+  for (int rank = 0; rank < 4; ++rank)
+    own[rank] = report_json({dir + "/job.rank" + std::to_string(rank) + ".trace"}, dir);
   const nlohmann::json job = report_json({dir + "/job.rank%r.trace"}, dir, {"--capacity", "1G"});
   REQUIRE(job["ranks"].size() == 4);
   for (int rank = 0; rank < 4; ++rank) {
@@ -176,8 +186,8 @@ TEST_CASE("ranks: memtool record in front of a launcher, report and export of th
     INFO("rank " << rank);
     CHECK(row["rank"] == rank);
     CHECK(row["status"] == (rank == 2 ? "cut" : "whole"));
-    for (const char* key : {"iteration_period_allocs", "iteration_period", "steady_state_peak_live_bytes", "peak_live_bytes",
-                            "persistent_bytes"}) {
+    for (const char* key : {"iteration_period_allocs", "iteration_period", "steady_state_peak_live_bytes",
+                            "peak_live_bytes", "persistent_bytes"}) {
       CHECK(row[key] == own[rank][key]);
     }
     CHECK(row["largest_at_peak"][0]["size"] == own[rank]["largest_at_peak"][0]["size"]);
@@ -193,10 +203,12 @@ TEST_CASE("ranks: memtool record in front of a launcher, report and export of th
   CHECK(job["differences"][0]["where"] == "per_step");
   CHECK(job["differences"][0]["counts"] == nlohmann::json({{"0", 0}, {"1", 0}, {"3", 1}}));
   CHECK(job["nearest_limit"]["rank"] == 3);
-  CHECK(job["nearest_limit"]["headroom_bytes"] == (std::int64_t{1} << 30) - static_cast<std::int64_t>(u(own[3], "peak_live_bytes")));
+  CHECK(job["nearest_limit"]["headroom_bytes"] ==
+        (std::int64_t{1} << 30) - static_cast<std::int64_t>(u(own[3], "peak_live_bytes")));
 
   const Outcome text = run({MEMTOOL_TOOL, "report", dir + "/job.rank0.trace", dir + "/job.rank1.trace",
-                            dir + "/job.rank2.trace", dir + "/job.rank3.trace"}, {}, dir);
+                            dir + "/job.rank2.trace", dir + "/job.rank3.trace"},
+                           {}, dir);
   INFO(text.out);
   CHECK(text.status == 0);
   CHECK(text.out.find("rank 2: its trace stops without an end record") != std::string::npos);
@@ -205,7 +217,8 @@ TEST_CASE("ranks: memtool record in front of a launcher, report and export of th
 
   // Perfetto: a process track per rank, live bytes peaking where each rank's report says, the
   // aligned iteration starting at one timestamp everywhere.
-  const Outcome perfetto = run({MEMTOOL_TOOL, "export", "--format", "perfetto", "-o", dir + "/job.pftrace", dir + "/job.rank%r.trace"}, {}, dir);
+  const Outcome perfetto = run(
+      {MEMTOOL_TOOL, "export", "--format", "perfetto", "-o", dir + "/job.pftrace", dir + "/job.rank%r.trace"}, {}, dir);
   INFO(perfetto.err);
   REQUIRE(perfetto.status == 0);
   const auto sequences = read_perfetto(dir + "/job.pftrace");
@@ -233,13 +246,17 @@ TEST_CASE("ranks: memtool record in front of a launcher, report and export of th
     CHECK(begin->second == *aligned_time);
   }
 
-  const Outcome html = run({MEMTOOL_TOOL, "export", "--format", "html", "-o", dir + "/job.html", dir + "/job.rank%r.trace"}, {}, dir);
+  const Outcome html =
+      run({MEMTOOL_TOOL, "export", "--format", "html", "-o", dir + "/job.html", dir + "/job.rank%r.trace"}, {}, dir);
   REQUIRE(html.status == 0);
   const std::string page = slurp(dir + "/job.html");
-  for (int rank = 0; rank < 4; ++rank) CHECK(page.find("id=\"live-chart-rank-" + std::to_string(rank) + "\"") != std::string::npos);
+  for (int rank = 0; rank < 4; ++rank)
+    CHECK(page.find("id=\"live-chart-rank-" + std::to_string(rank) + "\"") != std::string::npos);
   CHECK(page.find("rank 2: its trace stops without an end record") != std::string::npos);
 
-  const Outcome viz = run({MEMTOOL_TOOL, "export", "--format", "memory-viz", "-o", dir + "/job.pickle", dir + "/job.rank%r.trace"}, {}, dir);
+  const Outcome viz =
+      run({MEMTOOL_TOOL, "export", "--format", "memory-viz", "-o", dir + "/job.pickle", dir + "/job.rank%r.trace"}, {},
+          dir);
   CHECK(viz.status == 2);
   CHECK_FALSE(fs::exists(dir + "/job.pickle"));
 
@@ -257,9 +274,9 @@ TEST_CASE("ranks: memtool run in front of a launcher, and memtool behind it", "[
   const std::string dir = memtool::testing::fresh_work_dir("ranks", "run");
   Env env = fakecuda();
   env["MEMTOOL_POOL_SYNC_PLANNING"] = "1";  // planned as soon as the step is found: served from the next one
-  const Outcome ran = run({MEMTOOL_TOOL, "run", "--strategy", "pool", "--no-framework-env", "--summary", dir + "/s.json",
-                           "--trace", dir + "/t.trace", "--", LAUNCH_RANKS, "2", REPLAY_TRAIN, "--log", kLog, "--steps", "5",
-                           "--extra-on-rank", "1:" + std::to_string(kExtra)},
+  const Outcome ran = run({MEMTOOL_TOOL, "run", "--strategy", "pool", "--no-framework-env", "--summary",
+                           dir + "/s.json", "--trace", dir + "/t.trace", "--", LAUNCH_RANKS, "2", REPLAY_TRAIN, "--log",
+                           kLog, "--steps", "5", "--extra-on-rank", "1:" + std::to_string(kExtra)},
                           env, dir);
   INFO(ran.err);
   CHECK(ran.status == 0);
@@ -270,8 +287,8 @@ TEST_CASE("ranks: memtool run in front of a launcher, and memtool behind it", "[
   CHECK_FALSE(fs::exists(dir + "/t.trace"));
   CHECK(ran.err.find("memtool: rank 0 (" + dir + "/s.rank0.json):") != std::string::npos);
   CHECK(ran.err.find("memtool: rank 1 (" + dir + "/s.rank1.json):") != std::string::npos);
-  CHECK(ran.err.find("memtool: next: memtool report '" + dir + "/t.rank%r.trace' --summary '" + dir + "/s.rank%r.json'") !=
-        std::string::npos);
+  CHECK(ran.err.find("memtool: next: memtool report '" + dir + "/t.rank%r.trace' --summary '" + dir +
+                     "/s.rank%r.json'") != std::string::npos);
   const nlohmann::json job = report_json({dir + "/t.rank%r.trace"}, dir, {"--summary", dir + "/s.rank%r.json"});
   REQUIRE(job["ranks"].size() == 2);
   for (int rank = 0; rank < 2; ++rank) {

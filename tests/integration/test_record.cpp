@@ -208,10 +208,11 @@ TEST_CASE("bad settings: a clear message, and memtool stays out of the way", "[i
     const char* value;
     const char* message;
   };
-  for (const Case& c : {Case{"MEMTOOL_LOG", "loud", "MEMTOOL_LOG='loud': expected one of off|error|warn|info|debug"},
-                        Case{"MEMTOOL_STRATEGY", "spill", "MEMTOOL_STRATEGY='spill': expected one of record|pool|swap|off"},
-                        Case{"MEMTOOL_STACKS", "2", "MEMTOOL_STACKS='2': expected 0 or 1"},
-                        Case{"MEMTOOL_ITERATION_KERNEL", "sgd_(", "not a valid regular expression"}}) {
+  for (const Case& c :
+       {Case{"MEMTOOL_LOG", "loud", "MEMTOOL_LOG='loud': expected one of off|error|warn|info|debug"},
+        Case{"MEMTOOL_STRATEGY", "spill", "MEMTOOL_STRATEGY='spill': expected one of record|pool|swap|off"},
+        Case{"MEMTOOL_STACKS", "2", "MEMTOOL_STACKS='2': expected 0 or 1"},
+        Case{"MEMTOOL_ITERATION_KERNEL", "sgd_(", "not a valid regular expression"}}) {
     INFO(c.name << "=" << c.value);
     const std::string trace = dir + "/" + c.name + ".trace";
     const Outcome r = run({MLP_TRAIN, "--iterations", "2"}, recorded(trace, {{c.name, c.value}}), dir + "/" + c.name);
@@ -244,7 +245,8 @@ TEST_CASE("iteration marks from MEMTOOL_ITERATION_KERNEL; stacks with MEMTOOL_ST
 TEST_CASE("8 threads on their own streams: every call recorded once", "[integration][threads]") {
   const std::string dir = work_dir("stress");
   constexpr std::size_t kRounds = 40;
-  const Outcome r = run({STRESS_CLIENT, APP_MODULE_IMAGE, std::to_string(kRounds)}, recorded(dir + "/stress.trace"), dir);
+  const Outcome r =
+      run({STRESS_CLIENT, APP_MODULE_IMAGE, std::to_string(kRounds)}, recorded(dir + "/stress.trace"), dir);
   INFO(r.err);
   REQUIRE(r.status == 0);
   const auto t = load(dir + "/stress.trace");
@@ -280,9 +282,9 @@ TEST_CASE("memtool record runs, passes the exit status through and summarises", 
   CHECK(failing.status == 3);
   CHECK_THAT(failing.err, Catch::Contains("no trace was written"));
 
-  const Outcome preload = run({MEMTOOL_TOOL, "record", "--", "/bin/sh", "-c", "echo \"$LD_PRELOAD\""},
-                              {{"LD_PRELOAD", "/nonexistent/first.so"}, {"MEMTOOL_LIBRARY", MEMTOOL_PRELOAD}},
-                              dir + "/preload");
+  const Outcome preload =
+      run({MEMTOOL_TOOL, "record", "--", "/bin/sh", "-c", "echo \"$LD_PRELOAD\""},
+          {{"LD_PRELOAD", "/nonexistent/first.so"}, {"MEMTOOL_LIBRARY", MEMTOOL_PRELOAD}}, dir + "/preload");
   CHECK(preload.out == std::string("/nonexistent/first.so:") + MEMTOOL_PRELOAD + "\n");
 }
 

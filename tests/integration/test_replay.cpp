@@ -26,8 +26,8 @@ namespace {
 
 using memtool::testing::Outcome;
 using memtool::testing::read_json;
-using memtool::testing::u;
 using memtool::testing::run;
+using memtool::testing::u;
 using Env = std::map<std::string, std::string>;
 
 struct Model {
@@ -36,7 +36,6 @@ struct Model {
 };
 
 std::string fresh_dir(const std::string& name) { return memtool::testing::fresh_work_dir("replay", name); }
-
 
 struct Replay {
   Outcome outcome;
@@ -77,7 +76,8 @@ void check_model(const Model& m, const std::vector<std::string>& extra, std::siz
   const std::string dir = fresh_dir(std::string(m.name) + (extra.empty() ? "" : extra.front()));
   INFO(m.name << " " << (extra.empty() ? "" : extra.front()));
   const Replay plain = replay(dir + "/plain", m, extra, {});
-  const Replay pool = replay(dir + "/pool", m, extra, {{"MEMTOOL_STRATEGY", "pool"}, {"MEMTOOL_POOL_SYNC_PLANNING", "1"}});
+  const Replay pool =
+      replay(dir + "/pool", m, extra, {{"MEMTOOL_STRATEGY", "pool"}, {"MEMTOOL_POOL_SYNC_PLANNING", "1"}});
   check_clean(plain.outcome, steps);
   check_clean(pool.outcome, steps);
   CHECK(pool.outcome.out == plain.outcome.out);
@@ -140,7 +140,7 @@ TEST_CASE("replay: record mode finds the training step and records every operato
 TEST_CASE("replay: the kernels catch a corrupted word", "[integration][replay]") {
   const std::string dir = fresh_dir("alexnet_corrupt");
   std::vector<std::string> argv{REPLAY_TRAIN, "--log", std::string(REPLAY_FIXTURES_DIR) + "/traces/alexnet.log",
-                                "--steps", "2", "--self-test-corrupt"};
+                                "--steps",    "2",     "--self-test-corrupt"};
   const Outcome o = run(argv, {{"LD_LIBRARY_PATH", FAKECUDA_DIR}}, dir);
   CHECK(o.status == 3);
   CHECK_THAT(o.err, Catch::Contains("CORRUPTED step 1"));
@@ -258,8 +258,11 @@ void check_swap(const SwapCase& c) {
   const Outcome starved = run(argv, {{"LD_LIBRARY_PATH", FAKECUDA_DIR}, {"FAKECUDA_MEMORY_BYTES", capacity}}, dir);
   CHECK(starved.status != 0);  // the plain run does not fit
 
-  Env env{{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_SWAP_MODE", c.mode}, {"MEMTOOL_BUDGET", capacity},
-          {"MEMTOOL_POOL_SYNC_PLANNING", "1"}, {"FAKECUDA_MEMORY_BYTES", capacity}};
+  Env env{{"MEMTOOL_STRATEGY", "swap"},
+          {"MEMTOOL_SWAP_MODE", c.mode},
+          {"MEMTOOL_BUDGET", capacity},
+          {"MEMTOOL_POOL_SYNC_PLANNING", "1"},
+          {"FAKECUDA_MEMORY_BYTES", capacity}};
   if (!c.policy.empty()) env["MEMTOOL_SWAP_POLICY"] = c.policy;
   if (c.policy == "ours") env["MEMTOOL_LOG"] = "info";  // the trial's verdicts
   if (c.link_gbps > 0) env["FAKECUDA_LINK_GBPS"] = std::to_string(c.link_gbps);
@@ -311,11 +314,11 @@ void check_swap(const SwapCase& c) {
   CHECK(said_unattainable == !c.attainable);
   if (c.attainable) CHECK(u(s, "peak_device_bytes") <= budget);
   WARN(m.name << " swap (" << c.mode << ") at " << c.percent << "%" << (c.async ? " --async" : "") << ": plain peak "
-       << peak << " B, budget " << budget << " B, fakecuda peak " << u(swapped.stats, "peak_bytes_in_use")
-       << " B, memtool's " << u(s, "peak_device_bytes") << " B; swapped out " << u(s, "bytes_swapped_out") << " B, in "
-       << u(s, "bytes_swapped_in") << " B (" << u(s, "swap_ins_ahead") << " ahead, " << u(s, "swap_ins_late")
-       << " late, " << u(s, "swap_ins_on_demand") << " on demand, " << u(s, "swap_ins_failed")
-       << " read from the host); waited " << u(s, "stall_ns") / 1000000 << " ms");
+              << peak << " B, budget " << budget << " B, fakecuda peak " << u(swapped.stats, "peak_bytes_in_use")
+              << " B, memtool's " << u(s, "peak_device_bytes") << " B; swapped out " << u(s, "bytes_swapped_out")
+              << " B, in " << u(s, "bytes_swapped_in") << " B (" << u(s, "swap_ins_ahead") << " ahead, "
+              << u(s, "swap_ins_late") << " late, " << u(s, "swap_ins_on_demand") << " on demand, "
+              << u(s, "swap_ins_failed") << " read from the host); waited " << u(s, "stall_ns") / 1000000 << " ms");
 }
 
 }  // namespace
@@ -349,8 +352,12 @@ TEST_CASE("replay: explicit swapping past the host limit fails like the driver",
   std::vector<std::string> argv{REPLAY_TRAIN, "--log", std::string(REPLAY_FIXTURES_DIR) + "/traces/alexnet.log",
                                 "--steps", "2"};
   const Outcome o = run(argv,
-                        {{"LD_LIBRARY_PATH", FAKECUDA_DIR}, {"LD_PRELOAD", MEMTOOL_PRELOAD}, {"MEMTOOL_STRATEGY", "swap"},
-                         {"MEMTOOL_SWAP_MODE", "explicit"}, {"MEMTOOL_BUDGET", capacity}, {"MEMTOOL_HOST_LIMIT", "32M"},
+                        {{"LD_LIBRARY_PATH", FAKECUDA_DIR},
+                         {"LD_PRELOAD", MEMTOOL_PRELOAD},
+                         {"MEMTOOL_STRATEGY", "swap"},
+                         {"MEMTOOL_SWAP_MODE", "explicit"},
+                         {"MEMTOOL_BUDGET", capacity},
+                         {"MEMTOOL_HOST_LIMIT", "32M"},
                          {"FAKECUDA_MEMORY_BYTES", capacity}},
                         dir);
   INFO(o.err);
@@ -387,24 +394,26 @@ TEST_CASE("replay: UVM swapping trains alexnet in 80% and 60% of its plain peak"
 TEST_CASE("replay: kernels that reach alexnet's buffers only through uploaded pointer tables read what was written",
           "[integration][replay][swap_tables]") {
   for (const char* mode : {"", "explicit"})
-  for (const char* table : {"all", "written"}) {
-    const std::string name = std::string("alexnet_tables_") + (*mode != 0 ? mode : "default") + "_" + table;
-    INFO(name);
-    const std::string dir = fresh_dir(name);
-    const std::vector<std::string> extra{"--steps", "2", "--table", table};
-    const Replay plain = replay(dir + "/plain", kAlexnet, extra, {});
-    const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
-    const std::uint64_t budget = peak * 65 / 100;
-    Env env{{"MEMTOOL_STRATEGY", "swap"}, {"MEMTOOL_BUDGET", std::to_string(budget)},
-            {"FAKECUDA_MEMORY_BYTES", std::to_string(2 * peak)}, {"FAKECUDA_LINK_GBPS", "2"}};
-    if (*mode != 0) env["MEMTOOL_SWAP_MODE"] = mode;
-    const Replay swapped = replay(dir + "/swap", kAlexnet, extra, env);
-    check_clean(swapped.outcome, 2);
-    CHECK(swapped.outcome.out == plain.outcome.out);
-    const nlohmann::json& s = swapped.summary;
-    CHECK(s.at("swap_mode") == (*mode != 0 ? mode : "uvm"));
-    CHECK(u(s, "bytes_swapped_out") > 0);
-    CHECK(u(swapped.stats, "peak_bytes_in_use") <= budget);
-    CHECK(u(swapped.stats, "bytes_in_use") == 0);
-  }
+    for (const char* table : {"all", "written"}) {
+      const std::string name = std::string("alexnet_tables_") + (*mode != 0 ? mode : "default") + "_" + table;
+      INFO(name);
+      const std::string dir = fresh_dir(name);
+      const std::vector<std::string> extra{"--steps", "2", "--table", table};
+      const Replay plain = replay(dir + "/plain", kAlexnet, extra, {});
+      const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
+      const std::uint64_t budget = peak * 65 / 100;
+      Env env{{"MEMTOOL_STRATEGY", "swap"},
+              {"MEMTOOL_BUDGET", std::to_string(budget)},
+              {"FAKECUDA_MEMORY_BYTES", std::to_string(2 * peak)},
+              {"FAKECUDA_LINK_GBPS", "2"}};
+      if (*mode != 0) env["MEMTOOL_SWAP_MODE"] = mode;
+      const Replay swapped = replay(dir + "/swap", kAlexnet, extra, env);
+      check_clean(swapped.outcome, 2);
+      CHECK(swapped.outcome.out == plain.outcome.out);
+      const nlohmann::json& s = swapped.summary;
+      CHECK(s.at("swap_mode") == (*mode != 0 ? mode : "uvm"));
+      CHECK(u(s, "bytes_swapped_out") > 0);
+      CHECK(u(swapped.stats, "peak_bytes_in_use") <= budget);
+      CHECK(u(swapped.stats, "bytes_in_use") == 0);
+    }
 }

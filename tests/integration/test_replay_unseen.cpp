@@ -28,10 +28,12 @@ using memtool::testing::read_json;
 using memtool::testing::u;
 using Env = std::map<std::string, std::string>;
 
-constexpr unsigned kSteps = 8;           // past the log's 5, its last step repeats
+constexpr unsigned kSteps = 8;            // past the log's 5, its last step repeats
 constexpr unsigned kFirstServedStep = 3;  // warm-up, two observed steps, then the plan
 
-std::string log_path(const std::string& model) { return std::string(REPLAY_FIXTURES_DIR) + "/traces/" + model + ".log"; }
+std::string log_path(const std::string& model) {
+  return std::string(REPLAY_FIXTURES_DIR) + "/traces/" + model + ".log";
+}
 
 // Allocations of the log's last step (the steady one).
 std::uint64_t steady_allocations(const std::string& model) {

@@ -9,10 +9,12 @@
 TEST_CASE("resolution through dlsym and cuGetProcAddress_v2 passes the driver's answers through",
           "[integration][resolver]") {
   const std::string work = std::string(INTEGRATION_WORK_DIR) + "/resolver";
-  const auto outcome = memtool::testing::run(
-      {RESOLVER_CLIENT}, {{"LD_PRELOAD", MEMTOOL_PRELOAD}, {"LD_LIBRARY_PATH", STUB_DRIVER_DIR},
-                          {"MEMTOOL_TRACE", work + "/resolver.trace"}, {"MEMTOOL_LOG", "error"}},
-      work);
+  const auto outcome = memtool::testing::run({RESOLVER_CLIENT},
+                                             {{"LD_PRELOAD", MEMTOOL_PRELOAD},
+                                              {"LD_LIBRARY_PATH", STUB_DRIVER_DIR},
+                                              {"MEMTOOL_TRACE", work + "/resolver.trace"},
+                                              {"MEMTOOL_LOG", "error"}},
+                                             work);
   INFO(outcome.out << outcome.err);
   CHECK(outcome.status == 0);
   CHECK(outcome.out == "resolver ok\n");

@@ -45,7 +45,8 @@ const std::vector<std::string> kShape{"--steps", "4", "--layers", "4", "--groups
 
 const std::vector<Variant> kVariants{
     {"pinned_all", {}},
-    {"pageable_written_refresh_async", {"--table", "pageable", "--through", "written", "--refresh", "--alloc", "async"}},
+    {"pageable_written_refresh_async",
+     {"--table", "pageable", "--through", "written", "--refresh", "--alloc", "async"}},
     {"written_refresh", {"--through", "written", "--refresh"}},
     {"kernel_refresh", {"--table", "kernel", "--refresh"}},
     {"kernel_written_refresh", {"--table", "kernel", "--through", "written", "--refresh"}},
@@ -97,8 +98,8 @@ TEST_CASE("swap: kernels that reach their buffers through pointer tables read wh
 // such a kernel still runs (it faulted: leaving at once forgot the kernel's stream).
 TEST_CASE("explicit swap: buffers that left under a kernel reaching anything stay mapped while it runs",
           "[integration][swap_tables]") {
-  const std::vector<std::string> argv{TABLE_TRAIN, "--steps", "4", "--layers", "4", "--groups", "2",
-                                      "--words", "65536", "--table", "global"};
+  const std::vector<std::string> argv{TABLE_TRAIN, "--steps", "4",     "--layers", "4",     "--groups",
+                                      "2",         "--words", "65536", "--table",  "global"};
   const std::string dir = fresh_dir("global_tiny_budget");
   const Outcome plain = run(argv, fakecuda(dir + "/plain"), dir + "/plain");
   REQUIRE(plain.status == 0);

@@ -62,8 +62,10 @@ int main(int argc, char** argv) {
   launch(verify, check_params);
   int host = 0;
   check(cuMemcpyDtoH(&host, verdict, sizeof host), "cuMemcpyDtoH");
-  if (host < 0) std::printf("indirect write ok\n");
-  else std::printf("indirect write BAD %d\n", host);
+  if (host < 0)
+    std::printf("indirect write ok\n");
+  else
+    std::printf("indirect write BAD %d\n", host);
 
   for (const CUdeviceptr other : others) check(cuMemFree(other), "cuMemFree");
   for (const CUdeviceptr p : {hidden, holder, verdict}) check(cuMemFree(p), "cuMemFree");

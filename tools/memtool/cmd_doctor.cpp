@@ -44,7 +44,9 @@ int run_doctor(const DoctorArgs& args) {
 
 std::function<int()> setup_doctor(CLI::App& sub) {
   auto args = std::make_shared<DoctorArgs>();
-  sub.add_option("--format", args->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  sub.add_option("--format", args->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   sub.add_option("--driver", args->driver,
                  "the CUDA driver library to examine, as dlopen finds it (LD_LIBRARY_PATH, ldconfig) or a path")
       ->capture_default_str();

@@ -56,7 +56,8 @@ std::optional<std::size_t> iteration_to_plan(const mt::Iterations& its, const It
   if (its.spans.empty()) return std::nullopt;
   if (asked) {
     if (*asked >= its.spans.size())
-      throw std::invalid_argument(fmt::format("--plan-iteration {}: the input has iterations 0 to {}", *asked, its.spans.size() - 1));
+      throw std::invalid_argument(
+          fmt::format("--plan-iteration {}: the input has iterations 0 to {}", *asked, its.spans.size() - 1));
     return asked;
   }
   const std::size_t first = std::min(range.first.value_or(0), its.spans.size() - 1);
@@ -82,7 +83,8 @@ std::optional<mt::PoolPlanView> make_plan(const LoadedModel& loaded, std::size_t
   view.offsets = std::move(placement.offsets);
   view.pool_bytes = placement.pool_size;
   view.lower_bound_bytes = mp::lower_bound(view.problem);
-  for (const auto& b : memtool::engine::simulate_baselines(view.problem)) view.baselines.push_back({b.name, b.peak_reserved_bytes});
+  for (const auto& b : memtool::engine::simulate_baselines(view.problem))
+    view.baselines.push_back({b.name, b.peak_reserved_bytes});
   return view;
 }
 
@@ -140,10 +142,12 @@ int stream_memory_viz(const ExportArgs& args) {
     mt::LoadOptions load;
     load.snapshot.device = args.device;
     std::error_code ec;
-    if (std::filesystem::file_size(args.input, ec) >= (std::uint64_t{64} << 20) && !ec) load.trace.progress = tenths(args.output);
+    if (std::filesystem::file_size(args.input, ec) >= (std::uint64_t{64} << 20) && !ec)
+      load.trace.progress = tenths(args.output);
     const mt::LoadSummary summary = mt::load_events(args.input, stream, load);
     if (summary.truncated) {
-      fmt::print(stderr, "memtool: warning: {}: the trace ends inside a record at byte {}; exported its {} complete records\n",
+      fmt::print(stderr,
+                 "memtool: warning: {}: the trace ends inside a record at byte {}; exported its {} complete records\n",
                  args.input, summary.trace->bytes_read, summary.trace->records);
     }
     unknown_frees = stream.unknown_frees();
@@ -152,7 +156,8 @@ int stream_memory_viz(const ExportArgs& args) {
   fmt::print(stderr, "memtool: wrote {} (memory-viz, streamed): {} buffers, {}\n", args.output, stats.buffers,
              human_bytes(stats.bytes_written));
   if (stats.overlapped_ends + unknown_frees != 0) {
-    fmt::print(stderr, "memtool: note: {} buffers were ended by an overlapping allocation, {} frees matched no live buffer\n",
+    fmt::print(stderr,
+               "memtool: note: {} buffers were ended by an overlapping allocation, {} frees matched no live buffer\n",
                stats.overlapped_ends, unknown_frees);
   }
   return 0;
@@ -189,13 +194,15 @@ int run_export(const ExportArgs& args) {
   if (window.end - window.first >= (std::uint64_t{1} << 20)) options.progress = tenths(args.output);
   const mt::ExportStats stats =
       write_file(args.output, [&](mt::FileSink& sink) { return mt::export_trace(*format, source, options, sink); });
-  fmt::print(stderr, "memtool: wrote {} ({}): events {} to {}, {} buffers, {}{}\n", args.output, args.format, stats.first_event,
-             stats.end_event, stats.buffers, human_bytes(stats.bytes_written),
-             plan ? fmt::format("; plan of iteration {}: pool {} (lower bound {})", plan->iteration, human_bytes(plan->pool_bytes),
-                                human_bytes(plan->lower_bound_bytes))
+  fmt::print(stderr, "memtool: wrote {} ({}): events {} to {}, {} buffers, {}{}\n", args.output, args.format,
+             stats.first_event, stats.end_event, stats.buffers, human_bytes(stats.bytes_written),
+             plan ? fmt::format("; plan of iteration {}: pool {} (lower bound {})", plan->iteration,
+                                human_bytes(plan->pool_bytes), human_bytes(plan->lower_bound_bytes))
                   : "");
   if (stats.overlapped_ends != 0) {
-    fmt::print(stderr, "memtool: warning: {} buffers overlapped a newer allocation and were ended there (a free missing from the trace)\n",
+    fmt::print(stderr,
+               "memtool: warning: {} buffers overlapped a newer allocation and were ended there (a free missing from "
+               "the trace)\n",
                stats.overlapped_ends);
   }
   return 0;
@@ -236,14 +243,16 @@ std::function<int()> setup_export(CLI::App& sub) {
       ->check(iteration_range_problem);
   sub.add_option("--device", args->device, "snapshots: which device's trace (default: the busiest)");
   sub.add_flag("--ignore-marks", args->ignore_marks, "detect iterations even when the trace has marks");
-  sub.add_option("--plan-iteration", args->plan_iteration, "perfetto, html: the iteration to plan (default: first steady one)");
+  sub.add_option("--plan-iteration", args->plan_iteration,
+                 "perfetto, html: the iteration to plan (default: first steady one)");
   sub.add_flag("--no-plan", args->no_plan, "perfetto, html: leave the pool plan out");
   sub.add_option("--time-limit", args->time_limit, "search budget of the plan, seconds (default 1)")
       ->check(memtool::cli::finite_number())
       ->check(CLI::Range(0.0, 3600.0));
   sub.add_option("--pickle-protocol", args->pickle_protocol, "memory-viz: pickle protocol 2, 3 or 4 (default 4)")
       ->check(CLI::Range(2, 4));
-  sub.add_option("--rows", args->rows, "html: rows of the largest-buffers table (default 20)")->check(CLI::Range(1, 100000));
+  sub.add_option("--rows", args->rows, "html: rows of the largest-buffers table (default 20)")
+      ->check(CLI::Range(1, 100000));
   return [args] {
     try {
       if (is_rank_export(args->inputs)) return run_rank_export(*args);

@@ -57,7 +57,8 @@ int write_man_pages(const std::string& directory) {
 std::function<int()> setup_help(CLI::App& sub) {
   auto topic = std::make_shared<std::string>();
   auto directory = std::make_shared<std::string>();
-  sub.add_option("topic", *topic, "What to explain: env (the MEMTOOL_* environment variables), man (write the man pages)")
+  sub.add_option("topic", *topic,
+                 "What to explain: env (the MEMTOOL_* environment variables), man (write the man pages)")
       ->required();
   sub.add_option("directory", *directory, "man: the folder to write memtool.1 and memtool-VERB.1 into");
   return [topic, directory] {

@@ -78,8 +78,8 @@ LoadedProblem load_problem(const PlanArgs& args) {
   if (index >= its.spans.size()) index = its.spans.size() - 1;
   if (args.iteration) {
     if (*args.iteration >= its.spans.size()) {
-      throw std::invalid_argument(fmt::format("--iteration {}: the input has iterations 0 to {}", *args.iteration,
-                                              its.spans.size() - 1));
+      throw std::invalid_argument(
+          fmt::format("--iteration {}: the input has iterations 0 to {}", *args.iteration, its.spans.size() - 1));
     }
     index = *args.iteration;
   }
@@ -98,7 +98,8 @@ LoadedProblem load_problem(const PlanArgs& args) {
 // Bytes saved against a baseline, in percent of the baseline (negative: the plan needs more).
 std::string percent_saving(std::uint64_t pool, std::uint64_t baseline) {
   if (baseline == 0) return "-";
-  const double saving = 100.0 * (static_cast<double>(baseline) - static_cast<double>(pool)) / static_cast<double>(baseline);
+  const double saving =
+      100.0 * (static_cast<double>(baseline) - static_cast<double>(pool)) / static_cast<double>(baseline);
   return fmt::format("{:.1f}%", saving);
 }
 
@@ -160,7 +161,8 @@ int run_plan(const PlanArgs& args) {
       nlohmann::json a;
       a["name"] = run.algorithm->name();
       a["pool_bytes"] = run.placement.pool_size;
-      a["ratio_to_lower_bound"] = lb == 0 ? 1.0 : static_cast<double>(run.placement.pool_size) / static_cast<double>(lb);
+      a["ratio_to_lower_bound"] =
+          lb == 0 ? 1.0 : static_cast<double>(run.placement.pool_size) / static_cast<double>(lb);
       a["seconds"] = run.seconds;
       a["valid"] = run.valid;
       if (args.capacity != 0) a["within_capacity"] = run.placement.pool_size <= args.capacity;
@@ -169,7 +171,8 @@ int run_plan(const PlanArgs& args) {
     }
     j["baselines"] = nlohmann::json::array();
     for (const auto& b : baselines) j["baselines"].push_back({{"name", b.name}, {"peak_bytes", b.peak_reserved_bytes}});
-    if (!args.output.empty()) j["placement_written"] = {{"file", args.output}, {"algorithm", written->algorithm->name()}};
+    if (!args.output.empty())
+      j["placement_written"] = {{"file", args.output}, {"algorithm", written->algorithm->name()}};
     fmt::print("{}\n", j.dump(2));
   } else {
     using memtool::cli::human_bytes;
@@ -182,8 +185,10 @@ int run_plan(const PlanArgs& args) {
     fmt::print("\n");
     memtool::cli::TextTable base({"baseline", "peak reserved", "vs LB"}, {true});
     for (const auto& b : baselines) {
-      base.add_row({b.name, human_bytes(b.peak_reserved_bytes),
-                    lb == 0 ? "-" : fmt::format("{:.4f}x", static_cast<double>(b.peak_reserved_bytes) / static_cast<double>(lb))});
+      base.add_row(
+          {b.name, human_bytes(b.peak_reserved_bytes),
+           lb == 0 ? "-"
+                   : fmt::format("{:.4f}x", static_cast<double>(b.peak_reserved_bytes) / static_cast<double>(lb))});
     }
     fmt::print("{}\n", base.render());
     std::vector<std::string> header{"algorithm", "pool", "vs LB"};
@@ -192,9 +197,10 @@ int run_plan(const PlanArgs& args) {
     header.push_back("valid");
     memtool::cli::TextTable table(header, {true});
     for (const auto& run : runs) {
-      std::vector<std::string> row{std::string(run.algorithm->name()), human_bytes(run.placement.pool_size),
-                                   lb == 0 ? "-" : fmt::format("{:.4f}x", static_cast<double>(run.placement.pool_size) /
-                                                                              static_cast<double>(lb))};
+      std::vector<std::string> row{
+          std::string(run.algorithm->name()), human_bytes(run.placement.pool_size),
+          lb == 0 ? "-"
+                  : fmt::format("{:.4f}x", static_cast<double>(run.placement.pool_size) / static_cast<double>(lb))};
       for (const auto& b : baselines) row.push_back(percent_saving(run.placement.pool_size, b.peak_reserved_bytes));
       row.push_back(fmt::format("{:.3f} s", run.seconds));
       row.push_back(run.valid ? "yes" : "NO");

@@ -35,8 +35,7 @@ void summarise(const std::string& path) {
   const auto curve = memtool::trace::live_bytes_curve(model);
   const auto peak = memtool::trace::peak_live_bytes(curve, 0, curve.size());
   fmt::print(stderr, "memtool: recorded {} events: {} allocations, {} frees, {} launches; peak {} live\n",
-             model.event_count(), stats.allocs, stats.frees, stats.launches,
-             memtool::cli::human_bytes(peak.bytes));
+             model.event_count(), stats.allocs, stats.frees, stats.launches, memtool::cli::human_bytes(peak.bytes));
   const auto& iterations = loaded.iterations;
   if (iterations.found()) {
     fmt::print(stderr, "memtool: iterations: {} events each ({} allocations), steady from event {} ({})\n",
@@ -87,7 +86,8 @@ std::function<int()> setup_record(CLI::App& sub) {
   };
   auto args = std::make_shared<Args>();
   sub.add_option("-o,--output", args->output,
-                 "Trace file (%p: the command's pid, %r: the rank; under a launcher each rank writes its own, .rank%r added when there is no %r)")
+                 "Trace file (%p: the command's pid, %r: the rank; under a launcher each rank writes its own, .rank%r "
+                 "added when there is no %r)")
       ->capture_default_str();
   sub.add_flag("--no-framework-env", args->no_framework_env,
                "leave PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_ALLOCATOR and TF_GPU_ALLOCATOR as they are");
@@ -99,7 +99,9 @@ std::function<int()> setup_record(CLI::App& sub) {
     }
     const std::string library = memtool::cli::find_preload_library();
     if (library.empty()) {
-      fmt::print(stderr, "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set MEMTOOL_LIBRARY, or see memtool doctor\n");
+      fmt::print(stderr,
+                 "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set "
+                 "MEMTOOL_LIBRARY, or see memtool doctor\n");
       return 1;
     }
     memtool::cli::say_strategy("record", library, "");

@@ -56,8 +56,7 @@ std::function<int()> setup_report(CLI::App& sub) {
   sub.add_option("--format", args->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  sub.add_option("--iterations", args->iterations,
-                 "iterations to show: A:B (inclusive), A:, :B or N (default: all)")
+  sub.add_option("--iterations", args->iterations, "iterations to show: A:B (inclusive), A:, :B or N (default: all)")
       ->check(iteration_range_problem);
   sub.add_option("--rows", args->rows, "rows in each table")->check(CLI::Range(1, 100000))->capture_default_str();
   sub.add_option("--device", args->device, "snapshots: which device's trace (default: the busiest)");
@@ -77,8 +76,9 @@ std::function<int()> setup_report(CLI::App& sub) {
     const LoadedModel loaded = load_model(args->inputs.front(), load_options);
     if (range.first && *range.first >= loaded.iterations.spans.size()) {
       fmt::print(stderr, "memtool: error: --iterations {}: the input has {}\n", args->iterations,
-                 loaded.iterations.spans.empty() ? std::string("no iterations")
-                                                 : fmt::format("iterations 0 to {}", loaded.iterations.spans.size() - 1));
+                 loaded.iterations.spans.empty()
+                     ? std::string("no iterations")
+                     : fmt::format("iterations 0 to {}", loaded.iterations.spans.size() - 1));
       return 2;
     }
     const ReportData data = build_report(loaded, options);

@@ -104,14 +104,16 @@ std::function<int()> setup_run(CLI::App& sub) {
     bool no_framework_env = false;
   };
   auto args = std::make_shared<Args>();
-  sub.add_option("-s,--strategy", args->strategy, "pool: serve iterations from a planned pool; swap: stay within "
-                                                 "--budget by moving idle buffers to the host; record: observe "
-                                                 "only; off: pass every call through")
+  sub.add_option("-s,--strategy", args->strategy,
+                 "pool: serve iterations from a planned pool; swap: stay within "
+                 "--budget by moving idle buffers to the host; record: observe "
+                 "only; off: pass every call through")
       ->check(CLI::IsMember({"pool", "swap", "record", "off"}))
       ->capture_default_str();
   sub.add_option("--budget", args->budget,
                  "swap: device bytes to stay within, a size (1.5G, 40GiB) or a share of the device (60%)");
-  sub.add_option("--summary", args->summary, "keep the JSON summary in this file (%p: the command's pid, %r: the rank; pool, swap, record)");
+  sub.add_option("--summary", args->summary,
+                 "keep the JSON summary in this file (%p: the command's pid, %r: the rank; pool, swap, record)");
   sub.add_option("--trace", args->trace, "Also write the trace to this file (%p: the command's pid, %r: rank)");
   sub.add_flag("--no-framework-env", args->no_framework_env,
                "leave PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_ALLOCATOR and TF_GPU_ALLOCATOR as they are");
@@ -128,7 +130,9 @@ std::function<int()> setup_run(CLI::App& sub) {
     }
     const std::string library = memtool::cli::find_preload_library();
     if (library.empty()) {
-      fmt::print(stderr, "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set MEMTOOL_LIBRARY, or see memtool doctor\n");
+      fmt::print(stderr,
+                 "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set "
+                 "MEMTOOL_LIBRARY, or see memtool doctor\n");
       return 1;
     }
     const bool engine = args->strategy != "off";  // the strategies with a summary to show
@@ -148,12 +152,15 @@ std::function<int()> setup_run(CLI::App& sub) {
 
     const char* budget_variable = std::getenv("MEMTOOL_BUDGET");
     memtool::cli::say_strategy(args->strategy, library,
-                               !args->budget.empty() ? args->budget : budget_variable != nullptr ? budget_variable : "");
+                               !args->budget.empty()        ? args->budget
+                               : budget_variable != nullptr ? budget_variable
+                                                            : "");
     pid_t child = 0;
     const auto start = fs::file_time_type::clock::now();
     const int status = memtool::cli::run_preloaded(args->command, library, variables, child);
     if (!engine && child > 0) {
-      fmt::print(stderr, "memtool: off: every call passed straight to the driver; nothing was recorded, served or moved\n");
+      fmt::print(stderr,
+                 "memtool: off: every call passed straight to the driver; nothing was recorded, served or moved\n");
     }
     if (engine && child > 0) {
       const std::string written = memtool::cli::path_for_child(summary, static_cast<long>(child));
@@ -167,7 +174,8 @@ std::function<int()> setup_run(CLI::App& sub) {
                      temporary ? "" : fmt::format(" --summary '{}'", memtool::interpose::rank_path_template(summary)));
         }
         std::error_code error;
-        if (temporary) for (const auto& rank : ranks) fs::remove(rank.path, error);
+        if (temporary)
+          for (const auto& rank : ranks) fs::remove(rank.path, error);
         return status;  // the program's, always
       }
       std::error_code error;

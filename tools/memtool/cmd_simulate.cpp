@@ -115,7 +115,8 @@ int run_swap_simulation(const SimulateArgs& args, const trace::MappedFile* read)
   if (!source) return 2;
   // A process's problem: its budget and link unless others are given, as its executor runs them.
   if (source->budget_bytes != 0 && options.budgets.empty()) {
-    options.budgets.push_back(BudgetSpec{source->budget_bytes, 0, fmt::format("{} B (the process's)", source->budget_bytes)});
+    options.budgets.push_back(
+        BudgetSpec{source->budget_bytes, 0, fmt::format("{} B (the process's)", source->budget_bytes)});
   }
   if (source->link && args.link.empty()) options.link = *source->link;
   if (source->link) options.as_executor = true;
@@ -155,8 +156,7 @@ int run_simulate(const SimulateArgs& args) {
   report.capacity = options.capacity;
   report.steady_iteration = options.steady_iteration;
   report.outcomes = simulate_trace(loaded.model, options);
-  const std::string text =
-      args.format == "json" ? render_simulation_json(report) : render_simulation_text(report);
+  const std::string text = args.format == "json" ? render_simulation_json(report) : render_simulation_text(report);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
@@ -172,17 +172,24 @@ std::function<int()> setup_simulate(CLI::App& sub) {
   sub.add_option("--resource", args->resources, "resources to replay against, comma-separated (default: all):" + names)
       ->delimiter(',');
   sub.add_option("--capacity", args->capacity, "device memory, a size (1.5G, 512MiB, 55GB; default and 0: unlimited)");
-  sub.add_option("--format", args->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  sub.add_option("--format", args->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   sub.add_option("--device", args->device, "snapshots: which device's trace (default: the busiest)");
-  sub.add_option("--budget", args->budget,
-                 "swap what-if: the device budget, a size (1.5G, 512MiB) or a share of the iteration's plain peak (80%)");
-  sub.add_option("--budgets", args->budgets, "swap what-if at several budgets, comma-separated (90%,80%,...): the curve");
-  sub.add_option("--link", args->link,
-                 "swap: the link's bandwidth per direction, a size per second, e.g. 55GB/s or 51G/s (default: a problem file's "
-                 "link, else 55GB/s)");
+  sub.add_option(
+      "--budget", args->budget,
+      "swap what-if: the device budget, a size (1.5G, 512MiB) or a share of the iteration's plain peak (80%)");
+  sub.add_option("--budgets", args->budgets,
+                 "swap what-if at several budgets, comma-separated (90%,80%,...): the curve");
+  sub.add_option(
+      "--link", args->link,
+      "swap: the link's bandwidth per direction, a size per second, e.g. 55GB/s or 51G/s (default: a problem file's "
+      "link, else 55GB/s)");
   sub.add_option("--swap", args->swap,
-                 "swap strategies, comma-separated (default: all): ours, paper-doa, paper-aoa, paper-wdoa, paper-vote, save-on-cpu");
-  sub.add_option("--compute", args->compute, "swap: kernel times from auto|gpu|host|bytes (docs/swapper.md)")->capture_default_str();
+                 "swap strategies, comma-separated (default: all): ours, paper-doa, paper-aoa, paper-wdoa, paper-vote, "
+                 "save-on-cpu");
+  sub.add_option("--compute", args->compute, "swap: kernel times from auto|gpu|host|bytes (docs/swapper.md)")
+      ->capture_default_str();
   sub.add_option("--max-slowdown", args->max_slowdown, "swap: the slowdown ours may spend to meet a budget (e.g. 0.05)")
       ->check(memtool::cli::non_negative_number());
   sub.add_flag("--as-executor", args->as_executor,

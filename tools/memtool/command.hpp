@@ -42,6 +42,5 @@ void build_app(CLI::App& app, BuiltApp& built);
 #define MEMTOOL_COMMAND_CONCAT2(a, b) a##b
 #define MEMTOOL_COMMAND_CONCAT(a, b) MEMTOOL_COMMAND_CONCAT2(a, b)
 // MEMTOOL_COMMAND("report", setup_function);  (its texts: the "report" row of verbs.def)
-#define MEMTOOL_COMMAND(name, setup)                                                    \
-  static const ::memtool::cli::CommandRegistrar MEMTOOL_COMMAND_CONCAT(memtool_command_, \
-                                                                       __LINE__){name, setup}
+#define MEMTOOL_COMMAND(name, setup) \
+  static const ::memtool::cli::CommandRegistrar MEMTOOL_COMMAND_CONCAT(memtool_command_, __LINE__) { name, setup }

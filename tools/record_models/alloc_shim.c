@@ -26,7 +26,10 @@ static int out_fd = -1;
 static int enabled;
 static uintptr_t c10_begin, c10_end;  // libc10's executable segment
 static unsigned long long next_id;
-static struct { uintptr_t ptr; unsigned long long id; } table[TABLE_SIZE];
+static struct {
+  uintptr_t ptr;
+  unsigned long long id;
+} table[TABLE_SIZE];
 
 static size_t slot_of(uintptr_t p) { return (size_t)((p >> 4) * 0x9E3779B97F4A7C15ull >> (64 - TABLE_BITS)); }
 

@@ -215,17 +215,18 @@ class Converter {
       add_buffer(b, id, std::move(buffer), end_);
     }
     if (out_.long_lived_buffers > 0) {
-      out_.notes.push_back(fmt::format("{} buffers live longer than an iteration (or are never freed): kept resident "
-                                       "as if persistent",
-                                       out_.long_lived_buffers));
+      out_.notes.push_back(
+          fmt::format("{} buffers live longer than an iteration (or are never freed): kept resident "
+                      "as if persistent",
+                      out_.long_lived_buffers));
     }
   }
 
   void note_access(std::uint32_t buffer, std::uint32_t op, AccessMode mode) {
     std::vector<Access>& list = out_.iteration.buffers[buffer].accesses;
     if (!list.empty() && list.back().op == op) {
-      list.back().mode = static_cast<AccessMode>(static_cast<std::uint8_t>(list.back().mode) |
-                                                 static_cast<std::uint8_t>(mode));
+      list.back().mode =
+          static_cast<AccessMode>(static_cast<std::uint8_t>(list.back().mode) | static_cast<std::uint8_t>(mode));
       return;
     }
     list.push_back({op, mode});
@@ -274,14 +275,18 @@ class Converter {
     const std::size_t n = op_events_.size();
     std::unordered_map<std::uint64_t, std::uint64_t> gpu_ns;
     for (const trace::ModelGpuTime& t : model_.gpu_times()) {
-      if (t.joined() && t.event >= first_ && t.event < end_ && t.end_ns >= t.start_ns) gpu_ns[t.event] = t.duration_ns();
+      if (t.joined() && t.event >= first_ && t.event < end_ && t.end_ns >= t.start_ns)
+        gpu_ns[t.event] = t.duration_ns();
     }
     out_.gpu_timed_ops = gpu_ns.size();
     ComputeModel compute = options_.compute;
     if (compute == ComputeModel::automatic) {
-      if (!out_.pseudo_ops && 2 * gpu_ns.size() >= n && !gpu_ns.empty()) compute = ComputeModel::gpu;
-      else if (!out_.pseudo_ops) compute = ComputeModel::host;
-      else compute = ComputeModel::bytes;
+      if (!out_.pseudo_ops && 2 * gpu_ns.size() >= n && !gpu_ns.empty())
+        compute = ComputeModel::gpu;
+      else if (!out_.pseudo_ops)
+        compute = ComputeModel::host;
+      else
+        compute = ComputeModel::bytes;
     }
     out_.compute = compute;
     std::vector<Op>& ops = out_.iteration.ops;
@@ -296,28 +301,34 @@ class Converter {
       std::size_t modelled = 0;
       for (std::size_t i = 0; i < n; ++i) {
         const auto t = gpu_ns.find(op_events_[i]);
-        if (t != gpu_ns.end()) ops[i].duration_ns = t->second;
-        else ++modelled;
+        if (t != gpu_ns.end())
+          ops[i].duration_ns = t->second;
+        else
+          ++modelled;
       }
       if (modelled > 0) {
-        out_.notes.push_back(fmt::format("{} of {} ops have no GPU time: their durations come from the bytes model",
-                                         modelled, n));
+        out_.notes.push_back(
+            fmt::format("{} of {} ops have no GPU time: their durations come from the bytes model", modelled, n));
       }
     } else if (compute == ComputeModel::host) {
       // The gap to the next op's event; the last op's to the next iteration's first op, if any.
       for (std::size_t i = 0; i < n; ++i) {
         const std::uint64_t t = model_.event(op_events_[i]).time_ns;
         std::uint64_t next = t;
-        if (i + 1 < n) next = model_.event(op_events_[i + 1]).time_ns;
-        else if (next_same_shape_) next = model_.event(end_ + (op_events_[0] - first_)).time_ns;
+        if (i + 1 < n)
+          next = model_.event(op_events_[i + 1]).time_ns;
+        else if (next_same_shape_)
+          next = model_.event(end_ + (op_events_[0] - first_)).time_ns;
         ops[i].duration_ns = next > t ? next - t : 0;
       }
-      out_.notes.push_back("op durations are host-time gaps between consecutive ops: right only for a GPU-bound "
-                           "program; record with MEMTOOL_CUPTI for GPU times");
+      out_.notes.push_back(
+          "op durations are host-time gaps between consecutive ops: right only for a GPU-bound "
+          "program; record with MEMTOOL_CUPTI for GPU times");
     } else if (compute == ComputeModel::bytes) {
-      out_.notes.push_back(fmt::format("op durations: bytes touched at {:.0f} GB/s, at least {} us per op (no times "
-                                       "in the input)",
-                                       options_.bytes_per_ns, static_cast<double>(options_.min_op_ns) / 1000.0));
+      out_.notes.push_back(
+          fmt::format("op durations: bytes touched at {:.0f} GB/s, at least {} us per op (no times "
+                      "in the input)",
+                      options_.bytes_per_ns, static_cast<double>(options_.min_op_ns) / 1000.0));
     }
   }
 
@@ -347,20 +358,24 @@ class Converter {
   bool graph_launch_ = false;
   bool next_same_shape_ = false;
   std::vector<std::uint64_t> op_events_;
-  std::vector<std::uint32_t> first_op_from_;  // per relative position (+1 sentinel)
-  std::vector<std::uint32_t> op_at_;          // per relative position: its op, or kNone
+  std::vector<std::uint32_t> first_op_from_;                   // per relative position (+1 sentinel)
+  std::vector<std::uint32_t> op_at_;                           // per relative position: its op, or kNone
   std::unordered_map<std::uint64_t, std::uint32_t> index_of_;  // BufferId value → buffer index
-  std::vector<std::uint64_t> follow_until_;   // per buffer: its accesses are events before this
+  std::vector<std::uint64_t> follow_until_;                    // per buffer: its accesses are events before this
 };
 
 }  // namespace
 
 std::string_view to_string(ComputeModel model) {
   switch (model) {
-    case ComputeModel::automatic: return "auto";
-    case ComputeModel::gpu: return "gpu";
-    case ComputeModel::host: return "host";
-    case ComputeModel::bytes: return "bytes";
+    case ComputeModel::automatic:
+      return "auto";
+    case ComputeModel::gpu:
+      return "gpu";
+    case ComputeModel::host:
+      return "host";
+    case ComputeModel::bytes:
+      return "bytes";
   }
   return "?";
 }

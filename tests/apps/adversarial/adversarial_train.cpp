@@ -39,8 +39,7 @@ struct IterationPrinter {
       const std::uint64_t value = thread_results[static_cast<std::size_t>(iteration)];
       checksum.add(&value, sizeof value);
     }
-    std::printf("iter %d checksum 0x%016llx\n", iteration,
-                static_cast<unsigned long long>(checksum.value()));
+    std::printf("iter %d checksum 0x%016llx\n", iteration, static_cast<unsigned long long>(checksum.value()));
     std::fflush(stdout);
   }
 };
@@ -71,8 +70,7 @@ int main(int argc, char** argv) {
       threads, std::vector<std::uint64_t>(static_cast<std::size_t>(options.iterations), 0));
   std::atomic<bool> corrupted{false};
   int next_iteration = 0;
-  std::barrier iteration_done(options.threads,
-                              IterationPrinter{&per_thread, &corrupted, &next_iteration});
+  std::barrier iteration_done(options.threads, IterationPrinter{&per_thread, &corrupted, &next_iteration});
 
   std::vector<std::thread> workers;
   for (int t = 0; t < options.threads; ++t) {
@@ -82,8 +80,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < options.iterations; ++i) {
         // Every thread arrives at every iteration's barrier, even after a corruption was seen
         // (then without working), so no thread waits for one that stopped.
-        if (!corrupted.load() &&
-            !worker.run_iteration(i, results[static_cast<std::size_t>(i)])) {
+        if (!corrupted.load() && !worker.run_iteration(i, results[static_cast<std::size_t>(i)])) {
           corrupted.store(true);
         }
         iteration_done.arrive_and_wait();

@@ -34,8 +34,7 @@ long long parse_integer(const char* name, const char* text, long long min, long 
   char* end = nullptr;
   const long long value = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || value < min || value > max) {
-    std::fprintf(stderr, "%s: %s wants an integer in [%lld, %lld], got '%s'\n", kProgram, name, min,
-                 max, text);
+    std::fprintf(stderr, "%s: %s wants an integer in [%lld, %lld], got '%s'\n", kProgram, name, min, max, text);
     std::exit(2);
   }
   return value;
@@ -59,8 +58,7 @@ Options parse_options(int argc, char** argv) {
     } else if (std::strcmp(arg, "--iterations") == 0) {
       options.iterations = static_cast<int>(parse_integer(arg, value(), 1, 1000000));
     } else if (std::strcmp(arg, "--seed") == 0) {
-      options.seed = static_cast<std::uint64_t>(
-          parse_integer(arg, value(), 0, std::numeric_limits<long long>::max()));
+      options.seed = static_cast<std::uint64_t>(parse_integer(arg, value(), 0, std::numeric_limits<long long>::max()));
     } else if (std::strcmp(arg, "--module") == 0) {
       options.module = value();
     } else if (std::strcmp(arg, "--threads") == 0) {

@@ -19,21 +19,21 @@ constexpr Shape kTrainingShapes[] = {{12, 1024}, {16, 640}, {8, 4096}};
 constexpr Shape kEvaluationShape = {6, 2048};
 
 std::uint64_t mix(std::uint64_t seed, std::uint64_t a, std::uint64_t b, std::uint64_t c) {
-  apps::SplitMix64 rng(seed ^ (a * 0x9e3779b97f4a7c15ULL) ^ (b * 0xc2b2ae3d27d4eb4fULL) ^
-                       (c * 0x165667b19e3779f9ULL));
+  apps::SplitMix64 rng(seed ^ (a * 0x9e3779b97f4a7c15ULL) ^ (b * 0xc2b2ae3d27d4eb4fULL) ^ (c * 0x165667b19e3779f9ULL));
   return rng.next();
 }
 
 std::uint32_t buffer_key(std::uint64_t seed, int thread, int iteration, int index) {
   return static_cast<std::uint32_t>(mix(seed, static_cast<std::uint64_t>(thread) + 1,
                                         static_cast<std::uint64_t>(iteration) + 1,
-                                        static_cast<std::uint64_t>(index) + 1) >> 32);
+                                        static_cast<std::uint64_t>(index) + 1) >>
+                                    32);
 }
 
 // The iteration of `window` in which `thread` allocates its extras (seeded).
 int extras_iteration(int window, int thread, std::uint64_t seed) {
-  const std::uint64_t pick = mix(seed ^ 0xe7a5ULL, static_cast<std::uint64_t>(window),
-                                 static_cast<std::uint64_t>(thread), 0) % kExtrasWindow;
+  const std::uint64_t pick =
+      mix(seed ^ 0xe7a5ULL, static_cast<std::uint64_t>(window), static_cast<std::uint64_t>(thread), 0) % kExtrasWindow;
   return window * kExtrasWindow + static_cast<int>(pick);
 }
 
@@ -70,8 +70,9 @@ IterationPlan plan_iteration(int iteration, int thread, std::uint64_t seed, int 
       spec.index = static_cast<int>(plan.buffers.size());
       spec.key = buffer_key(seed, thread, iteration, spec.index);
       spec.role = Role::kExtra;
-      spec.words = 256 + static_cast<int>(mix(seed, 0xe7, static_cast<std::uint64_t>(iteration),
-                                              static_cast<std::uint64_t>(e)) % 8192);
+      spec.words =
+          256 + static_cast<int>(mix(seed, 0xe7, static_cast<std::uint64_t>(iteration), static_cast<std::uint64_t>(e)) %
+                                 8192);
       plan.buffers.push_back(spec);
     }
   }

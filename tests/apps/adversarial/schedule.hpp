@@ -37,10 +37,10 @@ enum class Role {
 };
 
 struct BufferSpec {
-  int index = 0;        // position in the iteration (also its digest slot)
-  int words = 0;        // 32-bit words
+  int index = 0;  // position in the iteration (also its digest slot)
+  int words = 0;  // 32-bit words
   Role role = Role::kShortSync;
-  int lateness = 0;     // iterations it outlives its own (late roles: 1 or 2)
+  int lateness = 0;       // iterations it outlives its own (late roles: 1 or 2)
   std::uint32_t key = 0;  // pattern key: a function of (seed, thread, iteration, index)
 };
 

@@ -81,21 +81,32 @@ Options parse_options(int argc, char** argv) {
       options.words = static_cast<int>(parse_integer(arg, value(), 2 * kInteriorBytes / 4, 64 * 1024 * 1024));
     } else if (std::strcmp(arg, "--table") == 0) {
       const char* v = value();
-      if (std::strcmp(v, "pinned") == 0) options.source = Source::pinned;
-      else if (std::strcmp(v, "pageable") == 0) options.source = Source::pageable;
-      else if (std::strcmp(v, "kernel") == 0) options.source = Source::kernel;
-      else if (std::strcmp(v, "global") == 0) options.source = Source::global;
-      else bad_choice(arg, v);
+      if (std::strcmp(v, "pinned") == 0)
+        options.source = Source::pinned;
+      else if (std::strcmp(v, "pageable") == 0)
+        options.source = Source::pageable;
+      else if (std::strcmp(v, "kernel") == 0)
+        options.source = Source::kernel;
+      else if (std::strcmp(v, "global") == 0)
+        options.source = Source::global;
+      else
+        bad_choice(arg, v);
     } else if (std::strcmp(arg, "--through") == 0) {
       const char* v = value();
-      if (std::strcmp(v, "all") == 0) options.written_only = false;
-      else if (std::strcmp(v, "written") == 0) options.written_only = true;
-      else bad_choice(arg, v);
+      if (std::strcmp(v, "all") == 0)
+        options.written_only = false;
+      else if (std::strcmp(v, "written") == 0)
+        options.written_only = true;
+      else
+        bad_choice(arg, v);
     } else if (std::strcmp(arg, "--alloc") == 0) {
       const char* v = value();
-      if (std::strcmp(v, "sync") == 0) options.async = false;
-      else if (std::strcmp(v, "async") == 0) options.async = true;
-      else bad_choice(arg, v);
+      if (std::strcmp(v, "sync") == 0)
+        options.async = false;
+      else if (std::strcmp(v, "async") == 0)
+        options.async = true;
+      else
+        bad_choice(arg, v);
     } else if (std::strcmp(arg, "--refresh") == 0) {
       options.refresh = true;
     } else if (std::strcmp(arg, "--table-in-large") == 0) {

@@ -17,17 +17,17 @@ enum class Source : std::uint8_t {
 
 struct Options {
   int steps = 6;
-  int layers = 4;                // each with its own table; a launch touches one layer's buffers
-  int groups = 4;                // per layer, 1..16
-  int words = 512 * 1024;        // 32-bit words per buffer (2 MiB)
+  int layers = 4;          // each with its own table; a launch touches one layer's buffers
+  int groups = 4;          // per layer, 1..16
+  int words = 512 * 1024;  // 32-bit words per buffer (2 MiB)
   Source source = Source::pinned;
-  bool written_only = false;     // only the written buffers through the table; what a kernel only reads is an argument
-  bool async = false;            // cuMemAllocAsync / cuMemFreeAsync instead of cuMemAlloc / cuMemFree
-  bool refresh = false;          // inputs and outputs allocated each step, the table rewritten each step
-  bool table_in_large = false;   // the table inside a buffer of `words` words, at an offset
-  bool interior = false;         // entries point kInteriorBytes into their buffers
+  bool written_only = false;    // only the written buffers through the table; what a kernel only reads is an argument
+  bool async = false;           // cuMemAllocAsync / cuMemFreeAsync instead of cuMemAlloc / cuMemFree
+  bool refresh = false;         // inputs and outputs allocated each step, the table rewritten each step
+  bool table_in_large = false;  // the table inside a buffer of `words` words, at an offset
+  bool interior = false;        // entries point kInteriorBytes into their buffers
   std::uint64_t seed = 1;
-  std::string module;            // empty on input: app_kernels.fakecuda beside the program
+  std::string module;  // empty on input: app_kernels.fakecuda beside the program
   // Hidden: overwrite one word of group 0's weight through the table once, to prove that the
   // checker counts it (exit 3).
   bool self_test_corrupt = false;

@@ -243,8 +243,8 @@ std::string GroupedStep::run(int step) {
     }
   }
   char line[128];
-  std::snprintf(line, sizeof line, "step %d corrupted %llu checksum 0x%016llx", step, static_cast<unsigned long long>(bad),
-                static_cast<unsigned long long>(checksum.value()));
+  std::snprintf(line, sizeof line, "step %d corrupted %llu checksum 0x%016llx", step,
+                static_cast<unsigned long long>(bad), static_cast<unsigned long long>(checksum.value()));
   return line;
 }
 

@@ -21,8 +21,7 @@ constexpr int kCorruptWord = 37;
 
 }  // namespace
 
-Worker::Worker(const apps::DriverApi& api, const PatternKernels& kernels, const Options& options,
-               int thread)
+Worker::Worker(const apps::DriverApi& api, const PatternKernels& kernels, const Options& options, int thread)
     : api_(api), kernels_(kernels), options_(options), thread_(thread) {
   APP_CHECK(api_, cuDeviceGet(&device_, 0));
   APP_CHECK(api_, cuDevicePrimaryCtxRetain(&context_, device_));
@@ -46,8 +45,8 @@ void Worker::launch(CUfunction kernel, CUstream stream, int elements, void** par
   constexpr int threads_per_block = 256;
   constexpr int max_blocks = 1024;
   const int blocks = std::clamp((elements + threads_per_block - 1) / threads_per_block, 1, max_blocks);
-  APP_CHECK(api_, cuLaunchKernel(kernel, static_cast<unsigned>(blocks), 1, 1, threads_per_block, 1,
-                                 1, 0, stream, params, nullptr));
+  APP_CHECK(api_, cuLaunchKernel(kernel, static_cast<unsigned>(blocks), 1, 1, threads_per_block, 1, 1, 0, stream,
+                                 params, nullptr));
 }
 
 Worker::Live Worker::allocate(const BufferSpec& spec, int iteration) {
@@ -67,11 +66,10 @@ Worker::Live Worker::allocate(const BufferSpec& spec, int iteration) {
   int count = spec.words;
   void* params[] = {&live.buffer, &key, &count};
   launch(kernels_.fill, home, count, params);
-  if (options_.self_test_corrupt && thread_ == 0 && iteration == kCorruptIteration &&
-      spec.index == kCorruptBuffer) {
+  if (options_.self_test_corrupt && thread_ == 0 && iteration == kCorruptIteration && spec.index == kCorruptBuffer) {
     corrupt_word_ = kernel_math::pattern_word(spec.key, kCorruptWord) ^ 0x00010000u;
-    APP_CHECK(api_, cuMemcpyHtoDAsync_v2(live.buffer + kCorruptWord * sizeof(std::uint32_t),
-                                         &corrupt_word_, sizeof corrupt_word_, home));
+    APP_CHECK(api_, cuMemcpyHtoDAsync_v2(live.buffer + kCorruptWord * sizeof(std::uint32_t), &corrupt_word_,
+                                         sizeof corrupt_word_, home));
   }
   return live;
 }
@@ -116,16 +114,14 @@ void Worker::release_due(int iteration) {
 }
 
 bool Worker::check_verdicts() {
-  APP_CHECK(api_, cuMemcpyDtoHAsync_v2(host_verdicts_.data(), verdicts_,
-                                       host_verdicts_.size() * sizeof(int), a_));
+  APP_CHECK(api_, cuMemcpyDtoHAsync_v2(host_verdicts_.data(), verdicts_, host_verdicts_.size() * sizeof(int), a_));
   APP_CHECK(api_, cuStreamSynchronize(a_));
   bool intact = true;
   for (const PendingVerdict& pending : pending_verdicts_) {
     const int first_bad = host_verdicts_[static_cast<std::size_t>(pending.slot)];
     if (first_bad >= 0) {
-      std::fprintf(stderr, "CORRUPTED iter %d buffer %d offset %zu thread %d\n", pending.iteration,
-                   pending.index, static_cast<std::size_t>(first_bad) * sizeof(std::uint32_t),
-                   thread_);
+      std::fprintf(stderr, "CORRUPTED iter %d buffer %d offset %zu thread %d\n", pending.iteration, pending.index,
+                   static_cast<std::size_t>(first_bad) * sizeof(std::uint32_t), thread_);
       intact = false;
     }
   }
@@ -163,10 +159,15 @@ bool Worker::run_iteration(int iteration, std::uint64_t& checksum) {
     switch (live.spec.role) {
       case Role::kTradedAtoB:
       case Role::kLateSync:
-      case Role::kExtra: digest(live, b_); break;
-      case Role::kLateTradedBtoA: digest(live, a_); break;
+      case Role::kExtra:
+        digest(live, b_);
+        break;
+      case Role::kLateTradedBtoA:
+        digest(live, a_);
+        break;
       case Role::kShortSync:
-      case Role::kEvaluation: break;  // digested on A right after the fill
+      case Role::kEvaluation:
+        break;  // digested on A right after the fill
     }
   }
   for (const Live& live : current) {
@@ -182,8 +183,8 @@ bool Worker::run_iteration(int iteration, std::uint64_t& checksum) {
   // Join: A waits for all of B's work, then reads the digests and verdicts back.
   APP_CHECK(api_, cuEventRecord(b_done_, b_));
   APP_CHECK(api_, cuStreamWaitEvent(a_, b_done_, 0));
-  APP_CHECK(api_, cuMemcpyDtoHAsync_v2(host_digests_.data(), digests_,
-                                       host_digests_.size() * sizeof(std::uint32_t), a_));
+  APP_CHECK(api_,
+            cuMemcpyDtoHAsync_v2(host_digests_.data(), digests_, host_digests_.size() * sizeof(std::uint32_t), a_));
   const bool intact = check_verdicts();
   apps::Checksum sum;
   sum.add(host_digests_.data(), static_cast<std::size_t>(count) * sizeof(std::uint32_t));

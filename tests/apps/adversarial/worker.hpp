@@ -25,8 +25,7 @@ class Worker {
  public:
   // Makes the device's primary context current on the calling thread and creates the streams,
   // events and the two persistent result buffers (digests, verdicts).
-  Worker(const apps::DriverApi& api, const PatternKernels& kernels, const Options& options,
-         int thread);
+  Worker(const apps::DriverApi& api, const PatternKernels& kernels, const Options& options, int thread);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -77,7 +76,7 @@ class Worker {
   CUdeviceptr verdicts_ = 0;   // a ring of verdict slots (first bad word or -1)
   int next_slot_ = 0;
   std::vector<PendingVerdict> pending_verdicts_;
-  std::vector<Live> late_;     // buffers freed in a later iteration
+  std::vector<Live> late_;  // buffers freed in a later iteration
   std::vector<std::uint32_t> host_digests_;
   std::vector<int> host_verdicts_;
   std::uint32_t corrupt_word_ = 0;  // host source of the self-test's overwrite

@@ -22,7 +22,7 @@ struct DriverApi {
 DriverApi linked_driver_api();
 
 struct GetProcOptions {
-  int cuda_version = 12000;  // what the caller claims to be built against, as cudart passes it
+  int cuda_version = 12000;                // what the caller claims to be built against, as cudart passes it
   bool per_thread_default_stream = false;  // CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 };
 

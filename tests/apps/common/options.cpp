@@ -33,14 +33,12 @@ namespace {
   std::exit(status);
 }
 
-long long parse_integer(const OptionDefaults& d, const char* name, const char* text, long long min,
-                        long long max) {
+long long parse_integer(const OptionDefaults& d, const char* name, const char* text, long long min, long long max) {
   errno = 0;
   char* end = nullptr;
   const long long value = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || value < min || value > max) {
-    std::fprintf(stderr, "%s: %s wants an integer in [%lld, %lld], got '%s'\n", d.program, name,
-                 min, max, text);
+    std::fprintf(stderr, "%s: %s wants an integer in [%lld, %lld], got '%s'\n", d.program, name, min, max, text);
     std::exit(2);
   }
   return value;
@@ -79,8 +77,8 @@ Options parse_options(int argc, char** argv, const OptionDefaults& defaults) {
     } else if (std::strcmp(arg, "--batch") == 0) {
       options.batch = static_cast<int>(parse_integer(defaults, arg, value(), 1, 65536));
     } else if (std::strcmp(arg, "--seed") == 0) {
-      options.seed = static_cast<std::uint64_t>(
-          parse_integer(defaults, arg, value(), 0, std::numeric_limits<long long>::max()));
+      options.seed =
+          static_cast<std::uint64_t>(parse_integer(defaults, arg, value(), 0, std::numeric_limits<long long>::max()));
     } else if (std::strcmp(arg, "--lr") == 0) {
       options.learning_rate = parse_rate(defaults, value());
     } else if (std::strcmp(arg, "--module") == 0) {

@@ -9,10 +9,10 @@ namespace apps {
 
 struct Options {
   int iterations = 5;
-  int batch = 0;           // 0: the app's default
+  int batch = 0;  // 0: the app's default
   std::uint64_t seed = 1;
-  float learning_rate = 0; // 0: the app's default
-  std::string module;      // empty: the fake module image next to the executable
+  float learning_rate = 0;  // 0: the app's default
+  std::string module;       // empty: the fake module image next to the executable
   // Only for the cuGetProcAddress clients.
   int cuda_version = 12000;
   bool per_thread_default_stream = false;

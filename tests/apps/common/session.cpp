@@ -62,8 +62,8 @@ unsigned Session::blocks_for(int elements) {
 }
 
 void Session::launch_packed(CUfunction kernel, CUstream stream, int elements, void** params) {
-  APP_CHECK(api_, cuLaunchKernel(kernel, blocks_for(elements), 1, 1, kThreadsPerBlock, 1, 1, 0, stream, params,
-                                 nullptr));
+  APP_CHECK(api_,
+            cuLaunchKernel(kernel, blocks_for(elements), 1, 1, kThreadsPerBlock, 1, 1, 0, stream, params, nullptr));
 }
 
 void Session::synchronize_context() {
@@ -88,9 +88,7 @@ CUdeviceptr Session::alloc_async(std::size_t bytes, CUstream stream) {
   return buffer;
 }
 
-void Session::free_async(CUdeviceptr buffer, CUstream stream) {
-  APP_CHECK(api_, cuMemFreeAsync(buffer, stream));
-}
+void Session::free_async(CUdeviceptr buffer, CUstream stream) { APP_CHECK(api_, cuMemFreeAsync(buffer, stream)); }
 
 void Session::upload(CUdeviceptr destination, const void* source, std::size_t bytes) {
   APP_CHECK(api_, cuMemcpyHtoD_v2(destination, source, bytes));

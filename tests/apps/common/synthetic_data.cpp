@@ -8,14 +8,11 @@ namespace apps {
 
 namespace {
 
-std::size_t index(int a, int b) {
-  return static_cast<std::size_t>(a) * static_cast<std::size_t>(b);
-}
+std::size_t index(int a, int b) { return static_cast<std::size_t>(a) * static_cast<std::size_t>(b); }
 
 }  // namespace
 
-std::vector<Batch> make_teacher_batches(std::uint64_t seed, int count, int rows, int features,
-                                        int classes) {
+std::vector<Batch> make_teacher_batches(std::uint64_t seed, int count, int rows, int features, int classes) {
   SplitMix64 teacher_rng(seed ^ 0x7eac4e2d5a1f0b93ULL);
   std::vector<float> teacher(index(features, classes));
   for (auto& t : teacher) t = teacher_rng.uniform();
@@ -46,8 +43,7 @@ std::vector<Batch> make_teacher_batches(std::uint64_t seed, int count, int rows,
   return batches;
 }
 
-std::vector<Batch> make_quadrant_batches(std::uint64_t seed, int count, int rows, int height,
-                                         int width, int channels) {
+std::vector<Batch> make_quadrant_batches(std::uint64_t seed, int count, int rows, int height, int width, int channels) {
   SplitMix64 rng(seed ^ 0x51c0c0a7e11aULL);
   const int pixels = height * width * channels;
   std::vector<Batch> batches(static_cast<std::size_t>(count));
@@ -61,8 +57,8 @@ std::vector<Batch> make_quadrant_batches(std::uint64_t seed, int count, int rows
         for (int x = 0; x < width; ++x) {
           const int quadrant = (y >= height / 2 ? 2 : 0) + (x >= width / 2 ? 1 : 0);
           for (int c = 0; c < channels; ++c) {
-            sums[quadrant] += batch.features[index(r, pixels) +
-                                             static_cast<std::size_t>((y * width + x) * channels + c)];
+            sums[quadrant] +=
+                batch.features[index(r, pixels) + static_cast<std::size_t>((y * width + x) * channels + c)];
           }
         }
       }

@@ -20,9 +20,7 @@ class SplitMix64 {
     return z ^ (z >> 31);
   }
   // Uniform in [-1, 1), exactly representable (24 random bits).
-  float uniform() {
-    return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f;
-  }
+  float uniform() { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }
 
  private:
   std::uint64_t state_;
@@ -35,13 +33,11 @@ struct Batch {
 
 // `count` batches of `rows` samples with `features` values each; label = argmax of a fixed
 // random linear map to `classes` scores.
-std::vector<Batch> make_teacher_batches(std::uint64_t seed, int count, int rows, int features,
-                                        int classes);
+std::vector<Batch> make_teacher_batches(std::uint64_t seed, int count, int rows, int features, int classes);
 
 // `count` batches of `rows` images, NHWC height × width × channels; label (0..3) = the quadrant
 // with the largest sum of values.
-std::vector<Batch> make_quadrant_batches(std::uint64_t seed, int count, int rows, int height,
-                                         int width, int channels);
+std::vector<Batch> make_quadrant_batches(std::uint64_t seed, int count, int rows, int height, int width, int channels);
 
 // rows × cols weights, uniform in ±1/sqrt(fan_in).
 std::vector<float> init_weights(SplitMix64& rng, int rows, int cols, int fan_in);

@@ -36,8 +36,7 @@ int train_conv(const DriverApi& api, const Options& options) {
   const int pixels = n * kHeight * kWidth;  // rows of the im2col matrix
   const float lr = options.learning_rate;
 
-  const std::vector<Batch> data =
-      make_quadrant_batches(options.seed, kDatasetBatches, n, kHeight, kWidth, kChannels);
+  const std::vector<Batch> data = make_quadrant_batches(options.seed, kDatasetBatches, n, kHeight, kWidth, kChannels);
 
   // Persistent parameters, uploaded once.
   SplitMix64 init_rng(options.seed * 0x2545f4914f6cdd1dULL + 29);
@@ -48,8 +47,7 @@ int train_conv(const DriverApi& api, const Options& options) {
   const struct {
     Param& param;
     const float* init;
-  } inits[] = {{conv_w, conv_w_init.data()}, {conv_b, nullptr}, {head_w, head_w_init.data()},
-               {head_b, nullptr}};
+  } inits[] = {{conv_w, conv_w_init.data()}, {conv_b, nullptr}, {head_w, head_w_init.data()}, {head_b, nullptr}};
   for (const auto& init : inits) {
     init.param.buffer = session.alloc(bytes_of<float>(init.param.count));
     const std::vector<float> zeros(static_cast<std::size_t>(init.param.count), 0.0f);
@@ -100,18 +98,15 @@ int train_conv(const DriverApi& api, const Options& options) {
     session.launch(k.im2col_3x3, compute, pixels * kPatch, x, cols, n, kHeight, kWidth, kChannels);
     session.free_async(x, compute);
     const CUdeviceptr z = session.alloc(bytes_of<float>(pixels * kFilters));
-    session.launch(k.matmul, compute, pixels * kFilters, cols, conv_w.buffer, z, pixels, kFilters,
-                   kPatch, 0, 0);
+    session.launch(k.matmul, compute, pixels * kFilters, cols, conv_w.buffer, z, pixels, kFilters, kPatch, 0, 0);
     session.launch(k.bias_add, compute, pixels * kFilters, z, conv_b.buffer, pixels, kFilters);
     const CUdeviceptr a = session.alloc(bytes_of<float>(pixels * kFilters));
     session.launch(k.relu_forward, compute, pixels * kFilters, z, a, pixels * kFilters);
     const CUdeviceptr pooled = session.alloc(bytes_of<float>(n * kPooled));
     const CUdeviceptr argmax = session.alloc_async(bytes_of<int>(n * kPooled), compute);
-    session.launch(k.maxpool2x2_forward, compute, n * kPooled, a, pooled, argmax, n, kHeight,
-                   kWidth, kFilters);
+    session.launch(k.maxpool2x2_forward, compute, n * kPooled, a, pooled, argmax, n, kHeight, kWidth, kFilters);
     const CUdeviceptr logits = session.alloc(bytes_of<float>(n * kClasses));
-    session.launch(k.matmul, compute, n * kClasses, pooled, head_w.buffer, logits, n, kClasses,
-                   kPooled, 0, 0);
+    session.launch(k.matmul, compute, n * kClasses, pooled, head_w.buffer, logits, n, kClasses, kPooled, 0, 0);
     session.launch(k.bias_add, compute, n * kClasses, logits, head_b.buffer, n, kClasses);
     const CUdeviceptr loss_rows = session.alloc_async(bytes_of<float>(n), compute);
     const CUdeviceptr dlogits = session.alloc_async(bytes_of<float>(n * kClasses), compute);
@@ -130,8 +125,7 @@ int train_conv(const DriverApi& api, const Options& options) {
 
     // Compute stream: gradient into the pooled features, which reads the head weights.
     const CUdeviceptr dpooled = session.alloc_async(bytes_of<float>(n * kPooled), compute);
-    session.launch(k.matmul, compute, n * kPooled, dlogits, head_w.buffer, dpooled, n, kPooled,
-                   kClasses, 0, 1);
+    session.launch(k.matmul, compute, n * kPooled, dlogits, head_w.buffer, dpooled, n, kPooled, kClasses, 0, 1);
     APP_CHECK(api, cuEventRecord(head_read, compute));
 
     // Side stream: update the head once compute has read it.
@@ -144,8 +138,8 @@ int train_conv(const DriverApi& api, const Options& options) {
 
     // Compute stream: pooling, ReLU and convolution backward, conv update.
     const CUdeviceptr da = session.alloc_async(bytes_of<float>(pixels * kFilters), compute);
-    session.launch(k.maxpool2x2_backward, compute, pixels * kFilters, dpooled, argmax, da, n,
-                   kHeight, kWidth, kFilters);
+    session.launch(k.maxpool2x2_backward, compute, pixels * kFilters, dpooled, argmax, da, n, kHeight, kWidth,
+                   kFilters);
     session.free_async(dpooled, compute);
     session.free_async(argmax, compute);
     const CUdeviceptr dz = session.alloc_async(bytes_of<float>(pixels * kFilters), compute);

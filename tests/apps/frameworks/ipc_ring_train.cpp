@@ -101,8 +101,8 @@ int run_rank(const std::string& module_path, int steps, int floats, const Peer& 
   std::vector<std::string> lines;
   for (int step = 0; step < steps; ++step) {
     for (int i = 0; i < floats; ++i) {
-      host[static_cast<std::size_t>(i)] = 0.5f * static_cast<float>(g_rank + 1) + 0.25f * static_cast<float>(step) +
-                                          0.125f * static_cast<float>(i % 7);
+      host[static_cast<std::size_t>(i)] =
+          0.5f * static_cast<float>(g_rank + 1) + 0.25f * static_cast<float>(step) + 0.125f * static_cast<float>(i % 7);
     }
     CUdeviceptr x = 0;
     CUdeviceptr grad = 0;
@@ -111,7 +111,7 @@ int run_rank(const std::string& module_path, int steps, int floats, const Peer& 
     CK(cuMemcpyHtoD(x, host.data(), bytes));
     CK(cuMemAlloc(&grad, bytes));
     CK(cuMemAlloc(&scratch, bytes));
-    launch(grad, x, 0.0f, 1.0f);     // grad = x
+    launch(grad, x, 0.0f, 1.0f);        // grad = x
     launch(scratch, grad, 0.0f, 2.0f);  // scratch = 2 grad
     launch(grad, scratch, 1.0f, 0.5f);  // grad = 2 x
     CK(cuMemFree(scratch));
@@ -122,13 +122,13 @@ int run_rank(const std::string& module_path, int steps, int floats, const Peer& 
     const CUipcMemHandle peer_grad_handle = peer.swap_handles(grad_handle);
     CUdeviceptr peer_grad = 0;
     CK(cuIpcOpenMemHandle(&peer_grad, peer_grad_handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
-    launch(acc, peer_grad, 1.0f, 1.0f);       // acc += the peer's gradient (a peer read)
-    launch(peer_comm, grad, 0.0f, 1.0f);      // the peer's comm = my gradient (a peer write)
+    launch(acc, peer_grad, 1.0f, 1.0f);   // acc += the peer's gradient (a peer read)
+    launch(peer_comm, grad, 0.0f, 1.0f);  // the peer's comm = my gradient (a peer write)
     CK(cuStreamSynchronize(stream));
     CK(cuIpcCloseMemHandle(peer_grad));
-    peer.barrier();  // both ranks read and wrote: comm holds the peer's gradient
-    launch(acc, comm, 1.0f, 0.5f);            // acc += half of what arrived
-    launch(acc, grad, 1.0f, 1.0f);            // acc += my own
+    peer.barrier();                 // both ranks read and wrote: comm holds the peer's gradient
+    launch(acc, comm, 1.0f, 0.5f);  // acc += half of what arrived
+    launch(acc, grad, 1.0f, 1.0f);  // acc += my own
     CK(cuStreamSynchronize(stream));
     CK(cuMemcpyDtoH(host.data(), acc, bytes));
     char line[160];
@@ -174,9 +174,12 @@ int main(int argc, char** argv) {
   Peer peer;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--module") module_path = argv[i + 1];
-    else if (flag == "--steps" || flag == "--iterations") steps = std::atoi(argv[i + 1]);
-    else if (flag == "--floats") floats = std::atoi(argv[i + 1]);
+    if (flag == "--module")
+      module_path = argv[i + 1];
+    else if (flag == "--steps" || flag == "--iterations")
+      steps = std::atoi(argv[i + 1]);
+    else if (flag == "--floats")
+      floats = std::atoi(argv[i + 1]);
     else if (flag == "--rank1-fds") {
       g_rank = 1;
       std::sscanf(argv[i + 1], "%d,%d", &peer.in, &peer.out);
@@ -194,8 +197,9 @@ int main(int argc, char** argv) {
   int to_parent[2];
   if (pipe(to_child) != 0 || pipe(to_parent) != 0) return 4;
   const std::string fds = std::to_string(to_child[0]) + "," + std::to_string(to_parent[1]);
-  std::vector<std::string> args{argv[0], "--module", module_path, "--steps", std::to_string(steps),
-                                "--floats", std::to_string(floats), "--rank1-fds", fds};
+  std::vector<std::string> args{
+      argv[0],       "--module", module_path, "--steps", std::to_string(steps), "--floats", std::to_string(floats),
+      "--rank1-fds", fds};
   std::vector<char*> child_argv;
   for (auto& a : args) child_argv.push_back(a.data());
   child_argv.push_back(nullptr);

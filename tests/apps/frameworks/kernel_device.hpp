@@ -38,7 +38,8 @@ inline void launch_scale_add(const KernelDevice& d, int floats, CUdeviceptr y, C
                              Check check) {
   const unsigned blocks = static_cast<unsigned>((floats + 255) / 256);
   void* params[] = {&y, &x, &a, &b, &floats};
-  check(cuLaunchKernel(d.scale_add, blocks, 1, 1, 256, 1, 1, 0, d.stream, params, nullptr), "cuLaunchKernel(scale_add)");
+  check(cuLaunchKernel(d.scale_add, blocks, 1, 1, 256, 1, 1, 0, d.stream, params, nullptr),
+        "cuLaunchKernel(scale_add)");
 }
 
 inline std::uint64_t checksum(const std::vector<float>& v) {

@@ -48,11 +48,16 @@ int main(int argc, char** argv) {
   int hold = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--module") module_path = argv[i + 1];
-    else if (flag == "--iterations") iterations = std::atoi(argv[i + 1]);
-    else if (flag == "--floats") floats = std::atoi(argv[i + 1]);
-    else if (flag == "--hold") hold = std::atoi(argv[i + 1]);
-    else module_path.clear(), i = argc;
+    if (flag == "--module")
+      module_path = argv[i + 1];
+    else if (flag == "--iterations")
+      iterations = std::atoi(argv[i + 1]);
+    else if (flag == "--floats")
+      floats = std::atoi(argv[i + 1]);
+    else if (flag == "--hold")
+      hold = std::atoi(argv[i + 1]);
+    else
+      module_path.clear(), i = argc;
   }
   if (module_path.empty() || iterations < 1 || floats < 1 || hold < 0) {
     std::fprintf(stderr, "usage: pool_step_train --module IMAGE [--iterations N] [--floats N] [--hold N]\n");
@@ -104,7 +109,7 @@ int main(int argc, char** argv) {
     CK(cuMemAllocFromPoolAsync(&hidden, bytes, pool, stream));
     launch(hidden, input, 0.0f, 2.0f);  // hidden = 2 input
     CK(cuMemAllocFromPoolAsync(&grad, bytes, pool, stream));
-    launch(grad, hidden, 0.0f, 0.5f);   // grad = input
+    launch(grad, hidden, 0.0f, 0.5f);  // grad = input
     launch(grad, weights, 1.0f, -0.25f);
     // A tensor shared with another process: the pool's export of the pointer.
     CUmemPoolPtrExportData shared{};

@@ -41,9 +41,12 @@ int main(int argc, char** argv) {
   int floats = 1 << 19;  // 2 MiB buffers
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--module") module_path = argv[i + 1];
-    else if (flag == "--iterations") iterations = std::atoi(argv[i + 1]);
-    else if (flag == "--floats") floats = std::atoi(argv[i + 1]);
+    if (flag == "--module")
+      module_path = argv[i + 1];
+    else if (flag == "--iterations")
+      iterations = std::atoi(argv[i + 1]);
+    else if (flag == "--floats")
+      floats = std::atoi(argv[i + 1]);
   }
   if (module_path.empty() || iterations < 1 || floats < 1) {
     std::fprintf(stderr, "usage: two_gpu_train --module IMAGE [--iterations N] [--floats N]\n");

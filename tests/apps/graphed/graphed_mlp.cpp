@@ -98,7 +98,8 @@ Gradients backward(Session& session, const Mlp& mlp, const Activations& act, con
     bias_stream = fork.side;
   }
   g.weights[2] = session.alloc_async(bytes_of<float>(l3.fan_in * l3.fan_out), stream);
-  session.launch(k.matmul, stream, l3.fan_in * l3.fan_out, act.a2, dlogits, g.weights[2], l3.fan_in, l3.fan_out, n, 1, 0);
+  session.launch(k.matmul, stream, l3.fan_in * l3.fan_out, act.a2, dlogits, g.weights[2], l3.fan_in, l3.fan_out, n, 1,
+                 0);
   g.bias[2] = session.alloc_async(bytes_of<float>(l3.fan_out), bias_stream);
   session.launch(k.column_sum, bias_stream, l3.fan_out, dlogits, g.bias[2], n, l3.fan_out);
   const CUdeviceptr da2 = session.alloc_async(bytes_of<float>(n * l2.fan_out), stream);
@@ -171,8 +172,8 @@ std::uint64_t parameter_checksum(Session& session, const Mlp& mlp) {
   Checksum checksum;
   std::vector<unsigned char> host;
   for (const Dense& layer : mlp.layers) {
-    for (const auto& [buffer, count] : {std::pair{layer.weights, layer.fan_in * layer.fan_out},
-                                        std::pair{layer.bias, layer.fan_out}}) {
+    for (const auto& [buffer, count] :
+         {std::pair{layer.weights, layer.fan_in * layer.fan_out}, std::pair{layer.bias, layer.fan_out}}) {
       host.resize(bytes_of<float>(count));
       session.download(host.data(), buffer, host.size());
       checksum.add(host.data(), host.size());

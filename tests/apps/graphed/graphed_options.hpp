@@ -13,8 +13,8 @@ struct GraphOptions {
   Options common;
   CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   GraphShape shape = GraphShape::whole;
-  int hidden = 64;     // width of the first hidden layer (the second is half)
-  int warmup = 3;      // eager steps before the capture (what torch.cuda.graph's docs ask for)
+  int hidden = 64;       // width of the first hidden layer (the second is half)
+  int warmup = 3;        // eager steps before the capture (what torch.cuda.graph's docs ask for)
   int update_every = 4;  // xla_train: rebuild the graph and cuGraphExecUpdate every N steps
   bool eager = false;    // xla_train: the same work launched without a graph
 };

@@ -26,7 +26,9 @@ class Loader {
   Loader(Session& session, CUstreamCaptureMode capture_mode, std::uint64_t seed)
       : session_(session), capture_mode_(capture_mode), seed_(seed) {}
 
-  void start() { thread_ = std::thread([this] { run(); }); }
+  void start() {
+    thread_ = std::thread([this] { run(); });
+  }
   void wait() { thread_.join(); }
 
  private:
@@ -79,8 +81,8 @@ struct Program {
     APP_CHECK(api, cuStreamSynchronize(stream));  // the staging buffers are free again
     std::memcpy(staging_features, batch.features.data(), batch.features.size() * sizeof(float));
     std::memcpy(staging_labels, batch.labels.data(), batch.labels.size() * sizeof(int));
-    APP_CHECK(api, cuMemcpyHtoDAsync_v2(input.features, staging_features, batch.features.size() * sizeof(float),
-                                        stream));
+    APP_CHECK(api,
+              cuMemcpyHtoDAsync_v2(input.features, staging_features, batch.features.size() * sizeof(float), stream));
     APP_CHECK(api, cuMemcpyHtoDAsync_v2(input.labels, staging_labels, batch.labels.size() * sizeof(int), stream));
   }
 

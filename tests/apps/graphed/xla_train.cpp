@@ -118,8 +118,7 @@ Slices assign(Arena& arena, const Mlp& mlp) {
 }
 
 // The step's kernels in program order, for the given input buffers and learning rate.
-std::vector<KernelCall> step_calls(const Kernels& k, const Mlp& mlp, const Slices& s, const StaticInput& in,
-                                   float lr) {
+std::vector<KernelCall> step_calls(const Kernels& k, const Mlp& mlp, const Slices& s, const StaticInput& in, float lr) {
   const int n = mlp.batch;
   const Dense& l1 = mlp.layers[0];
   const Dense& l2 = mlp.layers[1];
@@ -140,18 +139,18 @@ std::vector<KernelCall> step_calls(const Kernels& k, const Mlp& mlp, const Slice
   c.push_back(K::make(k.bias_add, n * kClasses, {s.logits, l3.bias}, {s.logits}, s.logits, l3.bias, n, kClasses));
   c.push_back(K::make(k.softmax_xent, n, {s.logits, in.labels}, {s.loss_rows, s.dlogits}, s.logits, in.labels,
                       s.loss_rows, s.dlogits, n, kClasses));
-  c.push_back(K::make(k.matmul, h2 * kClasses, {s.a2, s.dlogits}, {s.dw[2]}, s.a2, s.dlogits, s.dw[2], h2, kClasses, n,
-                      1, 0));
+  c.push_back(
+      K::make(k.matmul, h2 * kClasses, {s.a2, s.dlogits}, {s.dw[2]}, s.a2, s.dlogits, s.dw[2], h2, kClasses, n, 1, 0));
   c.push_back(K::make(k.column_sum, kClasses, {s.dlogits}, {s.db[2]}, s.dlogits, s.db[2], n, kClasses));
-  c.push_back(K::make(k.matmul, n * h2, {s.dlogits, l3.weights}, {s.da2}, s.dlogits, l3.weights, s.da2, n, h2,
-                      kClasses, 0, 1));
+  c.push_back(
+      K::make(k.matmul, n * h2, {s.dlogits, l3.weights}, {s.da2}, s.dlogits, l3.weights, s.da2, n, h2, kClasses, 0, 1));
   c.push_back(K::make(k.relu_backward, n * h2, {s.z2, s.da2}, {s.dz2}, s.z2, s.da2, s.dz2, n * h2));
   c.push_back(K::make(k.matmul, h1 * h2, {s.a1, s.dz2}, {s.dw[1]}, s.a1, s.dz2, s.dw[1], h1, h2, n, 1, 0));
   c.push_back(K::make(k.column_sum, h2, {s.dz2}, {s.db[1]}, s.dz2, s.db[1], n, h2));
   c.push_back(K::make(k.matmul, n * h1, {s.dz2, l2.weights}, {s.da1}, s.dz2, l2.weights, s.da1, n, h1, h2, 0, 1));
   c.push_back(K::make(k.relu_backward, n * h1, {s.z1, s.da1}, {s.dz1}, s.z1, s.da1, s.dz1, n * h1));
-  c.push_back(K::make(k.matmul, kInputs * h1, {in.features, s.dz1}, {s.dw[0]}, in.features, s.dz1, s.dw[0], kInputs,
-                      h1, n, 1, 0));
+  c.push_back(K::make(k.matmul, kInputs * h1, {in.features, s.dz1}, {s.dw[0]}, in.features, s.dz1, s.dw[0], kInputs, h1,
+                      n, 1, 0));
   c.push_back(K::make(k.column_sum, h1, {s.dz1}, {s.db[0]}, s.dz1, s.db[0], n, h1));
   for (int l = 0; l < 3; ++l) {
     const Dense& d = mlp.layers[l];
@@ -160,10 +159,10 @@ std::vector<KernelCall> step_calls(const Kernels& k, const Mlp& mlp, const Slice
                         s.dw[l], kMomentum, 1.0f, count));
     c.push_back(K::make(k.sgd_update, count, {d.weights, d.weights_momentum}, {d.weights}, d.weights,
                         d.weights_momentum, lr, count));
-    c.push_back(K::make(k.scale_add, d.fan_out, {d.bias_momentum, s.db[l]}, {d.bias_momentum}, d.bias_momentum,
-                        s.db[l], kMomentum, 1.0f, d.fan_out));
-    c.push_back(K::make(k.sgd_update, d.fan_out, {d.bias, d.bias_momentum}, {d.bias}, d.bias, d.bias_momentum, lr,
-                        d.fan_out));
+    c.push_back(K::make(k.scale_add, d.fan_out, {d.bias_momentum, s.db[l]}, {d.bias_momentum}, d.bias_momentum, s.db[l],
+                        kMomentum, 1.0f, d.fan_out));
+    c.push_back(
+        K::make(k.sgd_update, d.fan_out, {d.bias, d.bias_momentum}, {d.bias}, d.bias, d.bias_momentum, lr, d.fan_out));
   }
   return c;
 }

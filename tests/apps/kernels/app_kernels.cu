@@ -3,15 +3,13 @@
 // (see tests/apps/CMakeLists.txt), which the apps load with --module.
 #include "kernel_math.hpp"
 
-#define APP_GRID_STRIDE(count)                                                      \
+#define APP_GRID_STRIDE(count)                                                       \
   for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < (count); \
        i += static_cast<int>(blockDim.x * gridDim.x))
 
-extern "C" __global__ void matmul(const float* a, const float* b, float* c, int m_rows, int n_cols,
-                                  int k_inner, int trans_a, int trans_b) {
-  APP_GRID_STRIDE(m_rows * n_cols) {
-    kernel_math::matmul(i, a, b, c, m_rows, n_cols, k_inner, trans_a, trans_b);
-  }
+extern "C" __global__ void matmul(const float* a, const float* b, float* c, int m_rows, int n_cols, int k_inner,
+                                  int trans_a, int trans_b) {
+  APP_GRID_STRIDE(m_rows * n_cols) { kernel_math::matmul(i, a, b, c, m_rows, n_cols, k_inner, trans_a, trans_b); }
 }
 
 extern "C" __global__ void bias_add(float* c, const float* bias, int m_rows, int n_cols) {
@@ -26,8 +24,8 @@ extern "C" __global__ void relu_backward(const float* z, const float* da, float*
   APP_GRID_STRIDE(count) { kernel_math::relu_backward(i, z, da, dz); }
 }
 
-extern "C" __global__ void softmax_xent(const float* logits, const int* labels, float* loss_rows,
-                                        float* dlogits, int rows, int classes) {
+extern "C" __global__ void softmax_xent(const float* logits, const int* labels, float* loss_rows, float* dlogits,
+                                        int rows, int classes) {
   APP_GRID_STRIDE(rows) { kernel_math::softmax_xent(i, logits, labels, loss_rows, dlogits, rows, classes); }
 }
 
@@ -43,22 +41,21 @@ extern "C" __global__ void scale_add(float* y, const float* x, float a, float b,
   APP_GRID_STRIDE(count) { kernel_math::scale_add(i, y, x, a, b); }
 }
 
-extern "C" __global__ void im2col_3x3(const float* x, float* cols, int batch, int height, int width,
-                                      int channels) {
+extern "C" __global__ void im2col_3x3(const float* x, float* cols, int batch, int height, int width, int channels) {
   APP_GRID_STRIDE(batch * height * width * channels * 9) {
     kernel_math::im2col_3x3(i, x, cols, height, width, channels);
   }
 }
 
-extern "C" __global__ void maxpool2x2_forward(const float* a, float* p, int* argmax, int batch,
-                                              int height, int width, int channels) {
+extern "C" __global__ void maxpool2x2_forward(const float* a, float* p, int* argmax, int batch, int height, int width,
+                                              int channels) {
   APP_GRID_STRIDE(batch * (height / 2) * (width / 2) * channels) {
     kernel_math::maxpool2x2_forward(i, a, p, argmax, height, width, channels);
   }
 }
 
-extern "C" __global__ void maxpool2x2_backward(const float* dp, const int* argmax, float* da,
-                                               int batch, int height, int width, int channels) {
+extern "C" __global__ void maxpool2x2_backward(const float* dp, const int* argmax, float* da, int batch, int height,
+                                               int width, int channels) {
   APP_GRID_STRIDE(batch * height * width * channels) {
     kernel_math::maxpool2x2_backward(i, dp, argmax, da, height, width, channels);
   }
@@ -72,8 +69,7 @@ extern "C" __global__ void pattern_digest(const unsigned* buffer, int count, uns
   APP_GRID_STRIDE(1) { kernel_math::pattern_digest(buffer, count, digest); }
 }
 
-extern "C" __global__ void pattern_verify(const unsigned* buffer, unsigned key, int count,
-                                          int* verdict) {
+extern "C" __global__ void pattern_verify(const unsigned* buffer, unsigned key, int count, int* verdict) {
   APP_GRID_STRIDE(1) { kernel_math::pattern_verify(buffer, key, count, verdict); }
 }
 
@@ -95,18 +91,16 @@ __device__ unsigned* const* table_or_published(unsigned* const* table) {
   return table != nullptr ? table : g_published_table;
 }
 
-extern "C" __global__ void grouped_forward(const unsigned* input, unsigned* const* table, int first_group,
-                                           int groups, unsigned in_key, unsigned weight_key, unsigned out_key,
-                                           int count) {
+extern "C" __global__ void grouped_forward(const unsigned* input, unsigned* const* table, int first_group, int groups,
+                                           unsigned in_key, unsigned weight_key, unsigned out_key, int count) {
   APP_GRID_STRIDE(groups) {
-    kernel_math::grouped_forward(first_group + i, input, table_or_published(table), in_key, weight_key, out_key,
-                                 count);
+    kernel_math::grouped_forward(first_group + i, input, table_or_published(table), in_key, weight_key, out_key, count);
   }
 }
 
-extern "C" __global__ void grouped_update(const unsigned* output, unsigned* const* table, int first_group,
-                                          int groups, unsigned in_key, unsigned weight_key, unsigned out_key,
-                                          unsigned next_key, int count) {
+extern "C" __global__ void grouped_update(const unsigned* output, unsigned* const* table, int first_group, int groups,
+                                          unsigned in_key, unsigned weight_key, unsigned out_key, unsigned next_key,
+                                          int count) {
   APP_GRID_STRIDE(groups) {
     kernel_math::grouped_update(first_group + i, output, table_or_published(table), in_key, weight_key, out_key,
                                 next_key, count);

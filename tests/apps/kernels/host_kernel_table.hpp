@@ -49,8 +49,7 @@ struct HostKernel<Function> {
   }
 
   static constexpr fakecuda_kernel_desc describe(const char* name) {
-    return fakecuda_kernel_desc{name, &launch, Layout::count, Layout::offsets.data(),
-                                Layout::sizes.data()};
+    return fakecuda_kernel_desc{name, &launch, Layout::count, Layout::offsets.data(), Layout::sizes.data()};
   }
 
  private:

@@ -6,8 +6,7 @@
 
 namespace host_kernels {
 
-void matmul(const float* a, const float* b, float* c, int m_rows, int n_cols, int k_inner,
-            int trans_a, int trans_b) {
+void matmul(const float* a, const float* b, float* c, int m_rows, int n_cols, int k_inner, int trans_a, int trans_b) {
   for (int i = 0; i < m_rows * n_cols; ++i) {
     kernel_math::matmul(i, a, b, c, m_rows, n_cols, k_inner, trans_a, trans_b);
   }
@@ -25,8 +24,7 @@ void relu_backward(const float* z, const float* da, float* dz, int count) {
   for (int i = 0; i < count; ++i) kernel_math::relu_backward(i, z, da, dz);
 }
 
-void softmax_xent(const float* logits, const int* labels, float* loss_rows, float* dlogits,
-                  int rows, int classes) {
+void softmax_xent(const float* logits, const int* labels, float* loss_rows, float* dlogits, int rows, int classes) {
   for (int r = 0; r < rows; ++r) {
     kernel_math::softmax_xent(r, logits, labels, loss_rows, dlogits, rows, classes);
   }
@@ -50,15 +48,14 @@ void im2col_3x3(const float* x, float* cols, int batch, int height, int width, i
   }
 }
 
-void maxpool2x2_forward(const float* a, float* p, int* argmax, int batch, int height, int width,
-                        int channels) {
+void maxpool2x2_forward(const float* a, float* p, int* argmax, int batch, int height, int width, int channels) {
   for (int i = 0; i < batch * (height / 2) * (width / 2) * channels; ++i) {
     kernel_math::maxpool2x2_forward(i, a, p, argmax, height, width, channels);
   }
 }
 
-void maxpool2x2_backward(const float* dp, const int* argmax, float* da, int batch, int height,
-                         int width, int channels) {
+void maxpool2x2_backward(const float* dp, const int* argmax, float* da, int batch, int height, int width,
+                         int channels) {
   for (int i = 0; i < batch * height * width * channels; ++i) {
     kernel_math::maxpool2x2_backward(i, dp, argmax, da, height, width, channels);
   }
@@ -95,8 +92,7 @@ unsigned* const* table_or_published(unsigned* const* table) { return table != nu
 void grouped_forward(const unsigned* input, unsigned* const* table, int first_group, int groups, unsigned in_key,
                      unsigned weight_key, unsigned out_key, int count) {
   for (int g = 0; g < groups; ++g) {
-    kernel_math::grouped_forward(first_group + g, input, table_or_published(table), in_key, weight_key, out_key,
-                                 count);
+    kernel_math::grouped_forward(first_group + g, input, table_or_published(table), in_key, weight_key, out_key, count);
   }
 }
 

@@ -19,8 +19,8 @@ namespace kernel_math {
 
 // C[m,n] = sum_k op(A)[m,k] * op(B)[k,n]; op(A) is M×K (A stored K×M when transposed),
 // op(B) is K×N (B stored N×K when transposed). Elements: M*N.
-APP_KERNEL_MATH void matmul(int i, const float* a, const float* b, float* c, int m_rows, int n_cols,
-                            int k_inner, int trans_a, int trans_b) {
+APP_KERNEL_MATH void matmul(int i, const float* a, const float* b, float* c, int m_rows, int n_cols, int k_inner,
+                            int trans_a, int trans_b) {
   const int m = i / n_cols;
   const int n = i % n_cols;
   float sum = 0.0f;
@@ -33,13 +33,9 @@ APP_KERNEL_MATH void matmul(int i, const float* a, const float* b, float* c, int
 }
 
 // C[m,n] += bias[n]. Elements: M*N.
-APP_KERNEL_MATH void bias_add(int i, float* c, const float* bias, int n_cols) {
-  c[i] += bias[i % n_cols];
-}
+APP_KERNEL_MATH void bias_add(int i, float* c, const float* bias, int n_cols) { c[i] += bias[i % n_cols]; }
 
-APP_KERNEL_MATH void relu_forward(int i, const float* z, float* a) {
-  a[i] = z[i] > 0.0f ? z[i] : 0.0f;
-}
+APP_KERNEL_MATH void relu_forward(int i, const float* z, float* a) { a[i] = z[i] > 0.0f ? z[i] : 0.0f; }
 
 APP_KERNEL_MATH void relu_backward(int i, const float* z, const float* da, float* dz) {
   dz[i] = z[i] > 0.0f ? da[i] : 0.0f;
@@ -47,8 +43,8 @@ APP_KERNEL_MATH void relu_backward(int i, const float* z, const float* da, float
 
 // Row r: loss_rows[r] = -log softmax(logits[r])[label]; dlogits[r] = (softmax - onehot) / rows,
 // the gradient of the batch-mean loss. Elements: rows.
-APP_KERNEL_MATH void softmax_xent(int r, const float* logits, const int* labels, float* loss_rows,
-                                  float* dlogits, int rows, int classes) {
+APP_KERNEL_MATH void softmax_xent(int r, const float* logits, const int* labels, float* loss_rows, float* dlogits,
+                                  int rows, int classes) {
   const float* z = logits + r * classes;
   float top = z[0];
   for (int c = 1; c < classes; ++c) top = z[c] > top ? z[c] : top;
@@ -70,19 +66,14 @@ APP_KERNEL_MATH void column_sum(int n, const float* x, float* out, int m_rows, i
   out[n] = sum;
 }
 
-APP_KERNEL_MATH void sgd_update(int i, float* w, const float* g, float learning_rate) {
-  w[i] -= learning_rate * g[i];
-}
+APP_KERNEL_MATH void sgd_update(int i, float* w, const float* g, float learning_rate) { w[i] -= learning_rate * g[i]; }
 
 // y = a*y + b*x: a momentum buffer's update (m = beta*m + g). Elements: count.
-APP_KERNEL_MATH void scale_add(int i, float* y, const float* x, float a, float b) {
-  y[i] = a * y[i] + b * x[i];
-}
+APP_KERNEL_MATH void scale_add(int i, float* y, const float* x, float a, float b) { y[i] = a * y[i] + b * x[i]; }
 
 // 3×3 patches with zero padding 1, stride 1: cols is (B*H*W) × (C*9), column ci*9 + ky*3 + kx.
 // Elements: B*H*W*C*9.
-APP_KERNEL_MATH void im2col_3x3(int i, const float* x, float* cols, int height, int width,
-                                int channels) {
+APP_KERNEL_MATH void im2col_3x3(int i, const float* x, float* cols, int height, int width, int channels) {
   const int patch = channels * 9;
   const int row = i / patch;
   const int col = i % patch;
@@ -99,8 +90,8 @@ APP_KERNEL_MATH void im2col_3x3(int i, const float* x, float* cols, int height, 
 
 // 2×2 max pooling, stride 2 (H and W even); argmax keeps the flat input index of the first
 // maximum. Elements: B*(H/2)*(W/2)*C.
-APP_KERNEL_MATH void maxpool2x2_forward(int i, const float* a, float* p, int* argmax, int height,
-                                        int width, int channels) {
+APP_KERNEL_MATH void maxpool2x2_forward(int i, const float* a, float* p, int* argmax, int height, int width,
+                                        int channels) {
   const int c = i % channels;
   int t = i / channels;
   const int ox = t % (width / 2);
@@ -120,8 +111,8 @@ APP_KERNEL_MATH void maxpool2x2_forward(int i, const float* a, float* p, int* ar
 
 // Gradient of the pooling, gathered per input element (no scatter, no atomics).
 // Elements: B*H*W*C.
-APP_KERNEL_MATH void maxpool2x2_backward(int i, const float* dp, const int* argmax, float* da,
-                                         int height, int width, int channels) {
+APP_KERNEL_MATH void maxpool2x2_backward(int i, const float* dp, const int* argmax, float* da, int height, int width,
+                                         int channels) {
   const int c = i % channels;
   int t = i / channels;
   const int x = t % width;
@@ -147,9 +138,7 @@ APP_KERNEL_MATH unsigned pattern_word(unsigned key, int i) {
 }
 
 // buffer[i] = pattern_word(key, i). Elements: count.
-APP_KERNEL_MATH void pattern_fill(int i, unsigned* buffer, unsigned key) {
-  buffer[i] = pattern_word(key, i);
-}
+APP_KERNEL_MATH void pattern_fill(int i, unsigned* buffer, unsigned key) { buffer[i] = pattern_word(key, i); }
 
 // digest[0] = FNV-1a (32-bit) over the words of the buffer, in order. Elements: 1 (one thread
 // reads the whole buffer, which keeps the result independent of the launch geometry).

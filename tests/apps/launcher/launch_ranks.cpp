@@ -78,8 +78,7 @@ int main(int argc, char** argv) {
   int result = 0;
   for (int rank = 0; rank < ranks; ++rank) {
     int status = 0;
-    while (waitpid(children[static_cast<std::size_t>(rank)], &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(children[static_cast<std::size_t>(rank)], &status, 0) < 0 && errno == EINTR) {}
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     if (code != 0) {
       std::fprintf(stderr, "launch_ranks: rank %d failed with status %d\n", rank, code);

@@ -37,8 +37,7 @@ int train_mlp(const DriverApi& api, const Options& options) {
   const float lr = options.learning_rate;
   CUstream stream = nullptr;  // the default stream (per-thread when resolved with that flag)
 
-  const std::vector<Batch> data =
-      make_teacher_batches(options.seed, kDatasetBatches, n, kInputs, kClasses);
+  const std::vector<Batch> data = make_teacher_batches(options.seed, kDatasetBatches, n, kInputs, kClasses);
 
   Dense layers[3] = {{kInputs, kHidden1}, {kHidden1, kHidden2}, {kHidden2, kClasses}};
   SplitMix64 init_rng(options.seed * 0x2545f4914f6cdd1dULL + 17);
@@ -147,8 +146,8 @@ int train_mlp(const DriverApi& api, const Options& options) {
 
     Checksum checksum;
     for (const Dense& layer : layers) {
-      for (const auto& [buffer, count] : {std::pair{layer.weights, layer.fan_in * layer.fan_out},
-                                          std::pair{layer.bias, layer.fan_out}}) {
+      for (const auto& [buffer, count] :
+           {std::pair{layer.weights, layer.fan_in * layer.fan_out}, std::pair{layer.bias, layer.fan_out}}) {
         host_copy.resize(bytes_of<float>(count));
         session.download(host_copy.data(), buffer, host_copy.size());
         checksum.add(host_copy.data(), host_copy.size());

@@ -8,7 +8,6 @@ int main(int argc, char** argv) {
   defaults.program = "mlp_train_getproc";
   defaults.getproc = true;
   const apps::Options options = apps::parse_options(argc, argv, defaults);
-  const apps::DriverApi api = apps::getproc_driver_api(
-      {options.cuda_version, options.per_thread_default_stream});
+  const apps::DriverApi api = apps::getproc_driver_api({options.cuda_version, options.per_thread_default_stream});
   return apps::train_mlp(api, options);
 }

@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#define REPLAY_MAX_REFS 40u     /* pointer parameters of every replay kernel */
-#define REPLAY_KERNELS 128u     /* replay_op_0 ... replay_op_127: one per operator name */
+#define REPLAY_MAX_REFS 40u      /* pointer parameters of every replay kernel */
+#define REPLAY_KERNELS 128u      /* replay_op_0 ... replay_op_127: one per operator name */
 #define REPLAY_SAMPLE_BYTES 512u /* one checked word per this many bytes (and the last word) */
 
 typedef struct replay_ref {

@@ -116,13 +116,14 @@ const Table g_table;
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const fakecuda_kernel_table fakecuda_kernels = {
-    FAKECUDA_KERNEL_ABI_VERSION, REPLAY_KERNELS, g_table.kernels.data()};
+extern "C" __attribute__((visibility("default")))
+const fakecuda_kernel_table fakecuda_kernels = {FAKECUDA_KERNEL_ABI_VERSION, REPLAY_KERNELS, g_table.kernels.data()};
 
 extern "C" __attribute__((visibility("default"))) unsigned long long replay_corrupted_words(void) {
   return g_corrupted.load();
 }
 
-extern "C" __attribute__((visibility("default"))) std::uint64_t replay_pattern(std::uint64_t tag, std::uint64_t offset) {
+extern "C" __attribute__((visibility("default"))) std::uint64_t replay_pattern(std::uint64_t tag,
+                                                                               std::uint64_t offset) {
   return pattern(tag, offset);
 }

@@ -42,8 +42,8 @@ Program parse_log(const std::string& path) {
   if (!in) fail(path, 0, "cannot read the log");
   Program program;
   program.model = path.substr(path.find_last_of('/') + 1);
-  std::unordered_map<std::uint64_t, std::uint32_t> slot_of_id;     // log alloc id → slot
-  std::unordered_map<std::uint64_t, std::uint32_t> live_at_ptr;    // base pointer → live slot
+  std::unordered_map<std::uint64_t, std::uint32_t> slot_of_id;   // log alloc id → slot
+  std::unordered_map<std::uint64_t, std::uint32_t> live_at_ptr;  // base pointer → live slot
   std::unordered_map<std::string, std::uint32_t> kernel_of_name;
   std::vector<std::int64_t> born_in;  // slot → step index (-1: setup)
   std::vector<Op>* current = &program.setup;
@@ -104,7 +104,8 @@ Program parse_log(const std::string& path) {
     } else if (tag == "K") {
       std::string name, r, reads, w, writes;
       fields >> name >> r >> reads >> w >> writes;
-      if (name.empty() || r != "R" || w != "W" || reads.empty() || writes.empty()) fail(path, number, "bad operator line");
+      if (name.empty() || r != "R" || w != "W" || reads.empty() || writes.empty())
+        fail(path, number, "bad operator line");
       Op op;
       op.kind = Op::Kind::launch;
       const auto [kernel, inserted] =

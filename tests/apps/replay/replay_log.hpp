@@ -17,9 +17,9 @@ namespace replay {
 struct Op {
   enum class Kind : std::uint8_t { alloc, free, launch };
   Kind kind = Kind::alloc;
-  std::uint32_t slot = 0;      // alloc / free
-  std::uint64_t size = 0;      // alloc
-  std::uint32_t kernel = 0;    // launch: index into Program::kernel_names
+  std::uint32_t slot = 0;       // alloc / free
+  std::uint64_t size = 0;       // alloc
+  std::uint32_t kernel = 0;     // launch: index into Program::kernel_names
   std::uint32_t first_ref = 0;  // launch: refs[first_ref, first_ref + ref_count)
   std::uint32_t ref_count = 0;
 };
@@ -37,8 +37,8 @@ struct Program {
   std::vector<Op> setup;                  // before "I 0": model and optimizer construction
   std::vector<std::vector<Op>> steps;     // one per "I n"
   std::vector<Ref> refs;
-  std::uint32_t slots = 0;                // allocations in the log
-  std::uint64_t max_refs = 0;             // most buffers one operator touches
+  std::uint32_t slots = 0;     // allocations in the log
+  std::uint64_t max_refs = 0;  // most buffers one operator touches
 };
 
 // Parses a log; on a malformed line prints "<path>:<line>: <why>" to stderr and exits 2.

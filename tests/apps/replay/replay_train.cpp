@@ -53,32 +53,33 @@ struct Options {
   long kill_step = -1;  // that rank kills itself (SIGKILL) as this step starts
   enum class Table : std::uint8_t { none, all, written } table = Table::none;
   bool table_pageable = false;  // the table's host side in ordinary memory (default: pinned)
-  bool no_launches = false;  // allocations and frees only: what memtool sees without launch information
+  bool no_launches = false;     // allocations and frees only: what memtool sees without launch information
 };
 
 [[noreturn]] void usage(int status) {
-  std::fprintf(status == 0 ? stdout : stderr,
-               "usage: replay_train --log FILE [--steps N] [--async] [--default-stream] [--threads T]\n"
-               "                    [--mark] [--module PATH] [--cuda-version V] [--compute-gbps G]\n"
-               "  --log FILE        a recorded training log (tests/fixtures/traces/*.log)\n"
-               "  --steps N         steps to run (default: the log's); past the log its last step repeats\n"
-               "  --async           cuMemAllocAsync / cuMemFreeAsync on the compute stream\n"
-               "  --default-stream  run on the legacy default stream instead of a created one\n"
-               "  --threads T       step s runs on thread s %% T (1..16; default 1)\n"
-               "  --mark            call memtool_iteration_mark() at each step's start, when preloaded\n"
-               "  --module PATH     the kernels' module image (default replay_kernels.fakecuda beside the program)\n"
-               "  --compute-gbps G  each kernel takes the bytes it touches at G GB/s, at least 5 us (a GPU's run\n"
-               "                    time: the kernel's worker sleeps; default: only the time of its checks)\n"
-               "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n"
-               "  --extra-on-rank R:BYTES  where this process is rank R (RANK, else LOCAL_RANK), every step also\n"
-               "                    holds a buffer of BYTES from its start to its end (a pipeline stage's extra)\n"
-               "  --kill-on-rank R:S       where this process is rank R, it kills itself with SIGKILL as step S starts\n"
-               "  --table WHAT      all: every buffer an operator touches reaches its kernel only through a\n"
-               "                    pointer table in device memory (cuMemcpyHtoDAsync before the launch);\n"
-               "                    written: only those it writes\n"
-               "  --table-pageable  the table's host side in ordinary memory (default: pinned)\n"
-               "  --no-launches     allocations and frees only: no operator is launched (nothing is checked; what\n"
-               "                    memtool sees of a program whose launches it cannot read)\n");
+  std::fprintf(
+      status == 0 ? stdout : stderr,
+      "usage: replay_train --log FILE [--steps N] [--async] [--default-stream] [--threads T]\n"
+      "                    [--mark] [--module PATH] [--cuda-version V] [--compute-gbps G]\n"
+      "  --log FILE        a recorded training log (tests/fixtures/traces/*.log)\n"
+      "  --steps N         steps to run (default: the log's); past the log its last step repeats\n"
+      "  --async           cuMemAllocAsync / cuMemFreeAsync on the compute stream\n"
+      "  --default-stream  run on the legacy default stream instead of a created one\n"
+      "  --threads T       step s runs on thread s %% T (1..16; default 1)\n"
+      "  --mark            call memtool_iteration_mark() at each step's start, when preloaded\n"
+      "  --module PATH     the kernels' module image (default replay_kernels.fakecuda beside the program)\n"
+      "  --compute-gbps G  each kernel takes the bytes it touches at G GB/s, at least 5 us (a GPU's run\n"
+      "                    time: the kernel's worker sleeps; default: only the time of its checks)\n"
+      "  --step-times      after each step's line, 'step-ms S MS': its wall time, synchronised\n"
+      "  --extra-on-rank R:BYTES  where this process is rank R (RANK, else LOCAL_RANK), every step also\n"
+      "                    holds a buffer of BYTES from its start to its end (a pipeline stage's extra)\n"
+      "  --kill-on-rank R:S       where this process is rank R, it kills itself with SIGKILL as step S starts\n"
+      "  --table WHAT      all: every buffer an operator touches reaches its kernel only through a\n"
+      "                    pointer table in device memory (cuMemcpyHtoDAsync before the launch);\n"
+      "                    written: only those it writes\n"
+      "  --table-pageable  the table's host side in ordinary memory (default: pinned)\n"
+      "  --no-launches     allocations and frees only: no operator is launched (nothing is checked; what\n"
+      "                    memtool sees of a program whose launches it cannot read)\n");
   std::exit(status);
 }
 
@@ -123,15 +124,24 @@ Options parse_options(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (arg == "--help") usage(0);
-    else if (arg == "--log") o.log = value();
-    else if (arg == "--module") o.module = value();
-    else if (arg == "--steps") o.steps = parse_number("--steps", value(), 1, 1000000);
-    else if (arg == "--async") o.async = true;
-    else if (arg == "--default-stream") o.default_stream = true;
-    else if (arg == "--threads") o.threads = static_cast<int>(parse_number("--threads", value(), 1, 16));
-    else if (arg == "--mark") o.mark = true;
-    else if (arg == "--step-times") o.step_times = true;
+    if (arg == "--help")
+      usage(0);
+    else if (arg == "--log")
+      o.log = value();
+    else if (arg == "--module")
+      o.module = value();
+    else if (arg == "--steps")
+      o.steps = parse_number("--steps", value(), 1, 1000000);
+    else if (arg == "--async")
+      o.async = true;
+    else if (arg == "--default-stream")
+      o.default_stream = true;
+    else if (arg == "--threads")
+      o.threads = static_cast<int>(parse_number("--threads", value(), 1, 16));
+    else if (arg == "--mark")
+      o.mark = true;
+    else if (arg == "--step-times")
+      o.step_times = true;
     else if (arg == "--extra-on-rank") {
       const auto [rank, bytes] = rank_pair("--extra-on-rank", value());
       o.extra_rank = rank;
@@ -140,21 +150,26 @@ Options parse_options(int argc, char** argv) {
       const auto [rank, step] = rank_pair("--kill-on-rank", value());
       o.kill_rank = rank;
       o.kill_step = step;
-    }
-    else if (arg == "--table-pageable") o.table_pageable = true;
+    } else if (arg == "--table-pageable")
+      o.table_pageable = true;
     else if (arg == "--table") {
       const std::string what = value();
-      if (what == "all") o.table = Options::Table::all;
-      else if (what == "written") o.table = Options::Table::written;
+      if (what == "all")
+        o.table = Options::Table::all;
+      else if (what == "written")
+        o.table = Options::Table::written;
       else {
         std::fprintf(stderr, "replay_train: --table wants all or written, got '%s'\n", what.c_str());
         std::exit(2);
       }
-    }
-    else if (arg == "--no-launches") o.no_launches = true;
-    else if (arg == "--compute-gbps") o.compute_gbps = static_cast<double>(parse_number("--compute-gbps", value(), 1, 100000));
-    else if (arg == "--self-test-corrupt") o.self_test_corrupt = true;
-    else if (arg == "--cuda-version") o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
+    } else if (arg == "--no-launches")
+      o.no_launches = true;
+    else if (arg == "--compute-gbps")
+      o.compute_gbps = static_cast<double>(parse_number("--compute-gbps", value(), 1, 100000));
+    else if (arg == "--self-test-corrupt")
+      o.self_test_corrupt = true;
+    else if (arg == "--cuda-version")
+      o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
     else {
       std::fprintf(stderr, "replay_train: unknown option '%s'\n", arg.c_str());
       usage(2);
@@ -227,11 +242,15 @@ class Replayer {
       APP_CHECK(api_, cuMemAlloc_v2(&table_, kTableBytes));
       std::size_t launches = 0;
       for (const auto& step : program_.steps) {
-        launches = std::max<std::size_t>(launches, static_cast<std::size_t>(std::count_if(
-            step.begin(), step.end(), [](const replay::Op& op) { return op.kind == replay::Op::Kind::launch; })));
+        launches = std::max<std::size_t>(
+            launches, static_cast<std::size_t>(std::count_if(step.begin(), step.end(), [](const replay::Op& op) {
+              return op.kind == replay::Op::Kind::launch;
+            })));
       }
-      launches = std::max<std::size_t>(launches, static_cast<std::size_t>(std::count_if(
-          program_.setup.begin(), program_.setup.end(), [](const replay::Op& op) { return op.kind == replay::Op::Kind::launch; })));
+      launches = std::max<std::size_t>(
+          launches, static_cast<std::size_t>(
+                        std::count_if(program_.setup.begin(), program_.setup.end(),
+                                      [](const replay::Op& op) { return op.kind == replay::Op::Kind::launch; })));
       table_rows_ = std::max<std::size_t>(launches, 1);
       if (options_.table_pageable) {
         pageable_rows_.assign(table_rows_ * REPLAY_MAX_REFS, 0);
@@ -270,8 +289,13 @@ class Replayer {
     }
     for (const replay::Op& op : ops) {
       switch (op.kind) {
-        case replay::Op::Kind::alloc: allocate(op); ++allocs; break;
-        case replay::Op::Kind::free: release(op); break;
+        case replay::Op::Kind::alloc:
+          allocate(op);
+          ++allocs;
+          break;
+        case replay::Op::Kind::free:
+          release(op);
+          break;
         case replay::Op::Kind::launch:
           if (options_.no_launches) break;
           launches.emplace_back();
@@ -359,7 +383,8 @@ class Replayer {
     if (options_.compute_gbps > 0) {
       std::uint64_t bytes = 0;
       for (std::uint32_t i = 0; i < n; ++i) bytes += desc.refs[i].bytes;
-      desc.compute_ns = std::max<std::uint64_t>(5'000, static_cast<std::uint64_t>(static_cast<double>(bytes) / options_.compute_gbps));
+      desc.compute_ns = std::max<std::uint64_t>(
+          5'000, static_cast<std::uint64_t>(static_cast<double>(bytes) / options_.compute_gbps));
     }
     for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) params[2 + i] = &pointers[i];
     if (options_.self_test_corrupt && step_number == 1 && !corrupted_once_) {
@@ -374,8 +399,9 @@ class Replayer {
     }
     if (options_.table != Options::Table::none) {
       // The table holds every ref's address; the refs it stands for lose their own parameter.
-      CUdeviceptr* row = options_.table_pageable ? &pageable_rows_[table_row_ * REPLAY_MAX_REFS]
-                                                 : static_cast<CUdeviceptr*>(pinned_rows_) + table_row_ * REPLAY_MAX_REFS;
+      CUdeviceptr* row = options_.table_pageable
+                             ? &pageable_rows_[table_row_ * REPLAY_MAX_REFS]
+                             : static_cast<CUdeviceptr*>(pinned_rows_) + table_row_ * REPLAY_MAX_REFS;
       table_row_ = (table_row_ + 1) % table_rows_;
       for (std::uint32_t i = 0; i < REPLAY_MAX_REFS; ++i) row[i] = i < n ? pointers[i] : 0;
       for (std::uint32_t i = 0; i < n; ++i) {
@@ -416,10 +442,10 @@ class Replayer {
   unsigned long long (*corrupted_)() = nullptr;
   void (*mark_)() = nullptr;
   bool corrupted_once_ = false;
-  CUdeviceptr table_ = 0;          // --table: the device side
-  std::size_t table_rows_ = 0;     // host rows, one per launch of the longest step
-  std::size_t table_row_ = 0;      // the next one
-  void* pinned_rows_ = nullptr;    // pinned host rows
+  CUdeviceptr table_ = 0;        // --table: the device side
+  std::size_t table_rows_ = 0;   // host rows, one per launch of the longest step
+  std::size_t table_row_ = 0;    // the next one
+  void* pinned_rows_ = nullptr;  // pinned host rows
   std::vector<CUdeviceptr> pageable_rows_;
 };
 
@@ -444,7 +470,8 @@ int main(int argc, char** argv) {
         std::unique_lock lock(mutex);
         turn.wait(lock, [&] { return next == s; });
         const std::size_t logged = program.steps.size();
-        const auto& ops = program.steps[static_cast<std::size_t>(s) < logged ? static_cast<std::size_t>(s) : logged - 1];
+        const auto& ops =
+            program.steps[static_cast<std::size_t>(s) < logged ? static_cast<std::size_t>(s) : logged - 1];
         if (options.kill_rank >= 0 && options.kill_rank == process_rank() && options.kill_step == s) {
           std::fflush(stdout);
           std::raise(SIGKILL);  // a rank lost mid-run, as kill -9 leaves it

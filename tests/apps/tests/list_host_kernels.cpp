@@ -17,8 +17,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "list_host_kernels: %s\n", dlerror());
     return 1;
   }
-  const auto* table =
-      static_cast<const fakecuda_kernel_table*>(dlsym(object, FAKECUDA_KERNEL_TABLE_SYMBOL));
+  const auto* table = static_cast<const fakecuda_kernel_table*>(dlsym(object, FAKECUDA_KERNEL_TABLE_SYMBOL));
   if (table == nullptr || table->abi_version != FAKECUDA_KERNEL_ABI_VERSION) {
     std::fprintf(stderr, "list_host_kernels: no fakecuda_kernels table of ABI version %u\n",
                  FAKECUDA_KERNEL_ABI_VERSION);

@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   const StringId kernel = writer->intern("vectorized_elementwise_kernel");
   constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
   const std::vector<std::uint64_t> sizes =
-      arena ? std::vector<std::uint64_t>{60 * 1024 * kMiB} : std::vector<std::uint64_t>{2 * kMiB, 20 * kMiB, 20 * kMiB, 42 * kMiB, 2 * kMiB};
+      arena ? std::vector<std::uint64_t>{60 * 1024 * kMiB}
+            : std::vector<std::uint64_t>{2 * kMiB, 20 * kMiB, 20 * kMiB, 42 * kMiB, 2 * kMiB};
   std::uint64_t seq = 0;
   std::uint64_t address = 0x7f0000000000;
   const auto header = [&] {

@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   };
   constexpr std::uint64_t kWeights = 0x7f0000000000, kActivations = 0x7f4000000000;
   for (std::uint64_t i = 0; i < 64; ++i) {
-    w->write(AllocEvent{header(), kWeights + i * (std::uint64_t{8} << 20), (i % 7 + 1) << 20, MemoryKind::device, StreamHandle{0}, {}});
+    w->write(AllocEvent{
+        header(), kWeights + i * (std::uint64_t{8} << 20), (i % 7 + 1) << 20, MemoryKind::device, StreamHandle{0}, {}});
   }
   std::vector<std::uint64_t> live;
   for (std::uint64_t it = 0; it < iterations; ++it) {

@@ -23,9 +23,7 @@ namespace {
 constexpr std::size_t kNoCopy = SIZE_MAX;  // failIdx when the error is not one copy's
 
 // "Must not be legacy NULL stream": NULL is the legacy stream except in the _ptsz forms.
-bool legacy_stream(CUstream h, bool per_thread) {
-  return h == CU_STREAM_LEGACY || (h == nullptr && !per_thread);
-}
+bool legacy_stream(CUstream h, bool per_thread) { return h == CU_STREAM_LEGACY || (h == nullptr && !per_thread); }
 
 CUresult check_order_and_flags(CUmemcpySrcAccessOrder order, unsigned flags) {
   if (order != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM && order != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
@@ -176,8 +174,8 @@ CUresult batch_3d(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList, size_t* failIdx
 
 // CUDA 12.8.
 FAKECUDA_API CUresult cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                                         CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs,
-                                         size_t* failIdx, CUstream hStream) {
+                                         CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, size_t* failIdx,
+                                         CUstream hStream) {
   return batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream, false);
 }
 FAKECUDA_API CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,

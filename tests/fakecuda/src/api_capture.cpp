@@ -27,14 +27,13 @@ CUresult begin(CUstream h, CUstreamCaptureMode mode, bool per_thread) {
   });
 }
 
-CUresult begin_to_graph(CUstream h, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges,
-                        std::size_t n, CUstreamCaptureMode mode, bool per_thread) {
+CUresult begin_to_graph(CUstream h, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges, std::size_t n,
+                        CUstreamCaptureMode mode, bool per_thread) {
   if (graph == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return on_stream(h, per_thread, [&](const std::shared_ptr<Stream>& s) {
-    return capture_begin(s, mode, graph, deps, edges, n);
-  });
+  return on_stream(h, per_thread,
+                   [&](const std::shared_ptr<Stream>& s) { return capture_begin(s, mode, graph, deps, edges, n); });
 }
 
 CUresult end(CUstream h, CUgraph* graph, bool per_thread) {
@@ -68,11 +67,15 @@ CaptureQuery query_of(CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* gr
 }  // namespace
 
 // The CUDA 10.0 form had no mode: the default, global, applies.
-FAKECUDA_API CUresult cuStreamBeginCapture(CUstream hStream) { return begin(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false); }
+FAKECUDA_API CUresult cuStreamBeginCapture(CUstream hStream) {
+  return begin(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
+}
 FAKECUDA_API CUresult cuStreamBeginCapture_ptsz(CUstream hStream) {
   return begin(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true);
 }
-FAKECUDA_API CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) { return begin(hStream, mode, false); }
+FAKECUDA_API CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  return begin(hStream, mode, false);
+}
 FAKECUDA_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
   return begin(hStream, mode, true);
 }
@@ -81,7 +84,8 @@ FAKECUDA_API CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGra
                                                   CUstreamCaptureMode mode) {
   return begin_to_graph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode, false);
 }
-FAKECUDA_API CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies,
+FAKECUDA_API CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                       const CUgraphNode* dependencies,
                                                        const CUgraphEdgeData* dependencyData, size_t numDependencies,
                                                        CUstreamCaptureMode mode) {
   return begin_to_graph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode, true);
@@ -93,7 +97,9 @@ FAKECUDA_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mod
 }
 
 FAKECUDA_API CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) { return end(hStream, phGraph, false); }
-FAKECUDA_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) { return end(hStream, phGraph, true); }
+FAKECUDA_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
+  return end(hStream, phGraph, true);
+}
 
 FAKECUDA_API CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
   return query(hStream, query_of(captureStatus, nullptr), false);
@@ -102,7 +108,8 @@ FAKECUDA_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCapture
   return query(hStream, query_of(captureStatus, nullptr), true);
 }
 
-FAKECUDA_API CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out) {
+FAKECUDA_API CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
+                                             cuuint64_t* id_out) {
   return query(hStream, query_of(captureStatus_out, id_out), false);
 }
 FAKECUDA_API CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
@@ -117,7 +124,8 @@ FAKECUDA_API CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptur
 }
 FAKECUDA_API CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
                                                      cuuint64_t* id_out, CUgraph* graph_out,
-                                                     const CUgraphNode** dependencies_out, size_t* numDependencies_out) {
+                                                     const CUgraphNode** dependencies_out,
+                                                     size_t* numDependencies_out) {
   return query(hStream, query_of(captureStatus_out, id_out, graph_out, dependencies_out, nullptr, numDependencies_out),
                true);
 }
@@ -126,14 +134,17 @@ FAKECUDA_API CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptur
                                                 const CUgraphNode** dependencies_out,
                                                 const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out) {
   return query(hStream,
-               query_of(captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out), false);
+               query_of(captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out),
+               false);
 }
 FAKECUDA_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
                                                      cuuint64_t* id_out, CUgraph* graph_out,
                                                      const CUgraphNode** dependencies_out,
-                                                     const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out) {
+                                                     const CUgraphEdgeData** edgeData_out,
+                                                     size_t* numDependencies_out) {
   return query(hStream,
-               query_of(captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out), true);
+               query_of(captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out),
+               true);
 }
 
 FAKECUDA_API CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode* dependencies,
@@ -145,8 +156,8 @@ FAKECUDA_API CUresult cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, C
   return update(hStream, dependencies, nullptr, numDependencies, flags, true);
 }
 FAKECUDA_API CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode* dependencies,
-                                                           const CUgraphEdgeData* dependencyData, size_t numDependencies,
-                                                           unsigned int flags) {
+                                                           const CUgraphEdgeData* dependencyData,
+                                                           size_t numDependencies, unsigned int flags) {
   return update(hStream, dependencies, dependencyData, numDependencies, flags, false);
 }
 FAKECUDA_API CUresult cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream, CUgraphNode* dependencies,

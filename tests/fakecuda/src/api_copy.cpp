@@ -148,7 +148,8 @@ std::function<void()> copy_work(const Endpoint& dst, const Endpoint& src, const 
     count(src.side == Side::device ? st.bytes_d2h : st.bytes_h2h, bytes);
   }
   Context* owner = s.context;
-  const int copy_kind = dst.side == Side::device ? (src.side == Side::device ? 3 : 1) : (src.side == Side::device ? 2 : 4);
+  const int copy_kind =
+      dst.side == Side::device ? (src.side == Side::device ? 3 : 1) : (src.side == Side::device ? 2 : 4);
   const fakecuda_work work{FAKECUDA_WORK_COPY, copy_kind, bytes, s.id, owner->id, nullptr};
   // Host–device copies cross the link (the host side's pinning decides its speed); D2D and
   // H2H copies run at memory speed on the stream worker.
@@ -223,12 +224,15 @@ CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thre
     FC_TRY(sticky_error(s->context));
     if (captures_exist()) {  // a capturing stream records the copy as a memcpy node instead
       bool captured = false;
-      FC_TRY(capture_work(s, [&](NodeParams& node) {
-        if (!async_api) {
-          return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // a synchronous copy cannot be captured
-        }
-        return memcpy_node_params(node, descriptor_of(dst, src, shape), reinterpret_cast<CUcontext>(s->context));
-      }, captured));
+      FC_TRY(capture_work(
+          s,
+          [&](NodeParams& node) {
+            if (!async_api) {
+              return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // a synchronous copy cannot be captured
+            }
+            return memcpy_node_params(node, descriptor_of(dst, src, shape), reinterpret_cast<CUcontext>(s->context));
+          },
+          captured));
       if (captured) {
         return CUDA_SUCCESS;
       }
@@ -271,11 +275,23 @@ CUresult descriptor_end(CUmemorytype type, const void* host, CUdeviceptr device,
                         Endpoint& out) {
   std::uintptr_t base = 0;
   switch (type) {
-    case CU_MEMORYTYPE_HOST: out = host_end(host, bytes); base = out.address; break;
-    case CU_MEMORYTYPE_DEVICE: out = device_end(device); base = device; break;
-    case CU_MEMORYTYPE_UNIFIED: out = classify(device, bytes); base = device; break;
-    case CU_MEMORYTYPE_ARRAY: (void)array; return CUDA_ERROR_INVALID_VALUE;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_MEMORYTYPE_HOST:
+      out = host_end(host, bytes);
+      base = out.address;
+      break;
+    case CU_MEMORYTYPE_DEVICE:
+      out = device_end(device);
+      base = device;
+      break;
+    case CU_MEMORYTYPE_UNIFIED:
+      out = classify(device, bytes);
+      base = device;
+      break;
+    case CU_MEMORYTYPE_ARRAY:
+      (void)array;
+      return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   if (base == 0) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -384,9 +400,15 @@ std::function<void()> memset_work(CUdeviceptr dst, std::size_t pitch, unsigned v
       return;
     }
     switch (element) {
-      case 1: fill_rows(dst, pitch, static_cast<unsigned char>(value), n, rows); break;
-      case 2: fill_rows(dst, pitch, static_cast<unsigned short>(value), n, rows); break;
-      default: fill_rows(dst, pitch, value, n, rows); break;
+      case 1:
+        fill_rows(dst, pitch, static_cast<unsigned char>(value), n, rows);
+        break;
+      case 2:
+        fill_rows(dst, pitch, static_cast<unsigned short>(value), n, rows);
+        break;
+      default:
+        fill_rows(dst, pitch, value, n, rows);
+        break;
     }
   });
 }
@@ -412,13 +434,17 @@ CUresult memset_rows(CUdeviceptr dst, std::size_t pitch, T value, std::size_t n,
     FC_TRY(sticky_error(s->context));
     if (captures_exist()) {  // a capturing stream records the memset as a memset node instead
       bool captured = false;
-      FC_TRY(capture_work(s, [&](NodeParams& node) {
-        if (!async_api) {
-          return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // a synchronous memset cannot be captured
-        }
-        const CUDA_MEMSET_NODE_PARAMS p{dst, rows > 1 ? pitch : n * sizeof(T), static_cast<unsigned>(value), sizeof(T), n, rows};
-        return memset_node_params(node, p, reinterpret_cast<CUcontext>(s->context));
-      }, captured));
+      FC_TRY(capture_work(
+          s,
+          [&](NodeParams& node) {
+            if (!async_api) {
+              return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // a synchronous memset cannot be captured
+            }
+            const CUDA_MEMSET_NODE_PARAMS p{
+                dst, rows > 1 ? pitch : n * sizeof(T), static_cast<unsigned>(value), sizeof(T), n, rows};
+            return memset_node_params(node, p, reinterpret_cast<CUcontext>(s->context));
+          },
+          captured));
       if (captured) {
         return CUDA_SUCCESS;
       }
@@ -427,7 +453,8 @@ CUresult memset_rows(CUdeviceptr dst, std::size_t pitch, T value, std::size_t n,
     memory().lookup(dst, info);
     // The synchronous form waits only where the host could look at the bytes itself.
     const bool wait = !async_api && (info.kind == MemKind::host || info.kind == MemKind::managed);
-    const std::uint64_t seq = enqueue(s, memset_work(dst, pitch, static_cast<unsigned>(value), sizeof(T), n, rows, span, *s));
+    const std::uint64_t seq =
+        enqueue(s, memset_work(dst, pitch, static_cast<unsigned>(value), sizeof(T), n, rows, span, *s));
     if (wait) {
       s->wait_for(seq);
       return sticky_error(s->context);
@@ -527,7 +554,8 @@ FAKECUDA_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t Byt
 FAKECUDA_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
   return copy(classify(dst, ByteCount), classify(src, ByteCount), ByteCount, hStream, true, true);
 }
-FAKECUDA_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
+FAKECUDA_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                                           CUstream hStream) {
   return copy(device_end(dstDevice), host_end(srcHost, ByteCount), ByteCount, hStream, false, true);
 }
 FAKECUDA_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
@@ -537,7 +565,8 @@ FAKECUDA_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const voi
 FAKECUDA_API CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
   return copy(host_end(dstHost, ByteCount), device_end(srcDevice), ByteCount, hStream, false, true);
 }
-FAKECUDA_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+FAKECUDA_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                                CUstream hStream) {
   return copy(host_end(dstHost, ByteCount), device_end(srcDevice), ByteCount, hStream, true, true);
 }
 FAKECUDA_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
@@ -641,7 +670,9 @@ FAKECUDA_API CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstP
 
 FAKECUDA_API CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) { return copy_2d(pCopy, nullptr, false, false); }
 FAKECUDA_API CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* pCopy) { return copy_2d(pCopy, nullptr, true, false); }
-FAKECUDA_API CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* pCopy) { return copy_2d(pCopy, nullptr, false, false); }
+FAKECUDA_API CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* pCopy) {
+  return copy_2d(pCopy, nullptr, false, false);
+}
 FAKECUDA_API CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
   return copy_2d(pCopy, nullptr, true, false);
 }

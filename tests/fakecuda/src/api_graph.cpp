@@ -46,8 +46,8 @@ CUresult add_node(CUgraphNode* out, CUgraph hGraph, const CUgraphNode* deps, con
     }
     std::vector<Node*> d;
     FC_TRY(check_dependencies_locked(*g, deps, edges, n, d));
-    std::vector<CUgraphEdgeData> e =
-        edges != nullptr ? std::vector<CUgraphEdgeData>(edges, edges + n) : std::vector<CUgraphEdgeData>(n, CUgraphEdgeData{});
+    std::vector<CUgraphEdgeData> e = edges != nullptr ? std::vector<CUgraphEdgeData>(edges, edges + n)
+                                                      : std::vector<CUgraphEdgeData>(n, CUgraphEdgeData{});
     NodeParams params;
     std::unique_ptr<Graph> child;
     FC_TRY(make(*g, params, child));
@@ -204,8 +204,8 @@ CUresult node_edges(CUgraphNode hNode, bool incoming, CUgraphNode* nodes, CUgrap
 }
 
 // cuGraphAddDependencies / cuGraphRemoveDependencies: all pairs are checked before any changes.
-CUresult change_dependencies(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, const CUgraphEdgeData* data,
-                             size_t n, bool add) {
+CUresult change_dependencies(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to,
+                             const CUgraphEdgeData* data, size_t n, bool add) {
   return locked([&] {
     Graph* g = find_graph_locked(hGraph);
     if (g == nullptr || (n > 0 && (from == nullptr || to == nullptr))) {
@@ -240,8 +240,8 @@ CUresult change_dependencies(CUgraph hGraph, const CUgraphNode* from, const CUgr
         const auto& to_deps = pairs[i].second->deps;
         bool match = false;
         for (size_t k = 0; k < to_deps.size(); ++k) {
-          match = match || (to_deps[k] == pairs[i].first &&
-                            std::memcmp(&pairs[i].second->dep_edges[k], &e, sizeof e) == 0);
+          match =
+              match || (to_deps[k] == pairs[i].first && std::memcmp(&pairs[i].second->dep_edges[k], &e, sizeof e) == 0);
         }
         if (!match) {
           return CUDA_ERROR_INVALID_VALUE;  // the edge exists with other data
@@ -302,16 +302,26 @@ bool unused_bytes_zero(const CUgraphNodeParams& p, size_t member_size) {
 
 size_t member_size(CUgraphNodeType type) {
   switch (type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: return sizeof(CUDA_KERNEL_NODE_PARAMS_v3);
-    case CU_GRAPH_NODE_TYPE_MEMCPY: return sizeof(CUDA_MEMCPY_NODE_PARAMS);
-    case CU_GRAPH_NODE_TYPE_MEMSET: return sizeof(CUDA_MEMSET_NODE_PARAMS_v2);
-    case CU_GRAPH_NODE_TYPE_HOST: return sizeof(CUDA_HOST_NODE_PARAMS_v2);
-    case CU_GRAPH_NODE_TYPE_GRAPH: return sizeof(CUDA_CHILD_GRAPH_NODE_PARAMS);
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return sizeof(CUDA_EVENT_WAIT_NODE_PARAMS);
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return sizeof(CUDA_EVENT_RECORD_NODE_PARAMS);
-    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return sizeof(CUDA_MEM_ALLOC_NODE_PARAMS_v2);
-    case CU_GRAPH_NODE_TYPE_MEM_FREE: return sizeof(CUDA_MEM_FREE_NODE_PARAMS);
-    default: return 0;
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return sizeof(CUDA_KERNEL_NODE_PARAMS_v3);
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return sizeof(CUDA_MEMCPY_NODE_PARAMS);
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      return sizeof(CUDA_MEMSET_NODE_PARAMS_v2);
+    case CU_GRAPH_NODE_TYPE_HOST:
+      return sizeof(CUDA_HOST_NODE_PARAMS_v2);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return sizeof(CUDA_CHILD_GRAPH_NODE_PARAMS);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return sizeof(CUDA_EVENT_WAIT_NODE_PARAMS);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return sizeof(CUDA_EVENT_RECORD_NODE_PARAMS);
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      return sizeof(CUDA_MEM_ALLOC_NODE_PARAMS_v2);
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return sizeof(CUDA_MEM_FREE_NODE_PARAMS);
+    default:
+      return 0;
   }
 }
 
@@ -339,11 +349,17 @@ CUresult generic_params(const CUgraphNodeParams& p, NodeParams& out) {
       return memset_node_params(out, CUDA_MEMSET_NODE_PARAMS{m.dst, m.pitch, m.value, m.elementSize, m.width, m.height},
                                 m.ctx);
     }
-    case CU_GRAPH_NODE_TYPE_HOST: return host_node_params(out, CUDA_HOST_NODE_PARAMS{p.host.fn, p.host.userData});
-    case CU_GRAPH_NODE_TYPE_EMPTY: out = NodeParams{}; return CUDA_SUCCESS;
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return event_node_params(out, p.type, p.eventWait.event);
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return event_node_params(out, p.type, p.eventRecord.event);
-    default: return CUDA_ERROR_NOT_SUPPORTED;
+    case CU_GRAPH_NODE_TYPE_HOST:
+      return host_node_params(out, CUDA_HOST_NODE_PARAMS{p.host.fn, p.host.userData});
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      out = NodeParams{};
+      return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return event_node_params(out, p.type, p.eventWait.event);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return event_node_params(out, p.type, p.eventRecord.event);
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
   }
 }
 
@@ -385,8 +401,10 @@ CUresult add_generic(CUgraphNode* out, CUgraph hGraph, const CUgraphNode* deps, 
         p->alloc.dptr = params.allocation->ptr;  // "out parameters which are modified during the call"
         return CUDA_SUCCESS;
       }
-      case CU_GRAPH_NODE_TYPE_MEM_FREE: return free_node_params_locked(params, p->free.dptr);
-      default: return generic_params(*p, params);
+      case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return free_node_params_locked(params, p->free.dptr);
+      default:
+        return generic_params(*p, params);
     }
   });
 }
@@ -399,9 +417,10 @@ CUresult instantiate_with_log(CUgraphExec* out, CUgraph graph, CUgraphNode* erro
   CUgraphInstantiateResult result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
   const CUresult r = guarded([&] { return instantiate(out, graph, 0, false, error_node, &result); });
   if (log != nullptr && log_size > 0) {
-    const char* text = r == CUDA_SUCCESS                                        ? ""
-                       : result == CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE ? "fakecuda: the graph has a cycle"
-                                                                            : "fakecuda: the graph cannot be instantiated";
+    const char* text = r == CUDA_SUCCESS ? ""
+                       : result == CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE
+                           ? "fakecuda: the graph has a cycle"
+                           : "fakecuda: the graph cannot be instantiated";
     std::snprintf(log, log_size, "%s", text);
   }
   return r;
@@ -445,17 +464,28 @@ CUresult graph_device(CUdevice dev) {
 
 const char* type_name(CUgraphNodeType t) {
   switch (t) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: return "kernel";
-    case CU_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
-    case CU_GRAPH_NODE_TYPE_MEMSET: return "memset";
-    case CU_GRAPH_NODE_TYPE_HOST: return "host";
-    case CU_GRAPH_NODE_TYPE_GRAPH: return "graph";
-    case CU_GRAPH_NODE_TYPE_EMPTY: return "empty";
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "wait_event";
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "event_record";
-    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return "mem_alloc";
-    case CU_GRAPH_NODE_TYPE_MEM_FREE: return "mem_free";
-    default: return "other";
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return "kernel";
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return "memcpy";
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      return "memset";
+    case CU_GRAPH_NODE_TYPE_HOST:
+      return "host";
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return "graph";
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      return "empty";
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return "wait_event";
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return "event_record";
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      return "mem_alloc";
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return "mem_free";
+    default:
+      return "other";
   }
 }
 
@@ -593,7 +623,8 @@ FAKECUDA_API CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode* from, CUgr
                                          size_t* numEdges) {
   return get_edges(hGraph, from, to, edgeData, numEdges);
 }
-FAKECUDA_API CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode* dependencies, size_t* numDependencies) {
+FAKECUDA_API CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode* dependencies,
+                                                 size_t* numDependencies) {
   return node_edges(hNode, true, dependencies, nullptr, numDependencies);
 }
 FAKECUDA_API CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode* dependencies,
@@ -730,10 +761,10 @@ FAKECUDA_API CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_M
 FAKECUDA_API CUresult cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                            size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS* memsetParams,
                                            CUcontext ctx) {
-  return add_node(phGraphNode, hGraph, dependencies, nullptr, numDependencies,
-                  [&](Graph&, NodeParams& p, std::unique_ptr<Graph>&) {
-                    return memsetParams == nullptr ? CUDA_ERROR_INVALID_VALUE : memset_node_params(p, *memsetParams, ctx);
-                  });
+  return add_node(
+      phGraphNode, hGraph, dependencies, nullptr, numDependencies, [&](Graph&, NodeParams& p, std::unique_ptr<Graph>&) {
+        return memsetParams == nullptr ? CUDA_ERROR_INVALID_VALUE : memset_node_params(p, *memsetParams, ctx);
+      });
 }
 FAKECUDA_API CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS* nodeParams) {
   if (nodeParams == nullptr) {
@@ -779,8 +810,9 @@ FAKECUDA_API CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOS
   return replace_params(hNode, std::move(p));
 }
 
-FAKECUDA_API CUresult cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
-                                               size_t numDependencies, CUgraph childGraph) {
+FAKECUDA_API CUresult cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                               const CUgraphNode* dependencies, size_t numDependencies,
+                                               CUgraph childGraph) {
   return add_node(phGraphNode, hGraph, dependencies, nullptr, numDependencies,
                   [&](Graph& g, NodeParams& p, std::unique_ptr<Graph>& child) {
                     p.type = CU_GRAPH_NODE_TYPE_GRAPH;
@@ -806,8 +838,9 @@ FAKECUDA_API CUresult cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGra
                   });
 }
 
-FAKECUDA_API CUresult cuGraphAddEventRecordNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
-                                                size_t numDependencies, CUevent event) {
+FAKECUDA_API CUresult cuGraphAddEventRecordNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                const CUgraphNode* dependencies, size_t numDependencies,
+                                                CUevent event) {
   return add_node(phGraphNode, hGraph, dependencies, nullptr, numDependencies,
                   [&](Graph&, NodeParams& p, std::unique_ptr<Graph>&) {
                     return event_node_params(p, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
@@ -919,7 +952,8 @@ FAKECUDA_API CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams*
     }
     switch (nodeParams->type) {
       case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
-      case CU_GRAPH_NODE_TYPE_MEM_FREE: return CUDA_ERROR_NOT_SUPPORTED;
+      case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return CUDA_ERROR_NOT_SUPPORTED;
       case CU_GRAPH_NODE_TYPE_GRAPH: {
         if (nodeParams->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE) {
           return CUDA_ERROR_NOT_SUPPORTED;
@@ -983,12 +1017,15 @@ FAKECUDA_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
 FAKECUDA_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
   return launch_exec(hGraphExec, hStream, true);
 }
-FAKECUDA_API CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) { return upload_exec(hGraphExec, hStream, false); }
+FAKECUDA_API CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  return upload_exec(hGraphExec, hStream, false);
+}
 FAKECUDA_API CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
   return upload_exec(hGraphExec, hStream, true);
 }
 
-FAKECUDA_API CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo* resultInfo) {
+FAKECUDA_API CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                           CUgraphExecUpdateResultInfo* resultInfo) {
   FC_TRY(check_init());
   if (resultInfo == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -1053,19 +1090,23 @@ FAKECUDA_API CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, C
   const CUresult built = event_node_params(p, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
   return exec_params(hGraphExec, hNode, built, std::move(p));
 }
-FAKECUDA_API CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph) {
+FAKECUDA_API CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                         CUgraph childGraph) {
   FC_TRY(check_init());
   return guarded([&] { return exec_set_child_graph(hGraphExec, hNode, childGraph); });
 }
-FAKECUDA_API CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams* nodeParams) {
+FAKECUDA_API CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                               CUgraphNodeParams* nodeParams) {
   FC_TRY(check_init());
   if (nodeParams == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   switch (nodeParams->type) {
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
-    case CU_GRAPH_NODE_TYPE_MEM_FREE: return CUDA_ERROR_NOT_SUPPORTED;  // "API unsupported"
-    case CU_GRAPH_NODE_TYPE_GRAPH: return cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, nodeParams->graph.graph);
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return CUDA_ERROR_NOT_SUPPORTED;  // "API unsupported"
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, nodeParams->graph.graph);
     default: {
       NodeParams p;
       const CUresult built = guarded([&] { return generic_params(*nodeParams, p); });
@@ -1097,11 +1138,20 @@ FAKECUDA_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_a
   const Memory::GraphMemStats g = memory().graph_stats(device);
   cuuint64_t v = 0;
   switch (attr) {
-    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: v = g.used; break;
-    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: v = g.used_high; break;
-    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: v = g.reserved; break;
-    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: v = g.reserved_high; break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+      v = g.used;
+      break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+      v = g.used_high;
+      break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+      v = g.reserved;
+      break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+      v = g.reserved_high;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   std::memcpy(value, &v, sizeof v);
   return CUDA_SUCCESS;
@@ -1118,6 +1168,7 @@ FAKECUDA_API CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_a
   if (v != 0 || (attr != CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  memory().graph_reset_high(device, attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH);
+  memory().graph_reset_high(device, attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+                            attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH);
   return CUDA_SUCCESS;
 }

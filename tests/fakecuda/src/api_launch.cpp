@@ -199,9 +199,13 @@ CUresult launch(CUfunction f, const fakecuda_launch_dims& dims, CUstream h, void
     FC_TRY(sticky_error(s->context));
     if (captures_exist()) {  // a capturing stream records the launch as a kernel node instead
       bool captured = false;
-      FC_TRY(capture_work(s, [&](NodeParams& node) {
-        return kernel_node_params(node, f, nullptr, nullptr, dims, std::move(packed), extra != nullptr, cooperative);
-      }, captured));
+      FC_TRY(capture_work(
+          s,
+          [&](NodeParams& node) {
+            return kernel_node_params(node, f, nullptr, nullptr, dims, std::move(packed), extra != nullptr,
+                                      cooperative);
+          },
+          captured));
       if (captured) {
         return CUDA_SUCCESS;
       }
@@ -266,12 +270,22 @@ CUresult function_attribute(int* pi, CUfunction_attribute attrib, const void* ha
   Function* fn = nullptr;
   FC_TRY(find_function(handle, fn));
   switch (attrib) {
-    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = static_cast<int>(kMaxThreadsPerBlock); break;
-    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *pi = static_cast<int>(kMaxThreadsPerBlock);
+      break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+      *pi = 32;
+      break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = fn->max_dynamic_shared.load(); break;
-    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = -1; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+      *pi = 90;
+      break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *pi = fn->max_dynamic_shared.load();
+      break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      *pi = -1;
+      break;
     default:
       if (attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) {
         return CUDA_ERROR_INVALID_VALUE;
@@ -300,7 +314,8 @@ CUresult set_function_attribute(const void* handle, CUfunction_attribute attrib,
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
       return CUDA_SUCCESS;
-    default: return CUDA_ERROR_INVALID_VALUE;  // read-only attributes
+    default:
+      return CUDA_ERROR_INVALID_VALUE;  // read-only attributes
   }
 }
 

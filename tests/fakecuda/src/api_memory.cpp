@@ -34,13 +34,16 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, CUstream hStream, bool 
     FC_TRY(sticky_error(s->context));
     if (captures_exist()) {  // in a capture: a mem-alloc node, "owned by the graph instead of the memory pool"
       bool captured = false;
-      FC_TRY(capture_work(s, [&](NodeParams& node) {
-        const CUresult made = alloc_node_params_for_stream(node, bytesize, s->context);
-        if (made == CUDA_SUCCESS) {
-          *dptr = node.allocation->ptr;
-        }
-        return made;
-      }, captured));
+      FC_TRY(capture_work(
+          s,
+          [&](NodeParams& node) {
+            const CUresult made = alloc_node_params_for_stream(node, bytesize, s->context);
+            if (made == CUDA_SUCCESS) {
+              *dptr = node.allocation->ptr;
+            }
+            return made;
+          },
+          captured));
       if (captured) {
         return CUDA_SUCCESS;
       }
@@ -60,7 +63,8 @@ CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread) {
     FC_TRY(resolve_stream(hStream, per_thread, s));
     if (captures_exist()) {  // in a capture: a mem-free node, which must name a graph allocation
       bool captured = false;
-      FC_TRY(capture_work(s, [&](NodeParams& node) { return free_node_params_locked(node, dptr); }, captured));
+      FC_TRY(capture_work(
+          s, [&](NodeParams& node) { return free_node_params_locked(node, dptr); }, captured));
       if (captured) {
         return CUDA_SUCCESS;
       }
@@ -108,7 +112,8 @@ CUresult location_device(const CUmemLocation& location, int& device) {
     case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
       device = CU_DEVICE_CPU;
       return CUDA_SUCCESS;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -145,37 +150,63 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdevicept
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       put(data, static_cast<unsigned>(device_side ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST));
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: put(data, ptr); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      put(data, ptr);
+      return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
       if (info.kind == MemKind::device || info.kind == MemKind::vmm) {
         return CUDA_ERROR_INVALID_VALUE;  // device memory has no host mapping
       }
       put(data, reinterpret_cast<void*>(ptr));
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: put(data, false); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID: put(data, static_cast<unsigned long long>(info.buffer_id)); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED: put(data, info.kind == MemKind::managed); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: put(data, static_cast<int>(info.device)); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+      put(data, false);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      put(data, static_cast<unsigned long long>(info.buffer_id));
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      put(data, info.kind == MemKind::managed);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      put(data, static_cast<int>(info.device));
+      return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
       put(data, info.kind == MemKind::device && !info.async && !info.imported);
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: put(data, static_cast<CUdeviceptr>(info.base)); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: put(data, static_cast<size_t>(info.size)); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPED: put(data, true); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      put(data, static_cast<CUdeviceptr>(info.base));
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      put(data, static_cast<size_t>(info.size));
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      put(data, true);
+      return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
       put(data, static_cast<unsigned long long>(info.pool != nullptr ? info.pool->handle_types : 0));
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: put(data, false); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+      put(data, false);
+      return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-      put(data, info.kind == MemKind::vmm ? vmm_access_of_current(ptr) : static_cast<unsigned>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+      put(data, info.kind == MemKind::vmm ? vmm_access_of_current(ptr)
+                                          : static_cast<unsigned>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
       put(data, info.pool != nullptr ? pool_handle(*info.pool) : static_cast<CUmemoryPool>(nullptr));
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: put(data, static_cast<size_t>(info.size)); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: put(data, reinterpret_cast<void*>(info.base)); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: put(data, static_cast<unsigned long long>(info.buffer_id)); return CUDA_SUCCESS;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+      put(data, static_cast<size_t>(info.size));
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+      put(data, reinterpret_cast<void*>(info.base));
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+      put(data, static_cast<unsigned long long>(info.buffer_id));
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -255,7 +286,9 @@ FAKECUDA_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, C
   return alloc_async(dptr, bytesize, hStream, true);
 }
 FAKECUDA_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream, false); }
-FAKECUDA_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream, true); }
+FAKECUDA_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  return free_async(dptr, hStream, true);
+}
 
 FAKECUDA_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
   return alloc_from_pool(dptr, bytesize, pool, hStream, false);
@@ -374,8 +407,8 @@ FAKECUDA_API CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_adv
   Context* ctx = nullptr;
   FC_TRY(prologue(ctx));
   int device = 0;
-  const bool location_matters = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION || advice == CU_MEM_ADVISE_SET_ACCESSED_BY ||
-                                advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
+  const bool location_matters = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION ||
+                                advice == CU_MEM_ADVISE_SET_ACCESSED_BY || advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
   if (location_matters) {
     FC_TRY(location_device(location, device));
   }
@@ -388,8 +421,8 @@ FAKECUDA_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdev
 FAKECUDA_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream) {
   return prefetch_v1(devPtr, count, dstDevice, hStream, true);
 }
-FAKECUDA_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
-                                            CUstream hStream) {
+FAKECUDA_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                            unsigned int flags, CUstream hStream) {
   return prefetch_v2(devPtr, count, location, flags, hStream, false);
 }
 FAKECUDA_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
@@ -437,18 +470,42 @@ FAKECUDA_API CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpoint
     // Unlike cuPointerGetAttribute, an unknown pointer is not an error here: every attribute
     // reads as "nothing" (memory type 0, no context, ordinal -2).
     switch (attributes[i]) {
-      case CU_POINTER_ATTRIBUTE_CONTEXT: put(data[i], static_cast<CUcontext>(nullptr)); break;
-      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: put(data[i], 0u); break;
-      case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: put(data[i], CUdeviceptr{0}); break;
-      case CU_POINTER_ATTRIBUTE_HOST_POINTER: put(data[i], static_cast<void*>(nullptr)); break;
-      case CU_POINTER_ATTRIBUTE_BUFFER_ID: put(data[i], 0ULL); break;
-      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: put(data[i], -2); break;
-      case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: put(data[i], CUdeviceptr{0}); break;
-      case CU_POINTER_ATTRIBUTE_RANGE_SIZE: put(data[i], size_t{0}); break;
-      case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: put(data[i], 0ULL); break;
-      case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: put(data[i], 0u); break;
-      case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: put(data[i], static_cast<CUmemoryPool>(nullptr)); break;
-      default: put(data[i], false); break;
+      case CU_POINTER_ATTRIBUTE_CONTEXT:
+        put(data[i], static_cast<CUcontext>(nullptr));
+        break;
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        put(data[i], 0u);
+        break;
+      case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        put(data[i], CUdeviceptr{0});
+        break;
+      case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        put(data[i], static_cast<void*>(nullptr));
+        break;
+      case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        put(data[i], 0ULL);
+        break;
+      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        put(data[i], -2);
+        break;
+      case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        put(data[i], CUdeviceptr{0});
+        break;
+      case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        put(data[i], size_t{0});
+        break;
+      case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        put(data[i], 0ULL);
+        break;
+      case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        put(data[i], 0u);
+        break;
+      case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        put(data[i], static_cast<CUmemoryPool>(nullptr));
+        break;
+      default:
+        put(data[i], false);
+        break;
     }
   }
   return CUDA_SUCCESS;

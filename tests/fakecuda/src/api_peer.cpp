@@ -18,12 +18,19 @@ namespace {
 int p2p_attribute(CUdevice_P2PAttribute attribute, bool& known) {
   known = true;
   switch (attribute) {
-    case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: return 0;
-    case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED: return 1;
-    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED: return 1;
-    case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: return 0;
-    case CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: return 0;
-    default: known = false; return 0;
+    case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK:
+      return 0;
+    case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+      return 1;
+    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+      return 1;
+    case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED:
+      return 0;
+    case CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED:
+      return 0;
+    default:
+      known = false;
+      return 0;
   }
 }
 
@@ -175,7 +182,9 @@ CUresult stream_device(CUstream hStream, CUdevice* device, bool per_thread) {
 
 }  // namespace
 
-FAKECUDA_API CUresult cuStreamGetDevice(CUstream hStream, CUdevice* device) { return stream_device(hStream, device, false); }
+FAKECUDA_API CUresult cuStreamGetDevice(CUstream hStream, CUdevice* device) {
+  return stream_device(hStream, device, false);
+}
 FAKECUDA_API CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice* device) {
   return stream_device(hStream, device, true);
 }

@@ -28,7 +28,7 @@ CUresult check_handle_types(unsigned types) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return (types & ~static_cast<unsigned>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) != 0 ? CUDA_ERROR_NOT_SUPPORTED
-                                                                                          : CUDA_SUCCESS;
+                                                                                         : CUDA_SUCCESS;
 }
 
 CUresult check_props(const CUmemPoolProps* props) {
@@ -47,10 +47,14 @@ CUresult check_props(const CUmemPoolProps* props) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   switch (props->location.type) {
-    case CU_MEM_LOCATION_TYPE_DEVICE: FC_TRY(check_device(props->location.id)); break;
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      FC_TRY(check_device(props->location.id));
+      break;
     case CU_MEM_LOCATION_TYPE_HOST:
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA: return CUDA_ERROR_NOT_SUPPORTED;  // host pools: not emulated
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      return CUDA_ERROR_NOT_SUPPORTED;  // host pools: not emulated
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return check_handle_types(props->handleTypes);
 }
@@ -120,7 +124,8 @@ FAKECUDA_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   return CUDA_SUCCESS;
 }
 
-FAKECUDA_API CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
+FAKECUDA_API CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
+                                             CUmemAllocationType type) {
   FC_TRY(check_init());
   FC_TRY(device_pinned(location, type));
   return cuDeviceGetDefaultMemPool(pool_out, location->id);
@@ -183,11 +188,15 @@ FAKECUDA_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribu
     return CUDA_ERROR_INVALID_VALUE;
   }
   switch (attr) {
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->release_threshold = *static_cast<cuuint64_t*>(value); break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      p->release_threshold = *static_cast<cuuint64_t*>(value);
+      break;
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
       p->reuse_follow_event_dependencies = *static_cast<int*>(value) != 0 ? 1 : 0;
       break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: p->reuse_allow_opportunistic = *static_cast<int*>(value) != 0 ? 1 : 0; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+      p->reuse_allow_opportunistic = *static_cast<int*>(value) != 0 ? 1 : 0;
+      break;
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
       p->reuse_allow_internal_dependencies = *static_cast<int*>(value) != 0 ? 1 : 0;
       break;
@@ -198,7 +207,8 @@ FAKECUDA_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribu
       }
       memory().reset_pool_high(*p, attr);
       break;
-    default: return CUDA_ERROR_INVALID_VALUE;  // the current figures are read-only
+    default:
+      return CUDA_ERROR_INVALID_VALUE;  // the current figures are read-only
   }
   return CUDA_SUCCESS;
 }
@@ -211,19 +221,26 @@ FAKECUDA_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribu
     return CUDA_ERROR_INVALID_VALUE;
   }
   switch (attr) {
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *static_cast<cuuint64_t*>(value) = p->release_threshold.load(); break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      *static_cast<cuuint64_t*>(value) = p->release_threshold.load();
+      break;
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
       *static_cast<int*>(value) = p->reuse_follow_event_dependencies.load();
       break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: *static_cast<int*>(value) = p->reuse_allow_opportunistic.load(); break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+      *static_cast<int*>(value) = p->reuse_allow_opportunistic.load();
+      break;
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
       *static_cast<int*>(value) = p->reuse_allow_internal_dependencies.load();
       break;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
     case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *static_cast<cuuint64_t*>(value) = memory().pool_figure(*p, attr); break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      *static_cast<cuuint64_t*>(value) = memory().pool_figure(*p, attr);
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -301,7 +318,8 @@ FAKECUDA_API CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemor
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-    return check_handle_types(handleType) == CUDA_ERROR_NOT_SUPPORTED ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+    return check_handle_types(handleType) == CUDA_ERROR_NOT_SUPPORTED ? CUDA_ERROR_NOT_SUPPORTED
+                                                                      : CUDA_ERROR_INVALID_VALUE;
   }
   if ((p->handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0) {
     return CUDA_ERROR_INVALID_VALUE;  // not created IPC-capable
@@ -331,13 +349,15 @@ FAKECUDA_API CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemor
 }
 
 FAKECUDA_API CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle,
-                                                         CUmemAllocationHandleType handleType, unsigned long long flags) {
+                                                         CUmemAllocationHandleType handleType,
+                                                         unsigned long long flags) {
   FC_TRY(check_init());
   if (pool_out == nullptr || flags != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-    return check_handle_types(handleType) == CUDA_ERROR_NOT_SUPPORTED ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+    return check_handle_types(handleType) == CUDA_ERROR_NOT_SUPPORTED ? CUDA_ERROR_NOT_SUPPORTED
+                                                                      : CUDA_ERROR_INVALID_VALUE;
   }
   const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(handle));
   PoolDescriptor d{};
@@ -394,7 +414,8 @@ FAKECUDA_API CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_o
   return CUDA_SUCCESS;
 }
 
-FAKECUDA_API CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData* shareData) {
+FAKECUDA_API CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
+                                             CUmemPoolPtrExportData* shareData) {
   FC_TRY(check_init());
   Context* ctx = nullptr;
   FC_TRY(current_context(ctx));

@@ -27,11 +27,14 @@ CUresult prologue() {
 // valid types it does not support.
 CUresult posix_fd_only(CUmemAllocationHandleType type) {
   switch (type) {
-    case CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: return CUDA_SUCCESS;
+    case CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
+      return CUDA_SUCCESS;
     case CU_MEM_HANDLE_TYPE_WIN32:
     case CU_MEM_HANDLE_TYPE_WIN32_KMT:
-    case CU_MEM_HANDLE_TYPE_FABRIC: return CUDA_ERROR_NOT_SUPPORTED;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_MEM_HANDLE_TYPE_FABRIC:
+      return CUDA_ERROR_NOT_SUPPORTED;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 

@@ -130,8 +130,12 @@ CUresult host_func(CUstream h, CUhostFn fn, void* user_data, bool per_thread) {
   return with_stream(h, per_thread, [&](const std::shared_ptr<Stream>& s) {
     if (captures_exist()) {  // a capturing stream records a host node instead
       bool captured = false;
-      FC_TRY(capture_work(s, [&](NodeParams& node) { return host_node_params(node, CUDA_HOST_NODE_PARAMS{fn, user_data}); },
-                          captured));
+      FC_TRY(capture_work(
+          s,
+          [&](NodeParams& node) {
+            return host_node_params(node, CUDA_HOST_NODE_PARAMS{fn, user_data});
+          },
+          captured));
       if (captured) {
         return CUDA_SUCCESS;
       }
@@ -228,12 +232,18 @@ FAKECUDA_API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsign
 FAKECUDA_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
   return stream_wait_event(hStream, hEvent, Flags, true);
 }
-FAKECUDA_API CUresult cuStreamGetPriority(CUstream hStream, int* priority) { return get_priority(hStream, priority, false); }
+FAKECUDA_API CUresult cuStreamGetPriority(CUstream hStream, int* priority) {
+  return get_priority(hStream, priority, false);
+}
 FAKECUDA_API CUresult cuStreamGetPriority_ptsz(CUstream hStream, int* priority) {
   return get_priority(hStream, priority, true);
 }
-FAKECUDA_API CUresult cuStreamGetFlags(CUstream hStream, unsigned int* flags) { return get_flags(hStream, flags, false); }
-FAKECUDA_API CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int* flags) { return get_flags(hStream, flags, true); }
+FAKECUDA_API CUresult cuStreamGetFlags(CUstream hStream, unsigned int* flags) {
+  return get_flags(hStream, flags, false);
+}
+FAKECUDA_API CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int* flags) {
+  return get_flags(hStream, flags, true);
+}
 FAKECUDA_API CUresult cuStreamGetId(CUstream hStream, unsigned long long* streamId) {
   return get_id(hStream, streamId, false);
 }
@@ -242,7 +252,8 @@ FAKECUDA_API CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long* s
 }
 FAKECUDA_API CUresult cuStreamGetCtx(CUstream hStream, CUcontext* pctx) { return get_ctx(hStream, pctx, false); }
 FAKECUDA_API CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pctx) { return get_ctx(hStream, pctx, true); }
-FAKECUDA_API CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData, unsigned int flags) {
+FAKECUDA_API CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData,
+                                          unsigned int flags) {
   return add_callback(hStream, callback, userData, flags, false);
 }
 FAKECUDA_API CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void* userData,
@@ -268,7 +279,9 @@ FAKECUDA_API CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   return guarded([&] { return create_event(*ctx, Flags, *phEvent); });
 }
 
-FAKECUDA_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream) { return event_record(hEvent, hStream, 0, false); }
+FAKECUDA_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+  return event_record(hEvent, hStream, 0, false);
+}
 FAKECUDA_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
   return event_record(hEvent, hStream, 0, true);
 }

@@ -83,15 +83,20 @@ std::uint64_t load(const MemOp& op) {
 bool satisfied(const MemOp& op, std::uint64_t seen) {
   switch (op.condition) {
     case CU_STREAM_WAIT_VALUE_GEQ:
-      return op.wide ? static_cast<std::int64_t>(seen - op.value) >= 0
-                     : static_cast<std::int32_t>(static_cast<std::uint32_t>(seen) - static_cast<std::uint32_t>(op.value)) >= 0;
-    case CU_STREAM_WAIT_VALUE_EQ: return seen == op.value;
-    case CU_STREAM_WAIT_VALUE_AND: return (seen & op.value) != 0;
+      return op.wide
+                 ? static_cast<std::int64_t>(seen - op.value) >= 0
+                 : static_cast<std::int32_t>(static_cast<std::uint32_t>(seen) - static_cast<std::uint32_t>(op.value)) >=
+                       0;
+    case CU_STREAM_WAIT_VALUE_EQ:
+      return seen == op.value;
+    case CU_STREAM_WAIT_VALUE_AND:
+      return (seen & op.value) != 0;
     case CU_STREAM_WAIT_VALUE_NOR: {
       const std::uint64_t nor = ~(seen | op.value);
       return (op.wide ? nor : nor & 0xffffffffu) != 0;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -186,8 +191,10 @@ CUresult batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams* param
         }
         ops[i].barrier = true;
         break;
-      case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: return CUDA_ERROR_NOT_SUPPORTED;
-      default: return CUDA_ERROR_INVALID_VALUE;
+      case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+        return CUDA_ERROR_NOT_SUPPORTED;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
     }
   }
   if (count == 0) {
@@ -216,16 +223,20 @@ FAKECUDA_API CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CU
                                          unsigned int flags) {
   return batch(stream, count, paramArray, flags, Api::v1, false);
 }
-FAKECUDA_API CUresult cuStreamWriteValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+FAKECUDA_API CUresult cuStreamWriteValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                                unsigned int flags) {
   return write_value(stream, addr, value, flags, false, Api::v1, true);
 }
-FAKECUDA_API CUresult cuStreamWriteValue64_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) {
+FAKECUDA_API CUresult cuStreamWriteValue64_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                                unsigned int flags) {
   return write_value(stream, addr, value, flags, true, Api::v1, true);
 }
-FAKECUDA_API CUresult cuStreamWaitValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+FAKECUDA_API CUresult cuStreamWaitValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                               unsigned int flags) {
   return wait_value(stream, addr, value, flags, false, true);
 }
-FAKECUDA_API CUresult cuStreamWaitValue64_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) {
+FAKECUDA_API CUresult cuStreamWaitValue64_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                               unsigned int flags) {
   return wait_value(stream, addr, value, flags, true, true);
 }
 FAKECUDA_API CUresult cuStreamBatchMemOp_ptsz(CUstream stream, unsigned int count, CUstreamBatchMemOpParams* paramArray,
@@ -259,10 +270,12 @@ FAKECUDA_API CUresult cuStreamWriteValue64_v2_ptsz(CUstream stream, CUdeviceptr 
                                                    unsigned int flags) {
   return write_value(stream, addr, value, flags, true, Api::v2, true);
 }
-FAKECUDA_API CUresult cuStreamWaitValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+FAKECUDA_API CUresult cuStreamWaitValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                                  unsigned int flags) {
   return wait_value(stream, addr, value, flags, false, true);
 }
-FAKECUDA_API CUresult cuStreamWaitValue64_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) {
+FAKECUDA_API CUresult cuStreamWaitValue64_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                                  unsigned int flags) {
   return wait_value(stream, addr, value, flags, true, true);
 }
 FAKECUDA_API CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,

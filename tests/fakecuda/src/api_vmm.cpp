@@ -24,10 +24,14 @@ CUresult check_prop(const CUmemAllocationProp* prop) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   switch (prop->location.type) {
-    case CU_MEM_LOCATION_TYPE_DEVICE: return check_device(prop->location.id);
-    case CU_MEM_LOCATION_TYPE_HOST: return CUDA_SUCCESS;
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA: return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      return check_device(prop->location.id);
+    case CU_MEM_LOCATION_TYPE_HOST:
+      return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 

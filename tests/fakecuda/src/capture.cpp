@@ -266,7 +266,8 @@ CUresult capture_check_unsafe_call() {
   bool forbidden = false;
   for (const auto& c : table().captures) {
     const bool own = c->thread == me && c->mode != CU_STREAM_CAPTURE_MODE_RELAXED;
-    const bool other = mode == CU_STREAM_CAPTURE_MODE_GLOBAL && c->thread != me && c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+    const bool other =
+        mode == CU_STREAM_CAPTURE_MODE_GLOBAL && c->thread != me && c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
     if (own || other) {
       invalidate_locked(*c);
       forbidden = true;

@@ -159,8 +159,8 @@
 // Older generations, exported for programs and resolvers that ask for them.
 FAKECUDA_API CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev);
 FAKECUDA_API CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev);
-FAKECUDA_API CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags,
-                                      CUdevice dev);
+FAKECUDA_API CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
+                                     unsigned int flags, CUdevice dev);
 FAKECUDA_API CUresult cuCtxDestroy(CUcontext ctx);
 FAKECUDA_API CUresult cuCtxPopCurrent(CUcontext* pctx);
 FAKECUDA_API CUresult cuCtxPushCurrent(CUcontext ctx);
@@ -185,9 +185,12 @@ FAKECUDA_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc
 FAKECUDA_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N);
 FAKECUDA_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N);
 FAKECUDA_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
-FAKECUDA_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream);
-FAKECUDA_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
-FAKECUDA_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+FAKECUDA_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                                                CUstream hStream);
+FAKECUDA_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                                CUstream hStream);
+FAKECUDA_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                                CUstream hStream);
 FAKECUDA_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
 FAKECUDA_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream);
 FAKECUDA_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream);
@@ -196,26 +199,31 @@ FAKECUDA_API CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int* flag
 FAKECUDA_API CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long* streamId);
 FAKECUDA_API CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pctx);
 FAKECUDA_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags);
-FAKECUDA_API CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void* userData, unsigned int flags);
+FAKECUDA_API CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void* userData,
+                                               unsigned int flags);
 FAKECUDA_API CUresult cuStreamQuery_ptsz(CUstream hStream);
 FAKECUDA_API CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 FAKECUDA_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
 FAKECUDA_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags);
-FAKECUDA_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                                          unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                          unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra);
-FAKECUDA_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra);
+FAKECUDA_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                          unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                          void** kernelParams, void** extra);
+FAKECUDA_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                                            void** extra);
 FAKECUDA_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                                     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                                     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                                     unsigned int gridDimZ, unsigned int blockDimX,
+                                                     unsigned int blockDimY, unsigned int blockDimZ,
+                                                     unsigned int sharedMemBytes, CUstream hStream,
                                                      void** kernelParams);
 FAKECUDA_API CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void* userData);
 FAKECUDA_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream);
 FAKECUDA_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
-FAKECUDA_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+FAKECUDA_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                                   CUstream hStream);
 FAKECUDA_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream);
-FAKECUDA_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
-                                                 CUstream hStream);
+FAKECUDA_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                                 unsigned int flags, CUstream hStream);
 FAKECUDA_API CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
                                            size_t Height);
 FAKECUDA_API CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,

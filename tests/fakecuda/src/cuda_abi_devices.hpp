@@ -14,8 +14,8 @@ FAKECUDA_API CUresult cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle hand
 
 // CUDA 12.8 batch copies report the failing copy in failIdx; CUDA 13's _v2 dropped it.
 FAKECUDA_API CUresult cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                                         CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs,
-                                         size_t* failIdx, CUstream hStream);
+                                         CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, size_t* failIdx,
+                                         CUstream hStream);
 FAKECUDA_API CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
                                               CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs,
                                               size_t* failIdx, CUstream hStream);
@@ -38,12 +38,16 @@ FAKECUDA_API CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CU
                                          unsigned int flags);
 FAKECUDA_API CUresult cuStreamWaitValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
 FAKECUDA_API CUresult cuStreamWaitValue64_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags);
-FAKECUDA_API CUresult cuStreamWriteValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
-FAKECUDA_API CUresult cuStreamWriteValue64_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags);
+FAKECUDA_API CUresult cuStreamWriteValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                                unsigned int flags);
+FAKECUDA_API CUresult cuStreamWriteValue64_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                                unsigned int flags);
 FAKECUDA_API CUresult cuStreamBatchMemOp_ptsz(CUstream stream, unsigned int count, CUstreamBatchMemOpParams* paramArray,
                                               unsigned int flags);
-FAKECUDA_API CUresult cuStreamWaitValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
-FAKECUDA_API CUresult cuStreamWaitValue64_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags);
+FAKECUDA_API CUresult cuStreamWaitValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                                  unsigned int flags);
+FAKECUDA_API CUresult cuStreamWaitValue64_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                                  unsigned int flags);
 FAKECUDA_API CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                                    unsigned int flags);
 FAKECUDA_API CUresult cuStreamWriteValue64_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value,

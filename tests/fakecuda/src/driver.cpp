@@ -24,7 +24,7 @@ struct DriverState {
   std::atomic<bool> initialized{false};
   std::atomic<bool> forked{false};
   Config config;
-  Context primary[kMaxDevices];    // one per device; live from cuInit on
+  Context primary[kMaxDevices];  // one per device; live from cuInit on
   int primary_refs[kMaxDevices] = {};
   unsigned primary_flags[kMaxDevices] = {};
   std::vector<Context*> contexts;  // every live context, primaries first (mutex)

@@ -89,10 +89,10 @@ CUresult guarded(F&& body) noexcept {
 
 }  // namespace fakecuda
 
-#define FC_TRY(expr)                        \
-  do {                                      \
-    const CUresult fc_status_ = (expr);     \
-    if (fc_status_ != CUDA_SUCCESS) {       \
-      return fc_status_;                    \
-    }                                       \
+#define FC_TRY(expr)                    \
+  do {                                  \
+    const CUresult fc_status_ = (expr); \
+    if (fc_status_ != CUDA_SUCCESS) {   \
+      return fc_status_;                \
+    }                                   \
   } while (0)

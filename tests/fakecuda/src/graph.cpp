@@ -135,8 +135,8 @@ CUresult check_edge(const CUgraphEdgeData& e, const Node& from) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (e.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) {
-    if (from.type() != CU_GRAPH_NODE_TYPE_KERNEL ||
-        (e.from_port != CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC && e.from_port != CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER)) {
+    if (from.type() != CU_GRAPH_NODE_TYPE_KERNEL || (e.from_port != CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC &&
+                                                     e.from_port != CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER)) {
       return CUDA_ERROR_INVALID_VALUE;
     }
   } else if (e.from_port != CU_GRAPH_KERNEL_NODE_PORT_DEFAULT) {
@@ -145,8 +145,8 @@ CUresult check_edge(const CUgraphEdgeData& e, const Node& from) {
   return CUDA_SUCCESS;
 }
 
-CUresult check_dependencies_locked(const Graph& g, const CUgraphNode* deps, const CUgraphEdgeData* edges,
-                                   std::size_t n, std::vector<Node*>& out) {
+CUresult check_dependencies_locked(const Graph& g, const CUgraphNode* deps, const CUgraphEdgeData* edges, std::size_t n,
+                                   std::vector<Node*>& out) {
   if (n > 0 && deps == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }

@@ -42,9 +42,11 @@ struct KernelParams {
   CUcontext ctx = nullptr;
   fakecuda_launch_dims dims{};
   std::vector<unsigned char> packed;
-  bool via_extra = false;     // set through `extra`: cuGraphKernelNodeGetParams hands back `extra`
+  bool via_extra = false;  // set through `extra`: cuGraphKernelNodeGetParams hands back `extra`
   bool cooperative = false;
-  const void* handle() const { return func != nullptr ? static_cast<const void*>(func) : static_cast<const void*>(kern); }
+  const void* handle() const {
+    return func != nullptr ? static_cast<const void*>(func) : static_cast<const void*>(kern);
+  }
 };
 
 // Everything a node does, by type; only the members of `type` are meaningful.
@@ -55,7 +57,7 @@ struct NodeParams {
   CUDA_MEMSET_NODE_PARAMS memset{};
   CUcontext ctx = nullptr;  // memcpy and memset nodes: the context they run on
   CUDA_HOST_NODE_PARAMS host{};
-  CUevent event = nullptr;  // event record and event wait nodes
+  CUevent event = nullptr;                      // event record and event wait nodes
   std::shared_ptr<GraphAllocation> allocation;  // mem alloc and mem free nodes
   CUmemPoolProps pool_props{};                  // mem alloc nodes, as given
   std::vector<CUmemAccessDesc> access;
@@ -78,13 +80,13 @@ struct Node {
 };
 
 struct Graph {
-  std::uint64_t id = 0;            // unique over the process, never reused
+  std::uint64_t id = 0;                      // unique over the process, never reused
   std::vector<std::unique_ptr<Node>> nodes;  // in creation order
-  Node* owner = nullptr;           // the child graph node that holds it
-  bool registered = false;         // a handle the application may use
-  int capturing = 0;               // capture sequences writing into it
-  int execs = 0;                   // live executable graphs instantiated from it
-  std::uint64_t clone_source = 0;  // cuGraphClone: the graph it was cloned from
+  Node* owner = nullptr;                     // the child graph node that holds it
+  bool registered = false;                   // a handle the application may use
+  int capturing = 0;                         // capture sequences writing into it
+  int execs = 0;                             // live executable graphs instantiated from it
+  std::uint64_t clone_source = 0;            // cuGraphClone: the graph it was cloned from
   Graph() = default;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
@@ -108,8 +110,8 @@ Node* find_node_by_uid_locked(std::uint64_t uid);
 // duplicates, valid edge data) and returns the nodes.
 bool edge_is_default(const CUgraphEdgeData& e);
 CUresult check_edge(const CUgraphEdgeData& e, const Node& from);
-CUresult check_dependencies_locked(const Graph& g, const CUgraphNode* deps, const CUgraphEdgeData* edges,
-                                   std::size_t n, std::vector<Node*>& out);
+CUresult check_dependencies_locked(const Graph& g, const CUgraphNode* deps, const CUgraphEdgeData* edges, std::size_t n,
+                                   std::vector<Node*>& out);
 CUresult add_node_locked(Graph& g, NodeParams params, std::unique_ptr<Graph> child, const std::vector<Node*>& deps,
                          const std::vector<CUgraphEdgeData>& edges, Node*& out);
 void add_edge_locked(Node& from, Node& to, const CUgraphEdgeData& data);
@@ -117,7 +119,7 @@ bool remove_edge_locked(Node& from, Node& to, const CUgraphEdgeData& data);
 void destroy_node_locked(Node* n);
 
 // Graph properties.
-bool has_mem_nodes(const Graph& g);  // alloc or free nodes, child graphs included
+bool has_mem_nodes(const Graph& g);            // alloc or free nodes, child graphs included
 bool is_capture_graph_locked(const Graph& g);  // g or a graph containing it is being captured into
 // A copy of g (child graphs deep-copied, allocations shared); origin_uid names the copied nodes.
 std::unique_ptr<Graph> clone_graph_locked(const Graph& g);

@@ -12,12 +12,14 @@
 FAKECUDA_API CUresult cuStreamBeginCapture(CUstream hStream);
 FAKECUDA_API CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
 FAKECUDA_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
-FAKECUDA_API CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies,
+FAKECUDA_API CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                       const CUgraphNode* dependencies,
                                                        const CUgraphEdgeData* dependencyData, size_t numDependencies,
                                                        CUstreamCaptureMode mode);
 FAKECUDA_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph);
 FAKECUDA_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus);
-FAKECUDA_API CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out);
+FAKECUDA_API CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
+                                             cuuint64_t* id_out);
 FAKECUDA_API CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
                                                   cuuint64_t* id_out);
 FAKECUDA_API CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,

@@ -134,13 +134,16 @@ const Node* device_launch_offender(const Graph& g, bool& has_work) {
     switch (n->type()) {
       case CU_GRAPH_NODE_TYPE_KERNEL:
       case CU_GRAPH_NODE_TYPE_MEMCPY:
-      case CU_GRAPH_NODE_TYPE_MEMSET: has_work = true; break;
+      case CU_GRAPH_NODE_TYPE_MEMSET:
+        has_work = true;
+        break;
       case CU_GRAPH_NODE_TYPE_GRAPH:
         if (const Node* bad = device_launch_offender(*n->child, has_work)) {
           return bad;
         }
         break;
-      default: return n.get();
+      default:
+        return n.get();
     }
   }
   return nullptr;
@@ -184,7 +187,8 @@ CUgraphExecUpdateResult updatable(const NodeParams& was, const NodeParams& now) 
       const CUDA_MEMSET_NODE_PARAMS& b = now.memset;
       // "For 2d memsets, only address and assigned value may be updated."
       const bool two_d = a.height > 1 || b.height > 1;
-      const bool same_shape = a.pitch == b.pitch && a.width == b.width && a.height == b.height && a.elementSize == b.elementSize;
+      const bool same_shape =
+          a.pitch == b.pitch && a.width == b.width && a.height == b.height && a.elementSize == b.elementSize;
       return two_d && !same_shape ? CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED : CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
@@ -194,7 +198,8 @@ CUgraphExecUpdateResult updatable(const NodeParams& was, const NodeParams& now) 
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return was.allocation->ptr == now.allocation->ptr ? CU_GRAPH_EXEC_UPDATE_SUCCESS
                                                         : CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
-    default: return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    default:
+      return CU_GRAPH_EXEC_UPDATE_SUCCESS;
   }
 }
 
@@ -290,7 +295,8 @@ struct EventPublish {
 };
 
 // The allocations a launch maps, and the allocations of other graphs it frees.
-void graph_memory_of(const ExecState& st, std::vector<Memory::GraphLaunchAlloc>& allocs, std::vector<CUdeviceptr>& frees) {
+void graph_memory_of(const ExecState& st, std::vector<Memory::GraphLaunchAlloc>& allocs,
+                     std::vector<CUdeviceptr>& frees) {
   std::unordered_set<CUdeviceptr> freed_here;
   std::unordered_set<CUdeviceptr> allocated_here;
   for (const ExecNode& n : st.nodes) {
@@ -302,7 +308,8 @@ void graph_memory_of(const ExecState& st, std::vector<Memory::GraphLaunchAlloc>&
   }
   for (const ExecNode& n : st.nodes) {
     if (n.params.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
-      allocs.push_back(Memory::GraphLaunchAlloc{n.params.allocation->ptr, freed_here.count(n.params.allocation->ptr) != 0});
+      allocs.push_back(
+          Memory::GraphLaunchAlloc{n.params.allocation->ptr, freed_here.count(n.params.allocation->ptr) != 0});
     } else if (n.params.type == CU_GRAPH_NODE_TYPE_MEM_FREE && allocated_here.count(n.params.allocation->ptr) == 0) {
       frees.push_back(n.params.allocation->ptr);
     }
@@ -325,8 +332,12 @@ CUresult check_launch_locked(const ExecState& st, std::vector<Dependency>& waits
         }
         break;
       }
-      case CU_GRAPH_NODE_TYPE_MEMCPY: FC_TRY(check_memcpy3d(p.copy)); break;
-      case CU_GRAPH_NODE_TYPE_MEMSET: FC_TRY(check_memset_node(p.memset)); break;
+      case CU_GRAPH_NODE_TYPE_MEMCPY:
+        FC_TRY(check_memcpy3d(p.copy));
+        break;
+      case CU_GRAPH_NODE_TYPE_MEMSET:
+        FC_TRY(check_memset_node(p.memset));
+        break;
       case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
       case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
         std::shared_ptr<Event> e;
@@ -346,7 +357,8 @@ CUresult check_launch_locked(const ExecState& st, std::vector<Dependency>& waits
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   return CUDA_SUCCESS;
@@ -364,7 +376,8 @@ std::function<void()> node_op(const ExecNode& n, const std::shared_ptr<Stream>& 
     case CU_GRAPH_NODE_TYPE_MEMCPY:
     case CU_GRAPH_NODE_TYPE_MEMSET: {
       std::function<void()> op;
-      const CUresult r = p.type == CU_GRAPH_NODE_TYPE_MEMCPY ? memcpy3d_op(p.copy, *s, op) : memset_node_op(p.memset, *s, op);
+      const CUresult r =
+          p.type == CU_GRAPH_NODE_TYPE_MEMCPY ? memcpy3d_op(p.copy, *s, op) : memset_node_op(p.memset, *s, op);
       if (r != CUDA_SUCCESS) {
         // Memory freed between the check and now: the node faults when it runs.
         return [owner] { set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS); };
@@ -396,7 +409,8 @@ std::function<void()> node_op(const ExecNode& n, const std::shared_ptr<Stream>& 
       const CUdeviceptr ptr = p.allocation->ptr;
       return [ptr] { memory().graph_free_run(ptr); };
     }
-    default: return nullptr;  // empty nodes, event waits (the launch waited), child graph markers
+    default:
+      return nullptr;  // empty nodes, event waits (the launch waited), child graph markers
   }
 }
 
@@ -526,15 +540,18 @@ CUresult launch_exec(CUgraphExec handle, CUstream stream, bool per_thread) {
     FC_TRY(sticky_error(s->context));
     if (captures_exist()) {  // a graph launched into a capturing stream becomes a child graph node
       bool captured = false;
-      FC_TRY(capture_child_graph(s, [&](std::unique_ptr<Graph>& child) {
-        std::lock_guard<std::mutex> exec_lock(st->mutex);
-        if (st->has_mem_nodes) {
-          return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // child graphs may not hold mem nodes (cloned)
-        }
-        child = clone_graph_locked(*st->shape);
-        copy_current_params(*st->shape, *child, *st);
-        return CUDA_SUCCESS;
-      }, captured));
+      FC_TRY(capture_child_graph(
+          s,
+          [&](std::unique_ptr<Graph>& child) {
+            std::lock_guard<std::mutex> exec_lock(st->mutex);
+            if (st->has_mem_nodes) {
+              return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // child graphs may not hold mem nodes (cloned)
+            }
+            child = clone_graph_locked(*st->shape);
+            copy_current_params(*st->shape, *child, *st);
+            return CUDA_SUCCESS;
+          },
+          captured));
       if (captured) {
         return CUDA_SUCCESS;
       }
@@ -547,9 +564,8 @@ CUresult launch_exec(CUgraphExec handle, CUstream stream, bool per_thread) {
     std::vector<CUdeviceptr> auto_freed;
     graph_memory_of(*st, allocs, frees);
     if (!allocs.empty() || !frees.empty()) {
-      FC_TRY(memory().graph_launch_begin(allocs, frees,
-                                         (st->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0, false,
-                                         auto_freed));
+      FC_TRY(memory().graph_launch_begin(
+          allocs, frees, (st->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0, false, auto_freed));
     }
     std::vector<EventPublish> records;
     std::vector<std::function<void()>> ops;
@@ -610,7 +626,8 @@ CUresult upload_exec(CUgraphExec handle, CUstream stream, bool per_thread) {
     }
     std::vector<Dependency> deps;
     follow_previous(*st, s, deps);
-    st->last_seq = enqueue(s, [] {}, std::move(deps));
+    st->last_seq = enqueue(
+        s, [] {}, std::move(deps));
     st->last_stream = s;
     count(stats().graph_uploads);
     return CUDA_SUCCESS;
@@ -641,7 +658,8 @@ CUresult exec_set_params(CUgraphExec handle, CUgraphNode node, NodeParams params
       break;
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
-    case CU_GRAPH_NODE_TYPE_GRAPH: return CUDA_ERROR_NOT_SUPPORTED;
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return CUDA_ERROR_NOT_SUPPORTED;
     default:
       if (updatable(was, params) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
         return CUDA_ERROR_INVALID_VALUE;

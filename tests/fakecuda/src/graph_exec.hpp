@@ -22,14 +22,14 @@ class Stream;
 struct ExecNode {
   std::uint64_t origin_uid = 0;  // the instantiated graph's node (0: a child graph marker)
   NodeParams params;
-  bool enabled = true;           // cuGraphNodeSetEnabled
+  bool enabled = true;  // cuGraphNodeSetEnabled
 };
 
 struct ExecState {
-  std::mutex mutex;  // parameters, flags and the last launch
-  std::vector<ExecNode> nodes;                          // topological order
+  std::mutex mutex;                                      // parameters, flags and the last launch
+  std::vector<ExecNode> nodes;                           // topological order
   std::unordered_map<std::uint64_t, std::size_t> index;  // origin uid -> position in nodes
-  std::unique_ptr<Graph> shape;  // the instantiated graph's structure (unregistered copy)
+  std::unique_ptr<Graph> shape;                          // the instantiated graph's structure (unregistered copy)
   std::uint64_t graph_id = 0;
   unsigned long long flags = 0;
   bool has_mem_nodes = false;

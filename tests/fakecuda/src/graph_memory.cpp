@@ -289,7 +289,7 @@ bool Memory::graph_unmapped(CUdeviceptr word) const {
 Memory::GraphMemStats Memory::graph_stats(int device) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<std::size_t>(device) < graph_pools_.size() ? graph_pools_[static_cast<std::size_t>(device)].stats
-                                                                 : GraphMemStats{};
+                                                                : GraphMemStats{};
 }
 
 void Memory::graph_reset_high(int device, bool used, bool reserved) {

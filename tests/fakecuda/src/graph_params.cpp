@@ -188,7 +188,8 @@ CUresult attach_params_locked(Graph& g, NodeParams& params) {
       a.freed_by_graph = g.id;
       return CUDA_SUCCESS;
     }
-    default: return CUDA_SUCCESS;
+    default:
+      return CUDA_SUCCESS;
   }
 }
 

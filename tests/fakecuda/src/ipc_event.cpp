@@ -31,8 +31,7 @@ constexpr std::chrono::microseconds kPollInterval{50};
 
 void raise_to(std::uint64_t* word, std::uint64_t value) {
   std::uint64_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-  while (seen < value && !__atomic_compare_exchange_n(word, &seen, value, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-  }
+  while (seen < value && !__atomic_compare_exchange_n(word, &seen, value, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
 }
 
 void wait_until_at_least(const std::uint64_t* word, std::uint64_t value) {

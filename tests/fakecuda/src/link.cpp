@@ -117,7 +117,9 @@ void sleep_until(Clock::time_point t) {
   }
 }
 
-Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
 
 std::uint64_t ns_between(Clock::time_point a, Clock::time_point b) {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
@@ -127,13 +129,15 @@ std::uint64_t ns_between(Clock::time_point a, Clock::time_point b) {
 
 void load_link_config_from_env() {
   fakecuda_link_config c = kDefaultConfig;
-  read_variable("FAKECUDA_LINK_GBPS", c.gbps, [](double v) { return v >= 0.0; },
-                "a bandwidth in GB/s (a positive number; 0 or unlimited: no limit)");
+  read_variable(
+      "FAKECUDA_LINK_GBPS", c.gbps, [](double v) { return v >= 0.0; },
+      "a bandwidth in GB/s (a positive number; 0 or unlimited: no limit)");
   if (std::isinf(c.gbps)) {
     c.gbps = 0.0;
   }
-  read_variable("FAKECUDA_LINK_LATENCY_US", c.latency_us,
-                [](double v) { return v >= 0.0 && v <= kMaxLatencyUs; }, "a latency in microseconds (0 to 1000000)");
+  read_variable(
+      "FAKECUDA_LINK_LATENCY_US", c.latency_us, [](double v) { return v >= 0.0 && v <= kMaxLatencyUs; },
+      "a latency in microseconds (0 to 1000000)");
   const auto factor = [](double v) { return v > 0.0 && v <= 1.0; };
   read_variable("FAKECUDA_LINK_DUPLEX_FACTOR", c.duplex_factor, factor, "a factor in (0, 1]");
   read_variable("FAKECUDA_LINK_PAGEABLE_FACTOR", c.pageable_factor, factor, "a factor in (0, 1]");

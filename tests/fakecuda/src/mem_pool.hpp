@@ -20,8 +20,8 @@ namespace fakecuda {
 // still faults) and charged to the device.
 struct IdleBlock {
   std::uintptr_t address = 0;
-  std::size_t span = 0;              // address space it covers (page multiple)
-  std::size_t charged = 0;           // bytes it holds against the device's capacity
+  std::size_t span = 0;               // address space it covers (page multiple)
+  std::size_t charged = 0;            // bytes it holds against the device's capacity
   std::uint64_t freed_on_stream = 0;  // the stream whose cuMemFreeAsync returned it
 };
 
@@ -43,8 +43,8 @@ struct MemPool {
   std::atomic<std::uint32_t> writable_by{0};
 
   // Guarded by the memory manager's mutex.
-  std::size_t used = 0;           // bytes of live allocations (their charges)
-  std::size_t reserved = 0;       // used + idle
+  std::size_t used = 0;      // bytes of live allocations (their charges)
+  std::size_t reserved = 0;  // used + idle
   std::size_t used_high = 0;
   std::size_t reserved_high = 0;
   std::multimap<std::size_t, IdleBlock> idle;  // by span

@@ -27,8 +27,7 @@ bool overflows(std::uintptr_t p, std::size_t n) { return p + n < p; }
 
 void update_peak(std::atomic<std::uint64_t>& peak_gauge, std::size_t used) {
   std::uint64_t peak = peak_gauge.load(std::memory_order_relaxed);
-  while (used > peak && !peak_gauge.compare_exchange_weak(peak, used)) {
-  }
+  while (used > peak && !peak_gauge.compare_exchange_weak(peak, used)) {}
 }
 
 void* as_pointer(std::uintptr_t p) { return reinterpret_cast<void*>(p); }
@@ -162,8 +161,10 @@ bool Memory::init(const std::vector<std::size_t>& capacities) {
     // RLIMIT_FSIZE), the range stays private memory and nothing of the device can be shared.
     a.fd = share_arena(a, static_cast<int>(d));
     if (a.fd < 0) {
-      std::fprintf(stderr, "fakecuda: device %zu's memory cannot be backed by a shared file (file size limit?): "
-                   "it works, but cannot be exported to another process\n", d);
+      std::fprintf(stderr,
+                   "fakecuda: device %zu's memory cannot be backed by a shared file (file size limit?): "
+                   "it works, but cannot be exported to another process\n",
+                   d);
     }
     // A forked child cannot use the parent's device (it gets CUDA_ERROR_NOT_INITIALIZED), nor its
     // memory: the pages stay the parent's alone, as a GPU's would.
@@ -285,8 +286,8 @@ bool Memory::lookup(CUdeviceptr p, PointerInfo& out) const {
   if (h != host_.begin()) {
     --h;
     if (p - h->first < h->second.size) {
-      out = PointerInfo{MemKind::host, h->first, h->second.size, h->second.id, nullptr,
-                        CU_MEM_ACCESS_FLAGS_PROT_READWRITE, false};
+      out = PointerInfo{
+          MemKind::host, h->first, h->second.size, h->second.id, nullptr, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, false};
       return true;
     }
   }
@@ -621,8 +622,8 @@ CUresult Memory::host_free(void* ptr) {
 
 CUresult Memory::host_register(void* ptr, std::size_t bytes, unsigned flags) {
   const auto p = reinterpret_cast<std::uintptr_t>(ptr);
-  constexpr unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
-                             CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+  constexpr unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY |
+                             CU_MEMHOSTREGISTER_READ_ONLY;
   if (ptr == nullptr || bytes == 0 || overflows(p, bytes) || (flags & ~known) != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -778,10 +779,18 @@ CUresult Memory::advise(CUdeviceptr p, std::size_t bytes, CUmem_advise advice, i
   }
   Managed& m = *it->second.managed;
   switch (advice) {
-    case CU_MEM_ADVISE_SET_READ_MOSTLY: m.read_mostly = true; break;
-    case CU_MEM_ADVISE_UNSET_READ_MOSTLY: m.read_mostly = false; break;
-    case CU_MEM_ADVISE_SET_PREFERRED_LOCATION: m.preferred_location = device; break;
-    case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION: m.preferred_location = CU_DEVICE_INVALID; break;
+    case CU_MEM_ADVISE_SET_READ_MOSTLY:
+      m.read_mostly = true;
+      break;
+    case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
+      m.read_mostly = false;
+      break;
+    case CU_MEM_ADVISE_SET_PREFERRED_LOCATION:
+      m.preferred_location = device;
+      break;
+    case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION:
+      m.preferred_location = CU_DEVICE_INVALID;
+      break;
     case CU_MEM_ADVISE_SET_ACCESSED_BY:
       if (device == CU_DEVICE_CPU) {
         m.accessed_by_host = true;
@@ -796,7 +805,8 @@ CUresult Memory::advise(CUdeviceptr p, std::size_t bytes, CUmem_advise advice, i
         m.accessed_by_devices &= ~device_bit(device);
       }
       break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -818,9 +828,12 @@ CUresult Memory::range_attribute(void* data, std::size_t data_size, CUmem_range_
     return CUDA_SUCCESS;
   };
   switch (attribute) {
-    case CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY: return put_int(m.read_mostly ? 1 : 0);
-    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION: return put_int(m.preferred_location);
-    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION: return put_int(m.last_prefetch);
+    case CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY:
+      return put_int(m.read_mostly ? 1 : 0);
+    case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION:
+      return put_int(m.preferred_location);
+    case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION:
+      return put_int(m.last_prefetch);
     case CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY: {
       if (data_size % sizeof(int) != 0) {
         return CUDA_ERROR_INVALID_VALUE;
@@ -839,7 +852,8 @@ CUresult Memory::range_attribute(void* data, std::size_t data_size, CUmem_range_
       std::memcpy(data, devices.data(), slots * sizeof(int));
       return CUDA_SUCCESS;
     }
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -877,8 +891,7 @@ CUresult Memory::unreserve(CUdeviceptr p, std::size_t size) {
   return CUDA_SUCCESS;
 }
 
-CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& prop,
-                                 CUmemGenericAllocationHandle& out) {
+CUresult Memory::create_physical(std::size_t size, const CUmemAllocationProp& prop, CUmemGenericAllocationHandle& out) {
   if (size == 0 || size % kVmmGranularity != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -1011,7 +1024,8 @@ CUresult Memory::map(CUdeviceptr p, std::size_t size, std::size_t offset, CUmemG
   if ((next != allocations_.end() && next->first < p + size) || find_containing(p) != allocations_.end()) {
     return CUDA_ERROR_INVALID_VALUE;  // already mapped
   }
-  void* mapped = mmap(as_pointer(p), size, PROT_NONE, MAP_SHARED | MAP_FIXED, ph->second.fd, static_cast<off_t>(offset));
+  void* mapped =
+      mmap(as_pointer(p), size, PROT_NONE, MAP_SHARED | MAP_FIXED, ph->second.fd, static_cast<off_t>(offset));
   if (mapped == MAP_FAILED) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -1105,7 +1119,7 @@ CUresult Memory::set_access(CUdeviceptr p, std::size_t size, const std::vector<s
     }
     // Every device's kernels run on this CPU: the pages allow what any device may do, and the
     // per-device rule is enforced when a kernel is handed a pointer (kernel_may_access).
-    a.access = a.writable_by != 0  ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    a.access = a.writable_by != 0   ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
                : a.readable_by != 0 ? CU_MEM_ACCESS_FLAGS_PROT_READ
                                     : CU_MEM_ACCESS_FLAGS_PROT_NONE;
     const int prot = a.access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
@@ -1135,7 +1149,7 @@ CUresult Memory::get_access(CUdeviceptr p, int device, unsigned& flags) const {
   }
   const Allocation& a = it->second;
   const std::uint32_t bit = device_bit(device);
-  flags = (a.writable_by & bit) != 0  ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+  flags = (a.writable_by & bit) != 0   ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
           : (a.readable_by & bit) != 0 ? CU_MEM_ACCESS_FLAGS_PROT_READ
                                        : CU_MEM_ACCESS_FLAGS_PROT_NONE;
   return CUDA_SUCCESS;
@@ -1159,9 +1173,12 @@ bool Memory::kernel_may_access(CUdeviceptr word, Context& ctx) const {
     const Allocation& a = it->second;
     switch (a.kind) {
       case MemKind::managed:
-      case MemKind::host: return true;  // every device reaches managed and pinned memory
-      case MemKind::vmm: return (a.readable_by & bit) != 0;
-      case MemKind::device: break;
+      case MemKind::host:
+        return true;  // every device reaches managed and pinned memory
+      case MemKind::vmm:
+        return (a.readable_by & bit) != 0;
+      case MemKind::device:
+        break;
     }
     if (a.device == device || (a.readable_by & bit) != 0) {
       return true;  // its own device, or the device an IPC handle was opened on

@@ -26,8 +26,8 @@ namespace fakecuda {
 struct Context;
 struct MemPool;
 
-constexpr std::size_t kAllocationGranule = 512;            // what cuMemAlloc charges and pitches to
-constexpr std::size_t kPageSize = 4096;                    // placement and commit granularity
+constexpr std::size_t kAllocationGranule = 512;  // what cuMemAlloc charges and pitches to
+constexpr std::size_t kPageSize = 4096;          // placement and commit granularity
 constexpr std::size_t kVmmGranularity = std::size_t{2} << 20;
 constexpr std::size_t kResidencyChunk = std::size_t{64} << 10;  // managed migration unit
 
@@ -44,12 +44,12 @@ struct Migration {
 // What a pointer resolves to.
 struct PointerInfo {
   MemKind kind = MemKind::device;
-  CUdeviceptr base = 0;   // allocation (or mapping, or host range) start
+  CUdeviceptr base = 0;  // allocation (or mapping, or host range) start
   std::size_t size = 0;
   std::uint64_t buffer_id = 0;
   Context* context = nullptr;
-  unsigned access = 0;    // CUmemAccess_flags for VMM mappings
-  bool async = false;     // allocated in stream order
+  unsigned access = 0;        // CUmemAccess_flags for VMM mappings
+  bool async = false;         // allocated in stream order
   bool host_located = false;  // a VMM mapping of host memory: copies to it cross the link
   int device = 0;             // the device whose memory it is
   MemPool* pool = nullptr;    // stream-ordered allocations: the pool they came from
@@ -58,9 +58,9 @@ struct PointerInfo {
 
 // Where a range of device memory lives in its backing file (IPC export, dma-buf handles).
 struct Backing {
-  int fd = -1;                 // the file (owned by the memory manager)
-  std::uint64_t offset = 0;    // file offset of the range's first byte
-  std::uint64_t nonce = 0;     // identifies the file (written in its header) for importers
+  int fd = -1;               // the file (owned by the memory manager)
+  std::uint64_t offset = 0;  // file offset of the range's first byte
+  std::uint64_t nonce = 0;   // identifies the file (written in its header) for importers
   int device = 0;
 };
 
@@ -102,8 +102,7 @@ class Memory {
 
   // Stream-ordered pools (memory_pool.cpp). An allocation from `pool` on the stream `stream_id`:
   // reuses an idle block the pool's reuse rules allow, else takes new memory from the pool's device.
-  CUresult allocate_in_pool(MemPool& pool, std::size_t bytes, std::uint64_t stream_id, Context* ctx,
-                            CUdeviceptr& out);
+  CUresult allocate_in_pool(MemPool& pool, std::size_t bytes, std::uint64_t stream_id, Context* ctx, CUdeviceptr& out);
   // Releases idle blocks while the pool would keep at least `keep` bytes reserved (cuMemPoolTrimTo).
   void trim_pool(MemPool& pool, std::size_t keep);
   // A synchronisation point: every pool of `device` releases what exceeds its release threshold.
@@ -203,16 +202,16 @@ class Memory {
   CUresult graph_launch_begin(const std::vector<GraphLaunchAlloc>& allocs, const std::vector<CUdeviceptr>& frees,
                               bool auto_free, bool upload_only, std::vector<CUdeviceptr>& auto_freed);
   void graph_launch_end(const std::vector<GraphLaunchAlloc>& allocs);  // on the worker, after the launch
-  void graph_alloc_run(CUdeviceptr p);  // an alloc node ran: the allocation is usable
-  void graph_free_run(CUdeviceptr p);   // a free node (or an auto free) ran: it is not
+  void graph_alloc_run(CUdeviceptr p);                                 // an alloc node ran: the allocation is usable
+  void graph_free_run(CUdeviceptr p);                                  // a free node (or an auto free) ran: it is not
   CUresult graph_trim(int device);
   bool any_graph_ranges() const { return graph_ranges_.load(std::memory_order_relaxed) > 0; }
   // A kernel argument pointing into a graph allocation that is not usable now.
   bool graph_unmapped(CUdeviceptr word) const;
   struct GraphMemStats {
-    std::size_t used = 0;           // bytes of graph allocations usable now
+    std::size_t used = 0;  // bytes of graph allocations usable now
     std::size_t used_high = 0;
-    std::size_t reserved = 0;       // physical bytes the graph pool holds (mapped or cached)
+    std::size_t reserved = 0;  // physical bytes the graph pool holds (mapped or cached)
     std::size_t reserved_high = 0;
   };
   GraphMemStats graph_stats(int device) const;
@@ -237,17 +236,17 @@ class Memory {
     CUmemAllocationProp prop{};
     bool host_located = false;  // host memory: not charged to the device's capacity
     int device = 0;
-    bool shared = false;        // exported or imported: its file is never recycled
-    bool imported = false;      // another handle's memory: charged by its creator
+    bool shared = false;    // exported or imported: its file is never recycled
+    bool imported = false;  // another handle's memory: charged by its creator
   };
   struct Allocation {
-    std::size_t size = 0;      // requested bytes (mapping size for VMM)
-    std::size_t charged = 0;   // bytes counted in bytes_in_use (device kind)
-    std::size_t span = 0;      // address space taken (page multiple)
+    std::size_t size = 0;     // requested bytes (mapping size for VMM)
+    std::size_t charged = 0;  // bytes counted in bytes_in_use (device kind)
+    std::size_t span = 0;     // address space taken (page multiple)
     MemKind kind = MemKind::device;
     bool async = false;
-    bool dying = false;        // async free issued, not yet reached
-    bool imported = false;     // another process's pages mapped here
+    bool dying = false;     // async free issued, not yet reached
+    bool imported = false;  // another process's pages mapped here
     int device = 0;
     std::uint64_t id = 0;
     Context* context = nullptr;
@@ -256,20 +255,20 @@ class Memory {
     std::unique_ptr<Managed> managed;
     CUmemGenericAllocationHandle handle = 0;  // VMM mapping
     std::size_t handle_offset = 0;
-    unsigned access = 0;               // union of every device's access (what the pages allow)
-    std::uint32_t readable_by = 0;     // VMM: devices with read access; imported: extra devices
+    unsigned access = 0;            // union of every device's access (what the pages allow)
+    std::uint32_t readable_by = 0;  // VMM: devices with read access; imported: extra devices
     std::uint32_t writable_by = 0;
-    int ipc_refs = 0;                  // cuIpcOpenMemHandle references
+    int ipc_refs = 0;  // cuIpcOpenMemHandle references
     // Graph allocations (graph_memory.cpp): the range is reserved for a graph; `granule` bytes of
     // physical memory are mapped (graph_mapped) from a launch on; graph_issued: a launch
     // allocated it and no free was issued yet (the host's view); graph_live: its alloc node ran
     // and its free did not (the device's view, what work checks when it runs).
     bool graph = false;
-    bool graph_owned = false;   // a graph or executable graph still names it
+    bool graph_owned = false;  // a graph or executable graph still names it
     bool graph_mapped = false;
     bool graph_issued = false;
     bool graph_live = false;
-    int graph_pending = 0;      // launches issued and not finished that allocate it
+    int graph_pending = 0;  // launches issued and not finished that allocate it
   };
   // A device's memory: its address range, backed by one shared file, and its capacity.
   struct Arena {
@@ -300,8 +299,8 @@ class Memory {
   // The arena whose range holds p, or nullptr.
   Arena* arena_of(std::uintptr_t p);
   const Arena* arena_of(std::uintptr_t p) const;
-  bool charge(int device, std::size_t bytes, const Allocation* keep_resident);  // mutex held
-  void uncharge(int device, std::size_t bytes);                                  // mutex held
+  bool charge(int device, std::size_t bytes, const Allocation* keep_resident);        // mutex held
+  void uncharge(int device, std::size_t bytes);                                       // mutex held
   std::size_t evict_managed(int device, std::size_t wanted, const Allocation* keep);  // mutex held
   void release_locked(AllocMap::iterator it);
   // The shared file backing an arena (mapped over its range), or -1 where it cannot have one.
@@ -320,16 +319,16 @@ class Memory {
   PointerInfo info_of(std::uintptr_t base, const Allocation& a) const;
 
   mutable std::mutex mutex_;
-  std::vector<Arena> arenas_;                       // one per device, fixed at init
-  std::size_t used_ = 0;                            // all devices
+  std::vector<Arena> arenas_;  // one per device, fixed at init
+  std::size_t used_ = 0;       // all devices
   std::uintptr_t vmm_base_ = 0;
   std::size_t vmm_size_ = 0;
-  AddressSpace vmm_space_;                          // VMM reservations
-  std::uintptr_t lowest_ = 0;                       // every arena and the VMM range lie in
-  std::uintptr_t highest_ = 0;                      // [lowest_, highest_)
-  std::uint64_t nonce_ = 0;                         // identifies this process's device files
-  AllocMap allocations_;                            // device, managed and VMM mappings by start
-  std::map<OpenedKey, std::uintptr_t> opened_;      // IPC handles opened here
+  AddressSpace vmm_space_;                      // VMM reservations
+  std::uintptr_t lowest_ = 0;                   // every arena and the VMM range lie in
+  std::uintptr_t highest_ = 0;                  // [lowest_, highest_)
+  std::uint64_t nonce_ = 0;                     // identifies this process's device files
+  AllocMap allocations_;                        // device, managed and VMM mappings by start
+  std::map<OpenedKey, std::uintptr_t> opened_;  // IPC handles opened here
   std::map<std::uintptr_t, std::size_t> reservations_;
   std::unordered_map<CUmemGenericAllocationHandle, Physical> physical_;
   // Released physical memory's files, by size, kept for the next cuMemCreate of that size: a new

@@ -43,8 +43,8 @@ CUresult Memory::export_allocation(CUdeviceptr p, PointerInfo& info, Backing& ba
   return CUDA_SUCCESS;
 }
 
-CUresult Memory::map_foreign(int device, int fd, std::uint64_t offset, std::size_t size, Context* ctx,
-                             MemPool* pool, std::uint32_t extra_devices, CUdeviceptr& out) {
+CUresult Memory::map_foreign(int device, int fd, std::uint64_t offset, std::size_t size, Context* ctx, MemPool* pool,
+                             std::uint32_t extra_devices, CUdeviceptr& out) {
   if (device < 0 || static_cast<std::size_t>(device) >= arenas_.size() || size == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -180,7 +180,8 @@ CUresult Memory::import_physical(int fd, CUmemGenericAllocationHandle& out) {
     return CUDA_ERROR_INVALID_VALUE;  // not a file cuMemExportToShareableHandle made
   }
   const bool host_located = trailer.prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE;
-  if (!host_located && (trailer.prop.location.id < 0 || static_cast<std::size_t>(trailer.prop.location.id) >= arenas_.size())) {
+  if (!host_located &&
+      (trailer.prop.location.id < 0 || static_cast<std::size_t>(trailer.prop.location.id) >= arenas_.size())) {
     return CUDA_ERROR_NOT_SUPPORTED;  // memory of a device this process does not have
   }
   const int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);

@@ -50,7 +50,8 @@ CUresult Memory::allocate_in_pool(MemPool& pool, std::size_t bytes, std::uint64_
   const std::size_t span = round_up(bytes, kPageSize);
   std::unique_lock<std::mutex> lock(mutex_);
 
-  const bool any_stream = pool.reuse_allow_opportunistic.load() != 0 || pool.reuse_allow_internal_dependencies.load() != 0;
+  const bool any_stream =
+      pool.reuse_allow_opportunistic.load() != 0 || pool.reuse_allow_internal_dependencies.load() != 0;
   std::uintptr_t p = 0;
   std::size_t taken_span = span;
   std::size_t taken_charge = charged;
@@ -169,11 +170,16 @@ void Memory::release_pools_to_threshold(int device) {
 std::size_t Memory::pool_figure(const MemPool& pool, CUmemPool_attribute attribute) const {
   std::lock_guard<std::mutex> lock(mutex_);
   switch (attribute) {
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: return pool.reserved;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: return pool.reserved_high;
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: return pool.used;
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: return pool.used_high;
-    default: return 0;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+      return pool.reserved;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+      return pool.reserved_high;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+      return pool.used;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      return pool.used_high;
+    default:
+      return 0;
   }
 }
 

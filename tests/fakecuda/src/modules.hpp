@@ -22,7 +22,7 @@ struct Module;
 struct Function {
   Module* module = nullptr;
   const fakecuda_kernel_desc* desc = nullptr;
-  std::size_t packed_size = 0;                 // bytes of the packed parameter buffer
+  std::size_t packed_size = 0;  // bytes of the packed parameter buffer
   std::atomic<std::uint64_t>* launches = nullptr;
   std::atomic<int> max_dynamic_shared{48 * 1024};  // cuFuncSetAttribute may race with launches
 };

@@ -63,8 +63,7 @@ int write_json(const char* path) {
     return -1;
   }
   Stats& s = stats();
-  std::fprintf(out, "{\n  \"capacity_bytes\": %llu",
-               static_cast<unsigned long long>(config().capacity_bytes));
+  std::fprintf(out, "{\n  \"capacity_bytes\": %llu", static_cast<unsigned long long>(config().capacity_bytes));
 #define FAKECUDA_WRITE(name) \
   std::fprintf(out, ",\n  \"" #name "\": %llu", static_cast<unsigned long long>(s.name.load()));
   FAKECUDA_GAUGES(FAKECUDA_WRITE)
@@ -190,8 +189,8 @@ extern "C" __attribute__((visibility("default"))) unsigned long long fakecuda_ke
 }
 
 extern "C" __attribute__((visibility("default"))) size_t fakecuda_device_stats_snapshot(int ordinal,
-                                                                                       fakecuda_device_stats* out,
-                                                                                       size_t size) {
+                                                                                        fakecuda_device_stats* out,
+                                                                                        size_t size) {
   if (out == nullptr || fakecuda::check_init() != CUDA_SUCCESS || ordinal < 0 || ordinal >= fakecuda::device_count()) {
     return 0;
   }

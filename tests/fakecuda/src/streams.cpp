@@ -168,9 +168,12 @@ CUresult resolve_stream(CUstream handle, bool per_thread, std::shared_ptr<Stream
 
 CUstream handle_of(const Stream& s) {
   switch (s.role) {
-    case StreamRole::legacy: return CU_STREAM_LEGACY;
-    case StreamRole::per_thread: return CU_STREAM_PER_THREAD;
-    case StreamRole::user: break;
+    case StreamRole::legacy:
+      return CU_STREAM_LEGACY;
+    case StreamRole::per_thread:
+      return CU_STREAM_PER_THREAD;
+    case StreamRole::user:
+      break;
   }
   return reinterpret_cast<CUstream>(const_cast<Stream*>(&s));
 }

@@ -58,7 +58,7 @@ class Stream {
   void stop_and_join();
 
   // Legacy-stream bookkeeping, guarded by the context's submit_mutex.
-  std::uint64_t legacy_seen = 0;                       // last legacy op this stream waited for
+  std::uint64_t legacy_seen = 0;                          // last legacy op this stream waited for
   std::unordered_map<const Stream*, std::uint64_t> seen;  // legacy stream: per stream, likewise
 
  private:
@@ -93,9 +93,9 @@ struct Event {
   unsigned flags = 0;
   Context* context = nullptr;
   std::mutex mutex;
-  std::shared_ptr<EventRecord> last;  // the most recent cuEventRecord; null before the first
+  std::shared_ptr<EventRecord> last;         // the most recent cuEventRecord; null before the first
   std::shared_ptr<CapturedRecord> captured;  // non-null: last recorded in a stream capture (capture.cpp)
-  std::shared_ptr<IpcEventPage> ipc;  // interprocess events: the counters both processes share (mutex)
+  std::shared_ptr<IpcEventPage> ipc;         // interprocess events: the counters both processes share (mutex)
 };
 
 // The stream a handle names: NULL means the legacy stream, or the calling thread's per-thread

@@ -12,5 +12,5 @@ const fakecuda_kernel_desc kernels[] = {{"broken", never_called, 1, offsets, siz
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const fakecuda_kernel_table fakecuda_kernels = {
-    FAKECUDA_KERNEL_ABI_VERSION, 1, kernels};
+extern "C" __attribute__((visibility("default")))
+const fakecuda_kernel_table fakecuda_kernels = {FAKECUDA_KERNEL_ABI_VERSION, 1, kernels};

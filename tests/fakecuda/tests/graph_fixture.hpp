@@ -63,7 +63,9 @@ struct DeviceWords {
 
 struct TestStream {
   CUstream stream = nullptr;
-  explicit TestStream(unsigned flags = CU_STREAM_NON_BLOCKING) { REQUIRE(cuStreamCreate(&stream, flags) == CUDA_SUCCESS); }
+  explicit TestStream(unsigned flags = CU_STREAM_NON_BLOCKING) {
+    REQUIRE(cuStreamCreate(&stream, flags) == CUDA_SUCCESS);
+  }
   ~TestStream() { cuStreamDestroy(stream); }
   TestStream(const TestStream&) = delete;
   TestStream& operator=(const TestStream&) = delete;

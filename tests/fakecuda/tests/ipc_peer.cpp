@@ -97,7 +97,8 @@ struct Peer {
       std::string p;
       unsigned value = 0;
       in >> p >> value;
-      if ((r = cuStreamWaitValue32(stream, parse_ptr(p), value, CU_STREAM_WAIT_VALUE_GEQ)) != CUDA_SUCCESS) return err(r);
+      if ((r = cuStreamWaitValue32(stream, parse_ptr(p), value, CU_STREAM_WAIT_VALUE_GEQ)) != CUDA_SUCCESS)
+        return err(r);
       return (r = cuStreamSynchronize(stream)) == CUDA_SUCCESS ? "ok" : err(r);
     }
     if (verb == "open-event") {

@@ -117,8 +117,8 @@ int main(int argc, char** argv) {
     const double duplex = both_ways(pinned1, pinned2, d1, d2, s1, s2);
     char label[32];
     std::snprintf(label, sizeof label, gbps > 0 ? "%g" : "unlimited", gbps);
-    std::printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", label, pinned_up, pinned_down, pageable_up, pageable_down,
-                duplex);
+    std::printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", label, pinned_up, pinned_down, pageable_up,
+                pageable_down, duplex);
   }
   cuStreamDestroy(s1);
   cuStreamDestroy(s2);

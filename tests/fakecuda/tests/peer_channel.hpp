@@ -98,7 +98,8 @@ inline bool from_hex(const std::string& text, void* data, std::size_t bytes) {
 // `extra_env` added to (and FAKECUDA_* taken from) this process's environment.
 class PeerProcess {
  public:
-  PeerProcess(const std::string& program, const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+  PeerProcess(const std::string& program, const std::vector<std::string>& args,
+              const std::vector<std::string>& extra_env) {
     int pair[2] = {-1, -1};
     if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pair) != 0) {
       return;

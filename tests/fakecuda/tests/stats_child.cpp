@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
   CUdeviceptr a = 0;
   CUdeviceptr b = 0;
   CUdeviceptr c = 0;
-  check(cuMemAlloc(&a, 1000), "alloc a");       // charged 1024
-  check(cuMemAlloc(&b, 4096), "alloc b");       // 4096
+  check(cuMemAlloc(&a, 1000), "alloc a");              // charged 1024
+  check(cuMemAlloc(&b, 4096), "alloc b");              // 4096
   check(cuMemAllocAsync(&c, 512, stream), "alloc c");  // 512
   std::vector<unsigned> host(1024, 3);
   check(cuMemcpyHtoD(b, host.data(), 4096), "h2d");

@@ -64,13 +64,15 @@ CUresult batch_v1(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t co
                   size_t* idxs, size_t num_attrs, size_t* fail, CUstream s) {
   using Fn = CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*, size_t, size_t*,
                           CUstream);
-  return reinterpret_cast<Fn>(exported("cuMemcpyBatchAsync"))(dsts, srcs, sizes, count, attrs, idxs, num_attrs, fail, s);
+  return reinterpret_cast<Fn>(exported("cuMemcpyBatchAsync"))(dsts, srcs, sizes, count, attrs, idxs, num_attrs, fail,
+                                                              s);
 }
 
 CUresult batch_v2_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
                        size_t* idxs, size_t num_attrs, CUstream s) {
   using Fn = CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*, size_t, CUstream);
-  return reinterpret_cast<Fn>(exported("cuMemcpyBatchAsync_v2_ptsz"))(dsts, srcs, sizes, count, attrs, idxs, num_attrs, s);
+  return reinterpret_cast<Fn>(exported("cuMemcpyBatchAsync_v2_ptsz"))(dsts, srcs, sizes, count, attrs, idxs, num_attrs,
+                                                                      s);
 }
 
 CUresult batch_3d_v1(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail, unsigned long long flags, CUstream s) {
@@ -157,7 +159,8 @@ TEST_CASE("a batch source read during the call is read before it returns", "[fak
   CU_REQUIRE_OK(cuStreamDestroy(s));
 }
 
-TEST_CASE("cuMemcpyBatchAsync validates the whole batch first; failIdx names the bad copy", "[fakecuda][batch][errors]") {
+TEST_CASE("cuMemcpyBatchAsync validates the whole batch first; failIdx names the bad copy",
+          "[fakecuda][batch][errors]") {
   two_devices_ready(0);
   DeviceBuffer a(4096);
   DeviceBuffer b(4096);
@@ -190,7 +193,8 @@ TEST_CASE("cuMemcpyBatchAsync validates the whole batch first; failIdx names the
   fail = 77;
   CU_CHECK_IS(batch_v1(dsts, srcs, sizes, 3, two, late, 2, &fail, s), CUDA_ERROR_INVALID_VALUE);
   CHECK(fail == SIZE_MAX);
-  CU_CHECK_IS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, &attr, &idx, 4, s), CUDA_ERROR_INVALID_VALUE);  // numAttrs > count
+  CU_CHECK_IS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, &attr, &idx, 4, s),
+              CUDA_ERROR_INVALID_VALUE);  // numAttrs > count
   attr.flags = 0x80;
   CU_CHECK_IS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, &attr, &idx, 1, s), CUDA_ERROR_INVALID_VALUE);
   attr.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
@@ -285,7 +289,8 @@ TEST_CASE("stream write values land in stream order", "[fakecuda][memop]") {
   CHECK(w[2] == 0x55667788u);
   CHECK(w[3] == 0x11223344u);
   // The CUDA 8 generation allows NO_MEMORY_BARRIER; the _v2 one does not.
-  CU_CHECK_IS(cuStreamWriteValue32(s, words.get(), 1, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuStreamWriteValue32(s, words.get(), 1, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER),
+              CUDA_ERROR_INVALID_VALUE);
   CU_REQUIRE_OK(v1_write_value32(s, words.get(), 5, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER));
   CU_REQUIRE_OK(cuStreamSynchronize(s));
   CHECK(read_words(words.get(), 1)[0] == 5);
@@ -418,14 +423,29 @@ TEST_CASE("cuGetProcAddress hands out every generation of the new entry points",
   CHECK(resolve("cuIpcOpenMemHandle", 10000, 0) == exported("cuIpcOpenMemHandle"));
   CHECK(resolve("cuIpcOpenMemHandle", 12000, 0) == exported("cuIpcOpenMemHandle_v2"));
   CHECK(resolve("cuStreamGetDevice", 12080, pt) == exported("cuStreamGetDevice_ptsz"));
-  for (const char* name : {"cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess",
-                           "cuDeviceGetP2PAttribute", "cuDeviceGetPCIBusId", "cuDeviceGetByPCIBusId",
-                           "cuDeviceSetMemPool", "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolSetAccess",
-                           "cuMemPoolGetAccess", "cuMemPoolExportToShareableHandle",
-                           "cuMemPoolImportFromShareableHandle", "cuMemPoolExportPointer", "cuMemPoolImportPointer",
-                           "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "cuMemExportToShareableHandle",
-                           "cuMemImportFromShareableHandle", "cuMemGetHandleForAddressRange", "cuMemGetDefaultMemPool",
-                           "cuMemGetMemPool", "cuMemSetMemPool"}) {
+  for (const char* name : {"cuDeviceCanAccessPeer",
+                           "cuCtxEnablePeerAccess",
+                           "cuCtxDisablePeerAccess",
+                           "cuDeviceGetP2PAttribute",
+                           "cuDeviceGetPCIBusId",
+                           "cuDeviceGetByPCIBusId",
+                           "cuDeviceSetMemPool",
+                           "cuMemPoolCreate",
+                           "cuMemPoolDestroy",
+                           "cuMemPoolSetAccess",
+                           "cuMemPoolGetAccess",
+                           "cuMemPoolExportToShareableHandle",
+                           "cuMemPoolImportFromShareableHandle",
+                           "cuMemPoolExportPointer",
+                           "cuMemPoolImportPointer",
+                           "cuIpcGetEventHandle",
+                           "cuIpcOpenEventHandle",
+                           "cuMemExportToShareableHandle",
+                           "cuMemImportFromShareableHandle",
+                           "cuMemGetHandleForAddressRange",
+                           "cuMemGetDefaultMemPool",
+                           "cuMemGetMemPool",
+                           "cuMemSetMemPool"}) {
     CHECK(resolve(name, 13000, 0) == exported(name));
   }
   void* fn = nullptr;

@@ -12,7 +12,8 @@ namespace {
 
 // Generations cuda.h shows only under their newest names, and per-thread-stream twins.
 using GetCaptureInfoV1 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*);
-using GetCaptureInfoV2 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*, const CUgraphNode**, size_t*);
+using GetCaptureInfoV2 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*, const CUgraphNode**,
+                                      size_t*);
 using UpdateDependenciesV1 = CUresult (*)(CUstream, CUgraphNode*, size_t, unsigned int);
 using BeginCapturePtsz = CUresult (*)(CUstream, CUstreamCaptureMode);
 using EndCapturePtsz = CUresult (*)(CUstream, CUgraph*);
@@ -46,9 +47,7 @@ void bump_host(void* counter) { static_cast<std::atomic<int>*>(counter)->fetch_a
 template <class F>
 CUresult on_other_thread(F body) {
   CUresult result = CUDA_ERROR_UNKNOWN;
-  std::thread t([&] {
-    result = make_primary_current() ? body() : CUDA_ERROR_INVALID_CONTEXT;
-  });
+  std::thread t([&] { result = make_primary_current() ? body() : CUDA_ERROR_INVALID_CONTEXT; });
   t.join();
   return result;
 }
@@ -64,8 +63,7 @@ CUresult alloc_and_free() {
 
 }  // namespace
 
-TEST_CASE("a capturing stream records kernels instead of running them; the graph replays them",
-          "[fakecuda][capture]") {
+TEST_CASE("a capturing stream records kernels instead of running them; the graph replays them", "[fakecuda][capture]") {
   driver_ready();
   GraphKernels k;
   DeviceWords data(4, 5);
@@ -610,7 +608,8 @@ TEST_CASE("beginning and ending a capture in the wrong state", "[fakecuda][captu
   CU_CHECK_IS(cuStreamEndCapture(s, nullptr), CUDA_ERROR_INVALID_VALUE);
   CUstreamCaptureStatus status;
   CU_CHECK_IS(cuStreamIsCapturing(s, nullptr), CUDA_ERROR_INVALID_VALUE);
-  CU_CHECK_IS(cuStreamGetCaptureInfo(s, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuStreamGetCaptureInfo(s, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),
+              CUDA_ERROR_INVALID_VALUE);
   CU_CHECK_IS(cuStreamIsCapturing(s, &status), CUDA_SUCCESS);
   end_capture(s);  // an empty capture is a valid, empty graph
 }
@@ -630,7 +629,7 @@ TEST_CASE("cuStreamGetCaptureInfo in every generation", "[fakecuda][capture][inf
   CU_REQUIRE_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   CU_REQUIRE_OK(cuStreamBeginCapture(t, CU_STREAM_CAPTURE_MODE_GLOBAL));
   CU_REQUIRE_OK(affine(k, data.ptr, 1, 1, 1, s));
-  const auto info_v1 = driver_symbol<GetCaptureInfoV1>("cuStreamGetCaptureInfo");  // CUDA 10.1
+  const auto info_v1 = driver_symbol<GetCaptureInfoV1>("cuStreamGetCaptureInfo");     // CUDA 10.1
   const auto info_v2 = driver_symbol<GetCaptureInfoV2>("cuStreamGetCaptureInfo_v2");  // CUDA 11.3
   cuuint64_t id_v1 = 0;
   CU_REQUIRE_OK(info_v1(s, &status, &id_v1));

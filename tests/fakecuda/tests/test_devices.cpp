@@ -174,7 +174,8 @@ TEST_CASE("the stats JSON holds each device beside the totals", "[fakecuda][devi
   CHECK(json.at("devices")[1].at("bytes_in_use").get<std::uint64_t>() >= 4 * kMiB);
   CHECK(json.at("capacity_bytes") == kDevice0Capacity + kDevice1Capacity);
   CHECK(json.at("bytes_in_use").get<std::uint64_t>() ==
-        json.at("devices")[0].at("bytes_in_use").get<std::uint64_t>() + json.at("devices")[1].at("bytes_in_use").get<std::uint64_t>());
+        json.at("devices")[0].at("bytes_in_use").get<std::uint64_t>() +
+            json.at("devices")[1].at("bytes_in_use").get<std::uint64_t>());
 }
 
 TEST_CASE("contexts belong to a device; primary contexts are per device", "[fakecuda][devices][context]") {
@@ -225,8 +226,10 @@ TEST_CASE("peer access: capability, attributes and the documented errors", "[fak
   CHECK(value == 1);
   CU_REQUIRE_OK(cuDeviceGetP2PAttribute(&value, CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED, 1, 0));
   CHECK(value == 0);
-  CU_CHECK_IS(cuDeviceGetP2PAttribute(&value, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 1, 1), CUDA_ERROR_INVALID_DEVICE);
-  CU_CHECK_IS(cuDeviceGetP2PAttribute(nullptr, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 1), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuDeviceGetP2PAttribute(&value, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 1, 1),
+              CUDA_ERROR_INVALID_DEVICE);
+  CU_CHECK_IS(cuDeviceGetP2PAttribute(nullptr, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 1),
+              CUDA_ERROR_INVALID_VALUE);
 
   CU_CHECK_IS(cuCtxEnablePeerAccess(ctx1, 1), CUDA_ERROR_INVALID_VALUE);
   CU_CHECK_IS(cuCtxEnablePeerAccess(ctx0, 0), CUDA_ERROR_INVALID_CONTEXT);  // itself
@@ -279,7 +282,8 @@ TEST_CASE("a kernel touching another device's memory faults unless peer access i
   CU_CHECK_IS(cuCtxSynchronize(), CUDA_SUCCESS);  // device 1's own context never faulted
 }
 
-TEST_CASE("a VMM mapping's access descriptor decides which devices' kernels reach it", "[fakecuda][devices][vmm][fault]") {
+TEST_CASE("a VMM mapping's access descriptor decides which devices' kernels reach it",
+          "[fakecuda][devices][vmm][fault]") {
   two_devices_ready(1);
   const CUmemAllocationProp prop = vmm_prop(1);
   size_t granularity = 0;

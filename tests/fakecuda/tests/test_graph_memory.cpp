@@ -294,8 +294,8 @@ TEST_CASE("free nodes name a graph allocation, freed by one graph once", "[fakec
   REQUIRE(p != 0);
   GraphHandle freer = GraphHandle::create();
   CUgraphNode node = nullptr;
-  CU_REQUIRE_OK(cuGraphAddMemFreeNode(&node, freer, nullptr, 0, p));       // freed in another graph...
-  CU_CHECK_IS(cuGraphAddMemFreeNode(&node, owner, &alloc, 1, p), CUDA_ERROR_INVALID_VALUE);  // ...not here
+  CU_REQUIRE_OK(cuGraphAddMemFreeNode(&node, freer, nullptr, 0, p));  // freed in another graph...
+  CU_CHECK_IS(cuGraphAddMemFreeNode(&node, owner, &alloc, 1, p), CUDA_ERROR_INVALID_VALUE);   // ...not here
   CU_CHECK_IS(cuGraphAddMemFreeNode(&node, freer, nullptr, 0, p), CUDA_ERROR_INVALID_VALUE);  // twice
   CU_CHECK_IS(cuGraphAddMemFreeNode(&node, freer, nullptr, 0, p + 256), CUDA_ERROR_INVALID_VALUE);
   DeviceWords ordinary(4, 0);
@@ -444,7 +444,7 @@ TEST_CASE("work touching a graph allocation while it is not allocated faults", "
     CUdeviceptr p = 0;
     GraphHandle graph = capture_allocation(s, kSmall, 1, true, p);
     SECTION("before its graph ever ran") {
-      CU_CHECK_IS(cuMemsetD32Async(p, 1, 1, s), CUDA_SUCCESS);  // an address of the driver's when issued...
+      CU_CHECK_IS(cuMemsetD32Async(p, 1, 1, s), CUDA_SUCCESS);          // an address of the driver's when issued...
       CU_CHECK_IS(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);  // ...not allocated when it runs
     }
     SECTION("a kernel after the graph freed it") {

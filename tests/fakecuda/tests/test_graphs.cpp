@@ -18,12 +18,12 @@ using namespace fakecuda_test;
 namespace {
 
 // Generations cuda.h shows only under their newest names.
-using KernelNodeGetParamsV1 = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v1*);              // CUDA 10.0
+using KernelNodeGetParamsV1 = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v1*);  // CUDA 10.0
 using ExecKernelNodeSetParamsV1 = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v1*);  // 10.1
-using InstantiateV1 = CUresult (*)(CUgraphExec*, CUgraph, CUgraphNode*, char*, size_t);            // 10.0 and 11.0
-using ExecUpdateV1 = CUresult (*)(CUgraphExec, CUgraph, CUgraphNode*, CUgraphExecUpdateResult*);   // CUDA 10.2
-using GetEdgesV1 = CUresult (*)(CUgraph, CUgraphNode*, CUgraphNode*, size_t*);                      // CUDA 10.0
-using AddDependenciesV1 = CUresult (*)(CUgraph, const CUgraphNode*, const CUgraphNode*, size_t);  // CUDA 10.0
+using InstantiateV1 = CUresult (*)(CUgraphExec*, CUgraph, CUgraphNode*, char*, size_t);                 // 10.0 and 11.0
+using ExecUpdateV1 = CUresult (*)(CUgraphExec, CUgraph, CUgraphNode*, CUgraphExecUpdateResult*);        // CUDA 10.2
+using GetEdgesV1 = CUresult (*)(CUgraph, CUgraphNode*, CUgraphNode*, size_t*);                          // CUDA 10.0
+using AddDependenciesV1 = CUresult (*)(CUgraph, const CUgraphNode*, const CUgraphNode*, size_t);        // CUDA 10.0
 using AddNodeV1 = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUgraphNodeParams*);  // CUDA 12.2
 
 void bump(void* counter) { static_cast<std::atomic<int>*>(counter)->fetch_add(1); }
@@ -121,11 +121,10 @@ TEST_CASE("a hand-built graph of every node type runs in dependency order on rea
   for (CUgraphNode n : nodes_of(graph)) {
     types.push_back(type_of(n));
   }
-  CHECK(types == std::vector<CUgraphNodeType>{CU_GRAPH_NODE_TYPE_WAIT_EVENT, CU_GRAPH_NODE_TYPE_MEMSET,
-                                              CU_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_GRAPH,
-                                              CU_GRAPH_NODE_TYPE_MEMCPY, CU_GRAPH_NODE_TYPE_MEMCPY,
-                                              CU_GRAPH_NODE_TYPE_HOST, CU_GRAPH_NODE_TYPE_EVENT_RECORD,
-                                              CU_GRAPH_NODE_TYPE_EMPTY});
+  CHECK(types == std::vector<CUgraphNodeType>{
+                     CU_GRAPH_NODE_TYPE_WAIT_EVENT, CU_GRAPH_NODE_TYPE_MEMSET, CU_GRAPH_NODE_TYPE_KERNEL,
+                     CU_GRAPH_NODE_TYPE_GRAPH, CU_GRAPH_NODE_TYPE_MEMCPY, CU_GRAPH_NODE_TYPE_MEMCPY,
+                     CU_GRAPH_NODE_TYPE_HOST, CU_GRAPH_NODE_TYPE_EVENT_RECORD, CU_GRAPH_NODE_TYPE_EMPTY});
   ExecHandle exec(graph);
   CHECK(a.read() == std::vector<unsigned>(4, 0));  // instantiating runs nothing
   launch_and_wait(exec, s);
@@ -276,7 +275,8 @@ TEST_CASE("kernel node parameters are copied when set, and read back from the no
   CU_CHECK_IS(cuGraphMemsetNodeGetParams(node, &wrong), CUDA_ERROR_INVALID_VALUE);  // not a memset node
 }
 
-TEST_CASE("a clone is independent of its original, and cuGraphNodeFindInClone maps nodes", "[fakecuda][graphs][clone]") {
+TEST_CASE("a clone is independent of its original, and cuGraphNodeFindInClone maps nodes",
+          "[fakecuda][graphs][clone]") {
   driver_ready();
   GraphKernels k;
   DeviceWords data(1, 1);
@@ -490,7 +490,8 @@ TEST_CASE("cuGraphExecUpdate takes the parameters of a graph with the same topol
   }
 }
 
-TEST_CASE("child graphs: embedded, owned by their node, updatable in an executable graph", "[fakecuda][graphs][child]") {
+TEST_CASE("child graphs: embedded, owned by their node, updatable in an executable graph",
+          "[fakecuda][graphs][child]") {
   driver_ready();
   GraphKernels k;
   DeviceWords data(1, 1);
@@ -503,7 +504,7 @@ TEST_CASE("child graphs: embedded, owned by their node, updatable in an executab
   add_affine(g, k, {child}, data.ptr, 1, 1, 1);
   CUgraph embedded = nullptr;
   CU_REQUIRE_OK(cuGraphChildGraphNodeGetGraph(child, &embedded));
-  CHECK(embedded != inner.graph);  // cloned
+  CHECK(embedded != inner.graph);                                   // cloned
   CU_CHECK_IS(cuGraphDestroy(embedded), CUDA_ERROR_INVALID_VALUE);  // owned by the node
   CUgraphExec e = nullptr;
   CU_CHECK_IS(cuGraphInstantiateWithFlags(&e, embedded, 0), CUDA_ERROR_INVALID_VALUE);

@@ -66,7 +66,7 @@ TEST_CASE("an IPC memory handle opens in another process onto the same bytes", "
   const auto open = words(peer.ask("open-mem " + hex + " 1"));
   REQUIRE(open.size() == 3);
   REQUIRE(open[0] == "ok");
-  CHECK(open[2] == "1");  // device 1's memory there too
+  CHECK(open[2] == "1");                                                               // device 1's memory there too
   CHECK(peer.ask("check " + open[1] + " " + std::to_string(kBytes) + " 90") == "ok");  // 0x5a
   CHECK(peer.ask("fill " + open[1] + " " + std::to_string(kBytes) + " 165") == "ok");  // 0xa5
   CHECK(all_bytes(buffer.get(), kBytes, 0xa5));
@@ -83,7 +83,8 @@ TEST_CASE("an IPC memory handle opens in another process onto the same bytes", "
   // Garbage is not a handle.
   CUipcMemHandle junk{};
   std::memset(junk.reserved, 0x7f, sizeof junk.reserved);
-  CHECK(peer.ask("open-mem " + to_hex(&junk, sizeof junk) + " 1") == "err " + std::to_string(CUDA_ERROR_INVALID_HANDLE));
+  CHECK(peer.ask("open-mem " + to_hex(&junk, sizeof junk) + " 1") ==
+        "err " + std::to_string(CUDA_ERROR_INVALID_HANDLE));
   // Stream-ordered and managed memory are not exportable this way.
   CUdeviceptr async = 0;
   CU_REQUIRE_OK(cuMemAllocAsync(&async, 4096, nullptr));
@@ -235,7 +236,8 @@ TEST_CASE("a VMM allocation exported as a file descriptor is the same memory in 
   plain.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
   CUmemGenericAllocationHandle h2 = 0;
   CU_REQUIRE_OK(cuMemCreate(&h2, size, &plain, 0));
-  CU_CHECK_IS(cuMemExportToShareableHandle(&fd, h2, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuMemExportToShareableHandle(&fd, h2, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+              CUDA_ERROR_INVALID_VALUE);
   CU_REQUIRE_OK(cuMemRelease(h2));
   // A file that is no exported allocation is refused.
   const int stranger = memfd_create("not-fakecuda", 0);

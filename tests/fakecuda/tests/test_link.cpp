@@ -563,7 +563,7 @@ TEST_CASE("four threads copy both ways at once: every byte arrives, each engine 
         fail_if(cuLaunchKernel(fill, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr) != CUDA_SUCCESS);
         fail_if(cuMemcpyDtoHAsync(down, d, kWords * sizeof(unsigned), s) != CUDA_SUCCESS);
         fail_if(cuStreamSynchronize(s) != CUDA_SUCCESS);
-        fail_if(down[0] != seed);  // the kernel's word
+        fail_if(down[0] != seed);                                                      // the kernel's word
         fail_if(std::memcmp(down + 1, up + 1, (kWords - 1) * sizeof(unsigned)) != 0);  // the upload's
       }
       fail_if(cuMemFreeHost(up_host) != CUDA_SUCCESS || cuMemFreeHost(down_host) != CUDA_SUCCESS);
@@ -588,7 +588,7 @@ TEST_CASE("fakecuda_link_configure rejects out-of-range values and keeps the mod
   fakecuda_link_config saved{};
   fakecuda_link_get(&saved);
   const fakecuda_link_config bad[] = {
-      {-1.0, 0.0, 1.0, 0.5}, {1.0, -1.0, 1.0, 0.5}, {1.0, 2e6, 1.0, 0.5},   {1.0, 0.0, 0.0, 0.5},
+      {-1.0, 0.0, 1.0, 0.5}, {1.0, -1.0, 1.0, 0.5}, {1.0, 2e6, 1.0, 0.5},  {1.0, 0.0, 0.0, 0.5},
       {1.0, 0.0, 1.5, 0.5},  {1.0, 0.0, 1.0, 0.0},  {1.0, 0.0, 1.0, 1.01}, {NAN, 0.0, 1.0, 0.5},
   };
   for (const auto& c : bad) {

@@ -250,10 +250,10 @@ TEST_CASE("pitched 2D/3D copies and 2D memsets touch exactly their rows", "[fake
   std::vector<unsigned char> all(pitch * 6);
   CU_REQUIRE_OK(cuMemcpyDtoH(all.data(), d, all.size()));
   CHECK(all[7] == 0xee);
-  CHECK(all[8] == 0x44);                 // little-endian 0x11223344
+  CHECK(all[8] == 0x44);  // little-endian 0x11223344
   CHECK(all[2 * pitch + 23] == 0x11);
   CHECK(all[2 * pitch + 24] == 0xee);
-  CHECK(all[3 * pitch + 8] == 0xee);     // the memset stopped after 3 rows
+  CHECK(all[3 * pitch + 8] == 0xee);  // the memset stopped after 3 rows
   CHECK(all[3 * pitch + 24] == 0);
   CHECK(all[5 * pitch + 24 + 15] == 2 * 16 + 15);
   CHECK(all[5 * pitch + 40] == 0xee);

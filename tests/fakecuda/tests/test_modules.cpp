@@ -25,7 +25,10 @@ std::vector<float> read_floats(CUdeviceptr p, size_t n) {
 TEST_CASE("module images load kernel objects; bad images are refused", "[fakecuda][modules]") {
   driver_ready();
   CUmodule m = nullptr;
-  CU_CHECK_IS(cuModuleLoadData(&m, "\x7f" "ELF not a fake module"), CUDA_ERROR_INVALID_IMAGE);
+  CU_CHECK_IS(cuModuleLoadData(&m,
+                               "\x7f"
+                               "ELF not a fake module"),
+              CUDA_ERROR_INVALID_IMAGE);
   CU_CHECK_IS(cuModuleLoadData(&m, nullptr), CUDA_ERROR_INVALID_VALUE);
   const std::string missing = module_image("/nonexistent/kernels.so");
   CU_CHECK_IS(cuModuleLoadData(&m, missing.c_str()), CUDA_ERROR_FILE_NOT_FOUND);

@@ -180,7 +180,8 @@ TEST_CASE("every pool attribute reads and writes as documented", "[fakecuda][poo
   set_threshold(pool.get(), kMiB);
   CHECK(figure(pool.get(), CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) == kMiB);
   cuuint64_t value = 5;
-  CU_CHECK_IS(cuMemPoolSetAttribute(pool.get(), CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &value), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuMemPoolSetAttribute(pool.get(), CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &value),
+              CUDA_ERROR_INVALID_VALUE);
   CU_CHECK_IS(cuMemPoolSetAttribute(pool.get(), CU_MEMPOOL_ATTR_USED_MEM_HIGH, &value), CUDA_ERROR_INVALID_VALUE);
   CU_CHECK_IS(cuMemPoolGetAttribute(pool.get(), CU_MEMPOOL_ATTR_USED_MEM_HIGH, nullptr), CUDA_ERROR_INVALID_VALUE);
 

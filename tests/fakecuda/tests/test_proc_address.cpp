@@ -82,7 +82,8 @@ TEST_CASE("cuGetProcAddress reports what it cannot find", "[fakecuda][procaddres
 TEST_CASE("a per-thread resolved call uses the calling thread's default stream", "[fakecuda][procaddress][ptsz]") {
   driver_ready();
   using StreamGetId = CUresult (*)(CUstream, unsigned long long*);
-  auto* ptsz = reinterpret_cast<StreamGetId>(resolve("cuStreamGetId", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM));
+  auto* ptsz =
+      reinterpret_cast<StreamGetId>(resolve("cuStreamGetId", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM));
   auto* legacy = reinterpret_cast<StreamGetId>(resolve("cuStreamGetId", 12000, 0));
   unsigned long long via_ptsz = 0;
   unsigned long long per_thread = 0;
@@ -131,7 +132,8 @@ TEST_CASE("cuGetProcAddress hands out every variant of its table, by version and
   };
   for (const Entry& e : entries) {
     INFO(e.symbol);
-    const cuuint64_t flags = e.per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+    const cuuint64_t flags =
+        e.per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
     CHECK(resolve(e.name, e.version, flags) == exported(e.symbol));
   }
 }
@@ -149,7 +151,8 @@ TEST_CASE("cuGetProcAddress resolves stream capture and graph calls by generatio
   CHECK(resolve("cuStreamGetCaptureInfo", 12020, ptds) == exported("cuStreamGetCaptureInfo_v2_ptsz"));
   CHECK(resolve("cuStreamGetCaptureInfo", 13000, 0) == exported("cuStreamGetCaptureInfo_v3"));
   CHECK(resolve("cuStreamUpdateCaptureDependencies", 12000, 0) == exported("cuStreamUpdateCaptureDependencies"));
-  CHECK(resolve("cuStreamUpdateCaptureDependencies", 13000, ptds) == exported("cuStreamUpdateCaptureDependencies_v2_ptsz"));
+  CHECK(resolve("cuStreamUpdateCaptureDependencies", 13000, ptds) ==
+        exported("cuStreamUpdateCaptureDependencies_v2_ptsz"));
   CHECK(resolve("cuGraphAddKernelNode", 11080, 0) == exported("cuGraphAddKernelNode"));
   CHECK(resolve("cuGraphAddKernelNode", 12000, 0) == exported("cuGraphAddKernelNode_v2"));
   CHECK(resolve("cuGraphGetEdges", 12020, 0) == exported("cuGraphGetEdges"));

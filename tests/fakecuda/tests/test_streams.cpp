@@ -215,9 +215,9 @@ TEST_CASE("stream-ordered allocation: memory returns when the stream reaches the
     CHECK(stats_now().bytes_in_use - before.bytes_in_use == size);
     CU_REQUIRE_OK(cuMemsetD8Async(p, 3, size, s));
     CU_REQUIRE_OK(cuMemFreeAsync(p, s));
-    CU_CHECK_IS(cuMemFreeAsync(p, s), CUDA_ERROR_INVALID_VALUE);      // already freed
+    CU_CHECK_IS(cuMemFreeAsync(p, s), CUDA_ERROR_INVALID_VALUE);          // already freed
     CU_CHECK_IS(cuMemsetD8Async(p, 0, 16, s), CUDA_ERROR_INVALID_VALUE);  // no new work on it
-    CHECK(stats_now().bytes_in_use - before.bytes_in_use == size);     // the stream has not got there
+    CHECK(stats_now().bytes_in_use - before.bytes_in_use == size);        // the stream has not got there
     gate.open();
     CU_REQUIRE_OK(cuStreamSynchronize(s));
   }
@@ -277,7 +277,7 @@ TEST_CASE("work on a stream-ordered freed buffer faults like a GPU would", "[fak
     Gate gate;
     gate.hold(b);
     CU_REQUIRE_OK(cuMemsetD8Async(p, 1, 4096, b));  // valid when issued...
-    CU_REQUIRE_OK(cuMemFreeAsync(p, a));             // ...but freed on another stream, unordered
+    CU_REQUIRE_OK(cuMemFreeAsync(p, a));            // ...but freed on another stream, unordered
     CU_REQUIRE_OK(cuStreamSynchronize(a));
     gate.open();
     CU_CHECK_IS(cuStreamSynchronize(b), CUDA_ERROR_ILLEGAL_ADDRESS);

@@ -38,8 +38,8 @@ TEST_CASE("eight threads drive the driver at once", "[fakecuda][threads]") {
         const unsigned n = 256 + static_cast<unsigned>(r);
         CUdeviceptr buffer = 0;
         const bool async = r % 2 == 0;
-        fail_if((async ? cuMemAllocAsync(&buffer, n * sizeof(unsigned), own) : cuMemAlloc(&buffer, n * sizeof(unsigned))) !=
-                CUDA_SUCCESS);
+        fail_if((async ? cuMemAllocAsync(&buffer, n * sizeof(unsigned), own)
+                       : cuMemAlloc(&buffer, n * sizeof(unsigned))) != CUDA_SUCCESS);
         unsigned value = static_cast<unsigned>(t * 1000 + r);
         unsigned count = n;
         void* fill_args[] = {&buffer, &value, &count};

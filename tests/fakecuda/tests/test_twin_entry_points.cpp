@@ -35,8 +35,7 @@ struct ImageFile {
 
 }  // namespace
 
-TEST_CASE("libraries load from a file as from memory, and check their option arrays",
-          "[fakecuda][modules]") {
+TEST_CASE("libraries load from a file as from memory, and check their option arrays", "[fakecuda][modules]") {
   driver_ready();
   ImageFile file;
   CUlibrary lib = nullptr;
@@ -102,8 +101,7 @@ TEST_CASE("modules enumerate their functions and name their owner", "[fakecuda][
   CU_CHECK_IS(cuModuleEnumerateFunctions(functions, 6, m), CUDA_ERROR_INVALID_HANDLE);
 }
 
-TEST_CASE("context queries take NULL as the current context and refuse a destroyed one",
-          "[fakecuda][context]") {
+TEST_CASE("context queries take NULL as the current context and refuse a destroyed one", "[fakecuda][context]") {
   driver_ready();
   CUcontext current = nullptr;
   CU_REQUIRE_OK(cuCtxGetCurrent(&current));
@@ -159,8 +157,7 @@ TEST_CASE("error names and strings come from one table", "[fakecuda][errors]") {
   CU_CHECK_IS(cuGetErrorName(CUDA_SUCCESS, nullptr), CUDA_ERROR_INVALID_VALUE);
 }
 
-TEST_CASE("stream getters, host functions and callbacks check their arguments alike",
-          "[fakecuda][streams]") {
+TEST_CASE("stream getters, host functions and callbacks check their arguments alike", "[fakecuda][streams]") {
   driver_ready();
   CUstream s = nullptr;
   CU_REQUIRE_OK(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -2));
@@ -180,13 +177,16 @@ TEST_CASE("stream getters, host functions and callbacks check their arguments al
   CU_CHECK_IS(cuStreamGetPriority(s, nullptr), CUDA_ERROR_INVALID_VALUE);
 
   int calls = 0;
-  CU_REQUIRE_OK(cuLaunchHostFunc(s, [](void* p) { ++*static_cast<int*>(p); }, &calls));
+  CU_REQUIRE_OK(cuLaunchHostFunc(
+      s, [](void* p) { ++*static_cast<int*>(p); }, &calls));
   CU_REQUIRE_OK(cuStreamAddCallback(
-      s, [](CUstream, CUresult status, void* p) { *static_cast<int*>(p) += status == CUDA_SUCCESS ? 10 : 100; },
-      &calls, 0));
+      s, [](CUstream, CUresult status, void* p) { *static_cast<int*>(p) += status == CUDA_SUCCESS ? 10 : 100; }, &calls,
+      0));
   CU_CHECK_IS(cuLaunchHostFunc(s, nullptr, &calls), CUDA_ERROR_INVALID_VALUE);
   CU_CHECK_IS(cuStreamAddCallback(s, nullptr, &calls, 0), CUDA_ERROR_INVALID_VALUE);
-  CU_CHECK_IS(cuStreamAddCallback(s, [](CUstream, CUresult, void*) {}, nullptr, 1), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuStreamAddCallback(
+                  s, [](CUstream, CUresult, void*) {}, nullptr, 1),
+              CUDA_ERROR_INVALID_VALUE);
   CU_REQUIRE_OK(cuStreamSynchronize(s));
   CHECK(calls == 11);
 
@@ -202,7 +202,9 @@ TEST_CASE("stream getters, host functions and callbacks check their arguments al
 
   CU_REQUIRE_OK(cuStreamDestroy(s));
   CU_CHECK_IS(cuStreamGetFlags(s, &flags), CUDA_ERROR_INVALID_HANDLE);
-  CU_CHECK_IS(cuLaunchHostFunc(s, [](void*) {}, nullptr), CUDA_ERROR_INVALID_HANDLE);
+  CU_CHECK_IS(cuLaunchHostFunc(
+                  s, [](void*) {}, nullptr),
+              CUDA_ERROR_INVALID_HANDLE);
 }
 
 TEST_CASE("allocation from the default pool, legacy and per-thread", "[fakecuda][memory]") {

@@ -97,11 +97,11 @@ TEST_CASE("reserve, create, map, access, unmap, release", "[fakecuda][vmm]") {
     CUmemGenericAllocationHandle h3 = 0;
     CU_CHECK_IS(cuMemCreate(&h3, 3 * kMiB, &prop, 0), CUDA_ERROR_INVALID_VALUE);  // not a granule multiple
     CU_CHECK_IS(cuMemCreate(&h3, kTestCapacity, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
-    CU_CHECK_IS(cuMemMap(va, 2 * kMiB, 0, h1, 0), CUDA_ERROR_INVALID_VALUE);       // already mapped
-    CU_CHECK_IS(cuMemMap(va + 1024, 2 * kMiB, 0, h1, 0), CUDA_ERROR_INVALID_VALUE);  // unaligned
+    CU_CHECK_IS(cuMemMap(va, 2 * kMiB, 0, h1, 0), CUDA_ERROR_INVALID_VALUE);             // already mapped
+    CU_CHECK_IS(cuMemMap(va + 1024, 2 * kMiB, 0, h1, 0), CUDA_ERROR_INVALID_VALUE);      // unaligned
     CU_CHECK_IS(cuMemMap(va + 8 * kMiB, 2 * kMiB, 0, h1, 0), CUDA_ERROR_INVALID_VALUE);  // outside the reservation
-    CU_CHECK_IS(cuMemUnmap(va, 2 * kMiB), CUDA_ERROR_INVALID_VALUE);              // part of a mapping
-    CU_CHECK_IS(cuMemAddressFree(va, 8 * kMiB), CUDA_ERROR_INVALID_VALUE);        // still mapped
+    CU_CHECK_IS(cuMemUnmap(va, 2 * kMiB), CUDA_ERROR_INVALID_VALUE);                     // part of a mapping
+    CU_CHECK_IS(cuMemAddressFree(va, 8 * kMiB), CUDA_ERROR_INVALID_VALUE);               // still mapped
     CU_CHECK_IS(grant(va + 8 * kMiB, 2 * kMiB, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), CUDA_ERROR_INVALID_VALUE);
     CU_CHECK_IS(cuMemFree(va), CUDA_ERROR_INVALID_VALUE);  // VMM memory is not cuMemAlloc memory
   }

@@ -11,7 +11,8 @@ ActivityStream::ActivityStream()
                         std::strcmp(std::getenv("FAKECUPTI_CORRELATION_LAST"), "1") == 0),
       delivery_([this] { run_delivery(); }) {}
 
-void ActivityStream::set_callbacks(CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
+void ActivityStream::set_callbacks(CUpti_BuffersCallbackRequestFunc request,
+                                   CUpti_BuffersCallbackCompleteFunc complete) {
   std::lock_guard lock(mutex_);
   request_ = request;
   complete_ = complete;

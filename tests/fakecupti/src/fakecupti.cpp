@@ -111,7 +111,7 @@ struct State {
   std::mutex mutex;
   ActivityStream stream;
   bool enabled[CUPTI_ACTIVITY_KIND_COUNT] = {};
-  bool driver_api[kFamilies] = {};   // cuptiActivityEnableDriverApi for some API of the family
+  bool driver_api[kFamilies] = {};  // cuptiActivityEnableDriverApi for some API of the family
   bool runtime_api[kFamilies] = {};
   bool subscribed = false;
   bool observer_installed = false;
@@ -269,7 +269,8 @@ bool install_observer(State& s) {
   if (s.observer_installed) return true;
   void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (driver == nullptr) return false;
-  auto set_observer = reinterpret_cast<void (*)(const fakecuda_work_observer*)>(dlsym(driver, "fakecuda_set_work_observer"));
+  auto set_observer =
+      reinterpret_cast<void (*)(const fakecuda_work_observer*)>(dlsym(driver, "fakecuda_set_work_observer"));
   if (set_observer == nullptr) return false;
   const fakecuda_work_observer observer{&on_issued, &on_ran, nullptr};
   set_observer(&observer);
@@ -280,13 +281,19 @@ bool install_observer(State& s) {
 std::size_t record_size(CUpti_ActivityKind kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return sizeof(CUpti_ActivityExternalCorrelation);
     case CUPTI_ACTIVITY_KIND_DRIVER:
-    case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
-    default: return 0;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      return sizeof(CUpti_ActivityAPI);
+    default:
+      return 0;
   }
 }
 
@@ -297,23 +304,24 @@ void write_stats() {
   const ActivityStream::Totals t = s.stream.totals();
   std::FILE* f = std::fopen(path, "w");
   if (f == nullptr) return;
-  std::fprintf(f,
-               "{\"kernels\": %llu, \"copies\": %llu, \"memsets\": %llu, \"external_records\": %llu, "
-               "\"driver_records\": %llu, \"runtime_records\": %llu, \"issued\": %llu, \"pushes\": %llu, "
-               "\"pops\": %llu, \"depth_at_exit\": %lld, \"subscribes\": %llu, \"serial_kernel_kind\": %s, "
-               "\"records\": %llu, \"dropped\": %llu, \"buffers_delivered\": %llu, \"buffers_requested\": %llu, "
-               "\"requests_refused\": %llu}\n",
-               static_cast<unsigned long long>(s.stats.kernels.load()), static_cast<unsigned long long>(s.stats.copies.load()),
-               static_cast<unsigned long long>(s.stats.memsets.load()),
-               static_cast<unsigned long long>(s.stats.external_records.load()),
-               static_cast<unsigned long long>(s.stats.driver_records.load()),
-               static_cast<unsigned long long>(s.stats.runtime_records.load()),
-               static_cast<unsigned long long>(s.stats.issued.load()), static_cast<unsigned long long>(s.stats.pushes.load()),
-               static_cast<unsigned long long>(s.stats.pops.load()), static_cast<long long>(s.stats.depth.load()),
-               static_cast<unsigned long long>(s.stats.subscribes.load()), s.stats.serial_kernel_kind.load() ? "true" : "false",
-               static_cast<unsigned long long>(t.records), static_cast<unsigned long long>(t.dropped),
-               static_cast<unsigned long long>(t.buffers_delivered), static_cast<unsigned long long>(t.buffers_requested),
-               static_cast<unsigned long long>(t.requests_refused));
+  std::fprintf(
+      f,
+      "{\"kernels\": %llu, \"copies\": %llu, \"memsets\": %llu, \"external_records\": %llu, "
+      "\"driver_records\": %llu, \"runtime_records\": %llu, \"issued\": %llu, \"pushes\": %llu, "
+      "\"pops\": %llu, \"depth_at_exit\": %lld, \"subscribes\": %llu, \"serial_kernel_kind\": %s, "
+      "\"records\": %llu, \"dropped\": %llu, \"buffers_delivered\": %llu, \"buffers_requested\": %llu, "
+      "\"requests_refused\": %llu}\n",
+      static_cast<unsigned long long>(s.stats.kernels.load()), static_cast<unsigned long long>(s.stats.copies.load()),
+      static_cast<unsigned long long>(s.stats.memsets.load()),
+      static_cast<unsigned long long>(s.stats.external_records.load()),
+      static_cast<unsigned long long>(s.stats.driver_records.load()),
+      static_cast<unsigned long long>(s.stats.runtime_records.load()),
+      static_cast<unsigned long long>(s.stats.issued.load()), static_cast<unsigned long long>(s.stats.pushes.load()),
+      static_cast<unsigned long long>(s.stats.pops.load()), static_cast<long long>(s.stats.depth.load()),
+      static_cast<unsigned long long>(s.stats.subscribes.load()), s.stats.serial_kernel_kind.load() ? "true" : "false",
+      static_cast<unsigned long long>(t.records), static_cast<unsigned long long>(t.dropped),
+      static_cast<unsigned long long>(t.buffers_delivered), static_cast<unsigned long long>(t.buffers_requested),
+      static_cast<unsigned long long>(t.requests_refused));
   std::fclose(f);
 }
 
@@ -354,14 +362,30 @@ FAKECUPTI_API CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
 FAKECUPTI_API CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) {
   if (str == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   switch (result) {
-    case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
-    case CUPTI_ERROR_INVALID_PARAMETER: *str = "CUPTI_ERROR_INVALID_PARAMETER"; break;
-    case CUPTI_ERROR_NOT_INITIALIZED: *str = "CUPTI_ERROR_NOT_INITIALIZED"; break;
-    case CUPTI_ERROR_QUEUE_EMPTY: *str = "CUPTI_ERROR_QUEUE_EMPTY"; break;
-    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: *str = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"; break;
-    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"; break;
-    case CUPTI_ERROR_MAX_LIMIT_REACHED: *str = "CUPTI_ERROR_MAX_LIMIT_REACHED"; break;
-    default: *str = "CUPTI_ERROR_UNKNOWN"; break;
+    case CUPTI_SUCCESS:
+      *str = "CUPTI_SUCCESS";
+      break;
+    case CUPTI_ERROR_INVALID_PARAMETER:
+      *str = "CUPTI_ERROR_INVALID_PARAMETER";
+      break;
+    case CUPTI_ERROR_NOT_INITIALIZED:
+      *str = "CUPTI_ERROR_NOT_INITIALIZED";
+      break;
+    case CUPTI_ERROR_QUEUE_EMPTY:
+      *str = "CUPTI_ERROR_QUEUE_EMPTY";
+      break;
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+      *str = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+      break;
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+      break;
+    case CUPTI_ERROR_MAX_LIMIT_REACHED:
+      *str = "CUPTI_ERROR_MAX_LIMIT_REACHED";
+      break;
+    default:
+      *str = "CUPTI_ERROR_UNKNOWN";
+      break;
   }
   return CUPTI_SUCCESS;
 }
@@ -463,7 +487,8 @@ FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, 
   return CUPTI_SUCCESS;
 }
 
-FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id) {
+FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                                          uint64_t id) {
   if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE) {
     return CUPTI_ERROR_INVALID_PARAMETER;
   }
@@ -473,7 +498,8 @@ FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_
   return CUPTI_SUCCESS;
 }
 
-FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t* last) {
+FAKECUPTI_API CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                                         uint64_t* last) {
   if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE) {
     return CUPTI_ERROR_INVALID_PARAMETER;
   }

@@ -18,18 +18,24 @@ using memtool::trace::GpuWorkKind;
 
 std::size_t size_of(CUpti_ActivityKind kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
-    default: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return sizeof(CUpti_ActivityExternalCorrelation);
+    default:
+      return sizeof(CUpti_ActivityAPI);
   }
 }
 
 // cuptiActivityGetNextRecord for these buffers: records back to back.
 CUptiResult next_record(std::uint8_t* buffer, std::size_t valid, CUpti_Activity** record) {
   std::size_t at = 0;
-  if (*record != nullptr) at = static_cast<std::size_t>(reinterpret_cast<std::uint8_t*>(*record) - buffer) + size_of((*record)->kind);
+  if (*record != nullptr)
+    at = static_cast<std::size_t>(reinterpret_cast<std::uint8_t*>(*record) - buffer) + size_of((*record)->kind);
   if (at >= valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = reinterpret_cast<CUpti_Activity*>(buffer + at);
   return CUPTI_SUCCESS;
@@ -43,8 +49,7 @@ class Buffer {
     bytes_.insert(bytes_.end(), p, p + sizeof r);
     return *this;
   }
-  Buffer& external(std::uint32_t correlation, std::uint64_t seq,
-                   CUpti_ExternalCorrelationKind kind = kExternalKind) {
+  Buffer& external(std::uint32_t correlation, std::uint64_t seq, CUpti_ExternalCorrelationKind kind = kExternalKind) {
     CUpti_ActivityExternalCorrelation r{};
     r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
     r.externalKind = kind;
@@ -174,8 +179,7 @@ TEST_CASE("the final flush gives up everything that waits", "[cupti][join]") {
   CHECK(join.pending() == 0);
 }
 
-TEST_CASE("a kernel carrying its runtime call's correlation joins through the driver call inside it",
-          "[cupti][join]") {
+TEST_CASE("a kernel carrying its runtime call's correlation joins through the driver call inside it", "[cupti][join]") {
   RecordJoin join;
   JoinBatch out;
   // cudaLaunchKernel (correlation 20, thread 77, 1000..1100) called cuLaunchKernel (21, 1010..1050),

@@ -11,8 +11,8 @@ namespace memtool::docs {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::array<std::string_view, 10> kSourceExtensions{".cpp", ".hpp", ".h", ".cu", ".def",
-                                                              ".cmake", ".sh", ".py", ".md", ".in"};
+constexpr std::array<std::string_view, 10> kSourceExtensions{".cpp",   ".hpp", ".h",  ".cu", ".def",
+                                                             ".cmake", ".sh",  ".py", ".md", ".in"};
 
 bool path_character(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
@@ -84,9 +84,7 @@ bool component_matches(std::string_view pattern, std::string_view name) {
   return g == glob.size();
 }
 
-bool is_pattern(std::string_view component) {
-  return component.find_first_of("*<") != std::string_view::npos;
-}
+bool is_pattern(std::string_view component) { return component.find_first_of("*<") != std::string_view::npos; }
 
 std::vector<std::string> components(std::string_view path) {
   std::vector<std::string> parts;

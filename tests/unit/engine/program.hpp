@@ -38,7 +38,9 @@ struct MemInfo {
   std::uint64_t passed_through_live = 0;
   std::uint64_t reserved = 0;
   std::uint64_t in_use = 0;
-  [[nodiscard]] std::uint64_t program_free(std::uint64_t driver_free) const { return driver_free + (reserved - in_use); }
+  [[nodiscard]] std::uint64_t program_free(std::uint64_t driver_free) const {
+    return driver_free + (reserved - in_use);
+  }
 };
 
 // The engine's log lines while it lives (the engine logs through one process-wide sink).
@@ -128,8 +130,7 @@ class Program {
   Program(PoolEngine& engine, SimDevice& device, bool hooks_touch = true)
       : engine_(engine), device_(device), hooks_touch_(hooks_touch) {}
 
-  std::optional<Buffer> alloc(std::uint64_t size, StreamId stream,
-                              MemoryKind kind = MemoryKind::device) {
+  std::optional<Buffer> alloc(std::uint64_t size, StreamId stream, MemoryKind kind = MemoryKind::device) {
     Buffer b{0, size, next_seed_.fetch_add(1), kind};
     if (host_sync_before_alloc) device_.synchronize();
     last_status_ = engine_.allocate(size, kind, kind == MemoryKind::async ? stream : 0, &b.ptr);
@@ -178,7 +179,7 @@ class Program {
   std::atomic<std::uint64_t> overlaps{0};
   std::atomic<std::uint64_t> failed_frees{0};
   std::atomic<std::uint64_t> app_waits{0};  // the program's own cross-stream waits
-  bool host_sync_before_alloc = false;       // cuCtxSynchronize before every allocation
+  bool host_sync_before_alloc = false;      // cuCtxSynchronize before every allocation
 
  private:
   void write(const Buffer& b, StreamId stream) {
@@ -319,8 +320,7 @@ inline void check_clean(const Program& p, const SimDevice& d) {
 // The usual set-up of an engine test (a TEST_CASE_METHOD fixture): a default simulated device,
 // an engine planning synchronously on it, and the program driving both.
 struct EngineRig {
-  explicit EngineRig(double plan_time_limit_seconds = 0.02)
-      : engine(d, sync_options(plan_time_limit_seconds)) {}
+  explicit EngineRig(double plan_time_limit_seconds = 0.02) : engine(d, sync_options(plan_time_limit_seconds)) {}
 
   SimDevice d;
   PoolEngine engine;

@@ -94,8 +94,8 @@ TEST_CASE("cnmem-like: grows by the rounded request, best fit, split, merge with
   CHECK(replay(cnmem(), {{1, 1024}, {2, 1024}, {-1, 0}, {-2, 0}, {3, 2000}}).peak == 4096);
   // Inside one (cnmemInit's reservation) they merge, and best fit takes the tightest hole: 1 and 3
   // leave holes of 1024 and 3072 B; 900 B goes to 1's.
-  const Replay reserved = replay(cnmem(CnmemOptions{8 * KiB}),
-                                 {{1, 1000}, {2, 512}, {3, 3000}, {4, 512}, {-1, 0}, {-3, 0}, {5, 900}});
+  const Replay reserved =
+      replay(cnmem(CnmemOptions{8 * KiB}), {{1, 1000}, {2, 512}, {3, 3000}, {4, 512}, {-1, 0}, {-3, 0}, {5, 900}});
   CHECK(reserved.peak == 8 * KiB);
   CHECK(reserved.at.at(5) == reserved.at.at(1));
   const Replay merged = replay(cnmem(CnmemOptions{4 * KiB}), {{1, 1024}, {2, 1024}, {-1, 0}, {-2, 0}, {3, 2000}});
@@ -119,8 +119,7 @@ TEST_CASE("pytorch-caching: small pool, 2 MiB segments, 512 B rounding", "[engin
   CHECK(device.live_bytes() == 4 * MiB);
 }
 
-TEST_CASE("pytorch-caching: large pool, 20 MiB segments under 10 MiB, 2 MiB rounding above",
-          "[engine][baselines]") {
+TEST_CASE("pytorch-caching: large pool, 20 MiB segments under 10 MiB, 2 MiB rounding above", "[engine][baselines]") {
   CHECK(replay(pytorch(), {{1, 1 * MiB + 1}}).peak == 20 * MiB);
   CHECK(replay(pytorch(), {{1, 10 * MiB}}).peak == 10 * MiB);
   CHECK(replay(pytorch(), {{1, 11 * MiB}}).peak == 12 * MiB);
@@ -160,8 +159,8 @@ TEST_CASE("pytorch-caching: max_split_size keeps oversize blocks whole", "[engin
 }
 
 TEST_CASE("on a full device pytorch-caching frees its cache and retries; cnmem-like fails", "[engine][baselines]") {
-  const std::initializer_list<Step> steps = {{1, 6 * MiB}, {2, 6 * MiB}, {3, 6 * MiB}, {-1, 0}, {-2, 0}, {-3, 0},
-                                             {4, 30 * MiB}};
+  const std::initializer_list<Step> steps = {{1, 6 * MiB}, {2, 6 * MiB}, {3, 6 * MiB}, {-1, 0},
+                                             {-2, 0},      {-3, 0},      {4, 30 * MiB}};
   // PyTorch: one 20 MiB segment, cached whole after the frees; 20 + 30 > 40 MiB, so it is freed.
   const Replay torch = replay(pytorch(), steps, 40 * MiB);
   CHECK(torch.failed == 0);
@@ -190,7 +189,8 @@ TEST_CASE("under a budget pytorch-caching gives its cache back to stay within it
   CHECK(device.live_bytes() == 30 * MiB);
 }
 
-TEST_CASE("the caches keep a pool per stream and hold back blocks used on other streams", "[engine][baselines][stream]") {
+TEST_CASE("the caches keep a pool per stream and hold back blocks used on other streams",
+          "[engine][baselines][stream]") {
   SimDevice device;
   const std::vector<std::function<std::unique_ptr<Resource>(SimDevice&)>> makers = {pytorch(), cnmem()};
   for (const auto& make : makers) {

@@ -15,7 +15,7 @@ TEST_CASE("lookups find the buffer containing an address", "[engine][index]") {
   CHECK(index.live_bytes() == 0x110);
   CHECK(index.find(0x1000)->base == 0x1000);
   CHECK(index.find(0x10ff)->base == 0x1000);  // interior pointer
-  CHECK_FALSE(index.find(0x1100));             // one past the end
+  CHECK_FALSE(index.find(0x1100));            // one past the end
   CHECK_FALSE(index.find(0xfff));
   CHECK(index.find(0x200f)->kind == MemoryKind::async);
   CHECK(index.find(0x3000)->base == 0x3000);
@@ -141,7 +141,10 @@ TEST_CASE("lookups agree with a plain list under random allocations and frees", 
     const std::uint64_t what = random(100);
     if (what < 45 || live.empty()) {
       const std::uint64_t kind = random(20);
-      const std::uint64_t size = kind == 0 ? 0 : kind < 15 ? 256 * (1 + random(4096)) : kind < 19 ? (1 + random(8)) << 21 : (65 + random(136)) << 20;
+      const std::uint64_t size = kind == 0   ? 0
+                                 : kind < 15 ? 256 * (1 + random(4096))
+                                 : kind < 19 ? (1 + random(8)) << 21
+                                             : (65 + random(136)) << 20;
       std::uint64_t base = random(3) == 0 ? cursor + random(1 << 22) * 256 : cursor;
       if (overlaps(base, size)) base = cursor;
       cursor = std::max(cursor, base + std::max<std::uint64_t>(size, 1) + 256 * random(64));
@@ -163,8 +166,9 @@ TEST_CASE("lookups agree with a plain list under random allocations and frees", 
       const std::uint64_t end = begin + (8ULL << 20);
       const auto removed = index.erase_range(begin, end);
       const auto before = live.size();
-      live.erase(std::remove_if(live.begin(), live.end(), [&](const Ref& x) { return x.base >= begin && x.base < end; }),
-                 live.end());
+      live.erase(
+          std::remove_if(live.begin(), live.end(), [&](const Ref& x) { return x.base >= begin && x.base < end; }),
+          live.end());
       REQUIRE(removed.size() == before - live.size());
     }
     for (int probe = 0; probe < 20; ++probe) {
@@ -207,8 +211,10 @@ TEST_CASE("regions emptied by frees are dropped in bulk and lookups stay right",
   }
   // Refilled, emptied and refilled again: the kept regions serve the new buffers.
   for (int round = 0; round < 3; ++round) {
-    for (std::uint64_t i = 1; i < kBuffers; i += 6) index.insert({0x7f0000000000 + i * kRegion + 512, 64, MemoryKind::device});
-    for (std::uint64_t i = 1; i < kBuffers; i += 6) CHECK(index.find(0x7f0000000000 + i * kRegion + 575)->base == 0x7f0000000000 + i * kRegion + 512);
+    for (std::uint64_t i = 1; i < kBuffers; i += 6)
+      index.insert({0x7f0000000000 + i * kRegion + 512, 64, MemoryKind::device});
+    for (std::uint64_t i = 1; i < kBuffers; i += 6)
+      CHECK(index.find(0x7f0000000000 + i * kRegion + 575)->base == 0x7f0000000000 + i * kRegion + 512);
     for (std::uint64_t i = 1; i < kBuffers; i += 6) REQUIRE(index.erase(0x7f0000000000 + i * kRegion + 512));
   }
   CHECK(index.size() == kBuffers / 6);

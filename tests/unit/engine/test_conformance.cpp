@@ -135,10 +135,10 @@ struct PytorchOverBudgetFactory {  // an adaptor over a baseline: the budget mak
   }
 };
 
-#define MEMTOOL_RESOURCE_FACTORIES                                                                         \
-  DeviceFactory, CountingDeviceFactory, ObservingPoolFactory, ApplyingPoolFactory, FailOpenFactory,      \
-      StatisticsFactory, BudgetFactory, CnmemFactory, CnmemReservedFactory, PytorchFactory,              \
-      PytorchMaxSplitFactory, PytorchOverBudgetFactory
+#define MEMTOOL_RESOURCE_FACTORIES                                                                                     \
+  DeviceFactory, CountingDeviceFactory, ObservingPoolFactory, ApplyingPoolFactory, FailOpenFactory, StatisticsFactory, \
+      BudgetFactory, CnmemFactory, CnmemReservedFactory, PytorchFactory, PytorchMaxSplitFactory,                       \
+      PytorchOverBudgetFactory
 
 struct Buffer {
   DevicePtr ptr = 0;
@@ -153,14 +153,16 @@ struct Buffer {
 // ordered by the program's own event, as any correct program does.
 template <class Factory>
 struct Rig {
-  explicit Rig(std::uint64_t capacity = 256 * MiB) : device(SimDevice::Options{capacity}), resource(Factory::make(device)) {}
+  explicit Rig(std::uint64_t capacity = 256 * MiB)
+      : device(SimDevice::Options{capacity}), resource(Factory::make(device)) {}
   ~Rig() {
     if (resource) resource->shutdown(true);
   }
 
   std::optional<Buffer> alloc(std::uint64_t size, MemoryKind kind = MemoryKind::device, StreamId stream = 0) {
     Buffer b{0, size, ++next_seed, kind, stream};
-    const Status status = resource->allocate(AllocationRequest{size, kind, kind == MemoryKind::async ? stream : 0, 0}, &b.ptr);
+    const Status status =
+        resource->allocate(AllocationRequest{size, kind, kind == MemoryKind::async ? stream : 0, 0}, &b.ptr);
     if (status != kSuccess) return std::nullopt;
     live.emplace(b.ptr, b.size);
     return b;
@@ -302,7 +304,7 @@ TEMPLATE_TEST_CASE("conformance: freeing what it did not hand out is an error an
   Rig<TestType> rig;
   std::vector<Buffer> buffers = alloc_sizes(rig);
   for (Buffer& b : buffers) rig.write(b, 0);
-  CHECK(rig.resource->deallocate(0xdead0000, MemoryKind::device, 0) != kSuccess);   // wild
+  CHECK(rig.resource->deallocate(0xdead0000, MemoryKind::device, 0) != kSuccess);             // wild
   CHECK(rig.resource->deallocate(buffers[9].ptr + 4096, MemoryKind::device, 0) != kSuccess);  // interior
   const Buffer freed = buffers[8];
   REQUIRE(rig.release(freed) == kSuccess);
@@ -320,8 +322,8 @@ TEMPLATE_TEST_CASE("conformance: freeing what it did not hand out is an error an
   CHECK(rig.device.live_bytes() == 0);
 }
 
-TEMPLATE_TEST_CASE("conformance: reclaim gives back idle memory and says how much",
-                   "[engine][conformance]", MEMTOOL_RESOURCE_FACTORIES) {
+TEMPLATE_TEST_CASE("conformance: reclaim gives back idle memory and says how much", "[engine][conformance]",
+                   MEMTOOL_RESOURCE_FACTORIES) {
   Rig<TestType> rig;
   std::vector<Buffer> buffers = alloc_sizes(rig);
   const Buffer kept = buffers.back();  // 12 MiB stays live
@@ -340,14 +342,14 @@ TEMPLATE_TEST_CASE("conformance: reclaim gives back idle memory and says how muc
   }
 }
 
-TEMPLATE_TEST_CASE("conformance: shutdown releases everything, also what was live at the time",
-                   "[engine][conformance]", MEMTOOL_RESOURCE_FACTORIES) {
+TEMPLATE_TEST_CASE("conformance: shutdown releases everything, also what was live at the time", "[engine][conformance]",
+                   MEMTOOL_RESOURCE_FACTORIES) {
   Rig<TestType> rig;
   std::vector<Buffer> buffers = alloc_sizes(rig);
   for (Buffer& b : buffers) rig.write(b, 0);
   rig.resource->shutdown(true);
   for (const Buffer& b : buffers) CHECK(rig.intact(b));  // live buffers keep their memory
-  auto after = rig.alloc(5000);  // still served (passed through) after shutdown
+  auto after = rig.alloc(5000);                          // still served (passed through) after shutdown
   REQUIRE(after);
   rig.write(*after, 0);
   CHECK_FALSE(rig.overlaps_live(*after));
@@ -396,8 +398,8 @@ TEMPLATE_TEST_CASE("conformance: memory reused across streams is ordered after i
   CHECK(rig.device.live_bytes() == 0);
 }
 
-TEMPLATE_TEST_CASE("conformance: extent_of describes the buffer, and only while it lives",
-                   "[engine][conformance]", MEMTOOL_RESOURCE_FACTORIES) {
+TEMPLATE_TEST_CASE("conformance: extent_of describes the buffer, and only while it lives", "[engine][conformance]",
+                   MEMTOOL_RESOURCE_FACTORIES) {
   Rig<TestType> rig;
   std::vector<Buffer> buffers = alloc_sizes(rig);
   std::set<std::uint64_t> ids;

@@ -35,9 +35,9 @@ std::optional<std::uint64_t> direct_period(const std::vector<std::uint64_t>& tok
 
 TEST_CASE("the worker finds the period the detector finds", "[engine][detection]") {
   const auto [period, iterations] = GENERATE(table<std::uint64_t, std::uint64_t>({
-      {6, 20},       // a short loop
-      {1000, 30},    // 30,000 tokens: several times the ring
-      {20000, 3},    // one iteration longer than the ring
+      {6, 20},     // a short loop
+      {1000, 30},  // 30,000 tokens: several times the ring
+      {20000, 3},  // one iteration longer than the ring
   }));
   INFO("period " << period << " x " << iterations);
   const auto tokens = training_stream(37, period, iterations);

@@ -57,8 +57,7 @@ TEST_CASE("the default checker rejects a wrong plan outright", "[engine][invaria
   check_clean(p, d);
 }
 
-TEST_CASE_METHOD(EngineRig,
-                 "shape changing every few iterations: drift, re-plans, never an overlap",
+TEST_CASE_METHOD(EngineRig, "shape changing every few iterations: drift, re-plans, never an overlap",
                  "[engine][drift]") {
   ConvNet net;
   net.setup(p);

@@ -42,8 +42,7 @@ TEST_CASE("pool allocation failure falls back, then disables pool mode", "[engin
   CHECK(engine.mem_info().pool_reserved == 0);
 }
 
-TEST_CASE_METHOD(EngineRig, "OOM of the fallback while applying: the pool's free space serves it",
-                 "[engine][oom]") {
+TEST_CASE_METHOD(EngineRig, "OOM of the fallback while applying: the pool's free space serves it", "[engine][oom]") {
   Mlp mlp;
   mlp.setup(p);
   for (int it = 0; it < 8; ++it) mlp.iteration(p, 4);
@@ -83,8 +82,7 @@ TEST_CASE_METHOD(EngineRig, "OOM of the fallback while applying: the pool's free
   CHECK(d.live_bytes() == 0);
 }
 
-TEST_CASE_METHOD(EngineRig, "a pass-through allocation that does not fit takes back an idle pool",
-                 "[engine][oom]") {
+TEST_CASE_METHOD(EngineRig, "a pass-through allocation that does not fit takes back an idle pool", "[engine][oom]") {
   Mlp mlp;
   mlp.setup(p);
   for (int it = 0; it < 8; ++it) mlp.iteration(p, 4);
@@ -106,8 +104,7 @@ TEST_CASE_METHOD(EngineRig, "a pass-through allocation that does not fit takes b
   check_clean(p, d);
 }
 
-TEST_CASE_METHOD(EngineRig, "shutdown with a live pooled buffer keeps the pool until it is freed",
-                 "[engine][oom]") {
+TEST_CASE_METHOD(EngineRig, "shutdown with a live pooled buffer keeps the pool until it is freed", "[engine][oom]") {
   ConvNet net;
   net.setup(p);
   for (int it = 0; it < 12; ++it) net.iteration(p, 1);

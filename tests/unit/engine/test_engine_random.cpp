@@ -39,8 +39,7 @@ std::vector<Op> random_iteration(std::mt19937& rng, std::size_t allocs) {
       previous_to_free.pop_back();
     }
     const auto kind = rng() % 3 == 0 ? MemoryKind::async : MemoryKind::device;
-    ops.push_back({Op::Type::alloc, i, kUnit * (1 + rng() % 24) + (rng() % 4) * 100,
-                   streams[rng() % 3], kind});
+    ops.push_back({Op::Type::alloc, i, kUnit * (1 + rng() % 24) + (rng() % 4) * 100, streams[rng() % 3], kind});
     if (!carried[i]) live.push_back(i);
     for (int u = 0; u < 2 && !live.empty(); ++u) {
       ops.push_back({Op::Type::use, live[rng() % live.size()], 0, streams[rng() % 3], {}});
@@ -65,12 +64,18 @@ void run(Program& p, const std::vector<Op>& ops, std::vector<std::optional<Buffe
   };
   for (const Op& op : ops) {
     switch (op.type) {
-      case Op::Type::alloc: current[op.slot] = p.alloc(op.size + grow, op.stream, op.kind); break;
+      case Op::Type::alloc:
+        current[op.slot] = p.alloc(op.size + grow, op.stream, op.kind);
+        break;
       case Op::Type::use:
         if (current[op.slot]) p.use(*current[op.slot], op.stream);
         break;
-      case Op::Type::free_current: release(current[op.slot]); break;
-      case Op::Type::free_previous: release(previous[op.slot]); break;
+      case Op::Type::free_current:
+        release(current[op.slot]);
+        break;
+      case Op::Type::free_previous:
+        release(previous[op.slot]);
+        break;
     }
   }
 }

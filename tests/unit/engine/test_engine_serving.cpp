@@ -66,8 +66,7 @@ TEST_CASE("MLP: served from the pool after detection, data identical", "[engine]
   CHECK(d.live_bytes() == 0);  // pool released, nothing leaked
 }
 
-TEST_CASE_METHOD(ServingRig, "conv net: two streams trading buffers, every reuse ordered",
-                 "[engine][engine][stream]") {
+TEST_CASE_METHOD(ServingRig, "conv net: two streams trading buffers, every reuse ordered", "[engine][engine][stream]") {
   ConvNet net;
   net.setup(p);
   for (int it = 0; it < 16; ++it) net.iteration(p, 2);
@@ -81,8 +80,7 @@ TEST_CASE_METHOD(ServingRig, "conv net: two streams trading buffers, every reuse
   net.teardown(p);
   check_clean(p, d);
   std::printf("conv: pool %llu B, LB %llu B, peak with pool %llu B, without %llu B, waits %llu\n",
-              static_cast<unsigned long long>(s.pool_bytes),
-              static_cast<unsigned long long>(s.lower_bound_bytes),
+              static_cast<unsigned long long>(s.pool_bytes), static_cast<unsigned long long>(s.lower_bound_bytes),
               static_cast<unsigned long long>(s.peak_device_bytes_with_pool),
               static_cast<unsigned long long>(s.peak_device_bytes_without_pool),
               static_cast<unsigned long long>(s.stream_waits));
@@ -101,8 +99,7 @@ TEST_CASE("without the hooks' touch() the same run violates stream order", "[eng
   net.teardown(p);
 }
 
-TEST_CASE_METHOD(ServingRig, "async allocations keep their stream-ordered meaning",
-                 "[engine][engine][stream]") {
+TEST_CASE_METHOD(ServingRig, "async allocations keep their stream-ordered meaning", "[engine][engine][stream]") {
   AsyncPipeline pipe;
   for (int it = 0; it < 16; ++it) pipe.iteration(p);
   const Summary s = engine.summary();
@@ -112,13 +109,12 @@ TEST_CASE_METHOD(ServingRig, "async allocations keep their stream-ordered meanin
   check_clean(p, d);
 }
 
-TEST_CASE_METHOD(ServingRig, "completed events are not waited on and are reused",
-                 "[engine][engine][stream]") {
+TEST_CASE_METHOD(ServingRig, "completed events are not waited on and are reused", "[engine][engine][stream]") {
   ConvNet net;
   net.setup(p);
   for (int it = 0; it < 8; ++it) net.iteration(p, 1);
   p.host_sync_before_alloc = true;  // every earlier use has finished at each hand-out
-  net.iteration(p, 1);  // the prefetched batch was handed out before: its first use waits
+  net.iteration(p, 1);              // the prefetched batch was handed out before: its first use waits
   const auto waits_before = engine.summary().stream_waits;
   for (int it = 0; it < 8; ++it) net.iteration(p, 1);
   const Summary s = engine.summary();
@@ -162,8 +158,7 @@ TEST_CASE_METHOD(ServingRig, "explicit iteration marks", "[engine][engine]") {
   check_clean(p, d);
 }
 
-TEST_CASE_METHOD(ServingRig,
-                 "explicit marks: an extra allocation at the end is a miss, not a shift",
+TEST_CASE_METHOD(ServingRig, "explicit marks: an extra allocation at the end is a miss, not a shift",
                  "[engine][engine]") {
   Mlp mlp;
   mlp.setup(p);

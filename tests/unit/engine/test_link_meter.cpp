@@ -16,7 +16,8 @@ constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 // Copies on a link of `bytes_per_ns` with `latency_ns` per copy.
 std::vector<CopySample> copies(std::initializer_list<std::uint64_t> sizes, double bytes_per_ns, double latency_ns) {
   std::vector<CopySample> out;
-  for (const std::uint64_t bytes : sizes) out.push_back(CopySample{bytes, latency_ns + static_cast<double>(bytes) / bytes_per_ns});
+  for (const std::uint64_t bytes : sizes)
+    out.push_back(CopySample{bytes, latency_ns + static_cast<double>(bytes) / bytes_per_ns});
   return out;
 }
 
@@ -63,7 +64,7 @@ TEST_CASE("link meter: copies that queued behind others do not bend the fit", "[
 }
 
 TEST_CASE("link meter: too few copies, too few bytes or no time say nothing", "[engine][swap][link]") {
-  CHECK_FALSE(fit_link(copies({8 * MiB, 8 * MiB, 8 * MiB}, 20.0, 0.0)));           // three copies
-  CHECK_FALSE(fit_link(copies({64 * 1024, 64 * 1024, 64 * 1024, 64 * 1024}, 20.0, 0.0)));  // 256 KiB in all
+  CHECK_FALSE(fit_link(copies({8 * MiB, 8 * MiB, 8 * MiB}, 20.0, 0.0)));                     // three copies
+  CHECK_FALSE(fit_link(copies({64 * 1024, 64 * 1024, 64 * 1024, 64 * 1024}, 20.0, 0.0)));    // 256 KiB in all
   CHECK_FALSE(fit_link({{8 * MiB, 0.0}, {8 * MiB, 0.0}, {8 * MiB, -1.0}, {8 * MiB, 0.0}}));  // untimed
 }

@@ -179,7 +179,7 @@ TEST_CASE("pool: a plan dropped in the middle of a step is replaced at the next 
   }
   const Summary s = engine.summary();
   INFO("from the pool after each step: " << Catch::Detail::stringify(from_pool) << ", states "
-                                           << Catch::Detail::stringify(states));
+                                         << Catch::Detail::stringify(states));
   CHECK(s.replans == 1);
   CHECK(states[0] == "observe");
   const std::uint64_t per_step = 1 + 3 * model.layers;

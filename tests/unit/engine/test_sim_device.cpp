@@ -9,7 +9,6 @@
 
 using namespace memtool::engine;
 
-
 TEST_CASE("sim device flags cross-stream access without a wait", "[engine][sim]") {
   SimDevice d;
   DevicePtr p = 0;

@@ -82,13 +82,12 @@ TEST_CASE("small cache: an exported block is exported in place, its size the dri
   REQUIRE(rig.cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
   const std::uint64_t calls = rig.device.allocate_calls();
   const DevicePtr b = rig.alloc(96 * KiB);
-  CHECK(rig.device.allocate_calls() == calls + 1);  // a driver allocation of its own
+  CHECK(rig.device.allocate_calls() == calls + 1);               // a driver allocation of its own
   CHECK(rig.cache->pin_for_export(b) == ExportPin::not_served);  // the driver's own
   REQUIRE(rig.cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
 }
 
-TEST_CASE("small cache: large, stream-ordered and pooled allocations pass through",
-          "[engine][swap][small_cache]") {
+TEST_CASE("small cache: large, stream-ordered and pooled allocations pass through", "[engine][swap][small_cache]") {
   CacheRig rig;
   const DevicePtr large = rig.alloc(MiB);
   const DevicePtr async = rig.alloc(64 * KiB, MemoryKind::async, 1);

@@ -46,8 +46,7 @@ struct SwapRig {
 
 }  // namespace
 
-TEST_CASE("explicit swap: out and back with its bytes, every copy ordered after the buffer's users",
-          "[engine][swap]") {
+TEST_CASE("explicit swap: out and back with its bytes, every copy ordered after the buffer's users", "[engine][swap]") {
   SwapRig rig(9 * MiB);
   const StreamId s1 = 1;
   const StreamId s2 = 2;
@@ -121,7 +120,7 @@ TEST_CASE("explicit swap: a buffer brought back ahead and freed unused is releas
     rig.kernel(v, 4 * MiB, s);
     rig.kernel(u, 4 * MiB, s);
     for (const DevicePtr p : {u, v}) CHECK(rig.swap->deallocate(p, MemoryKind::device, s) == kSuccess);
-    rig.device.synchronize();  // their frees are reached
+    rig.device.synchronize();      // their frees are reached
     rig.swap->before_work({}, s);  // an item with no buffer of ours: t's twin is used soon after
     CHECK(rig.swap->deallocate(t, MemoryKind::device, s) == kSuccess);
   }

@@ -38,7 +38,8 @@ struct Rig {
   }
   // A kernel on `stream` that touches `touched` (its arguments) and may reach `reached`.
   void item(StreamId stream, std::initializer_list<DevicePtr> touched, std::initializer_list<DevicePtr> reached = {},
-            std::string_view kernel = "kernel", bool reaches_all = false, std::initializer_list<DevicePtr> escaped = {}) {
+            std::string_view kernel = "kernel", bool reaches_all = false,
+            std::initializer_list<DevicePtr> escaped = {}) {
     const std::vector<DevicePtr> t(touched), r(reached), e(escaped);
     WorkItem w;
     w.stream = stream;
@@ -91,7 +92,8 @@ constexpr StreamId s2 = 2;
 
 }  // namespace
 
-TEST_CASE("explicit swap: a copy out under way is called off for work that may reach the buffer", "[engine][swap][reach]") {
+TEST_CASE("explicit swap: a copy out under way is called off for work that may reach the buffer",
+          "[engine][swap][reach]") {
   Rig rig(9 * MiB);
   const auto [a, b] = rig.leave_early(21);
   // A kernel on another stream that reaches a through a table a kernel wrote, and writes it.
@@ -106,7 +108,8 @@ TEST_CASE("explicit swap: a copy out under way is called off for work that may r
   rig.finish({a, b});
 }
 
-TEST_CASE("explicit swap: a host copy that work may read stays mapped until that work has run", "[engine][swap][reach]") {
+TEST_CASE("explicit swap: a host copy that work may read stays mapped until that work has run",
+          "[engine][swap][reach]") {
   Rig rig(5 * MiB);
   const DevicePtr a = rig.alloc(4 * MiB);
   rig.item(s1, {a});
@@ -166,7 +169,7 @@ TEST_CASE("explicit swap: a buffer whose address escaped never moves again", "[e
   Rig rig(5 * MiB);
   const DevicePtr a = rig.alloc(4 * MiB);
   rig.item(s1, {a}, {}, "publish", false, {a});  // its address went into a device global
-  const DevicePtr b = rig.alloc(4 * MiB);  // over the budget, and a may not leave
+  const DevicePtr b = rig.alloc(4 * MiB);        // over the budget, and a may not leave
   rig.item(s1, {b});
   const Summary s = rig.summary();
   CHECK(s.swap_pinned == 1);
@@ -201,7 +204,8 @@ TEST_CASE("explicit swap: work that may reach anything leaves nothing in motion,
   rig.finish({a, b, c});
 }
 
-TEST_CASE("swap verify: a write behind memtool's back while out is said, with the last launch", "[engine][swap][verify]") {
+TEST_CASE("swap verify: a write behind memtool's back while out is said, with the last launch",
+          "[engine][swap][verify]") {
   Rig rig(5 * MiB, true);
   const DevicePtr a = rig.alloc(4 * MiB);
   rig.item(s1, {a}, {}, "producer");
@@ -209,7 +213,7 @@ TEST_CASE("swap verify: a write behind memtool's back while out is said, with th
   const DevicePtr b = rig.alloc(4 * MiB);  // a leaves
   rig.item(s1, {b}, {}, "other");
   rig.device.synchronize();
-  rig.item(s1, {b}, {}, "other");  // a's copy has landed and is checksummed
+  rig.item(s1, {b}, {}, "other");         // a's copy has landed and is checksummed
   rig.item(s1, {b}, {}, "stray_writer");  // writes a through a pointer memtool cannot see
   REQUIRE(rig.device.fill(a, 4 * MiB, 52));
   rig.device.synchronize();

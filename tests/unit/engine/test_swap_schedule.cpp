@@ -45,7 +45,7 @@ TEST_CASE("swap schedule: an observed iteration as the swapper's input", "[engin
   log.alive(BufferName{Birth::previous, 1}, 2 * MiB, 0x2000);         // made last iteration, freed at item 1
   log.alive(BufferName{Birth::previous, 2}, 2 * MiB, 0x3000);         // made last iteration, lives on
   log.allocated(0, 4 * MiB, 0x4000);                                  // an activation
-  (void)log.item();                                                    // item 0
+  (void)log.item();                                                   // item 0
   log.used(BufferName{Birth::current, 0});
   log.used(BufferName{Birth::persistent, 0x1000});
   (void)log.item();  // item 1
@@ -251,7 +251,7 @@ TEST_CASE("swap schedule: belady plans nothing", "[engine][swap][schedule]") {
 
 TEST_CASE("swap schedule: the trial keeps a schedule no slower than the rule", "[engine][swap][schedule]") {
   {
-    ScheduleTrial exact;  // no margin by default: the faster of the two measured stays
+    ScheduleTrial exact;                 // no margin by default: the faster of the two measured stays
     CHECK(exact.rule_iteration(110.0));  // the fastest of the rule's: its state is the one to keep
     exact.start(false);
     for (const double ns : {500.0, 112.0}) (void)exact.schedule_iteration(ns);
@@ -287,7 +287,8 @@ TEST_CASE("swap schedule: the trial keeps a schedule no slower than the rule", "
   CHECK(trial.schedule_iteration(1e9) == ScheduleTrial::Verdict::keep);
 }
 
-TEST_CASE("swap schedule: each runner-up must beat the rule and every candidate before it", "[engine][swap][schedule]") {
+TEST_CASE("swap schedule: each runner-up must beat the rule and every candidate before it",
+          "[engine][swap][schedule]") {
   ScheduleTrial trial;
   trial.rule_iteration(200.0);
   trial.start(true);  // ours' schedule: slower than the rule
@@ -328,7 +329,7 @@ TEST_CASE("swap schedule: a kept schedule that grows slower goes back to its fas
   ScheduleWatch watch;  // 3% by default
   watch.start();
   CHECK(watch.iteration(0.0, 190.0, 200.0).action == Action::none);  // not timed
-  CHECK_FALSE(watch.iteration(100.0, 190.0, 200.0).fastest);  // the first after it applies: not counted
+  CHECK_FALSE(watch.iteration(100.0, 190.0, 200.0).fastest);         // the first after it applies: not counted
   CHECK(watch.iteration(260.0, 190.0, 200.0).fastest);
   CHECK(watch.iteration(180.0, 190.0, 200.0).fastest);
   ScheduleWatch::Verdict v = watch.iteration(183.0, 190.0, 200.0);
@@ -402,7 +403,7 @@ TEST_CASE("swap schedule: the rule alone's frozen leads learn again once they ru
           "[engine][swap][schedule]") {
   using Action = ScheduleWatch::Action;
   ScheduleWatch watch;
-  watch.start(false, 0.01);  // as rule_from_now_on: restored at 3%, dropped from there at 1%
+  watch.start(false, 0.01);          // as rule_from_now_on: restored at 3%, dropped from there at 1%
   watch.iteration(1.90, 1.79, 0.0);  // the first: not counted
   for (const double ns : {1.84, 1.83}) CHECK(watch.iteration(ns, 1.79, 0.0).action == Action::none);
   // Median 1.84 is 2.8% over 1.79: learning leads get the 3% margin.

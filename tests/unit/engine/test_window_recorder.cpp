@@ -58,8 +58,7 @@ TEST_CASE("window of one iteration in the wrap view", "[engine][windows]") {
   CHECK_FALSE(r.window(1, 0, 256));
 }
 
-TEST_CASE("never-freed and unpoolable kinds pass through; long-lived get slots",
-          "[engine][windows]") {
+TEST_CASE("never-freed and unpoolable kinds pass through; long-lived get slots", "[engine][windows]") {
   Ticker r(1000);
   std::uint64_t long_lived = r.on_alloc(64, MemoryKind::device, 0);
   std::vector<std::uint64_t> very_long;
@@ -81,7 +80,7 @@ TEST_CASE("never-freed and unpoolable kinds pass through; long-lived get slots",
   CHECK_FALSE(w->entries[0].pooled);  // leak
   CHECK_FALSE(w->entries[1].pooled);  // managed
   REQUIRE(w->entries[2].pooled);
-  CHECK(w->entries[2].slots == 2);  // alloc at 3, freed at 6 + 5: L = 8
+  CHECK(w->entries[2].slots == 2);    // alloc at 3, freed at 6 + 5: L = 8
   CHECK_FALSE(w->entries[3].pooled);  // needs more than kMaxSlots slots
   REQUIRE(w->problem.buffers.size() == 2);
   for (const auto& b : w->problem.buffers) {

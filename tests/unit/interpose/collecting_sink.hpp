@@ -16,9 +16,9 @@ struct Launch {
   std::vector<std::uint64_t> touched;  // copied: the event's span points into recorder memory
 };
 
-using Recorded = std::variant<trace::AllocEvent, trace::FreeEvent, Launch, trace::GraphLaunchEvent, trace::CopyEvent,
-                              trace::MemsetEvent, trace::SyncEvent, trace::IterationMarkEvent,
-                              trace::StreamCreateEvent>;
+using Recorded =
+    std::variant<trace::AllocEvent, trace::FreeEvent, Launch, trace::GraphLaunchEvent, trace::CopyEvent,
+                 trace::MemsetEvent, trace::SyncEvent, trace::IterationMarkEvent, trace::StreamCreateEvent>;
 
 class CollectingSink final : public EventSink {
  public:

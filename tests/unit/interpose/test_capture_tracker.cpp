@@ -19,14 +19,14 @@ namespace {
 
 // The fake driver's state (one test at a time).
 struct FakeCaptureDriver {
-  std::set<std::uintptr_t> capturing;     // streams in a capture sequence
+  std::set<std::uintptr_t> capturing;            // streams in a capture sequence
   std::uintptr_t refusing = ~std::uintptr_t{0};  // IsCapturing answers IMPLICIT for it
   std::atomic<int> is_capturing_calls{0};
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> records;  // (event, stream)
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> waits;    // (stream, event)
-  std::vector<std::uintptr_t> synchronized;                         // events the host waited on
-  std::vector<std::uintptr_t> frees_on;                              // streams of cuMemFreeAsync
-  std::vector<std::uintptr_t> copies_on;                             // streams of copies
+  std::vector<std::uintptr_t> synchronized;                        // events the host waited on
+  std::vector<std::uintptr_t> frees_on;                            // streams of cuMemFreeAsync
+  std::vector<std::uintptr_t> copies_on;                           // streams of copies
   std::uintptr_t next_event = 0xE000;
   std::uintptr_t next_stream = 0x5000;
   std::vector<CUstreamCaptureMode> modes_seen;  // the calling thread's mode at each unsafe call

@@ -146,8 +146,8 @@ struct Reset {
 TEST_CASE("a graph's nodes give the words its launch may touch memory through", "[interpose][graphs]") {
   const Reset reset;
   const CUgraph graph = make_graph();
-  const CUgraphNode gemm = add(graph, kernel(handle(0x100), std::uint64_t{0xA000}, std::uint64_t{0xB000},
-                                             std::uint64_t{0xC000}, 4));
+  const CUgraphNode gemm =
+      add(graph, kernel(handle(0x100), std::uint64_t{0xA000}, std::uint64_t{0xB000}, std::uint64_t{0xC000}, 4));
   add(graph, copy_node(0xD000, 0xE000));
   FakeNode set;
   set.type = CU_GRAPH_NODE_TYPE_MEMSET;
@@ -224,8 +224,8 @@ TEST_CASE("the catalog: launches get their graph's words, a node's new parameter
           "[interpose][graphs]") {
   const Reset reset;
   const CUgraph graph = make_graph();
-  const CUgraphNode first = add(graph, kernel(handle(0x100), std::uint64_t{0xA000}, std::uint64_t{0xB000},
-                                              std::uint64_t{0xC000}, 4));
+  const CUgraphNode first =
+      add(graph, kernel(handle(0x100), std::uint64_t{0xA000}, std::uint64_t{0xB000}, std::uint64_t{0xC000}, 4));
   FakeNode set;
   set.type = CU_GRAPH_NODE_TYPE_MEMSET;
   set.memset_dst = 0xF000;

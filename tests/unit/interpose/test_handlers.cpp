@@ -32,7 +32,9 @@ CUresult fake_free(CUdeviceptr) {
 }
 CUresult fake_memset_2d(CUdeviceptr, size_t, unsigned int, size_t, size_t) { return CUDA_SUCCESS; }
 CUresult fake_copy_2d(const CUDA_MEMCPY2D*) { return CUDA_SUCCESS; }
-CUresult fake_map(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) { return CUDA_SUCCESS; }
+CUresult fake_map(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) {
+  return CUDA_SUCCESS;
+}
 CUresult fake_unmap(CUdeviceptr, size_t) { return CUDA_SUCCESS; }
 CUresult fake_stream_sync(CUstream) {
   g_events_seen_by_real = g_shared->events.size();

@@ -81,7 +81,7 @@ TEST_CASE("a slot keeps the first real function and refuses another", "[interpos
   int b = 0;
   CHECK(real_slot(HookId::cuMemAlloc_v2) == nullptr);
   CHECK(offer_real(HookId::cuMemAlloc_v2, &a));
-  CHECK(offer_real(HookId::cuMemAlloc_v2, &a));   // the same again is fine
+  CHECK(offer_real(HookId::cuMemAlloc_v2, &a));        // the same again is fine
   CHECK_FALSE(offer_real(HookId::cuMemAlloc_v2, &b));  // another would be called by our wrapper: refused
   CHECK(real_slot(HookId::cuMemAlloc_v2) == &a);
   CHECK(real_slot(HookId::cuLaunchKernel_ptsz) == nullptr);  // twins have slots of their own

@@ -41,9 +41,14 @@ TEST_CASE("defaults come from the table and parse", "[interpose][options]") {
 
 TEST_CASE("good values are taken", "[interpose][options]") {
   Env env;
-  env.values = {{"MEMTOOL_TRACE", "/tmp/t.%p"}, {"MEMTOOL_STACKS", "1"},           {"MEMTOOL_LOG", "DEBUG"},
-                {"MEMTOOL_STRATEGY", "off"},    {"MEMTOOL_STACK_DEPTH", "8"},      {"MEMTOOL_DISABLE", "yes"},
-                {"MEMTOOL_ITERATION_KERNEL", "^adam_.*"}, {"MEMTOOL_LOG_FILE", "/tmp/log"}};
+  env.values = {{"MEMTOOL_TRACE", "/tmp/t.%p"},
+                {"MEMTOOL_STACKS", "1"},
+                {"MEMTOOL_LOG", "DEBUG"},
+                {"MEMTOOL_STRATEGY", "off"},
+                {"MEMTOOL_STACK_DEPTH", "8"},
+                {"MEMTOOL_DISABLE", "yes"},
+                {"MEMTOOL_ITERATION_KERNEL", "^adam_.*"},
+                {"MEMTOOL_LOG_FILE", "/tmp/log"}};
   const ParsedOptions parsed = parse_options(env.lookup(), nullptr);
   CHECK(parsed.errors.empty());
   CHECK(parsed.options.trace == "/tmp/t.%p");
@@ -119,12 +124,17 @@ TEST_CASE("trace path placeholders", "[interpose][options]") {
 
 // The grammar itself is tested in tests/unit/trace_core/test_bytes.cpp; here, that the options
 // read sizes with it.
-TEST_CASE("sizes: the one grammar (K/M/G/T powers of 1024, KB/MB/GB/TB of 1000, decimals), 0",
-          "[interpose][options]") {
-  const std::map<std::string, std::uint64_t> good{
-      {"0", 0},           {"65536", 65536},          {"512K", 512ULL << 10}, {"512m", 512ULL << 20},
-      {"4G", 4ULL << 30}, {"2TiB", 2ULL << 40},      {"3MB", 3'000'000},     {"100b", 100},
-      {"1gib", 1ULL << 30}, {"1.5G", 3ULL << 29}};
+TEST_CASE("sizes: the one grammar (K/M/G/T powers of 1024, KB/MB/GB/TB of 1000, decimals), 0", "[interpose][options]") {
+  const std::map<std::string, std::uint64_t> good{{"0", 0},
+                                                  {"65536", 65536},
+                                                  {"512K", 512ULL << 10},
+                                                  {"512m", 512ULL << 20},
+                                                  {"4G", 4ULL << 30},
+                                                  {"2TiB", 2ULL << 40},
+                                                  {"3MB", 3'000'000},
+                                                  {"100b", 100},
+                                                  {"1gib", 1ULL << 30},
+                                                  {"1.5G", 3ULL << 29}};
   for (const auto& [text, bytes] : good) {
     INFO(text);
     Env env;

@@ -170,9 +170,9 @@ TEST_CASE("pointer tables: host-written memory and launches without a pointer ma
   rig.alloc(A, 4 * MiB);
   rig.alloc(B, 4096, MemoryKind::pinned_host);
   rig.alloc(T, 8);
-  CHECK(rig.launch({}).all);            // no pointer at all: it can only read a device global
-  CHECK(rig.launch({B}).all);           // pinned memory the host writes without a call
-  rig.upload(T, {B});                   // a table pointing there
+  CHECK(rig.launch({}).all);   // no pointer at all: it can only read a device global
+  CHECK(rig.launch({B}).all);  // pinned memory the host writes without a call
+  rig.upload(T, {B});          // a table pointing there
   CHECK(rig.launch({T}).all);
   CHECK_FALSE(rig.launch({A}).all);
   rig.tables.on_unread_upload(rig.index, A);  // a pitched upload memtool did not read

@@ -31,7 +31,8 @@ TEST_CASE("rank: none outside a job", "[interpose][rank]") {
 TEST_CASE("rank: each launcher's variables", "[interpose][rank]") {
   const std::map<std::string, std::map<std::string, std::string>> launchers{
       {"RANK", {{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}}},
-      {"OMPI_COMM_WORLD_RANK", {{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}},
+      {"OMPI_COMM_WORLD_RANK",
+       {{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}},
       {"PMI_RANK", {{"PMI_RANK", "5"}, {"PMI_SIZE", "8"}, {"MPI_LOCALRANKID", "1"}}},
       {"SLURM_PROCID", {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}}},
   };

@@ -187,7 +187,8 @@ TEST_CASE("allocation stacks are raw instruction pointers plus module mappings",
   REQUIRE_FALSE(f.shared.modules.empty());
   // The innermost frame lies in a code segment we described (this test binary).
   bool covered = false;
-  for (const auto& module : f.shared.modules) covered = covered || (frames[0].ip >= module.start && frames[0].ip < module.end);
+  for (const auto& module : f.shared.modules)
+    covered = covered || (frames[0].ip >= module.start && frames[0].ip < module.end);
   CHECK(covered);
 }
 
@@ -255,12 +256,15 @@ TEST_CASE("8 threads record concurrently without losing or reordering events", "
   for (std::size_t i = 0; i < expected; ++i) {
     const std::uint64_t seq = std::visit(
         [](const auto& e) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(e)>, Launch>) return e.event.header.seq;
-          else return e.header.seq;
+          if constexpr (std::is_same_v<std::decay_t<decltype(e)>, Launch>)
+            return e.event.header.seq;
+          else
+            return e.header.seq;
         },
         f.shared.events[i]);
     REQUIRE(seq == i);  // the sink sees events in sequence order
-    if (const auto* launch = std::get_if<Launch>(&f.shared.events[i]); launch != nullptr && launch->touched.size() == 1) {
+    if (const auto* launch = std::get_if<Launch>(&f.shared.events[i]);
+        launch != nullptr && launch->touched.size() == 1) {
       ++launches_touching_own_buffer;
     }
   }
@@ -293,7 +297,8 @@ TEST_CASE("a thread's cached kernel never crosses from one recorder to the next"
 // Under the swap strategy a launch also carries what pointer tables tell (pointer_tables.hpp):
 // an upload read after the call, a unified copy read only from pinned memory memtool knows, the
 // trace keeping the arguments' own buffers.
-TEST_CASE("swap strategy: a launch touching an uploaded table touches what it points to", "[interpose][recorder][tables]") {
+TEST_CASE("swap strategy: a launch touching an uploaded table touches what it points to",
+          "[interpose][recorder][tables]") {
   Fixture f;
   f.options.strategy = "swap";
   f.start();

@@ -18,9 +18,9 @@ TEST_CASE("recorder: double, interior and wild frees are failed frees", "[interp
   recorder.on_alloc(0x10000, 4096, MemoryKind::device, 0);
   recorder.on_alloc(0x20000, 4096, MemoryKind::device, 0);
   recorder.on_free(0x10000, MemoryKind::device, 0);
-  recorder.on_free(0x10000, MemoryKind::device, 0);     // double
-  recorder.on_free(0x20040, MemoryKind::device, 7);     // interior
-  recorder.on_free(0xdead0000, MemoryKind::async, 0);   // wild
+  recorder.on_free(0x10000, MemoryKind::device, 0);    // double
+  recorder.on_free(0x20040, MemoryKind::device, 7);    // interior
+  recorder.on_free(0xdead0000, MemoryKind::async, 0);  // wild
   REQUIRE(shared.failed_frees.size() == 3);
   CHECK(shared.failed_frees[0].reason == FailedFreeReason::not_allocated);
   CHECK(shared.failed_frees[1].reason == FailedFreeReason::interior);
@@ -54,6 +54,7 @@ TEST_CASE("recorder: a backtracking MEMTOOL_ITERATION_KERNEL on a long kernel na
   }
   CHECK(recorder.active());
   std::size_t marks = 0;
-  for (const auto& event : shared.events) marks += std::holds_alternative<memtool::trace::IterationMarkEvent>(event) ? 1 : 0;
+  for (const auto& event : shared.events)
+    marks += std::holds_alternative<memtool::trace::IterationMarkEvent>(event) ? 1 : 0;
   CHECK(marks == 3);
 }

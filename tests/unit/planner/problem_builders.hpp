@@ -44,17 +44,29 @@ struct RandomShape {
 
 inline Problem random_problem(std::uint64_t seed, const RandomShape& shape) {
   std::mt19937_64 rng(seed);
-  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) {
+    return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+  };
   std::vector<BufferRequest> out;
   for (std::size_t i = 0; i < shape.buffers; ++i) {
     BufferRequest b;
     b.id = 1000 + i * 7;  // ids unlike indices, so mix-ups show
     switch (shape.size_kind) {
-      case 1: b.size = 4096; break;
-      case 2: b.size = uniform(1, 8); break;
-      case 3: b.size = uniform(1, 1ULL << 20) << 30; break;
-      case 4: b.size = 1ULL << uniform(0, 20); break;
-      default: b.size = uniform(0, 9) == 0 ? uniform(1, 64) : uniform(1, 1 << 20); break;
+      case 1:
+        b.size = 4096;
+        break;
+      case 2:
+        b.size = uniform(1, 8);
+        break;
+      case 3:
+        b.size = uniform(1, 1ULL << 20) << 30;
+        break;
+      case 4:
+        b.size = 1ULL << uniform(0, 20);
+        break;
+      default:
+        b.size = uniform(0, 9) == 0 ? uniform(1, 64) : uniform(1, 1 << 20);
+        break;
     }
     if (shape.alignments) b.alignment = 1ULL << uniform(0, 9);
     const int pieces = shape.multi_interval ? static_cast<int>(uniform(1, 3)) : 1;

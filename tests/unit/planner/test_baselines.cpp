@@ -8,7 +8,6 @@
 using namespace planner_test;
 namespace mp = memtool::planner;
 
-
 TEST_CASE("allocation order: frees before allocations at one time, reallocation per interval", "[planner][baselines]") {
   auto p = problem_of({buffer(1, 10, {{0, 5}, {7, 9}}), buffer(2, 20, {{5, 7}})});
   const auto events = mp::allocation_sequence(p);

@@ -44,10 +44,10 @@ TEST_CASE("registry lists every algorithm once, best is the default", "[planner]
 
 TEST_CASE("every algorithm: valid placements on random problems", "[planner][conformance]") {
   const std::vector<RandomShape> shapes{
-      {40, 100, 30, 0, false, false, false},  {60, 60, 60, 0, true, false, false},
-      {40, 100, 20, 1, false, false, false},  {40, 80, 25, 2, true, true, false},
-      {30, 200, 50, 3, false, true, false},   {50, 100, 30, 4, true, false, true},
-      {25, 1000, 1000, 0, true, true, true},  {8, 20, 5, 0, false, true, false},
+      {40, 100, 30, 0, false, false, false}, {60, 60, 60, 0, true, false, false},
+      {40, 100, 20, 1, false, false, false}, {40, 80, 25, 2, true, true, false},
+      {30, 200, 50, 3, false, true, false},  {50, 100, 30, 4, true, false, true},
+      {25, 1000, 1000, 0, true, true, true}, {8, 20, 5, 0, false, true, false},
   };
   for (const auto* algo : mp::algorithms()) {
     DYNAMIC_SECTION(algo->name()) {
@@ -146,5 +146,6 @@ TEST_CASE("best: a limit too small for one greedy run still gives a plan, within
   // (first fit by size, smartpool-ff's order: there are no cross-iteration buffers).
   const auto smaller = random_problem(4244, {8000, 16000, 800, 0, true, false, false});
   o.time_limit_seconds = 0.1;
-  CHECK(mp::find_algorithm("best")->plan(smaller, o).pool_size <= mp::find_algorithm("smartpool-ff")->plan(smaller, {}).pool_size);
+  CHECK(mp::find_algorithm("best")->plan(smaller, o).pool_size <=
+        mp::find_algorithm("smartpool-ff")->plan(smaller, {}).pool_size);
 }

@@ -68,7 +68,8 @@ TEST_CASE("exact search: every plan it finds is valid and within the capacity", 
     const auto p = random_problem(seed, {60, 300, 25, seed % 4 == 0 ? 4 : 0, seed % 3 == 0, seed % 5 == 0, false});
     const md::Prepared prepared = md::prepare(p);
     for (int step = 0; step <= 6; ++step) {
-      const std::uint64_t capacity = prepared.lower_bound + prepared.lower_bound * static_cast<std::uint64_t>(step) / 20;
+      const std::uint64_t capacity =
+          prepared.lower_bound + prepared.lower_bound * static_cast<std::uint64_t>(step) / 20;
       md::SearchBudget budget(2'000'000, 1e9);
       const md::SearchResult r = md::branch_and_bound(prepared, capacity, budget);
       INFO(fmt::format("seed {}, capacity {}", seed, capacity));
@@ -110,8 +111,8 @@ TEST_CASE("exact search: resumed turn by turn in small slices, the same answer a
 TEST_CASE("decision problem: MiniMalloc's sections, one per end time", "[planner][exact]") {
   // a [0,10) b [5,20) c [12,14) d [12,30): ends at 10, 14, 20, 30 -> four sections; the
   // start of b at 5 and of c, d at 12 open none.
-  const auto p = problem_of({buffer(1, 4, {{0, 10}}), buffer(2, 2, {{5, 20}}), buffer(3, 1, {{12, 14}}),
-                             buffer(4, 8, {{12, 30}})});
+  const auto p = problem_of(
+      {buffer(1, 4, {{0, 10}}), buffer(2, 2, {{5, 20}}), buffer(3, 1, {{12, 14}}), buffer(4, 8, {{12, 30}})});
   md::DecisionProblem d;
   REQUIRE(md::build_decision_problem(md::prepare(p), d));
   REQUIRE(d.section_count == 4);
@@ -145,8 +146,7 @@ TEST_CASE("search budget: the clock guard counts this thread's CPU time, not the
   // A part shares the guard, and hands a stop back.
   md::SearchBudget outer(UINT64_MAX / 2, 0.0);
   md::SearchBudget part = outer.part(UINT64_MAX / 4);
-  for (int k = 0; k < 64 && !part.exhausted(); ++k) {
-  }
+  for (int k = 0; k < 64 && !part.exhausted(); ++k) {}
   CHECK(part.clock_stopped());
   outer.absorb(part);
   CHECK(outer.clock_stopped());

@@ -14,10 +14,11 @@ namespace mp = memtool::planner;
 
 TEST_CASE("fixtures: all algorithms valid, best reaches LB on real iterations", "[planner][fixtures]") {
   const std::string dir = MEMTOOL_FIXTURES_DIR;
-  const std::pair<const char*, bool> fixtures[] = {
-      {"traces/alexnet.iter3.csv", true},       {"traces/lstm.iter3.csv", true},
-      {"traces/mobilenet_v2.iter3.csv", false}, {"planner/somas-resnet50.csv", true},
-      {"planner/iopddl-G_1.csv", true}};
+  const std::pair<const char*, bool> fixtures[] = {{"traces/alexnet.iter3.csv", true},
+                                                   {"traces/lstm.iter3.csv", true},
+                                                   {"traces/mobilenet_v2.iter3.csv", false},
+                                                   {"planner/somas-resnet50.csv", true},
+                                                   {"planner/iopddl-G_1.csv", true}};
   for (const auto& [name, reaches_lb] : fixtures) {
     DYNAMIC_SECTION(name) {
       const auto p = memtool::trace::read_problem_csv(dir + "/" + name);
@@ -43,7 +44,8 @@ TEST_CASE("fixtures: all algorithms valid, best reaches LB on real iterations", 
 }
 
 TEST_CASE("fixtures: a MiniMalloc challenging problem stays valid under search", "[planner][fixtures]") {
-  const auto p = memtool::trace::read_problem_csv(std::string(MEMTOOL_FIXTURES_DIR) + "/planner/minimalloc-challenging-A.csv");
+  const auto p =
+      memtool::trace::read_problem_csv(std::string(MEMTOOL_FIXTURES_DIR) + "/planner/minimalloc-challenging-A.csv");
   mp::PlanOptions o;
   o.time_limit_seconds = 0.2;
   const auto best = mp::find_algorithm("best")->plan(p, o);
@@ -59,7 +61,8 @@ TEST_CASE("fixtures: best meets MiniMalloc's capacity, 1 MiB, on its whole chall
   // any machine; about 0.1-1 s each.
   for (const char* name : {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"}) {
     DYNAMIC_SECTION(name) {
-      const auto p = memtool::trace::read_problem_csv(fmt::format("{}/planner/minimalloc-challenging-{}.csv", MEMTOOL_FIXTURES_DIR, name));
+      const auto p = memtool::trace::read_problem_csv(
+          fmt::format("{}/planner/minimalloc-challenging-{}.csv", MEMTOOL_FIXTURES_DIR, name));
       const auto best = mp::find_algorithm("best")->plan(p, mp::PlanOptions{});
       REQUIRE(mp::validate(p, best).valid);
       CHECK(best.pool_size <= 1048576);
@@ -69,7 +72,8 @@ TEST_CASE("fixtures: best meets MiniMalloc's capacity, 1 MiB, on its whole chall
 }
 
 TEST_CASE("fixtures: best given the capacity decides there first", "[planner][fixtures]") {
-  const auto p = memtool::trace::read_problem_csv(std::string(MEMTOOL_FIXTURES_DIR) + "/planner/minimalloc-challenging-D.csv");
+  const auto p =
+      memtool::trace::read_problem_csv(std::string(MEMTOOL_FIXTURES_DIR) + "/planner/minimalloc-challenging-D.csv");
   mp::PlanOptions o;
   o.time_limit_seconds = 0.3;  // too little to get there without the capacity
   const auto without = mp::find_algorithm("best")->plan(p, o);

@@ -34,7 +34,8 @@ bool conflict(const md::Prepared& p, std::uint32_t a, std::uint32_t b) {
   return false;
 }
 
-std::vector<std::uint64_t> reference_offsets(const md::Prepared& p, const std::vector<std::uint32_t>& order, md::Fit fit) {
+std::vector<std::uint64_t> reference_offsets(const md::Prepared& p, const std::vector<std::uint32_t>& order,
+                                             md::Fit fit) {
   std::vector<std::uint64_t> offsets(p.items.size(), 0);
   std::vector<std::uint32_t> placed;
   for (std::uint32_t i : order) {
@@ -86,10 +87,10 @@ void check_same_as_reference(const Problem& problem, const std::string& what, st
 
 TEST_CASE("greedy placer: every placement as the pairwise definition gives it", "[planner][greedy]") {
   const std::vector<RandomShape> shapes{
-      {200, 400, 40, 0, false, false, false},   {200, 300, 300, 0, true, false, false},
-      {150, 200, 30, 1, false, true, false},    {150, 500, 60, 2, true, true, false},
-      {120, 100, 100, 4, true, true, false},    {250, 2000, 25, 3, false, false, false},
-      {300, 150, 150, 0, false, false, false},  {100, 50, 5, 1, true, false, false},
+      {200, 400, 40, 0, false, false, false},  {200, 300, 300, 0, true, false, false},
+      {150, 200, 30, 1, false, true, false},   {150, 500, 60, 2, true, true, false},
+      {120, 100, 100, 4, true, true, false},   {250, 2000, 25, 3, false, false, false},
+      {300, 150, 150, 0, false, false, false}, {100, 50, 5, 1, true, false, false},
   };
   std::uint64_t seed = 7;
   for (int round = 0; round < 8; ++round) {
@@ -104,12 +105,15 @@ TEST_CASE("greedy placer: many buffers live at once, long and short lifetimes", 
   // Long-lived buffers over thousands of sections (they land in the full-cover unions) mixed
   // with short ones, as in a training step.
   std::mt19937_64 rng(99);
-  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) {
+    return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+  };
   std::vector<memtool::trace::BufferRequest> buffers;
   for (std::uint64_t i = 0; i < 2500; ++i) {
     const std::uint64_t start = uniform(0, 4999);
     const std::uint64_t length = uniform(0, 9) == 0 ? uniform(500, 3000) : uniform(1, 40);
-    buffers.push_back(buffer(i, uniform(1, 8) == 1 ? uniform(1, 64) << 14 : uniform(64, 1 << 14), {{start, start + length}}, 256));
+    buffers.push_back(
+        buffer(i, uniform(1, 8) == 1 ? uniform(1, 64) << 14 : uniform(64, 1 << 14), {{start, start + length}}, 256));
   }
   check_same_as_reference(problem_of(std::move(buffers)), "2500 buffers");
 }
@@ -120,12 +124,15 @@ TEST_CASE("greedy placer: ranges in granules while they fit in 32 bits, in bytes
   // Odd sizes (a granule of one byte) and a pool past 4 GiB: the first run meets a range past
   // 2^32 granules, starts again wide, and the placer stays wide.
   std::mt19937_64 rng(12);
-  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  auto uniform = [&](std::uint64_t lo, std::uint64_t hi) {
+    return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+  };
   std::vector<memtool::trace::BufferRequest> buffers;
   for (std::uint64_t i = 0; i < 300; ++i) {
     const std::uint64_t start = uniform(0, 999);
     const std::uint64_t size = i % 50 == 0 ? (std::uint64_t{1} << 30) + 2 * uniform(0, 1000) + 1 : uniform(1, 1 << 20);
-    buffers.push_back(buffer(i, size, {{start, start + (i % 50 == 0 ? 1000 - start : uniform(1, 60))}}, i % 7 == 0 ? 64 : 1));
+    buffers.push_back(
+        buffer(i, size, {{start, start + (i % 50 == 0 ? 1000 - start : uniform(1, 60))}}, i % 7 == 0 ? 64 : 1));
   }
   const Problem wide = problem_of(std::move(buffers));
   check_same_as_reference(wide, "past 2^32 bytes", false);
@@ -169,7 +176,8 @@ TEST_CASE("greedy placer: a run cut by its work limit", "[planner][greedy]") {
   // Cut with `finish`: the buffers placed before the cut sit where the full run put them, the
   // rest above them (by sweep_fill), a valid plan; without `finish`, no plan.
   for (std::uint64_t seed = 40; seed < 46; ++seed) {
-    const auto problem = random_problem(seed, {3000, 6000, 300, static_cast<int>(seed % 5), true, seed % 2 == 0, false});
+    const auto problem =
+        random_problem(seed, {3000, 6000, 300, static_cast<int>(seed % 5), true, seed % 2 == 0, false});
     const md::Prepared p = md::prepare(problem);
     md::GreedyPlacer placer(p);
     const auto order = md::heuristic_order(p, md::Order::size_by_start);
@@ -209,9 +217,11 @@ TEST_CASE("greedy placer: a run cut by its work limit", "[planner][greedy]") {
 }
 
 TEST_CASE("sweep fill: valid above its base on every shape", "[planner][greedy]") {
-  const std::vector<RandomShape> shapes{
-      {400, 800, 60, 0, true, true, false}, {400, 200, 200, 1, false, false, false}, {300, 500, 40, 2, true, false, false},
-      {300, 1000, 300, 3, false, true, false}, {500, 300, 20, 4, true, true, false}};
+  const std::vector<RandomShape> shapes{{400, 800, 60, 0, true, true, false},
+                                        {400, 200, 200, 1, false, false, false},
+                                        {300, 500, 40, 2, true, false, false},
+                                        {300, 1000, 300, 3, false, true, false},
+                                        {500, 300, 20, 4, true, true, false}};
   std::uint64_t seed = 900;
   for (const auto& shape : shapes) {
     for (int round = 0; round < 6; ++round, ++seed) {

@@ -42,7 +42,7 @@ TEST_CASE("large problems: greedy and best plans valid, best within a tiny budge
       mp::PlanOptions o;
       o.time_limit_seconds = 0.005;  // far below one greedy run: mostly the sweep
       check_valid(p, mp::find_algorithm("best")->plan(p, o), "best, 5 ms");
-      o.time_limit_seconds = 0.05;   // part of a run, the rest by the sweep
+      o.time_limit_seconds = 0.05;  // part of a run, the rest by the sweep
       check_valid(p, mp::find_algorithm("best")->plan(p, o), "best, 50 ms");
     }
   }

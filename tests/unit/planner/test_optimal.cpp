@@ -76,8 +76,8 @@ TEST_CASE("smartpool: size order with earlier start on ties, doubled cross-itera
   ff.first_fit = true;
   CHECK(smartpool->plan(holes, ff).offsets == first_fit.offsets);
   // Cross-iteration buffers: placed first, region doubled, the rest above it.
-  auto cross = problem_of({buffer(1, 100, {{0, 3}, {8, 10}}, 1, true), buffer(2, 50, {{2, 9}}),
-                           buffer(3, 40, {{4, 6}}, 1, true)});
+  auto cross = problem_of(
+      {buffer(1, 100, {{0, 3}, {8, 10}}, 1, true), buffer(2, 50, {{2, 9}}), buffer(3, 40, {{4, 6}}, 1, true)});
   auto cp = smartpool->plan(cross, {});
   CHECK(cp.offsets[0] == 0);
   CHECK(cp.offsets[2] == 0);  // 3 does not conflict with 1: shares its slot

@@ -50,23 +50,15 @@ TEST_CASE("validity checker accepts valid and rejects invalid placements", "[pla
     auto r = validate(p, Placement{{0, 60, 200}, 300});
     CHECK_FALSE(r.valid);
   }
-  SECTION("same offset") {
-    CHECK_FALSE(validate(p, Placement{{0, 0, 200}, 300}).valid);
-  }
+  SECTION("same offset") { CHECK_FALSE(validate(p, Placement{{0, 0, 200}, 300}).valid); }
   SECTION("misaligned offset") {
     auto r = validate(p, Placement{{0, 100, 3}, 150});
     CHECK_FALSE(r.valid);
     CHECK(r.message.find("alignment") != std::string::npos);
   }
-  SECTION("pool too small") {
-    CHECK_FALSE(validate(p, Placement{{0, 100, 0}, 149}).valid);
-  }
-  SECTION("wrong number of offsets") {
-    CHECK_FALSE(validate(p, Placement{{0, 100}, 150}).valid);
-  }
-  SECTION("offset overflow") {
-    CHECK_FALSE(validate(p, Placement{{UINT64_MAX - 10, 100, 0}, UINT64_MAX}).valid);
-  }
+  SECTION("pool too small") { CHECK_FALSE(validate(p, Placement{{0, 100, 0}, 149}).valid); }
+  SECTION("wrong number of offsets") { CHECK_FALSE(validate(p, Placement{{0, 100}, 150}).valid); }
+  SECTION("offset overflow") { CHECK_FALSE(validate(p, Placement{{UINT64_MAX - 10, 100, 0}, UINT64_MAX}).valid); }
 }
 
 TEST_CASE("validity checker: multi-interval buffers keep one offset for all intervals", "[planner][placement]") {

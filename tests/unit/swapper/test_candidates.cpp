@@ -20,9 +20,8 @@ TEST_CASE("gaps are the idle stretches between consecutive accesses", "[swapper]
 
   const std::vector<ms::Gap> gaps = ms::find_gaps(it);
   const std::vector<ms::Gap> expected{
-      {a, 1, 1, 5}, {a, 2, 5, 9},
-      {p, 0, 2, 6}, {p, 1, 6, 12},
-      {x, 2, 8, 11}, {x, 0, 11, 13},  // access 8, then op 1 and op 3 of the next iteration
+      {a, 1, 1, 5},  {a, 2, 5, 9},  {p, 0, 2, 6},
+      {p, 1, 6, 12}, {x, 2, 8, 11}, {x, 0, 11, 13},  // access 8, then op 1 and op 3 of the next iteration
   };
   CHECK(gaps == expected);
   CHECK(gaps[3].wraps(it.ops.size()));

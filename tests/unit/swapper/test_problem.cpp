@@ -114,7 +114,8 @@ TEST_CASE("a malformed problem file is refused naming its line", "[swapper][prob
   CHECK_THAT(refusal(with("1.25\n", "0.5\n")), Catch::Contains("line 3") && Catch::Contains("duplex"));
   CHECK_THAT(refusal(with("54.321", "nan")), Catch::Contains("finite"));
   CHECK_THAT(refusal(with("ops 4", "ops 5")), Catch::Contains("expected a 'op' record"));
-  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 kernel")), Catch::Contains("line 6") && Catch::Contains("kernel"));
+  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 kernel")),
+             Catch::Contains("line 6") && Catch::Contains("kernel"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "1:rw 3:x")), Catch::Contains("3:x"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "1:rw 3")), Catch::Contains("OP:MODE"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "3:rw 1:rw")), Catch::Contains("not sorted"));
@@ -128,8 +129,10 @@ TEST_CASE("a malformed problem file is refused naming its line", "[swapper][prob
   CHECK_THAT(refusal(good + "buffer 9 100 0 1 - 0:r\n"), Catch::Contains("data after the 'end' record"));
   CHECK_THAT(refusal(good + good), Catch::Contains("data after the 'end' record"));
   CHECK(read(good + "# a comment\n\n").budget_bytes == sample().budget_bytes);
-  CHECK_THAT(refusal(with("buffer 1 ", "buffer 123456789012345 ")), Catch::Contains("buffer id 123456789012345 appears twice"));
-  CHECK_THAT(refusal(with("buffer 1 ", "buffer 18446744073709551615 ")), Catch::Contains("buffer id") && Catch::Contains("out of range"));
+  CHECK_THAT(refusal(with("buffer 1 ", "buffer 123456789012345 ")),
+             Catch::Contains("buffer id 123456789012345 appears twice"));
+  CHECK_THAT(refusal(with("buffer 1 ", "buffer 18446744073709551615 ")),
+             Catch::Contains("buffer id") && Catch::Contains("out of range"));
 }
 
 TEST_CASE("the simulator gives the same answers on a problem read back", "[swapper][problem]") {

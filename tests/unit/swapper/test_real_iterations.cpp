@@ -87,12 +87,13 @@ TEST_CASE("real iterations: ours is never worse than a baseline at its budget an
     const auto check_against = [&](const std::string& name, std::uint64_t budget, const ms::PlanResult& plan) {
       const ms::Simulation& base = plan.simulation;
       const double slowdown = base.slowdown;
-      ms::PlanOptions options = options_for(slowdown > 0 ? ms::ScheduleMode::stick_to_limit : ms::ScheduleMode::no_overhead);
+      ms::PlanOptions options =
+          options_for(slowdown > 0 ? ms::ScheduleMode::stick_to_limit : ms::ScheduleMode::no_overhead);
       options.max_slowdown = slowdown;
       const ms::PlanResult ours = ms::plan(it, link, budget, "ours", options);
-      INFO(model << ": " << name << " at budget " << budget << ": peak " << base.peak_bytes << " slowdown "
-                 << slowdown << "; ours: peak " << ours.simulation.peak_bytes << " slowdown " << ours.simulation.slowdown
-                 << " (" << ours.construction << ")");
+      INFO(model << ": " << name << " at budget " << budget << ": peak " << base.peak_bytes << " slowdown " << slowdown
+                 << "; ours: peak " << ours.simulation.peak_bytes << " slowdown " << ours.simulation.slowdown << " ("
+                 << ours.construction << ")");
       CHECK(ours.simulation.slowdown <= slowdown + 1e-9);
       CHECK(std::max(ours.simulation.peak_bytes, budget) <= std::max(base.peak_bytes, budget));
     };
@@ -109,7 +110,9 @@ TEST_CASE("real iterations: ours is never worse than a baseline at its budget an
   }
 }
 
-TEST_CASE("real iterations: ours' runners-up are the paper's other schedules for the budget, and ours with planned waits", "[swapper][real]") {
+TEST_CASE(
+    "real iterations: ours' runners-up are the paper's other schedules for the budget, and ours with planned waits",
+    "[swapper][real]") {
   for (const std::string& model : real_models()) {
     const ms::Iteration& it = real_iteration(model).iteration;
     const ms::Link link;
@@ -123,7 +126,8 @@ TEST_CASE("real iterations: ours' runners-up are the paper's other schedules for
     for (const char* name : {"paper-doa", "paper-aoa", "paper-wdoa", "paper-vote"}) {
       const ms::PlanResult paper = ms::plan(it, link, budget, name, options_for(ms::ScheduleMode::stick_to_limit));
       if (paper.schedule.swaps.empty() || paper.schedule.swaps == ours.schedule.swaps) continue;
-      if (std::none_of(expected.begin(), expected.end(), [&](const ms::Schedule& e) { return e.swaps == paper.schedule.swaps; })) {
+      if (std::none_of(expected.begin(), expected.end(),
+                       [&](const ms::Schedule& e) { return e.swaps == paper.schedule.swaps; })) {
         expected.push_back(paper.schedule);
       }
     }
@@ -132,7 +136,8 @@ TEST_CASE("real iterations: ours' runners-up are the paper's other schedules for
     waits.max_slowdown = 1e9;  // finite: the budget is not held
     const ms::PlanResult planned = ms::plan(it, link, budget, "ours", waits);
     if (!planned.schedule.swaps.empty() && planned.schedule.swaps != ours.schedule.swaps &&
-        std::none_of(expected.begin(), expected.end(), [&](const ms::Schedule& e) { return e.swaps == planned.schedule.swaps; })) {
+        std::none_of(expected.begin(), expected.end(),
+                     [&](const ms::Schedule& e) { return e.swaps == planned.schedule.swaps; })) {
       expected.push_back(planned.schedule);
     }
     REQUIRE(ours.alternatives.size() == expected.size());
@@ -142,7 +147,8 @@ TEST_CASE("real iterations: ours' runners-up are the paper's other schedules for
       CHECK(ms::validate(it, alt.schedule).empty());
       CHECK(alt.schedule.strategy == "ours");
       CHECK((alt.construction.rfind("paper-", 0) == 0 || alt.construction.ends_with(" (planned waits)")));
-      CHECK(std::any_of(expected.begin(), expected.end(), [&](const ms::Schedule& e) { return e.swaps == alt.schedule.swaps; }));
+      CHECK(std::any_of(expected.begin(), expected.end(),
+                        [&](const ms::Schedule& e) { return e.swaps == alt.schedule.swaps; }));
       CHECK(alt.simulation.stall_ns == Approx(ms::simulate(it, alt.schedule, link, held(budget)).stall_ns).margin(1.0));
       if (i > 0) CHECK(ours.alternatives[i - 1].simulation.stall_ns <= alt.simulation.stall_ns);
     }

@@ -19,7 +19,8 @@ using memtool::test::pool_clash;
 using memtool::test::real_iteration;
 using memtool::test::real_models;
 
-TEST_CASE("real iterations: ours' schedules packed into a pool close to their simulated peak", "[swapper][real][pool]") {
+TEST_CASE("real iterations: ours' schedules packed into a pool close to their simulated peak",
+          "[swapper][real][pool]") {
   for (const std::string& model : real_models()) {
     const ms::Iteration& it = real_iteration(model).iteration;
     std::uint64_t padding = 0;  // what 512-byte alignment adds to every buffer at once
@@ -37,8 +38,8 @@ TEST_CASE("real iterations: ours' schedules packed into a pool close to their si
       const ms::Simulation& timing = plan.simulation;
       const ms::SwapPool pool = ms::plan_swap_pool(it, plan.schedule, timing, pool_options);
       const double peak = static_cast<double>(timing.peak_bytes);
-      INFO(model << " at " << fraction << ": " << plan.schedule.swaps.size() << " swaps, peak " << peak << ", lower bound "
-                 << pool.lower_bound_bytes << ", pool " << pool.pool_bytes << ", same address "
+      INFO(model << " at " << fraction << ": " << plan.schedule.swaps.size() << " swaps, peak " << peak
+                 << ", lower bound " << pool.lower_bound_bytes << ", pool " << pool.pool_bytes << ", same address "
                  << pool.pool_bytes_same_address);
       REQUIRE_FALSE(plan.schedule.swaps.empty());
       // A buffer away k times (copy-out ended before copy-in started) has k + 1 residencies, a

@@ -122,7 +122,7 @@ TEST_CASE("both directions at once run at the bandwidth divided by the duplex fa
   CHECK(halved.swaps[0].in_start_ns == 2000);
   CHECK(halved.swaps[0].in_end_ns == 4000);  // 1000 B at 0.5 B/ns
   CHECK(halved.swaps[1].out_end_ns == 4000);
-  CHECK(halved.op_stall_ns[3] == 1000);       // Y's consumer waits
+  CHECK(halved.op_stall_ns[3] == 1000);        // Y's consumer waits
   CHECK(halved.swaps[1].in_start_ns == 5000);  // X comes back alone, at full speed
   CHECK(halved.swaps[1].in_end_ns == 6000);
   CHECK(halved.stall_ns == 1000);
@@ -333,9 +333,9 @@ TEST_CASE("malformed schedules are refused", "[swapper][simulate]") {
     }
     return reported && thrown;
   };
-  CHECK(refused(swap(g.b, 0, 0, 4, 2, 2)));   // in not after out
-  CHECK(refused(swap(g.b, 0, 0, 4, 0, 5)));   // in after the consumer
-  CHECK(refused(swap(g.b, 0, 1, 4, 1, 3)));   // no access at op 1: not a gap
+  CHECK(refused(swap(g.b, 0, 0, 4, 2, 2)));     // in not after out
+  CHECK(refused(swap(g.b, 0, 0, 4, 0, 5)));     // in after the consumer
+  CHECK(refused(swap(g.b, 0, 1, 4, 1, 3)));     // no access at op 1: not a gap
   CHECK(refused(swap(g.b, 0, 0, 4, 0, 3, 0)));  // waiting op before the copy-out
   ms::Schedule twice;
   twice.swaps = {swap(g.b, 0, 0, 4, 0, 3), swap(g.b, 0, 0, 4, 1, 2)};

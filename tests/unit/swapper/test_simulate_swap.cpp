@@ -69,7 +69,8 @@ TEST_CASE("a PyTorch snapshot: every strategy at every budget, with the bound an
   CHECK(report.compute == ms::ComputeModel::bytes);  // a snapshot has no times
   CHECK_FALSE(report.notes.empty());                 // the allocation/free assumption is said
   CHECK(report.budget_bytes.size() == 2);
-  CHECK(report.budget_bytes[0] == static_cast<std::uint64_t>(std::llround(0.9 * static_cast<double>(report.plain_peak_bytes))));
+  CHECK(report.budget_bytes[0] ==
+        static_cast<std::uint64_t>(std::llround(0.9 * static_cast<double>(report.plain_peak_bytes))));
   CHECK(report.rows.size() == 2 * 11);  // 5 strategies x 2 modes + save-on-cpu, per budget
   CHECK(report.bound.peak_bytes <= report.plain_peak_bytes);
   for (const mc::SwapRow& row : report.rows) {
@@ -117,7 +118,8 @@ TEST_CASE("a memtool trace: its launches are the ops, host gaps their durations"
   CHECK(mc::simulate_swap(mc::swap_source(loaded, bytes.input), bytes).compute == ms::ComputeModel::bytes);
 }
 
-TEST_CASE("--pool: every row gets the pool re-planned for its schedule, free and at the same address", "[swapper][cli]") {
+TEST_CASE("--pool: every row gets the pool re-planned for its schedule, free and at the same address",
+          "[swapper][cli]") {
   const mc::LoadedModel loaded = mc::load_model(fixture("lstm.snapshot.json"), {});
   mc::SimulateSwapOptions options = quick("80%");
   options.strategies = {"ours", "paper-vote"};
@@ -195,5 +197,6 @@ TEST_CASE("--as-executor: schedules as the executor runs them, the rule alone, o
   // Without it, no rule row unless asked, and the JSON says so.
   mc::SimulateSwapOptions plain = quick("90%");
   plain.strategies = {"ours"};
-  CHECK(mc::swap_report_json(mc::simulate_swap(mc::swap_source(loaded, plain.input), plain)).at("as_executor") == false);
+  CHECK(mc::swap_report_json(mc::simulate_swap(mc::swap_source(loaded, plain.input), plain)).at("as_executor") ==
+        false);
 }

@@ -203,7 +203,7 @@ TEST_CASE("an input without launches gets one op per allocation and free", "[swa
   REQUIRE(ms::validate(in.iteration).empty());
   CHECK(in.iteration.ops.size() == 4);
   const ms::Buffer& a = by_size(in.iteration, 100);
-  CHECK(ops(a) == std::vector<std::uint32_t>{0, 3});  // written at its allocation, read at its free
+  CHECK(ops(a) == std::vector<std::uint32_t>{0, 3});    // written at its allocation, read at its free
   CHECK(by_size(in.iteration, 1000).accesses.empty());  // a weight: when it is used is unknown
   const std::vector<ms::Gap> gaps = ms::find_gaps(in.iteration);
   REQUIRE(gaps.size() == 1);

@@ -20,12 +20,9 @@ std::vector<std::uint64_t> parse_pointers(const std::string& list) {
 
 }  // namespace
 
-std::string fixture_path(const std::string& name) {
-  return std::string(MEMTOOL_FIXTURES_DIR) + "/traces/" + name;
-}
+std::string fixture_path(const std::string& name) { return std::string(MEMTOOL_FIXTURES_DIR) + "/traces/" + name; }
 
-LogTruth load_fixture_log(const std::string& path, trace::EventVisitor& visitor,
-                          const LogOptions& options) {
+LogTruth load_fixture_log(const std::string& path, trace::EventVisitor& visitor, const LogOptions& options) {
   std::ifstream file(path);
   if (!file) throw std::runtime_error("cannot open " + path);
   LogTruth truth;

@@ -26,8 +26,7 @@ struct LogOptions {
   bool strip_marks = false;  // do not deliver iteration marks
 };
 
-LogTruth load_fixture_log(const std::string& path, trace::EventVisitor& visitor,
-                          const LogOptions& options = {});
+LogTruth load_fixture_log(const std::string& path, trace::EventVisitor& visitor, const LogOptions& options = {});
 
 std::string fixture_path(const std::string& name);  // tests/fixtures/traces/<name>
 

@@ -124,8 +124,8 @@ TEST_CASE("detector keeps the period through noise", "[detector]") {
   for (int k = 0; k < 24; ++k) {
     Tokens it = iteration;
     if (k == 5 || k == 9 || k == 13) it[static_cast<std::size_t>(17 * k)] = 999999;  // substitution
-    if (k == 16) it.insert(it.begin() + 100, 777777);                              // insertion
-    if (k == 20) it.erase(it.begin() + 42);                                         // deletion
+    if (k == 16) it.insert(it.begin() + 100, 777777);                                // insertion
+    if (k == 20) it.erase(it.begin() + 42);                                          // deletion
     append(stream, it);
   }
   const Run run = feed(stream);

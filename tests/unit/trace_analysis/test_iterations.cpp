@@ -49,7 +49,7 @@ Loop training_loop(int iterations, bool with_marks, bool quiet_tail = false) {
       m.on_iteration_mark(mark);
     }
     loop.starts.push_back(m.event_count() - (with_marks ? 1 : 0));
-    a(m, 0x100, 64);   // input
+    a(m, 0x100, 64);  // input
     k(m, 1, {0x100, 0x10000});
     a(m, 0x200, 128);  // activation 1
     k(m, 2, {0x200, 0x20000});

@@ -47,16 +47,24 @@ class Builder {
 // Event indices in comments. Buffers: P=0 x0=1 c0=2 x1=3 c1=4 x2=5 c2=6.
 TraceModel three_iterations() {
   Builder b;
-  b.a(0x100, 100)                                       // 0  P: persistent
-      .mark()                                           // 1  iteration 0 (warm-up)
-      .a(0x200, 10).k({0x200}).f(0x200)                 // 2 3 4  x0
-      .a(0x300, 30)                                     // 5  c0: freed in iteration 1
-      .mark()                                           // 6  iteration 1
-      .a(0x200, 10).k({0x200, 0x300}).f(0x200).f(0x300) // 7 8 9 10
-      .a(0x300, 30)                                     // 11 c1
-      .mark()                                           // 12 iteration 2
-      .a(0x200, 10).k({0x200, 0x300}).f(0x200).f(0x300) // 13 14 15 16
-      .a(0x300, 30);                                    // 17 c2: never freed
+  b.a(0x100, 100)  // 0  P: persistent
+      .mark()      // 1  iteration 0 (warm-up)
+      .a(0x200, 10)
+      .k({0x200})
+      .f(0x200)      // 2 3 4  x0
+      .a(0x300, 30)  // 5  c0: freed in iteration 1
+      .mark()        // 6  iteration 1
+      .a(0x200, 10)
+      .k({0x200, 0x300})
+      .f(0x200)
+      .f(0x300)      // 7 8 9 10
+      .a(0x300, 30)  // 11 c1
+      .mark()        // 12 iteration 2
+      .a(0x200, 10)
+      .k({0x200, 0x300})
+      .f(0x200)
+      .f(0x300)       // 13 14 15 16
+      .a(0x300, 30);  // 17 c2: never freed
   return std::move(b.model);
 }
 
@@ -79,8 +87,8 @@ bool crosses(const Problem& p, std::uint64_t id) {
 TEST_CASE("live bytes curve and iteration summaries", "[lifetimes]") {
   const TraceModel m = three_iterations();
   const auto curve = live_bytes_curve(m);
-  CHECK(curve == std::vector<std::uint64_t>{100, 100, 110, 110, 100, 130, 130, 140, 140, 130,
-                                            100, 130, 130, 140, 140, 130, 100, 130});
+  CHECK(curve == std::vector<std::uint64_t>{100, 100, 110, 110, 100, 130, 130, 140, 140, 130, 100, 130, 130, 140, 140,
+                                            130, 100, 130});
   const Iterations it = find_iterations(m);
   REQUIRE(it.source == IterationSource::marks);
   REQUIRE(it.spans.size() == 3);
@@ -160,8 +168,7 @@ TEST_CASE("report queries: largest live and longest lifetimes", "[lifetimes]") {
   const Iterations it = find_iterations(m);
   CHECK(largest_live_at(m, 7, 10) == std::vector<BufferId>{BufferId{0}, BufferId{2}, BufferId{3}});
   CHECK(largest_live_at(m, 7, 1) == std::vector<BufferId>{BufferId{0}});
-  CHECK(longest_lifetimes(m, 3, &it) ==
-        std::vector<BufferId>{BufferId{2}, BufferId{4}, BufferId{1}});
+  CHECK(longest_lifetimes(m, 3, &it) == std::vector<BufferId>{BufferId{2}, BufferId{4}, BufferId{1}});
   CHECK(longest_lifetimes(m, 1).front() == BufferId{0});  // persistent included without iterations
 }
 
@@ -217,8 +224,7 @@ TEST_CASE("to_problem: wrap, clip and time axes", "[lifetimes][problem]") {
   }
 }
 
-TEST_CASE("to_problem: buffers living longer than an iteration take several slots",
-          "[lifetimes][problem]") {
+TEST_CASE("to_problem: buffers living longer than an iteration take several slots", "[lifetimes][problem]") {
   // Each iteration: mark, allocate b_k, free b_{k-2}: every buffer lives 2 iterations + 1 event.
   Builder b;
   for (std::uint64_t k = 0; k < 6; ++k) {

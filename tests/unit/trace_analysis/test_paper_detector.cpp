@@ -13,8 +13,7 @@ using memtool::trace::PaperIterationDetector;
 
 namespace {
 
-std::vector<std::uint64_t> random_tokens(std::mt19937_64& rng, std::size_t count,
-                                         std::uint64_t alphabet) {
+std::vector<std::uint64_t> random_tokens(std::mt19937_64& rng, std::size_t count, std::uint64_t alphabet) {
   std::vector<std::uint64_t> t(count);
   for (auto& x : t) x = rng() % alphabet;
   return t;

@@ -83,8 +83,12 @@ TraceModel random_trace(std::mt19937_64& rng, bool marks) {
     }
     for (const Step& s : with_frees) {
       switch (s.op) {
-        case Op::alloc: allocate(address(step, s.buffer), sizes[s.buffer]); break;
-        case Op::free: release(address(step, s.buffer)); break;
+        case Op::alloc:
+          allocate(address(step, s.buffer), sizes[s.buffer]);
+          break;
+        case Op::free:
+          release(address(step, s.buffer));
+          break;
         case Op::free_previous:
           if (step > 0) release(address(step - 1, s.buffer));
           break;

@@ -134,8 +134,8 @@ TEST_CASE("real traces: detection without marks finds the same iterations", "[re
     if (span.warm_up) continue;
     ++steady;
     INFO("steady iteration at event " << span.first_event);
-    CHECK(std::find(truth.iteration_starts.begin(), truth.iteration_starts.end(),
-                    span.first_event) != truth.iteration_starts.end());
+    CHECK(std::find(truth.iteration_starts.begin(), truth.iteration_starts.end(), span.first_event) !=
+          truth.iteration_starts.end());
   }
   // Iteration 0 differs; every later one is found.
   CHECK(steady == truth.iteration_starts.size() - 1);
@@ -197,9 +197,18 @@ class NoiseInjector : public EventVisitor {
  public:
   NoiseInjector(TraceModel& model, std::uint64_t at) : model_(model), at_(at) {}
   void on_string(StringId id, std::string_view text) override { model_.on_string(id, text); }
-  void on_alloc(const AllocEvent& e) override { model_.on_alloc(e); tick(); }
-  void on_free(const FreeEvent& e) override { model_.on_free(e); tick(); }
-  void on_launch(const LaunchEvent& e) override { model_.on_launch(e); tick(); }
+  void on_alloc(const AllocEvent& e) override {
+    model_.on_alloc(e);
+    tick();
+  }
+  void on_free(const FreeEvent& e) override {
+    model_.on_free(e);
+    tick();
+  }
+  void on_launch(const LaunchEvent& e) override {
+    model_.on_launch(e);
+    tick();
+  }
 
  private:
   void tick() {

@@ -67,7 +67,7 @@ TEST_CASE("sizes: decimals are exact, rounded down to a byte", "[trace_core][byt
       {"1.1T", 1'209'462'790'553},  // 1.1 * 2^40 = 1209462790553.6
       {"12.5GiB", 13'421'772'800},
       {"2.5", 2},
-      {"0.001K", 1},  // 1.024 bytes
+      {"0.001K", 1},                                   // 1.024 bytes
       {"1.0000000000000000000001G", kKi * kKi * kKi},  // digits past the 19th add less than a byte
       {"4194303.9999999T", 4'611'686'018'427'277'952},
   };
@@ -89,7 +89,7 @@ TEST_CASE("sizes: everything else is one line saying what was expected", "[trace
   for (const char* big : {"4611686018427387905", "4194305T", "20000000T", "99999999999999999999", "5000000TB"}) {
     CHECK(error_of(big) == "too large (at most 2^62 bytes)");
   }
-  CHECK(error_of("60%").find("needs a total") != std::string::npos);  // no share without a total
+  CHECK(error_of("60%").find("needs a total") != std::string::npos);         // no share without a total
   CHECK(error_of("55GB/s").find("unknown unit '/s'") == std::string::npos);  // not a rate here
   CHECK(error_of("55GB/s").find("unknown unit") != std::string::npos);
   CHECK_FALSE(parse_bytes("55GB/s").has_value());

@@ -23,8 +23,8 @@ EventHeader SyntheticTrace::next() {
 }
 
 void SyntheticTrace::alloc(std::uint64_t address, std::uint64_t size, std::uint64_t stream, bool with_stack) {
-  model_.on_alloc(AllocEvent{next(), address, size, MemoryKind::device, StreamHandle{stream},
-                             with_stack ? StackId{0} : StackId{}});
+  model_.on_alloc(
+      AllocEvent{next(), address, size, MemoryKind::device, StreamHandle{stream}, with_stack ? StackId{0} : StackId{}});
 }
 
 void SyntheticTrace::free(std::uint64_t address, std::uint64_t stream) {

@@ -40,7 +40,8 @@ TEST_CASE("chrome json: async buffer slices, iterations and the memory counter",
   for (const auto& e : events) {
     phases[e.at("ph").get<std::string>()]++;
     if (e.at("ph") == "C") max_live = std::max(max_live, e.at("args").at("live bytes").get<std::uint64_t>());
-    if (e.at("ph") == "M" && e.at("name") == "thread_name") thread_names.insert(e.at("args").at("name").get<std::string>());
+    if (e.at("ph") == "M" && e.at("name") == "thread_name")
+      thread_names.insert(e.at("args").at("name").get<std::string>());
   }
   CHECK(phases["b"] == static_cast<int>(model.buffer_count()));
   CHECK(phases["e"] == phases["b"]);

@@ -139,7 +139,8 @@ TEST_CASE("memory_viz: a real PyTorch snapshot survives the round trip", "[expor
   const auto& again = r.imported.buffer(BufferId{0});
   REQUIRE(model.stack(first.stack).size() == r.imported.stack(again.stack).size());
   if (!model.stack(first.stack).empty()) {
-    CHECK(r.imported.string(r.imported.stack(again.stack)[0].function) == model.string(model.stack(first.stack)[0].function));
+    CHECK(r.imported.string(r.imported.stack(again.stack)[0].function) ==
+          model.string(model.stack(first.stack)[0].function));
   }
 }
 
@@ -182,7 +183,8 @@ TEST_CASE("memory_viz: entries in PyTorch's order and the live buffers as the fi
                     Catch::Contains("the input has iterations 0 to 2"));
 }
 
-TEST_CASE("memory_viz: a buffer overlapped by a newer allocation ends where the newer one starts", "[export][memory_viz]") {
+TEST_CASE("memory_viz: a buffer overlapped by a newer allocation ends where the newer one starts",
+          "[export][memory_viz]") {
   test::SyntheticTrace trace;
   trace.alloc(0x1000'0000, 1 << 20);
   trace.alloc(0x1000'1000, 4096);  // inside the first, whose free the trace lost
@@ -199,7 +201,8 @@ TEST_CASE("memory_viz: a buffer overlapped by a newer allocation ends where the 
 }
 
 TEST_CASE("memory_viz: streamed from the reader, the same document as from the model", "[export][memory_viz]") {
-  for (const char* fixture : {"traces/conv_train.mtrace", "traces/alexnet.snapshot.json", "snapshots/alexnet.p4.pickle"}) {
+  for (const char* fixture :
+       {"traces/conv_train.mtrace", "traces/alexnet.snapshot.json", "snapshots/alexnet.p4.pickle"}) {
     INFO(fixture);
     const TraceModel model = load(fixture);
     const Iterations iterations = find_iterations(model);

@@ -47,8 +47,12 @@ Message decode(const std::string& s) {
     const std::uint64_t tag = varint(s, at);
     const auto field = static_cast<std::uint32_t>(tag >> 3);
     switch (tag & 7) {
-      case 0: m.numbers.emplace(field, varint(s, at)); break;
-      case 1: at += 8; break;
+      case 0:
+        m.numbers.emplace(field, varint(s, at));
+        break;
+      case 1:
+        at += 8;
+        break;
       case 2: {
         const std::uint64_t length = varint(s, at);
         REQUIRE(at + length <= s.size());
@@ -56,7 +60,8 @@ Message decode(const std::string& s) {
         at += length;
         break;
       }
-      default: FAIL("unexpected wire type " << (tag & 7));
+      default:
+        FAIL("unexpected wire type " << (tag & 7));
     }
   }
   return m;
@@ -98,7 +103,9 @@ TEST_CASE("protobuf writer: varints, strings and patched nested lengths", "[expo
   m.string_field(3, "abc");
   m.end(at);
   // tag 0x12, a 4-byte length of 5, then field 3 = "abc"
-  CHECK(m.bytes() == std::string("\x12\x85\x80\x80\x00\x1a\x03" "abc", 10));
+  CHECK(m.bytes() == std::string("\x12\x85\x80\x80\x00\x1a\x03"
+                                 "abc",
+                                 10));
   const Message decoded = decode(m.bytes());
   CHECK(sub(decoded, 2).bytes.find(3)->second == "abc");
   m.clear();

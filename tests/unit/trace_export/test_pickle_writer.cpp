@@ -19,8 +19,19 @@ detail::PickleDocument decode(const StringSink& sink) { return detail::read_pick
 }  // namespace
 
 TEST_CASE("pickle writer: integers of every width read back exactly", "[export][pickle]") {
-  const std::uint64_t values[] = {0, 1, 255, 256, 65535, 65536, 0x7fffffffULL, 0x80000000ULL, 0xffffffffULL,
-                                  0x7f3a00000000ULL, 0x7fffffffffffffffULL, 0x8000000000000000ULL, ~0ULL};
+  const std::uint64_t values[] = {0,
+                                  1,
+                                  255,
+                                  256,
+                                  65535,
+                                  65536,
+                                  0x7fffffffULL,
+                                  0x80000000ULL,
+                                  0xffffffffULL,
+                                  0x7f3a00000000ULL,
+                                  0x7fffffffffffffffULL,
+                                  0x8000000000000000ULL,
+                                  ~0ULL};
   for (int protocol : {2, 3, 4}) {
     StringSink sink;
     PickleWriter p(sink, protocol);
@@ -130,9 +141,9 @@ TEST_CASE("utf8_clean keeps well-formed text and replaces malformed bytes", "[ex
   CHECK(detail::utf8_clean("plain") == "plain");
   CHECK(detail::utf8_clean("función") == "función");
   CHECK(detail::utf8_clean("bad\xff\xfe") == "bad??");
-  CHECK(detail::utf8_clean("\xc3") == "?");             // truncated sequence
-  CHECK(detail::utf8_clean("\xed\xa0\x80") == "???");   // surrogate
-  CHECK(detail::utf8_clean("\xc0\xaf") == "??");        // overlong
+  CHECK(detail::utf8_clean("\xc3") == "?");            // truncated sequence
+  CHECK(detail::utf8_clean("\xed\xa0\x80") == "???");  // surrogate
+  CHECK(detail::utf8_clean("\xc0\xaf") == "??");       // overlong
   CHECK(detail::json_string("a\"b\\c\n</script>") == R"("a\"b\\c\n\u003c/script>")");
   // Sizes for people: trace::human_bytes (tests/unit/trace_core/test_bytes.cpp).
 }

@@ -37,8 +37,8 @@ class PerThreadChecker : public EventVisitor {
   void on_alloc(const AllocEvent& e) override {
     const std::uint32_t t = e.header.thread.value();
     const std::uint64_t step = e.header.seq;
-    if (step != next_step[t] || e.address != address_of(t, step) || e.size != step + t ||
-        e.stream.value() != t || e.header.time_ns != step * 3) {
+    if (step != next_step[t] || e.address != address_of(t, step) || e.size != step + t || e.stream.value() != t ||
+        e.header.time_ns != step * 3) {
       ++bad;
     }
   }
@@ -47,8 +47,8 @@ class PerThreadChecker : public EventVisitor {
     const std::uint64_t step = e.header.seq;
     const auto it = names.find(e.kernel.value());
     if (step != next_step[t] || it == names.end() || it->second != fmt::format("kernel_{}", t) ||
-        e.touched.size() != 2 || e.touched[0] != address_of(t, step) ||
-        e.touched[1] != address_of(t, step / 2) || e.stream.value() != t) {
+        e.touched.size() != 2 || e.touched[0] != address_of(t, step) || e.touched[1] != address_of(t, step / 2) ||
+        e.stream.value() != t) {
       ++bad;
     }
   }

@@ -91,8 +91,7 @@ TEST_CASE("bad definitions and references", "[trace_format][corruption]") {
 
   // alloc referring to stack 0 before any stack is defined; the stack field is the last byte.
   ByteBuilder alloc = alloc_payload(1);
-  expect_error(ByteBuilder().header().record(0x10, alloc), 18 + alloc.size() - 1,
-               "undefined stack id 0");
+  expect_error(ByteBuilder().header().record(0x10, alloc), 18 + alloc.size() - 1, "undefined stack id 0");
   // launch referring to string 3 with one string defined: 16 header + 5 string record.
   ByteBuilder launch;
   launch.varint(2).varint(2).varint(2).varint(4).varint(0).varint(0);

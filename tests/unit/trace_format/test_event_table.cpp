@@ -41,10 +41,8 @@ struct Filler {
   void operator()(StackId& v) { v = stack; }
   void operator()(std::span<const std::uint64_t>& v) { v = kTouched; }
   template <class Enum>
-    requires std::is_enum_v<Enum>
-  void operator()(Enum& v) {
-    v = static_cast<Enum>(1);
-  }
+  requires std::is_enum_v<Enum>
+  void operator()(Enum& v) { v = static_cast<Enum>(1); }
 };
 
 bool same(const auto& a, const auto& b) { return a == b; }
@@ -54,10 +52,11 @@ bool same(std::span<const std::uint64_t> a, std::span<const std::uint64_t> b) {
 
 template <class Event>
 bool same_event(const Event& a, const Event& b) {
-  bool equal = a.header.seq == b.header.seq && a.header.time_ns == b.header.time_ns &&
-               a.header.thread == b.header.thread;
+  bool equal =
+      a.header.seq == b.header.seq && a.header.time_ns == b.header.time_ns && a.header.thread == b.header.thread;
   std::vector<const void*> fields_a;
-  EventTraits<Event>::for_each_field(a, [&](auto, const char*, const auto&... member) { (fields_a.push_back(&member), ...); });
+  EventTraits<Event>::for_each_field(
+      a, [&](auto, const char*, const auto&... member) { (fields_a.push_back(&member), ...); });
   std::size_t i = 0;
   EventTraits<Event>::for_each_field(b, [&](auto, const char* what, const auto&... member) {
     auto check = [&](const auto& mb) {

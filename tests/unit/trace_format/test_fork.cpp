@@ -15,8 +15,7 @@
 using namespace memtool::trace;
 using namespace memtool::trace::test;
 
-TEST_CASE("a forked child abandons the writer and leaves the parent's trace intact",
-          "[trace_format][fork]") {
+TEST_CASE("a forked child abandons the writer and leaves the parent's trace intact", "[trace_format][fork]") {
   TempPath path("fork");
   std::string error;
   auto w = TraceWriter::open(path.str(), &error);
@@ -67,8 +66,7 @@ TEST_CASE("fork while other threads write", "[trace_format][fork]") {
   for (std::uint32_t t = 1; t <= 2; ++t) {
     writers.emplace_back([&, t] {
       for (std::uint64_t i = 0; !stop.load(); ++i) {
-        w->write(AllocEvent{{i, i, ThreadId{t}}, 0x1000 * i, 64, MemoryKind::device,
-                            StreamHandle{t}, {}});
+        w->write(AllocEvent{{i, i, ThreadId{t}}, 0x1000 * i, 64, MemoryKind::device, StreamHandle{t}, {}});
         written.fetch_add(1);
       }
     });
@@ -85,8 +83,7 @@ TEST_CASE("fork while other threads write", "[trace_format][fork]") {
       ::_exit(0);
     }
     int status = 0;
-    if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0) {
+    if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       ++failures;
     }
   }

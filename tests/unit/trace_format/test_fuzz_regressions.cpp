@@ -12,8 +12,7 @@ using namespace memtool::trace;
 using namespace memtool::trace::test;
 
 TEST_CASE("fuzzer regression inputs load or fail cleanly", "[trace_format][fuzz]") {
-  const std::filesystem::path dir =
-      std::filesystem::path(MEMTOOL_SOURCE_DIR) / "tests/fuzz/regressions/trace_reader";
+  const std::filesystem::path dir = std::filesystem::path(MEMTOOL_SOURCE_DIR) / "tests/fuzz/regressions/trace_reader";
   REQUIRE(std::filesystem::is_directory(dir));
   std::size_t files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

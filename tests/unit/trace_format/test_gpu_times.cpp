@@ -21,9 +21,9 @@ namespace {
 constexpr std::uint64_t kMax64 = std::numeric_limits<std::uint64_t>::max();
 
 std::string describe_gpu(const GpuTimeRecord& r) {
-  return fmt::format("gpu {} seq={} start={} end={} device={} stream={} kernel={} bytes={} copy={}",
-                     to_string(r.kind), r.joined() ? std::to_string(r.event_seq) : std::string("none"), r.start_ns,
-                     r.end_ns, r.device, r.stream, r.kernel.valid() ? std::to_string(r.kernel.value()) : "-", r.bytes,
+  return fmt::format("gpu {} seq={} start={} end={} device={} stream={} kernel={} bytes={} copy={}", to_string(r.kind),
+                     r.joined() ? std::to_string(r.event_seq) : std::string("none"), r.start_ns, r.end_ns, r.device,
+                     r.stream, r.kernel.valid() ? std::to_string(r.kernel.value()) : "-", r.bytes,
                      to_string(r.copy_kind));
 }
 

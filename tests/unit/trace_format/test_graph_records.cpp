@@ -125,8 +125,8 @@ TEST_CASE("format: a graph launch of the first form is opaque; an unknown graph 
   WithGraphNotes w;
   CHECK_THROWS_AS(read_trace_bytes(c.bytes, "kind", w), InputError);
   REQUIRE(v.lines.size() == 1);
-  CHECK_THAT(v.lines[0], Catch::Contains("exec=0x77") && Catch::Contains("touched=[ ]") &&
-                             Catch::Contains("nodes_read=false"));
+  CHECK_THAT(v.lines[0],
+             Catch::Contains("exec=0x77") && Catch::Contains("touched=[ ]") && Catch::Contains("nodes_read=false"));
 }
 
 TEST_CASE("format: unknown graph launch flags are corrupt", "[trace_format][graphs]") {

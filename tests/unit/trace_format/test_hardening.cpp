@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include "memtool/trace/input_error.hpp"
 #include "trace_builder.hpp"
 
@@ -30,10 +29,11 @@ class WithFailedFrees : public RecordingVisitor {
 // between events whose deltas they must not disturb.
 void write_with_failed_frees(TraceWriter& w) {
   w.write(AllocEvent{{10, 100, ThreadId{7}}, 0x10000, 4096, MemoryKind::device, StreamHandle{3}, {}});
-  w.write(FailedFreeEvent{{11, 150, ThreadId{9}}, 0x10040, MemoryKind::device, StreamHandle{5}, FailedFreeReason::interior});
+  w.write(FailedFreeEvent{
+      {11, 150, ThreadId{9}}, 0x10040, MemoryKind::device, StreamHandle{5}, FailedFreeReason::interior});
   w.write(FreeEvent{{12, 200, ThreadId{7}}, 0x10000, MemoryKind::device, StreamHandle{3}});
-  w.write(FailedFreeEvent{{13, 250, ThreadId{7}}, 0x10000, MemoryKind::async, StreamHandle{0},
-                          FailedFreeReason::not_allocated});
+  w.write(FailedFreeEvent{
+      {13, 250, ThreadId{7}}, 0x10000, MemoryKind::async, StreamHandle{0}, FailedFreeReason::not_allocated});
   w.write(AllocEvent{{14, 300, ThreadId{7}}, 0x30000, 64, MemoryKind::device, StreamHandle{3}, {}});
 }
 

@@ -77,18 +77,16 @@ TEST_CASE("extreme field values round-trip", "[trace_format]") {
   const std::uint64_t values[] = {0, kMax64, 1, kMax64 - 1, 0x8000000000000000ULL, 0};
   for (const std::uint64_t x : values) {
     const EventHeader h{x, kMax64 - x, ThreadId{static_cast<std::uint32_t>(x)}};
-    for (const MemoryKind kind : {MemoryKind::device, MemoryKind::async, MemoryKind::managed,
-                                  MemoryKind::vmm, MemoryKind::pinned_host}) {
+    for (const MemoryKind kind :
+         {MemoryKind::device, MemoryKind::async, MemoryKind::managed, MemoryKind::vmm, MemoryKind::pinned_host}) {
       add(AllocEvent{h, x, kMax64 - x, kind, StreamHandle{kMax64 - x}, stack});
       add(FreeEvent{h, kMax64 - x, kind, StreamHandle{x}});
     }
-    for (const CopyKind kind :
-         {CopyKind::unknown, CopyKind::h2d, CopyKind::d2h, CopyKind::d2d, CopyKind::h2h}) {
+    for (const CopyKind kind : {CopyKind::unknown, CopyKind::h2d, CopyKind::d2h, CopyKind::d2d, CopyKind::h2h}) {
       add(CopyEvent{h, x, kMax64 - x, x, kind, (x & 1) != 0, StreamHandle{x}});
       add(CopyEvent{h, kMax64, 0, kMax64, kind, (x & 1) == 0, StreamHandle{kMax64}});
     }
-    for (const SyncKind kind :
-         {SyncKind::context, SyncKind::stream, SyncKind::event, SyncKind::stream_wait_event}) {
+    for (const SyncKind kind : {SyncKind::context, SyncKind::stream, SyncKind::event, SyncKind::stream_wait_event}) {
       add(SyncEvent{h, kind, StreamHandle{kMax64 - x}});
     }
     const std::uint64_t touched[] = {x, kMax64 - x, 0, kMax64};
@@ -150,12 +148,15 @@ TEST_CASE("strings and stacks are interned once with ids in first-use order", "[
 
   RecordingVisitor v;
   read_trace(path.str(), v);
-  const std::vector<std::string> expect{
-      "string 0=alpha",       "string 1=beta",
-      "string 2=" + with_nul, "string 3=",      "string 4=a",
-      "stack 0 [ 0x1/0/1/3 0x2/4294967295/4294967295/0 ]",
-      "stack 1 [ 0x1/0/1/4 0x2/4294967295/4294967295/0 ]",
-      "stack 2 [ ]",          "stack 3 [ 0x1/0/1/3 ]"};
+  const std::vector<std::string> expect{"string 0=alpha",
+                                        "string 1=beta",
+                                        "string 2=" + with_nul,
+                                        "string 3=",
+                                        "string 4=a",
+                                        "stack 0 [ 0x1/0/1/3 0x2/4294967295/4294967295/0 ]",
+                                        "stack 1 [ 0x1/0/1/4 0x2/4294967295/4294967295/0 ]",
+                                        "stack 2 [ ]",
+                                        "stack 3 [ 0x1/0/1/3 ]"};
   CHECK(v.lines == expect);
 }
 
@@ -187,8 +188,7 @@ TEST_CASE("ids the writer never defined travel as none", "[trace_format]") {
   TempPath path("undefined");
   auto w = open_writer(path);
   w->write(LaunchEvent{{1, 1, ThreadId{1}}, StringId{5}, StreamHandle{0}, {}});
-  w->write(AllocEvent{{2, 2, ThreadId{1}}, 0x1000, 16, MemoryKind::device, StreamHandle{0},
-                      StackId{9}});
+  w->write(AllocEvent{{2, 2, ThreadId{1}}, 0x1000, 16, MemoryKind::device, StreamHandle{0}, StackId{9}});
   REQUIRE(w->close());
   RecordingVisitor v;
   const TraceReadResult r = read_trace(path.str(), v);
@@ -228,8 +228,7 @@ TEST_CASE("unknown record types and trailing fields are skipped", "[trace_format
   ByteBuilder end;
   end.varint(3).varint(2).varint(0).varint(0);
   ByteBuilder file;
-  file.header().record(0x10, alloc).record(0x45, unknown).record(0x10, alloc_with_extra)
-      .record(0x7f, end);
+  file.header().record(0x10, alloc).record(0x45, unknown).record(0x10, alloc_with_extra).record(0x7f, end);
   RecordingVisitor v;
   const TraceReadResult r = read_trace_bytes(file.bytes, "handmade", v);
   CHECK(r.clean_end);
@@ -310,9 +309,9 @@ TEST_CASE("the documented example is the writer's output", "[trace_format][docs]
   RecordingVisitor v;
   const TraceReadResult r = read_trace_bytes(documented, "doc", v);
   CHECK(r.clean_end);
-  CHECK(v.lines == std::vector<std::string>{
-                       "string 0=k",
-                       "alloc seq=5 t=9 thread=1 addr=0x100 size=64 kind=device stream=0x0 stack=4294967295"});
+  CHECK(v.lines ==
+        std::vector<std::string>{
+            "string 0=k", "alloc seq=5 t=9 thread=1 addr=0x100 size=64 kind=device stream=0x0 stack=4294967295"});
 }
 
 // A pipe cannot be mapped: the reader falls back to reading it into memory.

@@ -12,8 +12,7 @@
 using namespace memtool::trace;
 using namespace memtool::trace::test;
 
-TEST_CASE("a trace cut at every byte offset yields the records before the cut",
-          "[trace_format][truncation]") {
+TEST_CASE("a trace cut at every byte offset yields the records before the cut", "[trace_format][truncation]") {
   TempPath path("cut");
   std::string error;
   auto w = TraceWriter::open(path.str(), &error);
@@ -33,8 +32,7 @@ TEST_CASE("a trace cut at every byte offset yields the records before the cut",
     RecordingVisitor v;
     TraceReadResult r;
     REQUIRE_NOTHROW(r = read_trace_bytes(std::span(full).first(cut), "cut", v));
-    const auto complete = static_cast<std::size_t>(
-        std::upper_bound(ends.begin(), ends.end(), cut) - ends.begin());
+    const auto complete = static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), cut) - ends.begin());
     CHECK(r.truncated);
     CHECK_FALSE(r.clean_end);
     CHECK(r.records == complete);
@@ -53,8 +51,7 @@ TEST_CASE("a trace cut at every byte offset yields the records before the cut",
   CHECK(v.lines == expect);
 }
 
-TEST_CASE("a writer that dies leaves a trace readable up to its last flush",
-          "[trace_format][truncation]") {
+TEST_CASE("a writer that dies leaves a trace readable up to its last flush", "[trace_format][truncation]") {
   TempPath path("died");
   std::string error;
   auto w = TraceWriter::open(path.str(), &error);

@@ -20,19 +20,18 @@ std::string header_text(const EventHeader& h) {
 }  // namespace
 
 std::string describe(const AllocEvent& e) {
-  return fmt::format("alloc {} addr={:#x} size={} kind={} stream={:#x} stack={}",
-                     header_text(e.header), e.address, e.size, to_string(e.kind),
-                     e.stream.value(), e.stack.value());
+  return fmt::format("alloc {} addr={:#x} size={} kind={} stream={:#x} stack={}", header_text(e.header), e.address,
+                     e.size, to_string(e.kind), e.stream.value(), e.stack.value());
 }
 std::string describe(const FreeEvent& e) {
-  return fmt::format("free {} addr={:#x} kind={} stream={:#x}", header_text(e.header), e.address,
-                     to_string(e.kind), e.stream.value());
+  return fmt::format("free {} addr={:#x} kind={} stream={:#x}", header_text(e.header), e.address, to_string(e.kind),
+                     e.stream.value());
 }
 std::string describe(const LaunchEvent& e) {
   std::string touched;
   for (const std::uint64_t a : e.touched) touched += fmt::format(" {:#x}", a);
-  return fmt::format("launch {} kernel={} stream={:#x} touched=[{} ]", header_text(e.header),
-                     e.kernel.value(), e.stream.value(), touched);
+  return fmt::format("launch {} kernel={} stream={:#x} touched=[{} ]", header_text(e.header), e.kernel.value(),
+                     e.stream.value(), touched);
 }
 std::string describe(const GraphLaunchEvent& e) {
   std::string touched;
@@ -41,24 +40,22 @@ std::string describe(const GraphLaunchEvent& e) {
                      e.graph_exec, e.stream.value(), touched, e.nodes_read);
 }
 std::string describe(const CopyEvent& e) {
-  return fmt::format("copy {} dst={:#x} src={:#x} bytes={} kind={} stream={:#x} async={}",
-                     header_text(e.header), e.dst, e.src, e.bytes, to_string(e.kind),
-                     e.stream.value(), e.async);
+  return fmt::format("copy {} dst={:#x} src={:#x} bytes={} kind={} stream={:#x} async={}", header_text(e.header), e.dst,
+                     e.src, e.bytes, to_string(e.kind), e.stream.value(), e.async);
 }
 std::string describe(const MemsetEvent& e) {
-  return fmt::format("memset {} dst={:#x} bytes={} stream={:#x} async={}", header_text(e.header),
-                     e.dst, e.bytes, e.stream.value(), e.async);
+  return fmt::format("memset {} dst={:#x} bytes={} stream={:#x} async={}", header_text(e.header), e.dst, e.bytes,
+                     e.stream.value(), e.async);
 }
 std::string describe(const SyncEvent& e) {
-  return fmt::format("sync {} kind={} stream={:#x}", header_text(e.header), to_string(e.kind),
-                     e.stream.value());
+  return fmt::format("sync {} kind={} stream={:#x}", header_text(e.header), to_string(e.kind), e.stream.value());
 }
 std::string describe(const IterationMarkEvent& e) {
   return fmt::format("iteration_mark {} index={}", header_text(e.header), e.index);
 }
 std::string describe(const StreamCreateEvent& e) {
-  return fmt::format("stream_create {} stream={:#x} flags={} priority={}", header_text(e.header),
-                     e.stream.value(), e.flags, e.priority);
+  return fmt::format("stream_create {} stream={:#x} flags={} priority={}", header_text(e.header), e.stream.value(),
+                     e.flags, e.priority);
 }
 std::string describe_stack(StackId id, std::span<const StackFrame> frames) {
   std::string s = fmt::format("stack {} [", id.value());
@@ -68,8 +65,7 @@ std::string describe_stack(StackId id, std::span<const StackFrame> frames) {
   return s + " ]";
 }
 std::string describe(const ModuleMapping& m) {
-  return fmt::format("module {:#x}-{:#x} off={:#x} path={}", m.start, m.end, m.file_offset,
-                     m.path.value());
+  return fmt::format("module {:#x}-{:#x} off={:#x} path={}", m.start, m.end, m.file_offset, m.path.value());
 }
 
 void RecordingVisitor::on_metadata(std::string_view key, std::string_view value) {
@@ -81,23 +77,19 @@ void RecordingVisitor::on_string(StringId id, std::string_view text) {
 void RecordingVisitor::on_stack(StackId id, std::span<const StackFrame> frames) {
   lines.push_back(describe_stack(id, frames));
 }
-void RecordingVisitor::on_module(const ModuleMapping& module) {
-  lines.push_back(describe(module));
-}
+void RecordingVisitor::on_module(const ModuleMapping& module) { lines.push_back(describe(module)); }
 
 TempPath::TempPath(std::string_view stem) {
   static int counter = 0;
   const char* dir = std::getenv("TMPDIR");
-  path_ = fmt::format("{}/memtool-{}-{}-{}.trace", dir != nullptr ? dir : "/tmp", stem, ::getpid(),
-                      counter++);
+  path_ = fmt::format("{}/memtool-{}-{}-{}.trace", dir != nullptr ? dir : "/tmp", stem, ::getpid(), counter++);
 }
 TempPath::~TempPath() { std::remove(path_.c_str()); }
 
 std::vector<std::byte> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open " + path);
-  const std::vector<char> chars((std::istreambuf_iterator<char>(in)),
-                                std::istreambuf_iterator<char>());
+  const std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::byte> out(chars.size());
   for (std::size_t i = 0; i < chars.size(); ++i) out[i] = static_cast<std::byte>(chars[i]);
   return out;
@@ -109,8 +101,7 @@ void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-std::vector<std::string> write_sample_trace(TraceWriter& w,
-                                            const std::function<void()>& after_record) {
+std::vector<std::string> write_sample_trace(TraceWriter& w, const std::function<void()>& after_record) {
   std::vector<std::string> expect;
   auto step = [&] {
     if (after_record) after_record();
@@ -144,8 +135,7 @@ std::vector<std::string> write_sample_trace(TraceWriter& w,
   add(AllocEvent{{3, 1020, ThreadId{78}}, 0x7f1200200000, 1 << 20, MemoryKind::async, s1, {}});
   const std::uint64_t touched[] = {0x7f1200200000, 0x7f1200000000};
   add(LaunchEvent{{4, 1030, ThreadId{77}}, gemm, s1, touched});
-  add(CopyEvent{{5, 1040, ThreadId{77}}, 0x7f1200000000, 0x5555aaaa0000, 4096, CopyKind::h2d, true,
-                s1});
+  add(CopyEvent{{5, 1040, ThreadId{77}}, 0x7f1200000000, 0x5555aaaa0000, 4096, CopyKind::h2d, true, s1});
   add(MemsetEvent{{6, 1050, ThreadId{77}}, 0x7f1200200000, 64, false, s1});
   add(GraphLaunchEvent{{7, 1060, ThreadId{77}}, 0x5555bbbb0000, StreamHandle{0}, {}, false});
   add(SyncEvent{{8, 1070, ThreadId{77}}, SyncKind::stream, s1});

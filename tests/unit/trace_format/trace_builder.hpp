@@ -67,8 +67,7 @@ void write_bytes(const std::string& path, std::span<const std::byte> bytes);
 // Writes a small trace holding every record type and returns the lines a RecordingVisitor
 // must see when reading it back. `after_record` runs after each record (e.g. a flush, to learn
 // where records end).
-std::vector<std::string> write_sample_trace(TraceWriter& writer,
-                                            const std::function<void()>& after_record = {});
+std::vector<std::string> write_sample_trace(TraceWriter& writer, const std::function<void()>& after_record = {});
 
 // Hand-made traces.
 class ByteBuilder {

@@ -72,8 +72,8 @@ TEST_CASE("hardening: live bytes over 2^62 are refused at the event that takes t
     auto w = TraceWriter::open(file.path(), &error);
     REQUIRE(w);
     for (std::uint64_t i = 0; i < 4; ++i) {  // 2^61 each: the fourth passes 2^62 (and 2^64 with one more)
-      w->write(AllocEvent{{i, i, ThreadId{1}}, 0x1000 * (i + 1), kMaxAccountedBytes / 2, MemoryKind::device,
-                          StreamHandle{0}, {}});
+      w->write(AllocEvent{
+          {i, i, ThreadId{1}}, 0x1000 * (i + 1), kMaxAccountedBytes / 2, MemoryKind::device, StreamHandle{0}, {}});
     }
     REQUIRE(w->close());
   }
@@ -100,18 +100,15 @@ TEST_CASE("hardening: live bytes over 2^62 are refused at the event that takes t
 }
 
 TEST_CASE("hardening: the planner's limits are checked with the CSV line", "[hardening]") {
-  const InputError size = error_of([] {
-    (void)parse_problem_csv("id,lower,upper,size\n1,0,2,8\n2,0,2,4611686018427387905\n", "p.csv");
-  });
+  const InputError size =
+      error_of([] { (void)parse_problem_csv("id,lower,upper,size\n1,0,2,8\n2,0,2,4611686018427387905\n", "p.csv"); });
   CHECK(size.offset() == 34);
   CHECK_THAT(size.message(), Catch::Contains("line 3: size 4611686018427387905 is over 2^62"));
-  const InputError sum = error_of([] {
-    (void)parse_problem_csv("id,lower,upper,size\n1,0,2,4611686018427387904\n2,5,6,1\n", "p.csv");
-  });
+  const InputError sum =
+      error_of([] { (void)parse_problem_csv("id,lower,upper,size\n1,0,2,4611686018427387904\n2,5,6,1\n", "p.csv"); });
   CHECK_THAT(sum.message(), Catch::Contains("line 3: the sizes add up to more than 2^62"));
-  const InputError alignment = error_of([] {
-    (void)parse_problem_csv("id,lower,upper,size,alignment\n1,0,2,8,9223372036854775808\n", "p.csv");
-  });
+  const InputError alignment = error_of(
+      [] { (void)parse_problem_csv("id,lower,upper,size,alignment\n1,0,2,8,9223372036854775808\n", "p.csv"); });
   CHECK_THAT(alignment.message(), Catch::Contains("alignment 9223372036854775808 is over 2^62"));
 }
 
@@ -133,7 +130,8 @@ TEST_CASE("hardening: error lines stay one short line", "[hardening]") {
 TEST_CASE("hardening: an iteration too large to plan names the allocation that makes it so", "[hardening]") {
   TraceModel model;
   for (std::uint64_t i = 0; i < 2; ++i) {  // one buffer of 2^62 at a time: live bytes fine, their sum not
-    model.on_alloc(AllocEvent{{2 * i, 0, ThreadId{1}}, 0x1000, kMaxAccountedBytes, MemoryKind::device, StreamHandle{0}, {}});
+    model.on_alloc(
+        AllocEvent{{2 * i, 0, ThreadId{1}}, 0x1000, kMaxAccountedBytes, MemoryKind::device, StreamHandle{0}, {}});
     model.on_free(FreeEvent{{2 * i + 1, 0, ThreadId{1}}, 0x1000, MemoryKind::device, StreamHandle{0}});
   }
   Iterations iterations;

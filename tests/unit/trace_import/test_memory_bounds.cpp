@@ -34,8 +34,8 @@ class CountingVisitor : public EventVisitor {
 };
 
 struct Outcome {
-  std::string error;       // empty when the import succeeded
-  std::size_t peak = 0;    // heap bytes above what was in use before the import
+  std::string error;     // empty when the import succeeded
+  std::size_t peak = 0;  // heap bytes above what was in use before the import
   std::uint64_t events = 0;
 };
 
@@ -67,8 +67,8 @@ Outcome measure_json(const std::string& bytes) {
 std::string dup_amplified_pickle(std::size_t copies) {
   PickleBuilder b;
   b.proto(4).op('}').short_text("device_traces").op('(').op('(');
-  b.op('}').op('(').short_text("action").short_text("alloc").short_text("addr").int1(1).short_text("size").int1(8)
-      .op('u');
+  b.op('}').op('(').short_text("action").short_text("alloc").short_text("addr").int1(1).short_text("size").int1(8).op(
+      'u');
   std::string bytes = b.bytes() + std::string(copies, '2');
   return bytes + "lls.";
 }
@@ -119,7 +119,8 @@ TEST_CASE("memory: nested containers cost a few bytes per input byte", "[memory]
 }
 
 TEST_CASE("memory: real snapshots use a fraction of their budget", "[memory]") {
-  for (const char* name : {"snapshots/alexnet.p4.pickle", "traces/lstm.snapshot.json", "traces/mobilenet_v2.snapshot.json"}) {
+  for (const char* name :
+       {"snapshots/alexnet.p4.pickle", "traces/lstm.snapshot.json", "traces/mobilenet_v2.snapshot.json"}) {
     const std::string bytes = read_bytes(fixture(name));
     DecodeBudget budget(bytes.size());
     CountingVisitor visitor;

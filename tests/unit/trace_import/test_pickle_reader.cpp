@@ -41,8 +41,16 @@ PickleDocument long1(std::string_view bytes) {
 
 TEST_CASE("pickle: small integers of every width", "[pickle]") {
   PickleBuilder b;
-  b.proto(2).op('(').int1(255).op('M').le(65535, 2).int4(-1).int4(std::numeric_limits<std::int32_t>::min())
-      .int4(2147483647).op('l').stop();
+  b.proto(2)
+      .op('(')
+      .int1(255)
+      .op('M')
+      .le(65535, 2)
+      .int4(-1)
+      .int4(std::numeric_limits<std::int32_t>::min())
+      .int4(2147483647)
+      .op('l')
+      .stop();
   const auto doc = decode(b);
   REQUIRE(doc.protocol == 2);
   REQUIRE(doc.tree.kind(doc.root) == ValueKind::list);
@@ -98,8 +106,15 @@ TEST_CASE("pickle: LONG1 and LONG4 decode two's complement exactly", "[pickle]")
 TEST_CASE("pickle: floats, None, bools", "[pickle]") {
   using namespace std::string_view_literals;
   PickleBuilder b;
-  b.proto(2).op('(').op('G').raw("\x3f\xf8\x00\x00\x00\x00\x00\x00"sv)  // 1.5, big-endian
-      .op('N').op(std::uint8_t{0x88}).op(std::uint8_t{0x89}).op('t').stop();
+  b.proto(2)
+      .op('(')
+      .op('G')
+      .raw("\x3f\xf8\x00\x00\x00\x00\x00\x00"sv)  // 1.5, big-endian
+      .op('N')
+      .op(std::uint8_t{0x88})
+      .op(std::uint8_t{0x89})
+      .op('t')
+      .stop();
   const auto doc = decode(b);
   REQUIRE(doc.tree.kind(doc.root) == ValueKind::tuple);
   const auto items = doc.tree.items(doc.root);
@@ -113,10 +128,32 @@ TEST_CASE("pickle: floats, None, bools", "[pickle]") {
 TEST_CASE("pickle: strings and bytes of every width", "[pickle]") {
   using namespace std::string_view_literals;
   PickleBuilder b;
-  b.proto(4).op('(').short_text("a").text("b\xc3\xa9").op(std::uint8_t{0x8d}).le(2, 8).raw("cd")
-      .op('C').le(1, 1).raw("\xff"sv).op('B').le(2, 4).raw("\x00\x01"sv).op(std::uint8_t{0x8e}).le(0, 8)
-      .op('U').le(1, 1).raw("s").op('T').le(1, 4).raw("t").op(std::uint8_t{0x96}).le(1, 8).raw("z")
-      .op('l').stop();
+  b.proto(4)
+      .op('(')
+      .short_text("a")
+      .text("b\xc3\xa9")
+      .op(std::uint8_t{0x8d})
+      .le(2, 8)
+      .raw("cd")
+      .op('C')
+      .le(1, 1)
+      .raw("\xff"sv)
+      .op('B')
+      .le(2, 4)
+      .raw("\x00\x01"sv)
+      .op(std::uint8_t{0x8e})
+      .le(0, 8)
+      .op('U')
+      .le(1, 1)
+      .raw("s")
+      .op('T')
+      .le(1, 4)
+      .raw("t")
+      .op(std::uint8_t{0x96})
+      .le(1, 8)
+      .raw("z")
+      .op('l')
+      .stop();
   const auto doc = decode(b);
   const auto items = doc.tree.items(doc.root);
   REQUIRE(items.size() == 9);
@@ -147,11 +184,42 @@ TEST_CASE("pickle: strings and bytes of every width", "[pickle]") {
 
 TEST_CASE("pickle: dicts, lists, tuples, sets and their builders", "[pickle]") {
   PickleBuilder b;
-  b.proto(4).op('}').op('(').short_text("k1").int1(1).short_text("k2").op(']').op('(').int1(7).int1(8)
-      .op('e').int1(9).op('a').short_text("k3").int1(1).int1(2).op(std::uint8_t{0x86}).op('u')
-      .short_text("k4").op(std::uint8_t{0x8f}).op('(').int1(3).op(std::uint8_t{0x90}).op('s')
-      .short_text("k5").op('(').int1(4).op(std::uint8_t{0x91}).op('s')
-      .short_text("k6").op('(').short_text("x").int1(5).op('d').op('s').stop();
+  b.proto(4)
+      .op('}')
+      .op('(')
+      .short_text("k1")
+      .int1(1)
+      .short_text("k2")
+      .op(']')
+      .op('(')
+      .int1(7)
+      .int1(8)
+      .op('e')
+      .int1(9)
+      .op('a')
+      .short_text("k3")
+      .int1(1)
+      .int1(2)
+      .op(std::uint8_t{0x86})
+      .op('u')
+      .short_text("k4")
+      .op(std::uint8_t{0x8f})
+      .op('(')
+      .int1(3)
+      .op(std::uint8_t{0x90})
+      .op('s')
+      .short_text("k5")
+      .op('(')
+      .int1(4)
+      .op(std::uint8_t{0x91})
+      .op('s')
+      .short_text("k6")
+      .op('(')
+      .short_text("x")
+      .int1(5)
+      .op('d')
+      .op('s')
+      .stop();
   const auto doc = decode(b);
   REQUIRE(doc.tree.kind(doc.root) == ValueKind::dict);
   const auto pairs = doc.tree.items(doc.root);
@@ -171,10 +239,21 @@ TEST_CASE("pickle: dicts, lists, tuples, sets and their builders", "[pickle]") {
 
 TEST_CASE("pickle: MARK, POP, POP_MARK, DUP and TUPLE1..3 follow CPython", "[pickle]") {
   PickleBuilder b;
-  b.proto(2).op('(').int1(1).op('(').int1(2).int1(3).op('1')  // POP_MARK drops 2, 3
-      .int1(4).op('0')                                         // POP drops 4
-      .int1(5).op('2')                                         // DUP: 5, 5
-      .int1(6).op(std::uint8_t{0x85}).op('l').stop();          // TUPLE1 (6,)
+  b.proto(2)
+      .op('(')
+      .int1(1)
+      .op('(')
+      .int1(2)
+      .int1(3)
+      .op('1')  // POP_MARK drops 2, 3
+      .int1(4)
+      .op('0')  // POP drops 4
+      .int1(5)
+      .op('2')  // DUP: 5, 5
+      .int1(6)
+      .op(std::uint8_t{0x85})
+      .op('l')
+      .stop();  // TUPLE1 (6,)
   const auto doc = decode(b);
   const auto items = doc.tree.items(doc.root);
   REQUIRE(items.size() == 4);
@@ -192,13 +271,27 @@ TEST_CASE("pickle: MARK, POP, POP_MARK, DUP and TUPLE1..3 follow CPython", "[pic
 
 TEST_CASE("pickle: the memo shares values, mutation included, and allows cycles", "[pickle]") {
   PickleBuilder b;
-  b.proto(4).op('(').op(']').op(std::uint8_t{0x94})   // memo[0] = []
-      .op('h').le(0, 1).int1(7).op('a')               // memo[0].append(7) through the memo
-      .op('q').le(10, 1)                              // memo[10] = same list
-      .op(std::uint8_t{0x94})                         // MEMOIZE uses len(memo) == 2
-      .op('j').le(2, 4)                               // LONG_BINGET
-      .int1(9).op('r').le(70000, 4).op('0')           // LONG_BINPUT beyond 16 bits
-      .op('j').le(70000, 4).op('t').stop();
+  b.proto(4)
+      .op('(')
+      .op(']')
+      .op(std::uint8_t{0x94})  // memo[0] = []
+      .op('h')
+      .le(0, 1)
+      .int1(7)
+      .op('a')  // memo[0].append(7) through the memo
+      .op('q')
+      .le(10, 1)               // memo[10] = same list
+      .op(std::uint8_t{0x94})  // MEMOIZE uses len(memo) == 2
+      .op('j')
+      .le(2, 4)  // LONG_BINGET
+      .int1(9)
+      .op('r')
+      .le(70000, 4)
+      .op('0')  // LONG_BINPUT beyond 16 bits
+      .op('j')
+      .le(70000, 4)
+      .op('t')
+      .stop();
   const auto doc = decode(b);
   const auto items = doc.tree.items(doc.root);
   REQUIRE(items.size() == 4);
@@ -222,12 +315,40 @@ TEST_CASE("pickle: the memo shares values, mutation included, and allows cycles"
 
 TEST_CASE("pickle: object construction becomes opaque and nothing runs", "[pickle]") {
   PickleBuilder b;
-  b.proto(2).op('(').op('c').raw("os\nsystem\n").text("touch /tmp/pwned").op(std::uint8_t{0x85}).op('R')
-      .short_text("builtins").short_text("set").op(std::uint8_t{0x93}).op(']').op(std::uint8_t{0x85}).op('R')
-      .op('c').raw("collections\nOrderedDict\n").op(')').op(std::uint8_t{0x81}).op('}').op('b')
-      .op('c').raw("m\nC\n").op(')').op('}').op(std::uint8_t{0x92})
-      .op(std::uint8_t{0x82}).le(1, 1).op('(').op('c').raw("m\nK\n").op('o')
-      .int1(1).op('Q').op('l').stop();
+  b.proto(2)
+      .op('(')
+      .op('c')
+      .raw("os\nsystem\n")
+      .text("touch /tmp/pwned")
+      .op(std::uint8_t{0x85})
+      .op('R')
+      .short_text("builtins")
+      .short_text("set")
+      .op(std::uint8_t{0x93})
+      .op(']')
+      .op(std::uint8_t{0x85})
+      .op('R')
+      .op('c')
+      .raw("collections\nOrderedDict\n")
+      .op(')')
+      .op(std::uint8_t{0x81})
+      .op('}')
+      .op('b')
+      .op('c')
+      .raw("m\nC\n")
+      .op(')')
+      .op('}')
+      .op(std::uint8_t{0x92})
+      .op(std::uint8_t{0x82})
+      .le(1, 1)
+      .op('(')
+      .op('c')
+      .raw("m\nK\n")
+      .op('o')
+      .int1(1)
+      .op('Q')
+      .op('l')
+      .stop();
   const auto doc = decode(b);
   const auto items = doc.tree.items(doc.root);
   REQUIRE(items.size() == 7);
@@ -238,8 +359,19 @@ TEST_CASE("pickle: object construction becomes opaque and nothing runs", "[pickl
 
   // SETITEMS / APPENDS on an opaque object (an OrderedDict's items) are accepted and dropped.
   PickleBuilder ordered;
-  ordered.proto(2).op('c').raw("collections\nOrderedDict\n").op(')').op('R').op('(').short_text("a")
-      .int1(1).op('u').op('(').int1(2).op('e').stop();
+  ordered.proto(2)
+      .op('c')
+      .raw("collections\nOrderedDict\n")
+      .op(')')
+      .op('R')
+      .op('(')
+      .short_text("a")
+      .int1(1)
+      .op('u')
+      .op('(')
+      .int1(2)
+      .op('e')
+      .stop();
   const auto od = decode(ordered);
   CHECK(od.tree.kind(od.root) == ValueKind::opaque);
 }
@@ -248,22 +380,34 @@ TEST_CASE("pickle: malformed streams name the opcode's offset", "[pickle]") {
   using namespace std::string_literals;
   CHECK(error_of("").offset() == 0);
   CHECK_THAT(error_of("").message(), Catch::Contains("STOP"));
-  CHECK(error_of("\x80\x02"s.substr(0, 2)).offset() == 2);                         // no STOP
-  CHECK(error_of("\x80\x06N."s).offset() == 0);                                    // protocol 6
-  CHECK(error_of("\x80\x02N.."s).offset() == 3);                                   // trailing byte
-  CHECK(error_of("\x80\x02\xffN."s).offset() == 2);                                 // unknown opcode
-  CHECK(error_of("\x80\x02I1\n."s).offset() == 2);                                 // protocol-0 INT
-  CHECK(error_of("\x80\x02."s).offset() == 2);                                     // STOP, empty stack
-  CHECK(error_of("\x80\x02K\x01" "a."s).offset() == 4);                            // APPEND without list
-  CHECK(error_of("\x80\x02}K\x01" "a."s).offset() == 5);                           // APPEND on a dict
-  CHECK(error_of("\x80\x02]K\x01K\x02s."s).offset() == 7);                         // SETITEM on a list
-  CHECK(error_of("\x80\x02(K\x01" "d."s).offset() == 5);                           // DICT, odd items
-  CHECK(error_of("\x80\x02K\x01" "e."s).offset() == 4);                            // APPENDS, no MARK
-  CHECK(error_of("\x80\x02(K\x01" "a."s).offset() == 5);                           // APPEND across MARK
+  CHECK(error_of("\x80\x02"s.substr(0, 2)).offset() == 2);  // no STOP
+  CHECK(error_of("\x80\x06N."s).offset() == 0);             // protocol 6
+  CHECK(error_of("\x80\x02N.."s).offset() == 3);            // trailing byte
+  CHECK(error_of("\x80\x02\xffN."s).offset() == 2);         // unknown opcode
+  CHECK(error_of("\x80\x02I1\n."s).offset() == 2);          // protocol-0 INT
+  CHECK(error_of("\x80\x02."s).offset() == 2);              // STOP, empty stack
+  CHECK(error_of("\x80\x02K\x01"
+                 "a."s)
+            .offset() == 4);  // APPEND without list
+  CHECK(error_of("\x80\x02}K\x01"
+                 "a."s)
+            .offset() == 5);                                // APPEND on a dict
+  CHECK(error_of("\x80\x02]K\x01K\x02s."s).offset() == 7);  // SETITEM on a list
+  CHECK(error_of("\x80\x02(K\x01"
+                 "d."s)
+            .offset() == 5);  // DICT, odd items
+  CHECK(error_of("\x80\x02K\x01"
+                 "e."s)
+            .offset() == 4);  // APPENDS, no MARK
+  CHECK(error_of("\x80\x02(K\x01"
+                 "a."s)
+            .offset() == 5);                                                         // APPEND across MARK
   CHECK(error_of("\x80\x04\x95\xff\x00\x00\x00\x00\x00\x00\x00N."s).offset() == 2);  // FRAME too long
-  CHECK(error_of("\x80\x05\x97."s).offset() == 2);                                 // NEXT_BUFFER
-  CHECK(error_of("\x80\x02" "cos\nsys"s).offset() == 2);                           // GLOBAL, no newline
-  CHECK(error_of("\x80\x04K\x01K\x02\x93."s).offset() == 6);                       // STACK_GLOBAL of ints
+  CHECK(error_of("\x80\x05\x97."s).offset() == 2);                                   // NEXT_BUFFER
+  CHECK(error_of("\x80\x02"
+                 "cos\nsys"s)
+            .offset() == 2);                                  // GLOBAL, no newline
+  CHECK(error_of("\x80\x04K\x01K\x02\x93."s).offset() == 6);  // STACK_GLOBAL of ints
 }
 
 TEST_CASE("pickle: deep nesting builds without recursion", "[pickle]") {

@@ -53,8 +53,10 @@ TEST_CASE("csv: CRLF, no final newline, trailing blank lines, alignment column",
   const Problem empty = parse_problem_csv("id,lower,upper,size\n", "empty.csv");
   CHECK(empty.buffers.empty());
   CHECK(empty.time_horizon == 0);
-  const Problem max = parse_problem_csv("id,lower,upper,size\n18446744073709551615,0,18446744073709551615,"
-                                        "4611686018427387904\n", "max.csv");
+  const Problem max = parse_problem_csv(
+      "id,lower,upper,size\n18446744073709551615,0,18446744073709551615,"
+      "4611686018427387904\n",
+      "max.csv");
   CHECK(max.buffers[0].size == 4611686018427387904ULL);  // 2^62: the most the planner plans
 }
 

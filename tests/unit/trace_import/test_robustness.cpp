@@ -28,9 +28,15 @@ bool accepts(Reader reader, std::string_view bytes) {
   RecordingVisitor visitor;
   try {
     switch (reader) {
-      case Reader::pickle: (void)import_snapshot_pickle(bytes, "input", visitor); break;
-      case Reader::snapshot_json: (void)import_snapshot_json(bytes, "input", visitor); break;
-      case Reader::problem_csv: (void)parse_problem_csv(bytes, "input"); break;
+      case Reader::pickle:
+        (void)import_snapshot_pickle(bytes, "input", visitor);
+        break;
+      case Reader::snapshot_json:
+        (void)import_snapshot_json(bytes, "input", visitor);
+        break;
+      case Reader::problem_csv:
+        (void)parse_problem_csv(bytes, "input");
+        break;
     }
   } catch (const InputError& error) {
     CHECK(error.offset() <= bytes.size());
@@ -98,8 +104,20 @@ TEST_CASE("robustness: memo references cannot multiply the work of a small pickl
   // One entry dict with 3000 junk keys, referenced 3000 times through the memo: 6 KB of
   // references asking for 9 M key visits.
   PickleBuilder b;
-  b.proto(4).op('}').short_text("device_traces").op(']').op(']').op('}').op(std::uint8_t{0x94}).op('(')
-      .short_text("action").short_text("alloc").short_text("addr").int1(1).short_text("size").int1(8);
+  b.proto(4)
+      .op('}')
+      .short_text("device_traces")
+      .op(']')
+      .op(']')
+      .op('}')
+      .op(std::uint8_t{0x94})
+      .op('(')
+      .short_text("action")
+      .short_text("alloc")
+      .short_text("addr")
+      .int1(1)
+      .short_text("size")
+      .int1(8);
   for (int k = 0; k < 3000; ++k) b.short_text(fmt::format("k{:04d}", k)).int1(0);
   b.op('u').op('a').op('(');
   for (int i = 0; i < 3000; ++i) b.op('j').le(0, 4);
@@ -111,7 +129,15 @@ TEST_CASE("robustness: memo references cannot multiply the work of a small pickl
 TEST_CASE("robustness: hostile shapes are refused or ignored, quickly", "[robustness]") {
   // A doubling chain of memoised lists (2^60 leaves if expanded) under an ignored key.
   PickleBuilder bomb;
-  bomb.proto(4).op('}').op('(').short_text("device_traces").op(']').short_text("bomb").op(']').int1(1).op('a')
+  bomb.proto(4)
+      .op('}')
+      .op('(')
+      .short_text("device_traces")
+      .op(']')
+      .short_text("bomb")
+      .op(']')
+      .int1(1)
+      .op('a')
       .op(std::uint8_t{0x94});
   for (std::uint64_t level = 0; level < 60; ++level) {
     bomb.op('0').op(']').op('(').op('j').le(level, 4).op('j').le(level, 4).op('e').op(std::uint8_t{0x94});

@@ -53,17 +53,20 @@ TEST_CASE("snapshot schema: every mismatch names its entry", "[snapshot][errors]
       {one_entry(R"({"action": "alloc", "addr": 1, "size": 4.0})"), "'size' is a float"},
       {one_entry(R"({"action": "alloc", "addr": 1e30, "size": 4})"), "'addr' is a float"},
       {one_entry(R"({"action": "alloc", "addr": 1, "size": 4, "stream": []})"), "'stream' is a list"},
-      {one_entry(R"({"action": "alloc", "addr": 1, "size": 4, "time_us": 18446744073709552})"), "'time_us' is too large"},
+      {one_entry(R"({"action": "alloc", "addr": 1, "size": 4, "time_us": 18446744073709552})"),
+       "'time_us' is too large"},
       {one_entry(R"({"action": "alloc", "addr": 1, "size": 4, "frames": {}})"), "'frames' is a dict"},
       {one_entry(R"({"action": "alloc", "addr": 1, "size": 4, "frames": [3]})"), "frames[0] is a int"},
       {one_entry(R"({"action": "alloc", "addr": 1, "size": 4, "frames": [{"name": 1}]})"), "frames[0].name is a int"},
-      {one_entry(R"({"action": "alloc", "addr": 1, "size": 4, "frames": [{"line": 4294967296}]})"), "frames[0].line is too large"},
+      {one_entry(R"({"action": "alloc", "addr": 1, "size": 4, "frames": [{"line": 4294967296}]})"),
+       "frames[0].line is too large"},
       {one_entry(R"({"action": "free_requested", "size": 4})"), "(free_requested): 'addr' is missing"},
       {one_entry(R"({"action": "free_completed", "addr": 1, "size": -1})"), "'size' is negative"},
       {one_entry(R"({"action": "segment_alloc", "addr": 1})"), "(segment_alloc): 'size' is missing"},
       {one_entry(R"({"action": "segment_map", "size": 9223372036854775808})"), "'size' is too large"},
       {R"({"device_traces": [[{"action": "segment_alloc", "size": 9223372036854775807},
-                              {"action": "segment_alloc", "size": 1}]]})", "device_traces[0][1]: reserved bytes overflow"},
+                              {"action": "segment_alloc", "size": 1}]]})",
+       "device_traces[0][1]: reserved bytes overflow"},
   };
   for (const Case& c : cases) {
     INFO(c.document);
@@ -88,8 +91,18 @@ TEST_CASE("snapshot schema: offsets point at the offending value", "[snapshot][e
   // Pickle: the opcode that made the value.
   // {"device_traces": [[{"action": "alloc", "addr": 1, "size": -4}]]}
   PickleBuilder b;
-  b.proto(2).op('}').text("device_traces").op(']').op(']').op('}').op('(')
-      .text("action").text("alloc").text("addr").int1(1).text("size");
+  b.proto(2)
+      .op('}')
+      .text("device_traces")
+      .op(']')
+      .op(']')
+      .op('}')
+      .op('(')
+      .text("action")
+      .text("alloc")
+      .text("addr")
+      .int1(1)
+      .text("size");
   const std::size_t size_at = b.bytes().size();
   b.int4(-4).op('u').op('a').op('a').op('s').stop();
   RecordingVisitor visitor;

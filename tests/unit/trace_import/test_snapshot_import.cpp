@@ -143,7 +143,9 @@ TEST_CASE("snapshot: frames become interned strings and shared stacks", "[snapsh
 
   const auto& loss = events.stacks.at(events.allocs[1].stack.value());
   REQUIRE(loss.size() == 2);
-  CHECK(text(loss[0].file) == "m\xc3\xb3" "dulo/p\xc3\xa9rdida.py");
+  CHECK(text(loss[0].file) ==
+        "m\xc3\xb3"
+        "dulo/p\xc3\xa9rdida.py");
   CHECK(text(loss[0].function) == "funci\xc3\xb3n_\xc3\x9f");
   CHECK(loss[1].file == train_step[1].file);  // "train.py" interned once
   std::set<std::string> distinct(events.strings.begin(), events.strings.end());

@@ -40,8 +40,7 @@ inline std::string read_bytes(const std::string& path) {
 class TempFile {
  public:
   explicit TempFile(const std::string& stem)
-      : path_(std::filesystem::temp_directory_path() /
-              fmt::format("memtool-import-{}-{}", ::getpid(), stem)) {}
+      : path_(std::filesystem::temp_directory_path() / fmt::format("memtool-import-{}-{}", ::getpid(), stem)) {}
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
   ~TempFile() {
@@ -58,9 +57,7 @@ class TempFile {
   std::filesystem::path path_;
 };
 
-inline std::string show_id(std::uint64_t value, bool valid) {
-  return valid ? fmt::format("{}", value) : "-";
-}
+inline std::string show_id(std::uint64_t value, bool valid) { return valid ? fmt::format("{}", value) : "-"; }
 
 // Logs every callback in delivery order, one line each.
 class RecordingVisitor : public EventVisitor {
@@ -91,8 +88,8 @@ class RecordingVisitor : public EventVisitor {
   void on_free(const FreeEvent& event) override {
     frees.push_back(event);
     log.push_back(fmt::format("free seq={} t={} thread={} addr={:#x} kind={} stream={}", event.header.seq,
-                              event.header.time_ns, event.header.thread.value(), event.address,
-                              to_string(event.kind), event.stream.value()));
+                              event.header.time_ns, event.header.thread.value(), event.address, to_string(event.kind),
+                              event.stream.value()));
   }
   void on_launch(const LaunchEvent& /*event*/) override { log.emplace_back("launch"); }
   void on_copy(const CopyEvent& /*event*/) override { log.emplace_back("copy"); }

@@ -26,7 +26,8 @@ std::string device_summary(const DeviceFacts& d) {
   std::string features;
   if (d.virtual_memory) features += ", VMM";
   if (d.memory_pools) features += ", memory pools";
-  if (d.managed_memory) features += d.concurrent_managed_access ? ", managed memory" : ", managed memory (no concurrent access)";
+  if (d.managed_memory)
+    features += d.concurrent_managed_access ? ", managed memory" : ", managed memory (no concurrent access)";
   return text + features;
 }
 
@@ -41,7 +42,8 @@ std::string value_of(const DoctorEnvironment& env, const char* name) {
 }
 
 std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text;
 }
 
@@ -74,24 +76,31 @@ Check pytorch_check(const DoctorEnvironment& env) {
                                                                     : nullptr;
   const std::string caching = value_of(env, "PYTORCH_NO_CUDA_MEMORY_CACHING");
   if (conf_name != nullptr && pytorch_uses_async_backend(value_of(env, conf_name))) {
-    check.detail = fmt::format("{}={}: PyTorch allocates each tensor with cuMemAllocAsync, which memtool sees", conf_name,
-                               value_of(env, conf_name));
+    check.detail = fmt::format("{}={}: PyTorch allocates each tensor with cuMemAllocAsync, which memtool sees",
+                               conf_name, value_of(env, conf_name));
   } else if (!caching.empty() && caching != "0") {
     check.verdict = Verdict::info;
-    check.detail = fmt::format("PYTORCH_NO_CUDA_MEMORY_CACHING={}: memtool sees every tensor, but every free "
-                               "synchronises the device (slower)", caching);
-    check.fix = "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (PyTorch 1.11+) shows every tensor and keeps the speed";
+    check.detail = fmt::format(
+        "PYTORCH_NO_CUDA_MEMORY_CACHING={}: memtool sees every tensor, but every free "
+        "synchronises the device (slower)",
+        caching);
+    check.fix =
+        "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (PyTorch 1.11+) shows every tensor and keeps the speed";
   } else if (conf_name != nullptr) {
     check.verdict = Verdict::warn;
-    check.detail = fmt::format("{}={}: PyTorch's caching allocator stays in front of memtool (memtool run and record "
-                               "keep your setting), so memtool sees its segments, not the tensors",
-                               conf_name, value_of(env, conf_name));
-    check.fix = fmt::format("add backend:cudaMallocAsync to {} (PyTorch 1.11+), or unset it and let memtool run/record "
-                            "set it", conf_name);
+    check.detail = fmt::format(
+        "{}={}: PyTorch's caching allocator stays in front of memtool (memtool run and record "
+        "keep your setting), so memtool sees its segments, not the tensors",
+        conf_name, value_of(env, conf_name));
+    check.fix = fmt::format(
+        "add backend:cudaMallocAsync to {} (PyTorch 1.11+), or unset it and let memtool run/record "
+        "set it",
+        conf_name);
   } else {
-    check.detail = fmt::format("PYTORCH_CUDA_ALLOC_CONF unset: memtool run and record set {} (with LD_PRELOAD="
-                               "libmemtool.so alone, PyTorch's caching allocator would hide the tensors)",
-                               "PYTORCH_CUDA_ALLOC_CONF=" + switch_value("PYTORCH_CUDA_ALLOC_CONF"));
+    check.detail = fmt::format(
+        "PYTORCH_CUDA_ALLOC_CONF unset: memtool run and record set {} (with LD_PRELOAD="
+        "libmemtool.so alone, PyTorch's caching allocator would hide the tensors)",
+        "PYTORCH_CUDA_ALLOC_CONF=" + switch_value("PYTORCH_CUDA_ALLOC_CONF"));
     check.fix = "";
   }
   return check;
@@ -103,25 +112,32 @@ Check jax_check(const DoctorEnvironment& env) {
   const std::string preallocate = lower(value_of(env, "XLA_PYTHON_CLIENT_PREALLOCATE"));
   const bool preallocates = preallocate == "true" || preallocate == "1";
   if (allocator == "cuda_async") {
-    check.detail = "XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async: JAX allocates each buffer from the driver's stream-ordered "
-                   "allocator";
+    check.detail =
+        "XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async: JAX allocates each buffer from the driver's stream-ordered "
+        "allocator";
   } else if (allocator == "platform") {
     check.verdict = Verdict::info;
-    check.detail = "XLA_PYTHON_CLIENT_ALLOCATOR=platform: memtool sees every buffer, but JAX frees synchronously (slower)";
+    check.detail =
+        "XLA_PYTHON_CLIENT_ALLOCATOR=platform: memtool sees every buffer, but JAX frees synchronously (slower)";
     check.fix = "XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async with XLA_PYTHON_CLIENT_PREALLOCATE=false keeps the speed";
   } else if (!allocator.empty()) {
     check.verdict = Verdict::warn;
-    check.detail = fmt::format("XLA_PYTHON_CLIENT_ALLOCATOR={}: JAX's own allocator stays in front of memtool, which "
-                               "sees its arena, not the buffers", value_of(env, "XLA_PYTHON_CLIENT_ALLOCATOR"));
+    check.detail = fmt::format(
+        "XLA_PYTHON_CLIENT_ALLOCATOR={}: JAX's own allocator stays in front of memtool, which "
+        "sees its arena, not the buffers",
+        value_of(env, "XLA_PYTHON_CLIENT_ALLOCATOR"));
     check.fix = "XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async and XLA_PYTHON_CLIENT_PREALLOCATE=false";
   } else {
-    check.detail = "XLA_PYTHON_CLIENT_ALLOCATOR unset: memtool run and record set XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async "
-                   "and XLA_PYTHON_CLIENT_PREALLOCATE=false";
+    check.detail =
+        "XLA_PYTHON_CLIENT_ALLOCATOR unset: memtool run and record set XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async "
+        "and XLA_PYTHON_CLIENT_PREALLOCATE=false";
   }
   if (preallocates && check.verdict != Verdict::warn) {
     check.verdict = Verdict::warn;
-    check.detail += fmt::format("; XLA_PYTHON_CLIENT_PREALLOCATE={}: JAX takes most of the device at start, in one "
-                                "allocation", value_of(env, "XLA_PYTHON_CLIENT_PREALLOCATE"));
+    check.detail += fmt::format(
+        "; XLA_PYTHON_CLIENT_PREALLOCATE={}: JAX takes most of the device at start, in one "
+        "allocation",
+        value_of(env, "XLA_PYTHON_CLIENT_PREALLOCATE"));
     check.fix = "XLA_PYTHON_CLIENT_PREALLOCATE=false";
   }
   return check;
@@ -131,12 +147,15 @@ Check tensorflow_check(const DoctorEnvironment& env) {
   Check check{"framework.tensorflow", Verdict::ok, "", ""};
   const std::string allocator = value_of(env, "TF_GPU_ALLOCATOR");
   if (allocator == "cuda_malloc_async") {
-    check.detail = "TF_GPU_ALLOCATOR=cuda_malloc_async: TensorFlow allocates each tensor from the driver's "
-                   "stream-ordered allocator";
+    check.detail =
+        "TF_GPU_ALLOCATOR=cuda_malloc_async: TensorFlow allocates each tensor from the driver's "
+        "stream-ordered allocator";
   } else if (!allocator.empty()) {
     check.verdict = Verdict::warn;
-    check.detail = fmt::format("TF_GPU_ALLOCATOR={}: TensorFlow's BFC allocator stays in front of memtool, which sees "
-                               "its arena, not the tensors", allocator);
+    check.detail = fmt::format(
+        "TF_GPU_ALLOCATOR={}: TensorFlow's BFC allocator stays in front of memtool, which sees "
+        "its arena, not the tensors",
+        allocator);
     check.fix = "TF_GPU_ALLOCATOR=cuda_malloc_async";
   } else {
     check.detail = "TF_GPU_ALLOCATOR unset: memtool run and record set TF_GPU_ALLOCATOR=cuda_malloc_async";
@@ -164,7 +183,8 @@ std::vector<Check> memtool_variable_checks(const DoctorEnvironment& env) {
       check.verdict = Verdict::warn;
       check.detail += ": libmemtool.so does nothing, every call passes straight to the driver";
       check.fix = "unset MEMTOOL_DISABLE";
-    } else if (name == "MEMTOOL_STRATEGY" && parsed.options.strategy == "swap" && env.getenv("MEMTOOL_BUDGET") == nullptr) {
+    } else if (name == "MEMTOOL_STRATEGY" && parsed.options.strategy == "swap" &&
+               env.getenv("MEMTOOL_BUDGET") == nullptr) {
       check.verdict = Verdict::warn;
       check.detail += ": without MEMTOOL_BUDGET nothing will be swapped";
       check.fix = "MEMTOOL_BUDGET=60% (of the device) or a size such as 40G";
@@ -179,7 +199,8 @@ std::vector<Check> memtool_variable_checks(const DoctorEnvironment& env) {
     // "unknown variable MEMTOOL_X ignored (...)": the name is its third word.
     std::string name = warning.substr(warning.find("MEMTOOL_"));
     name = name.substr(0, name.find(' '));
-    checks.push_back({"env." + name, Verdict::warn, warning, "a typo? `memtool help env` lists every MEMTOOL_* variable"});
+    checks.push_back(
+        {"env." + name, Verdict::warn, warning, "a typo? `memtool help env` lists every MEMTOOL_* variable"});
   }
   if (checks.empty()) {
     checks.push_back({"env", Verdict::info,
@@ -193,10 +214,14 @@ std::vector<Check> memtool_variable_checks(const DoctorEnvironment& env) {
 
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {
-    case Verdict::ok: return "ok";
-    case Verdict::info: return "info";
-    case Verdict::warn: return "warn";
-    case Verdict::fail: return "fail";
+    case Verdict::ok:
+      return "ok";
+    case Verdict::info:
+      return "info";
+    case Verdict::warn:
+      return "warn";
+    case Verdict::fail:
+      return "fail";
   }
   return "?";
 }
@@ -205,29 +230,33 @@ std::vector<Check> driver_checks(const ProbeResult& probe) {
   std::vector<Check> checks;
   const DriverFacts& f = probe.facts;
   if (!probe.completed) {
-    checks.push_back({"driver", Verdict::fail, fmt::format("probing {}: {}", f.requested, probe.failure),
-                      "the driver is broken or stuck (see nvidia-smi and the kernel log); a program under memtool would "
-                      "meet the same driver"});
+    checks.push_back(
+        {"driver", Verdict::fail, fmt::format("probing {}: {}", f.requested, probe.failure),
+         "the driver is broken or stuck (see nvidia-smi and the kernel log); a program under memtool would "
+         "meet the same driver"});
     return checks;
   }
   if (!f.loaded) {
-    checks.push_back({"driver", Verdict::fail, fmt::format("no driver: {} cannot be loaded ({})", f.requested, f.load_error),
+    checks.push_back({"driver", Verdict::fail,
+                      fmt::format("no driver: {} cannot be loaded ({})", f.requested, f.load_error),
                       "install the NVIDIA driver (it provides libcuda.so.1) or put its folder on LD_LIBRARY_PATH; "
                       "memtool report, plan, simulate and export need no driver"});
     return checks;
   }
   if (!f.is_driver) {
-    checks.push_back({"driver", Verdict::fail, fmt::format("{} ({}) is not a CUDA driver: it has no cuInit", f.requested, f.path),
+    checks.push_back({"driver", Verdict::fail,
+                      fmt::format("{} ({}) is not a CUDA driver: it has no cuInit", f.requested, f.path),
                       "point to libcuda.so.1 of the NVIDIA driver"});
     return checks;
   }
   const std::string where = f.path.empty() ? f.requested : f.path;
-  Check driver{"driver", Verdict::ok,
-               f.fakecuda ? fmt::format("fakecuda, memtool's CPU emulation of the driver (tests/fakecuda), at {}: it reports "
-                                        "{} (cuDriverGetVersion {}); no GPU is used",
-                                        where, cuda_version(f.version), f.version)
-                          : fmt::format("libcuda at {}: {} (cuDriverGetVersion {})", where, cuda_version(f.version), f.version),
-               ""};
+  Check driver{
+      "driver", Verdict::ok,
+      f.fakecuda ? fmt::format("fakecuda, memtool's CPU emulation of the driver (tests/fakecuda), at {}: it reports "
+                               "{} (cuDriverGetVersion {}); no GPU is used",
+                               where, cuda_version(f.version), f.version)
+                 : fmt::format("libcuda at {}: {} (cuDriverGetVersion {})", where, cuda_version(f.version), f.version),
+      ""};
   if (f.init_result != 0) {
     driver.verdict = Verdict::fail;
     driver.detail += fmt::format("; cuInit failed: {}", f.init_error);
@@ -245,15 +274,17 @@ std::vector<Check> driver_checks(const ProbeResult& probe) {
     scanning.detail = "cuFuncGetParamInfo (CUDA 12.4 on): each launch records the buffers its arguments point into";
   } else {
     scanning.verdict = Verdict::warn;
-    scanning.detail = fmt::format("{} has no cuFuncGetParamInfo: launches are recorded without the buffers they touch, "
-                                  "so the swapper cannot tell when a buffer is used",
-                                  cuda_version(f.version));
+    scanning.detail = fmt::format(
+        "{} has no cuFuncGetParamInfo: launches are recorded without the buffers they touch, "
+        "so the swapper cannot tell when a buffer is used",
+        cuda_version(f.version));
     scanning.fix = std::string(kDriverFor12_4);
   }
   checks.push_back(scanning);
 
   if (f.devices.empty()) {
-    checks.push_back({"devices", Verdict::fail, "the driver sees no device", "check nvidia-smi and CUDA_VISIBLE_DEVICES"});
+    checks.push_back(
+        {"devices", Verdict::fail, "the driver sees no device", "check nvidia-smi and CUDA_VISIBLE_DEVICES"});
     return checks;
   }
   std::uint64_t total = 0;
@@ -262,30 +293,35 @@ std::vector<Check> driver_checks(const ProbeResult& probe) {
     Check device{fmt::format("device.{}", d.ordinal), Verdict::ok, device_summary(d), ""};
     if (!d.context) {
       device.verdict = Verdict::warn;
-      device.detail += "; its primary context could not be made current (exclusive compute mode, or the device is "
-                       "lost), so its free memory is unknown";
+      device.detail +=
+          "; its primary context could not be made current (exclusive compute mode, or the device is "
+          "lost), so its free memory is unknown";
       device.fix = "see nvidia-smi (compute mode, other processes)";
     }
     checks.push_back(device);
   }
-  checks.push_back({"devices", Verdict::ok,
-                    fmt::format("{} device{}, {} in all", f.devices.size(), f.devices.size() == 1 ? "" : "s", human_bytes(total)),
-                    ""});
+  checks.push_back(
+      {"devices", Verdict::ok,
+       fmt::format("{} device{}, {} in all", f.devices.size(), f.devices.size() == 1 ? "" : "s", human_bytes(total)),
+       ""});
 
   const DeviceFacts& first = f.devices.front();
   Check host_vmm{"host-vmm", Verdict::ok, "", ""};
   if (first.host_vmm) {
-    host_vmm.detail = "host-located VMM memory (CUDA 12.2 on): MEMTOOL_SWAP_MODE=explicit maps a swapped-out buffer's "
-                      "host copy at its own address";
+    host_vmm.detail =
+        "host-located VMM memory (CUDA 12.2 on): MEMTOOL_SWAP_MODE=explicit maps a swapped-out buffer's "
+        "host copy at its own address";
   } else {
     host_vmm.verdict = Verdict::warn;
-    host_vmm.detail = fmt::format("no host-located VMM memory ({}): explicit swapping falls back to UVM (managed memory)",
-                                  first.host_vmm_error.empty() ? "not probed" : first.host_vmm_error);
+    host_vmm.detail =
+        fmt::format("no host-located VMM memory ({}): explicit swapping falls back to UVM (managed memory)",
+                    first.host_vmm_error.empty() ? "not probed" : first.host_vmm_error);
     host_vmm.fix = std::string(kDriverFor12_2);
   }
   checks.push_back(host_vmm);
 
-  const bool managed = std::all_of(f.devices.begin(), f.devices.end(), [](const DeviceFacts& d) { return d.managed_memory; });
+  const bool managed =
+      std::all_of(f.devices.begin(), f.devices.end(), [](const DeviceFacts& d) { return d.managed_memory; });
   const bool concurrent =
       std::all_of(f.devices.begin(), f.devices.end(), [](const DeviceFacts& d) { return d.concurrent_managed_access; });
   if (managed && concurrent) {
@@ -301,7 +337,8 @@ std::vector<Check> driver_checks(const ProbeResult& probe) {
                       "use MEMTOOL_SWAP_MODE=explicit (needs host-located VMM memory)"});
   }
 
-  const bool pools = std::all_of(f.devices.begin(), f.devices.end(), [](const DeviceFacts& d) { return d.memory_pools; });
+  const bool pools =
+      std::all_of(f.devices.begin(), f.devices.end(), [](const DeviceFacts& d) { return d.memory_pools; });
   if (f.graph_mem_alloc_node && pools && f.version >= kGraphMemoryNodesVersion) {
     checks.push_back({"graph-memory", Verdict::ok,
                       "graph memory nodes (CUDA 11.4 on) and memory pools: programs that allocate inside CUDA graphs "
@@ -315,8 +352,8 @@ std::vector<Check> driver_checks(const ProbeResult& probe) {
   }
 
   if (!f.cupti_searched) {
-    checks.push_back({"cupti", Verdict::info,
-                      "this memtool was built without CUPTI's headers: traces carry host times only", ""});
+    checks.push_back(
+        {"cupti", Verdict::info, "this memtool was built without CUPTI's headers: traces carry host times only", ""});
   } else if (!f.cupti_path.empty()) {
     checks.push_back({"cupti", Verdict::ok,
                       fmt::format("libcupti at {}: a recorded trace gets the GPU's start and end of every kernel, copy "
@@ -340,7 +377,8 @@ std::vector<Check> environment_checks(const DoctorEnvironment& env) {
                       "record cannot work",
                       "reinstall memtool, or set MEMTOOL_LIBRARY=/path/to/libmemtool.so"});
   } else {
-    checks.push_back({"libmemtool", Verdict::ok, fmt::format("{} (memtool run and record preload it)", env.library), ""});
+    checks.push_back(
+        {"libmemtool", Verdict::ok, fmt::format("{} (memtool run and record preload it)", env.library), ""});
   }
   checks.push_back(pytorch_check(env));
   checks.push_back(jax_check(env));

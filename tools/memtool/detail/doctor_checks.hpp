@@ -17,7 +17,7 @@ namespace memtool::cli {
 enum class Verdict { ok, info, warn, fail };
 
 struct Check {
-  std::string name;    // stable id: driver, argument-scanning, device.0, env.MEMTOOL_LOG, ...
+  std::string name;  // stable id: driver, argument-scanning, device.0, env.MEMTOOL_LOG, ...
   Verdict verdict = Verdict::ok;
   std::string detail;  // what was found, in words
   std::string fix;     // what to do about it (empty: nothing to do)

@@ -221,7 +221,8 @@ void probe_cupti(DriverFacts& facts) {
     int count = 0;
     if (result == CUDA_SUCCESS) {
       driver.stage("cuDeviceGetCount");
-      if (const auto get = driver.get<CUresult (*)(int*)>("cuDeviceGetCount"); get == nullptr || get(&count) != CUDA_SUCCESS) {
+      if (const auto get = driver.get<CUresult (*)(int*)>("cuDeviceGetCount");
+          get == nullptr || get(&count) != CUDA_SUCCESS) {
         count = 0;
       }
     }
@@ -273,7 +274,8 @@ DriverFacts from_json(const nlohmann::json& j) {
 }
 
 std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
   return "ended";
 }
@@ -341,7 +343,8 @@ ProbeResult probe_driver(const std::string& library, double timeout_seconds) {
   bool timed_out = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -359,8 +362,7 @@ ProbeResult probe_driver(const std::string& library, double timeout_seconds) {
   ::close(fds[0]);
   if (timed_out) ::kill(child, SIGKILL);
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
 
   std::size_t at = 0;
   while (at < received.size()) {
@@ -382,7 +384,8 @@ ProbeResult probe_driver(const std::string& library, double timeout_seconds) {
     result.failure = fmt::format("the driver did not answer within {:g} s (stopped in {})", timeout_seconds,
                                  result.stage.empty() ? "its start" : result.stage);
   } else if (!result.completed) {
-    result.failure = fmt::format("the probe {} in {}", describe_status(status), result.stage.empty() ? "its start" : result.stage);
+    result.failure =
+        fmt::format("the probe {} in {}", describe_status(status), result.stage.empty() ? "its start" : result.stage);
   }
   return result;
 }

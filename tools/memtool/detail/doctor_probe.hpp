@@ -24,26 +24,26 @@ struct DeviceFacts {
   int compute_major = 0;
   int compute_minor = 0;
   std::uint64_t total_bytes = 0;
-  std::uint64_t free_bytes = 0;  // 0 when no context could be made
-  bool context = false;          // its primary context could be made current
+  std::uint64_t free_bytes = 0;            // 0 when no context could be made
+  bool context = false;                    // its primary context could be made current
   bool managed_memory = false;             // CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
   bool concurrent_managed_access = false;  // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS (advise, prefetch)
   bool virtual_memory = false;             // CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
   bool memory_pools = false;               // CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED
-  bool host_vmm = false;  // a host-located physical allocation made, mapped nowhere, released
+  bool host_vmm = false;                   // a host-located physical allocation made, mapped nowhere, released
   std::string host_vmm_error;
 };
 
 struct DriverFacts {
   std::string requested;  // what was passed to dlopen
   bool loaded = false;
-  std::string load_error;   // dlerror() when not loaded
-  std::string path;         // the file the loader chose
-  bool is_driver = false;   // it has cuInit and cuDriverGetVersion
-  bool fakecuda = false;    // memtool's CPU emulation (tests/fakecuda)
-  int version = 0;          // cuDriverGetVersion
-  int init_result = -1;     // cuInit(0)
-  std::string init_error;   // its name, when not CUDA_SUCCESS
+  std::string load_error;              // dlerror() when not loaded
+  std::string path;                    // the file the loader chose
+  bool is_driver = false;              // it has cuInit and cuDriverGetVersion
+  bool fakecuda = false;               // memtool's CPU emulation (tests/fakecuda)
+  int version = 0;                     // cuDriverGetVersion
+  int init_result = -1;                // cuInit(0)
+  std::string init_error;              // its name, when not CUDA_SUCCESS
   bool func_get_param_info = false;    // cuFuncGetParamInfo resolvable
   bool kernel_get_param_info = false;  // cuKernelGetParamInfo resolvable
   bool graph_mem_alloc_node = false;   // cuGraphAddMemAllocNode resolvable

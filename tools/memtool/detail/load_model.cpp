@@ -67,7 +67,8 @@ LoadedModel load_model(const trace::MappedFile& input, const std::string& path, 
                  path, t.records);
     }
   }
-  if (show_progress) fmt::print(stderr, "memtool: {}: {} events read; finding iterations\n", path, loaded.model.event_count());
+  if (show_progress)
+    fmt::print(stderr, "memtool: {}: {} events read; finding iterations\n", path, loaded.model.event_count());
 
   trace::IterationOptions iteration_options;
   iteration_options.use_marks = options.use_marks;
@@ -85,11 +86,9 @@ std::string describe_input(const trace::LoadSummary& summary) {
     case trace::InputKind::snapshot_pickle:
     case trace::InputKind::snapshot_json: {
       const auto& s = *summary.snapshot;
-      const std::string encoding = s.encoding == trace::SnapshotEncoding::pickle
-                                       ? fmt::format("pickle protocol {}", s.pickle_protocol)
-                                       : "JSON";
-      return fmt::format("PyTorch memory snapshot ({}), device {} of {}", encoding, s.device,
-                         s.device_count);
+      const std::string encoding =
+          s.encoding == trace::SnapshotEncoding::pickle ? fmt::format("pickle protocol {}", s.pickle_protocol) : "JSON";
+      return fmt::format("PyTorch memory snapshot ({}), device {} of {}", encoding, s.device, s.device_count);
     }
     default:
       return std::string(trace::to_string(summary.kind));

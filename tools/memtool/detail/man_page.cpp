@@ -20,11 +20,16 @@ std::string roff(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);
   for (const char c : text) {
-    if (c == '\\') out += "\\e";
-    else if (c == '-') out += "\\-";
-    else if (c == '\n') out += "\n.br\n";  // a line break the help text asked for
-    else if (c == '|' || c == ',') out += std::string(1, c) + "\\:";  // long a|b|c lists may break here
-    else out.push_back(c);
+    if (c == '\\')
+      out += "\\e";
+    else if (c == '-')
+      out += "\\-";
+    else if (c == '\n')
+      out += "\n.br\n";  // a line break the help text asked for
+    else if (c == '|' || c == ',')
+      out += std::string(1, c) + "\\:";  // long a|b|c lists may break here
+    else
+      out.push_back(c);
   }
   if (!out.empty() && (out.front() == '.' || out.front() == '\'')) out.insert(0, "\\&");
   return out;
@@ -75,7 +80,8 @@ std::string options_section(const CLI::App& verb) {
   for (const CLI::Option* option : options_of(verb)) {
     std::string names = roff(option->get_name(true, true));
     std::string term = option->get_positional() ? fmt::format("\\fI{}\\fR", names) : fmt::format("\\fB{}\\fR", names);
-    if (!option->get_positional() && !is_flag(*option)) term += fmt::format(" \\fI{}\\fR", roff(option->get_type_name()));
+    if (!option->get_positional() && !is_flag(*option))
+      term += fmt::format(" \\fI{}\\fR", roff(option->get_type_name()));
     std::string text = option->get_description();
     if (!option->get_default_str().empty()) text += fmt::format(" (default: {})", option->get_default_str());
     if (option->get_required()) text += " (required)";
@@ -86,12 +92,13 @@ std::string options_section(const CLI::App& verb) {
 }
 
 std::string environment_section() {
-  std::string out = ".SH ENVIRONMENT\nlibmemtool.so reads these variables; a bad value is reported on stderr and the "
-                    "library then stays out of the way (every call passes straight to the driver). "
-                    "\\fBmemtool doctor\\fR checks the ones set.\n";
+  std::string out =
+      ".SH ENVIRONMENT\nlibmemtool.so reads these variables; a bad value is reported on stderr and the "
+      "library then stays out of the way (every call passes straight to the driver). "
+      "\\fBmemtool doctor\\fR checks the ones set.\n";
   for (const auto& option : interpose::kOptionTable) {
-    const std::string default_text = option.default_value.empty() ? std::string("unset")
-                                                                    : fmt::format("default {}", option.default_value);
+    const std::string default_text =
+        option.default_value.empty() ? std::string("unset") : fmt::format("default {}", option.default_value);
     out += fmt::format(".TP\n\\fB{}\\fR=\\fI{}\\fR ({})\n{}\n", roff(option.name),
                        roff(interpose::value_syntax(option.type)), roff(default_text), roff(option.description));
   }

@@ -36,8 +36,8 @@ std::string find_preload_library() {
   if (error) return {};
   const fs::path dir = self.parent_path();
   // Installed layouts first, so an installed memtool never picks up a build tree's library.
-  for (const fs::path& candidate : {dir / "../lib/libmemtool.so", dir / "../lib64/libmemtool.so",
-                                    dir / "libmemtool.so", dir / "../../interpose/libmemtool.so"}) {
+  for (const fs::path& candidate : {dir / "../lib/libmemtool.so", dir / "../lib64/libmemtool.so", dir / "libmemtool.so",
+                                    dir / "../../interpose/libmemtool.so"}) {
     if (fs::exists(candidate, error)) return fs::weakly_canonical(candidate, error).string();
   }
   return {};
@@ -45,10 +45,15 @@ std::string find_preload_library() {
 
 const std::vector<FrameworkSwitch>& framework_switches() {
   static const std::vector<FrameworkSwitch> switches = {
-      {"PyTorch", "PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync",
+      {"PyTorch",
+       "PYTORCH_CUDA_ALLOC_CONF",
+       "backend:cudaMallocAsync",
        {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING"}},
       {"JAX", "XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async", {"XLA_PYTHON_CLIENT_ALLOCATOR"}},
-      {"JAX", "XLA_PYTHON_CLIENT_PREALLOCATE", "false", {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR"}},
+      {"JAX",
+       "XLA_PYTHON_CLIENT_PREALLOCATE",
+       "false",
+       {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR"}},
       {"TensorFlow", "TF_GPU_ALLOCATOR", "cuda_malloc_async", {"TF_GPU_ALLOCATOR"}},
   };
   return switches;
@@ -59,9 +64,10 @@ void say_strategy(const std::string& strategy, const std::string& library, const
   if (strategy == "pool") {
     what = "record until the training step is found, then serve each step's allocations from a planned pool";
   } else if (strategy == "swap") {
-    what = budget.empty() ? "swap idle buffers to the host to stay within MEMTOOL_BUDGET (none given: nothing will "
-                            "be swapped)"
-                          : fmt::format("keep the device within {} by swapping idle buffers to the host and back", budget);
+    what = budget.empty()
+               ? "swap idle buffers to the host to stay within MEMTOOL_BUDGET (none given: nothing will "
+                 "be swapped)"
+               : fmt::format("keep the device within {} by swapping idle buffers to the host and back", budget);
   } else if (strategy == "record") {
     what = "record every allocation, free and launch; every call passes to the driver unchanged";
   } else {
@@ -88,7 +94,10 @@ void add_framework_environment(std::vector<std::pair<std::string, std::string>>&
     set += fmt::format("{}{}={}", set.empty() ? "" : " ", s.name, s.value);
   }
   if (!set.empty()) {
-    fmt::print(stderr, "memtool: set {} (frameworks allocate each tensor from the driver; --no-framework-env leaves them unset)\n", set);
+    fmt::print(
+        stderr,
+        "memtool: set {} (frameworks allocate each tensor from the driver; --no-framework-env leaves them unset)\n",
+        set);
   }
   if (!kept.empty()) fmt::print(stderr, "memtool: kept your {}\n", kept);
 }
@@ -135,8 +144,7 @@ int run_preloaded(const std::vector<std::string>& command, const std::string& li
     _exit(why == ENOENT ? kStatusNotFound : kStatusCannotRun);
   }
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
   return exit_status_of(status);

@@ -46,7 +46,8 @@ std::vector<LoadedRank> load_ranks(const RankExportOptions& options) {
     rank.cut = rank.loaded.summary.trace && !rank.loaded.summary.trace->clean_end;
     ranks.push_back(std::move(rank));
   }
-  std::stable_sort(ranks.begin(), ranks.end(), [](const LoadedRank& a, const LoadedRank& b) { return a.rank < b.rank; });
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const LoadedRank& a, const LoadedRank& b) { return a.rank < b.rank; });
   return ranks;
 }
 
@@ -56,7 +57,8 @@ std::size_t common_iteration(const std::vector<LoadedRank>& ranks) {
   std::size_t k = 0;
   for (const LoadedRank& r : ranks) {
     const auto& spans = r.loaded.iterations.spans;
-    const auto steady = std::find_if(spans.begin(), spans.end(), [](const trace::IterationSpan& s) { return !s.warm_up; });
+    const auto steady =
+        std::find_if(spans.begin(), spans.end(), [](const trace::IterationSpan& s) { return !s.warm_up; });
     if (steady != spans.end()) k = std::max(k, static_cast<std::size_t>(steady - spans.begin()));
   }
   return k;
@@ -84,8 +86,10 @@ bool is_rank_export(const std::vector<std::string>& inputs) {
 
 void export_ranks(const RankExportOptions& options) {
   if (options.format != trace::ExportFormat::perfetto && options.format != trace::ExportFormat::html) {
-    throw std::invalid_argument(fmt::format("--format {} holds one run: export a job's ranks as perfetto or html, or each "
-                                            "rank's trace on its own", trace::to_string(options.format)));
+    throw std::invalid_argument(
+        fmt::format("--format {} holds one run: export a job's ranks as perfetto or html, or each "
+                    "rank's trace on its own",
+                    trace::to_string(options.format)));
   }
   const std::vector<LoadedRank> ranks = load_ranks(options);
   const std::size_t common = common_iteration(ranks);
@@ -130,7 +134,8 @@ void export_ranks(const RankExportOptions& options) {
     throw;
   }
   std::string list;
-  for (const LoadedRank& r : ranks) list += fmt::format("{}{}{}", list.empty() ? "" : ", ", r.rank, r.cut ? " (cut short)" : "");
+  for (const LoadedRank& r : ranks)
+    list += fmt::format("{}{}{}", list.empty() ? "" : ", ", r.rank, r.cut ? " (cut short)" : "");
   std::error_code error;
   const auto bytes = fs::file_size(options.output, error);
   fmt::print(stderr, "memtool: wrote {} ({}): ranks {}, {} each, iteration {} aligned; {}\n", options.output,

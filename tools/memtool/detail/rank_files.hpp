@@ -24,8 +24,8 @@ struct RankFile {
 // The files matching `path_template` (%r and %p: decimal numbers; %% a percent sign; only in the
 // file name, not its folder), one per rank — the newest where several pids wrote one rank —
 // ordered by rank. `since`: only files modified at or after it.
-[[nodiscard]] std::vector<RankFile> find_rank_files(const std::string& path_template,
-                                                    std::optional<std::filesystem::file_time_type> since = std::nullopt);
+[[nodiscard]] std::vector<RankFile> find_rank_files(
+    const std::string& path_template, std::optional<std::filesystem::file_time_type> since = std::nullopt);
 
 // After `memtool record`/`run` ran a command with `path_template` (MEMTOOL_TRACE or
 // MEMTOOL_SUMMARY) from `start`: the per-rank files its processes wrote, when this memtool

@@ -36,7 +36,8 @@ std::optional<nlohmann::json> read_summary(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("strategy") || !j.contains("events_recorded")) return std::nullopt;
+  if (j.is_discarded() || !j.is_object() || !j.contains("strategy") || !j.contains("events_recorded"))
+    return std::nullopt;
   return j;
 }
 

@@ -17,12 +17,12 @@
 namespace memtool::cli {
 
 struct RankReportOptions {
-  std::vector<std::string> inputs;    // files, or one pattern with %r
-  std::string summary_pattern;        // --summary: a %r pattern or "" (summaries may also be inputs)
-  std::uint64_t capacity_bytes = 0;   // --capacity: each rank's device memory (0: unknown)
-  std::size_t rows = 3;               // largest buffers per rank
+  std::vector<std::string> inputs;   // files, or one pattern with %r
+  std::string summary_pattern;       // --summary: a %r pattern or "" (summaries may also be inputs)
+  std::uint64_t capacity_bytes = 0;  // --capacity: each rank's device memory (0: unknown)
+  std::size_t rows = 3;              // largest buffers per rank
   bool use_marks = true;
-  double plan_seconds = 0.5;          // the planner's budget per rank (pool size beside the lower bound)
+  double plan_seconds = 0.5;  // the planner's budget per rank (pool size beside the lower bound)
 };
 
 struct RankBuffer {
@@ -66,7 +66,7 @@ struct RankRow {
 // An allocation size some ranks make more often than others.
 struct RankDifference {
   std::uint64_t size = 0;
-  bool persistent = false;                       // false: per step
+  bool persistent = false;                        // false: per step
   std::map<std::uint32_t, std::uint64_t> counts;  // per rank compared
 };
 

@@ -12,7 +12,8 @@ namespace {
 
 const RankRow* find_row(const RankReport& report, std::optional<std::uint32_t> rank) {
   if (!rank) return nullptr;
-  const auto it = std::find_if(report.rows.begin(), report.rows.end(), [&](const RankRow& r) { return r.rank == *rank; });
+  const auto it =
+      std::find_if(report.rows.begin(), report.rows.end(), [&](const RankRow& r) { return r.rank == *rank; });
   return it == report.rows.end() ? nullptr : &*it;
 }
 
@@ -33,19 +34,22 @@ std::string counts_text(const RankDifference& d) {
   for (auto it = ranks_by_count.rbegin(); it != ranks_by_count.rend(); ++it) {
     std::string ranks;
     for (std::uint32_t r : it->second) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", r);
-    text += fmt::format("{}rank{} {}: {}", text.empty() ? "" : "; ", it->second.size() > 1 ? "s" : "", ranks, it->first);
+    text +=
+        fmt::format("{}rank{} {}: {}", text.empty() ? "" : "; ", it->second.size() > 1 ? "s" : "", ranks, it->first);
   }
   return text;
 }
 
-nlohmann::json optional_json(const std::optional<std::uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json optional_json(const std::optional<std::uint64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 }  // namespace
 
 std::string render_rank_report_text(const RankReport& report) {
   std::string out = fmt::format("memtool report: {} ranks ({})\n\n", report.rows.size(), report.pattern);
-  TextTable table({"rank", "status", "step (allocs)", "steady peak", "peak", "device peak", "persistent", "largest at peak",
-                   "pool / lower bound", "swapped out / in", "file"},
+  TextTable table({"rank", "status", "step (allocs)", "steady peak", "peak", "device peak", "persistent",
+                   "largest at peak", "pool / lower bound", "swapped out / in", "file"},
                   {false, true, false, false, false, false, false, true, false, false, true});
   for (const RankRow& row : report.rows) {
     if (!row.has_figures()) {
@@ -55,26 +59,30 @@ std::string render_rank_report_text(const RankReport& report) {
     }
     std::string largest;
     for (const RankBuffer& b : row.largest_at_peak) largest += (largest.empty() ? "" : ", ") + human_bytes(b.size);
-    table.add_row({std::to_string(row.rank), status_text(row),
-                   row.step_allocations != 0 ? std::to_string(row.step_allocations) : "none",
-                   human_bytes(row.steady_peak_bytes), human_bytes(row.peak_bytes), optional_bytes(row.device_peak_bytes),
-                   row.trace.empty() ? "-" : human_bytes(row.persistent_bytes), largest.empty() ? "-" : largest,
-                   row.pool_bytes ? fmt::format("{} / {}", human_bytes(*row.pool_bytes), optional_bytes(row.lower_bound_bytes))
-                                  : "-",
-                   row.swapped_out_bytes ? fmt::format("{} / {}", human_bytes(*row.swapped_out_bytes),
-                                                       optional_bytes(row.swapped_in_bytes))
-                                         : "-",
-                   row.trace.empty() ? row.summary : row.trace});
+    table.add_row(
+        {std::to_string(row.rank), status_text(row),
+         row.step_allocations != 0 ? std::to_string(row.step_allocations) : "none", human_bytes(row.steady_peak_bytes),
+         human_bytes(row.peak_bytes), optional_bytes(row.device_peak_bytes),
+         row.trace.empty() ? "-" : human_bytes(row.persistent_bytes), largest.empty() ? "-" : largest,
+         row.pool_bytes ? fmt::format("{} / {}", human_bytes(*row.pool_bytes), optional_bytes(row.lower_bound_bytes))
+                        : "-",
+         row.swapped_out_bytes
+             ? fmt::format("{} / {}", human_bytes(*row.swapped_out_bytes), optional_bytes(row.swapped_in_bytes))
+             : "-",
+         row.trace.empty() ? row.summary : row.trace});
   }
   out += table.render();
   for (const RankRow& row : report.rows) {
     if (row.status == "cut") {
-      out += fmt::format("\n  rank {}: its trace stops without an end record after {} events (the rank was killed or "
-                         "crashed): its figures cover the run up to there, and it is left out of the comparison",
-                         row.rank, row.events);
+      out += fmt::format(
+          "\n  rank {}: its trace stops without an end record after {} events (the rank was killed or "
+          "crashed): its figures cover the run up to there, and it is left out of the comparison",
+          row.rank, row.events);
     } else if (row.status == "missing") {
-      out += fmt::format("\n  rank {}: no trace or summary (the rank never started, wrote nothing, or was killed before "
-                         "its first allocation)", row.rank);
+      out += fmt::format(
+          "\n  rank {}: no trace or summary (the rank never started, wrote nothing, or was killed before "
+          "its first allocation)",
+          row.rank);
     }
   }
   out += "\n\n";
@@ -82,17 +90,16 @@ std::string render_rank_report_text(const RankReport& report) {
   const RankRow* low = find_row(report, report.lowest_peak_rank);
   if (high != nullptr && low != nullptr) {
     const std::uint64_t spread = high->steady_peak_bytes - low->steady_peak_bytes;
-    out += fmt::format("Spread of the steady peak over {} ranks: {} (rank {}) to {} (rank {}): {}{}\n", report.compared.size(),
-                       human_bytes(low->steady_peak_bytes), low->rank, human_bytes(high->steady_peak_bytes), high->rank,
-                       human_bytes(spread),
+    out += fmt::format("Spread of the steady peak over {} ranks: {} (rank {}) to {} (rank {}): {}{}\n",
+                       report.compared.size(), human_bytes(low->steady_peak_bytes), low->rank,
+                       human_bytes(high->steady_peak_bytes), high->rank, human_bytes(spread),
                        low->steady_peak_bytes != 0
                            ? fmt::format(" ({:.1f}% above the lowest)", 100.0 * static_cast<double>(spread) /
-                                                                       static_cast<double>(low->steady_peak_bytes))
+                                                                            static_cast<double>(low->steady_peak_bytes))
                            : std::string());
   }
-  const bool traced = std::any_of(report.compared.begin(), report.compared.end(), [&](std::uint32_t rank) {
-    return !find_row(report, rank)->trace.empty();
-  });
+  const bool traced = std::any_of(report.compared.begin(), report.compared.end(),
+                                  [&](std::uint32_t rank) { return !find_row(report, rank)->trace.empty(); });
   if (!traced) {
     out += "Allocations: not compared (the ranks have summaries, no traces)\n";
   } else if (report.differences.empty()) {
@@ -100,7 +107,8 @@ std::string render_rank_report_text(const RankReport& report) {
   } else {
     out += "Allocations that differ between ranks (count by size):\n";
     for (const RankDifference& d : report.differences) {
-      out += fmt::format("  {:>10} {}: {}\n", human_bytes(d.size), d.persistent ? "persistent" : "per step  ", counts_text(d));
+      out += fmt::format("  {:>10} {}: {}\n", human_bytes(d.size), d.persistent ? "persistent" : "per step  ",
+                         counts_text(d));
     }
   }
   if (const RankRow* nearest = find_row(report, report.nearest_limit_rank)) {
@@ -108,8 +116,9 @@ std::string render_rank_report_text(const RankReport& report) {
       const std::uint64_t peak = nearest->limit_peak();
       out += fmt::format("Nearest its device's limit: rank {}: peak {} of {} ({})\n", nearest->rank, human_bytes(peak),
                          human_bytes(report.capacity_bytes),
-                         peak <= report.capacity_bytes ? fmt::format("{} to spare", human_bytes(report.capacity_bytes - peak))
-                                                       : fmt::format("{} over", human_bytes(peak - report.capacity_bytes)));
+                         peak <= report.capacity_bytes
+                             ? fmt::format("{} to spare", human_bytes(report.capacity_bytes - peak))
+                             : fmt::format("{} over", human_bytes(peak - report.capacity_bytes)));
     } else {
       out += fmt::format("Nearest its device's limit: rank {} (the highest peak, {}; --capacity gives the headroom)\n",
                          nearest->rank, human_bytes(nearest->limit_peak()));

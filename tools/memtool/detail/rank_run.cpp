@@ -36,7 +36,8 @@ void say_rank_traces(const std::vector<RankFile>& traces, const std::string& pat
       options.progress = false;
       const LoadedModel loaded = load_model(file.path, options);
       for (const auto& [key, value] : loaded.model.metadata()) {
-        if (key == "world_size") world_size = std::max<std::uint32_t>(world_size, static_cast<std::uint32_t>(std::stoul(value)));
+        if (key == "world_size")
+          world_size = std::max<std::uint32_t>(world_size, static_cast<std::uint32_t>(std::stoul(value)));
       }
       const auto curve = trace::live_bytes_curve(loaded.model);
       const auto peak = trace::peak_live_bytes(curve, 0, curve.size());
@@ -53,7 +54,8 @@ void say_rank_traces(const std::vector<RankFile>& traces, const std::string& pat
   const std::string missing = missing_ranks(traces, world_size);
   if (!missing.empty()) fmt::print(stderr, "memtool: no trace from rank {}\n", missing);
   const std::string pattern = interpose::rank_path_template(path_template);
-  fmt::print(stderr, "memtool: {} ranks wrote their own trace, {} with %r the rank\nmemtool: next: memtool report '{}'\n",
+  fmt::print(stderr,
+             "memtool: {} ranks wrote their own trace, {} with %r the rank\nmemtool: next: memtool report '{}'\n",
              traces.size(), pattern, pattern);
 }
 
@@ -61,10 +63,12 @@ void say_rank_summaries(const std::vector<RankFile>& summaries, const std::strin
                         const std::function<bool(const std::string&)>& print_outcomes) {
   for (const RankFile& file : summaries) {
     fmt::print(stderr, "memtool: rank {}{}:\n", file.rank, keep ? fmt::format(" ({})", file.path) : std::string());
-    if (!print_outcomes(file.path)) fmt::print(stderr, "memtool: rank {}: the summary {} could not be read\n", file.rank, file.path);
+    if (!print_outcomes(file.path))
+      fmt::print(stderr, "memtool: rank {}: the summary {} could not be read\n", file.rank, file.path);
   }
   const std::string missing = missing_ranks(summaries, 0);
-  if (!missing.empty()) fmt::print(stderr, "memtool: no summary from rank {} (killed, or no work on the GPU)\n", missing);
+  if (!missing.empty())
+    fmt::print(stderr, "memtool: no summary from rank {} (killed, or no work on the GPU)\n", missing);
   if (keep) {
     const std::string pattern = interpose::rank_path_template(path_template);
     fmt::print(stderr, "memtool: {} ranks wrote their own summary, {} with %r the rank\n", summaries.size(), pattern);

@@ -76,8 +76,7 @@ std::unordered_map<std::uint64_t, std::string> kernels_touching(const TraceModel
 // listed buffer, and one symbolizer reads each ELF file once.
 class RowBuilder {
  public:
-  RowBuilder(const LoadedModel& loaded, const std::vector<std::vector<BufferId>>& tables)
-      : loaded_(loaded) {
+  RowBuilder(const LoadedModel& loaded, const std::vector<std::vector<BufferId>>& tables) : loaded_(loaded) {
     std::vector<BufferId> all;
     for (const auto& ids : tables) all.insert(all.end(), ids.begin(), ids.end());
     kernels_ = kernels_touching(loaded.model, all);
@@ -111,20 +110,28 @@ class RowBuilder {
 
 std::string input_kind_name(trace::InputKind kind) {
   switch (kind) {
-    case trace::InputKind::trace: return "trace";
-    case trace::InputKind::snapshot_pickle: return "snapshot_pickle";
-    case trace::InputKind::snapshot_json: return "snapshot_json";
-    case trace::InputKind::problem_csv: return "problem_csv";
-    case trace::InputKind::unknown: break;
+    case trace::InputKind::trace:
+      return "trace";
+    case trace::InputKind::snapshot_pickle:
+      return "snapshot_pickle";
+    case trace::InputKind::snapshot_json:
+      return "snapshot_json";
+    case trace::InputKind::problem_csv:
+      return "problem_csv";
+    case trace::InputKind::unknown:
+      break;
   }
   return "unknown";
 }
 
 std::string_view source_name(trace::IterationSource source) {
   switch (source) {
-    case trace::IterationSource::marks: return "marks";
-    case trace::IterationSource::detector: return "detector";
-    case trace::IterationSource::none: break;
+    case trace::IterationSource::marks:
+      return "marks";
+    case trace::IterationSource::detector:
+      return "detector";
+    case trace::IterationSource::none:
+      break;
   }
   return "none";
 }
@@ -185,8 +192,9 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
     if (!span.complete && !span.warm_up) ++data.incomplete_iterations;
     if (span.complete && !span.warm_up && model.stats().graph_launches != 0) {
       const auto events = model.events().subspan(span.first_event, span.length());
-      ++graph_launches_per_iteration[static_cast<std::uint64_t>(std::count_if(
-          events.begin(), events.end(), [](const trace::ModelEvent& e) { return e.kind == trace::EventKind::graph_launch; }))];
+      ++graph_launches_per_iteration[static_cast<std::uint64_t>(
+          std::count_if(events.begin(), events.end(),
+                        [](const trace::ModelEvent& e) { return e.kind == trace::EventKind::graph_launch; }))];
     }
   }
   // The steady iterations' usual count (the last may hold the program's teardown).
@@ -218,9 +226,8 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
   auto leaked = trace::leaked_buffers(model, iterations);
   for (BufferId id : leaked) data.leaked_bytes += model.buffer(id).size;
   data.leaked_buffers = leaked.size();
-  std::stable_sort(leaked.begin(), leaked.end(), [&](BufferId a, BufferId b) {
-    return model.buffer(a).size > model.buffer(b).size;
-  });
+  std::stable_sort(leaked.begin(), leaked.end(),
+                   [&](BufferId a, BufferId b) { return model.buffer(a).size > model.buffer(b).size; });
   if (leaked.size() > options.rows) leaked.resize(options.rows);
 
   const auto largest = trace::largest_live_at(model, data.peak.event, options.rows);
@@ -243,7 +250,8 @@ ReportData build_report(const LoadedModel& loaded, const ReportOptions& options)
     data.gpu.timed_launches = gpu.timed_launches();
     data.gpu.unjoined = model.stats().gpu_unjoined;
     data.gpu.mismatched = model.stats().gpu_mismatched;
-    for (const auto& it : data.iterations) data.gpu.iteration_busy_ns.push_back(gpu.busy_ns(it.first_event, it.end_event));
+    for (const auto& it : data.iterations)
+      data.gpu.iteration_busy_ns.push_back(gpu.busy_ns(it.first_event, it.end_event));
     data.gpu.window = gpu.summarize(first, end, options.rows);
     for (const auto& k : data.gpu.window.kernels) data.gpu.kernel_names.emplace_back(model.string(k.kernel));
   }

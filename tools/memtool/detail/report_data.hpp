@@ -14,7 +14,7 @@
 namespace memtool::cli {
 
 struct ReportOptions {
-  std::size_t rows = 10;                      // rows of the buffer tables and iteration table
+  std::size_t rows = 10;                       // rows of the buffer tables and iteration table
   std::optional<std::size_t> first_iteration;  // iteration selection (indices into spans)
   std::optional<std::size_t> last_iteration;   // inclusive
 };
@@ -36,9 +36,9 @@ struct GpuReport {
   std::uint64_t timed_launches = 0;  // whole run: launch events with a GPU time
   std::uint64_t unjoined = 0;        // whole run: GPU work that names no event
   std::uint64_t mismatched = 0;
-  trace::GpuSummary window;          // the selection
+  trace::GpuSummary window;                      // the selection
   std::vector<std::uint64_t> iteration_busy_ns;  // per iteration (all of them)
-  std::vector<std::string> kernel_names;  // window.kernels' names
+  std::vector<std::string> kernel_names;         // window.kernels' names
 };
 
 struct ReportData {
@@ -59,8 +59,8 @@ struct ReportData {
   std::uint64_t period_allocs = 0;
   std::uint64_t steady_start = 0;
   std::size_t warmup_iterations = 0;
-  std::size_t incomplete_iterations = 0;   // cut short by the end of the run (teardown)
-  std::vector<std::string> iteration_notes;  // per iteration: "warm-up", "incomplete", ""
+  std::size_t incomplete_iterations = 0;            // cut short by the end of the run (teardown)
+  std::vector<std::string> iteration_notes;         // per iteration: "warm-up", "incomplete", ""
   std::vector<trace::IterationSummary> iterations;  // all of them
   std::size_t selected_first = 0;                   // selection, indices into `iterations`
   std::size_t selected_end = 0;                     // one past

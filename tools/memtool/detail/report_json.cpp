@@ -7,11 +7,12 @@ namespace memtool::cli {
 namespace {
 
 nlohmann::json buffer_json(const BufferRow& r) {
-  nlohmann::json j{{"id", r.id.value()},
-                   {"size", r.size},
-                   {"alloc_event", r.alloc_event},
-                   {"free_event", r.free_event == trace::kNever ? nlohmann::json(nullptr) : nlohmann::json(r.free_event)},
-                   {"persistent", r.persistent}};
+  nlohmann::json j{
+      {"id", r.id.value()},
+      {"size", r.size},
+      {"alloc_event", r.alloc_event},
+      {"free_event", r.free_event == trace::kNever ? nlohmann::json(nullptr) : nlohmann::json(r.free_event)},
+      {"persistent", r.persistent}};
   j["iteration"] = r.alloc_iteration ? nlohmann::json(*r.alloc_iteration) : nlohmann::json(nullptr);
   if (!r.site.empty()) j["site"] = r.site;
   if (!r.kernels.empty()) j["kernels"] = r.kernels;
@@ -51,9 +52,15 @@ nlohmann::json gpu_json(const GpuReport& g) {
                        {"bytes", e.bytes},
                        {"busy_ns", e.busy_ns}});
   }
-  return {{"busy_ns", w.busy_ns},         {"span_ns", w.span_ns},           {"timed_launches", w.timed_launches},
-          {"timed_copies", w.timed_copies}, {"timed_memsets", w.timed_memsets}, {"unjoined", g.unjoined},
-          {"mismatched", g.mismatched},     {"kernels", kernels},             {"streams", streams},
+  return {{"busy_ns", w.busy_ns},
+          {"span_ns", w.span_ns},
+          {"timed_launches", w.timed_launches},
+          {"timed_copies", w.timed_copies},
+          {"timed_memsets", w.timed_memsets},
+          {"unjoined", g.unjoined},
+          {"mismatched", g.mismatched},
+          {"kernels", kernels},
+          {"streams", streams},
           {"copy_engines", engines}};
 }
 
@@ -83,18 +90,19 @@ std::string render_report_json(const ReportData& d) {
   auto iterations = nlohmann::json::array();
   for (std::size_t i = d.selected_first; i < d.selected_end; ++i) {
     const auto& it = d.iterations[i];
-    iterations.push_back({{"index", i},
-                          {"gpu_busy_ns", d.gpu.present ? nlohmann::json(d.gpu.iteration_busy_ns[i]) : nlohmann::json(nullptr)},
-                          {"first_event", it.first_event},
-                          {"events", it.end_event - it.first_event},
-                          {"allocs", it.allocs},
-                          {"frees", it.frees},
-                          {"peak_live_bytes", it.peak.bytes},
-                          {"peak_event", it.peak.event},
-                          {"live_at_start_bytes", it.live_at_start},
-                          {"live_at_end_bytes", it.live_at_end},
-                          {"warmup", it.warm_up},
-                          {"complete", d.iteration_notes[i] != "incomplete"}});
+    iterations.push_back(
+        {{"index", i},
+         {"gpu_busy_ns", d.gpu.present ? nlohmann::json(d.gpu.iteration_busy_ns[i]) : nlohmann::json(nullptr)},
+         {"first_event", it.first_event},
+         {"events", it.end_event - it.first_event},
+         {"allocs", it.allocs},
+         {"frees", it.frees},
+         {"peak_live_bytes", it.peak.bytes},
+         {"peak_event", it.peak.event},
+         {"live_at_start_bytes", it.live_at_start},
+         {"live_at_end_bytes", it.live_at_end},
+         {"warmup", it.warm_up},
+         {"complete", d.iteration_notes[i] != "incomplete"}});
   }
   j["iterations"] = std::move(iterations);
   j["iteration_count"] = d.iterations.size();

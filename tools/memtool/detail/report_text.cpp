@@ -28,25 +28,23 @@ std::string iteration_text(const std::optional<std::size_t>& iteration) {
 void summary_section(const ReportData& d, std::string& out) {
   out += fmt::format("memtool report: {}\n", d.input);
   out += fmt::format("  input              {}\n", d.input_description);
-  out += fmt::format("  events             {} ({} allocations, {} frees, {} launches)\n",
-                     group_thousands(d.total_events), group_thousands(d.total_allocs),
-                     group_thousands(d.total_frees), group_thousands(d.total_launches));
+  out +=
+      fmt::format("  events             {} ({} allocations, {} frees, {} launches)\n", group_thousands(d.total_events),
+                  group_thousands(d.total_allocs), group_thousands(d.total_frees), group_thousands(d.total_launches));
   if (d.period_events > 0) {
     const std::size_t steady = d.iterations.size() - d.warmup_iterations - d.incomplete_iterations;
-    out += fmt::format("  iterations         {} steady from event {}, found by {}: period {} events ({} allocations){}{}\n",
-                       steady, group_thousands(d.steady_start),
-                       d.iteration_source == "marks" ? "iteration marks" : "the detector",
-                       group_thousands(d.period_events), group_thousands(d.period_allocs),
-                       d.warmup_iterations ? fmt::format("; {} warm-up", d.warmup_iterations) : std::string{},
-                       d.incomplete_iterations ? fmt::format("; {} incomplete at the end", d.incomplete_iterations)
-                                               : std::string{});
+    out += fmt::format(
+        "  iterations         {} steady from event {}, found by {}: period {} events ({} allocations){}{}\n", steady,
+        group_thousands(d.steady_start), d.iteration_source == "marks" ? "iteration marks" : "the detector",
+        group_thousands(d.period_events), group_thousands(d.period_allocs),
+        d.warmup_iterations ? fmt::format("; {} warm-up", d.warmup_iterations) : std::string{},
+        d.incomplete_iterations ? fmt::format("; {} incomplete at the end", d.incomplete_iterations) : std::string{});
   } else {
     out += "  iterations         none found (no repeating pattern and no iteration marks)\n";
   }
   out += fmt::format("  peak live bytes    {} at event {}, {}\n", human_bytes_exact(d.peak.bytes),
                      group_thousands(d.peak.event), iteration_text(d.peak_iteration));
-  if (d.period_events > 0)
-    out += fmt::format("  steady-state peak  {}\n", human_bytes_exact(d.steady_state_peak));
+  if (d.period_events > 0) out += fmt::format("  steady-state peak  {}\n", human_bytes_exact(d.steady_state_peak));
   out += fmt::format("  persistent         {} in {} buffers (allocated before the loop, alive through it)\n",
                      human_bytes_exact(d.persistent_bytes), group_thousands(d.persistent_buffers));
   out += fmt::format("  leaked             {} in {} buffers (allocated in the loop, never freed)\n",
@@ -59,24 +57,27 @@ void summary_section(const ReportData& d, std::string& out) {
   if (a.graph_launches != 0 || a.captures != 0) {
     out += fmt::format("  CUDA graphs        {} launches{}, {} per iteration; {} captures ({} operations captured)\n",
                        group_thousands(a.graph_launches),
-                       a.opaque_graph_launches ? fmt::format(" ({} of graphs memtool could not read)", a.opaque_graph_launches)
-                                               : std::string{},
+                       a.opaque_graph_launches
+                           ? fmt::format(" ({} of graphs memtool could not read)", a.opaque_graph_launches)
+                           : std::string{},
                        d.period_graph_launches, a.captures, group_thousands(a.captured_work));
     out += fmt::format("  graph memory       {} allocations, {} in {} graphs (the driver's: never pooled or swapped)\n",
                        group_thousands(a.graph_memory_allocations), human_bytes_exact(a.graph_memory_bytes),
                        a.graphs_with_memory);
   }
   if (a.unknown_frees || a.reused_live_addresses || a.unresolved_touches)
-    out += fmt::format("  anomalies          {} frees of unknown addresses, {} allocations over live "
-                       "buffers, {} launch pointers outside any buffer\n",
-                       a.unknown_frees, a.reused_live_addresses, a.unresolved_touches);
+    out += fmt::format(
+        "  anomalies          {} frees of unknown addresses, {} allocations over live "
+        "buffers, {} launch pointers outside any buffer\n",
+        a.unknown_frees, a.reused_live_addresses, a.unresolved_touches);
 }
 
 void iteration_section(const ReportData& d, std::size_t rows, std::string& out) {
   if (d.iterations.empty()) return;
   out += fmt::format("\nIterations {}–{} of {}\n", d.selected_first, d.selected_end == 0 ? 0 : d.selected_end - 1,
                      d.iterations.size());
-  std::vector<std::string> header{"iter", "first event", "events", "allocs", "frees", "peak live", "live at end", "change"};
+  std::vector<std::string> header{"iter",  "first event", "events",      "allocs",
+                                  "frees", "peak live",   "live at end", "change"};
   std::vector<bool> left(header.size(), false);
   if (d.gpu.present) {
     header.emplace_back("gpu busy");
@@ -96,10 +97,10 @@ void iteration_section(const ReportData& d, std::size_t rows, std::string& out) 
     }
     const auto& it = d.iterations[i];
     const auto change = static_cast<std::int64_t>(it.live_at_end) - static_cast<std::int64_t>(it.live_at_start);
-    std::vector<std::string> row{std::to_string(i), group_thousands(it.first_event),
-                                 group_thousands(it.end_event - it.first_event), group_thousands(it.allocs),
-                                 group_thousands(it.frees), human_bytes(it.peak.bytes), human_bytes(it.live_at_end),
-                                 human_bytes_delta(change)};
+    std::vector<std::string> row{
+        std::to_string(i),           group_thousands(it.first_event), group_thousands(it.end_event - it.first_event),
+        group_thousands(it.allocs),  group_thousands(it.frees),       human_bytes(it.peak.bytes),
+        human_bytes(it.live_at_end), human_bytes_delta(change)};
     if (d.gpu.present) row.push_back(duration_text(d.gpu.iteration_busy_ns[i]));
     row.push_back(d.iteration_notes[i]);
     table.add_row(row);
@@ -118,8 +119,8 @@ void gpu_section(const ReportData& d, std::string& out) {
   out += fmt::format("  timed              {} launches, {} copies, {} memsets", group_thousands(w.timed_launches),
                      group_thousands(w.timed_copies), group_thousands(w.timed_memsets));
   if (d.gpu.unjoined != 0 || d.gpu.mismatched != 0) {
-    out += fmt::format("; {} GPU records name no recorded call ({} name an unknown one)", group_thousands(d.gpu.unjoined + d.gpu.mismatched),
-                       group_thousands(d.gpu.mismatched));
+    out += fmt::format("; {} GPU records name no recorded call ({} name an unknown one)",
+                       group_thousands(d.gpu.unjoined + d.gpu.mismatched), group_thousands(d.gpu.mismatched));
   }
   out += "\n";
   if (!w.kernels.empty()) {
@@ -127,9 +128,9 @@ void gpu_section(const ReportData& d, std::string& out) {
     TextTable table({"kernel", "launches", "total", "mean", "longest"}, {true, false, false, false, false});
     for (std::size_t i = 0; i < w.kernels.size(); ++i) {
       const auto& k = w.kernels[i];
-      table.add_row({d.gpu.kernel_names[i].empty() ? std::string("?") : d.gpu.kernel_names[i], group_thousands(k.launches),
-                     duration_text(k.total_ns), duration_text(k.launches == 0 ? 0 : k.total_ns / k.launches),
-                     duration_text(k.max_ns)});
+      table.add_row({d.gpu.kernel_names[i].empty() ? std::string("?") : d.gpu.kernel_names[i],
+                     group_thousands(k.launches), duration_text(k.total_ns),
+                     duration_text(k.launches == 0 ? 0 : k.total_ns / k.launches), duration_text(k.max_ns)});
     }
     out += table.render();
   }
@@ -171,7 +172,7 @@ void buffer_section(const std::string& title, const std::vector<BufferRow>& rows
     if (!r.kernels.empty()) where += (where.empty() ? "" : "; ") + std::string("kernels: ") + r.kernels;
     const std::string lifetime =
         r.free_event == trace::kNever ? std::string("to end") : group_thousands(r.free_event - r.alloc_event);
-    std::string iteration = r.persistent ? std::string("persistent")
+    std::string iteration = r.persistent        ? std::string("persistent")
                             : r.alloc_iteration ? std::to_string(*r.alloc_iteration)
                                                 : std::string("prologue");
     table.add_row({fmt::format("#{}", r.id.value()), human_bytes(r.size), group_thousands(r.size),

@@ -27,27 +27,27 @@ std::string render_simulation_text(const SimulationReport& report) {
                        group_thousands(report.steady_iteration->second - 1));
   }
   out += "\n";
-  TextTable table({"resource", "peak reserved", "peak live", "reserved/live", "last iteration", "allocations",
-                   "failed", "first failure"},
+  TextTable table({"resource", "peak reserved", "peak live", "reserved/live", "last iteration", "allocations", "failed",
+                   "first failure"},
                   {true});
   for (const ResourceOutcome& o : report.outcomes) {
-    table.add_row({o.name, human_bytes_exact(o.peak_reserved_bytes), human_bytes_exact(o.peak_live_bytes),
-                   o.peak_live_bytes == 0 ? std::string("-") : fmt::format("{:.4f}", o.fragmentation()),
-                   o.steady_peak_reserved_bytes ? human_bytes(*o.steady_peak_reserved_bytes) : std::string("-"),
-                   group_thousands(o.allocations), group_thousands(o.failed_allocations),
-                   o.failed_at_event ? fmt::format("event {}", group_thousands(*o.failed_at_event)) : std::string("-")});
+    table.add_row(
+        {o.name, human_bytes_exact(o.peak_reserved_bytes), human_bytes_exact(o.peak_live_bytes),
+         o.peak_live_bytes == 0 ? std::string("-") : fmt::format("{:.4f}", o.fragmentation()),
+         o.steady_peak_reserved_bytes ? human_bytes(*o.steady_peak_reserved_bytes) : std::string("-"),
+         group_thousands(o.allocations), group_thousands(o.failed_allocations),
+         o.failed_at_event ? fmt::format("event {}", group_thousands(*o.failed_at_event)) : std::string("-")});
   }
   out += table.render();
   for (const ResourceOutcome& o : report.outcomes) {
     if (!o.pool) continue;
     const engine::Summary& s = *o.pool;
-    out += fmt::format("\n{}: {}; {} of {} allocations served from the pool, {} plan(s), pool {}\n", o.name,
-                       s.period_allocations != 0
-                           ? fmt::format("a step of {} allocations ({} events)", group_thousands(s.period_allocations),
-                                         group_thousands(s.period_events))
-                           : std::string("no step found"),
-                       group_thousands(s.allocs_from_pool), group_thousands(o.allocations), s.plans_made,
-                       human_bytes(s.pool_bytes));
+    out += fmt::format(
+        "\n{}: {}; {} of {} allocations served from the pool, {} plan(s), pool {}\n", o.name,
+        s.period_allocations != 0 ? fmt::format("a step of {} allocations ({} events)",
+                                                group_thousands(s.period_allocations), group_thousands(s.period_events))
+                                  : std::string("no step found"),
+        group_thousands(s.allocs_from_pool), group_thousands(o.allocations), s.plans_made, human_bytes(s.pool_bytes));
   }
   return out;
 }
@@ -61,9 +61,8 @@ std::string render_simulation_json(const SimulationReport& report) {
     r["peak_live_bytes"] = o.peak_live_bytes;
     r["fragmentation"] = rounded_ratio(o.fragmentation());
     r["failed_at_event"] = o.failed_at_event ? nlohmann::ordered_json(*o.failed_at_event) : nlohmann::ordered_json();
-    r["steady_peak_reserved_bytes"] = o.steady_peak_reserved_bytes
-                                          ? nlohmann::ordered_json(*o.steady_peak_reserved_bytes)
-                                          : nlohmann::ordered_json();
+    r["steady_peak_reserved_bytes"] =
+        o.steady_peak_reserved_bytes ? nlohmann::ordered_json(*o.steady_peak_reserved_bytes) : nlohmann::ordered_json();
     r["allocations"] = o.allocations;
     r["failed_allocations"] = o.failed_allocations;
     if (o.pool) {

@@ -177,7 +177,8 @@ ResourceOutcome replay(const mt::TraceModel& model, const std::string& name, con
           end_buffer(mt::BufferId{it->second}, old.kind, old.stream.value());
         }
         if (event.memory == mt::MemoryKind::pinned_host || !event.buffer.valid()) break;
-        const me::MemoryKind kind = event.memory == mt::MemoryKind::async ? me::MemoryKind::async : me::MemoryKind::device;
+        const me::MemoryKind kind =
+            event.memory == mt::MemoryKind::async ? me::MemoryKind::async : me::MemoryKind::device;
         ++out.allocations;
         me::DevicePtr ptr = 0;
         if (target->allocate(event.bytes, kind, event.stream, &ptr) != me::kSuccess) {
@@ -212,9 +213,14 @@ ResourceOutcome replay(const mt::TraceModel& model, const std::string& name, con
         target->transfer(words.empty() ? 0 : words[0], 0, event.stream, me::AccessKind::memset,
                          mt::SignatureBuilder::memset_token(event.bytes));
         break;
-      case mt::EventKind::sync: device.synchronize(); break;
-      case mt::EventKind::iteration_mark: target->mark(); break;
-      default: break;  // stream creation, graph launches (opaque)
+      case mt::EventKind::sync:
+        device.synchronize();
+        break;
+      case mt::EventKind::iteration_mark:
+        target->mark();
+        break;
+      default:
+        break;  // stream creation, graph launches (opaque)
     }
     if (steady && e >= steady->first && e < steady->second) {
       out.steady_peak_reserved_bytes = std::max(out.steady_peak_reserved_bytes.value_or(0), device.live_bytes());

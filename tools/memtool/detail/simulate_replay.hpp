@@ -34,13 +34,13 @@ struct SimulationOptions {
 
 struct ResourceOutcome {
   std::string name;
-  std::uint64_t peak_reserved_bytes = 0;  // the most device memory held at once
-  std::uint64_t peak_live_bytes = 0;      // the most bytes of live buffers it served at once
+  std::uint64_t peak_reserved_bytes = 0;                    // the most device memory held at once
+  std::uint64_t peak_live_bytes = 0;                        // the most bytes of live buffers it served at once
   std::optional<std::uint64_t> steady_peak_reserved_bytes;  // the most held during the steady iteration
-  std::optional<std::uint64_t> failed_at_event;  // event index of the first failed allocation
-  std::uint64_t allocations = 0;          // device allocations replayed (served or failed)
+  std::optional<std::uint64_t> failed_at_event;             // event index of the first failed allocation
+  std::uint64_t allocations = 0;                            // device allocations replayed (served or failed)
   std::uint64_t failed_allocations = 0;
-  std::optional<engine::Summary> pool;    // planned-pool: the engine's summary at the end
+  std::optional<engine::Summary> pool;  // planned-pool: the engine's summary at the end
 
   // Peak reserved over peak live; 0 when nothing was live.
   [[nodiscard]] double fragmentation() const;

@@ -181,13 +181,15 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
   std::optional<swapper::SwapPool> save_on_cpu_pool;
   for (const BudgetSpec& spec : options.budgets) {
     const std::uint64_t budget =
-        spec.bytes != 0 ? spec.bytes
-                        : static_cast<std::uint64_t>(std::llround(spec.fraction * static_cast<double>(report.plain_peak_bytes)));
+        spec.bytes != 0
+            ? spec.bytes
+            : static_cast<std::uint64_t>(std::llround(spec.fraction * static_cast<double>(report.plain_peak_bytes)));
     report.budget_bytes.push_back(budget);
     swapper::SimulateOptions held;
     held.hold_budget_bytes = budget;
     for (const std::string& name : names) {
-      for (const swapper::ScheduleMode mode : {swapper::ScheduleMode::no_overhead, swapper::ScheduleMode::stick_to_limit}) {
+      for (const swapper::ScheduleMode mode :
+           {swapper::ScheduleMode::no_overhead, swapper::ScheduleMode::stick_to_limit}) {
         // One row each: save-on-cpu has no budget to meet, the rule always holds one.
         if (name == "save-on-cpu" && mode == swapper::ScheduleMode::stick_to_limit) continue;
         if (name == kRuleAlone && mode == swapper::ScheduleMode::no_overhead) continue;
@@ -220,7 +222,8 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
         if (options.pool) {
           const bool cached = name == "save-on-cpu" && save_on_cpu_pool;
           const swapper::SwapPool pool =
-              cached ? *save_on_cpu_pool : swapper::plan_swap_pool(iteration, result.schedule, result.simulation, pool_options);
+              cached ? *save_on_cpu_pool
+                     : swapper::plan_swap_pool(iteration, result.schedule, result.simulation, pool_options);
           if (name == "save-on-cpu") save_on_cpu_pool = pool;
           row.pool_bytes = pool.pool_bytes;
           row.pool_bytes_same_address = pool.pool_bytes_same_address;
@@ -236,7 +239,9 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
 std::string swap_report_text(const SwapReport& r) {
   std::string out;
   const double plain = static_cast<double>(r.plain_peak_bytes);
-  const auto of_plain = [&](std::uint64_t bytes) { return plain > 0 ? percent(static_cast<double>(bytes) / plain) : "-"; };
+  const auto of_plain = [&](std::uint64_t bytes) {
+    return plain > 0 ? percent(static_cast<double>(bytes) / plain) : "-";
+  };
   out += fmt::format("memtool simulate: {} ({})\n", r.path, r.input_kind);
   out += fmt::format("  iteration {}: {} ops, {} buffers ({} persistent), {} without swapping (compute model: {})\n",
                      r.iteration_index, r.ops, r.buffers, human_bytes(r.persistent_bytes), ms(r.base_time_ns),
@@ -245,8 +250,9 @@ std::string swap_report_text(const SwapReport& r) {
                      r.link.d2h_bytes_per_ns, r.link.h2d_bytes_per_ns, static_cast<double>(r.link.d2h_latency_ns) / 1e3,
                      r.link.duplex_factor);
   if (r.as_executor) {
-    out += "  stick-to-limit rows as memtool's executor runs them: planned waits not run, the budget held with its rule "
-           "(belady: the rule alone; runners-up: what ours' trial in the process times after its schedule)\n";
+    out +=
+        "  stick-to-limit rows as memtool's executor runs them: planned waits not run, the budget held with its rule "
+        "(belady: the rule alone; runners-up: what ours' trial in the process times after its schedule)\n";
   }
   out += fmt::format("  plain peak: {}\n", human_bytes_exact(r.plain_peak_bytes));
   out += fmt::format("  bound (no schedule without stall goes lower): {} ({} of the plain peak)\n",
@@ -254,21 +260,30 @@ std::string swap_report_text(const SwapReport& r) {
   for (const std::string& note : r.notes) out += fmt::format("  note: {}\n", note);
   for (std::size_t b = 0; b < r.budgets.size(); ++b) {
     const std::uint64_t budget = r.budget_bytes[b];
-    out += fmt::format("\nbudget {} ({}, {} of the plain peak)\n", r.budgets[b].text, human_bytes(budget), of_plain(budget));
-    std::vector<std::string> header{"strategy", "mode", "peak", "of plain", "within", "moved out", "stall", "slowdown", "swaps"};
+    out += fmt::format("\nbudget {} ({}, {} of the plain peak)\n", r.budgets[b].text, human_bytes(budget),
+                       of_plain(budget));
+    std::vector<std::string> header{"strategy",  "mode",  "peak",     "of plain", "within",
+                                    "moved out", "stall", "slowdown", "swaps"};
     if (r.as_executor) {
       header.emplace_back("rule out");
       header.emplace_back("rule swaps");
     }
     if (r.pool) {
-      for (const char* column : {"pool", "pool/peak", "same address", "same/peak", "pool within"}) header.emplace_back(column);
+      for (const char* column : {"pool", "pool/peak", "same address", "same/peak", "pool within"})
+        header.emplace_back(column);
     }
     TextTable table(header, {true, true});
     for (const SwapRow& row : r.rows) {
       if (row.budget_bytes != budget) continue;
-      std::vector<std::string> cells{row.strategy, std::string(to_string(row.mode)), human_bytes(row.peak_bytes),
-                                     of_plain(row.peak_bytes), row.budget_met ? "yes" : "no", human_bytes(row.bytes_out),
-                                     ms(row.stall_ns), percent(row.slowdown), std::to_string(row.swaps)};
+      std::vector<std::string> cells{row.strategy,
+                                     std::string(to_string(row.mode)),
+                                     human_bytes(row.peak_bytes),
+                                     of_plain(row.peak_bytes),
+                                     row.budget_met ? "yes" : "no",
+                                     human_bytes(row.bytes_out),
+                                     ms(row.stall_ns),
+                                     percent(row.slowdown),
+                                     std::to_string(row.swaps)};
       if (r.as_executor) {
         cells.push_back(human_bytes(row.rule_bytes_out));
         cells.push_back(std::to_string(row.rule_swaps));
@@ -285,9 +300,15 @@ std::string swap_report_text(const SwapReport& r) {
       table.add_row(cells);
       for (std::size_t k = 0; k < row.runners_up.size(); ++k) {
         const RunnerUp& up = row.runners_up[k];
-        std::vector<std::string> line{fmt::format("  runner-up {}", k + 1), up.construction, human_bytes(up.peak_bytes),
-                                      of_plain(up.peak_bytes), up.peak_bytes <= budget ? "yes" : "no", "",
-                                      ms(up.stall_ns), percent(up.slowdown), std::to_string(up.swaps)};
+        std::vector<std::string> line{fmt::format("  runner-up {}", k + 1),
+                                      up.construction,
+                                      human_bytes(up.peak_bytes),
+                                      of_plain(up.peak_bytes),
+                                      up.peak_bytes <= budget ? "yes" : "no",
+                                      "",
+                                      ms(up.stall_ns),
+                                      percent(up.slowdown),
+                                      std::to_string(up.swaps)};
         line.resize(cells.size());
         table.add_row(line);
       }

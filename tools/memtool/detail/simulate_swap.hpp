@@ -64,9 +64,9 @@ struct SwapSource {
 [[nodiscard]] SwapSource swap_problem_source(std::string_view text, const std::string& path);
 
 struct SimulateSwapOptions {
-  std::vector<BudgetSpec> budgets;      // at least one
-  swapper::Link link;                   // 55 GB/s and 5 us each way by default
-  std::vector<std::string> strategies;  // empty: every strategy
+  std::vector<BudgetSpec> budgets;                                // at least one
+  swapper::Link link;                                             // 55 GB/s and 5 us each way by default
+  std::vector<std::string> strategies;                            // empty: every strategy
   double max_slowdown = std::numeric_limits<double>::infinity();  // ours in stick-to-limit
   swapper::TraceInputOptions input;
   std::uint32_t max_simulations = 4000;  // ours' work limit

@@ -131,8 +131,7 @@ std::string Symbolizer::describe(std::uint64_t ip, std::span<const trace::Module
 }
 
 bool Symbolizer::in_object(std::uint64_t ip, std::span<const trace::ModuleMapping> modules,
-                           const std::function<std::string_view(trace::StringId)>& path_of,
-                           std::string_view prefix) {
+                           const std::function<std::string_view(trace::StringId)>& path_of, std::string_view prefix) {
   const auto* module = module_of(ip, modules);
   return module != nullptr && base_name(path_of(module->path)).starts_with(prefix);
 }

@@ -18,7 +18,7 @@
 namespace memtool::cli {
 
 struct Symbol {
-  std::string name;         // demangled
+  std::string name;          // demangled
   std::uint64_t offset = 0;  // ip - symbol start
 };
 
@@ -55,8 +55,7 @@ class Symbolizer {
                        const std::function<std::string_view(trace::StringId)>& path_of);
   // True when the IP lies in an object whose file name starts with `prefix` (e.g. "libmemtool").
   static bool in_object(std::uint64_t ip, std::span<const trace::ModuleMapping> modules,
-                        const std::function<std::string_view(trace::StringId)>& path_of,
-                        std::string_view prefix);
+                        const std::function<std::string_view(trace::StringId)>& path_of, std::string_view prefix);
 
  private:
   std::unordered_map<std::string, std::unique_ptr<ElfSymbols>> cache_;

@@ -28,8 +28,7 @@ std::string human_bytes_exact(std::uint64_t bytes) {
 
 std::string human_bytes_delta(std::int64_t delta) {
   if (delta == 0) return "0 B";
-  const auto magnitude = delta < 0 ? static_cast<std::uint64_t>(-(delta + 1)) + 1
-                                   : static_cast<std::uint64_t>(delta);
+  const auto magnitude = delta < 0 ? static_cast<std::uint64_t>(-(delta + 1)) + 1 : static_cast<std::uint64_t>(delta);
   return fmt::format("{}{}", delta < 0 ? "-" : "+", human_bytes(magnitude));
 }
 
@@ -68,8 +67,8 @@ std::string TextTable::render(std::string_view indent) const {
   return out;
 }
 
-std::string ascii_chart(const std::vector<std::uint64_t>& values,
-                        const std::vector<std::uint64_t>& markers, const ChartOptions& options) {
+std::string ascii_chart(const std::vector<std::uint64_t>& values, const std::vector<std::uint64_t>& markers,
+                        const ChartOptions& options) {
   if (values.empty()) return "  (no data)\n";
   const auto width = static_cast<std::size_t>(std::max(8, options.width));
   const auto height = static_cast<std::size_t>(std::max(4, options.height));
@@ -96,7 +95,8 @@ std::string ascii_chart(const std::vector<std::uint64_t>& values,
   std::string out;
   for (std::size_t r = 0; r < height; ++r) {
     // A cell is filled when the column's value reaches the middle of the cell's band.
-    const double threshold = static_cast<double>(top) * (static_cast<double>(height - r) - 0.5) / static_cast<double>(height);
+    const double threshold =
+        static_cast<double>(top) * (static_cast<double>(height - r) - 0.5) / static_cast<double>(height);
     std::string line = fmt::format("  {:>{}} |", labels[r], label_width);
     for (std::size_t c = 0; c < columns; ++c) {
       const auto v = static_cast<double>(column_max[c]);

@@ -43,7 +43,7 @@ struct ChartOptions {
 // Plots `values` (one per x step; resampled to `width` columns by taking each column's maximum so
 // peaks are never lost) as a filled ASCII area with a byte-scaled y axis. `markers` are x values
 // (same scale as the index in `values`) drawn as '|' ticks under the axis, e.g. iteration starts.
-std::string ascii_chart(const std::vector<std::uint64_t>& values,
-                        const std::vector<std::uint64_t>& markers, const ChartOptions& options);
+std::string ascii_chart(const std::vector<std::uint64_t>& values, const std::vector<std::uint64_t>& markers,
+                        const ChartOptions& options);
 
 }  // namespace memtool::cli

@@ -68,7 +68,8 @@ std::uint64_t GpuTimeIndex::busy_ns(std::uint64_t first_event, std::uint64_t end
   const auto times = model_.gpu_times();
   std::vector<Interval> intervals;
   intervals.reserve(end - begin);
-  for (std::size_t k = begin; k < end; ++k) intervals.push_back({times[by_event_[k]].start_ns, times[by_event_[k]].end_ns});
+  for (std::size_t k = begin; k < end; ++k)
+    intervals.push_back({times[by_event_[k]].start_ns, times[by_event_[k]].end_ns});
   return union_length(intervals);
 }
 
@@ -114,7 +115,9 @@ GpuSummary GpuTimeIndex::summarize(std::uint64_t first_event, std::uint64_t end_
         intervals.push_back(interval);
         break;
       }
-      case GpuWorkKind::memset: ++s.timed_memsets; break;
+      case GpuWorkKind::memset:
+        ++s.timed_memsets;
+        break;
     }
   }
   s.timed_launches = launches.size();
@@ -131,7 +134,8 @@ GpuSummary GpuTimeIndex::summarize(std::uint64_t first_event, std::uint64_t end_
     t.cupti_stream = key.second;
     t.handle = stream_handles[key];
     t.items = intervals.size();
-    std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+    std::sort(intervals.begin(), intervals.end(),
+              [](const Interval& a, const Interval& b) { return a.start < b.start; });
     std::uint64_t reach = intervals.front().end;
     for (std::size_t i = 1; i < intervals.size(); ++i) {
       if (intervals[i].start > reach) {

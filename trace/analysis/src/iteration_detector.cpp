@@ -14,8 +14,8 @@
 namespace memtool::trace {
 namespace {
 
-constexpr std::uint64_t kGram = 8;          // tokens per k-gram
-constexpr std::size_t kCandidates = 8;      // periods verified in parallel
+constexpr std::uint64_t kGram = 8;      // tokens per k-gram
+constexpr std::size_t kCandidates = 8;  // periods verified in parallel
 constexpr std::uint64_t kInitialSize = 1024;
 constexpr std::uint64_t kBase = 0x100000001b3ULL * 2 + 1;  // odd multiplier of the rolling hash
 
@@ -124,12 +124,8 @@ struct IterationDetector::Impl {
   [[nodiscard]] std::uint64_t oldest_available() const {
     return seen + 1 > history.size() ? seen + 1 - history.size() : 0;
   }
-  [[nodiscard]] std::uint64_t token(std::uint64_t index) const {
-    return history[index & (history.size() - 1)];
-  }
-  [[nodiscard]] std::uint64_t need(std::uint64_t period) const {
-    return (options.confirmations - 1) * period;
-  }
+  [[nodiscard]] std::uint64_t token(std::uint64_t index) const { return history[index & (history.size() - 1)]; }
+  [[nodiscard]] std::uint64_t need(std::uint64_t period) const { return (options.confirmations - 1) * period; }
   [[nodiscard]] std::uint64_t run_of(const Candidate& c, std::uint64_t next) const {
     return next > c.run_start ? next - c.run_start : 0;
   }
@@ -151,9 +147,7 @@ struct IterationDetector::Impl {
     }
   }
 
-  [[nodiscard]] GramSlot& slot_for(std::uint64_t hash) {
-    return table[hash & (table.size() - 1)];
-  }
+  [[nodiscard]] GramSlot& slot_for(std::uint64_t hash) { return table[hash & (table.size() - 1)]; }
   void store_gram(std::uint64_t hash, std::uint64_t index) {
     GramSlot& slot = slot_for(hash);
     slot.tag = static_cast<std::uint32_t>(hash >> 32);
@@ -229,8 +223,7 @@ struct IterationDetector::Impl {
     if (victim == nullptr) return;
     victim->period = distance;
     victim->run_start = first;
-    victim->budget = static_cast<std::uint64_t>(
-        std::floor(options.max_noise_fraction * static_cast<double>(distance)));
+    victim->budget = static_cast<std::uint64_t>(std::floor(options.max_noise_fraction * static_cast<double>(distance)));
     victim->confirmed = false;
     victim->misses.reset(victim->budget + 1);
     if (run_of(*victim, i + 1) >= need(distance)) confirm(*victim);
@@ -255,8 +248,7 @@ struct IterationDetector::Impl {
       if (reported && c.period == reported->period) continue;
       const std::uint64_t run = run_of(c, next);
       if (run <= current_run || run < floor || run <= replaced_record) continue;
-      if (best == nullptr || run > run_of(*best, next) ||
-          (run == run_of(*best, next) && c.period < best->period)) {
+      if (best == nullptr || run > run_of(*best, next) || (run == run_of(*best, next) && c.period < best->period)) {
         best = &c;
       }
     }
@@ -287,8 +279,7 @@ struct IterationDetector::Impl {
     if (i + 1 >= kGram) {
       GramSlot& slot = slot_for(gram_hash);
       if (slot.position != 0 && slot.tag == static_cast<std::uint32_t>(gram_hash >> 32)) {
-        const auto distance = static_cast<std::uint32_t>(static_cast<std::uint32_t>(i + 1) -
-                                                         slot.position);
+        const auto distance = static_cast<std::uint32_t>(static_cast<std::uint32_t>(i + 1) - slot.position);
         if (distance > 0) propose(i, distance);
       }
       slot.tag = static_cast<std::uint32_t>(gram_hash >> 32);
@@ -312,8 +303,7 @@ struct IterationDetector::Impl {
         mark_equal = 1;
       }
       if (mark_equal >= options.confirmations &&
-          (!reported || reported->period != mark_length ||
-           reported->first_boundary != mark_run_start)) {
+          (!reported || reported->period != mark_length || reported->first_boundary != mark_run_start)) {
         changed = !reported || reported->period != mark_length;
         reported = DetectedPeriod{mark_length, mark_run_start, seen, true};
       }

@@ -28,12 +28,10 @@ std::pair<std::uint64_t, std::uint64_t> token_range(std::span<const std::uint64_
                                                     const IterationSpan& span) {
   const auto lo = std::lower_bound(token_events.begin(), token_events.end(), span.first_event);
   const auto hi = std::lower_bound(lo, token_events.end(), span.end_event);
-  return {static_cast<std::uint64_t>(lo - token_events.begin()),
-          static_cast<std::uint64_t>(hi - token_events.begin())};
+  return {static_cast<std::uint64_t>(lo - token_events.begin()), static_cast<std::uint64_t>(hi - token_events.begin())};
 }
 
-Iterations from_marks(const TraceModel& model, const IterationOptions& options,
-                      std::span<const std::uint64_t> tokens,
+Iterations from_marks(const TraceModel& model, const IterationOptions& options, std::span<const std::uint64_t> tokens,
                       std::span<const std::uint64_t> token_events) {
   Iterations result;
   result.source = IterationSource::marks;
@@ -85,9 +83,9 @@ Iterations from_marks(const TraceModel& model, const IterationOptions& options,
 // `min_periods` periods long. A stretch ends at the first mismatch of the window that overflowed;
 // the next one starts once the stream matches again, i.e. after the echo of an inserted or
 // dropped token one period later.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> periodic_stretches(
-    std::span<const std::uint64_t> tokens, std::uint64_t period, std::uint64_t budget,
-    std::uint64_t min_periods) {
+std::vector<std::pair<std::uint64_t, std::uint64_t>> periodic_stretches(std::span<const std::uint64_t> tokens,
+                                                                        std::uint64_t period, std::uint64_t budget,
+                                                                        std::uint64_t min_periods) {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> stretches;
   const std::uint64_t count = tokens.size();
   const auto record = [&](std::uint64_t start, std::uint64_t stop) {
@@ -131,9 +129,8 @@ std::vector<std::uint64_t> crossing_bytes(const TraceModel& model) {
   return diff;
 }
 
-std::uint64_t choose_phase(std::span<const std::uint64_t> crossing,
-                           std::span<const std::uint64_t> token_events, std::uint64_t steady_first,
-                           std::uint64_t count, std::uint64_t period) {
+std::uint64_t choose_phase(std::span<const std::uint64_t> crossing, std::span<const std::uint64_t> token_events,
+                           std::uint64_t steady_first, std::uint64_t count, std::uint64_t period) {
   const std::uint64_t cycles = std::max<std::uint64_t>((count - steady_first) / period, 1);
   std::vector<std::uint64_t> cost(period, 0);
   for (std::uint64_t phase = 0; phase < period; ++phase) {
@@ -161,8 +158,7 @@ std::uint64_t choose_phase(std::span<const std::uint64_t> crossing,
 }
 
 Iterations from_detector(const TraceModel& model, const IterationOptions& options,
-                         std::span<const std::uint64_t> tokens,
-                         std::span<const std::uint64_t> token_events) {
+                         std::span<const std::uint64_t> tokens, std::span<const std::uint64_t> token_events) {
   Iterations result;
   IterationDetector detector(options.detector);
   for (const std::uint64_t t : tokens) detector.push(t);
@@ -236,17 +232,15 @@ std::size_t Iterations::first_steady() const {
 }
 
 std::optional<std::size_t> Iterations::iteration_of(std::uint64_t event_index) const {
-  const auto it = std::upper_bound(
-      spans.begin(), spans.end(), event_index,
-      [](std::uint64_t e, const IterationSpan& s) { return e < s.first_event; });
+  const auto it = std::upper_bound(spans.begin(), spans.end(), event_index,
+                                   [](std::uint64_t e, const IterationSpan& s) { return e < s.first_event; });
   if (it == spans.begin()) return std::nullopt;
   const auto& span = *(it - 1);
   if (event_index >= span.end_event) return std::nullopt;
   return static_cast<std::size_t>(it - 1 - spans.begin());
 }
 
-std::vector<std::uint64_t> signature_tokens(const TraceModel& model,
-                                            const SignatureOptions& options,
+std::vector<std::uint64_t> signature_tokens(const TraceModel& model, const SignatureOptions& options,
                                             std::vector<std::uint64_t>* token_events) {
   std::vector<std::uint64_t> tokens;
   tokens.reserve(model.event_count());
@@ -259,13 +253,18 @@ std::vector<std::uint64_t> signature_tokens(const TraceModel& model,
     const ModelEvent& e = events[i];
     std::optional<std::uint64_t> token;
     switch (e.kind) {
-      case EventKind::alloc: token = SignatureBuilder::alloc_token(e.bytes, e.memory); break;
-      case EventKind::free:
-        token = e.buffer.valid() ? SignatureBuilder::free_token(e.bytes)
-                                 : SignatureBuilder::unknown_free_token();
+      case EventKind::alloc:
+        token = SignatureBuilder::alloc_token(e.bytes, e.memory);
         break;
-      case EventKind::launch: token = SignatureBuilder::launch_token(StringId{e.detail}); break;
-      case EventKind::graph_launch: token = SignatureBuilder::graph_launch_token(e.bytes); break;
+      case EventKind::free:
+        token = e.buffer.valid() ? SignatureBuilder::free_token(e.bytes) : SignatureBuilder::unknown_free_token();
+        break;
+      case EventKind::launch:
+        token = SignatureBuilder::launch_token(StringId{e.detail});
+        break;
+      case EventKind::graph_launch:
+        token = SignatureBuilder::graph_launch_token(e.bytes);
+        break;
       case EventKind::copy:
         if (options.include_copies) {
           token = SignatureBuilder::copy_token(e.bytes, static_cast<CopyKind>(e.detail));
@@ -274,7 +273,8 @@ std::vector<std::uint64_t> signature_tokens(const TraceModel& model,
       case EventKind::memset:
         if (options.include_memsets) token = SignatureBuilder::memset_token(e.bytes);
         break;
-      default: break;
+      default:
+        break;
     }
     if (!token) continue;
     tokens.push_back(*token);
@@ -285,8 +285,7 @@ std::vector<std::uint64_t> signature_tokens(const TraceModel& model,
 
 Iterations find_iterations(const TraceModel& model, const IterationOptions& options) {
   std::vector<std::uint64_t> token_events;
-  const std::vector<std::uint64_t> tokens =
-      signature_tokens(model, options.signature, &token_events);
+  const std::vector<std::uint64_t> tokens = signature_tokens(model, options.signature, &token_events);
   if (options.use_marks && !model.marks().empty()) {
     return from_marks(model, options, tokens, token_events);
   }

@@ -10,8 +10,7 @@ namespace {
 
 // Buffers with some live event in [first, end).
 bool live_in_window(const BufferRecord& b, std::uint64_t first, std::uint64_t end) {
-  return b.alloc_event < end && b.free_event > first &&
-         std::max(b.alloc_event, first) < std::min(b.free_event, end);
+  return b.alloc_event < end && b.free_event > first && std::max(b.alloc_event, first) < std::min(b.free_event, end);
 }
 
 }  // namespace
@@ -32,8 +31,7 @@ std::vector<std::uint64_t> live_bytes_curve(const TraceModel& model) {
   return curve;
 }
 
-LiveBytesPeak peak_live_bytes(std::span<const std::uint64_t> curve, std::uint64_t first,
-                              std::uint64_t end) {
+LiveBytesPeak peak_live_bytes(std::span<const std::uint64_t> curve, std::uint64_t first, std::uint64_t end) {
   LiveBytesPeak peak{0, first};
   end = std::min<std::uint64_t>(end, curve.size());
   for (std::uint64_t e = first; e < end; ++e) {
@@ -78,13 +76,11 @@ std::vector<BufferId> leaked_buffers(const TraceModel& model, const Iterations& 
   return result;
 }
 
-std::vector<IterationSummary> summarize_iterations(const TraceModel& model,
-                                                   const Iterations& iterations) {
+std::vector<IterationSummary> summarize_iterations(const TraceModel& model, const Iterations& iterations) {
   return summarize_iterations(model, iterations, live_bytes_curve(model));
 }
 
-std::vector<IterationSummary> summarize_iterations(const TraceModel& model,
-                                                   const Iterations& iterations,
+std::vector<IterationSummary> summarize_iterations(const TraceModel& model, const Iterations& iterations,
                                                    std::span<const std::uint64_t> curve) {
   std::vector<IterationSummary> result;
   result.reserve(iterations.spans.size());
@@ -108,8 +104,7 @@ std::vector<IterationSummary> summarize_iterations(const TraceModel& model,
   return result;
 }
 
-IterationLifetimes iteration_lifetimes(const TraceModel& model, const Iterations& iterations,
-                                       std::size_t index) {
+IterationLifetimes iteration_lifetimes(const TraceModel& model, const Iterations& iterations, std::size_t index) {
   const IterationSpan& span = iterations.spans.at(index);
   const std::uint64_t first = span.first_event;
   const std::uint64_t end = span.end_event;
@@ -127,8 +122,7 @@ IterationLifetimes iteration_lifetimes(const TraceModel& model, const Iterations
     BufferLifetime life;
     life.buffer = BufferId{i};
     life.size = b.size;
-    life.live = LiveInterval{std::max(b.alloc_event, first) - first,
-                             std::min(b.free_event, end) - first};
+    life.live = LiveInterval{std::max(b.alloc_event, first) - first, std::min(b.free_event, end) - first};
     life.alive_at_start = b.alloc_event < first;
     life.alive_at_end = b.free_event >= end;
     life.persistent = is_persistent(b, iterations);
@@ -172,8 +166,7 @@ IterationLifetimes iteration_lifetimes(const TraceModel& model, const Iterations
   return result;
 }
 
-std::vector<BufferId> largest_live_at(const TraceModel& model, std::uint64_t event,
-                                      std::size_t count) {
+std::vector<BufferId> largest_live_at(const TraceModel& model, std::uint64_t event, std::size_t count) {
   std::vector<BufferId> live;
   const auto buffers = model.buffers();
   for (std::uint64_t i = 0; i < buffers.size() && buffers[i].alloc_event <= event; ++i) {
@@ -185,14 +178,12 @@ std::vector<BufferId> largest_live_at(const TraceModel& model, std::uint64_t eve
     return sa != sb ? sa > sb : a < b;
   };
   const std::size_t keep = std::min(count, live.size());
-  std::partial_sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(keep), live.end(),
-                    larger);
+  std::partial_sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(keep), live.end(), larger);
   live.resize(keep);
   return live;
 }
 
-std::vector<BufferId> longest_lifetimes(const TraceModel& model, std::size_t count,
-                                        const Iterations* iterations) {
+std::vector<BufferId> longest_lifetimes(const TraceModel& model, std::size_t count, const Iterations* iterations) {
   const auto buffers = model.buffers();
   const std::uint64_t n = model.event_count();
   const auto length = [&](BufferId id) {
@@ -214,8 +205,7 @@ std::vector<BufferId> longest_lifetimes(const TraceModel& model, std::size_t cou
     return sa != sb ? sa > sb : a < b;
   };
   const std::size_t keep = std::min(count, ids.size());
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(),
-                    longer);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(), longer);
   ids.resize(keep);
   return ids;
 }

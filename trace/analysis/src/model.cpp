@@ -21,9 +21,7 @@ void TraceModel::on_metadata(std::string_view key, std::string_view value) {
   metadata_.emplace_back(std::string(key), std::string(value));
 }
 
-void TraceModel::on_string(StringId id, std::string_view text) {
-  strings_[id.value()] = std::string(text);
-}
+void TraceModel::on_string(StringId id, std::string_view text) { strings_[id.value()] = std::string(text); }
 
 void TraceModel::on_stack(StackId id, std::span<const StackFrame> frames) {
   stacks_[id.value()] = std::vector<StackFrame>(frames.begin(), frames.end());
@@ -61,9 +59,10 @@ void TraceModel::on_alloc(const AllocEvent& event) {
   // Every sum of live bytes later (curves, peaks, lower bounds) stays far from wrapping.
   const std::uint64_t live_before = live_bytes_ - (reused != live_.end() ? buffers_[reused->second.value()].size : 0);
   if (event.size > kMaxAccountedBytes - live_before) {
-    throw EventRejected(fmt::format("allocation of {} bytes with {} bytes live takes the live bytes over 2^62, "
-                                    "more than memtool accounts for",
-                                    event.size, live_before));
+    throw EventRejected(
+        fmt::format("allocation of {} bytes with {} bytes live takes the live bytes over 2^62, "
+                    "more than memtool accounts for",
+                    event.size, live_before));
   }
   live_bytes_ = live_before + event.size;
   ModelEvent& e = append(EventKind::alloc, event.header, event.stream.value());
@@ -189,8 +188,12 @@ void TraceModel::on_graph_launch(const GraphLaunchEvent& event) {
 
 void TraceModel::on_graph_note(const GraphNote& note) {
   switch (note.kind) {
-    case GraphNoteKind::capture_begin: ++stats_.captures; break;
-    case GraphNoteKind::captured_work: ++stats_.captured_work; break;
+    case GraphNoteKind::capture_begin:
+      ++stats_.captures;
+      break;
+    case GraphNoteKind::captured_work:
+      ++stats_.captured_work;
+      break;
     case GraphNoteKind::graph_alloc:
       ++stats_.graph_memory_allocations;
       stats_.graph_memory_bytes += note.size;
@@ -198,7 +201,8 @@ void TraceModel::on_graph_note(const GraphNote& note) {
     case GraphNoteKind::exec_created:
       if (note.size != 0) ++stats_.graphs_with_memory;
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -249,8 +253,7 @@ std::span<const BufferId> TraceModel::touched(std::size_t event_index) const {
   const ModelEvent& e = events_[event_index];
   if (e.touch == ModelEvent::kNoTouch) return {};
   const std::uint64_t begin = touch_begin_[e.touch];
-  const std::uint64_t end =
-      e.touch + 1 < touch_begin_.size() ? touch_begin_[e.touch + 1] : touch_buffers_.size();
+  const std::uint64_t end = e.touch + 1 < touch_begin_.size() ? touch_begin_[e.touch + 1] : touch_buffers_.size();
   return std::span<const BufferId>(touch_buffers_).subspan(begin, end - begin);
 }
 

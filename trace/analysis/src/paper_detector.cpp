@@ -43,8 +43,7 @@ std::optional<DetectedPeriod> PaperIterationDetector::find(std::span<const std::
   auto square = longest_square(tokens, 0);
   if (!square) return std::nullopt;
   // The cut: a segment holding two (or more) iterations repeats inside itself.
-  const auto inner =
-      longest_square(tokens.subspan(square->location, square->length), min_iteration / 2);
+  const auto inner = longest_square(tokens.subspan(square->location, square->length), min_iteration / 2);
   if (inner) square = Square{square->location + inner->location, inner->length};
   if (square->length <= min_iteration) return std::nullopt;
   return DetectedPeriod{square->length, square->location, tokens.size(), false};

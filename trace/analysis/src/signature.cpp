@@ -21,24 +21,16 @@ std::uint64_t token(EventKind kind, std::uint64_t a, std::uint64_t b = 0) {
 std::uint64_t SignatureBuilder::alloc_token(std::uint64_t size, MemoryKind kind) {
   return token(EventKind::alloc, size, static_cast<std::uint64_t>(kind) + 1);
 }
-std::uint64_t SignatureBuilder::free_token(std::uint64_t size) {
-  return token(EventKind::free, size);
-}
-std::uint64_t SignatureBuilder::unknown_free_token() {
-  return token(EventKind::free, ~std::uint64_t{0}, 1);
-}
-std::uint64_t SignatureBuilder::launch_token(StringId kernel) {
-  return token(EventKind::launch, kernel.value());
-}
+std::uint64_t SignatureBuilder::free_token(std::uint64_t size) { return token(EventKind::free, size); }
+std::uint64_t SignatureBuilder::unknown_free_token() { return token(EventKind::free, ~std::uint64_t{0}, 1); }
+std::uint64_t SignatureBuilder::launch_token(StringId kernel) { return token(EventKind::launch, kernel.value()); }
 std::uint64_t SignatureBuilder::graph_launch_token(std::uint64_t graph) {
   return token(EventKind::graph_launch, graph);
 }
 std::uint64_t SignatureBuilder::copy_token(std::uint64_t bytes, CopyKind kind) {
   return token(EventKind::copy, bytes, static_cast<std::uint64_t>(kind) + 1);
 }
-std::uint64_t SignatureBuilder::memset_token(std::uint64_t bytes) {
-  return token(EventKind::memset, bytes);
-}
+std::uint64_t SignatureBuilder::memset_token(std::uint64_t bytes) { return token(EventKind::memset, bytes); }
 
 std::uint64_t SignatureBuilder::on_alloc(const AllocEvent& event) {
   sizes_[event.address] = event.size;
@@ -53,9 +45,7 @@ std::uint64_t SignatureBuilder::on_free(const FreeEvent& event) {
   return free_token(size);
 }
 
-std::uint64_t SignatureBuilder::on_launch(const LaunchEvent& event) const {
-  return launch_token(event.kernel);
-}
+std::uint64_t SignatureBuilder::on_launch(const LaunchEvent& event) const { return launch_token(event.kernel); }
 
 std::optional<std::uint64_t> SignatureBuilder::on_copy(const CopyEvent& event) const {
   if (!options_.include_copies) return std::nullopt;

@@ -63,8 +63,8 @@ BufferRequest request(std::uint64_t id, std::uint64_t size, std::uint64_t alignm
 
 }  // namespace
 
-Problem to_problem(const TraceModel& model, const Iterations& iterations, std::size_t index,
-                   std::uint64_t alignment, const ProblemOptions& options) {
+Problem to_problem(const TraceModel& model, const Iterations& iterations, std::size_t index, std::uint64_t alignment,
+                   const ProblemOptions& options) {
   const IterationSpan& span = iterations.spans.at(index);
   const std::uint64_t first = span.first_event;
   const std::uint64_t end = span.end_event;
@@ -94,8 +94,7 @@ Problem to_problem(const TraceModel& model, const Iterations& iterations, std::s
     if (options.crossing == CrossingMode::clip) {
       const std::uint64_t stop = freed_here ? clock.at(b.free_event) - origin : window;
       if (begin < stop) {
-        problem.buffers.push_back(request(i, b.size, alignment, {{begin, stop}},
-                                          !allocated_here || !freed_here));
+        problem.buffers.push_back(request(i, b.size, alignment, {{begin, stop}}, !allocated_here || !freed_here));
       }
       continue;
     }
@@ -106,11 +105,10 @@ Problem to_problem(const TraceModel& model, const Iterations& iterations, std::s
       problem.buffers.push_back(request(i, b.size, alignment, {{begin, stop}}, !freed_here));
       continue;
     }
-    const WrappedLifetime wrapped =
-        wrap_lifetime(begin, clock.at(b.free_event) - origin, window);
+    const WrappedLifetime wrapped = wrap_lifetime(begin, clock.at(b.free_event) - origin, window);
     for (std::uint64_t k = 0; k < wrapped.slots; ++k) {
-      problem.buffers.push_back(request(k == 0 ? i : (i | (k << kShadowSlotShift)), b.size, alignment,
-                                        wrapped.intervals, true));
+      problem.buffers.push_back(
+          request(k == 0 ? i : (i | (k << kShadowSlotShift)), b.size, alignment, wrapped.intervals, true));
     }
   }
   constexpr std::uint64_t kBufferIdMask = (std::uint64_t{1} << kShadowSlotShift) - 1;
@@ -149,9 +147,8 @@ std::uint64_t problem_lower_bound(const Problem& problem) {
     }
   }
   // Ends before starts at the same time: half-open intervals touching do not overlap.
-  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : a.second < b.second;
-  });
+  std::sort(steps.begin(), steps.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second < b.second; });
   std::uint64_t live = 0;
   std::uint64_t peak = 0;
   for (const auto& [time, step] : steps) {

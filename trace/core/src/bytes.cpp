@@ -32,14 +32,14 @@ constexpr std::array<Unit, 14> kUnits{{
     {"k", kKi},
     {"kib", kKi},
     {"kb", 1000},
-    {"m", kKi * kKi},
-    {"mib", kKi * kKi},
+    {"m", kKi* kKi},
+    {"mib", kKi* kKi},
     {"mb", 1000 * 1000},
-    {"g", kKi * kKi * kKi},
-    {"gib", kKi * kKi * kKi},
+    {"g", kKi* kKi* kKi},
+    {"gib", kKi* kKi* kKi},
     {"gb", 1000 * 1000 * 1000},
-    {"t", kKi * kKi * kKi * kKi},
-    {"tib", kKi * kKi * kKi * kKi},
+    {"t", kKi* kKi* kKi* kKi},
+    {"tib", kKi* kKi* kKi* kKi},
     {"tb", std::uint64_t{1000} * 1000 * 1000 * 1000},
 }};
 
@@ -57,8 +57,8 @@ std::optional<ByteSize> parse_share(std::string_view number, const ByteGrammar& 
     return refuse(error, fmt::format("a percentage needs a total and this size has none; {}", kExpected));
   }
   double percent = 0;
-  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), percent,
-                                         std::chars_format::fixed);
+  const auto [end, ec] =
+      std::from_chars(number.data(), number.data() + number.size(), percent, std::chars_format::fixed);
   if (ec != std::errc{} || end != number.data() + number.size() || number.empty() || !is_digit(number.front())) {
     return refuse(error, fmt::format("expected a percentage of {} such as 60%", grammar.share_of));
   }
@@ -109,8 +109,8 @@ std::optional<ByteSize> parse_bytes(std::string_view text, const ByteGrammar& gr
     // A unit is a few letters: a long tail is quoted in part, so the rest of the line survives.
     constexpr std::size_t kQuotedUnitChars = 16;
     const std::string_view given(p, static_cast<std::size_t>(end - p));
-    const std::string quoted = given.size() <= kQuotedUnitChars ? std::string(given)
-                                                                 : std::string(given.substr(0, kQuotedUnitChars)) + "...";
+    const std::string quoted =
+        given.size() <= kQuotedUnitChars ? std::string(given) : std::string(given.substr(0, kQuotedUnitChars)) + "...";
     return refuse(error, fmt::format("unknown unit '{}'; {}", quoted, expected(grammar)));
   }
 

@@ -22,12 +22,17 @@ using detail::json_string;
 class ChromeJsonWriter final : public detail::WindowVisitor {
  public:
   ChromeJsonWriter(const ExportSource& source, EventWindow window, ByteSink& out)
-      : model_(source.model), iterations_(source.iterations), window_(window), clock_(source.model, window), out_(out) {}
+      : model_(source.model),
+        iterations_(source.iterations),
+        window_(window),
+        clock_(source.model, window),
+        out_(out) {}
 
   void begin(const std::string& name) {
-    write(fmt::format("{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"source\":{},\"first_event\":{},\"end_event\":{}}},"
-                      "\"traceEvents\":[\n",
-                      json_string(name), window_.first, window_.end));
+    write(
+        fmt::format("{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"source\":{},\"first_event\":{},\"end_event\":{}}},"
+                    "\"traceEvents\":[\n",
+                    json_string(name), window_.first, window_.end));
     record(fmt::format(R"({{"ph":"M","pid":1,"tid":0,"name":"process_name","args":{{"name":{}}}}})",
                        json_string("memtool: " + name)));
     record(R"({"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"iterations"}})");
@@ -53,9 +58,10 @@ class ChromeJsonWriter final : public detail::WindowVisitor {
     const BufferRecord& b = model_.buffer(id);
     if (before_window) ts_ = timestamp(clock_.at(window_.first));
     const int tid = thread_of(b.stream.value());
-    record(fmt::format(R"({{"ph":"b","cat":"buffers","id":"0x{:x}","pid":1,"tid":{},"ts":{},"name":{},"args":{{"buffer":{},"address":"0x{:x}","size":{},"memory":"{}","stream":"0x{:x}"{}}}}})",
-                       id.value(), tid, ts_, json_string(human_bytes(b.size)), id.value(), b.address, b.size,
-                       to_string(b.kind), b.stream.value(), before_window ? ",\"live_before_window\":true" : ""));
+    record(fmt::format(
+        R"({{"ph":"b","cat":"buffers","id":"0x{:x}","pid":1,"tid":{},"ts":{},"name":{},"args":{{"buffer":{},"address":"0x{:x}","size":{},"memory":"{}","stream":"0x{:x}"{}}}}})",
+        id.value(), tid, ts_, json_string(human_bytes(b.size)), id.value(), b.address, b.size, to_string(b.kind),
+        b.stream.value(), before_window ? ",\"live_before_window\":true" : ""));
     live_ += b.size;
     reserved_ += detail::driver_footprint(b.size);
     changed_ = changed_ || !before_window;
@@ -105,8 +111,9 @@ class ChromeJsonWriter final : public detail::WindowVisitor {
   }
 
   void counter() {
-    record(fmt::format(R"({{"ph":"C","pid":1,"tid":0,"ts":{},"name":"memory","args":{{"live bytes":{},"reserved bytes":{}}}}})",
-                       ts_, live_, reserved_));
+    record(fmt::format(
+        R"({{"ph":"C","pid":1,"tid":0,"ts":{},"name":"memory","args":{{"live bytes":{},"reserved bytes":{}}}}})", ts_,
+        live_, reserved_));
   }
 
   int thread_of(std::uint64_t stream) {
@@ -123,8 +130,9 @@ class ChromeJsonWriter final : public detail::WindowVisitor {
     const auto end = [&] { record(fmt::format(R"({{"ph":"E","pid":1,"tid":1,"ts":{}}})", ts_)); };
     cursor_.advance(index, end, [&](std::size_t k) {
       const IterationSummary& s = summaries_[k];
-      record(fmt::format(R"({{"ph":"B","pid":1,"tid":1,"ts":{},"name":"iteration {}{}","args":{{"allocs":{},"frees":{},"peak_live_bytes":{}}}}})",
-                         ts_, k, iterations_.spans[k].warm_up ? " (warm-up)" : "", s.allocs, s.frees, s.peak.bytes));
+      record(fmt::format(
+          R"({{"ph":"B","pid":1,"tid":1,"ts":{},"name":"iteration {}{}","args":{{"allocs":{},"frees":{},"peak_live_bytes":{}}}}})",
+          ts_, k, iterations_.spans[k].warm_up ? " (warm-up)" : "", s.allocs, s.frees, s.peak.bytes));
     });
   }
 

@@ -11,16 +11,21 @@ namespace memtool::trace {
 
 std::string_view to_string(ExportFormat format) {
   switch (format) {
-    case ExportFormat::memory_viz: return "memory-viz";
-    case ExportFormat::perfetto: return "perfetto";
-    case ExportFormat::chrome_json: return "chrome-json";
-    case ExportFormat::html: return "html";
+    case ExportFormat::memory_viz:
+      return "memory-viz";
+    case ExportFormat::perfetto:
+      return "perfetto";
+    case ExportFormat::chrome_json:
+      return "chrome-json";
+    case ExportFormat::html:
+      return "html";
   }
   return "unknown";
 }
 
 std::optional<ExportFormat> parse_export_format(std::string_view name) {
-  for (ExportFormat f : {ExportFormat::memory_viz, ExportFormat::perfetto, ExportFormat::chrome_json, ExportFormat::html}) {
+  for (ExportFormat f :
+       {ExportFormat::memory_viz, ExportFormat::perfetto, ExportFormat::chrome_json, ExportFormat::html}) {
     if (to_string(f) == name) return f;
   }
   return std::nullopt;
@@ -62,7 +67,8 @@ void FileSink::close() {
   flush();
   std::FILE* file = file_;
   file_ = nullptr;
-  if (std::fclose(file) != 0) throw std::runtime_error(fmt::format("error writing {}: {}", path_, std::strerror(errno)));
+  if (std::fclose(file) != 0)
+    throw std::runtime_error(fmt::format("error writing {}: {}", path_, std::strerror(errno)));
 }
 
 EventWindow export_window(const ExportSource& source, const ExportOptions& options) {
@@ -79,13 +85,16 @@ EventWindow export_window(const ExportSource& source, const ExportOptions& optio
   return {spans[first].first_event, spans[last].end_event};
 }
 
-ExportStats export_trace(ExportFormat format, const ExportSource& source, const ExportOptions& options,
-                         ByteSink& out) {
+ExportStats export_trace(ExportFormat format, const ExportSource& source, const ExportOptions& options, ByteSink& out) {
   switch (format) {
-    case ExportFormat::memory_viz: return export_memory_viz(source, options, out);
-    case ExportFormat::perfetto: return export_perfetto(source, options, out);
-    case ExportFormat::chrome_json: return export_chrome_json(source, options, out);
-    case ExportFormat::html: return export_html(source, options, out);
+    case ExportFormat::memory_viz:
+      return export_memory_viz(source, options, out);
+    case ExportFormat::perfetto:
+      return export_perfetto(source, options, out);
+    case ExportFormat::chrome_json:
+      return export_chrome_json(source, options, out);
+    case ExportFormat::html:
+      return export_html(source, options, out);
   }
   throw std::invalid_argument("unknown export format");
 }

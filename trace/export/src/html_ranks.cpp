@@ -55,15 +55,17 @@ ExportStats export_html_ranks(std::string_view title, std::string_view overview,
   out.write(html_escape(title));
   out.write("</h1>\n<h2>Ranks</h2>\n<pre id=\"rank-table\">");
   out.write(html_escape(overview));
-  out.write("</pre>\n<h2>Live bytes of each rank, steps aligned</h2>\n<p class=\"note\">Each chart starts at the first event "
-            "of the same iteration in every rank and spans the same number of events; red marks: iteration starts; the dot: "
-            "the rank's peak. Each chart has its own byte scale.</p>\n");
+  out.write(
+      "</pre>\n<h2>Live bytes of each rank, steps aligned</h2>\n<p class=\"note\">Each chart starts at the first event "
+      "of the same iteration in every rank and spans the same number of events; red marks: iteration starts; the dot: "
+      "the rank's peak. Each chart has its own byte scale.</p>\n");
   ExportStats stats;
   for (const RankHtmlInput& rank : ranks) {
     const TraceModel& model = rank.source.model;
     std::vector<std::uint64_t> curve = live_bytes_curve(model);
     const std::uint64_t first = aligned_first(rank);
-    curve.resize(std::max<std::uint64_t>(curve.size(), first + span), 0);  // a rank that stopped early: nothing live after
+    curve.resize(std::max<std::uint64_t>(curve.size(), first + span),
+                 0);  // a rank that stopped early: nothing live after
     detail::LiveChartInput chart;
     chart.curve = curve;
     chart.first = first;
@@ -77,9 +79,9 @@ ExportStats export_html_ranks(std::string_view title, std::string_view overview,
     const std::string aligned = rank.source.iterations.spans.empty()
                                     ? std::string("no iteration found: drawn from its first event")
                                     : fmt::format("iteration {} starts at event {}", rank.aligned_iteration, first);
-    out.write(fmt::format("<h2 id=\"rank-{}\">Rank {}: {}</h2>\n<p class=\"note\">peak {} at event {}; {}{}</p>\n", rank.rank,
-                          rank.rank, html_escape(rank.source.name), html_escape(human_bytes(peak.bytes)), peak.event, aligned,
-                          rank.note.empty() ? "" : "; " + html_escape(rank.note)));
+    out.write(fmt::format("<h2 id=\"rank-{}\">Rank {}: {}</h2>\n<p class=\"note\">peak {} at event {}; {}{}</p>\n",
+                          rank.rank, rank.rank, html_escape(rank.source.name), html_escape(human_bytes(peak.bytes)),
+                          peak.event, aligned, rank.note.empty() ? "" : "; " + html_escape(rank.note)));
     out.write(per_rank_ids(detail::live_chart_svg(chart), rank.rank));
     out.write("\n");
     stats.records += 1;

@@ -67,8 +67,13 @@ std::string allocation_site(detail::FrameTable& frames, StackId stack) {
 class HtmlReport {
  public:
   HtmlReport(const ExportSource& source, const ExportOptions& options, EventWindow window, ByteSink& out)
-      : source_(source), model_(source.model), iterations_(source.iterations), options_(options), window_(window),
-        out_(out), frames_(source.model, options.frames) {}
+      : source_(source),
+        model_(source.model),
+        iterations_(source.iterations),
+        options_(options),
+        window_(window),
+        out_(out),
+        frames_(source.model, options.frames) {}
 
   void write() {
     curve_ = live_bytes_curve(model_);
@@ -77,8 +82,10 @@ class HtmlReport {
       const IterationSpan& s = iterations_.spans[k];
       if (s.first_event >= window_.first && s.first_event < window_.end) in_window_.push_back(k);
     }
-    out_.write(fmt::format("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>memtool: {}</title><style>{}</style></head><body>\n",
-                           html_escape(source_.name), kStyle));
+    out_.write(
+        fmt::format("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>memtool: "
+                    "{}</title><style>{}</style></head><body>\n",
+                    html_escape(source_.name), kStyle));
     summary();
     progress(1);
     live_section();
@@ -101,9 +108,10 @@ class HtmlReport {
 
   void summary() {
     const auto& stats = model_.stats();
-    std::string text = fmt::format("<h1>memtool report: {}</h1>\n<p id=\"summary\">Events {} to {} of {}: {} allocations, {} frees, {} launches. ",
-                                   html_escape(source_.name), window_.first, window_.end, model_.event_count(),
-                                   stats.allocs, stats.frees, stats.launches);
+    std::string text = fmt::format(
+        "<h1>memtool report: {}</h1>\n<p id=\"summary\">Events {} to {} of {}: {} allocations, {} frees, {} launches. ",
+        html_escape(source_.name), window_.first, window_.end, model_.event_count(), stats.allocs, stats.frees,
+        stats.launches);
     if (iterations_.found()) {
       text += fmt::format("{} iterations ({}), {} events each. ", iterations_.spans.size(),
                           iterations_.source == IterationSource::marks ? "marked by the program" : "detected",
@@ -112,8 +120,9 @@ class HtmlReport {
       text += "No repeating iteration found. ";
     }
     const auto peak_iteration = iterations_.iteration_of(peak_.event);
-    text += fmt::format("Peak live bytes <b id=\"peak-bytes\">{}</b> ({} B) at event {}{}.</p>\n", html_escape(human_bytes(peak_.bytes)),
-                        peak_.bytes, peak_.event, peak_iteration ? fmt::format(", iteration {}", *peak_iteration) : "");
+    text += fmt::format("Peak live bytes <b id=\"peak-bytes\">{}</b> ({} B) at event {}{}.</p>\n",
+                        html_escape(human_bytes(peak_.bytes)), peak_.bytes, peak_.event,
+                        peak_iteration ? fmt::format(", iteration {}", *peak_iteration) : "");
     out_.write(text);
   }
 
@@ -125,8 +134,10 @@ class HtmlReport {
     for (std::size_t k : in_window_) chart.iteration_starts.push_back(iterations_.spans[k].first_event);
     chart.peak_event = peak_.event;
     chart.peak_bytes = peak_.bytes;
-    out_.write("<h2>Live bytes over time</h2>\n<p class=\"note\">Bytes the program asked for and has not freed, after each event; "
-               "red marks: iteration starts; the dot: the peak.</p>\n");
+    out_.write(
+        "<h2>Live bytes over time</h2>\n<p class=\"note\">Bytes the program asked for and has not freed, after each "
+        "event; "
+        "red marks: iteration starts; the dot: the peak.</p>\n");
     out_.write(detail::live_chart_svg(chart));
     out_.write("\n");
   }
@@ -138,37 +149,46 @@ class HtmlReport {
       return;
     }
     const auto summaries = summarize_iterations(model_, iterations_, curve_);
-    std::string t = "<table id=\"iteration-table\"><tr><th>iteration</th><th>first event</th><th>events</th><th>allocations</th>"
-                    "<th>frees</th><th>peak live</th><th>live at end</th><th class=\"l\">note</th></tr>\n";
+    std::string t =
+        "<table id=\"iteration-table\"><tr><th>iteration</th><th>first event</th><th>events</th><th>allocations</th>"
+        "<th>frees</th><th>peak live</th><th>live at end</th><th class=\"l\">note</th></tr>\n";
     constexpr std::size_t kMaxRows = 500;
     for (std::size_t i = 0; i < in_window_.size() && i < kMaxRows; ++i) {
       const IterationSummary& s = summaries[in_window_[i]];
       const IterationSpan& span = iterations_.spans[s.index];
       const char* note = span.warm_up ? "warm-up" : (span.complete ? "" : "incomplete");
-      t += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-bytes=\"{}\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>\n",
-                       s.index, s.first_event, span.length(), s.allocs, s.frees, s.peak.bytes, html_escape(human_bytes(s.peak.bytes)),
-                       html_escape(human_bytes(s.live_at_end)), note);
+      t += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-bytes=\"{}\">{}</td><td>{}</td><td "
+          "class=\"l\">{}</td></tr>\n",
+          s.index, s.first_event, span.length(), s.allocs, s.frees, s.peak.bytes,
+          html_escape(human_bytes(s.peak.bytes)), html_escape(human_bytes(s.live_at_end)), note);
       out_.write(t);
       t.clear();
     }
     t += "</table>\n";
-    if (in_window_.size() > kMaxRows) t += fmt::format("<p class=\"note\">{} more iterations not shown.</p>\n", in_window_.size() - kMaxRows);
+    if (in_window_.size() > kMaxRows)
+      t += fmt::format("<p class=\"note\">{} more iterations not shown.</p>\n", in_window_.size() - kMaxRows);
     out_.write(t);
   }
 
   void largest_buffers() {
     const auto ids = largest_live_at(model_, peak_.event, options_.rows);
-    std::string t = fmt::format("<h2>Largest buffers at the peak (event {})</h2>\n<table id=\"largest-table\"><tr><th>buffer</th><th>size</th>"
-                                "<th>allocated at</th><th>freed at</th><th>iteration</th><th class=\"l\">stream</th><th class=\"l\">allocated by</th></tr>\n",
-                                peak_.event);
+    std::string t = fmt::format(
+        "<h2>Largest buffers at the peak (event {})</h2>\n<table id=\"largest-table\"><tr><th>buffer</th><th>size</th>"
+        "<th>allocated at</th><th>freed at</th><th>iteration</th><th class=\"l\">stream</th><th class=\"l\">allocated "
+        "by</th></tr>\n",
+        peak_.event);
     for (BufferId id : ids) {
       const BufferRecord& b = model_.buffer(id);
       const auto iteration = iterations_.iteration_of(b.alloc_event);
       const std::string freed = b.freed() ? std::to_string(b.free_event) : "never";
-      const std::string it = is_persistent(b, iterations_) ? "persistent" : (iteration ? std::to_string(*iteration) : "-");
-      t += fmt::format("<tr><td>{}</td><td data-bytes=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">0x{:x}</td><td class=\"l\">{}</td></tr>\n",
-                       id.value(), b.size, html_escape(human_bytes(b.size)), b.alloc_event, freed, it, b.stream.value(),
-                       html_escape(allocation_site(frames_, b.stack)));
+      const std::string it =
+          is_persistent(b, iterations_) ? "persistent" : (iteration ? std::to_string(*iteration) : "-");
+      t += fmt::format(
+          "<tr><td>{}</td><td data-bytes=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">0x{:x}</td><td "
+          "class=\"l\">{}</td></tr>\n",
+          id.value(), b.size, html_escape(human_bytes(b.size)), b.alloc_event, freed, it, b.stream.value(),
+          html_escape(allocation_site(frames_, b.stack)));
     }
     t += "</table>\n";
     out_.write(t);
@@ -178,16 +198,21 @@ class HtmlReport {
     out_.write("<h2>Pool plan</h2>\n");
     const PoolPlanView* plan = options_.plan;
     if (plan == nullptr) {
-      out_.write("<p class=\"note\">No pool plan: the input has no iteration to plan, or planning was not asked for.</p>\n");
+      out_.write(
+          "<p class=\"note\">No pool plan: the input has no iteration to plan, or planning was not asked for.</p>\n");
       return;
     }
-    std::string p = fmt::format("<p id=\"plan-summary\">Iteration {} planned by <b>{}</b>: pool <b>{}</b> ({} B) for {} buffers; lower bound {} ({} B).",
-                                plan->iteration, html_escape(plan->algorithm), html_escape(human_bytes(plan->pool_bytes)), plan->pool_bytes,
-                                plan->problem.buffers.size(), html_escape(human_bytes(plan->lower_bound_bytes)), plan->lower_bound_bytes);
+    std::string p = fmt::format(
+        "<p id=\"plan-summary\">Iteration {} planned by <b>{}</b>: pool <b>{}</b> ({} B) for {} buffers; lower bound "
+        "{} ({} B).",
+        plan->iteration, html_escape(plan->algorithm), html_escape(human_bytes(plan->pool_bytes)), plan->pool_bytes,
+        plan->problem.buffers.size(), html_escape(human_bytes(plan->lower_bound_bytes)), plan->lower_bound_bytes);
     for (const auto& b : plan->baselines) {
-      p += fmt::format(" {} would reserve {} ({} B).", html_escape(b.name), html_escape(human_bytes(b.peak_reserved_bytes)), b.peak_reserved_bytes);
+      p += fmt::format(" {} would reserve {} ({} B).", html_escape(b.name),
+                       html_escape(human_bytes(b.peak_reserved_bytes)), b.peak_reserved_bytes);
     }
-    p += "</p>\n<p class=\"note\">Each rectangle is one buffer: left to right its lifetime in the iteration's events, bottom to top "
+    p += "</p>\n<p class=\"note\">Each rectangle is one buffer: left to right its lifetime in the iteration's events, "
+         "bottom to top "
          "its place in the pool. The bars on the right use the same byte scale.</p>\n";
     out_.write(p);
     out_.write(detail::plan_chart_svg(*plan));
@@ -200,10 +225,11 @@ class HtmlReport {
     std::uint64_t out = 0;
     std::uint64_t in = 0;
     for (const SwapTransfer& t : swaps->transfers) (t.to_host ? out : in) += t.bytes;
-    out_.write(fmt::format("<h2>Swap schedule</h2>\n<p id=\"swap-summary\">{}: budget {}, {} transfers, {} out, {} in "
-                           "(yellow: to the host, teal: back).</p>\n",
-                           html_escape(swaps->name), html_escape(human_bytes(swaps->budget_bytes)), swaps->transfers.size(),
-                           html_escape(human_bytes(out)), html_escape(human_bytes(in))));
+    out_.write(
+        fmt::format("<h2>Swap schedule</h2>\n<p id=\"swap-summary\">{}: budget {}, {} transfers, {} out, {} in "
+                    "(yellow: to the host, teal: back).</p>\n",
+                    html_escape(swaps->name), html_escape(human_bytes(swaps->budget_bytes)), swaps->transfers.size(),
+                    html_escape(human_bytes(out)), html_escape(human_bytes(in))));
     out_.write(detail::swap_chart_svg(*swaps, window_.first, window_.end));
     out_.write("\n");
   }

@@ -15,7 +15,9 @@ detail::VizBuffer viz_buffer(BufferId id, const BufferRecord& b) {
 class WindowAdapter final : public detail::WindowVisitor {
  public:
   WindowAdapter(const ExportSource& source, const ExportOptions& options, EventWindow window, ByteSink& out)
-      : model_(source.model), clock_(source.model, window), frames_(source.model, options.frames),
+      : model_(source.model),
+        clock_(source.model, window),
+        frames_(source.model, options.frames),
         document_(out, options.pickle_protocol, frames_) {}
 
   void before_event(std::uint64_t index) override { document_.set_time_ns(clock_.at(index)); }
@@ -48,7 +50,8 @@ ExportStats export_memory_viz(const ExportSource& source, const ExportOptions& o
 
 struct MemoryVizStream::State {
   State(ByteSink& sink, int protocol, const std::function<FrameResolver(const TraceModel&)>& make_resolver)
-      : out(sink), frames(definitions, make_resolver ? make_resolver(definitions) : FrameResolver{}),
+      : out(sink),
+        frames(definitions, make_resolver ? make_resolver(definitions) : FrameResolver{}),
         document(sink, protocol, frames) {}
   ByteSink& out;
   TraceModel definitions;  // strings, stacks, modules, metadata: never events
@@ -65,9 +68,13 @@ MemoryVizStream::MemoryVizStream(ByteSink& out, int pickle_protocol,
 
 MemoryVizStream::~MemoryVizStream() = default;
 
-void MemoryVizStream::on_metadata(std::string_view key, std::string_view value) { state_->definitions.on_metadata(key, value); }
+void MemoryVizStream::on_metadata(std::string_view key, std::string_view value) {
+  state_->definitions.on_metadata(key, value);
+}
 void MemoryVizStream::on_string(StringId id, std::string_view text) { state_->definitions.on_string(id, text); }
-void MemoryVizStream::on_stack(StackId id, std::span<const StackFrame> frames) { state_->definitions.on_stack(id, frames); }
+void MemoryVizStream::on_stack(StackId id, std::span<const StackFrame> frames) {
+  state_->definitions.on_stack(id, frames);
+}
 void MemoryVizStream::on_module(const ModuleMapping& module) { state_->definitions.on_module(module); }
 
 void MemoryVizStream::on_alloc(const AllocEvent& event) {

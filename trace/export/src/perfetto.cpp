@@ -39,40 +39,40 @@ using detail::ProtoMessage;
 
 // Field numbers (perfetto.protos.*).
 namespace f {
-constexpr std::uint32_t kTracePacket = 1;                 // Trace.packet
-constexpr std::uint32_t kTimestamp = 8;                   // TracePacket.timestamp
-constexpr std::uint32_t kSequenceId = 10;                 // TracePacket.trusted_packet_sequence_id
-constexpr std::uint32_t kTrackEvent = 11;                 // TracePacket.track_event
-constexpr std::uint32_t kInternedData = 12;               // TracePacket.interned_data
-constexpr std::uint32_t kSequenceFlags = 13;              // TracePacket.sequence_flags
-constexpr std::uint32_t kTrackDescriptor = 60;            // TracePacket.track_descriptor
-constexpr std::uint32_t kEventNames = 2;                  // InternedData.event_names
-constexpr std::uint32_t kIid = 1;                         // EventName.iid
-constexpr std::uint32_t kInternedName = 2;                // EventName.name
-constexpr std::uint32_t kEventType = 9;                   // TrackEvent.type
-constexpr std::uint32_t kEventTrack = 11;                 // TrackEvent.track_uuid
-constexpr std::uint32_t kEventNameIid = 10;               // TrackEvent.name_iid
-constexpr std::uint32_t kCounterValue = 30;               // TrackEvent.counter_value
-constexpr std::uint32_t kDebugAnnotations = 4;            // TrackEvent.debug_annotations
-constexpr std::uint32_t kAnnotationName = 10;             // DebugAnnotation.name
-constexpr std::uint32_t kAnnotationUint = 3;              // DebugAnnotation.uint_value
-constexpr std::uint32_t kAnnotationBool = 2;              // DebugAnnotation.bool_value
-constexpr std::uint32_t kAnnotationString = 6;            // DebugAnnotation.string_value
-constexpr std::uint32_t kAnnotationPointer = 7;           // DebugAnnotation.pointer_value
-constexpr std::uint32_t kTrackUuid = 1;                   // TrackDescriptor.uuid
-constexpr std::uint32_t kTrackName = 2;                   // TrackDescriptor.name
-constexpr std::uint32_t kTrackProcess = 3;                // TrackDescriptor.process
-constexpr std::uint32_t kTrackParent = 5;                 // TrackDescriptor.parent_uuid
-constexpr std::uint32_t kTrackCounter = 8;                // TrackDescriptor.counter
-constexpr std::uint32_t kProcessPid = 1;                  // ProcessDescriptor.pid
-constexpr std::uint32_t kProcessName = 6;                 // ProcessDescriptor.process_name
-constexpr std::uint32_t kCounterUnit = 3;                 // CounterDescriptor.unit
+constexpr std::uint32_t kTracePacket = 1;        // Trace.packet
+constexpr std::uint32_t kTimestamp = 8;          // TracePacket.timestamp
+constexpr std::uint32_t kSequenceId = 10;        // TracePacket.trusted_packet_sequence_id
+constexpr std::uint32_t kTrackEvent = 11;        // TracePacket.track_event
+constexpr std::uint32_t kInternedData = 12;      // TracePacket.interned_data
+constexpr std::uint32_t kSequenceFlags = 13;     // TracePacket.sequence_flags
+constexpr std::uint32_t kTrackDescriptor = 60;   // TracePacket.track_descriptor
+constexpr std::uint32_t kEventNames = 2;         // InternedData.event_names
+constexpr std::uint32_t kIid = 1;                // EventName.iid
+constexpr std::uint32_t kInternedName = 2;       // EventName.name
+constexpr std::uint32_t kEventType = 9;          // TrackEvent.type
+constexpr std::uint32_t kEventTrack = 11;        // TrackEvent.track_uuid
+constexpr std::uint32_t kEventNameIid = 10;      // TrackEvent.name_iid
+constexpr std::uint32_t kCounterValue = 30;      // TrackEvent.counter_value
+constexpr std::uint32_t kDebugAnnotations = 4;   // TrackEvent.debug_annotations
+constexpr std::uint32_t kAnnotationName = 10;    // DebugAnnotation.name
+constexpr std::uint32_t kAnnotationUint = 3;     // DebugAnnotation.uint_value
+constexpr std::uint32_t kAnnotationBool = 2;     // DebugAnnotation.bool_value
+constexpr std::uint32_t kAnnotationString = 6;   // DebugAnnotation.string_value
+constexpr std::uint32_t kAnnotationPointer = 7;  // DebugAnnotation.pointer_value
+constexpr std::uint32_t kTrackUuid = 1;          // TrackDescriptor.uuid
+constexpr std::uint32_t kTrackName = 2;          // TrackDescriptor.name
+constexpr std::uint32_t kTrackProcess = 3;       // TrackDescriptor.process
+constexpr std::uint32_t kTrackParent = 5;        // TrackDescriptor.parent_uuid
+constexpr std::uint32_t kTrackCounter = 8;       // TrackDescriptor.counter
+constexpr std::uint32_t kProcessPid = 1;         // ProcessDescriptor.pid
+constexpr std::uint32_t kProcessName = 6;        // ProcessDescriptor.process_name
+constexpr std::uint32_t kCounterUnit = 3;        // CounterDescriptor.unit
 }  // namespace f
 
 enum EventType : std::uint64_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
-constexpr std::uint64_t kUnitSizeBytes = 3;              // CounterDescriptor.UNIT_SIZE_BYTES
-constexpr std::uint64_t kIncrementalStateCleared = 1;    // TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
-constexpr std::uint64_t kNeedsIncrementalState = 2;      // TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+constexpr std::uint64_t kUnitSizeBytes = 3;            // CounterDescriptor.UNIT_SIZE_BYTES
+constexpr std::uint64_t kIncrementalStateCleared = 1;  // TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+constexpr std::uint64_t kNeedsIncrementalState = 2;    // TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 
 // One annotation of an event: a name and an unsigned, pointer, bool or text value.
 struct Annotation {
@@ -89,8 +89,13 @@ Annotation text_arg(std::string_view name, std::string v) { return {Annotation::
 class PerfettoWriter final : public detail::WindowVisitor {
  public:
   PerfettoWriter(const ExportSource& source, const ExportOptions& options, EventWindow window, ByteSink& out)
-      : model_(source.model), iterations_(source.iterations), options_(options), window_(window),
-        clock_(source.model, window), frames_(source.model, options.frames), out_(out) {
+      : model_(source.model),
+        iterations_(source.iterations),
+        options_(options),
+        window_(window),
+        clock_(source.model, window),
+        frames_(source.model, options.frames),
+        out_(out) {
     if (options.rank) {
       uuid_base_ = (static_cast<std::uint64_t>(options.rank->rank) + 1) << kRankUuidShift;
       sequence_id_ = options.rank->rank + 1;
@@ -107,9 +112,10 @@ class PerfettoWriter final : public detail::WindowVisitor {
       p.varint_field(f::kProcessPid, options_.rank->rank + 1);
       const auto& aligned = options_.rank->aligned_iteration;
       p.string_field(f::kProcessName,
-                     detail::utf8_clean(fmt::format("rank {}: {} (pid {}; {})", options_.rank->rank, name, process_id(),
-                                                    aligned ? fmt::format("iteration {} starts at the same time in every rank", *aligned)
-                                                            : std::string("no iteration found: not aligned"))));
+                     detail::utf8_clean(fmt::format(
+                         "rank {}: {} (pid {}; {})", options_.rank->rank, name, process_id(),
+                         aligned ? fmt::format("iteration {} starts at the same time in every rank", *aligned)
+                                 : std::string("no iteration found: not aligned"))));
     } else {
       p.varint_field(f::kProcessPid, process_id());
       p.string_field(f::kProcessName, detail::utf8_clean("memtool: " + name));
@@ -138,7 +144,8 @@ class PerfettoWriter final : public detail::WindowVisitor {
       event(kIterationTrack, kInstant, activity->name, std::move(args));
       return;
     }
-    if (model_.event(index).kind == EventKind::launch) args.push_back(uint_arg("buffers_touched", model_.touched(index).size()));
+    if (model_.event(index).kind == EventKind::launch)
+      args.push_back(uint_arg("buffers_touched", model_.touched(index).size()));
     instant(model_.event(index).stream, activity->name, std::move(args));
   }
 
@@ -153,8 +160,9 @@ class PerfettoWriter final : public detail::WindowVisitor {
       stream.lane_tracks.push_back(uuid);
     }
     lane_of_[id.value()] = {b.stream.value(), lane};
-    std::vector<Annotation> args{uint_arg("buffer", id.value()), pointer_arg("address", b.address), uint_arg("size", b.size),
-                                 text_arg("memory", std::string(to_string(b.kind))), uint_arg("alloc_event", b.alloc_event)};
+    std::vector<Annotation> args{uint_arg("buffer", id.value()), pointer_arg("address", b.address),
+                                 uint_arg("size", b.size), text_arg("memory", std::string(to_string(b.kind))),
+                                 uint_arg("alloc_event", b.alloc_event)};
     if (before_window) args.push_back(bool_arg("live_before_window", true));
     if (b.stack.valid()) args.push_back(text_arg("stack", stack_text(b.stack)));
     event(stream.lane_tracks[lane], kSliceBegin, human_bytes(b.size), std::move(args));
@@ -288,10 +296,18 @@ class PerfettoWriter final : public detail::WindowVisitor {
       const auto d = p.begin(f::kDebugAnnotations);
       p.string_field(f::kAnnotationName, a.name);
       switch (a.kind) {
-        case Annotation::Kind::uint: p.varint_field(f::kAnnotationUint, a.number); break;
-        case Annotation::Kind::pointer: p.varint_field(f::kAnnotationPointer, a.number); break;
-        case Annotation::Kind::boolean: p.bool_field(f::kAnnotationBool, a.number != 0); break;
-        case Annotation::Kind::text: p.string_field(f::kAnnotationString, detail::utf8_clean(a.text)); break;
+        case Annotation::Kind::uint:
+          p.varint_field(f::kAnnotationUint, a.number);
+          break;
+        case Annotation::Kind::pointer:
+          p.varint_field(f::kAnnotationPointer, a.number);
+          break;
+        case Annotation::Kind::boolean:
+          p.bool_field(f::kAnnotationBool, a.number != 0);
+          break;
+        case Annotation::Kind::text:
+          p.string_field(f::kAnnotationString, detail::utf8_clean(a.text));
+          break;
       }
       p.end(d);
     }
@@ -308,7 +324,8 @@ class PerfettoWriter final : public detail::WindowVisitor {
     auto [it, inserted] = streams_.try_emplace(handle);
     if (inserted) {
       it->second.group = next_uuid_++;
-      track(it->second.group, kProcessTrack, handle == 0 ? "stream 0 (legacy default)" : fmt::format("stream 0x{:x}", handle));
+      track(it->second.group, kProcessTrack,
+            handle == 0 ? "stream 0 (legacy default)" : fmt::format("stream 0x{:x}", handle));
     }
     return it->second;
   }
@@ -323,13 +340,16 @@ class PerfettoWriter final : public detail::WindowVisitor {
   }
 
   void iteration_boundaries(std::uint64_t index) {
-    cursor_.advance(index, [&] { event(kIterationTrack, kSliceEnd, {}, {}); }, [&](std::size_t k) {
-      const IterationSummary& s = summaries_[k];
-      const IterationSpan& span = iterations_.spans[k];
-      event(kIterationTrack, kSliceBegin, fmt::format("iteration {}{}", k, span.warm_up ? " (warm-up)" : ""),
-            {uint_arg("iteration", k), uint_arg("first_event", s.first_event), uint_arg("allocs", s.allocs),
-             uint_arg("frees", s.frees), uint_arg("peak_live_bytes", s.peak.bytes), bool_arg("complete", span.complete)});
-    });
+    cursor_.advance(
+        index, [&] { event(kIterationTrack, kSliceEnd, {}, {}); },
+        [&](std::size_t k) {
+          const IterationSummary& s = summaries_[k];
+          const IterationSpan& span = iterations_.spans[k];
+          event(kIterationTrack, kSliceBegin, fmt::format("iteration {}{}", k, span.warm_up ? " (warm-up)" : ""),
+                {uint_arg("iteration", k), uint_arg("first_event", s.first_event), uint_arg("allocs", s.allocs),
+                 uint_arg("frees", s.frees), uint_arg("peak_live_bytes", s.peak.bytes),
+                 bool_arg("complete", span.complete)});
+        });
   }
 
   std::string stack_text(StackId stack) {
@@ -351,7 +371,9 @@ class PerfettoWriter final : public detail::WindowVisitor {
     const IterationSpan& span = iterations_.spans[plan.iteration];
     const std::vector<std::uint64_t> times = clock_.range(span.first_event, span.end_event);
     if (times.empty()) return;
-    const auto time_of = [&](std::uint64_t relative) { return times[std::min<std::uint64_t>(relative, times.size() - 1)]; };
+    const auto time_of = [&](std::uint64_t relative) {
+      return times[std::min<std::uint64_t>(relative, times.size() - 1)];
+    };
     const std::uint64_t group = next_uuid_++;
     track(group, kProcessTrack,
           fmt::format("pool plan: iteration {} ({}): pool {}, lower bound {}", plan.iteration, plan.algorithm,
@@ -424,8 +446,11 @@ class PerfettoWriter final : public detail::WindowVisitor {
     for (const SwapTransfer& t : swaps.transfers) {
       if (t.begin_event < t.end_event && t.end_event <= model_.event_count()) order.push_back(&t);
     }
-    std::sort(order.begin(), order.end(), [](const SwapTransfer* a, const SwapTransfer* b) { return a->begin_event < b->begin_event; });
-    const auto time_of = [&](std::uint64_t e) { return model_.event(std::min<std::uint64_t>(e, model_.event_count() - 1)).time_ns; };
+    std::sort(order.begin(), order.end(),
+              [](const SwapTransfer* a, const SwapTransfer* b) { return a->begin_event < b->begin_event; });
+    const auto time_of = [&](std::uint64_t e) {
+      return model_.event(std::min<std::uint64_t>(e, model_.event_count() - 1)).time_ns;
+    };
     // Lanes by end time: a transfer takes the first lane whose last transfer has ended.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> lanes;  // (uuid, end event)
     for (const SwapTransfer* t : order) {
@@ -437,7 +462,8 @@ class PerfettoWriter final : public detail::WindowVisitor {
       }
       lanes[lane].second = t->end_event;
       now_ = time_of(t->begin_event);
-      event(lanes[lane].first, kSliceBegin, fmt::format("swap {} buffer {}", t->to_host ? "out" : "in", t->buffer.value()),
+      event(lanes[lane].first, kSliceBegin,
+            fmt::format("swap {} buffer {}", t->to_host ? "out" : "in", t->buffer.value()),
             {uint_arg("buffer", t->buffer.value()), uint_arg("bytes", t->bytes)});
       now_ = std::max(now_, time_of(t->end_event));
       event(lanes[lane].first, kSliceEnd, {}, {});
@@ -455,9 +481,9 @@ class PerfettoWriter final : public detail::WindowVisitor {
   std::string scratch_;
   std::uint64_t packets_ = 0;
   std::uint64_t next_uuid_ = 16;
-  std::uint64_t uuid_base_ = 0;     // a rank's track ids (ExportOptions::rank)
-  std::uint64_t sequence_id_ = 1;   // TracePacket.trusted_packet_sequence_id
-  std::uint64_t time_shift_ = 0;    // added to every timestamp
+  std::uint64_t uuid_base_ = 0;    // a rank's track ids (ExportOptions::rank)
+  std::uint64_t sequence_id_ = 1;  // TracePacket.trusted_packet_sequence_id
+  std::uint64_t time_shift_ = 0;   // added to every timestamp
   std::uint64_t now_ = 0;
   std::uint64_t live_ = 0;
   std::uint64_t reserved_ = 0;

@@ -14,7 +14,7 @@ namespace memtool::trace::detail {
 struct PlanRect {
   std::uint64_t begin = 0;  // event index relative to the iteration's first event
   std::uint64_t end = 0;
-  std::size_t buffer = 0;   // index into the problem's buffers
+  std::size_t buffer = 0;  // index into the problem's buffers
   std::uint64_t offset = 0;
   std::uint64_t footprint = 0;  // size rounded up to the alignment
 };

@@ -1,7 +1,6 @@
 // The window walk, the export clock, frames, sizes and lanes (see window_walk.hpp).
 #include "window_walk.hpp"
 
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -156,13 +155,18 @@ std::optional<Activity> activity_of(const TraceModel& model, std::uint64_t index
       const std::string_view name = model.string(StringId{e.detail});
       return Activity{name.empty() ? std::string("kernel") : std::string(name), std::nullopt, false};
     }
-    case EventKind::graph_launch: return Activity{"graph launch", std::nullopt, false};
+    case EventKind::graph_launch:
+      return Activity{"graph launch", std::nullopt, false};
     case EventKind::copy:
       return Activity{fmt::format("copy {}", to_string(static_cast<CopyKind>(e.detail))), e.bytes, false};
-    case EventKind::memset: return Activity{"memset", e.bytes, false};
-    case EventKind::sync: return Activity{fmt::format("sync ({})", to_string(static_cast<SyncKind>(e.detail))), std::nullopt, false};
-    case EventKind::iteration_mark: return Activity{"iteration mark", std::nullopt, true};
-    default: return std::nullopt;
+    case EventKind::memset:
+      return Activity{"memset", e.bytes, false};
+    case EventKind::sync:
+      return Activity{fmt::format("sync ({})", to_string(static_cast<SyncKind>(e.detail))), std::nullopt, false};
+    case EventKind::iteration_mark:
+      return Activity{"iteration mark", std::nullopt, true};
+    default:
+      return std::nullopt;
   }
 }
 

@@ -41,8 +41,8 @@ std::uint64_t walk_window(const TraceModel& model, EventWindow window, WindowVis
 // Walks `writer` (a WindowVisitor whose finish(buffers) returns the ExportStats) over the
 // window, and fills in the window and the bytes written.
 template <class Writer>
-ExportStats walk_and_finish(Writer& writer, const TraceModel& model, EventWindow window,
-                            const ExportOptions& options, const ByteSink& out) {
+ExportStats walk_and_finish(Writer& writer, const TraceModel& model, EventWindow window, const ExportOptions& options,
+                            const ByteSink& out) {
   const std::uint64_t buffers = walk_window(model, window, writer, options.progress);
   ExportStats stats = writer.finish(buffers);
   stats.first_event = window.first;
@@ -100,8 +100,7 @@ class FrameTable {
 class IterationCursor {
  public:
   IterationCursor(const Iterations& iterations, EventWindow window);
-  void advance(std::uint64_t index, const std::function<void()>& end,
-               const std::function<void(std::size_t)>& begin);
+  void advance(std::uint64_t index, const std::function<void()>& end, const std::function<void(std::size_t)>& begin);
   [[nodiscard]] bool open() const { return open_; }
 
  private:

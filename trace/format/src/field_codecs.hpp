@@ -188,7 +188,9 @@ template <class Enum, Enum Last>
 struct Codec<field::checked_enum<Enum, Last>> : FixedSize {
   static constexpr std::size_t max_bytes = 1;
   template <class E>
-  static void put(E& e, EncodeContext&, Enum v) { e.u8(static_cast<std::uint8_t>(v)); }
+  static void put(E& e, EncodeContext&, Enum v) {
+    e.u8(static_cast<std::uint8_t>(v));
+  }
   template <class C>
   static void get(C& c, DecodeContext&, const char* what, Enum& v) {
     const std::uint8_t* at = c.p;
@@ -211,7 +213,9 @@ template <>
 struct Codec<field::async_flag> : FixedSize {
   static constexpr std::size_t max_bytes = 1;
   template <class E>
-  static void put(E& e, EncodeContext&, bool async) { e.u8(async ? kAsyncFlag : 0); }
+  static void put(E& e, EncodeContext&, bool async) {
+    e.u8(async ? kAsyncFlag : 0);
+  }
   template <class C>
   static void get(C& c, DecodeContext&, const char* what, bool& async) {
     async = (read_flags(c, what, kAsyncFlag) & kAsyncFlag) != 0;
@@ -291,9 +295,8 @@ void get_header(C& c, DecodeContext& ctx, EventHeader& h) {
 template <class E, class Event>
 void encode_event(E& e, EncodeContext& ctx, const Event& event) {
   put_header(e, ctx, event.header);
-  EventTraits<Event>::for_each_field(event, [&](auto field, const char*, const auto&... member) {
-    Codec<decltype(field)>::put(e, ctx, member...);
-  });
+  EventTraits<Event>::for_each_field(
+      event, [&](auto field, const char*, const auto&... member) { Codec<decltype(field)>::put(e, ctx, member...); });
 }
 
 template <class C, class Event>
@@ -309,9 +312,8 @@ template <class Event>
 constexpr std::size_t fixed_bound() {
   std::size_t n = kHeaderBound;
   Event event{};
-  EventTraits<Event>::for_each_field(event, [&](auto field, const char*, const auto&...) {
-    n += Codec<decltype(field)>::max_bytes;
-  });
+  EventTraits<Event>::for_each_field(
+      event, [&](auto field, const char*, const auto&...) { n += Codec<decltype(field)>::max_bytes; });
   return n;
 }
 

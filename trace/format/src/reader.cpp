@@ -122,8 +122,7 @@ class TraceParser {
       const std::uint8_t* start = p;
       const std::uint64_t n = varint(what);
       if (n > left()) {
-        fail(start, fmt::format("{} of {} bytes runs past its record ({} bytes left)", what, n,
-                                left()));
+        fail(start, fmt::format("{} of {} bytes runs past its record ({} bytes left)", what, n, left()));
       }
       const std::string_view s(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n));
       p += n;
@@ -145,9 +144,7 @@ class TraceParser {
   [[noreturn]] void fail(std::uint64_t offset, const std::string& message) const {
     throw InputError(name_, offset, message);
   }
-  [[nodiscard]] std::uint64_t offset_of(const std::uint8_t* p) const {
-    return static_cast<std::uint64_t>(p - data_);
-  }
+  [[nodiscard]] std::uint64_t offset_of(const std::uint8_t* p) const { return static_cast<std::uint64_t>(p - data_); }
 
   // "MEMTOOL-TRACE <version>\n". False when the bytes end inside a valid-looking header.
   bool read_header() {
@@ -172,8 +169,8 @@ class TraceParser {
     }
     if (i == magic.size()) fail(i, "the trace header has no version number");
     if (version != wire::kVersion) {
-      fail(magic.size(), fmt::format("unsupported trace format version {} (this reader reads {})",
-                                     version, wire::kVersion));
+      fail(magic.size(),
+           fmt::format("unsupported trace format version {} (this reader reads {})", version, wire::kVersion));
     }
     pos_ = i + 1;
     return true;
@@ -196,8 +193,7 @@ class TraceParser {
       if ((b & 0x80) == 0) break;
     }
     if (length > wire::kMaxPayloadBytes) {
-      fail(start + 1, fmt::format("record length {} exceeds the limit of {} bytes", length,
-                                  wire::kMaxPayloadBytes));
+      fail(start + 1, fmt::format("record length {} exceeds the limit of {} bytes", length, wire::kMaxPayloadBytes));
     }
     if (length > size_ - p) return false;
     Cursor c{*this, data_ + p, data_ + p + length};
@@ -218,15 +214,28 @@ class TraceParser {
         visitor_.on_metadata(key, value);
         break;
       }
-      case Tag::string_def: decode_string(c); break;
-      case Tag::stack_def: decode_stack(c); break;
-      case Tag::module: decode_module(c); break;
+      case Tag::string_def:
+        decode_string(c);
+        break;
+      case Tag::stack_def:
+        decode_stack(c);
+        break;
+      case Tag::module:
+        decode_module(c);
+        break;
 #define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
-  case Tag::name: decode_event<Type>(c, &EventVisitor::on_##name); break;
+  case Tag::name:                                          \
+    decode_event<Type>(c, &EventVisitor::on_##name);       \
+    break;
 #include "memtool/trace/events.def"
-      case Tag::gpu_time: decode_gpu_time(c); break;
-      case Tag::end: decode_end(c); return;  // not counted as a record
-      default: break;  // a record type from a newer writer: skipped whole
+      case Tag::gpu_time:
+        decode_gpu_time(c);
+        break;
+      case Tag::end:
+        decode_end(c);
+        return;  // not counted as a record
+      default:
+        break;  // a record type from a newer writer: skipped whole
     }
     ++result_.records;
   }
@@ -296,8 +305,7 @@ class TraceParser {
 
   // An enum stored in one byte read at `at`: a value past `last` is corrupt or from a newer writer.
   template <class Kind>
-  static Kind checked_kind(Cursor& c, const std::uint8_t* at, std::uint8_t value, Kind last,
-                           const char* what) {
+  static Kind checked_kind(Cursor& c, const std::uint8_t* at, std::uint8_t value, Kind last, const char* what) {
     if (value > static_cast<std::uint8_t>(last)) {
       c.fail(at, fmt::format("unknown {} {}", what, value));
     }
@@ -308,12 +316,14 @@ class TraceParser {
     GpuTimeRecord r;
     const std::uint8_t* at = c.p;
     const std::uint8_t flags = c.u8("gpu time flags");
-    constexpr auto known = static_cast<std::uint8_t>(wire::kGpuKindMask | wire::kGpuCopyKindMask | wire::kGpuJoinedFlag);
+    constexpr auto known =
+        static_cast<std::uint8_t>(wire::kGpuKindMask | wire::kGpuCopyKindMask | wire::kGpuJoinedFlag);
     if ((flags & ~known) != 0) c.fail(at, fmt::format("unknown gpu time flag bits 0x{:02x}", flags));
     r.kind = checked_kind(c, at, static_cast<std::uint8_t>(flags & wire::kGpuKindMask), GpuWorkKind::memset,
                           "gpu work kind");
-    r.copy_kind = checked_kind(c, at, static_cast<std::uint8_t>((flags & wire::kGpuCopyKindMask) >> wire::kGpuCopyKindShift),
-                               CopyKind::h2h, "copy kind");
+    r.copy_kind =
+        checked_kind(c, at, static_cast<std::uint8_t>((flags & wire::kGpuCopyKindMask) >> wire::kGpuCopyKindShift),
+                     CopyKind::h2h, "copy kind");
     const std::uint64_t seq = c.varint("gpu time event seq");
     if ((flags & wire::kGpuJoinedFlag) != 0) {
       state_.gpu_seq = r.event_seq = wire::undelta(state_.gpu_seq, seq);
@@ -334,14 +344,14 @@ class TraceParser {
   // The writer's own counts: a mismatch means records were lost or forged.
   void decode_end(Cursor& c) {
     const std::uint8_t* at = c.p;
-    const std::array<std::uint64_t, 4> said{c.varint("record count"), c.varint("event count"),
-                                            c.varint("string count"), c.varint("stack count")};
+    const std::array<std::uint64_t, 4> said{c.varint("record count"), c.varint("event count"), c.varint("string count"),
+                                            c.varint("stack count")};
     const std::array<std::uint64_t, 4> seen{result_.records, result_.events, strings_, stacks_};
     static constexpr std::array<const char*, 4> kNames{"records", "events", "strings", "stacks"};
     for (std::size_t i = 0; i < said.size(); ++i) {
       if (said[i] != seen[i]) {
-        c.fail(at, fmt::format("the end-of-trace record counts {} {} but the file holds {}",
-                               said[i], kNames[i], seen[i]));
+        c.fail(at,
+               fmt::format("the end-of-trace record counts {} {} but the file holds {}", said[i], kNames[i], seen[i]));
       }
     }
     result_.clean_end = true;
@@ -385,13 +395,12 @@ bool is_trace_file(const std::string& path) {
   return is_trace_bytes(std::span<const std::byte>(head.data(), got));
 }
 
-TraceReadResult read_trace_bytes(std::span<const std::byte> bytes, std::string display_name,
-                                 EventVisitor& visitor, const TraceReadOptions& options) {
+TraceReadResult read_trace_bytes(std::span<const std::byte> bytes, std::string display_name, EventVisitor& visitor,
+                                 const TraceReadOptions& options) {
   return TraceParser(bytes, std::move(display_name), visitor, options).run();
 }
 
-TraceReadResult read_trace(const std::string& path, EventVisitor& visitor,
-                           const TraceReadOptions& options) {
+TraceReadResult read_trace(const std::string& path, EventVisitor& visitor, const TraceReadOptions& options) {
   // A stream that does not start like a trace is refused after its head, not read whole.
   const MappedFile file(path, [&path](std::string_view head) {
     const std::string_view magic = wire::kMagic;

@@ -62,9 +62,7 @@ bool same_frame(const StackFrame& a, const StackFrame& b) {
 
 struct TransparentStringHash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return std::hash<std::string_view>{}(s);
-  }
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
 }  // namespace
@@ -112,8 +110,7 @@ struct TraceWriter::Impl {
   std::uint32_t strings = 0;
   std::uint32_t stacks = 0;
 
-  std::unordered_map<std::string, std::uint32_t, TransparentStringHash, std::equal_to<>>
-      string_ids;
+  std::unordered_map<std::string, std::uint32_t, TransparentStringHash, std::equal_to<>> string_ids;
   // Stacks: hash → ids; the frames of stack i are stack_frames[stack_spans[i]].
   std::unordered_multimap<std::uint64_t, std::uint32_t> stack_ids;
   std::vector<StackFrame> stack_frames;
@@ -284,8 +281,7 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, std::str
   return open(path, Options{}, error);
 }
 
-std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Options& options,
-                                               std::string* error) {
+std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Options& options, std::string* error) {
   auto fail = [&](const char* what, int err) -> std::unique_ptr<TraceWriter> {
     if (error != nullptr) {
       try {
@@ -322,8 +318,7 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Op
     if (error != nullptr) {
       try {
         *error = path + ": not a regular file (a FIFO, device or directory): a trace must be a file";
-      } catch (...) {
-      }
+      } catch (...) {}
     }
     return nullptr;
   }
@@ -342,8 +337,7 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Op
   ::fcntl(impl->fd, F_SETFL, ::fcntl(impl->fd, F_GETFL) & ~O_NONBLOCK);
   // The header goes out at once: even a process that dies before the first flush leaves a
   // file that is recognisably a (truncated) trace.
-  if (!impl->write_out(reinterpret_cast<const std::byte*>(wire::kHeaderV1.data()),
-                       wire::kHeaderV1.size())) {
+  if (!impl->write_out(reinterpret_cast<const std::byte*>(wire::kHeaderV1.data()), wire::kHeaderV1.size())) {
     const int err = errno;
     ::close(impl->fd);
     return fail("cannot write the trace header", err);
@@ -386,8 +380,7 @@ StackId TraceWriter::intern_stack(std::span<const StackFrame> frames) {
   for (auto [it, last] = w.stack_ids.equal_range(hash); it != last; ++it) {
     const auto [offset, count] = w.stack_spans[it->second];
     if (count == frames.size() &&
-        std::equal(frames.begin(), frames.end(), w.stack_frames.begin() +
-                                                     static_cast<std::ptrdiff_t>(offset),
+        std::equal(frames.begin(), frames.end(), w.stack_frames.begin() + static_cast<std::ptrdiff_t>(offset),
                    same_frame)) {
       return StackId{it->second};
     }

@@ -21,10 +21,10 @@ class CountingVisitor final : public EventVisitor {
   void on_module(const ModuleMapping& module) override { inner_.on_module(module); }
 
   // Every kind of events.def; notes are not events.
-#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields)        \
-  void on_##name(const Type& event) override {                    \
-    if constexpr (EventTraits<Type>::is_event) ++events;          \
-    inner_.on_##name(event);                                      \
+#define MEMTOOL_EVENT(name, Type, kind, tag, role, fields) \
+  void on_##name(const Type& event) override {             \
+    if constexpr (EventTraits<Type>::is_event) ++events;   \
+    inner_.on_##name(event);                               \
   }
 #include "memtool/trace/events.def"
   void on_gpu_time(const GpuTimeRecord& record) override { inner_.on_gpu_time(record); }  // not an event
@@ -68,11 +68,16 @@ bool json_head(std::string_view head) {
 
 std::string_view to_string(InputKind kind) {
   switch (kind) {
-    case InputKind::unknown: return "unknown";
-    case InputKind::trace: return "memtool trace";
-    case InputKind::snapshot_pickle: return "PyTorch memory snapshot (pickle)";
-    case InputKind::snapshot_json: return "PyTorch memory snapshot (JSON)";
-    case InputKind::problem_csv: return "planner problem (CSV)";
+    case InputKind::unknown:
+      return "unknown";
+    case InputKind::trace:
+      return "memtool trace";
+    case InputKind::snapshot_pickle:
+      return "PyTorch memory snapshot (pickle)";
+    case InputKind::snapshot_json:
+      return "PyTorch memory snapshot (JSON)";
+    case InputKind::problem_csv:
+      return "planner problem (CSV)";
   }
   return "unknown";
 }

@@ -66,9 +66,7 @@ class TreeBuilder {
         negative ? ~static_cast<std::uint64_t>(value) + 1 : static_cast<std::uint64_t>(value);
     return add(document_.tree.add_integer(here(), negative, magnitude));
   }
-  bool number_unsigned(number_unsigned_t value) {
-    return add(document_.tree.add_integer(here(), false, value));
-  }
+  bool number_unsigned(number_unsigned_t value) { return add(document_.tree.add_integer(here(), false, value)); }
   bool number_float(number_float_t value, const string_t& /*text*/) {
     return add(document_.tree.add_float(here(), value));
   }
@@ -84,8 +82,7 @@ class TreeBuilder {
   bool start_array(std::size_t /*elements*/) { return open(ValueKind::list); }
   bool end_array() { return close(); }
 
-  bool parse_error(std::size_t position, const std::string& /*last_token*/,
-                   const nlohmann::detail::exception& error) {
+  bool parse_error(std::size_t position, const std::string& /*last_token*/, const nlohmann::detail::exception& error) {
     error_position_ = position;
     error_message_ = error.what();
     return false;

@@ -30,8 +30,7 @@ constexpr std::size_t kMaxOpaqueDescription = 120;
 
 class PickleMachine {
  public:
-  PickleMachine(std::string_view bytes, const std::string& name, DecodeBudget& budget,
-                const ProgressCallback& progress)
+  PickleMachine(std::string_view bytes, const std::string& name, DecodeBudget& budget, const ProgressCallback& progress)
       : in_(bytes), name_(name), progress_(progress), budget_(budget), document_{ValueTree(&budget)} {}
 
   PickleDocument run() {
@@ -68,9 +67,7 @@ class PickleMachine {
 
   ValueTree& tree() { return document_.tree; }
 
-  [[noreturn]] void fail(const std::string& message) const {
-    throw InputError(name_, op_offset_, message);
-  }
+  [[noreturn]] void fail(const std::string& message) const { throw InputError(name_, op_offset_, message); }
 
   // --- reading operands -------------------------------------------------------------------
 
@@ -196,9 +193,7 @@ class PickleMachine {
     push(tree().add_text(op_offset_, text));
   }
 
-  void push_bytes(std::uint64_t length, const char* what) {
-    push(tree().add_bytes(op_offset_, take(length, what)));
-  }
+  void push_bytes(std::uint64_t length, const char* what) { push(tree().add_bytes(op_offset_, take(length, what))); }
 
   // Little-endian two's complement of `bytes.size()` bytes (LONG1 / LONG4).
   void push_long(std::string_view bytes) {
@@ -265,18 +260,26 @@ class PickleMachine {
 
   void add_to_list(ValueRef target, std::span<const ValueRef> items, const char* what) {
     switch (tree().kind(target)) {
-      case ValueKind::list: tree().append(target, items); break;
-      case ValueKind::opaque: break;  // obj.append / obj.extend on an object we do not build
-      default: fail(fmt::format("{} on a {}", what, to_string(tree().kind(target))));
+      case ValueKind::list:
+        tree().append(target, items);
+        break;
+      case ValueKind::opaque:
+        break;  // obj.append / obj.extend on an object we do not build
+      default:
+        fail(fmt::format("{} on a {}", what, to_string(tree().kind(target))));
     }
   }
 
   void add_to_dict(ValueRef target, std::span<const ValueRef> pairs, const char* what) {
     if (pairs.size() % 2 != 0) fail(fmt::format("{}: odd number of items for key/value pairs", what));
     switch (tree().kind(target)) {
-      case ValueKind::dict: tree().append(target, pairs); break;
-      case ValueKind::opaque: break;  // obj[key] = value on an object we do not build
-      default: fail(fmt::format("{} on a {}", what, to_string(tree().kind(target))));
+      case ValueKind::dict:
+        tree().append(target, pairs);
+        break;
+      case ValueKind::opaque:
+        break;  // obj[key] = value on an object we do not build
+      default:
+        fail(fmt::format("{} on a {}", what, to_string(tree().kind(target))));
     }
   }
 
@@ -298,7 +301,9 @@ class PickleMachine {
         }
         break;
       }
-      case MARK: push_mark(); break;
+      case MARK:
+        push_mark();
+        break;
       case POP:
         if (stack_.size() > frame_base()) {
           stack_.pop_back();
@@ -306,14 +311,28 @@ class PickleMachine {
           drop(pop_mark("POP"));  // CPython: POP on an empty frame discards the mark
         }
         break;
-      case POP_MARK: drop(pop_mark("POP_MARK")); break;
-      case DUP: push(top("DUP")); break;
+      case POP_MARK:
+        drop(pop_mark("POP_MARK"));
+        break;
+      case DUP:
+        push(top("DUP"));
+        break;
 
-      case NONE: push(tree().add_none(op_offset_)); break;
-      case NEWTRUE: push(tree().add_bool(op_offset_, true)); break;
-      case NEWFALSE: push(tree().add_bool(op_offset_, false)); break;
-      case BININT1: push(tree().add_integer(op_offset_, false, read_le(1, "BININT1"))); break;
-      case BININT2: push(tree().add_integer(op_offset_, false, read_le(2, "BININT2"))); break;
+      case NONE:
+        push(tree().add_none(op_offset_));
+        break;
+      case NEWTRUE:
+        push(tree().add_bool(op_offset_, true));
+        break;
+      case NEWFALSE:
+        push(tree().add_bool(op_offset_, false));
+        break;
+      case BININT1:
+        push(tree().add_integer(op_offset_, false, read_le(1, "BININT1")));
+        break;
+      case BININT2:
+        push(tree().add_integer(op_offset_, false, read_le(2, "BININT2")));
+        break;
       case BININT: {
         const auto raw = static_cast<std::uint32_t>(read_le(4, "BININT"));
         const bool negative = (raw & 0x80000000U) != 0;
@@ -321,7 +340,9 @@ class PickleMachine {
         push(tree().add_integer(op_offset_, negative, magnitude));
         break;
       }
-      case LONG1: push_long(take(length_operand(1, "LONG1"), "LONG1")); break;
+      case LONG1:
+        push_long(take(length_operand(1, "LONG1"), "LONG1"));
+        break;
       case LONG4: {
         const auto length = static_cast<std::uint32_t>(read_le(4, "LONG4"));
         if ((length & 0x80000000U) != 0) fail("LONG4 with a negative length");
@@ -339,14 +360,30 @@ class PickleMachine {
         break;
       }
 
-      case SHORT_BINUNICODE: push_text(length_operand(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE"); break;
-      case BINUNICODE: push_text(length_operand(4, "BINUNICODE"), "BINUNICODE"); break;
-      case BINUNICODE8: push_text(length_operand(8, "BINUNICODE8"), "BINUNICODE8"); break;
-      case SHORT_BINBYTES: push_bytes(length_operand(1, "SHORT_BINBYTES"), "SHORT_BINBYTES"); break;
-      case BINBYTES: push_bytes(length_operand(4, "BINBYTES"), "BINBYTES"); break;
-      case BINBYTES8: push_bytes(length_operand(8, "BINBYTES8"), "BINBYTES8"); break;
-      case BYTEARRAY8: push_bytes(length_operand(8, "BYTEARRAY8"), "BYTEARRAY8"); break;
-      case SHORT_BINSTRING: push_bytes(length_operand(1, "SHORT_BINSTRING"), "SHORT_BINSTRING"); break;
+      case SHORT_BINUNICODE:
+        push_text(length_operand(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE");
+        break;
+      case BINUNICODE:
+        push_text(length_operand(4, "BINUNICODE"), "BINUNICODE");
+        break;
+      case BINUNICODE8:
+        push_text(length_operand(8, "BINUNICODE8"), "BINUNICODE8");
+        break;
+      case SHORT_BINBYTES:
+        push_bytes(length_operand(1, "SHORT_BINBYTES"), "SHORT_BINBYTES");
+        break;
+      case BINBYTES:
+        push_bytes(length_operand(4, "BINBYTES"), "BINBYTES");
+        break;
+      case BINBYTES8:
+        push_bytes(length_operand(8, "BINBYTES8"), "BINBYTES8");
+        break;
+      case BYTEARRAY8:
+        push_bytes(length_operand(8, "BYTEARRAY8"), "BYTEARRAY8");
+        break;
+      case SHORT_BINSTRING:
+        push_bytes(length_operand(1, "SHORT_BINSTRING"), "SHORT_BINSTRING");
+        break;
       case BINSTRING: {
         const auto length = static_cast<std::uint32_t>(read_le(4, "BINSTRING"));
         if ((length & 0x80000000U) != 0) fail("BINSTRING with a negative length");
@@ -357,14 +394,30 @@ class PickleMachine {
         break;
       }
 
-      case EMPTY_DICT: push(tree().add_container(op_offset_, ValueKind::dict)); break;
-      case EMPTY_LIST: push(tree().add_container(op_offset_, ValueKind::list)); break;
-      case EMPTY_TUPLE: push(tree().add_container(op_offset_, ValueKind::tuple)); break;
-      case EMPTY_SET: push(tree().add_container(op_offset_, ValueKind::set)); break;
-      case DICT: push_marked_container(ValueKind::dict, "DICT"); break;
-      case LIST: push_marked_container(ValueKind::list, "LIST"); break;
-      case TUPLE: push_marked_container(ValueKind::tuple, "TUPLE"); break;
-      case FROZENSET: push_marked_container(ValueKind::set, "FROZENSET"); break;
+      case EMPTY_DICT:
+        push(tree().add_container(op_offset_, ValueKind::dict));
+        break;
+      case EMPTY_LIST:
+        push(tree().add_container(op_offset_, ValueKind::list));
+        break;
+      case EMPTY_TUPLE:
+        push(tree().add_container(op_offset_, ValueKind::tuple));
+        break;
+      case EMPTY_SET:
+        push(tree().add_container(op_offset_, ValueKind::set));
+        break;
+      case DICT:
+        push_marked_container(ValueKind::dict, "DICT");
+        break;
+      case LIST:
+        push_marked_container(ValueKind::list, "LIST");
+        break;
+      case TUPLE:
+        push_marked_container(ValueKind::tuple, "TUPLE");
+        break;
+      case FROZENSET:
+        push_marked_container(ValueKind::set, "FROZENSET");
+        break;
       case TUPLE1:
       case TUPLE2:
       case TUPLE3: {
@@ -410,11 +463,21 @@ class PickleMachine {
         break;
       }
 
-      case BINPUT: put_memo(read_le(1, "BINPUT"), "BINPUT"); break;
-      case LONG_BINPUT: put_memo(read_le(4, "LONG_BINPUT"), "LONG_BINPUT"); break;
-      case MEMOIZE: put_memo(memo_size(), "MEMOIZE"); break;
-      case BINGET: get_memo(read_le(1, "BINGET"), "BINGET"); break;
-      case LONG_BINGET: get_memo(read_le(4, "LONG_BINGET"), "LONG_BINGET"); break;
+      case BINPUT:
+        put_memo(read_le(1, "BINPUT"), "BINPUT");
+        break;
+      case LONG_BINPUT:
+        put_memo(read_le(4, "LONG_BINPUT"), "LONG_BINPUT");
+        break;
+      case MEMOIZE:
+        put_memo(memo_size(), "MEMOIZE");
+        break;
+      case BINGET:
+        get_memo(read_le(1, "BINGET"), "BINGET");
+        break;
+      case LONG_BINGET:
+        get_memo(read_le(4, "LONG_BINGET"), "LONG_BINGET");
+        break;
 
       // Object construction: recorded as opaque placeholders, never performed.
       case GLOBAL: {
@@ -464,16 +527,23 @@ class PickleMachine {
         pop("BUILD");  // the state __setstate__ would receive
         top("BUILD");  // the object stays where it is
         break;
-      case EXT1: push(make_opaque(fmt::format("extension {}", read_le(1, "EXT1")))); break;
-      case EXT2: push(make_opaque(fmt::format("extension {}", read_le(2, "EXT2")))); break;
-      case EXT4: push(make_opaque(fmt::format("extension {}", read_le(4, "EXT4")))); break;
+      case EXT1:
+        push(make_opaque(fmt::format("extension {}", read_le(1, "EXT1"))));
+        break;
+      case EXT2:
+        push(make_opaque(fmt::format("extension {}", read_le(2, "EXT2"))));
+        break;
+      case EXT4:
+        push(make_opaque(fmt::format("extension {}", read_le(4, "EXT4"))));
+        break;
       case BINPERSID:
         pop("BINPERSID");
         push(make_opaque("persistent id"));
         break;
 
       case NEXT_BUFFER:
-      case READONLY_BUFFER: fail("out-of-band buffers (protocol 5) are not supported");
+      case READONLY_BUFFER:
+        fail("out-of-band buffers (protocol 5) are not supported");
       case FLOAT:
       case INT:
       case LONG:
@@ -485,13 +555,14 @@ class PickleMachine {
       case PERSID:
         fail(fmt::format("text opcode '{}' of pickle protocol 0 is not supported (expected protocol 2 to 4)",
                          static_cast<char>(op)));
-      default: fail(fmt::format("unknown pickle opcode 0x{:02x}", op));
+      default:
+        fail(fmt::format("unknown pickle opcode 0x{:02x}", op));
     }
   }
 
   static constexpr std::size_t kProgressStep = std::size_t{4} << 20;
   static constexpr ValueRef kNoValue = std::numeric_limits<ValueRef>::max();  // never a value's ref
-  static constexpr std::uint64_t kSparseMemoEntryBytes = 64;  // a hash-map node and its bucket
+  static constexpr std::uint64_t kSparseMemoEntryBytes = 64;                  // a hash-map node and its bucket
 
   std::string_view in_;
   const std::string& name_;

@@ -35,9 +35,7 @@ std::string quoted(std::string_view text) {
 
 class CsvProblemParser {
  public:
-  CsvProblemParser(std::string_view text, const std::string& name) : text_(text), name_(name) {
-    problem_.name = name;
-  }
+  CsvProblemParser(std::string_view text, const std::string& name) : text_(text), name_(name) { problem_.name = name; }
 
   Problem run() {
     if (text_.empty()) fail(0, fmt::format("empty file: expected the header '{}'", kHeader));
@@ -100,8 +98,8 @@ class CsvProblemParser {
       }
       const auto digit = static_cast<std::uint64_t>(c - '0');
       if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) {
-        fail(offset, fmt::format("line {}: '{}' value {} does not fit in 64 bits", line_, kColumns[column],
-                                 quoted(field)));
+        fail(offset,
+             fmt::format("line {}: '{}' value {} does not fit in 64 bits", line_, kColumns[column], quoted(field)));
       }
       value = value * 10 + digit;
     }
@@ -117,9 +115,8 @@ class CsvProblemParser {
       const std::size_t comma = row.find(',', begin);
       const std::size_t end = comma == std::string_view::npos ? row.size() : comma;
       if (column == columns_) {
-        fail(row_start + begin - 1,
-             fmt::format("line {}: more than {} fields (header '{}')", line_, columns_,
-                         columns_ == 4 ? kHeader : kHeaderWithAlignment));
+        fail(row_start + begin - 1, fmt::format("line {}: more than {} fields (header '{}')", line_, columns_,
+                                                columns_ == 4 ? kHeader : kHeaderWithAlignment));
       }
       offsets[column] = row_start + begin;
       values[column] = parse_number(row.substr(begin, end - begin), offsets[column], column);
@@ -132,8 +129,8 @@ class CsvProblemParser {
     }
     const auto [id, lower, upper, size, alignment] = values;
     if (lower >= upper) {
-      fail(offsets[1], fmt::format("line {}: lower {} must be less than upper {} (upper is exclusive)", line_, lower,
-                                   upper));
+      fail(offsets[1],
+           fmt::format("line {}: lower {} must be less than upper {} (upper is exclusive)", line_, lower, upper));
     }
     if (size == 0) fail(offsets[3], fmt::format("line {}: size must be positive", line_));
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
@@ -178,9 +175,7 @@ class CsvProblemParser {
 
 }  // namespace
 
-Problem parse_problem_csv(std::string_view text, const std::string& name) {
-  return CsvProblemParser(text, name).run();
-}
+Problem parse_problem_csv(std::string_view text, const std::string& name) { return CsvProblemParser(text, name).run(); }
 
 Problem read_problem_csv(const std::string& path) {
   const std::string text = detail::read_file_bytes(path);

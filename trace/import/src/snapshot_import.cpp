@@ -10,8 +10,8 @@
 
 namespace memtool::trace {
 
-SnapshotImportStats import_snapshot_pickle(std::string_view bytes, const std::string& name,
-                                           EventVisitor& visitor, const SnapshotImportOptions& options) {
+SnapshotImportStats import_snapshot_pickle(std::string_view bytes, const std::string& name, EventVisitor& visitor,
+                                           const SnapshotImportOptions& options) {
   detail::DecodeBudget memory(bytes.size());
   const detail::PickleDocument document = detail::read_pickle(bytes, name, memory, options.progress);
   SnapshotImportStats stats =
@@ -21,8 +21,8 @@ SnapshotImportStats import_snapshot_pickle(std::string_view bytes, const std::st
   return stats;
 }
 
-SnapshotImportStats import_snapshot_json(std::string_view text, const std::string& name,
-                                         EventVisitor& visitor, const SnapshotImportOptions& options) {
+SnapshotImportStats import_snapshot_json(std::string_view text, const std::string& name, EventVisitor& visitor,
+                                         const SnapshotImportOptions& options) {
   detail::DecodeBudget memory(text.size());
   const detail::JsonDocument document = detail::read_json(text, name, memory, options.progress);
   SnapshotImportStats stats =
@@ -52,18 +52,24 @@ SnapshotImportStats import_snapshot_file(const std::string& path, EventVisitor& 
 
 std::string_view to_string(SnapshotEncoding encoding) {
   switch (encoding) {
-    case SnapshotEncoding::pickle: return "pickle";
-    case SnapshotEncoding::json: return "json";
+    case SnapshotEncoding::pickle:
+      return "pickle";
+    case SnapshotEncoding::json:
+      return "json";
   }
   return "unknown";
 }
 
 std::string_view to_string(FreeSource source) {
   switch (source) {
-    case FreeSource::none: return "none";
-    case FreeSource::free_requested: return "free_requested";
-    case FreeSource::free_completed: return "free_completed";
-    case FreeSource::legacy_free: return "free";
+    case FreeSource::none:
+      return "none";
+    case FreeSource::free_requested:
+      return "free_requested";
+    case FreeSource::free_completed:
+      return "free_completed";
+    case FreeSource::legacy_free:
+      return "free";
   }
   return "unknown";
 }

@@ -146,9 +146,7 @@ class SnapshotWalker {
     return found;
   }
 
-  std::string where(std::size_t index) const {
-    return fmt::format("device_traces[{}][{}]", stats_.device, index);
-  }
+  std::string where(std::size_t index) const { return fmt::format("device_traces[{}][{}]", stats_.device, index); }
 
   std::uint64_t unsigned_field(ValueRef value, const std::string& context, std::string_view field) {
     if (auto number = tree_.as_unsigned(value)) return *number;
@@ -192,7 +190,8 @@ class SnapshotWalker {
     stats_.device_count = devices.size();
     for (std::size_t d = 0; d < devices.size(); ++d) {
       if (!is_sequence(devices[d])) {
-        fail(devices[d], fmt::format("device_traces[{}] is a {}, expected a list", d, to_string(tree_.kind(devices[d]))));
+        fail(devices[d],
+             fmt::format("device_traces[{}] is a {}, expected a list", d, to_string(tree_.kind(devices[d]))));
       }
     }
     if (options.device) {
@@ -242,8 +241,8 @@ class SnapshotWalker {
         entry.addr = required(addr, ref, context, "addr");
         entry.size = required(size, ref, context, "size");
         if (entry.size > kMaxAccountedBytes) {
-          fail(*size, fmt::format("{}: 'size' {} is over 2^62 bytes, more than memtool accounts for", context,
-                                  entry.size));
+          fail(*size,
+               fmt::format("{}: 'size' {} is over 2^62 bytes, more than memtool accounts for", context, entry.size));
         }
         entry.stack = intern_frames(frames, context);
         break;
@@ -265,7 +264,8 @@ class SnapshotWalker {
         break;
       case Action::oom:
       case Action::snapshot:
-      case Action::other: return entry;  // tolerated, not interpreted
+      case Action::other:
+        return entry;  // tolerated, not interpreted
     }
     entry.stream = optional_field(stream, context, "stream");
     const std::uint64_t micros = optional_field(time_us, context, "time_us");
@@ -290,8 +290,8 @@ class SnapshotWalker {
                            std::string_view field) {
     if (!value || tree_.kind(*value) == ValueKind::none) return StringId::kInvalid;
     if (tree_.kind(*value) != ValueKind::text) {
-      fail(*value, fmt::format("{}: frames[{}].{} is a {}, expected a str", context, k, field,
-                               to_string(tree_.kind(*value))));
+      fail(*value,
+           fmt::format("{}: frames[{}].{} is a {}, expected a str", context, k, field, to_string(tree_.kind(*value))));
     }
     return intern_string(*value).value();
   }
@@ -310,8 +310,8 @@ class SnapshotWalker {
     static constexpr std::array<std::string_view, 3> kKeys{"filename", "line", "name"};
     for (std::size_t k = 0; k < items.size(); ++k) {
       if (tree_.kind(items[k]) != ValueKind::dict) {
-        fail(items[k], fmt::format("{}: frames[{}] is a {}, expected a dict", context, k,
-                                   to_string(tree_.kind(items[k]))));
+        fail(items[k],
+             fmt::format("{}: frames[{}] is a {}, expected a dict", context, k, to_string(tree_.kind(items[k]))));
       }
       const auto [filename, line, function] = fields(items[k], kKeys);
       FrameKey frame{};
@@ -346,10 +346,17 @@ class SnapshotWalker {
   void choose_free_source() {
     for (const Entry& entry : entries_) {
       switch (entry.action) {
-        case Action::free_requested: ++stats_.free_requested; break;
-        case Action::free_completed: ++stats_.free_completed; break;
-        case Action::legacy_free: ++stats_.legacy_frees; break;
-        default: break;
+        case Action::free_requested:
+          ++stats_.free_requested;
+          break;
+        case Action::free_completed:
+          ++stats_.free_completed;
+          break;
+        case Action::legacy_free:
+          ++stats_.legacy_frees;
+          break;
+        default:
+          break;
       }
     }
     if (stats_.free_requested > 0) {
@@ -363,16 +370,18 @@ class SnapshotWalker {
 
   [[nodiscard]] Action free_action() const {
     switch (stats_.free_source) {
-      case FreeSource::free_completed: return Action::free_completed;
-      case FreeSource::legacy_free: return Action::legacy_free;
-      default: return Action::free_requested;
+      case FreeSource::free_completed:
+        return Action::free_completed;
+      case FreeSource::legacy_free:
+        return Action::legacy_free;
+      default:
+        return Action::free_requested;
     }
   }
 
   // At most one event per entry: its allocation, or its free when frees come from its action.
   [[nodiscard]] bool delivers_event(const Entry& entry) const {
-    return entry.action == Action::alloc ||
-           (stats_.free_source != FreeSource::none && entry.action == free_action());
+    return entry.action == Action::alloc || (stats_.free_source != FreeSource::none && entry.action == free_action());
   }
 
   // Sum of total_size over the dump-time segments of the imported device; nullopt when the
@@ -421,10 +430,17 @@ class SnapshotWalker {
           ++stats_.segment_unmaps;
           overflow = __builtin_sub_overflow(level, size, &level);
           break;
-        case Action::oom: ++stats_.ooms; continue;
-        case Action::snapshot: ++stats_.snapshot_markers; continue;
-        case Action::other: ++stats_.other_actions; continue;
-        default: continue;
+        case Action::oom:
+          ++stats_.ooms;
+          continue;
+        case Action::snapshot:
+          ++stats_.snapshot_markers;
+          continue;
+        case Action::other:
+          ++stats_.other_actions;
+          continue;
+        default:
+          continue;
       }
       if (overflow) {
         fail(entry.ref, fmt::format("{}: reserved bytes overflow 64 bits", where(i)));
@@ -453,8 +469,9 @@ class SnapshotWalker {
     }
     stats_.reserved_bytes_start = start;
     stats_.reserved_bytes_peak = saturating_add(start, static_cast<std::uint64_t>(highest));
-    stats_.reserved_bytes_end = level >= 0 ? saturating_add(start, static_cast<std::uint64_t>(level))
-                                           : start - (static_cast<std::uint64_t>(0) - static_cast<std::uint64_t>(level));
+    stats_.reserved_bytes_end = level >= 0
+                                    ? saturating_add(start, static_cast<std::uint64_t>(level))
+                                    : start - (static_cast<std::uint64_t>(0) - static_cast<std::uint64_t>(level));
   }
 
   static std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
@@ -503,8 +520,8 @@ class SnapshotWalker {
       live_bytes = saturating_add(live_bytes, entry.size);
       if (live_bytes > stats_.peak_allocated_bytes) stats_.peak_allocated_bytes = live_bytes;
       ++stats_.allocs;
-      visitor.on_alloc(AllocEvent{header, entry.addr, entry.size, MemoryKind::device, StreamHandle{entry.stream},
-                                  entry.stack});
+      visitor.on_alloc(
+          AllocEvent{header, entry.addr, entry.size, MemoryKind::device, StreamHandle{entry.stream}, entry.stack});
     } else if (delivers_event(entry)) {
       auto it = live.find(entry.addr);
       if (it == live.end()) {

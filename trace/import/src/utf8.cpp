@@ -17,7 +17,7 @@ bool is_valid_utf8(std::string_view text) {
       continue;
     }
     std::size_t length = 0;
-    std::uint8_t low = 0x80;   // allowed range of the second byte
+    std::uint8_t low = 0x80;  // allowed range of the second byte
     std::uint8_t high = 0xBF;
     if (lead >= 0xC2 && lead <= 0xDF) {
       length = 2;

@@ -18,18 +18,30 @@ std::uint64_t run_count(std::uint64_t payload) { return payload & kMaxIndex; }
 
 std::string_view to_string(ValueKind kind) {
   switch (kind) {
-    case ValueKind::none: return "None";
-    case ValueKind::boolean: return "bool";
-    case ValueKind::integer: return "int";
-    case ValueKind::big_integer: return "int (too large)";
-    case ValueKind::floating: return "float";
-    case ValueKind::text: return "str";
-    case ValueKind::bytes: return "bytes";
-    case ValueKind::list: return "list";
-    case ValueKind::tuple: return "tuple";
-    case ValueKind::dict: return "dict";
-    case ValueKind::set: return "set";
-    case ValueKind::opaque: return "object";
+    case ValueKind::none:
+      return "None";
+    case ValueKind::boolean:
+      return "bool";
+    case ValueKind::integer:
+      return "int";
+    case ValueKind::big_integer:
+      return "int (too large)";
+    case ValueKind::floating:
+      return "float";
+    case ValueKind::text:
+      return "str";
+    case ValueKind::bytes:
+      return "bytes";
+    case ValueKind::list:
+      return "list";
+    case ValueKind::tuple:
+      return "tuple";
+    case ValueKind::dict:
+      return "dict";
+    case ValueKind::set:
+      return "set";
+    case ValueKind::opaque:
+      return "object";
   }
   return "unknown";
 }
@@ -93,8 +105,10 @@ bool ValueTree::is_container(ValueRef ref) const {
     case ValueKind::list:
     case ValueKind::tuple:
     case ValueKind::dict:
-    case ValueKind::set: return true;
-    default: return false;
+    case ValueKind::set:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -201,7 +215,8 @@ std::string_view ValueTree::text(ValueRef ref) const {
     case ValueKind::bytes:
     case ValueKind::opaque:
       return std::string_view(text_pool_).substr(run_start(value.payload()), run_count(value.payload()));
-    default: return {};
+    default:
+      return {};
   }
 }
 

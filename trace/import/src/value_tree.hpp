@@ -33,7 +33,7 @@ enum class ValueKind : std::uint8_t {
   integer,      // fits in sign + 64-bit magnitude
   big_integer,  // a pickle LONG too wide for us: kept as a placeholder, unusable as a field
   floating,
-  text,         // unicode string (valid UTF-8)
+  text,  // unicode string (valid UTF-8)
   bytes,
   list,
   tuple,
@@ -97,9 +97,7 @@ class ValueTree {
     [[nodiscard]] ValueKind kind() const { return static_cast<ValueKind>((head_ >> 48) & 0xFFU); }
     [[nodiscard]] std::uint64_t offset() const { return head_ & kOffsetMask; }
     [[nodiscard]] bool has(std::uint64_t flag) const { return ((head_ >> 56) & flag) != 0; }
-    void set(std::uint64_t flag, bool on) {
-      head_ = on ? head_ | (flag << 56) : head_ & ~(flag << 56);
-    }
+    void set(std::uint64_t flag, bool on) { head_ = on ? head_ | (flag << 56) : head_ & ~(flag << 56); }
     [[nodiscard]] std::uint64_t payload() const { return payload_; }
     void set_payload(std::uint64_t payload) { payload_ = payload; }
 

@@ -26,9 +26,7 @@ inline std::atomic<bool> g_pushed_since_flush{false};
 }  // namespace detail
 
 // True while a tracer is running and wants ids pushed.
-[[nodiscard]] inline bool correlating() noexcept {
-  return detail::g_correlating.load(std::memory_order_relaxed);
-}
+[[nodiscard]] inline bool correlating() noexcept { return detail::g_correlating.load(std::memory_order_relaxed); }
 
 // CUPTI's external correlation stack of the calling thread (kind CUSTOM2: kineto uses CUSTOM0
 // and CUSTOM1). Call only while correlating(); a push is always matched by a pop.

@@ -29,7 +29,7 @@ struct GpuSpan {
 };
 
 struct GpuTimeTotals {
-  std::uint64_t records = 0;  // joined records added so far (grows: a cheap "anything new?")
+  std::uint64_t records = 0;    // joined records added so far (grows: a cheap "anything new?")
   std::uint64_t kernel_ns = 0;  // summed durations per kind (not a union: streams overlap)
   std::uint64_t copy_ns = 0;
   std::uint64_t memset_ns = 0;

@@ -64,13 +64,13 @@ struct TracerSettings {
 };
 
 struct TracerStats {
-  std::uint64_t kernels = 0;   // GPU records delivered, by kind
+  std::uint64_t kernels = 0;  // GPU records delivered, by kind
   std::uint64_t copies = 0;
   std::uint64_t memsets = 0;
-  std::uint64_t joined = 0;    // of those, joined to an event
-  std::uint64_t untimed = 0;   // records without timestamps (left out)
-  std::uint64_t dropped = 0;   // records CUPTI dropped (no buffer)
-  std::uint64_t buffers = 0;   // buffers CUPTI handed back
+  std::uint64_t joined = 0;           // of those, joined to an event
+  std::uint64_t untimed = 0;          // records without timestamps (left out)
+  std::uint64_t dropped = 0;          // records CUPTI dropped (no buffer)
+  std::uint64_t buffers = 0;          // buffers CUPTI handed back
   std::uint64_t refused_buffers = 0;  // requests refused at the cap
   std::uint64_t flushes = 0;
 };

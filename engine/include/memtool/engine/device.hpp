@@ -53,12 +53,12 @@ class Device {
   }
 
   // --- events: order work across streams without synchronising the host ---
-  virtual Status create_event(EventId* out) = 0;                          // cuEventCreate(DISABLE_TIMING)
-  virtual Status record_event(EventId event, StreamId stream) = 0;        // cuEventRecord
-  virtual Status stream_wait_event(StreamId stream, EventId event) = 0;   // cuStreamWaitEvent
-  virtual bool event_completed(EventId event) = 0;                        // cuEventQuery == SUCCESS
-  virtual void destroy_event(EventId event) = 0;                          // cuEventDestroy
-  virtual Status synchronize_event(EventId event) {                       // cuEventSynchronize
+  virtual Status create_event(EventId* out) = 0;                         // cuEventCreate(DISABLE_TIMING)
+  virtual Status record_event(EventId event, StreamId stream) = 0;       // cuEventRecord
+  virtual Status stream_wait_event(StreamId stream, EventId event) = 0;  // cuStreamWaitEvent
+  virtual bool event_completed(EventId event) = 0;                       // cuEventQuery == SUCCESS
+  virtual void destroy_event(EventId event) = 0;                         // cuEventDestroy
+  virtual Status synchronize_event(EventId event) {                      // cuEventSynchronize
     (void)event;
     return kNotSupported;
   }

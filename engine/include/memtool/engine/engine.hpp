@@ -48,7 +48,9 @@ class Engine {
   [[nodiscard]] Summary summary();
   [[nodiscard]] std::string state() { return summary().state; }
   [[nodiscard]] MemoryUse memory_use() { return runtime_->stack().memory_use(); }
-  [[nodiscard]] std::uint64_t program_free(std::uint64_t driver_free) const { return runtime_->program_free(driver_free); }
+  [[nodiscard]] std::uint64_t program_free(std::uint64_t driver_free) const {
+    return runtime_->program_free(driver_free);
+  }
   void shutdown(bool release_memory = true) { runtime_->shutdown(release_memory); }
 
   [[nodiscard]] Observer& observer() { return *observer_; }

@@ -32,10 +32,10 @@ namespace memtool::engine {
 
 struct ObserverOptions {
   StepFinderOptions steps;
-  bool keep_windows = false;   // a strategy plans: remember allocations for windows
-  bool keep_accesses = false;  // ... and the accesses to them (swapping)
-  std::uint64_t alignment = 512;  // of the planner problems in windows
-  std::uint32_t max_owners = 8;   // runtimes (CUDA contexts) that can ask for windows
+  bool keep_windows = false;           // a strategy plans: remember allocations for windows
+  bool keep_accesses = false;          // ... and the accesses to them (swapping)
+  std::uint64_t alignment = 512;       // of the planner problems in windows
+  std::uint32_t max_owners = 8;        // runtimes (CUDA contexts) that can ask for windows
   bool synchronous_detection = false;  // find the step on the calling thread (deterministic)
 };
 
@@ -119,7 +119,7 @@ class Observer final : public PeriodFeedback {
   std::uint64_t step_generation_ = 0;
   std::optional<Step> step_;
   std::uint64_t next_boundary_ = ~std::uint64_t{0};
-  std::vector<std::uint64_t> mark_ticks_;  // the last few explicit marks
+  std::vector<std::uint64_t> mark_ticks_;       // the last few explicit marks
   std::unique_ptr<std::atomic<bool>[]> wants_;  // by owner
   BoundaryFeed feed_;
 };

@@ -52,7 +52,7 @@ class RegionTable {
   void collect(std::uint64_t begin, std::uint64_t end, std::vector<LiveBuffer>& out) const;
 
  private:
-  struct Slot {  // a region's buffers sit in its slot: one cache line fewer per lookup
+  struct Slot {             // a region's buffers sit in its slot: one cache line fewer per lookup
     std::uint64_t key = 0;  // region + 1; 0: empty
     std::vector<IndexEntry> entries;
   };

@@ -61,8 +61,8 @@ struct WorkItem {
 // An iteration boundary: the first event of an iteration is the next one.
 struct Boundary {
   std::uint64_t tick = 0;
-  std::uint64_t period = 0;        // ticks per iteration
-  bool from_marks = false;         // memtool_iteration_mark() / MEMTOOL_ITERATION_KERNEL
+  std::uint64_t period = 0;                       // ticks per iteration
+  bool from_marks = false;                        // memtool_iteration_mark() / MEMTOOL_ITERATION_KERNEL
   std::shared_ptr<const IterationWindow> window;  // the last complete iteration, if asked for
 };
 
@@ -148,19 +148,25 @@ class Resource {
 class Adaptor : public Resource {
  public:
   explicit Adaptor(std::unique_ptr<Resource> upstream) : upstream_(std::move(upstream)) {}
-  Status allocate(const AllocationRequest& request, DevicePtr* out) override { return upstream_->allocate(request, out); }
+  Status allocate(const AllocationRequest& request, DevicePtr* out) override {
+    return upstream_->allocate(request, out);
+  }
   Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
     return upstream_->deallocate(ptr, kind, stream);
   }
   void before_access(DevicePtr base, StreamId stream) override { upstream_->before_access(base, stream); }
-  void before_work(std::span<const DevicePtr> bases, StreamId stream) override { upstream_->before_work(bases, stream); }
+  void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
+    upstream_->before_work(bases, stream);
+  }
   void before_item(const WorkItem& item) override { upstream_->before_item(item); }
   void on_boundary(const Boundary& boundary) override { upstream_->on_boundary(boundary); }
   [[nodiscard]] bool wants_windows() const override { return upstream_->wants_windows(); }
   [[nodiscard]] bool wants_accesses() const override { return upstream_->wants_accesses(); }
   [[nodiscard]] MemoryUse memory_use() const override { return upstream_->memory_use(); }
   void summarize(Summary& summary) const override { upstream_->summarize(summary); }
-  [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const override { return upstream_->extent_of(ptr); }
+  [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
+    return upstream_->extent_of(ptr);
+  }
   ExportPin pin_for_export(DevicePtr ptr) override { return upstream_->pin_for_export(ptr); }
   std::uint64_t reclaim() override { return upstream_->reclaim(); }
   void set_graph_memory(std::uint64_t bytes) override { upstream_->set_graph_memory(bytes); }

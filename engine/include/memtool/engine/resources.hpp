@@ -39,16 +39,16 @@ std::unique_ptr<Resource> make_device_resource(Device& device, bool count_bytes 
 using PlanFunction = std::function<planner::Placement(const trace::Problem&)>;
 
 struct PoolOptions {
-  std::string algorithm = "best";  // planner registry name
-  double plan_time_limit_seconds = 4.0;  // the planner stops earlier when it reaches the lower bound
-  bool synchronous_planning = false;  // plan on the calling thread (deterministic tests)
-  bool validate_plan = true;          // reject a plan planner::validate finds invalid
-  PlanFunction plan_override;         // used instead of `algorithm` when set
-  double drift_miss_fraction = 0.05;    // misses in one iteration above this fraction: drop
-  std::uint64_t drift_min_misses = 2;   // ... and at least this many (one stray call is noise)
+  std::string algorithm = "best";               // planner registry name
+  double plan_time_limit_seconds = 4.0;         // the planner stops earlier when it reaches the lower bound
+  bool synchronous_planning = false;            // plan on the calling thread (deterministic tests)
+  bool validate_plan = true;                    // reject a plan planner::validate finds invalid
+  PlanFunction plan_override;                   // used instead of `algorithm` when set
+  double drift_miss_fraction = 0.05;            // misses in one iteration above this fraction: drop
+  std::uint64_t drift_min_misses = 2;           // ... and at least this many (one stray call is noise)
   std::uint64_t drift_consecutive_misses = 16;  // or this many misses in a row: drop
-  std::uint64_t lookahead = 4;  // entries skipped to re-synchronise after a dropped allocation
-  std::uint32_t max_pool_alloc_failures = 3;  // then the pool disables itself (fail open)
+  std::uint64_t lookahead = 4;                  // entries skipped to re-synchronise after a dropped allocation
+  std::uint32_t max_pool_alloc_failures = 3;    // then the pool disables itself (fail open)
 };
 
 // The planner's function-local statics (its registry, heuristic tables) are built by their first
@@ -58,8 +58,8 @@ struct PoolOptions {
 void prepare_planner(const PoolOptions& options);
 
 // `feedback` (may be null) hears when a plan's period was wrong or the program changed.
-std::unique_ptr<Resource> make_planned_pool(Device& device, std::unique_ptr<Resource> upstream,
-                                            PoolOptions options, PeriodFeedback* feedback);
+std::unique_ptr<Resource> make_planned_pool(Device& device, std::unique_ptr<Resource> upstream, PoolOptions options,
+                                            PeriodFeedback* feedback);
 
 // MEMTOOL_STRATEGY=swap.
 enum class SwapMechanism : std::uint8_t {

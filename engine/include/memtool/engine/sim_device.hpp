@@ -24,7 +24,7 @@ class SimDevice final : public Device {
   struct Options {
     std::uint64_t capacity = std::uint64_t{1} << 32;
     std::uint64_t max_single_allocation = ~std::uint64_t{0};  // bigger requests: OOM
-    bool driver_granularity = false;  // count driver_footprint(size), not size
+    bool driver_granularity = false;                          // count driver_footprint(size), not size
   };
   // What the driver holds for an allocation of `size` bytes, as we model it: a request of more
   // than 1 MiB takes whole 2 MiB pages; a smaller one is packed into shared pages at 512 B.
@@ -32,8 +32,7 @@ class SimDevice final : public Device {
   SimDevice() : SimDevice(Options{}) {}
   explicit SimDevice(Options options) : options_(options) {}
 
-  Status allocate(std::uint64_t size, MemoryKind kind, StreamId stream,
-                        DevicePtr* out) override;
+  Status allocate(std::uint64_t size, MemoryKind kind, StreamId stream, DevicePtr* out) override;
   Status free(DevicePtr ptr, MemoryKind kind, StreamId stream) override;
   Status create_event(EventId* out) override;
   Status record_event(EventId event, StreamId stream) override;

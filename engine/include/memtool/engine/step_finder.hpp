@@ -60,9 +60,9 @@ struct StepFinderOptions {
   std::uint32_t confirm_periods = 2;      // whole periods that must repeat (2 or more)
   std::uint64_t coverage_horizon = 4096;  // most tokens of the recent past a step must cover
   double min_coverage = 0.8;
-  double min_balanced = 0.9;  // share of the last period's points with the same live bytes a period earlier
+  double min_balanced = 0.9;        // share of the last period's points with the same live bytes a period earlier
   std::uint32_t peak_periods = 32;  // 4.: most periods looked back (0: off)
-  double peak_margin = 0.1;        // 4.: "much more": above the period's peak by more than this share
+  double peak_margin = 0.1;         // 4.: "much more": above the period's peak by more than this share
 };
 
 struct Step {
@@ -106,7 +106,7 @@ class StepFinder {
   trace::IterationDetector detector_;
   std::uint64_t ticks_ = 0;
   std::uint64_t since_ = 0;  // tick of the last restart()
-  std::uint64_t mask_ = 0;  // ring size - 1
+  std::uint64_t mask_ = 0;   // ring size - 1
   std::vector<std::uint64_t> tokens_;
   std::vector<std::uint64_t> lives_;  // live bytes, top bit: allocation
   std::uint64_t last_proposal_ = 0;

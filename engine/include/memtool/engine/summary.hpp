@@ -10,21 +10,21 @@ namespace memtool::engine {
 
 struct Summary {
   std::string strategy = "record";
-  std::string state;                      // the strategy's state at the time (observe, plan, apply, ...)
+  std::string state;  // the strategy's state at the time (observe, plan, apply, ...)
   // The iteration the observer found (0 while none).
-  std::uint64_t period_allocations = 0;   // allocations per planned iteration
-  std::uint64_t period_events = 0;        // signature events (allocations, frees, launches, copies, memsets)
-  std::uint64_t period_peak_bytes = 0;    // most bytes live inside one planned iteration
-  std::uint64_t periods_rejected = 0;     // candidate periods a plan proved wrong (then grown)
+  std::uint64_t period_allocations = 0;  // allocations per planned iteration
+  std::uint64_t period_events = 0;       // signature events (allocations, frees, launches, copies, memsets)
+  std::uint64_t period_peak_bytes = 0;   // most bytes live inside one planned iteration
+  std::uint64_t periods_rejected = 0;    // candidate periods a plan proved wrong (then grown)
   // Pool.
-  std::uint64_t iterations_planned = 0;   // iterations served from a plan
-  std::uint64_t pool_bytes = 0;           // size of the current pool (0 if none)
-  std::uint64_t lower_bound_bytes = 0;    // LB of the last plan's problem
+  std::uint64_t iterations_planned = 0;  // iterations served from a plan
+  std::uint64_t pool_bytes = 0;          // size of the current pool (0 if none)
+  std::uint64_t lower_bound_bytes = 0;   // LB of the last plan's problem
   std::uint64_t allocs_from_pool = 0;
   std::uint64_t allocs_passed_through = 0;  // real allocator (observing, persistent, misses)
-  std::uint64_t misses = 0;               // allocations in APPLY the plan could not serve
-  std::uint64_t refusals = 0;             // misses because the planned range was live (invariant 1)
-  std::uint64_t replans = 0;              // plans dropped because the program changed
+  std::uint64_t misses = 0;                 // allocations in APPLY the plan could not serve
+  std::uint64_t refusals = 0;               // misses because the planned range was live (invariant 1)
+  std::uint64_t replans = 0;                // plans dropped because the program changed
   std::uint64_t plans_made = 0;
   std::uint64_t plan_failures = 0;        // planner threw or produced an invalid plan
   std::uint64_t pool_alloc_failures = 0;  // the pool's own allocation failed
@@ -35,27 +35,27 @@ struct Summary {
   // Device memory.
   std::uint64_t peak_device_bytes_with_pool = 0;     // what memtool and the program held together
   std::uint64_t peak_device_bytes_without_pool = 0;  // peak of live requested bytes (observed)
-  std::uint64_t budget_bytes = 0;         // MEMTOOL_BUDGET (0: none)
-  std::uint64_t budget_refusals = 0;      // allocations refused because of it
-  std::uint64_t allocation_failures = 0;  // allocations that returned an error to the program
+  std::uint64_t budget_bytes = 0;                    // MEMTOOL_BUDGET (0: none)
+  std::uint64_t budget_refusals = 0;                 // allocations refused because of it
+  std::uint64_t allocation_failures = 0;             // allocations that returned an error to the program
   // Swapping.
-  std::uint64_t peak_device_bytes = 0;    // device bytes memtool and the program held together
+  std::uint64_t peak_device_bytes = 0;  // device bytes memtool and the program held together
   std::uint64_t bytes_swapped_out = 0;
   std::uint64_t bytes_swapped_in = 0;
-  std::uint64_t swap_ins_ahead = 0;       // brought back before their use, on a side stream
-  std::uint64_t swap_ins_on_demand = 0;   // touched while out: brought back in the consumer's stream
-  std::uint64_t host_bytes = 0;           // peak pinned host bytes held for swapped-out buffers
-  std::string swap_mode;                  // "explicit" or "uvm" (empty: no swapping)
-  std::uint64_t swap_ins_late = 0;        // brought back ahead, but the copy had not arrived at the use
-  std::uint64_t swap_ins_failed = 0;      // no device memory to bring it back: used from the host
-  std::uint64_t allocations_on_host = 0;  // no device memory for a new buffer: it started on the host
-  std::uint64_t stall_ns = 0;             // host time memtool waited for copies to free device memory
-  std::string swap_policy;                // "belady" or the swapper strategy whose schedule applies
-  std::uint64_t swap_schedules = 0;       // schedules planned and applied
-  std::uint64_t swap_schedule_drops = 0;  // dropped when the program deviated from their iteration
+  std::uint64_t swap_ins_ahead = 0;           // brought back before their use, on a side stream
+  std::uint64_t swap_ins_on_demand = 0;       // touched while out: brought back in the consumer's stream
+  std::uint64_t host_bytes = 0;               // peak pinned host bytes held for swapped-out buffers
+  std::string swap_mode;                      // "explicit" or "uvm" (empty: no swapping)
+  std::uint64_t swap_ins_late = 0;            // brought back ahead, but the copy had not arrived at the use
+  std::uint64_t swap_ins_failed = 0;          // no device memory to bring it back: used from the host
+  std::uint64_t allocations_on_host = 0;      // no device memory for a new buffer: it started on the host
+  std::uint64_t stall_ns = 0;                 // host time memtool waited for copies to free device memory
+  std::string swap_policy;                    // "belady" or the swapper strategy whose schedule applies
+  std::uint64_t swap_schedules = 0;           // schedules planned and applied
+  std::uint64_t swap_schedule_drops = 0;      // dropped when the program deviated from their iteration
   std::uint64_t swap_schedules_rejected = 0;  // slower than the rule alone in their first iterations
-  std::uint64_t swap_outs_scheduled = 0;  // copies out issued by the schedule (the rest: the rule)
-  std::uint64_t swap_ins_scheduled = 0;   // copies in issued by the schedule
+  std::uint64_t swap_outs_scheduled = 0;      // copies out issued by the schedule (the rest: the rule)
+  std::uint64_t swap_ins_scheduled = 0;       // copies in issued by the schedule
   // The host link the last schedule was planned with, per direction (0: none planned), and
   // where its figures came from: "measured" (copies timed while learning), "MEMTOOL_SWAP_LINK",
   // or "default" (too few copies to time).
@@ -68,14 +68,14 @@ struct Summary {
   std::string swap_schedule;
   std::uint64_t swap_candidates_timed = 0;
   // Stream capture and CUDA graphs (issue 32), as the recorder saw them.
-  std::uint64_t period_graph_launches = 0;  // graph launches in the iteration found
-  std::uint64_t captures = 0;               // stream captures begun
-  std::uint64_t captured_work = 0;          // launches, copies, memsets and graph launches captured, not run
-  std::uint64_t graph_launches = 0;         // cuGraphLaunch outside captures (each one work item)
-  std::uint64_t opaque_graph_launches = 0;  // of those, of graphs memtool could not read
+  std::uint64_t period_graph_launches = 0;     // graph launches in the iteration found
+  std::uint64_t captures = 0;                  // stream captures begun
+  std::uint64_t captured_work = 0;             // launches, copies, memsets and graph launches captured, not run
+  std::uint64_t graph_launches = 0;            // cuGraphLaunch outside captures (each one work item)
+  std::uint64_t opaque_graph_launches = 0;     // of those, of graphs memtool could not read
   std::uint64_t graph_memory_allocations = 0;  // allocations on capturing streams (graph memory)
-  std::uint64_t graph_memory_bytes = 0;     // graph memory the driver held at the end (its graph pool)
-  std::uint64_t capture_detours = 0;        // memtool's calls kept off a capturing stream
+  std::uint64_t graph_memory_bytes = 0;        // graph memory the driver held at the end (its graph pool)
+  std::uint64_t capture_detours = 0;           // memtool's calls kept off a capturing stream
   // What work reached besides its arguments (explicit mode, docs/swapping.md): copies out called
   // off because work that may reach the buffer came, buffers whose address escaped (never moved
   // again), work items that may reach any buffer.

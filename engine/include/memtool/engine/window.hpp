@@ -30,8 +30,8 @@ struct WindowEntry {
   std::uint64_t size = 0;
   MemoryKind kind = MemoryKind::device;
   StreamId stream = 0;
-  std::uint64_t alloc_tick = 0;       // relative
-  std::uint64_t free_tick = kNever;   // relative; may lie past the window; kNever: not freed yet
+  std::uint64_t alloc_tick = 0;      // relative
+  std::uint64_t free_tick = kNever;  // relative; may lie past the window; kNever: not freed yet
   bool pooled = false;
   // Pooled: problem.buffers[problem_index, problem_index + slots) are this allocation's slots:
   // one, unless it lives longer than a period, then one per iteration whose copy is live.

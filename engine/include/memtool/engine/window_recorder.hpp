@@ -41,14 +41,13 @@ class WindowRecorder {
       : retain_ticks_(retain_ticks), keep_accesses_(keep_accesses) {}
 
   // An allocation at `tick`; returns its record id (for on_free and on_access).
-  std::uint64_t on_alloc(std::uint64_t tick, std::uint64_t size, MemoryKind kind, StreamId stream,
-                         std::uint32_t owner);
+  std::uint64_t on_alloc(std::uint64_t tick, std::uint64_t size, MemoryKind kind, StreamId stream, std::uint32_t owner);
   void on_free(std::uint64_t record, std::uint64_t tick);
   void on_access(std::uint64_t record, std::uint64_t tick, StreamId stream, AccessKind kind);
 
   // The window of `owner` at [begin, begin + period), or nullopt when its records are gone.
-  [[nodiscard]] std::optional<IterationWindow> window(std::uint64_t begin, std::uint64_t period,
-                                                      std::uint32_t owner, std::uint64_t alignment) const;
+  [[nodiscard]] std::optional<IterationWindow> window(std::uint64_t begin, std::uint64_t period, std::uint32_t owner,
+                                                      std::uint64_t alignment) const;
   [[nodiscard]] std::size_t retained() const { return records_.size() + long_lived_.size(); }
   [[nodiscard]] bool keeps_accesses() const { return keep_accesses_; }
 
@@ -72,7 +71,7 @@ class WindowRecorder {
 
   std::uint64_t retain_ticks_;
   bool keep_accesses_;
-  std::uint64_t first_id_ = 0;  // id of records_.front()
+  std::uint64_t first_id_ = 0;        // id of records_.front()
   std::uint64_t dropped_before_ = 0;  // records allocated before this tick may be gone
   std::deque<Record> records_;
   std::unordered_map<std::uint64_t, Record> long_lived_;

@@ -105,7 +105,7 @@ class CaptureTracker {
   std::atomic<int> underway_{0};  // captures begun (or beginning) and not ended
   std::atomic<std::uint64_t> begun_{0};
   mutable std::shared_mutex gate_;
-  mutable std::mutex mutex_;  // origins_ and markers_
+  mutable std::mutex mutex_;            // origins_ and markers_
   std::vector<std::uint64_t> origins_;  // streams whose capture we saw begin
   std::unordered_map<std::uint64_t, CUevent> markers_;
 };

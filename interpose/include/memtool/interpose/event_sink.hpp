@@ -53,6 +53,7 @@ std::unique_ptr<EventSink> open_trace_sink(const std::string& path, std::uint64_
 // that does no work on the GPU leaves no file). What would stop the file being created later
 // (a path that is not a regular file, a folder that is missing or read-only) is refused now,
 // as open_trace_sink would.
-std::unique_ptr<EventSink> open_deferred_trace_sink(const std::string& path, std::uint64_t max_bytes, std::string* error);
+std::unique_ptr<EventSink> open_deferred_trace_sink(const std::string& path, std::uint64_t max_bytes,
+                                                    std::string* error);
 
 }  // namespace memtool::interpose

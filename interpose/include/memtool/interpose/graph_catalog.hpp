@@ -26,9 +26,9 @@ class GraphCatalog {
  public:
   // What a launch of an executable graph touches.
   struct Launch {
-    bool known = false;   // instantiated while memtool watched
-    bool opaque = true;   // may touch any buffer
-    bool first = false;   // its first launch (or upload): the driver takes its graph memory now
+    bool known = false;       // instantiated while memtool watched
+    bool opaque = true;       // may touch any buffer
+    bool first = false;       // its first launch (or upload): the driver takes its graph memory now
     std::uint64_t shape = 0;  // which graph it is, for the step signature (graph_shape)
   };
   struct Totals {

@@ -17,4 +17,3 @@
 #define MEMTOOL_FOR_VARIANTS_ptds(G, ...) G(plain, __VA_ARGS__) G(ptds, __VA_ARGS__)
 #define MEMTOOL_FOR_VARIANTS(G, api, symbol, since, per_thread, params, args) \
   MEMTOOL_FOR_VARIANTS_##per_thread(G, api, symbol, since, params, args)
-

@@ -46,7 +46,7 @@ inline constexpr std::size_t kHookCount = 0
 // The typed pointer of each symbol's real function: fn::cuMemAlloc_v2, ... (a twin has the
 // same type as its plain symbol).
 namespace fn {
-#define MEMTOOL_HOOK(api, symbol, since, per_thread, params, args) using symbol = CUresult (*) params;
+#define MEMTOOL_HOOK(api, symbol, since, per_thread, params, args) using symbol = CUresult(*) params;
 #include "memtool/interpose/cuda_hooks.def"
 #undef MEMTOOL_HOOK
 }  // namespace fn
@@ -56,7 +56,7 @@ struct HookInfo {
   std::string_view api;     // what cuGetProcAddress is asked for, e.g. "cuMemAllocAsync"
   int since = 0;            // first CUDA version whose request for `api` means this ABI
   Variant variant = Variant::plain;
-  HookId plain{};      // the plain twin of this entry (itself when plain)
+  HookId plain{};       // the plain twin of this entry (itself when plain)
   HookId per_thread{};  // the _ptsz/_ptds twin; equal to `plain` when there is none
 };
 

@@ -60,7 +60,7 @@ class IpcBridge {
     std::uint64_t serial = 0;  // a piece's registry file
   };
   struct Imported {
-    CUdeviceptr driver_base = 0;  // a piece: what the driver's open returned
+    CUdeviceptr driver_base = 0;     // a piece: what the driver's open returned
     std::uint64_t mapped_bytes = 0;  // a mapping: the range reserved for it
     std::uint64_t key = 0;           // a mapping: (pid, fd) of its export
     unsigned count = 0;
@@ -72,8 +72,8 @@ class IpcBridge {
 
   DriverFunctions f_;
   std::mutex mutex_;
-  std::map<CUdeviceptr, Exported> exported_;   // by the buffer's address
-  std::map<CUdeviceptr, Imported> imported_;   // by the pointer open() returned
+  std::map<CUdeviceptr, Exported> exported_;  // by the buffer's address
+  std::map<CUdeviceptr, Imported> imported_;  // by the pointer open() returned
   std::atomic<std::size_t> exported_count_{0};
   std::uint64_t next_serial_ = 1;
 };

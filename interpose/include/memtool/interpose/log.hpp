@@ -52,10 +52,10 @@ class Log {
 
 // MEMTOOL_LOG_ONCE(level, ...): at most one message from this line per process, for failures
 // that would otherwise repeat on every call.
-#define MEMTOOL_LOG_ONCE(level, ...)                                          \
-  do {                                                                        \
-    static std::atomic<bool> memtool_logged_once_{false};                     \
-    if (!memtool_logged_once_.exchange(true, std::memory_order_relaxed)) {    \
-      ::memtool::interpose::Log::write(level, __VA_ARGS__);                   \
-    }                                                                         \
+#define MEMTOOL_LOG_ONCE(level, ...)                                       \
+  do {                                                                     \
+    static std::atomic<bool> memtool_logged_once_{false};                  \
+    if (!memtool_logged_once_.exchange(true, std::memory_order_relaxed)) { \
+      ::memtool::interpose::Log::write(level, __VA_ARGS__);                \
+    }                                                                      \
   } while (false)

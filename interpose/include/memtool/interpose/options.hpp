@@ -23,21 +23,64 @@ enum class SwapMode : std::uint8_t { uvm, explicit_copies };
 // auto: memtool decides (the option says when); on and off: as the user says.
 enum class Toggle : std::uint8_t { automatic, on, off };
 
-template <OptionType T> struct OptionValue;
-template <> struct OptionValue<OptionType::flag> { using type = bool; };
-template <> struct OptionValue<OptionType::count> { using type = std::uint32_t; };
-template <> struct OptionValue<OptionType::bytes> { using type = std::uint64_t; };
-template <> struct OptionValue<OptionType::rate> { using type = std::uint64_t; };  // bytes per second
-template <> struct OptionValue<OptionType::buffer_size> { using type = std::uint64_t; };
-template <> struct OptionValue<OptionType::strategy> { using type = std::string; };  // an engine strategy, or off
-template <> struct OptionValue<OptionType::log_level> { using type = LogLevel; };
-template <> struct OptionValue<OptionType::path> { using type = std::string; };
-template <> struct OptionValue<OptionType::path_template> { using type = std::string; };
-template <> struct OptionValue<OptionType::regex> { using type = std::string; };
-template <> struct OptionValue<OptionType::toggle> { using type = Toggle; };
-template <> struct OptionValue<OptionType::budget> { using type = Budget; };
-template <> struct OptionValue<OptionType::swap_mode> { using type = SwapMode; };
-template <> struct OptionValue<OptionType::swap_policy> { using type = std::string; };  // a swapper strategy, or belady
+template <OptionType T>
+struct OptionValue;
+template <>
+struct OptionValue<OptionType::flag> {
+  using type = bool;
+};
+template <>
+struct OptionValue<OptionType::count> {
+  using type = std::uint32_t;
+};
+template <>
+struct OptionValue<OptionType::bytes> {
+  using type = std::uint64_t;
+};
+template <>
+struct OptionValue<OptionType::rate> {
+  using type = std::uint64_t;
+};  // bytes per second
+template <>
+struct OptionValue<OptionType::buffer_size> {
+  using type = std::uint64_t;
+};
+template <>
+struct OptionValue<OptionType::strategy> {
+  using type = std::string;
+};  // an engine strategy, or off
+template <>
+struct OptionValue<OptionType::log_level> {
+  using type = LogLevel;
+};
+template <>
+struct OptionValue<OptionType::path> {
+  using type = std::string;
+};
+template <>
+struct OptionValue<OptionType::path_template> {
+  using type = std::string;
+};
+template <>
+struct OptionValue<OptionType::regex> {
+  using type = std::string;
+};
+template <>
+struct OptionValue<OptionType::toggle> {
+  using type = Toggle;
+};
+template <>
+struct OptionValue<OptionType::budget> {
+  using type = Budget;
+};
+template <>
+struct OptionValue<OptionType::swap_mode> {
+  using type = SwapMode;
+};
+template <>
+struct OptionValue<OptionType::swap_policy> {
+  using type = std::string;
+};  // a swapper strategy, or belady
 
 struct Options {
 #define MEMTOOL_OPTION(field, NAME, kind, default_value, description) \

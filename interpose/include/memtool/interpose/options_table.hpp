@@ -8,8 +8,22 @@
 
 namespace memtool::interpose {
 
-enum class OptionType { flag, count, bytes, budget, strategy, log_level, path, path_template, regex, toggle, swap_mode,
-                        swap_policy, rate, buffer_size };
+enum class OptionType {
+  flag,
+  count,
+  bytes,
+  budget,
+  strategy,
+  log_level,
+  path,
+  path_template,
+  regex,
+  toggle,
+  swap_mode,
+  swap_policy,
+  rate,
+  buffer_size
+};
 
 struct OptionInfo {
   std::string_view name;  // MEMTOOL_...
@@ -28,20 +42,34 @@ inline constexpr std::array kOptionTable = {
 // What a value of `type` looks like, for messages and help.
 [[nodiscard]] constexpr std::string_view value_syntax(OptionType type) {
   switch (type) {
-    case OptionType::flag: return "0|1";
-    case OptionType::count: return "N";
-    case OptionType::bytes: return "SIZE";
-    case OptionType::budget: return "SIZE or P%";
-    case OptionType::rate: return "SIZE[/s]";
-    case OptionType::buffer_size: return "SIZE";
-    case OptionType::strategy: return "record|off|pool|swap";
-    case OptionType::log_level: return "off|error|warn|info|debug";
-    case OptionType::path: return "PATH";
-    case OptionType::path_template: return "PATH (%p, %r)";
-    case OptionType::regex: return "REGEX";
-    case OptionType::toggle: return "auto|on|off";
-    case OptionType::swap_mode: return "explicit|uvm";
-    case OptionType::swap_policy: return "ours|paper-doa|paper-aoa|paper-wdoa|paper-vote|save-on-cpu|belady";
+    case OptionType::flag:
+      return "0|1";
+    case OptionType::count:
+      return "N";
+    case OptionType::bytes:
+      return "SIZE";
+    case OptionType::budget:
+      return "SIZE or P%";
+    case OptionType::rate:
+      return "SIZE[/s]";
+    case OptionType::buffer_size:
+      return "SIZE";
+    case OptionType::strategy:
+      return "record|off|pool|swap";
+    case OptionType::log_level:
+      return "off|error|warn|info|debug";
+    case OptionType::path:
+      return "PATH";
+    case OptionType::path_template:
+      return "PATH (%p, %r)";
+    case OptionType::regex:
+      return "REGEX";
+    case OptionType::toggle:
+      return "auto|on|off";
+    case OptionType::swap_mode:
+      return "explicit|uvm";
+    case OptionType::swap_policy:
+      return "ours|paper-doa|paper-aoa|paper-wdoa|paper-vote|save-on-cpu|belady";
   }
   return "?";
 }

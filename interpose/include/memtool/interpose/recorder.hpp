@@ -58,12 +58,12 @@ struct RecorderStats {
   std::optional<engine::Step> step;     // the training step the engine found
   std::uint64_t detection_cpu_ns = 0;   // CPU time of the detection thread (off the program's threads)
   // Stream capture and graphs (issue 32).
-  std::uint64_t captured_work = 0;      // launches, copies, memsets and graph launches captured, not run
-  std::uint64_t graph_launches = 0;     // cuGraphLaunch outside captures: work items
+  std::uint64_t captured_work = 0;          // launches, copies, memsets and graph launches captured, not run
+  std::uint64_t graph_launches = 0;         // cuGraphLaunch outside captures: work items
   std::uint64_t opaque_graph_launches = 0;  // of those, of graphs memtool could not read
-  std::uint64_t graph_allocations = 0;  // allocations on capturing streams (graph memory)
-  std::uint64_t graph_frees = 0;        // frees of graph memory, in a capture or outside
-  GraphCatalog::Totals graphs;          // what is known now
+  std::uint64_t graph_allocations = 0;      // allocations on capturing streams (graph memory)
+  std::uint64_t graph_frees = 0;            // frees of graph memory, in a capture or outside
+  GraphCatalog::Totals graphs;              // what is known now
 };
 
 // Launch arguments as the driver receives them.

@@ -38,8 +38,7 @@ class Algorithm {
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual std::string_view description() const = 0;
   // Throws std::invalid_argument for a malformed problem. Never returns an invalid placement.
-  [[nodiscard]] virtual Placement plan(const trace::Problem& problem,
-                                       const PlanOptions& options) const = 0;
+  [[nodiscard]] virtual Placement plan(const trace::Problem& problem, const PlanOptions& options) const = 0;
 };
 
 // Every algorithm, in a fixed order: smartpool first (the paper's baseline), the heuristics,

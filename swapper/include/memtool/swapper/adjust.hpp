@@ -17,7 +17,7 @@ struct AdjustOptions {
 
 // lateness_ns[i] belongs to schedule.swaps[i] (SwapTiming::lateness_ns: > 0 late, <= 0 on time).
 // Throws std::invalid_argument when the sizes differ.
-[[nodiscard]] Schedule adjust(const Iteration& iteration, const Schedule& schedule,
-                              std::span<const double> lateness_ns, const AdjustOptions& options = {});
+[[nodiscard]] Schedule adjust(const Iteration& iteration, const Schedule& schedule, std::span<const double> lateness_ns,
+                              const AdjustOptions& options = {});
 
 }  // namespace memtool::swapper

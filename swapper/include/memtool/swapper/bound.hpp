@@ -21,9 +21,9 @@
 namespace memtool::swapper {
 
 struct Bound {
-  std::uint64_t peak_bytes = 0;     // no zero-stall schedule's peak is lower
-  std::uint32_t op = 0;             // where it is reached
-  std::uint64_t live_bytes = 0;     // live there without swapping
+  std::uint64_t peak_bytes = 0;  // no zero-stall schedule's peak is lower
+  std::uint32_t op = 0;          // where it is reached
+  std::uint64_t live_bytes = 0;  // live there without swapping
   std::uint64_t plain_peak_bytes = 0;
 };
 

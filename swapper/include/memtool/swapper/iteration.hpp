@@ -35,11 +35,11 @@ struct Access {
 };
 
 struct Buffer {
-  std::uint64_t id = 0;    // the caller's id (a trace BufferId, an engine slot); not interpreted
-  std::uint64_t size = 0;  // bytes
+  std::uint64_t id = 0;               // the caller's id (a trace BufferId, an engine slot); not interpreted
+  std::uint64_t size = 0;             // bytes
   std::uint32_t alloc_before_op = 0;  // ignored when persistent
   std::uint32_t free_after_op = 0;    // ignored when persistent
-  bool persistent = false;  // lives across iterations (allocated before the loop, never freed)
+  bool persistent = false;            // lives across iterations (allocated before the loop, never freed)
   // False when the observer cannot prove it saw every access (a pointer it could not see, a
   // graph launch): such a buffer is never swapped.
   bool swappable = true;

@@ -54,8 +54,8 @@ struct PlanOptions {
 
 struct PlanResult {
   Schedule schedule;
-  Simulation simulation;     // of the schedule
-  bool budget_met = false;   // simulation.peak_bytes <= budget (always true for budget 0)
+  Simulation simulation;          // of the schedule
+  bool budget_met = false;        // simulation.peak_bytes <= budget (always true for budget 0)
   std::uint32_t simulations = 0;  // how many the strategy ran
   // ours: which construction won ("greedy", "fill", "paper-doa", ..., "save-on-cpu", each
   // "+greedy" when the greedy improved it; "none": no swap helps). Others: the strategy's name.

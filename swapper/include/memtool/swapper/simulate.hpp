@@ -56,7 +56,7 @@ struct SimulateOptions {
 };
 
 struct MemoryPoint {
-  double time_ns = 0;  // from the measured iteration's start
+  double time_ns = 0;       // from the measured iteration's start
   std::uint64_t bytes = 0;  // occupancy from this time on
 };
 
@@ -88,10 +88,10 @@ struct RuleEviction {
 };
 
 struct Simulation {
-  double base_time_ns = 0;  // the iteration without swapping
-  double time_ns = 0;       // the measured iteration with the schedule
-  double stall_ns = 0;      // time_ns - base_time_ns: every op's wait summed
-  double slowdown = 0;      // stall_ns / base_time_ns
+  double base_time_ns = 0;             // the iteration without swapping
+  double time_ns = 0;                  // the measured iteration with the schedule
+  double stall_ns = 0;                 // time_ns - base_time_ns: every op's wait summed
+  double slowdown = 0;                 // stall_ns / base_time_ns
   std::uint64_t plain_peak_bytes = 0;  // without swapping
   std::uint64_t peak_bytes = 0;
   double peak_time_ns = 0;

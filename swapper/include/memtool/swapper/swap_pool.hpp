@@ -40,7 +40,7 @@
 namespace memtool::swapper {
 
 struct SwapPoolOptions {
-  std::string algorithm = "best";  // a planner algorithm (planner/README.md)
+  std::string algorithm = "best";   // a planner algorithm (planner/README.md)
   double time_limit_seconds = 1.0;  // per packing (the planner's deterministic work budget)
   std::uint64_t alignment = 512;    // of every buffer, as `memtool plan` (1: exact bytes)
   bool same_address = true;         // also pack (b)
@@ -48,9 +48,9 @@ struct SwapPoolOptions {
 
 // One stretch a buffer spends on the device between two copies (or its allocation and free).
 struct Residency {
-  std::uint32_t buffer = 0;  // index into Iteration::buffers
-  double begin_ns = 0;       // from the measured iteration's start, in [0, period)
-  double end_ns = 0;         // > begin_ns; above the period when it runs through the next start
+  std::uint32_t buffer = 0;               // index into Iteration::buffers
+  double begin_ns = 0;                    // from the measured iteration's start, in [0, period)
+  double end_ns = 0;                      // > begin_ns; above the period when it runs through the next start
   std::uint64_t offset = 0;               // (a)
   std::uint64_t offset_same_address = 0;  // (b); equal for every residency of a buffer
   [[nodiscard]] bool wraps(double period_ns) const { return end_ns > period_ns; }
@@ -58,9 +58,9 @@ struct Residency {
 
 struct SwapPool {
   double period_ns = 0;
-  std::vector<Residency> residencies;  // by buffer, and along the period within a buffer
-  std::uint64_t lower_bound_bytes = 0;  // most footprint bytes resident at once
-  std::uint64_t pool_bytes = 0;         // (a)
+  std::vector<Residency> residencies;         // by buffer, and along the period within a buffer
+  std::uint64_t lower_bound_bytes = 0;        // most footprint bytes resident at once
+  std::uint64_t pool_bytes = 0;               // (a)
   std::uint64_t pool_bytes_same_address = 0;  // (b); 0 when not asked for
 };
 

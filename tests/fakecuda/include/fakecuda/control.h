@@ -20,15 +20,15 @@ typedef struct fakecuda_stats {
   unsigned long long capacity_bytes;
   unsigned long long bytes_in_use;
   unsigned long long peak_bytes_in_use;
-  unsigned long long allocations;        /* cuMemAlloc, pitch, async, pool and managed */
-  unsigned long long frees;              /* cuMemFree and cuMemFreeAsync (when issued) */
-  unsigned long long async_allocations;  /* cuMemAllocAsync / cuMemAllocFromPoolAsync */
-  unsigned long long async_frees;        /* cuMemFreeAsync */
+  unsigned long long allocations;       /* cuMemAlloc, pitch, async, pool and managed */
+  unsigned long long frees;             /* cuMemFree and cuMemFreeAsync (when issued) */
+  unsigned long long async_allocations; /* cuMemAllocAsync / cuMemAllocFromPoolAsync */
+  unsigned long long async_frees;       /* cuMemFreeAsync */
   unsigned long long managed_allocations;
-  unsigned long long managed_bytes;          /* managed memory allocated */
-  unsigned long long managed_device_bytes;   /* of which resident on the device */
-  unsigned long long oom_errors;             /* CUDA_ERROR_OUT_OF_MEMORY returned */
-  unsigned long long host_allocations;       /* cuMemAllocHost / cuMemHostAlloc */
+  unsigned long long managed_bytes;        /* managed memory allocated */
+  unsigned long long managed_device_bytes; /* of which resident on the device */
+  unsigned long long oom_errors;           /* CUDA_ERROR_OUT_OF_MEMORY returned */
+  unsigned long long host_allocations;     /* cuMemAllocHost / cuMemHostAlloc */
   unsigned long long vmm_creates;
   unsigned long long vmm_releases;
   unsigned long long vmm_maps;
@@ -41,21 +41,21 @@ typedef struct fakecuda_stats {
   unsigned long long copies;
   unsigned long long memsets;
   unsigned long long launches;
-  unsigned long long host_functions;         /* cuLaunchHostFunc / cuStreamAddCallback */
+  unsigned long long host_functions; /* cuLaunchHostFunc / cuStreamAddCallback */
   unsigned long long prefetches;
   unsigned long long bytes_migrated_to_device;
   unsigned long long bytes_migrated_to_host;
   unsigned long long stream_creates;
   unsigned long long event_records;
-  unsigned long long synchronizations;       /* stream, event and context synchronise calls */
+  unsigned long long synchronizations; /* stream, event and context synchronise calls */
   /* The link model (fakecuda_link_config): zero while the link is unlimited with no latency. */
-  unsigned long long link_bytes_h2d;         /* copies and managed migrations to the device */
-  unsigned long long link_bytes_d2h;         /* copies and managed migrations (evictions too) to the host */
-  unsigned long long link_busy_ns_h2d;       /* wall time the H2D engine was held */
-  unsigned long long link_busy_ns_d2h;       /* wall time the D2H engine was held */
-  unsigned long long link_queued_ns;         /* time transfers waited for their engine, busy with another */
-  unsigned long long link_transfers;         /* transfers through an engine */
-  unsigned long long link_pageable_transfers; /* of which from or to pageable host memory */
+  unsigned long long link_bytes_h2d;                /* copies and managed migrations to the device */
+  unsigned long long link_bytes_d2h;                /* copies and managed migrations (evictions too) to the host */
+  unsigned long long link_busy_ns_h2d;              /* wall time the H2D engine was held */
+  unsigned long long link_busy_ns_d2h;              /* wall time the D2H engine was held */
+  unsigned long long link_queued_ns;                /* time transfers waited for their engine, busy with another */
+  unsigned long long link_transfers;                /* transfers through an engine */
+  unsigned long long link_pageable_transfers;       /* of which from or to pageable host memory */
   unsigned long long link_transfers_beside_kernels; /* of which a kernel ran during */
   /* Stream capture and graphs. */
   unsigned long long graph_captures;             /* capture sequences begun */
@@ -64,10 +64,10 @@ typedef struct fakecuda_stats {
   unsigned long long graph_instantiations;       /* executable graphs created */
   unsigned long long graph_launches;             /* cuGraphLaunch calls that were issued */
   unsigned long long graph_uploads;
-  unsigned long long graph_mem_allocs;           /* alloc nodes that ran */
-  unsigned long long graph_mem_frees;            /* graph allocations freed (in or outside a graph) */
-  unsigned long long graph_mem_used_bytes;       /* gauge: graph allocations usable now */
-  unsigned long long graph_mem_reserved_bytes;   /* gauge: physical memory the graph pool holds (in bytes_in_use) */
+  unsigned long long graph_mem_allocs;         /* alloc nodes that ran */
+  unsigned long long graph_mem_frees;          /* graph allocations freed (in or outside a graph) */
+  unsigned long long graph_mem_used_bytes;     /* gauge: graph allocations usable now */
+  unsigned long long graph_mem_reserved_bytes; /* gauge: physical memory the graph pool holds (in bytes_in_use) */
 } fakecuda_stats;
 
 /* Copies the counters into *out (at most size bytes, so older callers keep working). Returns the

@@ -30,7 +30,7 @@ struct StreamGpuTime {
   std::uint64_t items = 0;   // kernels, copies and memsets
   std::uint64_t busy_ns = 0;
   std::uint64_t idle_ns = 0;
-  std::uint64_t gaps = 0;             // gaps longer than zero
+  std::uint64_t gaps = 0;  // gaps longer than zero
   std::uint64_t longest_gap_ns = 0;
 };
 
@@ -45,10 +45,10 @@ struct GpuSummary {
   std::uint64_t timed_launches = 0;  // launch events with a GPU time
   std::uint64_t timed_copies = 0;
   std::uint64_t timed_memsets = 0;
-  std::uint64_t busy_ns = 0;  // union of every interval in the window
-  std::uint64_t span_ns = 0;  // first start to last end
-  std::vector<KernelGpuTime> kernels;       // most total GPU time first, at most `rows`
-  std::vector<StreamGpuTime> streams;       // by device and stream id
+  std::uint64_t busy_ns = 0;                 // union of every interval in the window
+  std::uint64_t span_ns = 0;                 // first start to last end
+  std::vector<KernelGpuTime> kernels;        // most total GPU time first, at most `rows`
+  std::vector<StreamGpuTime> streams;        // by device and stream id
   std::vector<CopyEngineTime> copy_engines;  // directions with copies, in CopyKind order
 };
 

@@ -59,12 +59,12 @@ struct IterationSpan {
 
 struct Iterations {
   IterationSource source = IterationSource::none;
-  std::uint64_t period_events = 0;  // events in one steady iteration (0: none found)
-  std::uint64_t period_tokens = 0;  // signature tokens in one steady iteration
-  std::uint64_t period_allocs = 0;  // allocations in one steady iteration
-  std::uint64_t steady_start = 0;   // first event of the first steady iteration
-  std::uint64_t prologue_end = 0;   // first event of the first iteration (marks); else 0
-  std::vector<IterationSpan> spans; // in event order: warm-up first, then steady ones
+  std::uint64_t period_events = 0;   // events in one steady iteration (0: none found)
+  std::uint64_t period_tokens = 0;   // signature tokens in one steady iteration
+  std::uint64_t period_allocs = 0;   // allocations in one steady iteration
+  std::uint64_t steady_start = 0;    // first event of the first steady iteration
+  std::uint64_t prologue_end = 0;    // first event of the first iteration (marks); else 0
+  std::vector<IterationSpan> spans;  // in event order: warm-up first, then steady ones
 
   [[nodiscard]] bool found() const { return source != IterationSource::none; }
   // Index in `spans` of the first steady iteration (spans.size() when none).
@@ -75,11 +75,9 @@ struct Iterations {
 
 // The signature tokens of a model, in event order; `token_events` (optional) receives, for each
 // token, the index of its event.
-[[nodiscard]] std::vector<std::uint64_t> signature_tokens(
-    const TraceModel& model, const SignatureOptions& options = {},
-    std::vector<std::uint64_t>* token_events = nullptr);
+[[nodiscard]] std::vector<std::uint64_t> signature_tokens(const TraceModel& model, const SignatureOptions& options = {},
+                                                          std::vector<std::uint64_t>* token_events = nullptr);
 
-[[nodiscard]] Iterations find_iterations(const TraceModel& model,
-                                         const IterationOptions& options = {});
+[[nodiscard]] Iterations find_iterations(const TraceModel& model, const IterationOptions& options = {});
 
 }  // namespace memtool::trace

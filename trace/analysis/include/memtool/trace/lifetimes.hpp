@@ -29,16 +29,14 @@ struct LiveBytesPeak {
   std::uint64_t event = 0;  // first event index where the peak is reached
 };
 // Highest live bytes in events [first, end) of a curve from live_bytes_curve().
-[[nodiscard]] LiveBytesPeak peak_live_bytes(std::span<const std::uint64_t> curve,
-                                            std::uint64_t first, std::uint64_t end);
+[[nodiscard]] LiveBytesPeak peak_live_bytes(std::span<const std::uint64_t> curve, std::uint64_t first,
+                                            std::uint64_t end);
 
 // One past the last event of the last complete steady iteration (kNever when there is none).
 [[nodiscard]] std::uint64_t steady_end(const Iterations& iterations);
 [[nodiscard]] bool is_persistent(const BufferRecord& buffer, const Iterations& iterations);
-[[nodiscard]] std::vector<BufferId> persistent_buffers(const TraceModel& model,
-                                                       const Iterations& iterations);
-[[nodiscard]] std::vector<BufferId> leaked_buffers(const TraceModel& model,
-                                                   const Iterations& iterations);
+[[nodiscard]] std::vector<BufferId> persistent_buffers(const TraceModel& model, const Iterations& iterations);
+[[nodiscard]] std::vector<BufferId> leaked_buffers(const TraceModel& model, const Iterations& iterations);
 
 // Per-iteration numbers the report's table needs, for every span, in one pass.
 struct IterationSummary {
@@ -52,11 +50,10 @@ struct IterationSummary {
   std::uint64_t live_at_end = 0;    // live bytes after the iteration's last event
   LiveBytesPeak peak;               // absolute event index
 };
-[[nodiscard]] std::vector<IterationSummary> summarize_iterations(const TraceModel& model,
-                                                                 const Iterations& iterations);
+[[nodiscard]] std::vector<IterationSummary> summarize_iterations(const TraceModel& model, const Iterations& iterations);
 // The same with the curve from live_bytes_curve(model) already at hand.
-[[nodiscard]] std::vector<IterationSummary> summarize_iterations(
-    const TraceModel& model, const Iterations& iterations, std::span<const std::uint64_t> curve);
+[[nodiscard]] std::vector<IterationSummary> summarize_iterations(const TraceModel& model, const Iterations& iterations,
+                                                                 std::span<const std::uint64_t> curve);
 
 // One buffer as seen from one iteration window [first_event, end_event).
 struct BufferLifetime {
@@ -69,16 +66,14 @@ struct BufferLifetime {
   bool alive_at_start = false;  // allocated before the window (crosses the start boundary)
   bool alive_at_end = false;    // not freed inside the window (crosses the end boundary)
   bool persistent = false;      // allocated before the steady loop, never freed
-  [[nodiscard]] bool crosses_iteration() const {
-    return !persistent && (alive_at_start || alive_at_end);
-  }
+  [[nodiscard]] bool crosses_iteration() const { return !persistent && (alive_at_start || alive_at_end); }
 };
 
 struct IterationLifetimes {
   std::size_t index = 0;
   std::uint64_t first_event = 0;
   std::uint64_t end_event = 0;
-  std::vector<BufferLifetime> buffers;  // every buffer live at some event of the window, by id
+  std::vector<BufferLifetime> buffers;    // every buffer live at some event of the window, by id
   std::vector<std::uint64_t> live_bytes;  // after each event of the window (relative index)
   std::uint64_t allocs = 0;
   std::uint64_t frees = 0;
@@ -90,14 +85,12 @@ struct IterationLifetimes {
 };
 
 // `index` < iterations.spans.size() (std::out_of_range otherwise, as for to_problem).
-[[nodiscard]] IterationLifetimes iteration_lifetimes(const TraceModel& model,
-                                                     const Iterations& iterations,
+[[nodiscard]] IterationLifetimes iteration_lifetimes(const TraceModel& model, const Iterations& iterations,
                                                      std::size_t index);
 
 // Report queries over the whole trace.
 // Buffers live at event e, largest first (ties: lower id), at most `count`.
-[[nodiscard]] std::vector<BufferId> largest_live_at(const TraceModel& model, std::uint64_t event,
-                                                    std::size_t count);
+[[nodiscard]] std::vector<BufferId> largest_live_at(const TraceModel& model, std::uint64_t event, std::size_t count);
 // Buffers by lifetime length (free - alloc; never freed: to the end of the trace), longest
 // first (ties: larger size, then lower id), at most `count`. Persistent ones are skipped when
 // `iterations` is given, since they trivially live longest.
@@ -145,9 +138,8 @@ struct WrappedLifetime {
 };
 [[nodiscard]] WrappedLifetime wrap_lifetime(std::uint64_t begin, std::uint64_t end, std::uint64_t window);
 
-[[nodiscard]] Problem to_problem(const TraceModel& model, const Iterations& iterations,
-                                 std::size_t index, std::uint64_t alignment,
-                                 const ProblemOptions& options = {});
+[[nodiscard]] Problem to_problem(const TraceModel& model, const Iterations& iterations, std::size_t index,
+                                 std::uint64_t alignment, const ProblemOptions& options = {});
 
 // Maximum over time of the live bytes of a problem (the planner's lower bound, LB); each
 // request counts once at any time even if its intervals were to overlap.

@@ -93,13 +93,13 @@ struct ModelStats {
   std::uint64_t syncs = 0;
   std::uint64_t marks = 0;
   std::uint64_t stream_creates = 0;
-  std::uint64_t unknown_frees = 0;        // free of an address no live buffer starts at
-  std::uint64_t failed_frees = 0;         // frees the recorder saw fail (FailedFreeEvent): not events
+  std::uint64_t unknown_frees = 0;          // free of an address no live buffer starts at
+  std::uint64_t failed_frees = 0;           // frees the recorder saw fail (FailedFreeEvent): not events
   std::uint64_t reused_live_addresses = 0;  // allocation at the base of a still-live buffer
-  std::uint64_t unresolved_touches = 0;   // launch pointer inside no live buffer
-  std::uint64_t gpu_times = 0;            // GPU time records
-  std::uint64_t gpu_unjoined = 0;         // of which naming no event (work that bypassed the hooks)
-  std::uint64_t gpu_mismatched = 0;       // naming an unknown seq or an event of another kind
+  std::uint64_t unresolved_touches = 0;     // launch pointer inside no live buffer
+  std::uint64_t gpu_times = 0;              // GPU time records
+  std::uint64_t gpu_unjoined = 0;           // of which naming no event (work that bypassed the hooks)
+  std::uint64_t gpu_mismatched = 0;         // naming an unknown seq or an event of another kind
   // Stream capture and graph memory (GraphNote records: not events, no buffers).
   std::uint64_t captures = 0;                  // captures begun
   std::uint64_t captured_work = 0;             // launches, copies, memsets, graph launches captured
@@ -147,12 +147,10 @@ class TraceModel : public EventVisitor {
   // Event indices of iteration marks, in order.
   [[nodiscard]] std::span<const std::uint64_t> marks() const { return marks_; }
 
-  [[nodiscard]] std::string_view string(StringId id) const;  // "" when unknown
+  [[nodiscard]] std::string_view string(StringId id) const;           // "" when unknown
   [[nodiscard]] std::span<const StackFrame> stack(StackId id) const;  // empty when unknown
   [[nodiscard]] std::span<const ModuleMapping> modules() const { return modules_; }
-  [[nodiscard]] std::span<const std::pair<std::string, std::string>> metadata() const {
-    return metadata_;
-  }
+  [[nodiscard]] std::span<const std::pair<std::string, std::string>> metadata() const { return metadata_; }
   [[nodiscard]] const ModelStats& stats() const { return stats_; }
   // The buffer containing `address` (base or interior) among buffers live now, if any.
   [[nodiscard]] BufferId live_buffer_at(std::uint64_t address) const;

@@ -52,18 +52,38 @@ enum class GraphNoteKind : std::uint8_t {
 // type of the member it carries (copy_flags: of the two members); docs/trace-format.md gives
 // the bytes and trace/format/src/field_codecs.hpp encodes them.
 namespace field {
-struct varint { using type = std::uint64_t; };
-struct u32 { using type = std::uint32_t; };  // a varint below 2^32
-struct i32 { using type = std::int32_t; };   // zigzag, fits 32 bits
-struct address { using type = std::uint64_t; };      // delta from the running address, which it becomes
-struct address_ref { using type = std::uint64_t; };  // delta from the running address, left as it was
-struct stream { using type = StreamHandle; };         // delta from the running stream, which it becomes
-struct opt_string { using type = StringId; };         // a string defined earlier, or none
-struct opt_stack { using type = StackId; };           // a stack defined earlier, or none
+struct varint {
+  using type = std::uint64_t;
+};
+struct u32 {
+  using type = std::uint32_t;
+};  // a varint below 2^32
+struct i32 {
+  using type = std::int32_t;
+};  // zigzag, fits 32 bits
+struct address {
+  using type = std::uint64_t;
+};  // delta from the running address, which it becomes
+struct address_ref {
+  using type = std::uint64_t;
+};  // delta from the running address, left as it was
+struct stream {
+  using type = StreamHandle;
+};  // delta from the running stream, which it becomes
+struct opt_string {
+  using type = StringId;
+};  // a string defined earlier, or none
+struct opt_stack {
+  using type = StackId;
+};  // a stack defined earlier, or none
 // A count, then addresses chained by deltas from the running address (left as it was).
-struct touched { using type = std::span<const std::uint64_t>; };
-struct async_flag { using type = bool; };  // a flags byte: bit 7
-struct copy_flags {                        // a flags byte: bits 0-3 the copy kind, bit 7 async
+struct touched {
+  using type = std::span<const std::uint64_t>;
+};
+struct async_flag {
+  using type = bool;
+};                   // a flags byte: bit 7
+struct copy_flags {  // a flags byte: bits 0-3 the copy kind, bit 7 async
   using first_type = CopyKind;
   using second_type = bool;
 };
@@ -131,19 +151,19 @@ template <class Event>
 struct EventTraits;
 #define MEMTOOL_FIELD(codec, member, what) f(field::codec{}, what, event.member);
 #define MEMTOOL_FIELD2(codec, member_a, member_b, what) f(field::codec{}, what, event.member_a, event.member_b);
-#define MEMTOOL_EVENT(name_, Type, kind_, tag_, role_, fields)            \
-  template <>                                                             \
-  struct EventTraits<Type> {                                              \
-    static constexpr EventKind kind = EventKind::name_;                   \
-    static constexpr std::uint8_t tag = tag_;                             \
-    static constexpr EventRole role = EventRole::role_;                   \
-    static constexpr bool is_event = role != EventRole::note;             \
-    template <class E, class F>                                           \
-    static constexpr void for_each_field(E& event, F&& f) {               \
-      static_cast<void>(event);                                           \
-      static_cast<void>(f);                                               \
-      fields                                                              \
-    }                                                                     \
+#define MEMTOOL_EVENT(name_, Type, kind_, tag_, role_, fields) \
+  template <>                                                  \
+  struct EventTraits<Type> {                                   \
+    static constexpr EventKind kind = EventKind::name_;        \
+    static constexpr std::uint8_t tag = tag_;                  \
+    static constexpr EventRole role = EventRole::role_;        \
+    static constexpr bool is_event = role != EventRole::note;  \
+    template <class E, class F>                                \
+    static constexpr void for_each_field(E& event, F&& f) {    \
+      static_cast<void>(event);                                \
+      static_cast<void>(f);                                    \
+      fields                                                   \
+    }                                                          \
   };
 #include "memtool/trace/events.def"
 
@@ -162,9 +182,9 @@ struct GpuTimeRecord {
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;  // >= start_ns
   std::uint32_t device = 0;
-  std::uint32_t stream = 0;  // CUPTI's stream id (a small number per stream, not the handle)
-  StringId kernel;           // kernels with no event: the name CUPTI gave
-  std::uint64_t bytes = 0;   // copies and memsets, as CUPTI counted them
+  std::uint32_t stream = 0;                // CUPTI's stream id (a small number per stream, not the handle)
+  StringId kernel;                         // kernels with no event: the name CUPTI gave
+  std::uint64_t bytes = 0;                 // copies and memsets, as CUPTI counted them
   CopyKind copy_kind = CopyKind::unknown;  // copies
 
   [[nodiscard]] bool joined() const { return event_seq != kNoEvent; }

@@ -26,10 +26,10 @@ class StrongId {
   Rep value_ = kInvalid;
 };
 
-using BufferId = StrongId<struct BufferIdTag, std::uint64_t>;  // stable id given offline
-using StringId = StrongId<struct StringIdTag, std::uint32_t>;  // interned string (kernel name, ...)
-using StackId = StrongId<struct StackIdTag, std::uint32_t>;    // interned call stack
-using ThreadId = StrongId<struct ThreadIdTag, std::uint32_t>;  // OS thread id (gettid)
+using BufferId = StrongId<struct BufferIdTag, std::uint64_t>;    // stable id given offline
+using StringId = StrongId<struct StringIdTag, std::uint32_t>;    // interned string (kernel name, ...)
+using StackId = StrongId<struct StackIdTag, std::uint32_t>;      // interned call stack
+using ThreadId = StrongId<struct ThreadIdTag, std::uint32_t>;    // OS thread id (gettid)
 using StreamHandle = StrongId<struct StreamTag, std::uint64_t>;  // CUstream value; 0 = legacy default
 
 }  // namespace memtool::trace

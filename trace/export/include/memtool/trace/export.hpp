@@ -129,10 +129,10 @@ struct ExportOptions {
   FrameResolver frames;  // empty: the default resolver
   // Called now and then with (events written, events in the window).
   std::function<void(std::uint64_t, std::uint64_t)> progress;
-  const PoolPlanView* plan = nullptr;        // perfetto, html
-  const SwapScheduleView* swaps = nullptr;   // perfetto, html
-  int pickle_protocol = 4;                   // memory-viz: 2, 3 or 4 (the web viewer reads no 5)
-  std::size_t rows = 20;                     // html: rows of the buffer table
+  const PoolPlanView* plan = nullptr;       // perfetto, html
+  const SwapScheduleView* swaps = nullptr;  // perfetto, html
+  int pickle_protocol = 4;                  // memory-viz: 2, 3 or 4 (the web viewer reads no 5)
+  std::size_t rows = 20;                    // html: rows of the buffer table
   // perfetto: one rank of a job written into a file shared with the other ranks (concatenated
   // exports): its own track ids and packet sequence, its process track named and numbered by the
   // rank, its times shifted by time_shift_ns so that the ranks' step boundaries line up.
@@ -147,9 +147,9 @@ struct ExportOptions {
 struct ExportStats {
   std::uint64_t first_event = 0;  // the window [first_event, end_event)
   std::uint64_t end_event = 0;
-  std::uint64_t buffers = 0;           // buffer lifetimes written (live at some event of the window)
-  std::uint64_t records = 0;           // trace entries / packets / JSON events written
-  std::uint64_t overlapped_ends = 0;   // memory-viz: live buffers ended early because a new one overlapped them
+  std::uint64_t buffers = 0;          // buffer lifetimes written (live at some event of the window)
+  std::uint64_t records = 0;          // trace entries / packets / JSON events written
+  std::uint64_t overlapped_ends = 0;  // memory-viz: live buffers ended early because a new one overlapped them
   std::uint64_t bytes_written = 0;
 };
 
@@ -186,7 +186,7 @@ class MemoryVizStream final : public EventVisitor {
   void on_alloc(const AllocEvent& event) override;
   void on_free(const FreeEvent& event) override;
 
-  ExportStats finish();  // closes the document (first_event/end_event stay 0)
+  ExportStats finish();                               // closes the document (first_event/end_event stay 0)
   [[nodiscard]] std::uint64_t unknown_frees() const;  // frees of no live buffer's address
 
  private:
@@ -204,11 +204,10 @@ struct RankHtmlInput {
   std::size_t aligned_iteration = 0;  // index into source.iterations.spans (0 when there are none)
   std::string note;                   // e.g. "its trace stops without an end record"
 };
-ExportStats export_html_ranks(std::string_view title, std::string_view overview,
-                              std::span<const RankHtmlInput> ranks, ByteSink& out);
+ExportStats export_html_ranks(std::string_view title, std::string_view overview, std::span<const RankHtmlInput> ranks,
+                              ByteSink& out);
 
 // Dispatch by format.
-ExportStats export_trace(ExportFormat format, const ExportSource& source, const ExportOptions& options,
-                         ByteSink& out);
+ExportStats export_trace(ExportFormat format, const ExportSource& source, const ExportOptions& options, ByteSink& out);
 
 }  // namespace memtool::trace

@@ -38,11 +38,10 @@ struct TraceReadOptions {
 // Delivers every complete record of `path` to `visitor`, in file order. A file that ends
 // inside a record is not an error (result.truncated); a corrupt record throws InputError with
 // the file and byte offset.
-TraceReadResult read_trace(const std::string& path, EventVisitor& visitor,
-                           const TraceReadOptions& options = {});
+TraceReadResult read_trace(const std::string& path, EventVisitor& visitor, const TraceReadOptions& options = {});
 
 // The same for a trace held in memory; `display_name` names it in InputError messages.
-TraceReadResult read_trace_bytes(std::span<const std::byte> bytes, std::string display_name,
-                                 EventVisitor& visitor, const TraceReadOptions& options = {});
+TraceReadResult read_trace_bytes(std::span<const std::byte> bytes, std::string display_name, EventVisitor& visitor,
+                                 const TraceReadOptions& options = {});
 
 }  // namespace memtool::trace

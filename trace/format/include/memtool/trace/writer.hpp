@@ -39,8 +39,7 @@ class TraceWriter {
   // the preload library can use it. Never blocks: the file is opened with O_NONBLOCK, and a
   // path that is not a regular file (a FIFO, a device, a directory) is refused.
   static std::unique_ptr<TraceWriter> open(const std::string& path, std::string* error);
-  static std::unique_ptr<TraceWriter> open(const std::string& path, const Options& options,
-                                           std::string* error);
+  static std::unique_ptr<TraceWriter> open(const std::string& path, const Options& options, std::string* error);
 
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -78,8 +77,8 @@ class TraceWriter {
   // write(2) so far (the header line included; records still in the buffer not).
   [[nodiscard]] std::uint64_t records_written() const;
   [[nodiscard]] std::uint64_t bytes_written() const;
-  [[nodiscard]] bool failed() const;  // an I/O error happened; later writes are dropped
-  [[nodiscard]] int error_number() const;  // the errno of that error (0: none)
+  [[nodiscard]] bool failed() const;         // an I/O error happened; later writes are dropped
+  [[nodiscard]] int error_number() const;    // the errno of that error (0: none)
   [[nodiscard]] bool limit_reached() const;  // Options::max_bytes ended the trace
 
  private:

@@ -50,8 +50,8 @@ struct LoadOptions {
 
 struct LoadSummary {
   InputKind kind = InputKind::unknown;
-  std::uint64_t events = 0;  // events delivered (allocs, frees, launches, ...; not definitions)
-  bool truncated = false;    // a trace that ends inside a record (the writer died)
+  std::uint64_t events = 0;                     // events delivered (allocs, frees, launches, ...; not definitions)
+  bool truncated = false;                       // a trace that ends inside a record (the writer died)
   std::optional<TraceReadResult> trace;         // when kind == trace
   std::optional<SnapshotImportStats> snapshot;  // when kind is a snapshot
 };

@@ -45,21 +45,21 @@ struct SnapshotImportOptions {
 
 struct SnapshotImportStats {
   SnapshotEncoding encoding = SnapshotEncoding::json;
-  int pickle_protocol = 0;        // 0 for JSON
-  std::size_t device_count = 0;   // entries of device_traces
-  std::size_t device = 0;         // the one imported
-  std::uint64_t entries = 0;      // entries in that device's trace
+  int pickle_protocol = 0;       // 0 for JSON
+  std::size_t device_count = 0;  // entries of device_traces
+  std::size_t device = 0;        // the one imported
+  std::uint64_t entries = 0;     // entries in that device's trace
 
-  std::uint64_t allocs = 0;        // delivered on_alloc
-  std::uint64_t frees = 0;         // delivered on_free
+  std::uint64_t allocs = 0;  // delivered on_alloc
+  std::uint64_t frees = 0;   // delivered on_free
   FreeSource free_source = FreeSource::none;
-  std::uint64_t free_requested = 0;   // entries per free action, whichever were delivered
+  std::uint64_t free_requested = 0;  // entries per free action, whichever were delivered
   std::uint64_t free_completed = 0;
   std::uint64_t legacy_frees = 0;
-  std::uint64_t unmatched_frees = 0;  // frees of an address not live in the trace (the trace
-                                      // starts after the allocation, or frees it twice)
-  std::uint64_t allocs_over_live = 0; // allocs at an address still live (its free is missing)
-  std::uint64_t live_at_end = 0;      // allocations never freed in the trace
+  std::uint64_t unmatched_frees = 0;       // frees of an address not live in the trace (the trace
+                                           // starts after the allocation, or frees it twice)
+  std::uint64_t allocs_over_live = 0;      // allocs at an address still live (its free is missing)
+  std::uint64_t live_at_end = 0;           // allocations never freed in the trace
   std::uint64_t peak_allocated_bytes = 0;  // live bytes in the program view, allocs and frees
                                            // as delivered (allocations made before the trace
                                            // started are unknown and not counted)
@@ -74,7 +74,7 @@ struct SnapshotImportStats {
   std::uint64_t reserved_bytes_start = 0;
   std::uint64_t reserved_bytes_peak = 0;
   std::uint64_t reserved_bytes_end = 0;
-  std::uint64_t reserved_peak_seq = 0;       // entry index where the peak was first reached
+  std::uint64_t reserved_peak_seq = 0;        // entry index where the peak was first reached
   bool reserved_start_from_segments = false;  // `segments` gave the dump-time level
 
   std::uint64_t ooms = 0;
@@ -86,15 +86,13 @@ struct SnapshotImportStats {
 };
 
 // In memory: `bytes` is the whole file, `name` is used in error messages.
-SnapshotImportStats import_snapshot_pickle(std::string_view bytes, const std::string& name,
-                                           EventVisitor& visitor,
+SnapshotImportStats import_snapshot_pickle(std::string_view bytes, const std::string& name, EventVisitor& visitor,
                                            const SnapshotImportOptions& options = {});
-SnapshotImportStats import_snapshot_json(std::string_view text, const std::string& name,
-                                         EventVisitor& visitor,
+SnapshotImportStats import_snapshot_json(std::string_view text, const std::string& name, EventVisitor& visitor,
                                          const SnapshotImportOptions& options = {});
 // Either encoding, told apart by the first byte (0x80: pickle; '{' after whitespace: JSON).
-SnapshotImportStats import_snapshot(std::string_view bytes, const std::string& name,
-                                    EventVisitor& visitor, const SnapshotImportOptions& options = {});
+SnapshotImportStats import_snapshot(std::string_view bytes, const std::string& name, EventVisitor& visitor,
+                                    const SnapshotImportOptions& options = {});
 // From a file, either encoding.
 SnapshotImportStats import_snapshot_file(const std::string& path, EventVisitor& visitor,
                                          const SnapshotImportOptions& options = {});
