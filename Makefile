@@ -1,12 +1,12 @@
 # The two Quick start commands (README.md):
 #   make demo   set up, build, report on a real PyTorch trace, record + report + plan a CUDA program
-#   make test   set up, build, and run the whole test suite (ThreadSanitizer, ASan/UBSan and
-#               short fuzzing runs included: what CI runs)
+#   make test   set up, build, and run the whole test suite (formatting, clang-tidy,
+#               ThreadSanitizer, ASan/UBSan and short fuzzing runs included: what CI runs)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test tsan asan fuzz-smoke gpu-kit bench clean
+.PHONY: all setup configure build demo test format format-check lint tsan asan fuzz-smoke gpu-kit bench clean
 
 all: build
 
@@ -23,10 +23,22 @@ demo: build
 	@bash scripts/demo.sh $(BUILD)
 
 test: build
+	@bash scripts/check_format.sh
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	@$(MAKE) --no-print-directory tsan
 	@$(MAKE) --no-print-directory asan
 	@$(MAKE) --no-print-directory fuzz-smoke
+
+# The sources against .clang-format (clang-format 14): format-check reports, format rewrites.
+format-check: setup
+	@bash scripts/check_format.sh
+
+format: setup
+	@bash scripts/check_format.sh --fix
+
+# clang-tidy (checks in .clang-tidy) over memtool's own sources as $(BUILD) compiles them.
+lint: configure
+	JOBS=$(JOBS) bash scripts/lint.sh $(BUILD)
 
 # The concurrent tests again under ThreadSanitizer, in a build folder of their own: the
 # recorder's 8-thread stress test and detection worker, and an 8-thread client through a

@@ -4,6 +4,7 @@
 set -euo pipefail
 
 packages=(cmake g++ make libfmt-dev catch2 libunwind-dev libcli11-dev nlohmann-json3-dev
+          clang-format-14 clang-tidy-14   # make format-check, make lint
           libbenchmark-dev python3
           python3-venv chromium    # export tests: a venv for PyPI's perfetto; headless Chromium
           groff-base man-db)       # packaging tests: the generated man pages render

@@ -37,6 +37,7 @@
 
 #include <fmt/format.h>
 
+#include "memtool/engine/debug_assert.hpp"
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
 #include "plan_task.hpp"
@@ -548,7 +549,13 @@ class PlannedPool final : public Resource {
     for (const ReleaseRef& ref : buffer.pending) {
       for (const auto& [recorded_on, event] : ref->events) {
         if (recorded_on == stream) continue;  // same stream: ordered by the stream itself
-        if (device_.stream_wait_event(stream, event) == kSuccess) ++waits;
+        if (device_.stream_wait_event(stream, event) == kSuccess) {
+          ++waits;
+          continue;
+        }
+        // No device-side wait: the host waits instead (slower, still ordered).
+        const bool ordered = device_.synchronize_event(event) == kSuccess || device_.event_completed(event);
+        MEMTOOL_ASSERT(ordered, "invariant 2: pooled memory reused on a stream not ordered after its last use");
       }
     }
     counters_.stream_waits += waits;

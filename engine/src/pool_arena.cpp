@@ -1,6 +1,8 @@
 // PoolArena: the occupancy map (invariant 1) and the release records (invariant 2) of one pool.
 #include "pool_arena.hpp"
 
+#include "memtool/engine/debug_assert.hpp"
+
 namespace memtool::engine {
 
 bool PoolArena::range_free(std::uint64_t offset, std::uint64_t bytes) const {
@@ -15,6 +17,7 @@ bool PoolArena::range_free(std::uint64_t offset, std::uint64_t bytes) const {
 }
 
 std::vector<ReleaseRef> PoolArena::occupy(std::uint64_t offset, std::uint64_t bytes) {
+  MEMTOOL_ASSERT(range_free(offset, bytes), "invariant 1: a pool range handed out overlaps a live one");
   const std::uint64_t end = offset + bytes;
   live_.emplace(offset, end);
   live_bytes_ += bytes;

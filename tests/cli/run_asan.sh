@@ -11,7 +11,7 @@ build_dir=${1:-$source_dir/build-asan}
 flags="-O0 -g1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # Programs run under the sanitized libmemtool.so need the ASan runtime loaded first.
 asan_runtime=$(${CXX:-g++} -print-file-name=libasan.so)
-cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=None \
+cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=None -DMEMTOOL_ASSERTIONS=ON \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DMEMTOOL_SANITIZER_PRELOAD="$asan_runtime" >/dev/null

@@ -11,7 +11,7 @@ build_dir=${1:-$source_dir/build-tsan}
 # -O1 -g1: what TSan's documentation asks for (optimised, line numbers in every report), at
 # about 60% of RelWithDebInfo's compile time.
 flags="-O1 -g1 -fsanitize=thread"
-cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=None \
+cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=None -DMEMTOOL_ASSERTIONS=ON \
   -DCMAKE_CXX_FLAGS="$flags -Wno-maybe-uninitialized" -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 cmake --build "$build_dir" --target test_interpose memtool_engine_tests -j"${JOBS:-2}"
