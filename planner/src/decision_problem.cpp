@@ -42,7 +42,7 @@ bool build_neighbours(const Prepared& p, const std::vector<std::uint32_t>& local
 std::uint64_t decision_problem_work(const DecisionProblem& d) {
   std::uint64_t entries = 0;
   for (const auto& n : d.neighbours) entries += n.size();
-  return 5 * entries + 50 * d.spans.size() + 4 * d.section_count;
+  return 5 * entries + 50 * d.spans.size() + 4 * std::uint64_t{d.section_count};
 }
 
 bool decision_problem_applies(const Prepared& p) {

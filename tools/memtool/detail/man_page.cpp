@@ -133,7 +133,7 @@ std::string verb_page(const CLI::App& app, const CLI::App& verb, std::string_vie
   out += options_section(verb);
   if (info != nullptr) out += fmt::format(".SH EXAMPLE\n.nf\n{}\n.fi\n", roff(info->example));
   out += kExitStatus;
-  const std::string name = verb.get_name();
+  const std::string& name = verb.get_name();
   if (name == "run" || name == "record" || name == "doctor") out += environment_section();
   out += see_also(app, name);
   return out;

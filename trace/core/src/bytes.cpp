@@ -26,21 +26,25 @@ struct Unit {
   std::uint64_t scale;
 };
 constexpr std::uint64_t kKi = 1024;
+constexpr std::uint64_t kMi = kKi << 10;
+constexpr std::uint64_t kGi = kMi << 10;
+constexpr std::uint64_t kTi = kGi << 10;
+constexpr std::uint64_t kK = 1000;
 constexpr std::array<Unit, 14> kUnits{{
     {"", 1},
     {"b", 1},
     {"k", kKi},
     {"kib", kKi},
-    {"kb", 1000},
-    {"m", kKi* kKi},
-    {"mib", kKi* kKi},
-    {"mb", 1000 * 1000},
-    {"g", kKi* kKi* kKi},
-    {"gib", kKi* kKi* kKi},
-    {"gb", 1000 * 1000 * 1000},
-    {"t", kKi* kKi* kKi* kKi},
-    {"tib", kKi* kKi* kKi* kKi},
-    {"tb", std::uint64_t{1000} * 1000 * 1000 * 1000},
+    {"kb", kK},
+    {"m", kMi},
+    {"mib", kMi},
+    {"mb", kK* kK},
+    {"g", kGi},
+    {"gib", kGi},
+    {"gb", kK* kK* kK},
+    {"t", kTi},
+    {"tib", kTi},
+    {"tb", kK* kK* kK* kK},
 }};
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
