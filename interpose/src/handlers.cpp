@@ -221,12 +221,12 @@ template <class F>
 std::uint64_t program_pool_for(const Call<F>& call) {
   CUdevice device = 0;
   const DriverFunctions* driver = call.runtimes.driver_functions();
-  if (driver == nullptr || driver->device_get_mem_pool == nullptr || !call.runtimes.device_of(nullptr, &device) ||
+  if (driver == nullptr || driver->current_mem_pool == nullptr || !call.runtimes.device_of(nullptr, &device) ||
       !call.runtimes.keeps_program_pool(device)) {
     return 0;
   }
   CUmemoryPool pool = nullptr;
-  if (driver->device_get_mem_pool(&pool, device) != CUDA_SUCCESS) return 0;
+  if (driver->current_mem_pool(&pool, device) != CUDA_SUCCESS) return 0;
   return reinterpret_cast<std::uintptr_t>(pool);
 }
 

@@ -134,12 +134,11 @@ template <class F>
 bool pool_device(const Call<F>& call, CUmemoryPool pool, CUdevice* out) {
   const DriverFunctions* driver = call.runtimes.driver_functions();
   int devices = 0;
-  if (driver != nullptr && driver->device_get_count != nullptr && driver->device_get_count(&devices) == CUDA_SUCCESS) {
+  if (driver != nullptr && driver->device_count != nullptr && driver->device_count(&devices) == CUDA_SUCCESS) {
     for (CUdevice d = 0; d < devices; ++d) {
       CUmemoryPool p = nullptr;
-      if ((driver->device_get_default_mem_pool != nullptr &&
-           driver->device_get_default_mem_pool(&p, d) == CUDA_SUCCESS && p == pool) ||
-          (driver->device_get_mem_pool != nullptr && driver->device_get_mem_pool(&p, d) == CUDA_SUCCESS && p == pool)) {
+      if ((driver->default_mem_pool != nullptr && driver->default_mem_pool(&p, d) == CUDA_SUCCESS && p == pool) ||
+          (driver->current_mem_pool != nullptr && driver->current_mem_pool(&p, d) == CUDA_SUCCESS && p == pool)) {
         *out = d;
         return true;
       }

@@ -327,8 +327,8 @@ CUresult fake_mem_set_access(CUdeviceptr, size_t, const CUmemAccessDesc* desc, s
 
 DriverFunctions grant_functions() {
   DriverFunctions functions;
-  functions.device_get_count = fake_device_count;
-  functions.device_get_default_mem_pool = fake_default_pool;
+  functions.device_count = fake_device_count;
+  functions.default_mem_pool = fake_default_pool;
   functions.ctx_get_device = fake_ctx_device;
   functions.mem_map = fake_mem_map;
   functions.mem_set_access = fake_mem_set_access;

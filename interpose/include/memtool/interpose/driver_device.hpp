@@ -27,52 +27,52 @@ namespace memtool::interpose {
 // X(field, symbol, route): every driver function the engine may call, with cuda.h's type; route
 // `hook` for a function libmemtool.so hooks (its real pointer is the hook table's real slot),
 // `driver` for the others (the driver's own symbol).
-#define MEMTOOL_DRIVER_FUNCTIONS(X)                                    \
-  X(mem_alloc, cuMemAlloc_v2, hook)                                    \
-  X(mem_free, cuMemFree_v2, hook)                                      \
-  X(mem_alloc_async, cuMemAllocAsync, hook)                            \
-  X(mem_alloc_from_pool, cuMemAllocFromPoolAsync, hook)                \
-  X(mem_free_async, cuMemFreeAsync, hook)                              \
-  X(mem_get_info, cuMemGetInfo_v2, hook)                               \
-  X(event_create, cuEventCreate, driver)                               \
-  X(event_record, cuEventRecord, driver)                               \
-  X(event_query, cuEventQuery, driver)                                 \
-  X(event_synchronize, cuEventSynchronize, hook)                       \
-  X(event_destroy, cuEventDestroy_v2, driver)                          \
-  X(event_elapsed_time, cuEventElapsedTime_v2, driver)                 \
-  X(stream_wait_event, cuStreamWaitEvent, hook)                        \
-  X(stream_create, cuStreamCreate, hook)                               \
-  X(stream_destroy, cuStreamDestroy_v2, driver)                        \
-  X(memcpy_dtoh_async, cuMemcpyDtoHAsync_v2, hook)                     \
-  X(memcpy_htod_async, cuMemcpyHtoDAsync_v2, hook)                     \
-  X(memcpy_dtod_async, cuMemcpyDtoDAsync_v2, hook)                     \
-  X(mem_host_alloc, cuMemHostAlloc, hook)                              \
-  X(mem_free_host, cuMemFreeHost, hook)                                \
-  X(mem_alloc_managed, cuMemAllocManaged, hook)                        \
-  X(mem_advise, cuMemAdvise_v2, driver)                                \
-  X(mem_prefetch, cuMemPrefetchAsync_v2, driver)                       \
-  X(ctx_get_device, cuCtxGetDevice, driver)                            \
-  X(address_reserve, cuMemAddressReserve, driver)                      \
-  X(address_free, cuMemAddressFree, driver)                            \
-  X(mem_create, cuMemCreate, hook)                                     \
-  X(mem_release, cuMemRelease, hook)                                   \
-  X(mem_map, cuMemMap, hook)                                           \
-  X(mem_set_access, cuMemSetAccess, driver)                            \
-  X(mem_unmap, cuMemUnmap, hook)                                       \
-  X(allocation_granularity, cuMemGetAllocationGranularity, driver)     \
-  X(mem_get_address_range, cuMemGetAddressRange_v2, hook)              \
-  X(ipc_get_mem_handle, cuIpcGetMemHandle, hook)                       \
-  X(ipc_open_mem_handle, cuIpcOpenMemHandle_v2, hook)                  \
-  X(ipc_close_mem_handle, cuIpcCloseMemHandle, hook)                   \
-  X(mem_retain_allocation_handle, cuMemRetainAllocationHandle, hook)   \
-  X(mem_export_to_shareable, cuMemExportToShareableHandle, driver)     \
-  X(mem_import_from_shareable, cuMemImportFromShareableHandle, driver) \
-  X(pointer_get_attribute, cuPointerGetAttribute, hook)                \
-  X(memset_d32_async, cuMemsetD32Async, hook)                          \
-  X(launch_host_func, cuLaunchHostFunc, driver)                        \
-  X(device_get_count, cuDeviceGetCount, driver)                        \
-  X(device_get_default_mem_pool, cuDeviceGetDefaultMemPool, driver)    \
-  X(device_get_mem_pool, cuDeviceGetMemPool, driver)
+#define MEMTOOL_DRIVER_FUNCTIONS(X)                                  \
+  X(mem_alloc, cuMemAlloc_v2, hook)                                  \
+  X(mem_free, cuMemFree_v2, hook)                                    \
+  X(mem_alloc_async, cuMemAllocAsync, hook)                          \
+  X(mem_alloc_from_pool, cuMemAllocFromPoolAsync, hook)              \
+  X(mem_free_async, cuMemFreeAsync, hook)                            \
+  X(mem_get_info, cuMemGetInfo_v2, hook)                             \
+  X(event_create, cuEventCreate, driver)                             \
+  X(event_record, cuEventRecord, driver)                             \
+  X(event_query, cuEventQuery, driver)                               \
+  X(event_synchronize, cuEventSynchronize, hook)                     \
+  X(event_destroy, cuEventDestroy_v2, driver)                        \
+  X(event_elapsed_time, cuEventElapsedTime_v2, driver)               \
+  X(stream_wait_event, cuStreamWaitEvent, hook)                      \
+  X(stream_create, cuStreamCreate, hook)                             \
+  X(stream_destroy, cuStreamDestroy_v2, driver)                      \
+  X(memcpy_dtoh_async, cuMemcpyDtoHAsync_v2, hook)                   \
+  X(memcpy_htod_async, cuMemcpyHtoDAsync_v2, hook)                   \
+  X(memcpy_dtod_async, cuMemcpyDtoDAsync_v2, hook)                   \
+  X(mem_host_alloc, cuMemHostAlloc, hook)                            \
+  X(mem_free_host, cuMemFreeHost, hook)                              \
+  X(mem_alloc_managed, cuMemAllocManaged, hook)                      \
+  X(mem_advise, cuMemAdvise_v2, driver)                              \
+  X(mem_prefetch, cuMemPrefetchAsync_v2, driver)                     \
+  X(ctx_get_device, cuCtxGetDevice, driver)                          \
+  X(address_reserve, cuMemAddressReserve, driver)                    \
+  X(address_free, cuMemAddressFree, driver)                          \
+  X(mem_create, cuMemCreate, hook)                                   \
+  X(mem_release, cuMemRelease, hook)                                 \
+  X(mem_map, cuMemMap, hook)                                         \
+  X(mem_set_access, cuMemSetAccess, driver)                          \
+  X(mem_unmap, cuMemUnmap, hook)                                     \
+  X(allocation_granularity, cuMemGetAllocationGranularity, driver)   \
+  X(mem_get_address_range, cuMemGetAddressRange_v2, hook)            \
+  X(ipc_get_mem_handle, cuIpcGetMemHandle, hook)                     \
+  X(ipc_open_mem_handle, cuIpcOpenMemHandle_v2, hook)                \
+  X(ipc_close_mem_handle, cuIpcCloseMemHandle, hook)                 \
+  X(mem_retain_allocation_handle, cuMemRetainAllocationHandle, hook) \
+  X(mem_export_to_shareable, cuMemExportToShareableHandle, driver)   \
+  X(pointer_get_attribute, cuPointerGetAttribute, hook)              \
+  X(memset_d32_async, cuMemsetD32Async, hook)                        \
+  X(launch_host_func, cuLaunchHostFunc, driver)                      \
+  X(device_count, cuDeviceGetCount, driver)                          \
+  X(default_mem_pool, cuDeviceGetDefaultMemPool, driver)             \
+  X(current_mem_pool, cuDeviceGetMemPool, driver)                    \
+  X(mem_import_from_shareable, cuMemImportFromShareableHandle, driver)
 
 struct DriverFunctions {
 #define MEMTOOL_DRIVER_FIELD(field, symbol, route) decltype(&::symbol) field = nullptr;
