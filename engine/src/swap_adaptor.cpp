@@ -644,7 +644,9 @@ class SwapAdaptor final : public Adaptor {
         continue;
       }
       // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
-      // address maps the host copy before that work is queued. Slow, never wrong.
+      // address maps the host copy before that work is queued. Slow, never wrong. Not while that
+      // host wait may never end (a stream waits for a value): it stays.
+      if (v.at_once && device_.host_wait_may_block()) continue;
       if (swap_out(v.ptr, b) && v.at_once) {
         settle(true);
         // That work reads the host copy through the address: no copy back may remap it under
@@ -1540,6 +1542,7 @@ class SwapAdaptor final : public Adaptor {
   }
 
   void settle(bool wait) {
+    if (wait && device_.host_wait_may_block()) wait = false;  // a stream waits for a value not written yet
     collect_frees(wait);
     mover_->settle(wait);
     host_waited_ = host_waited_ || wait;

@@ -369,6 +369,7 @@ State decide() {
   g_runtimes->set_context_device(functions.ctx_get_device);
   g_ipc_bridge = new IpcBridge(functions);
   g_runtimes->set_ipc_bridge(g_ipc_bridge);
+  g_runtimes->set_driver(device);
   g_tracer_options = new Options(options);  // start_tracer's, once initialise() is done
   pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
   std::atexit(at_exit);

@@ -418,6 +418,43 @@ Status DriverDevice::unmap(engine::DevicePtr ptr, std::uint64_t bytes) {
 }
 
 // Remembered for later mappings, and replayed on the ranges mapped on `owner` now.
+namespace {
+// Drops the events of waits that are over; what remains may still block.
+void prune_value_waits(std::vector<CUevent>& waits, const DriverFunctions& f) {
+  std::erase_if(waits, [&](CUevent e) {
+    if (f.event_query(e) == CUDA_ERROR_NOT_READY) return false;
+    (void)f.event_destroy(e);
+    return true;
+  });
+}
+}  // namespace
+
+void DriverDevice::value_wait_issued(CUstream stream) {
+  if (f_.event_create == nullptr || f_.event_record == nullptr || f_.event_query == nullptr ||
+      f_.event_destroy == nullptr) {
+    return;
+  }
+  const InternalCall internal(captures_);
+  std::lock_guard lock(value_waits_mutex_);
+  prune_value_waits(value_waits_, f_);
+  CUevent event = nullptr;
+  if (f_.event_create(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return;
+  if (f_.event_record(event, stream) != CUDA_SUCCESS) {
+    (void)f_.event_destroy(event);
+    return;
+  }
+  value_waits_.push_back(event);
+  any_value_wait_.store(true, std::memory_order_release);
+}
+
+bool DriverDevice::host_wait_may_block() {
+  if (!any_value_wait_.load(std::memory_order_acquire)) return false;  // the program never waited for a value
+  const InternalCall internal(captures_);
+  std::lock_guard lock(value_waits_mutex_);
+  prune_value_waits(value_waits_, f_);
+  return !value_waits_.empty();
+}
+
 void DriverDevice::grant_peer_access(int owner, int accessor) {
   if (owner < 0 || owner >= kMaxDevices || accessor < 0 || accessor >= kMaxDevices || owner == accessor) return;
   const InternalCall internal(captures_);

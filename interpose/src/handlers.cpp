@@ -2,6 +2,7 @@
 // order relative to the recorder, and the driver's result unchanged.
 #include "memtool/interpose/handlers.hpp"
 #include "memtool/interpose/ipc_bridge.hpp"
+#include "handler_support.hpp"
 
 #include <optional>
 #include <type_traits>
@@ -16,46 +17,17 @@ using trace::SyncKind;
 std::uint64_t u64(CUdeviceptr p) { return static_cast<std::uint64_t>(p); }
 std::uint64_t u64(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
-template <class F>
-std::uint64_t stream_of(const Call<F>& call, CUstream stream) {
-  return recorded_stream(stream, call.variant);
-}
+using detail::captured;
+using detail::kCapturedCopy;
+using detail::kCapturedGraphLaunch;
+using detail::kCapturedLaunch;
+using detail::kCapturedMemset;
+using detail::order;
+using detail::stream_of;
+
 template <class F>
 std::uint64_t default_stream_of(const Call<F>& call) {
   return recorded_stream(nullptr, call.variant);
-}
-
-// What GraphNoteKind::captured_work says was captured.
-constexpr std::uint8_t kCapturedLaunch = 0;
-constexpr std::uint8_t kCapturedCopy = 1;
-constexpr std::uint8_t kCapturedMemset = 2;
-constexpr std::uint8_t kCapturedGraphLaunch = 3;
-
-// Whether work issued to `stream` now is captured into a graph rather than run (or refused
-// beside a capture: the legacy stream next to a capturing blocking stream). Such work goes
-// straight to the driver: it touches nothing now, and no strategy may see it (issue 32). One
-// relaxed load while no capture runs.
-template <class F>
-bool captured(const Call<F>& call, std::uint64_t stream) {
-  const CaptureTracker* captures = call.recorder.captures();
-  return captures != nullptr && captures->any() && captures->stream_state(stream) != StreamCapture::none;
-}
-
-// Work on `stream` is about to touch what the recorder found: the strategies order the stream
-// after the memory's earlier users, before the real call queues the work. Work that touches no
-// buffer is told only when it may reach some anyway (swap strategy: pointer tables).
-template <class F>
-void order(const Call<F>& call, const LaunchSeen& seen, std::uint64_t stream) {
-  if (!call.runtimes.wants_accesses()) return;
-  if (seen.touched.empty() && seen.reached.empty() && seen.escaped.empty() && !seen.reaches_all) return;
-  engine::WorkItem item;
-  item.stream = stream;
-  item.touched = seen.touched;
-  item.reached = seen.reached;
-  item.escaped = seen.escaped;
-  item.reaches_all = seen.reaches_all;
-  item.kernel = seen.kernel;
-  call.runtimes.before_item(item);
 }
 
 // After a copy from host memory succeeded: what it wrote may be a pointer table.
@@ -243,11 +215,26 @@ CUresult handle_cuMemAllocManaged(const Call<fn::cuMemAllocManaged>& call, CUdev
   return allocate(call, dptr, bytesize, MemoryKind::managed, 0, bytesize, flags);
 }
 
+// The pool cuMemAllocAsync on the current device draws from, when its requests must stay there
+// (ContextRuntimes::keeps_program_pool: the program shared it with peers); 0 otherwise.
+template <class F>
+std::uint64_t program_pool_for(const Call<F>& call) {
+  CUdevice device = 0;
+  const DriverFunctions* driver = call.runtimes.driver_functions();
+  if (driver == nullptr || driver->current_mem_pool == nullptr || !call.runtimes.device_of(nullptr, &device) ||
+      !call.runtimes.keeps_program_pool(device)) {
+    return 0;
+  }
+  CUmemoryPool pool = nullptr;
+  if (driver->current_mem_pool(&pool, device) != CUDA_SUCCESS) return 0;
+  return reinterpret_cast<std::uintptr_t>(pool);
+}
+
 CUresult handle_cuMemAllocAsync(const Call<fn::cuMemAllocAsync>& call, CUdeviceptr* dptr, size_t bytesize,
                                 CUstream hStream) noexcept {
   const std::uint64_t stream = stream_of(call, hStream);
   if (captured(call, stream)) return allocate_graph_memory(call, dptr, bytesize, stream, dptr, bytesize, hStream);
-  return allocate_device(call, dptr, {bytesize, MemoryKind::async, stream, 0});
+  return allocate_device(call, dptr, {bytesize, MemoryKind::async, stream, program_pool_for(call)});
 }
 
 // Stream-ordered memory from a pool of the program's: served like cuMemAllocAsync; what the

@@ -126,4 +126,68 @@ CUresult handle_cuCtxEnablePeerAccess(const Call<fn::cuCtxEnablePeerAccess>& cal
   return result;
 }
 
+namespace {
+
+// The device whose pool `pool` is: the one whose default or current pool it is, else (a pool the
+// program made and did not make current) the current context's device.
+template <class F>
+bool pool_device(const Call<F>& call, CUmemoryPool pool, CUdevice* out) {
+  const DriverFunctions* driver = call.runtimes.driver_functions();
+  int devices = 0;
+  if (driver != nullptr && driver->device_count != nullptr && driver->device_count(&devices) == CUDA_SUCCESS) {
+    for (CUdevice d = 0; d < devices; ++d) {
+      CUmemoryPool p = nullptr;
+      if ((driver->default_mem_pool != nullptr && driver->default_mem_pool(&p, d) == CUDA_SUCCESS && p == pool) ||
+          (driver->current_mem_pool != nullptr && driver->current_mem_pool(&p, d) == CUDA_SUCCESS && p == pool)) {
+        *out = d;
+        return true;
+      }
+    }
+  }
+  return call.runtimes.device_of(nullptr, out);
+}
+
+// Devices given access to memory on `owner`: memory memtool maps there gets it too (read-write,
+// whatever was granted: more than the program asked, never less; a revocation is not replayed).
+template <class F>
+void granted(const Call<F>& call, CUdevice owner, const CUmemAccessDesc* descs, size_t count) {
+  if (descs == nullptr) return;
+  for (size_t i = 0; i < count; ++i) {
+    const CUmemAccessDesc& d = descs[i];
+    if (d.location.type == CU_MEM_LOCATION_TYPE_DEVICE && d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE) {
+      call.runtimes.peer_access_enabled(owner, d.location.id);
+    }
+  }
+}
+
+}  // namespace
+
+// A pool's memory made reachable from other devices (PyTorch's cudaMallocAsync backend gives its
+// peers access this way, never with cuCtxEnablePeerAccess): the program's cuMemAllocAsync buffers
+// that memtool serves from memory it maps (swap's VMM ranges) must be reachable from them too.
+CUresult handle_cuMemPoolSetAccess(const Call<fn::cuMemPoolSetAccess>& call, CUmemoryPool pool,
+                                   const CUmemAccessDesc* map, size_t count) noexcept {
+  const CUresult result = call.real(pool, map, count);
+  CUdevice owner = 0;
+  if (result == CUDA_SUCCESS && pool_device(call, pool, &owner)) {
+    granted(call, owner, map, count);
+    call.runtimes.pool_shared(owner);
+  }
+  return result;
+}
+
+// The program's own VMM range made reachable from other devices: so is what memtool maps on the
+// range's device (the program means those devices to read memory there).
+CUresult handle_cuMemSetAccess(const Call<fn::cuMemSetAccess>& call, CUdeviceptr ptr, size_t size,
+                               const CUmemAccessDesc* desc, size_t count) noexcept {
+  const CUresult result = call.real(ptr, size, desc, count);
+  const DriverFunctions* driver = call.runtimes.driver_functions();
+  int owner = 0;
+  if (result == CUDA_SUCCESS && driver != nullptr && driver->pointer_get_attribute != nullptr &&
+      driver->pointer_get_attribute(&owner, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) == CUDA_SUCCESS) {
+    granted(call, owner, desc, count);
+  }
+  return result;
+}
+
 }  // namespace memtool::interpose

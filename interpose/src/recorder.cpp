@@ -535,6 +535,29 @@ LaunchSeen Recorder::on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint
   return seen;
 }
 
+LaunchSeen Recorder::on_touch(std::uint64_t address, std::uint64_t bytes, std::uint64_t stream) noexcept {
+  LaunchSeen seen;
+  if (!active()) return seen;
+  MEMTOOL_RECORD_STEP("a touch", {
+    std::vector<std::uint64_t>& touched = t_launch.touched;
+    touched.clear();
+    std::lock_guard lock(emit_mutex_);
+    // A read of device memory by the device: the token of a device-to-device copy of its size.
+    observer_.on_transfer(address, 0, stream, engine::AccessKind::copy,
+                          trace::SignatureBuilder::copy_token(bytes, trace::CopyKind::d2d), touched);
+    seen.touched = touched;
+  });
+  return seen;
+}
+
+std::optional<trace::MemoryKind> Recorder::buffer_kind(std::uint64_t address) noexcept {
+  if (!active()) return std::nullopt;
+  std::lock_guard lock(emit_mutex_);
+  const engine::LiveBuffer* buffer = observer_.index().find(address);
+  if (buffer == nullptr) return std::nullopt;
+  return buffer->kind;
+}
+
 void Recorder::on_upload(std::uint64_t dst, const void* src, std::uint64_t bytes, bool dst_on_device,
                          bool readable) noexcept {
   if (!tables_ || !active() || src == nullptr) return;

@@ -183,7 +183,7 @@ else
       "$src/adversarial/table_train.cpp" "$src/adversarial/table_options.cpp" "$src/adversarial/table_step.cpp" \
       "$src/common/driver_api_linked.cpp" "${common[@]}" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda -ldl || ok=0
     # The framework-shaped programs (issue 33): one file each, the driver linked.
-    for program in ipc_ring_train pool_step_train two_gpu_train; do
+    for program in ipc_ring_train pool_step_train two_gpu_train ce_collective_train; do
       guarded 120 "$out/logs/build-$program.txt" "$cxx" "${flags[@]}" -o "$apps/$program" \
         "$src/frameworks/$program.cpp" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda || ok=0
     done
@@ -260,7 +260,12 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
         # XLA's step on a memory pool of its own (cuMemAllocFromPoolAsync, pool export, trim).
         "pool_step_train|pool_step_train|"
         # Two GPUs in one process with peer reads (on one GPU it prints a skip line).
-        "two_gpu_train|two_gpu_train|")
+        "two_gpu_train|two_gpu_train|"
+        # PyTorch's cudaMallocAsync backend on two GPUs: peers granted by cuMemPoolSetAccess only.
+        "two_gpu_train_pool_grant|two_gpu_train|--pool-grant"
+        # NCCL's copy-engine collective: batch copies, write/wait values, prefetch and advice, in
+        # CUDA 13's generation and (through cuGetProcAddress) the first ones.
+        "ce_collective_train|ce_collective_train|" "ce_collective_train_old_abi|ce_collective_train|--old-abi")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     if [ ! -x "$apps/$program" ]; then

@@ -5,8 +5,11 @@
 // accumulator. Prints one line per step with both accumulators' checksums; any failing driver call
 // ends the run (exit 3). Needs two devices (FAKECUDA_DEVICES=2 on fakecuda); with one it prints
 // a skip line and exits 0.
+// --pool-grant: the way PyTorch's cudaMallocAsync backend shares memory between GPUs: the step's
+// buffers come from cuMemAllocAsync and each device's default pool is made readable by the other
+// with cuMemPoolSetAccess; no cuCtxEnablePeerAccess (a peer read of memory no grant covers faults).
 //
-//   two_gpu_train --module IMAGE [--iterations N] [--floats N]
+//   two_gpu_train --module IMAGE [--iterations N] [--floats N] [--pool-grant]
 #include <cuda.h>
 
 #include <cstdint>
@@ -39,8 +42,15 @@ int main(int argc, char** argv) {
   std::string module_path;
   int iterations = 12;
   int floats = 1 << 19;  // 2 MiB buffers
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool pool_grant = false;
+  for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (flag == "--pool-grant") {
+      pool_grant = true;
+      --i;  // no value
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (flag == "--module")
       module_path = argv[i + 1];
     else if (flag == "--iterations")
@@ -49,7 +59,7 @@ int main(int argc, char** argv) {
       floats = std::atoi(argv[i + 1]);
   }
   if (module_path.empty() || iterations < 1 || floats < 1) {
-    std::fprintf(stderr, "usage: two_gpu_train --module IMAGE [--iterations N] [--floats N]\n");
+    std::fprintf(stderr, "usage: two_gpu_train --module IMAGE [--iterations N] [--floats N] [--pool-grant]\n");
     return 2;
   }
   const std::size_t bytes = static_cast<std::size_t>(floats) * sizeof(float);
@@ -69,8 +79,32 @@ int main(int argc, char** argv) {
   }
   for (int d = 0; d < 2; ++d) {
     CK(cuCtxSetCurrent(gpu[d].context));
-    CK(cuCtxEnablePeerAccess(gpu[1 - d].context, 0));
+    if (!pool_grant) {
+      CK(cuCtxEnablePeerAccess(gpu[1 - d].context, 0));
+      continue;
+    }
+    CUmemoryPool pool = nullptr;
+    CK(cuDeviceGetDefaultMemPool(&pool, gpu[d].device));
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = gpu[1 - d].device;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CK(cuMemPoolSetAccess(pool, &access, 1));
   }
+  auto alloc = [&](CUdeviceptr* p, const Gpu& g) {
+    if (pool_grant) {
+      CK(cuMemAllocAsync(p, bytes, g.stream));
+    } else {
+      CK(cuMemAlloc(p, bytes));
+    }
+  };
+  auto release = [&](CUdeviceptr p, const Gpu& g) {
+    if (pool_grant) {
+      CK(cuMemFreeAsync(p, g.stream));
+    } else {
+      CK(cuMemFree(p));
+    }
+  };
   auto launch = [&](const Gpu& g, CUdeviceptr y, CUdeviceptr x, float a, float b) {
     frameworks::launch_scale_add(g, floats, y, x, a, b, check);
   };
@@ -85,9 +119,9 @@ int main(int argc, char** argv) {
         host[static_cast<std::size_t>(i)] = 0.5f * static_cast<float>(d + 1) + 0.25f * static_cast<float>(step % 4) +
                                             0.125f * static_cast<float>(i % 5);
       }
-      CK(cuMemAlloc(&x[d], bytes));
+      alloc(&x[d], g);
       CK(cuMemcpyHtoDAsync(x[d], host.data(), bytes, g.stream));
-      CK(cuMemAlloc(&y[d], bytes));
+      alloc(&y[d], g);
       launch(g, y[d], x[d], 0.0f, 2.0f);  // y = 2 x
       CK(cuStreamSynchronize(g.stream));
     }
@@ -110,8 +144,8 @@ int main(int argc, char** argv) {
     }
     for (int d = 0; d < 2; ++d) {
       CK(cuCtxSetCurrent(gpu[d].context));
-      CK(cuMemFree(x[d]));
-      CK(cuMemFree(y[d]));
+      release(x[d], gpu[d]);
+      release(y[d], gpu[d]);
     }
     std::printf("%s\n", line.c_str());
   }

@@ -168,6 +168,11 @@ class Device {
   // The program made memory on device `owner` reachable from device `accessor` (peer access):
   // what map() maps there from now on, and what it mapped before, gets that access too.
   virtual void grant_peer_access(int owner, int accessor) { (void)owner, (void)accessor; }
+  // Whether a host wait for work queued now may never end: a stream waits for a value
+  // (cuStreamWaitValue*) that work the program has not issued yet may write, and the program's
+  // thread would be the one waiting. Strategies then do not wait on the host (they go over a
+  // budget instead, and leave alone what only a host wait would make safe to move).
+  virtual bool host_wait_may_block() { return false; }
 };
 
 }  // namespace memtool::engine

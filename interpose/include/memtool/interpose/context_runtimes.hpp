@@ -17,6 +17,7 @@
 #include "memtool/engine/runtime.hpp"
 #include "memtool/engine/strategy.hpp"
 #include "memtool/interpose/cuda_api.hpp"
+#include "memtool/interpose/driver_device.hpp"
 
 namespace memtool::interpose {
 
@@ -50,6 +51,17 @@ class ContextRuntimes {
   // The program enabled peer access (cuCtxEnablePeerAccess): memory on `owner` is reachable from
   // `accessor`; memory memtool maps on `owner` gets the same access (engine::Device).
   void peer_access_enabled(int owner, int accessor) { device_.grant_peer_access(owner, accessor); }
+  // The program gave other devices access to a pool on `device` (cuMemPoolSetAccess). Replayed on
+  // what memtool maps there (peer_access_enabled); but the pool strategy's arenas are cuMemAlloc
+  // memory, which no grant can make reachable: under it, `device`'s cuMemAllocAsync requests stay
+  // in the program's pool from then on (program_pool_for).
+  void pool_shared(int device) {
+    if (device >= 0 && device < 64) shared_pools_.fetch_or(std::uint64_t{1} << device, std::memory_order_relaxed);
+  }
+  [[nodiscard]] bool keeps_program_pool(int device) const {
+    return options_.name == "pool" && device >= 0 && device < 64 &&
+           (shared_pools_.load(std::memory_order_relaxed) >> device & 1) != 0;
+  }
   // The device of `context` (null: the current one), through the real driver; false if unknown.
   using ContextDevice = CUresult (*)(CUdevice*);
   void set_context_device(ContextDevice get) { context_device_ = get; }
@@ -62,6 +74,15 @@ class ContextRuntimes {
   // memtool's own IPC handles (null in unit tests: exports of served buffers then fail).
   void set_ipc_bridge(IpcBridge* bridge) { ipc_bridge_.store(bridge, std::memory_order_release); }
   [[nodiscard]] IpcBridge* ipc_bridge() const { return ipc_bridge_.load(std::memory_order_acquire); }
+  // The device over the real driver (handlers_access.cpp stands in with its functions for a call
+  // the driver refuses only because memtool serves the memory, and tells it of value waits; null
+  // in unit tests that need neither).
+  void set_driver(DriverDevice* driver) { driver_.store(driver, std::memory_order_release); }
+  [[nodiscard]] DriverDevice* driver() const { return driver_.load(std::memory_order_acquire); }
+  [[nodiscard]] const DriverFunctions* driver_functions() const {
+    const DriverDevice* d = driver();
+    return d != nullptr ? &d->functions() : nullptr;
+  }
   // Work on `stream` touches these buffers: every runtime that orders streams hears it.
   void before_access(std::span<const std::uint64_t> bases, engine::StreamId stream);
   // A whole launch, copy or memset with what memtool knows it may reach (engine::WorkItem).
@@ -115,6 +136,8 @@ class ContextRuntimes {
   std::atomic<bool> wants_accesses_{false};
   std::atomic<bool> failed_{false};
   std::atomic<IpcBridge*> ipc_bridge_{nullptr};
+  std::atomic<DriverDevice*> driver_{nullptr};
+  std::atomic<std::uint64_t> shared_pools_{0};  // devices whose pools the program shared (bit per ordinal)
 };
 
 }  // namespace memtool::interpose

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "memtool/engine/device.hpp"
 #include "memtool/interpose/capture_tracker.hpp"
@@ -65,6 +66,12 @@ namespace memtool::interpose {
   X(ipc_close_mem_handle, cuIpcCloseMemHandle, hook)                 \
   X(mem_retain_allocation_handle, cuMemRetainAllocationHandle, hook) \
   X(mem_export_to_shareable, cuMemExportToShareableHandle, driver)   \
+  X(pointer_get_attribute, cuPointerGetAttribute, hook)              \
+  X(memset_d32_async, cuMemsetD32Async, hook)                        \
+  X(launch_host_func, cuLaunchHostFunc, driver)                      \
+  X(device_count, cuDeviceGetCount, driver)                          \
+  X(default_mem_pool, cuDeviceGetDefaultMemPool, driver)             \
+  X(current_mem_pool, cuDeviceGetMemPool, driver)                    \
   X(mem_import_from_shareable, cuMemImportFromShareableHandle, driver)
 
 struct DriverFunctions {
@@ -126,6 +133,11 @@ class DriverDevice final : public engine::Device {
   engine::Status map(engine::DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) override;
   engine::Status unmap(engine::DevicePtr ptr, std::uint64_t bytes) override;
   void grant_peer_access(int owner, int accessor) override;
+  // A stream of the program now waits for a value (cuStreamWaitValue*, a batch's waits, or
+  // memtool's stand-in for one): until an event recorded after it there has completed, a host
+  // wait for work queued after it may never end (its writer may not be issued yet).
+  void value_wait_issued(CUstream stream);
+  bool host_wait_may_block() override;
 
   // Devices whose peer-access grants are remembered (a device beyond them gets only its own).
   static constexpr int kMaxDevices = 64;
@@ -162,6 +174,10 @@ class DriverDevice final : public engine::Device {
   CUstream detour_ = nullptr;
   CUevent detour_done_ = nullptr;
   std::atomic<std::uint64_t> detours_{0};
+  // Events recorded after the value waits of the program not known to be over (value_wait_issued).
+  std::mutex value_waits_mutex_;
+  std::vector<CUevent> value_waits_;
+  std::atomic<bool> any_value_wait_{false};
 };
 
 }  // namespace memtool::interpose

@@ -123,6 +123,12 @@ class alignas(64) Recorder {  // aligned: its hot fields start a cache line
   LaunchSeen on_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes, trace::CopyKind kind,
                      std::uint64_t stream, bool async) noexcept;
   LaunchSeen on_memset(std::uint64_t dst, std::uint64_t bytes, std::uint64_t stream, bool async) noexcept;
+  // Stream work that reads memory at `address` and has no trace event of its own (a wait on a
+  // value, a prefetch): an access for the observer and the strategies, not written to the trace.
+  LaunchSeen on_touch(std::uint64_t address, std::uint64_t bytes, std::uint64_t stream) noexcept;
+  // The kind of the live buffer holding `address`, as the program allocated it; nullopt when
+  // memtool tracks none there (or recording stopped).
+  [[nodiscard]] std::optional<trace::MemoryKind> buffer_kind(std::uint64_t address) noexcept;
   // After a copy from host memory `src` succeeded (the driver accepted the pointer): the
   // addresses its bytes held are what `dst` holds now (swap strategy only; pointer_tables.hpp).
   // `dst_on_device`: an HtoD copy, whose source is host memory by its contract (else a unified
