@@ -11,6 +11,9 @@
 // The handlers are async-signal-safe: a write(2) to a pipe, atomics and nanosleep. They take no
 // lock: if the thread they interrupted holds the recorder's, the flush thread waits for it and
 // the handler gives up after kSignalWaitMs, keeping what the timer flushed.
+// Since the trace file is mapped (TraceWriter::Options::map_file, trace_sink.cpp), every record
+// is in the file as it is written and these flushes find nothing to do; they keep the trace
+// where the file system cannot be mapped and the writer falls back to its buffer.
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>

@@ -9,9 +9,17 @@
 // flushes included (Recorder::flush_trace, from the preload's flush thread), so recording pays
 // nothing for the flushes that keep a killed run's trace. A write that fails is said once, with
 // its reason.
+//
+// The file is a shared mapping (TraceWriter::Options::map_file): whatever ends the process, the
+// records it wrote stay. Exec keeps the pid, and the fd is closed on exec (its lock with it), so
+// a program that execs another under LD_PRELOAD would truncate its own trace: the file names
+// its writer ("process": pid and start time, which exec keeps too), and a process that finds
+// its own name in the file records to `<path>.exec<N>` instead.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -22,10 +30,65 @@
 
 #include "memtool/interpose/event_sink.hpp"
 #include "memtool/interpose/log.hpp"
+#include "memtool/trace/reader.hpp"
 #include "memtool/trace/writer.hpp"
 
 namespace memtool::interpose {
 namespace {
+
+// The head of an existing trace read for its writer's name (metadata comes first).
+constexpr std::size_t kWriterNameScanBytes = 64 * 1024;
+// `<path>.exec1` ... : a chain of execs, each its own file.
+constexpr int kMaxExecFiles = 64;
+
+// "<pid>.<start time in clock ticks after boot>" (/proc/self/stat, field 22): one process over
+// its whole life, exec included. "" when /proc cannot be read.
+std::string process_name() {
+  char text[1024];
+  const int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  const ssize_t n = ::read(fd, text, sizeof(text) - 1);
+  ::close(fd);
+  if (n <= 0) return {};
+  const std::string_view stat(text, static_cast<std::size_t>(n));
+  std::size_t at = stat.rfind(')');  // the command may hold spaces and parentheses
+  if (at == std::string_view::npos) return {};
+  for (int field = 2; field < 22; ++field) {  // from field 2 (the command) to field 22
+    at = stat.find(' ', at + 1);
+    if (at == std::string_view::npos) return {};
+  }
+  const std::size_t end = stat.find(' ', at + 1);
+  if (end == std::string_view::npos) return {};
+  return std::to_string(::getpid()) + "." + std::string(stat.substr(at + 1, end - at - 1));
+}
+
+// Whether the trace at `path` was written by the process named `name` (this one, before exec).
+bool written_by(const std::string& path, const std::string& name) {
+  if (name.empty()) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st {};
+  std::vector<std::byte> head;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    head.resize(std::min<std::size_t>(kWriterNameScanBytes, static_cast<std::size_t>(st.st_size)));
+    const ssize_t n = ::read(fd, head.data(), head.size());
+    head.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  ::close(fd);
+  if (!trace::is_trace_bytes(head)) return false;
+  struct WriterName final : trace::EventVisitor {
+    std::string value;
+    void on_metadata(std::string_view key, std::string_view v) override {
+      if (key == "process") value = v;
+    }
+  } writer;
+  try {
+    (void)trace::read_trace_bytes(head, path, writer);
+  } catch (...) {  // not readable as a trace: not ours
+    return false;
+  }
+  return writer.value == name;
+}
 
 class TraceWriterSink final : public EventSink {
  public:
@@ -99,6 +162,19 @@ class TraceWriterSink final : public EventSink {
   // Opens the file; when another process holds its lock (two processes on one MEMTOOL_TRACE would
   // interleave into an unreadable file), this one records to `<path>.<pid>` and says so.
   bool open_file(std::string* error) {
+    const std::string name = process_name();
+    if (written_by(path_, name)) {
+      std::string next;
+      for (int i = 1; i <= kMaxExecFiles; ++i) {
+        next = path_ + ".exec" + std::to_string(i);
+        if (!written_by(next, name)) break;
+      }
+      Log::write(LogLevel::warn,
+                 "MEMTOOL_TRACE={}: this process wrote that trace before it called exec; it is kept, and the new "
+                 "program records to {}",
+                 path_, next);
+      path_ = next;
+    }
     bool in_use = false;
     options_.in_use = &in_use;
     writer_ = trace::TraceWriter::open(path_, options_, error);
@@ -110,6 +186,7 @@ class TraceWriterSink final : public EventSink {
       path_ = own;
       writer_ = trace::TraceWriter::open(path_, options_, error);
     }
+    if (writer_ && !name.empty()) writer_->write_metadata("process", name);
     return writer_ != nullptr;
   }
 
@@ -141,6 +218,7 @@ class TraceWriterSink final : public EventSink {
 trace::TraceWriter::Options writer_options(std::uint64_t max_bytes) {
   trace::TraceWriter::Options options;
   options.caller_serialises = true;  // the recorder makes every call under its emit lock
+  options.map_file = true;           // every record survives the process, whatever ends it
   options.max_bytes = max_bytes;
   options.on_limit = [](void* context, std::uint64_t events) {
     Log::write(LogLevel::warn,

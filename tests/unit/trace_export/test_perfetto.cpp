@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -134,6 +135,7 @@ TEST_CASE("perfetto: tracks, balanced slices, counters at the peak, interned nam
   std::map<std::uint64_t, int> depth;  // per track: open slices
   std::map<std::uint64_t, std::uint64_t> last_time;
   std::map<std::uint64_t, std::string> names;  // interned
+  std::map<std::uint64_t, std::string> texts;  // interned annotation strings (stacks)
   std::int64_t max_live = 0;
   int buffer_slices = 0, iteration_slices = 0, plan_slices = 0, swap_slices = 0, launches = 0;
   for (const Message& p : d.packets) {
@@ -143,6 +145,11 @@ TEST_CASE("perfetto: tracks, balanced slices, counters at the peak, interned nam
       for (auto [it, end] = interned.bytes.equal_range(2); it != end; ++it) {
         const Message name = decode(it->second);
         names[name.number(1)] = name.bytes.find(2)->second;
+      }
+      for (auto [it, end] = interned.bytes.equal_range(29); it != end; ++it) {
+        const Message text = decode(it->second);
+        CHECK_FALSE(texts.count(text.number(1)));  // defined once
+        texts[text.number(1)] = text.bytes.find(2)->second;
       }
     }
     if (!p.bytes.count(11)) continue;
@@ -158,7 +165,20 @@ TEST_CASE("perfetto: tracks, balanced slices, counters at the peak, interned nam
     const std::string& parent_name = d.track_names.at(d.parents.at(track));
     if (type == 1) {
       ++depth[track];
-      if (track_name == "buffers") ++buffer_slices;
+      if (track_name == "buffers") {
+        ++buffer_slices;
+        // Every buffer of the synthetic trace has the stack "step (train.py:12)", by its iid.
+        std::string stack;
+        for (auto [it, end] = e.bytes.equal_range(4); it != end; ++it) {
+          const Message arg = decode(it->second);
+          if (arg.bytes.count(10) && arg.bytes.find(10)->second == "stack") {
+            CHECK_FALSE(arg.bytes.count(6));  // never inline
+            REQUIRE(texts.count(arg.number(17)));
+            stack = texts.at(arg.number(17));
+          }
+        }
+        CHECK(stack == "step (train.py:12)");
+      }
       if (track_name == "iterations") ++iteration_slices;
       if (track_name == "planned buffers") ++plan_slices;
       if (track_name == "transfers") ++swap_slices;
@@ -190,4 +210,80 @@ TEST_CASE("perfetto: tracks, balanced slices, counters at the peak, interned nam
   CHECK(launches == 3);
   const auto curve = live_bytes_curve(model);
   CHECK(max_live == static_cast<std::int64_t>(*std::max_element(curve.begin(), curve.end())));
+}
+
+// Many buffers sharing a few long stacks (a 381 KB trace once exported to 223 MiB: every buffer
+// carried its stack inline). Each stack's text is written once; the file grows with the buffers'
+// events, not with their stacks' length.
+TEST_CASE("perfetto: call stacks are interned, the file grows with the events", "[export][perfetto]") {
+  constexpr std::uint32_t kStacks = 4;
+  constexpr std::size_t kNameBytes = 4000;  // one frame's function name
+  std::uint64_t named = 0;                  // buffer slices that name their stack
+  const auto export_size = [&](std::uint64_t buffers, std::map<std::uint64_t, std::string>* stacks_seen) {
+    TraceModel model;
+    model.on_string(StringId{0}, "train.py");
+    for (std::uint32_t k = 0; k < kStacks; ++k) {
+      model.on_string(StringId{k + 1}, std::string(kNameBytes, static_cast<char>('a' + k)));
+      const std::array<StackFrame, 1> frames{StackFrame{0, StringId{k + 1}, StringId{0}, k}};
+      model.on_stack(StackId{k}, frames);
+    }
+    std::uint64_t seq = 0;
+    const auto header = [&] {
+      const EventHeader h{seq, 1'000'000 + 1000 * seq, ThreadId{1}};
+      ++seq;
+      return h;
+    };
+    for (std::uint64_t i = 0; i < buffers; ++i) {
+      const std::uint64_t address = 0x7000'0000'0000 + (i << 20);
+      model.on_alloc(AllocEvent{header(), address, 4096, MemoryKind::device, StreamHandle{0},
+                                StackId{static_cast<std::uint32_t>(i % kStacks)}});
+      model.on_free(FreeEvent{header(), address, MemoryKind::device, StreamHandle{0}});
+    }
+    const Iterations iterations = find_iterations(model);
+    StringSink sink;
+    (void)export_perfetto(ExportSource{model, iterations, "stacks"}, ExportOptions{}, sink);
+    if (stacks_seen != nullptr) {
+      const Decoded d = decode_trace(sink.str());
+      std::map<std::uint64_t, std::string> texts;
+      for (const Message& p : d.packets) {
+        if (p.bytes.count(12)) {
+          const Message interned = sub(p, 12);
+          for (auto [it, end] = interned.bytes.equal_range(29); it != end; ++it) {
+            const Message text = decode(it->second);
+            texts[text.number(1)] = text.bytes.find(2)->second;
+          }
+        }
+        if (!p.bytes.count(11)) continue;
+        const Message e = sub(p, 11);
+        if (e.number(9) != 1) continue;
+        for (auto [it, end] = e.bytes.equal_range(4); it != end; ++it) {
+          const Message arg = decode(it->second);
+          if (arg.bytes.count(10) && arg.bytes.find(10)->second == "stack") {
+            REQUIRE(texts.count(arg.number(17)));  // defined before use
+            const std::string& text = texts.at(arg.number(17));
+            REQUIRE_FALSE(text.empty());
+            (*stacks_seen)[static_cast<std::uint64_t>(text[0] - 'a')] = text;
+            ++named;
+          }
+        }
+      }
+    }
+    return sink.str().size();
+  };
+  const std::size_t small = export_size(1000, nullptr);
+  std::map<std::uint64_t, std::string> seen;
+  const std::size_t large = export_size(4000, &seen);
+  // Per buffer: its slice, its free and two counter updates — a few hundred bytes, far below
+  // one stack's text (the old export added kNameBytes per buffer).
+  const double per_buffer = static_cast<double>(large - small) / 3000.0;
+  INFO("bytes per buffer " << per_buffer << ", sizes " << small << " and " << large);
+  CHECK(per_buffer < 400.0);
+  CHECK(large < 4000 * 400 + 2 * kStacks * kNameBytes + 4096);
+  // Every buffer still names its stack, and the stacks are all there, whole.
+  CHECK(named == 4000);
+  REQUIRE(seen.size() == kStacks);
+  for (std::uint32_t k = 0; k < kStacks; ++k) {
+    CHECK(seen.at(k).rfind(
+              std::string(kNameBytes, static_cast<char>('a' + k)) + " (train.py:" + std::to_string(k) + ")", 0) == 0);
+  }
 }

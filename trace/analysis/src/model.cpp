@@ -1,11 +1,13 @@
 // TraceModel: builds the compact event and buffer tables from visitor callbacks and resolves
-// pointers to buffers through an ordered map of live buffers keyed by base address.
+// pointers to buffers through an index of live buffers keyed by base address (LiveIndex).
 #include "memtool/trace/model.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
 
 #include <limits>
+#include <new>
+#include <stdexcept>
 
 #include "memtool/trace/input_error.hpp"
 #include "memtool/trace/limits.hpp"
@@ -13,8 +15,13 @@
 namespace memtool::trace {
 
 void TraceModel::reserve(std::size_t events, std::size_t buffers) {
-  events_.reserve(events);
-  buffers_.reserve(buffers);
+  // A guess: address space the system will not give (overcommit refusing a huge trace's
+  // reservation) is not an error; the tables then grow as they fill.
+  try {
+    events_.reserve(events);
+    buffers_.reserve(buffers);
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {}
 }
 
 void TraceModel::on_metadata(std::string_view key, std::string_view value) {
@@ -44,20 +51,19 @@ void TraceModel::begin_touch(ModelEvent& event) {
 }
 
 BufferId TraceModel::live_buffer_at(std::uint64_t address) const {
-  auto it = live_.upper_bound(address);
-  if (it == live_.begin()) return BufferId{};
-  --it;
-  const BufferRecord& b = buffers_[it->second.value()];
+  const LiveIndex::Entry* entry = live_.at_or_below(address);
+  if (entry == nullptr) return BufferId{};
+  const BufferRecord& b = buffers_[entry->id.value()];
   const std::uint64_t extent = b.size == 0 ? 1 : b.size;
-  if (address - b.address < extent) return it->second;
+  if (address - b.address < extent) return entry->id;
   return BufferId{};
 }
 
 void TraceModel::on_alloc(const AllocEvent& event) {
   const std::uint64_t index = events_.size();
-  const auto reused = live_.find(event.address);
+  const LiveIndex::Entry* reused = live_.find(event.address);
   // Every sum of live bytes later (curves, peaks, lower bounds) stays far from wrapping.
-  const std::uint64_t live_before = live_bytes_ - (reused != live_.end() ? buffers_[reused->second.value()].size : 0);
+  const std::uint64_t live_before = live_bytes_ - (reused != nullptr ? buffers_[reused->id.value()].size : 0);
   if (event.size > kMaxAccountedBytes - live_before) {
     throw EventRejected(
         fmt::format("allocation of {} bytes with {} bytes live takes the live bytes over 2^62, "
@@ -70,13 +76,13 @@ void TraceModel::on_alloc(const AllocEvent& event) {
   e.memory = event.kind;
   const BufferId id{buffers_.size()};
   e.buffer = id;
-  auto [it, inserted] = live_.try_emplace(event.address, id);
+  auto [entry, inserted] = live_.try_emplace(event.address, id);
   if (!inserted) {  // the old buffer's free was never seen: it ends here
     ++stats_.reused_live_addresses;
-    BufferRecord& old = buffers_[it->second.value()];
+    BufferRecord& old = buffers_[entry->id.value()];
     old.free_event = index;
     old.ended_by_reuse = true;
-    it->second = id;
+    entry->id = id;
   }
   BufferRecord& b = buffers_.emplace_back();
   b.address = event.address;
@@ -93,17 +99,17 @@ void TraceModel::on_free(const FreeEvent& event) {
   ModelEvent& e = append(EventKind::free, event.header, event.stream.value());
   e.memory = event.kind;
   ++stats_.frees;
-  const auto it = live_.find(event.address);
-  if (it == live_.end()) {
+  const LiveIndex::Entry* entry = live_.find(event.address);
+  if (entry == nullptr) {
     ++stats_.unknown_frees;
     return;
   }
-  e.buffer = it->second;
-  BufferRecord& b = buffers_[it->second.value()];
+  e.buffer = entry->id;
+  BufferRecord& b = buffers_[entry->id.value()];
   e.bytes = b.size;
   b.free_event = index;
   live_bytes_ -= b.size;
-  live_.erase(it);
+  live_.erase(event.address);
 }
 
 void TraceModel::note_gpu_work(const EventHeader& header) {

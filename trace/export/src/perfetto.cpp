@@ -15,7 +15,10 @@
 //   pool plan                   the planned iteration's buffers at their planned place in time,
 //                               with offsets, and a counter of the highest planned byte in use
 //   swaps                       the swap schedule's transfers, when one is given
-// Names that repeat (sizes, kernels) are interned. One packet sequence; the events stream in
+// Names that repeat (sizes, kernels) are interned, and so is every buffer's call stack (the
+// text of its "stack" argument, InternedData.debug_annotation_string_values): a stack's text is
+// written once, in the packet of its first use, and each buffer refers to it by its iid, so the
+// file grows with the distinct stacks plus the events, never stacks times buffers. One packet sequence; the events stream in
 // event order, the plan and swaps follow the walk in time order. A rank of a job
 // (ExportOptions::rank) gets a track-id range and a packet sequence of its own, so the ranks'
 // exports concatenate into one trace with a process track per rank.
@@ -39,34 +42,38 @@ using detail::ProtoMessage;
 
 // Field numbers (perfetto.protos.*).
 namespace f {
-constexpr std::uint32_t kTracePacket = 1;        // Trace.packet
-constexpr std::uint32_t kTimestamp = 8;          // TracePacket.timestamp
-constexpr std::uint32_t kSequenceId = 10;        // TracePacket.trusted_packet_sequence_id
-constexpr std::uint32_t kTrackEvent = 11;        // TracePacket.track_event
-constexpr std::uint32_t kInternedData = 12;      // TracePacket.interned_data
-constexpr std::uint32_t kSequenceFlags = 13;     // TracePacket.sequence_flags
-constexpr std::uint32_t kTrackDescriptor = 60;   // TracePacket.track_descriptor
-constexpr std::uint32_t kEventNames = 2;         // InternedData.event_names
-constexpr std::uint32_t kIid = 1;                // EventName.iid
-constexpr std::uint32_t kInternedName = 2;       // EventName.name
-constexpr std::uint32_t kEventType = 9;          // TrackEvent.type
-constexpr std::uint32_t kEventTrack = 11;        // TrackEvent.track_uuid
-constexpr std::uint32_t kEventNameIid = 10;      // TrackEvent.name_iid
-constexpr std::uint32_t kCounterValue = 30;      // TrackEvent.counter_value
-constexpr std::uint32_t kDebugAnnotations = 4;   // TrackEvent.debug_annotations
-constexpr std::uint32_t kAnnotationName = 10;    // DebugAnnotation.name
-constexpr std::uint32_t kAnnotationUint = 3;     // DebugAnnotation.uint_value
-constexpr std::uint32_t kAnnotationBool = 2;     // DebugAnnotation.bool_value
-constexpr std::uint32_t kAnnotationString = 6;   // DebugAnnotation.string_value
-constexpr std::uint32_t kAnnotationPointer = 7;  // DebugAnnotation.pointer_value
-constexpr std::uint32_t kTrackUuid = 1;          // TrackDescriptor.uuid
-constexpr std::uint32_t kTrackName = 2;          // TrackDescriptor.name
-constexpr std::uint32_t kTrackProcess = 3;       // TrackDescriptor.process
-constexpr std::uint32_t kTrackParent = 5;        // TrackDescriptor.parent_uuid
-constexpr std::uint32_t kTrackCounter = 8;       // TrackDescriptor.counter
-constexpr std::uint32_t kProcessPid = 1;         // ProcessDescriptor.pid
-constexpr std::uint32_t kProcessName = 6;        // ProcessDescriptor.process_name
-constexpr std::uint32_t kCounterUnit = 3;        // CounterDescriptor.unit
+constexpr std::uint32_t kTracePacket = 1;           // Trace.packet
+constexpr std::uint32_t kTimestamp = 8;             // TracePacket.timestamp
+constexpr std::uint32_t kSequenceId = 10;           // TracePacket.trusted_packet_sequence_id
+constexpr std::uint32_t kTrackEvent = 11;           // TracePacket.track_event
+constexpr std::uint32_t kInternedData = 12;         // TracePacket.interned_data
+constexpr std::uint32_t kSequenceFlags = 13;        // TracePacket.sequence_flags
+constexpr std::uint32_t kTrackDescriptor = 60;      // TracePacket.track_descriptor
+constexpr std::uint32_t kEventNames = 2;            // InternedData.event_names
+constexpr std::uint32_t kAnnotationStrings = 29;    // InternedData.debug_annotation_string_values
+constexpr std::uint32_t kInternedStringIid = 1;     // InternedString.iid
+constexpr std::uint32_t kInternedStringText = 2;    // InternedString.str
+constexpr std::uint32_t kIid = 1;                   // EventName.iid
+constexpr std::uint32_t kInternedName = 2;          // EventName.name
+constexpr std::uint32_t kEventType = 9;             // TrackEvent.type
+constexpr std::uint32_t kEventTrack = 11;           // TrackEvent.track_uuid
+constexpr std::uint32_t kEventNameIid = 10;         // TrackEvent.name_iid
+constexpr std::uint32_t kCounterValue = 30;         // TrackEvent.counter_value
+constexpr std::uint32_t kDebugAnnotations = 4;      // TrackEvent.debug_annotations
+constexpr std::uint32_t kAnnotationName = 10;       // DebugAnnotation.name
+constexpr std::uint32_t kAnnotationUint = 3;        // DebugAnnotation.uint_value
+constexpr std::uint32_t kAnnotationBool = 2;        // DebugAnnotation.bool_value
+constexpr std::uint32_t kAnnotationString = 6;      // DebugAnnotation.string_value
+constexpr std::uint32_t kAnnotationPointer = 7;     // DebugAnnotation.pointer_value
+constexpr std::uint32_t kAnnotationStringIid = 17;  // DebugAnnotation.string_value_iid
+constexpr std::uint32_t kTrackUuid = 1;             // TrackDescriptor.uuid
+constexpr std::uint32_t kTrackName = 2;             // TrackDescriptor.name
+constexpr std::uint32_t kTrackProcess = 3;          // TrackDescriptor.process
+constexpr std::uint32_t kTrackParent = 5;           // TrackDescriptor.parent_uuid
+constexpr std::uint32_t kTrackCounter = 8;          // TrackDescriptor.counter
+constexpr std::uint32_t kProcessPid = 1;            // ProcessDescriptor.pid
+constexpr std::uint32_t kProcessName = 6;           // ProcessDescriptor.process_name
+constexpr std::uint32_t kCounterUnit = 3;           // CounterDescriptor.unit
 }  // namespace f
 
 enum EventType : std::uint64_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
@@ -74,9 +81,11 @@ constexpr std::uint64_t kUnitSizeBytes = 3;            // CounterDescriptor.UNIT
 constexpr std::uint64_t kIncrementalStateCleared = 1;  // TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 constexpr std::uint64_t kNeedsIncrementalState = 2;    // TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 
-// One annotation of an event: a name and an unsigned, pointer, bool or text value.
+// One annotation of an event: a name and an unsigned, pointer, bool or text value, or an
+// interned text (number: its iid; text: its definition when this event is its first use, else
+// empty).
 struct Annotation {
-  enum class Kind : std::uint8_t { uint, pointer, boolean, text } kind;
+  enum class Kind : std::uint8_t { uint, pointer, boolean, text, interned_text } kind;
   std::string_view name;
   std::uint64_t number = 0;
   std::string text;
@@ -164,7 +173,7 @@ class PerfettoWriter final : public detail::WindowVisitor {
                                  uint_arg("size", b.size), text_arg("memory", std::string(to_string(b.kind))),
                                  uint_arg("alloc_event", b.alloc_event)};
     if (before_window) args.push_back(bool_arg("live_before_window", true));
-    if (b.stack.valid()) args.push_back(text_arg("stack", stack_text(b.stack)));
+    if (b.stack.valid()) args.push_back(stack_arg(b.stack));
     event(stream.lane_tracks[lane], kSliceBegin, human_bytes(b.size), std::move(args));
     live_ += b.size;
     reserved_ += detail::driver_footprint(b.size);
@@ -279,12 +288,24 @@ class PerfettoWriter final : public detail::WindowVisitor {
       new_name = inserted;
     }
     ProtoMessage& p = start_packet(now_);
-    if (new_name) {
+    const bool new_text = std::any_of(args.begin(), args.end(), [](const Annotation& a) {
+      return a.kind == Annotation::Kind::interned_text && !a.text.empty();
+    });
+    if (new_name || new_text) {
       const auto interned = p.begin(f::kInternedData);
-      const auto entry = p.begin(f::kEventNames);
-      p.varint_field(f::kIid, iid);
-      p.string_field(f::kInternedName, detail::utf8_clean(name));
-      p.end(entry);
+      if (new_name) {
+        const auto entry = p.begin(f::kEventNames);
+        p.varint_field(f::kIid, iid);
+        p.string_field(f::kInternedName, detail::utf8_clean(name));
+        p.end(entry);
+      }
+      for (const Annotation& a : args) {
+        if (a.kind != Annotation::Kind::interned_text || a.text.empty()) continue;
+        const auto entry = p.begin(f::kAnnotationStrings);
+        p.varint_field(f::kInternedStringIid, a.number);
+        p.string_field(f::kInternedStringText, detail::utf8_clean(a.text));
+        p.end(entry);
+      }
       p.end(interned);
     }
     const auto e = p.begin(f::kTrackEvent);
@@ -307,6 +328,9 @@ class PerfettoWriter final : public detail::WindowVisitor {
           break;
         case Annotation::Kind::text:
           p.string_field(f::kAnnotationString, detail::utf8_clean(a.text));
+          break;
+        case Annotation::Kind::interned_text:
+          p.varint_field(f::kAnnotationStringIid, a.number);
           break;
       }
       p.end(d);
@@ -352,16 +376,19 @@ class PerfettoWriter final : public detail::WindowVisitor {
         });
   }
 
-  std::string stack_text(StackId stack) {
-    auto [it, inserted] = stack_text_.try_emplace(stack.value());
+  // The "stack" argument of a buffer: the stack's text interned, defined at its first use.
+  Annotation stack_arg(StackId stack) {
+    auto [it, inserted] = stack_iids_.try_emplace(stack.value(), stack_iids_.size() + 1);
+    std::string text;
     if (inserted) {
       for (const ExportFrame& frame : frames_.frames(stack)) {
-        if (!it->second.empty()) it->second += '\n';
-        it->second += frame.name;
-        if (!frame.filename.empty()) it->second += fmt::format(" ({}:{})", frame.filename, frame.line);
+        if (!text.empty()) text += '\n';
+        text += frame.name;
+        if (!frame.filename.empty()) text += fmt::format(" ({}:{})", frame.filename, frame.line);
       }
+      if (text.empty()) text = "(no frames)";  // a definition is never empty
     }
-    return it->second;
+    return {Annotation::Kind::interned_text, "stack", it->second, std::move(text)};
   }
 
   // The plan's rectangles at the times of the planned iteration's events, in time order (ends
@@ -492,7 +519,7 @@ class PerfettoWriter final : public detail::WindowVisitor {
   std::map<std::uint64_t, Stream> streams_;
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> lane_of_;  // buffer → (stream, lane)
   std::unordered_map<std::string, std::uint64_t> names_;
-  std::unordered_map<std::uint32_t, std::string> stack_text_;
+  std::unordered_map<std::uint32_t, std::uint64_t> stack_iids_;  // stack id → iid of its text
   std::vector<IterationSummary> summaries_;
   detail::IterationCursor cursor_{iterations_, window_};
 };

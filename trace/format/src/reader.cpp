@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +32,7 @@ using wire::Tag;
 
 constexpr std::uint64_t kProgressStep = std::uint64_t{16} << 20;
 constexpr std::size_t kMinFrameBytes = 4;  // ip, function, file, line: one byte each at least
+constexpr std::size_t kMaxRecordBytes = 1 + wire::kMaxVarintBytes + wire::kMaxPayloadBytes;
 
 class TraceParser {
  public:
@@ -59,7 +61,7 @@ class TraceParser {
       }
     }
     result_.truncated = !result_.clean_end;
-    result_.torn_bytes = size_ - result_.bytes_read;
+    result_.torn_bytes = unfinished_bytes_ ? *unfinished_bytes_ : size_ - result_.bytes_read;
     if (options_.progress) options_.progress(result_.bytes_read, size_);
     return result_;
   }
@@ -181,7 +183,16 @@ class TraceParser {
     const std::size_t start = pos_;
     const std::uint8_t tag = data_[start];
     if (result_.clean_end) fail(start, "data after the end-of-trace record");
-    if (tag == 0) fail(start, "invalid record tag 0");
+    if (tag == 0) {
+      // A mapped writer (TraceWriter::Options::map_file) that died: zeros past its last record,
+      // or one record it never finished (it stores the tag last) and then zeros. Anything
+      // longer than one record before the zeros is corruption.
+      std::size_t last = size_;
+      while (last > start && data_[last - 1] == 0) --last;
+      if (last - start > kMaxRecordBytes) fail(start, "invalid record tag 0");
+      unfinished_bytes_ = last - start;
+      return false;
+    }
     // Length prefix: running out of bytes is a cut; a malformed varint is corruption.
     std::uint64_t length = 0;
     std::size_t p = start + 1;
@@ -364,6 +375,8 @@ class TraceParser {
   const TraceReadOptions& options_;
 
   std::size_t pos_ = 0;
+  // Set when the bytes stop at a zero tag: the extent of the unfinished record before the zeros.
+  std::optional<std::size_t> unfinished_bytes_;
   std::uint64_t next_progress_ = kProgressStep;
   wire::DeltaState state_;
   std::uint64_t strings_ = 0;

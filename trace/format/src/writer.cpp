@@ -2,10 +2,14 @@
 // buffers to write(2). Used inside the preload library, so nothing here throws, uses iostreams
 // or allocates per event: the only allocations are the buffer (at open) and the intern tables
 // (once per distinct string or stack). Layout of every record: docs/trace-format.md.
+// With Options::map_file the buffer is a shared window of the file (writer.hpp): a record's tag
+// is stored last, so a process that dies inside a record leaves a zero where its tag goes, and
+// the bytes past the last record are always zeros.
 #include "memtool/trace/writer.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -95,7 +99,11 @@ struct TraceWriter::Impl {
   int error = 0;  // errno of the I/O error that set `failed`
   std::size_t used = 0;
   std::size_t capacity = 0;
+  std::byte* data = nullptr;  // the buffer, or the mapped window of the file
   std::unique_ptr<std::byte[]> buffer;
+  bool mapped = false;                         // data is a window of the file at offset bytes_out (map_file)
+  std::size_t window_bytes = 0;                // the size of a window (Options::buffer_bytes, whole pages)
+  std::uint64_t file_cap = ~std::uint64_t{0};  // blocks are never reserved past this offset
   wire::DeltaState state;
   std::uint64_t records = 0;  // every record but the end record
   std::uint64_t events = 0;
@@ -136,10 +144,56 @@ struct TraceWriter::Impl {
 
   bool flush_locked() {
     if (failed || fd < 0) return false;
+    if (mapped) return true;  // every record is in the file already
     const std::size_t n = used;
     used = 0;
-    return write_out(buffer.get(), n);
+    return write_out(data, n);
   }
+
+  // Mapped: the next window, from the page holding the write position, with room for `need`
+  // bytes; its blocks reserved first, so a full disk fails here and never as SIGBUS on a store.
+  bool move_window(std::size_t need) {
+    if (failed || fd < 0) return false;
+    static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t position = bytes_out + used;
+    const std::uint64_t start = position / page * page;
+    const auto offset = static_cast<std::size_t>(position - start);
+    std::uint64_t size = std::max<std::uint64_t>(window_bytes, offset + need);
+    size = (size + page - 1) / page * page;
+    if (file_cap > start && size > file_cap - start) size = std::max<std::uint64_t>(file_cap - start, offset + need);
+    unmap_window();
+    int err = ::fallocate(fd, 0, static_cast<off_t>(start), static_cast<off_t>(size));
+    void* window = MAP_FAILED;
+    if (err == 0) {
+      window = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(start));
+      if (window == MAP_FAILED) err = errno;
+    } else {
+      err = errno;
+    }
+    bytes_out = start;
+    used = offset;
+    if (window == MAP_FAILED) {
+      failed = true;
+      error = err;
+      return false;
+    }
+    data = static_cast<std::byte*>(window);
+    capacity = static_cast<std::size_t>(size);
+    return true;
+  }
+
+  void unmap_window() {
+    if (mapped && data != nullptr) ::munmap(data, capacity);
+    if (mapped) {
+      data = nullptr;
+      bytes_out += used;  // the window's records stay counted; the position is kept
+      used = 0;
+      capacity = 0;
+    }
+  }
+
+  // Room for a record of `need` bytes after `used`.
+  bool make_room(std::size_t need) { return mapped ? move_window(need) : flush_locked(); }
 
   // Streams an oversized record through the buffer, flushing whenever it fills.
   struct StreamingEncoder {
@@ -147,23 +201,23 @@ struct TraceWriter::Impl {
 
     bool room(std::size_t n) {
       if (w.failed) return false;
-      return w.capacity - w.used >= n || w.flush_locked();
+      return w.capacity - w.used >= n || w.flush_locked();  // never mapped: emit moves the window
     }
     void u8(std::uint8_t v) {
       if (room(1)) w.buffer[w.used++] = std::byte{v};
     }
     void varint(std::uint64_t v) {
       if (!room(wire::kMaxVarintBytes)) return;
-      wire::DirectEncoder e{w.buffer.get() + w.used};
+      wire::DirectEncoder e{w.data + w.used};
       e.varint(v);
-      w.used = static_cast<std::size_t>(e.pos - w.buffer.get());
+      w.used = static_cast<std::size_t>(e.pos - w.data);
     }
     void bytes(const void* data, std::size_t n) {
       const auto* src = static_cast<const std::byte*>(data);
       while (n != 0) {
         if (!room(1)) return;
         const std::size_t chunk = std::min(n, w.capacity - w.used);
-        std::memcpy(w.buffer.get() + w.used, src, chunk);
+        std::memcpy(w.data + w.used, src, chunk);
         w.used += chunk;
         src += chunk;
         n -= chunk;
@@ -183,23 +237,30 @@ struct TraceWriter::Impl {
       end_at_limit();
       return false;
     }
-    if (need <= capacity) {
-      if (capacity - used < need && !flush_locked()) return false;
-      std::byte* start = buffer.get() + used;
-      start[0] = std::byte{static_cast<std::uint8_t>(tag)};
+    if (mapped || need <= capacity) {
+      if (used + need > capacity && !make_room(need)) return false;
+      std::byte* start = data + used;
       std::byte* payload = start + 1 + len_reserve;
       wire::DirectEncoder e{payload};
       body(e);
       const auto len = static_cast<std::size_t>(e.pos - payload);
+      std::byte* end = nullptr;
       if (len_reserve == 1) {  // fixed-size records: bound < 128, so is len
         start[1] = std::byte{static_cast<std::uint8_t>(len)};
-        used += 2 + len;
+        end = payload + len;
       } else {
         wire::DirectEncoder l{start + 1};
         l.varint(len);
-        if (l.pos != payload) std::memmove(l.pos, payload, len);
-        used = static_cast<std::size_t>(l.pos + len - buffer.get());
+        if (l.pos != payload) {
+          std::memmove(l.pos, payload, len);
+          std::memset(l.pos + len, 0, static_cast<std::size_t>(payload - l.pos));  // past the record: zeros
+        }
+        end = l.pos + len;
       }
+      // The tag last: in a mapped file, a record whose tag is still zero was never finished.
+      std::atomic_signal_fence(std::memory_order_release);
+      start[0] = std::byte{static_cast<std::uint8_t>(tag)};
+      used = static_cast<std::size_t>(end - data);
     } else {
       wire::CountingEncoder c;
       body(c);
@@ -226,12 +287,20 @@ struct TraceWriter::Impl {
       records = counted;  // the end record does not count itself
       flush_locked();
     }
+    if (mapped) {  // the reserved tail past the end record goes
+      unmap_window();
+      if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(bytes_out)) != 0 && !failed) {
+        failed = true;
+        error = errno;
+      }
+    }
     if (fd >= 0 && ::close(fd) != 0 && errno != EINTR) {
       failed = true;
       error = errno;
     }
     fd = -1;
     closed = true;
+    if (!mapped) data = nullptr;
     buffer.reset();
   }
 
@@ -302,12 +371,17 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Op
   }
   impl->on_limit = options.on_limit;
   impl->on_limit_context = options.on_limit_context;
-  impl->buffer.reset(new (std::nothrow) std::byte[impl->capacity]);
-  if (impl->buffer == nullptr) return fail("cannot allocate the trace buffer", ENOMEM);
+  if (options.max_bytes != 0) impl->file_cap = options.max_bytes;
   // O_NONBLOCK: opening a FIFO for writing would wait for a reader, inside the program we
   // are preloaded into. Only a regular file is a trace (ENXIO: a FIFO nobody reads).
   // Not O_TRUNC: a trace another process writes is left whole (its lock, below).
-  impl->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+  // A shared writable mapping needs a descriptor open for reading too.
+  bool map_file = options.map_file;
+  impl->fd = ::open(path.c_str(), (map_file ? O_RDWR : O_WRONLY) | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (impl->fd < 0 && map_file && errno == EACCES) {  // a file we may write but not read: no mapping
+    map_file = false;
+    impl->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+  }
   if (impl->fd < 0) {
     const int err = errno;
     return fail(err == ENXIO ? "cannot open for writing (a FIFO?)" : "cannot open for writing", err);
@@ -341,6 +415,32 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path, const Op
     const int err = errno;
     ::close(impl->fd);
     return fail("cannot write the trace header", err);
+  }
+  if (map_file) {
+    static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    impl->window_bytes = (impl->capacity + page - 1) / page * page;
+    impl->mapped = true;
+    if (!impl->move_window(0)) {  // no fallocate or mmap here: the buffer and write(2)
+      impl->mapped = false;
+      impl->capacity = std::max(options.buffer_bytes, kMinBufferBytes);
+      impl->failed = false;
+      impl->error = 0;
+      impl->used = 0;
+      impl->bytes_out = wire::kHeaderV1.size();
+      if (::ftruncate(impl->fd, static_cast<off_t>(impl->bytes_out)) != 0) {
+        const int err = errno;
+        ::close(impl->fd);
+        return fail("cannot truncate", err);
+      }
+    }
+  }
+  if (!impl->mapped) {
+    impl->buffer.reset(new (std::nothrow) std::byte[impl->capacity]);
+    if (impl->buffer == nullptr) {
+      ::close(impl->fd);
+      return fail("cannot allocate the trace buffer", ENOMEM);
+    }
+    impl->data = impl->buffer.get();
   }
   std::unique_ptr<TraceWriter> writer(new (std::nothrow) TraceWriter(std::move(impl)));
   if (writer == nullptr) return fail("cannot create trace writer", ENOMEM);
@@ -512,6 +612,9 @@ void TraceWriter::abandon_after_fork() {
     w.buffer.reset();  // the parent writes these records, not us
     w.used = 0;
   }
+  if (w.mapped && w.data != nullptr) ::munmap(w.data, w.capacity);  // the parent's file: never written here
+  w.data = nullptr;
+  w.capacity = 0;
   if (w.fd >= 0) ::close(w.fd);  // our copy of the descriptor; the parent's stays open
   w.fd = -1;
 }
@@ -527,8 +630,10 @@ std::uint64_t TraceWriter::bytes_written() const {
   const Impl& w = *impl_;
   if (w.abandoned.load(std::memory_order_relaxed)) return w.bytes_out;
   const Impl::Guard lock(w);
-  return w.bytes_out;
+  return w.mapped ? w.bytes_out + w.used : w.bytes_out;
 }
+
+bool TraceWriter::mapped() const { return impl_->mapped; }
 
 bool TraceWriter::limit_reached() const {
   const Impl& w = *impl_;

@@ -27,6 +27,7 @@
 
 #include "memtool/trace/event.hpp"
 #include "memtool/trace/ids.hpp"
+#include "memtool/trace/live_index.hpp"
 
 namespace memtool::trace {
 
@@ -170,8 +171,8 @@ class TraceModel : public EventVisitor {
   // seq. Sorted while seqs arrive in order (a recorder's trace); sorted on demand otherwise.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> gpu_work_seqs_;
   bool gpu_work_sorted_ = true;
-  std::map<std::uint64_t, BufferId> live_;  // base address → live buffer (interval index)
-  std::uint64_t live_bytes_ = 0;            // sum of their sizes, <= kMaxAccountedBytes
+  LiveIndex live_;                // base address → live buffer (interval index)
+  std::uint64_t live_bytes_ = 0;  // sum of their sizes, <= kMaxAccountedBytes
   std::unordered_map<std::uint32_t, std::string> strings_;
   std::unordered_map<std::uint32_t, std::vector<StackFrame>> stacks_;
   std::vector<ModuleMapping> modules_;

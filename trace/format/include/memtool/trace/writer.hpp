@@ -4,6 +4,12 @@
 // under a short lock (no allocation per event) and written out when the buffer fills, so the
 // file holds records in the order the writes happened. A process that dies mid-write leaves a
 // file readable up to its last complete record.
+//
+// With Options::map_file the buffer is a MAP_SHARED window of the file itself: every record is
+// in the page cache as soon as it is encoded, so a process that dies in any way (_exit, abort,
+// a crash, exec, SIGKILL) keeps every record it wrote. The file then grows in windows whose
+// blocks are reserved (fallocate) before they are mapped; the zeros past the last record, and
+// the missing end record, read as a trace cut short (docs/trace-format.md, "A trace cut short").
 #pragma once
 
 #include <cstdint>
@@ -33,6 +39,10 @@ class TraceWriter {
     // Set to true when another open file holds the trace's lock (flock: another process writes
     // this trace): open then fails without truncating it.
     bool* in_use = nullptr;
+    // Records go into a shared mapping of the file (buffer_bytes per window) instead of a
+    // buffer written out by write(2); falls back to the buffer where the file system cannot
+    // reserve blocks (fallocate) or map the file.
+    bool map_file = false;
   };
 
   // Opens (truncates) `path`. Returns nullptr and sets *error on failure; never throws, so
@@ -62,7 +72,8 @@ class TraceWriter {
 #include "memtool/trace/events.def"
   void write(const GpuTimeRecord& record);  // not an event: counted as a record only
 
-  // Pushes buffered records to the file (write(2)); false on an I/O error.
+  // Pushes buffered records to the file (write(2)); false on an I/O error. With a mapped file
+  // every record is in the file already: nothing to do.
   bool flush();
   // Writes the end-of-trace record, flushes and closes. Idempotent.
   bool close();
@@ -74,12 +85,14 @@ class TraceWriter {
   void abandon_after_fork();
 
   // Records encoded so far (definitions and events; not the end record), and bytes handed to
-  // write(2) so far (the header line included; records still in the buffer not).
+  // write(2) so far (the header line included; records still in the buffer not; with a mapped
+  // file, every record encoded).
   [[nodiscard]] std::uint64_t records_written() const;
   [[nodiscard]] std::uint64_t bytes_written() const;
   [[nodiscard]] bool failed() const;         // an I/O error happened; later writes are dropped
   [[nodiscard]] int error_number() const;    // the errno of that error (0: none)
   [[nodiscard]] bool limit_reached() const;  // Options::max_bytes ended the trace
+  [[nodiscard]] bool mapped() const;         // records go into a mapping of the file (map_file)
 
  private:
   struct Impl;
