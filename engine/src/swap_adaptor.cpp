@@ -529,7 +529,23 @@ class SwapAdaptor final : public Adaptor {
       }
       status = Adaptor::allocate(request, out);
     }
+    if (status == kSuccess && options_.budget_bytes != 0) say_unmovable_over_budget();
     return status;
+  }
+
+  // What memtool never moves (allocations under MEMTOOL_SWAP_MIN_BYTES, pitched ones, the
+  // program's pools) is past the budget by itself: no swapping can meet it (MEMTOOL_BUDGET=1 with
+  // the default 1M). Said once, with the option to change.
+  void say_unmovable_over_budget() {
+    std::lock_guard lock(mutex_);
+    const std::uint64_t unmovable = Adaptor::memory_use().reserved;
+    if (unmovable <= options_.budget_bytes || said_over_budget_) return;
+    said_over_budget_ = true;
+    log(LogLevel::warn,
+        fmt::format("memtool swap: the budget of {} B cannot be met: {} B are in allocations memtool never moves "
+                    "(smaller than MEMTOOL_SWAP_MIN_BYTES={} B, pitched, or from the program's pools); memory beyond "
+                    "it is used as the device allows",
+                    options_.budget_bytes, unmovable, options_.min_bytes));
   }
 
   // The rule's name for a buffer: its ordinal in the iteration that made it, or its address (a
