@@ -293,11 +293,7 @@ State decide() {
   strategy_options.swap.verify = options.swap_verify;
   strategy_options.swap.selector_margin = options.swap_margin / 100.0;
   strategy_options.swap.selector_window = options.swap_window;
-  if (options.strategy == "swap") {
-    if (options.budget.bytes == 0 && options.budget.percent == 0) {
-      Log::write(LogLevel::warn, "MEMTOOL_STRATEGY=swap without MEMTOOL_BUDGET: nothing will be swapped");
-    }
-  }
+  strategy_options.swap.reserve_bytes = options.swap_reserve;  // the budget without MEMTOOL_BUDGET
   engine::ObserverOptions observer;
   observer.keep_windows = strategy->plans;
   observer.synchronous_detection = options.pool_sync_planning;
