@@ -1125,13 +1125,16 @@ class SwapAdaptor final : public Adaptor {
         candidate_states_.clear();
         if (!trial_on_) runners_up.clear();                       // a baseline applies as published
         runners_up.insert(runners_up.begin(), std::move(ready));  // timed in this order
-        for (auto& candidate : runners_up) {
-          if (candidate->size() != 0) {
-            candidates_.push_back(std::move(candidate));
+        for (std::size_t i = 0; i < runners_up.size(); ++i) {
+          if (runners_up[i]->size() != 0) {
+            candidates_.push_back(std::move(runners_up[i]));
             continue;
           }
-          log(LogLevel::info, fmt::format("memtool swap: {} has no swaps: the rule alone{}", candidate->label(),
-                                          trial_on_ ? ", as timed" : ""));
+          const bool next = i + 1 < runners_up.size();  // timed against the rule's baseline
+          // (A runner-up without swaps is skipped, said at debug: ours' own is the one said.)
+          log(i == 0 ? LogLevel::info : LogLevel::debug,
+              fmt::format("memtool swap: {} has no swaps: the rule alone{}", runners_up[i]->label(),
+                          next ? ", as timed; the candidates after it are timed against it" : ""));
         }
         candidate_states_.resize(candidates_.size());
         selector_.planned(candidates_.size());
