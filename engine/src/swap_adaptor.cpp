@@ -48,9 +48,8 @@
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
 #include "schedule_learner.hpp"
-#include "schedule_trial.hpp"
-#include "schedule_watch.hpp"
 #include "spare_events.hpp"
+#include "swap/selector.hpp"
 #include "swap_mover.hpp"
 #include "swap_verify.hpp"
 
@@ -66,13 +65,7 @@ using detail::SwapBuffer;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
-constexpr std::uint64_t kMaxLead = 1024;          // work items
-constexpr std::uint32_t kBaselineIterations = 2;  // the rule's, timed before a schedule's trial
-// The rule alone's leads, frozen at those of its fastest iteration, learn again once they run
-// over 1% slower than it (its watch): they did not bring that iteration back. lstm at 60% froze
-// at 2.6-4% over its target and stayed there (1,912-1,926 ms), where leads that learned on
-// reached 1,789 ms.
-constexpr double kFrozenLeadsMargin = 0.01;
+constexpr std::uint64_t kMaxLead = 1024;  // work items
 
 // A call that kept the host in memtool long enough for the GPU to drain its queue (a wait, or
 // fresh device memory mapped and faulted in) flags the next work item: its learned GPU time
@@ -108,6 +101,7 @@ class SwapAdaptor final : public Adaptor {
         options_(std::move(options)),
         copies_on_program_stream_(options_.policy == "save-on-cpu"),
         trial_on_(options_.schedule_trial && options_.policy == "ours"),
+        selector_(detail::SelectorOptions{options_.selector_margin, options_.selector_window, trial_on_}),
         learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second, options_.problem_path) {
     if (options_.mode == SwapMechanism::explicit_copies) {
       mover_ = detail::make_vmm_mover(device_, spare_events_, options_.host_limit_bytes);
@@ -535,7 +529,23 @@ class SwapAdaptor final : public Adaptor {
       }
       status = Adaptor::allocate(request, out);
     }
+    if (status == kSuccess && options_.budget_bytes != 0) say_unmovable_over_budget();
     return status;
+  }
+
+  // What memtool never moves (allocations under MEMTOOL_SWAP_MIN_BYTES, pitched ones, the
+  // program's pools) is past the budget by itself: no swapping can meet it (MEMTOOL_BUDGET=1 with
+  // the default 1M). Said once, with the option to change.
+  void say_unmovable_over_budget() {
+    std::lock_guard lock(mutex_);
+    const std::uint64_t unmovable = Adaptor::memory_use().reserved;
+    if (unmovable <= options_.budget_bytes || said_over_budget_) return;
+    said_over_budget_ = true;
+    log(LogLevel::warn,
+        fmt::format("memtool swap: the budget of {} B cannot be met: {} B are in allocations memtool never moves "
+                    "(smaller than MEMTOOL_SWAP_MIN_BYTES={} B, pitched, or from the program's pools); memory beyond "
+                    "it is used as the device allows",
+                    options_.budget_bytes, unmovable, options_.min_bytes));
   }
 
   // The rule's name for a buffer: its ordinal in the iteration that made it, or its address (a
@@ -570,7 +580,7 @@ class SwapAdaptor final : public Adaptor {
     return it == lead_.end() ? options_.lookahead : it->second;
   }
   void grow_lead(std::uint64_t key) {
-    if (leads_frozen_) return;
+    if (!selector_.leads_learn()) return;
     auto [it, inserted] = lead_.emplace(key, options_.lookahead);
     (void)inserted;
     it->second = std::min(kMaxLead, std::max<std::uint64_t>(1, it->second * 2));
@@ -1025,9 +1035,9 @@ class SwapAdaptor final : public Adaptor {
   }
 
   // --- the swapper's schedule (swap_schedule.hpp) ---
-  // Learning (schedule_learner.hpp) until a schedule is planned; it applies from the next
-  // boundary on, until drift drops it (learning again) or the trial rejects it (the rule alone).
-  enum class PlanState : std::uint8_t { off, learning, ready, applying, failed };
+  // Learning (schedule_learner.hpp) until a plan is made; which of its candidates applies, or
+  // the rule alone, is the selector's choice (swap/selector.hpp), until drift drops it (learning
+  // again).
 
   // A schedule's copy-ins and the rule's leads as an iteration ran with them.
   struct TimedState {
@@ -1080,239 +1090,170 @@ class SwapAdaptor final : public Adaptor {
 
   // `iteration_ns`: the host time of the iteration that just ended (0: none).
   void schedule_at_boundary(double iteration_ns) {
+    using State = detail::ScheduleSelector::State;
     learner_.meter().poll();
     judge_rule_lateness();
-    if (plan_state_ == PlanState::off && options_.budget_bytes != 0 && options_.policy != "belady") {
-      plan_state_ = PlanState::learning;
+    if (selector_.state() == State::off && options_.budget_bytes != 0 && options_.policy != "belady") {
+      selector_.begin();
     }
-    // The trial's baseline: an iteration under the rule alone, neither logged nor run beside the
-    // planner's thread (logging, timing and planning cost time too, on a busy host the most).
-    if (iteration_ns > 0 && plan_state_ == PlanState::ready && ready_boundaries_ > 0 &&
-        trial_.rule_iteration(iteration_ns)) {
-      rule_fastest_leads_ = leads_at_start_;
-      rule_fastest_ns_ = iteration_ns;
+    if (selector_.applying() && last_length_ != schedule_->items()) {
+      drop_schedule(fmt::format("an iteration of {} work items, the plan's had {}", last_length_, schedule_->items()));
+      start_log();
+      return;
     }
-    switch (plan_state_) {
-      case PlanState::applying:
-        if (last_length_ != schedule_->items()) {
-          drop_schedule(
-              fmt::format("an iteration of {} work items, the plan's had {}", last_length_, schedule_->items()));
-          start_log();
-          return;
-        }
-        if (!keep_after_trial(iteration_ns) || !still_fastest(iteration_ns)) return;
-        judge_lateness();
-        schedule_->rebuild();
-        return;
-      case PlanState::ready:
-        // The iteration the plan was finished in ran beside the planner: the rule's next ones
-        // are the baseline, then the schedule applies.
-        if (!trial_on_ || ++ready_boundaries_ > kBaselineIterations) install_planned();
-        return;
-      case PlanState::learning:
-        if (learner_.end_iteration()) start_log();
-        return;
-      case PlanState::failed:
-        rule_still_fastest(iteration_ns);
-        return;
-      default:
-        return;
+    if (selector_.state() == State::learning) {
+      if (learner_.end_iteration()) start_log();
+      return;
+    }
+    const detail::ScheduleSelector::Step step = selector_.boundary(iteration_ns);
+    if (!follow(step)) return;
+    if (selector_.applying()) {
+      judge_lateness();
+      schedule_->rebuild();
     }
   }
 
-  // While learning: the plan, once two iterations agreed and their GPU times are known.
+  // While learning: the plan, once two iterations agreed and their GPU times are known. Its
+  // candidates without swaps are the rule alone (applied, one would only stop the rule leaving
+  // early for what is allocated next): the rule's baseline times them.
   void advance_planning() {
-    if (plan_state_ != PlanState::learning) return;
+    if (selector_.state() != detail::ScheduleSelector::State::learning) return;
     std::string why;
-    switch (learner_.advance(device_budget(), ready_, runners_up_, why)) {
-      case ScheduleLearner::Progress::ready:
-        plan_state_ = PlanState::ready;
-        ready_boundaries_ = 0;
+    std::unique_ptr<detail::SwapSchedule> ready;
+    std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up;
+    switch (learner_.advance(device_budget(), ready, runners_up, why)) {
+      case ScheduleLearner::Progress::ready: {
+        candidates_.clear();
+        candidate_states_.clear();
+        if (!trial_on_) runners_up.clear();                       // a baseline applies as published
+        runners_up.insert(runners_up.begin(), std::move(ready));  // timed in this order
+        for (std::size_t i = 0; i < runners_up.size(); ++i) {
+          if (runners_up[i]->size() != 0) {
+            candidates_.push_back(std::move(runners_up[i]));
+            continue;
+          }
+          const bool next = i + 1 < runners_up.size();  // timed against the rule's baseline
+          // (A runner-up without swaps is skipped, said at debug: ours' own is the one said.)
+          log(i == 0 ? LogLevel::info : LogLevel::debug,
+              fmt::format("memtool swap: {} has no swaps: the rule alone{}", runners_up[i]->label(),
+                          next ? ", as timed; the candidates after it are timed against it" : ""));
+        }
+        candidate_states_.resize(candidates_.size());
+        selector_.planned(candidates_.size());
         return;
+      }
       case ScheduleLearner::Progress::failed:
-        fail_planning(why);
+        log(LogLevel::warn,
+            "memtool swap: no " + options_.policy + " schedule (" + why + "); swapping by its own rule");
+        selector_.failed();
         return;
       default:
         return;
     }
   }
 
-  // Ours' trial (schedule_trial.hpp): its schedule is timed against the rule alone, then each
-  // runner-up in turn (the paper's schedules for the budget) against the fastest so far; the
-  // fastest of them all stays for the rest of the run (taken back if another was tried after
-  // it), or the rule alone if none beats it. False when the schedule changed.
-  bool keep_after_trial(double iteration_ns) {
-    using Verdict = detail::ScheduleTrial::Verdict;
-    if (!trial_on_) return true;
-    const bool undecided = trial_.verdict() == Verdict::undecided;
-    const double bar = trial_.bar();
-    const Verdict verdict = trial_.schedule_iteration(iteration_ns);
-    if (undecided && trial_.timed_its_fastest()) trial_fastest_ = timed_state();
-    if (!undecided || verdict == Verdict::undecided) return true;
-    const bool kept = verdict == Verdict::keep;
-    ++counters_.candidates_timed;
-    log(LogLevel::info,
-        fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
-                    schedule_->label(), trial_.with_schedule() / 1e6, kept ? "the fastest so far" : "not faster than",
-                    bar / 1e6, trial_.rule() / 1e6));
-    if (!runners_up_.empty()) {
-      if (kept) {
-        champion_ = std::move(schedule_);  // the one it beat goes
-        champion_fastest_ = std::move(trial_fastest_);
-      }
-      clear_schedule();
-      std::unique_ptr<detail::SwapSchedule> next = std::move(runners_up_.front());
-      runners_up_.erase(runners_up_.begin());
-      install_schedule(std::move(next), false);
-      return false;
+  // Carries out the selector's step (swap/selector.hpp): what the iteration just timed ran with
+  // is kept first, then the schedule applies, goes back or goes. False when the schedule changed.
+  bool follow(const detail::ScheduleSelector::Step& step) {
+    using Action = detail::ScheduleSelector::Action;
+    using Keep = detail::ScheduleSelector::Keep;
+    if (step.keep == Keep::rule) rule_fastest_leads_ = leads_at_start_;
+    if (step.keep == Keep::candidate && schedule_) candidate_states_[*selector_.applied()] = timed_state();
+    if (step.verdict) {
+      ++counters_.candidates_timed;
+      log(LogLevel::info,
+          fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
+                      schedule_->label(), step.figure / 1e6, step.kept ? "the fastest so far" : "not faster than",
+                      step.target / 1e6, step.rule / 1e6));
     }
-    if (kept) {
-      champion_.reset();
-      return true;  // the last one timed is the fastest: it stays
-    }
-    clear_schedule();
-    if (champion_) {
-      // Taken back as it was in its fastest iteration, learning no more: what it learned after
-      // that was its own trial's to show, and learning on (from the state the candidates after
-      // it left) settled it slower (mobilenet_v2 at 60%: 1,142 ms in its trial, 1,146 ms taken
-      // back, then 1,172-1,197 ms as it learned on).
-      log(LogLevel::info, fmt::format("memtool swap: {} is the fastest: it applies from now on, as it was in its "
-                                      "fastest iteration",
-                                      champion_->label()));
-      install_schedule(std::move(champion_), false);
-      restore(champion_fastest_);
-      watch_.start(true);
-      trial_.settle();
-      return false;
-    }
-    ++counters_.schedules_rejected;
-    rule_from_now_on();
-    return false;
-  }
-
-  // The kept schedule (ours, after its trial) is watched (schedule_watch.hpp): slower than its
-  // trial's figure or its fastest since, its copy-ins and the rule's leads go back to where they
-  // were in its fastest iteration, and neither learns any more (the rule's leads grow under a
-  // schedule too, and a longer lead sends more out ahead); slower still, or slower than the rule
-  // alone, the rule from now on (false).
-  bool still_fastest(double iteration_ns) {
-    using Action = detail::ScheduleWatch::Action;
-    if (!trial_on_ || trial_.verdict() != detail::ScheduleTrial::Verdict::keep) return true;
-    const detail::ScheduleWatch::Verdict v = watch_.iteration(iteration_ns, trial_.best(), trial_.rule());
-    if (v.fastest) fastest_ = timed_state();
-    if (v.action == Action::restore) {
-      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was ({:.1f} ms): "
-                                      "its copy-ins and the rule's leads go back to where they were in its fastest "
-                                      "iteration, and learn no more",
-                                      schedule_->label(), v.typical / 1e6, v.target / 1e6));
-      restore(fastest_);  // a fastest is timed before any restore
-    } else if (v.action == Action::drop) {
-      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than {} ({:.1f} ms): "
-                                      "the rule alone from now on",
-                                      schedule_->label(), v.typical / 1e6, v.against_rule ? "the rule alone" : "it was",
-                                      v.target / 1e6));
-      clear_schedule();
-      ++counters_.schedules_rejected;
-      rule_from_now_on();
-      return false;
+    if (step.rejected) ++counters_.schedules_rejected;
+    switch (step.action) {
+      case Action::none:
+        return true;
+      case Action::apply:
+        if (schedule_) clear_schedule();
+        install_schedule(step.candidate, step.candidate == 0);
+        return false;
+      case Action::take_back:
+        clear_schedule();
+        // Taken back as it was in its fastest iteration, learning no more: what it learned after
+        // that was its own trial's to show, and learning on (from the state the candidates after
+        // it left) settled it slower (mobilenet_v2 at 60%: 1,142 ms in its trial, 1,146 ms taken
+        // back, then 1,172-1,197 ms as it learned on).
+        log(LogLevel::info, fmt::format("memtool swap: {} is the fastest: it applies from now on, as it was in its "
+                                        "fastest iteration",
+                                        candidates_[step.candidate]->label()));
+        install_schedule(step.candidate, false);
+        restore(candidate_states_[step.candidate]);
+        return false;
+      case Action::restore:
+        // Slower than its trial's figure or its fastest since: its copy-ins and the rule's leads
+        // go back to where they were in its fastest iteration (the rule's leads grow under a
+        // schedule too, and a longer lead sends more out ahead), and neither learns any more.
+        log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was ({:.1f} ms): "
+                                        "its copy-ins and the rule's leads go back to where they were in its fastest "
+                                        "iteration, and learn no more",
+                                        schedule_->label(), step.figure / 1e6, step.target / 1e6));
+        restore(candidate_states_[*selector_.applied()]);  // a fastest is timed before any restore
+        return true;
+      case Action::rule_alone:
+        if (schedule_) {
+          if (step.figure > 0 && !step.verdict) {
+            log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was "
+                                            "({:.1f} ms): the rule alone from now on",
+                                            schedule_->label(), step.figure / 1e6, step.target / 1e6));
+          }
+          clear_schedule();
+        }
+        rule_from_now_on();
+        return false;
+      case Action::freeze_leads:
+        log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
+                                        "({:.1f} ms): its leads go back to where they were then, and learn no more",
+                                        step.figure / 1e6, step.target / 1e6));
+        lead_ = rule_fastest_leads_;
+        return true;
+      case Action::free_leads:
+        log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
+                                        "({:.1f} ms) with its leads put back: they learn again",
+                                        step.figure / 1e6, step.target / 1e6));
+        return true;
     }
     return true;
   }
 
-  // Ours' trial found no schedule faster than the rule alone: the rule from now on, starting
-  // from the leads of its fastest timed iteration. Its leads grow with every copy back that
-  // arrives late, which can help (lstm at 60%: 1,940 ms an iteration, then 1,815 ms 25 on) or
-  // not (longer leads send more out ahead: mobilenet_v2 at 60% ran 1,144 ms an iteration with 49
-  // buffers out, 1,200-1,246 ms with 54-60): so it is watched as a kept schedule is, against its
-  // fastest iteration, and its leads go back to that iteration's, learning no more, when it runs
-  // slower; still over 1% slower so, they learn again (nothing else left to try).
+  // No candidate faster than the rule alone (or none with swaps): the rule from now on, starting
+  // from the leads of its fastest timed iteration when it was timed. Its leads grow with every
+  // copy back that arrives late, which can help (lstm at 60%: 1,940 ms an iteration, then
+  // 1,815 ms 25 on) or not (longer leads send more out ahead: mobilenet_v2 at 60% ran 1,144 ms an
+  // iteration with 49 buffers out, 1,200-1,246 ms with 54-60): so the selector watches it as a
+  // committed candidate, against its fastest iteration.
   void rule_from_now_on() {
-    plan_state_ = PlanState::failed;
-    if (!trial_on_ || trial_.rule() == 0) return;
+    if (selector_.state() != detail::ScheduleSelector::State::rule) return;
     lead_ = rule_fastest_leads_;
-    rule_watched_ = true;
-    watch_.start(false, kFrozenLeadsMargin);
     log(LogLevel::info, fmt::format("memtool swap: the rule alone from now on, from its leads in its fastest "
                                     "iteration ({:.1f} ms)",
-                                    trial_.rule() / 1e6));
-  }
-
-  // The rule alone's iteration just ended (rule_from_now_on's watch).
-  void rule_still_fastest(double iteration_ns) {
-    using Action = detail::ScheduleWatch::Action;
-    if (!rule_watched_) return;
-    const detail::ScheduleWatch::Verdict v = watch_.iteration(iteration_ns, rule_fastest_ns_, 0.0);
-    if (v.fastest && iteration_ns < rule_fastest_ns_) {
-      rule_fastest_ns_ = iteration_ns;
-      rule_fastest_leads_ = leads_at_start_;
-    }
-    if (v.action == Action::restore) {
-      log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
-                                      "({:.1f} ms): its leads go back to where they were then, and learn no more",
-                                      v.typical / 1e6, v.target / 1e6));
-      freeze_leads(rule_fastest_leads_);
-    } else if (v.action == Action::drop) {
-      log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
-                                      "({:.1f} ms) with its leads put back: they learn again",
-                                      v.typical / 1e6, v.target / 1e6));
-      leads_frozen_ = false;
-      rule_watched_ = false;
-    }
+                                    selector_.rule_figure() / 1e6));
   }
 
   // What the iteration just timed ran with (this boundary's learning is still to come).
   TimedState timed_state() const { return TimedState{schedule_->copy_ins(), leads_at_start_}; }
 
-  // The schedule's copy-ins and the rule's leads go back to `state`, and learn no more.
+  // The schedule's copy-ins and the rule's leads go back to `state`; the selector's state
+  // (restored) says they learn no more.
   void restore(const TimedState& state) {
     schedule_->restore_copy_ins(state.copy_ins);
-    freeze_leads(state.leads);
+    lead_ = state.leads;
   }
 
-  // The rule's leads go back to `leads`, and grow no more.
-  void freeze_leads(const std::unordered_map<std::uint64_t, std::uint64_t>& leads) {
-    lead_ = leads;
-    leads_frozen_ = true;
-  }
-
-  // The plan made applies. A schedule without swaps is the rule alone (applied, it would only
-  // stop the rule leaving early for what is allocated next): its first runner-up is tried in its
-  // place against the rule's iterations, or the rule stays.
-  void install_planned() {
-    std::unique_ptr<detail::SwapSchedule> schedule = std::move(ready_);
-    while (schedule->size() == 0) {
-      const bool next = trial_on_ && !runners_up_.empty();
-      log(LogLevel::info, fmt::format("memtool swap: {} has no swaps: the rule alone{}", schedule->label(),
-                                      next ? ", as timed; its runners-up are timed against it" : ""));
-      if (!next) {
-        rule_from_now_on();
-        return;
-      }
-      schedule = std::move(runners_up_.front());
-      runners_up_.erase(runners_up_.begin());
-    }
-    install_schedule(std::move(schedule));
-  }
-
-  void fail_planning(const std::string& why) {
-    log(LogLevel::warn, "memtool swap: no " + options_.policy + " schedule (" + why + "); swapping by its own rule");
-    plan_state_ = PlanState::failed;
-  }
-
-  // `counts`: a new plan's schedule (not a runner-up coming in turn, nor the fastest taken back).
-  void install_schedule(std::unique_ptr<detail::SwapSchedule> schedule, bool counts = true) {
-    schedule_ = std::move(schedule);
-    plan_state_ = PlanState::applying;
+  // Candidate `id` applies from the next iteration on; `counts`: a new plan's first (not a
+  // runner-up coming in turn, nor the fastest taken back).
+  void install_schedule(std::size_t id, bool counts) {
+    schedule_ = candidates_[id].get();
     if (counts) {
       ++counters_.schedules;
-      champion_.reset();  // the plan before's
       rule_leads_ = lead_;
     }
-    trial_.start(counts);
-    watch_.start();
-    fastest_ = {};
-    trial_fastest_ = {};
-    leads_frozen_ = false;  // leads_at_start_ is taken when the boundary that installs it ends
     for (auto& [ptr, b] : buffers_) {
       b.scheduled_in = 0;
       timing_events_.give(b.timed_arrival);
@@ -1323,19 +1264,17 @@ class SwapAdaptor final : public Adaptor {
     log(LogLevel::info, "memtool swap: the schedule is dropped (" + why + "); learning again");
     ++counters_.schedule_drops;
     clear_schedule();
-    runners_up_.clear();
-    champion_.reset();
-    plan_state_ = PlanState::learning;
+    candidates_.clear();
+    candidate_states_.clear();
+    selector_.drop();
     learner_.stop(true);
-    trial_.forget();  // the program changed: the rule's times are old
   }
-
   // The schedule and what the buffers held of it go; the rule alone until a state says otherwise,
   // with the leads it had learned before the plan applied (what a schedule left for it to bring
   // back on demand grew them, and longer leads make it send more out ahead: lstm at 60% then
   // moved 59 buffers an iteration where it had moved 42).
   void clear_schedule() {
-    schedule_.reset();
+    schedule_ = nullptr;
     std::size_t grown = 0;
     for (const auto& [key, lead] : lead_) {
       const auto it = rule_leads_.find(key);
@@ -1344,7 +1283,6 @@ class SwapAdaptor final : public Adaptor {
     if (grown != 0)
       log(LogLevel::debug, fmt::format("memtool swap: the rule gets back its leads ({} had grown)", grown));
     lead_ = rule_leads_;
-    leads_frozen_ = false;
     forget_lateness();
     learner_.stop(false);  // a log starts at a boundary
     for (auto& [ptr, b] : buffers_) {
@@ -1611,9 +1549,7 @@ class SwapAdaptor final : public Adaptor {
   std::unordered_map<std::uint64_t, std::uint64_t> lead_;                  // learned swap-in lead per key
   std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;            // lead_ when the last plan applied
   std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;    // in the rule alone's fastest iteration
-  double rule_fastest_ns_ = 0;     // that iteration's host time (its baseline's, or since the trial)
-  bool rule_watched_ = false;      // the rule alone after ours' trial: watched as a kept schedule is
-  std::uint64_t last_length_ = 0;  // work items in the last complete iteration
+  std::uint64_t last_length_ = 0;                                          // work items in the last complete iteration
   std::uint64_t work_ = 0;
   std::uint64_t iteration_begin_ = 0;
   std::uint64_t next_ordinal_ = 0;
@@ -1630,29 +1566,23 @@ class SwapAdaptor final : public Adaptor {
   bool host_waited_ = false;
   std::unordered_set<std::uint64_t> exported_;  // keys whose buffer the program exported
   std::uint64_t next_id_ = 0;
-  // The schedule's state (see PlanState).
-  PlanState plan_state_ = PlanState::off;
+  // Which schedule applies, or the rule alone (its state machine).
+  detail::ScheduleSelector selector_;
   detail::SpareTimingEvents timing_events_;  // before the learner, which borrows it
   detail::ScheduleLearner learner_;
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
-  detail::ScheduleTrial trial_;
-  detail::ScheduleWatch watch_;  // the kept schedule's iterations against its fastest and the rule's
   std::unordered_map<std::uint64_t, std::uint64_t> leads_at_start_;  // lead_ when this iteration began
-  TimedState fastest_;           // the kept schedule's, in its fastest iteration since it applied
-  TimedState trial_fastest_;     // the candidate on trial's, in its fastest counted iteration
-  TimedState champion_fastest_;  // champion_'s, likewise
-  bool leads_frozen_ = false;    // a watch put them back: they grow no more (under this schedule, or the rule alone)
-  std::uint32_t ready_boundaries_ = 0;                       // boundaries since the plan was ready (not yet applied)
   std::vector<Lateness> lateness_;                           // scheduled copy-ins to judge once the GPU got there
   std::vector<Lateness> rule_lateness_;                      // the rule's copies back ahead, likewise
   std::vector<std::pair<std::uint64_t, DevicePtr>> due_in_;  // scratch: (distance, buffer) to bring back
-  std::unique_ptr<detail::SwapSchedule> ready_;              // planned, applied from the next boundary
-  std::unique_ptr<detail::SwapSchedule> schedule_;           // applied now
-  std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up_;  // ours' candidates still to time
-  std::unique_ptr<detail::SwapSchedule> champion_;                 // the fastest timed so far, when not schedule_
-  std::vector<DevicePtr> born_current_;                            // by ordinal: this iteration's buffers (0: freed)
-  std::vector<DevicePtr> born_previous_;                           // the last iteration's
+  // The plan's candidates with swaps, by the selector's id (ours' own first, then its runners-up).
+  std::vector<std::unique_ptr<detail::SwapSchedule>> candidates_;
+  // Each candidate's copy-ins and the rule's leads in its fastest iteration (its trial's, then its watch's).
+  std::vector<TimedState> candidate_states_;
+  detail::SwapSchedule* schedule_ = nullptr;  // the candidate applied now (owned by candidates_)
+  std::vector<DevicePtr> born_current_;       // by ordinal: this iteration's buffers (0: freed)
+  std::vector<DevicePtr> born_previous_;      // the last iteration's
   Counters counters_;
   Counters at_boundary_;  // counters_ at the last boundary (say_iteration)
   std::uint64_t stall_at_boundary_ = 0;

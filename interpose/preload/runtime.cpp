@@ -291,11 +291,9 @@ State decide() {
       options.swap_mode == SwapMode::uvm ? engine::SwapMechanism::uvm : engine::SwapMechanism::explicit_copies;
   strategy_options.swap.host_limit_bytes = options.host_limit != 0 ? options.host_limit : half_of_host_memory();
   strategy_options.swap.verify = options.swap_verify;
-  if (options.strategy == "swap") {
-    if (options.budget.bytes == 0 && options.budget.percent == 0) {
-      Log::write(LogLevel::warn, "MEMTOOL_STRATEGY=swap without MEMTOOL_BUDGET: nothing will be swapped");
-    }
-  }
+  strategy_options.swap.selector_margin = options.swap_margin / 100.0;
+  strategy_options.swap.selector_window = options.swap_window;
+  strategy_options.swap.reserve_bytes = options.swap_reserve;  // the budget without MEMTOOL_BUDGET
   engine::ObserverOptions observer;
   observer.keep_windows = strategy->plans;
   observer.synchronous_detection = options.pool_sync_planning;

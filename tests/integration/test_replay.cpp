@@ -165,6 +165,9 @@ struct SwapCase {
   std::string policy = {};  // MEMTOOL_SWAP_POLICY; set: the run is long enough for its schedule to apply
   unsigned steps = 6;
   double link_gbps = 0;  // FAKECUDA_LINK_GBPS (0: unlimited)
+  // Set: no MEMTOOL_BUDGET, MEMTOOL_SWAP_RESERVE this: the budget is the device (fakecuda's
+  // capacity, `percent` of the plain peak) less it.
+  std::uint64_t reserve = 0;
 };
 
 // Steps enough for ours' trial: about six to learn and plan, two of the rule alone, then three
@@ -243,15 +246,18 @@ void check_problem(const std::string& dir, const std::string& err, const std::st
 void check_swap(const SwapCase& c) {
   const Model& m = c.model;
   // Named by everything that varies: test cases running side by side (ctest -j) never share one.
-  const std::string dir = fresh_dir(std::string(m.name) + "_swap_" + c.mode + std::to_string(c.percent) +
-                                    (c.async ? "async" : "") + (c.policy.empty() ? "" : "_" + c.policy));
+  const std::string dir =
+      fresh_dir(std::string(m.name) + "_swap_" + c.mode + std::to_string(c.percent) + (c.async ? "async" : "") +
+                (c.policy.empty() ? "" : "_" + c.policy) + (c.reserve != 0 ? "_device_budget" : ""));
   INFO("budget " << c.percent << "% " << c.mode << (c.async ? " --async" : "") << " " << c.policy);
   std::vector<std::string> steps{"--steps", std::to_string(c.steps)};
   if (c.async) steps.push_back("--async");
   const Replay plain = replay(dir + "/plain", m, steps, {});
   const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
-  const std::uint64_t budget = peak * c.percent / 100;
-  const std::string capacity = std::to_string(budget);
+  const std::uint64_t device_bytes = peak * c.percent / 100;
+  const std::string capacity = std::to_string(device_bytes);
+  REQUIRE(device_bytes > c.reserve);
+  const std::uint64_t budget = device_bytes - c.reserve;
 
   std::vector<std::string> argv{REPLAY_TRAIN, "--log", std::string(REPLAY_FIXTURES_DIR) + "/traces/" + m.name + ".log"};
   argv.insert(argv.end(), steps.begin(), steps.end());
@@ -260,9 +266,13 @@ void check_swap(const SwapCase& c) {
 
   Env env{{"MEMTOOL_STRATEGY", "swap"},
           {"MEMTOOL_SWAP_MODE", c.mode},
-          {"MEMTOOL_BUDGET", capacity},
           {"MEMTOOL_POOL_SYNC_PLANNING", "1"},
           {"FAKECUDA_MEMORY_BYTES", capacity}};
+  if (c.reserve == 0) {
+    env["MEMTOOL_BUDGET"] = capacity;
+  } else {
+    env["MEMTOOL_SWAP_RESERVE"] = std::to_string(c.reserve);  // and no MEMTOOL_BUDGET: the device's
+  }
   if (!c.policy.empty()) env["MEMTOOL_SWAP_POLICY"] = c.policy;
   if (c.policy == "ours") env["MEMTOOL_LOG"] = "info";  // the trial's verdicts
   if (c.link_gbps > 0) env["FAKECUDA_LINK_GBPS"] = std::to_string(c.link_gbps);
@@ -274,7 +284,9 @@ void check_swap(const SwapCase& c) {
   INFO(s.dump());
   CHECK(s.at("strategy") == "swap");
   CHECK(s.at("swap_mode") == c.mode);
-  CHECK(u(s, "budget_bytes") == budget);
+  CHECK(u(s, "budget_bytes") == budget);  // with no MEMTOOL_BUDGET: fakecuda's free memory at start, less the reserve
+  if (c.reserve != 0)
+    CHECK_THAT(swapped.outcome.err, Catch::Contains("without MEMTOOL_BUDGET the budget is the device"));
   CHECK(u(swapped.stats, "peak_bytes_in_use") <= budget);
   CHECK(u(s, "bytes_swapped_out") > 0);
   CHECK(u(s, "swap_ins_ahead") + u(s, "swap_ins_scheduled") > 0);
@@ -376,6 +388,47 @@ TEST_CASE("replay: the swapper's schedules train lstm and alexnet in 80% of thei
   check_swap({80, kAlexnet, "explicit", true, false, "paper-vote", 10});
   check_swap({80, kAlexnet, "explicit", true, false, "save-on-cpu", 10});
   check_swap({80, kAlexnet, "uvm", true, false, "ours", 10});
+}
+
+// Issue 34: MEMTOOL_STRATEGY=swap with no MEMTOOL_BUDGET on a device smaller than the program's
+// live bytes (the plain run fails there, check_swap's starved run): the budget is the device less
+// MEMTOOL_SWAP_RESERVE, and the program runs to its end with every word right.
+TEST_CASE("replay: with no MEMTOOL_BUDGET, swapping trains alexnet on a device of 70% of its plain peak",
+          "[integration][replay][swap][device_budget]") {
+  for (const char* mode : {"explicit", "uvm"}) {
+    SwapCase c{70, kAlexnet, mode, true, false};
+    c.reserve = 4 << 20;
+    check_swap(c);
+  }
+}
+
+// Issue 34: the budget is a limit, memtool's own device memory (the small-buffer cache, what the
+// mover holds) counted: on a device twice the plain peak, where passing the budget shows as a
+// peak instead of failing, over 20 steps (ours' trial and its schedules applied), in both modes.
+TEST_CASE("replay: the device never holds more than the budget, in both modes", "[integration][replay][swap][limit]") {
+  for (const char* mode : {"explicit", "uvm"}) {
+    INFO(mode);
+    const std::string dir = fresh_dir(std::string("alexnet_limit_") + mode);
+    const std::vector<std::string> steps{"--steps", "20"};
+    const Replay plain = replay(dir + "/plain", kAlexnet, steps, {});
+    const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
+    const std::uint64_t budget = peak * 65 / 100;
+    const Replay swapped = replay(dir + "/swap", kAlexnet, steps,
+                                  {{"MEMTOOL_STRATEGY", "swap"},
+                                   {"MEMTOOL_SWAP_MODE", mode},
+                                   {"MEMTOOL_BUDGET", std::to_string(budget)},
+                                   {"FAKECUDA_MEMORY_BYTES", std::to_string(2 * peak)}});
+    check_clean(swapped.outcome, 20);
+    CHECK(swapped.outcome.out == plain.outcome.out);
+    CHECK(u(swapped.summary, "bytes_swapped_out") > 0);
+    CHECK(u(swapped.stats, "peak_bytes_in_use") <= budget);  // everything on the device, memtool's own too
+    CHECK(u(swapped.summary, "peak_device_bytes") <= budget);
+    WARN("alexnet at 65% " << mode << ": fakecuda peak / budget "
+                           << static_cast<double>(u(swapped.stats, "peak_bytes_in_use")) / static_cast<double>(budget)
+                           << ", memtool's count / budget "
+                           << static_cast<double>(u(swapped.summary, "peak_device_bytes")) /
+                                  static_cast<double>(budget));
+  }
 }
 
 TEST_CASE("replay: UVM swapping trains alexnet in 80% and 60% of its plain peak", "[integration][replay][uvm]") {

@@ -7,6 +7,7 @@
 
 #include "memtool/engine/resources.hpp"
 #include "memtool/engine/sim_device.hpp"
+#include "program.hpp"
 
 using namespace memtool::engine;
 
@@ -128,4 +129,34 @@ TEST_CASE("explicit swap: a buffer brought back ahead and freed unused is releas
   rig.swap->shutdown(true);
   CHECK(rig.device.live_bytes() == 0);
   CHECK(rig.device.violations() == 0);
+}
+
+TEST_CASE("swap: a budget the buffers it never moves pass by themselves is said once, with the option",
+          "[engine][swap][budget]") {
+  const auto said = [](const test::LogCapture& capture) {
+    std::size_t n = 0;
+    for (const std::string& line : capture.lines()) {
+      if (line.find("cannot be met") != std::string::npos) {
+        ++n;
+        CHECK(line.find("MEMTOOL_SWAP_MIN_BYTES=1048576 B") != std::string::npos);
+      }
+    }
+    return n;
+  };
+  {
+    test::LogCapture capture;
+    SwapRig rig(1, "belady");  // MEMTOOL_BUDGET=1, the default MEMTOOL_SWAP_MIN_BYTES
+    const DevicePtr a = rig.alloc(4096);
+    const DevicePtr b = rig.alloc(8192);
+    CHECK(said(capture) == 1);  // once, not per allocation
+    REQUIRE(rig.swap->deallocate(a, MemoryKind::device, 0) == kSuccess);
+    REQUIRE(rig.swap->deallocate(b, MemoryKind::device, 0) == kSuccess);
+  }
+  {
+    test::LogCapture capture;
+    SwapRig rig(16 * MiB, "belady");  // small buffers within the budget: nothing to say
+    const DevicePtr a = rig.alloc(4096);
+    CHECK(said(capture) == 0);
+    REQUIRE(rig.swap->deallocate(a, MemoryKind::device, 0) == kSuccess);
+  }
 }

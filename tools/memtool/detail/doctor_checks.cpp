@@ -185,9 +185,9 @@ std::vector<Check> memtool_variable_checks(const DoctorEnvironment& env) {
       check.fix = "unset MEMTOOL_DISABLE";
     } else if (name == "MEMTOOL_STRATEGY" && parsed.options.strategy == "swap" &&
                env.getenv("MEMTOOL_BUDGET") == nullptr) {
-      check.verdict = Verdict::warn;
-      check.detail += ": without MEMTOOL_BUDGET nothing will be swapped";
-      check.fix = "MEMTOOL_BUDGET=60% (of the device) or a size such as 40G";
+      check.verdict = Verdict::info;
+      check.detail += ": without MEMTOOL_BUDGET the budget is the device's free memory less MEMTOOL_SWAP_RESERVE";
+      check.fix = "MEMTOOL_BUDGET=60% (of the device) or a size such as 40G to keep room for others";
     } else if (name == "MEMTOOL_LIBRARY" && !std::filesystem::exists(value)) {
       check.verdict = Verdict::fail;
       check.detail += ": no such file; memtool run and record cannot preload it";

@@ -87,6 +87,14 @@ struct SwapOptions {
   // (host time per iteration; off for tests whose iterations are too short to time). The
   // paper's strategies and save-on-cpu are baselines: their schedules apply as published.
   bool schedule_trial = true;
+  // The selector's (swap/selector.hpp) one margin and one window: how much slower than its
+  // target a schedule or the rule alone may run before it counts as slower (MEMTOOL_SWAP_MARGIN),
+  // and how many iterations each figure is taken from, the first not counted (MEMTOOL_SWAP_WINDOW).
+  double selector_margin = 0.03;
+  std::uint32_t selector_window = 3;
+  // With no budget given, the budget is the device's free memory less this (MEMTOOL_SWAP_RESERVE):
+  // room for what the driver takes on its own (launches' local memory, modules, graphs).
+  std::uint64_t reserve_bytes = std::uint64_t{256} << 20;
   // MEMTOOL_SWAP_VERIFY: checksum every buffer as it leaves the device and as it comes back
   // (swap_verify.hpp); a mismatch is said with the last launch that could have caused it.
   bool verify = false;

@@ -1,0 +1,258 @@
+// The selector (swap/selector.hpp) driven by scripted iteration times: every transition of its
+// state machine, the margin and the window, with no device and no buffers.
+#include <catch2/catch.hpp>
+
+#include <initializer_list>
+
+#include "swap/selector.hpp"
+
+using namespace memtool::engine::detail;
+using State = ScheduleSelector::State;
+using Action = ScheduleSelector::Action;
+using Keep = ScheduleSelector::Keep;
+
+namespace {
+
+// Iterations at `times`; the last step.
+ScheduleSelector::Step run(ScheduleSelector& s, std::initializer_list<double> times) {
+  ScheduleSelector::Step last;
+  for (const double ns : times) last = s.boundary(ns);
+  return last;
+}
+
+// A selector with a plan of `candidates`, its rule alone timed at `rule_a`, `rule_b` (window 3:
+// the planning iteration, then two counted), the first candidate applied.
+ScheduleSelector tried(std::size_t candidates, double rule_a, double rule_b, SelectorOptions options = {}) {
+  ScheduleSelector s(options);
+  s.begin();
+  s.planned(candidates);
+  CHECK(s.boundary(1e9).action == Action::none);  // ran beside the planner: not timed
+  CHECK(s.boundary(rule_a).keep == Keep::rule);
+  const ScheduleSelector::Step step = s.boundary(rule_b);
+  CHECK(step.action == (candidates == 0 ? Action::rule_alone : Action::apply));
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("swap selector: off, learning, and no plan", "[engine][swap][selector]") {
+  ScheduleSelector s({});
+  CHECK(s.state() == State::off);
+  CHECK(s.boundary(100.0).action == Action::none);  // off: nothing to choose
+  s.planned(2);                                     // only from learning
+  CHECK(s.state() == State::off);
+  s.begin();  // off -> learning
+  CHECK(s.state() == State::learning);
+  CHECK(s.boundary(100.0).action == Action::none);
+  CHECK_FALSE(s.applying());
+  s.failed();  // learning -> rule_settled: no plan could be made
+  CHECK(s.state() == State::rule_settled);
+  CHECK(s.boundary(100.0).action == Action::none);
+  CHECK(s.leads_learn());
+}
+
+TEST_CASE("swap selector: the baseline times the rule alone, then the first candidate is tried",
+          "[engine][swap][selector]") {
+  ScheduleSelector s({});
+  s.begin();
+  s.planned(1);  // learning -> baseline
+  CHECK(s.state() == State::baseline);
+  CHECK(s.boundary(50.0).keep == Keep::nothing);  // the planning iteration: not counted
+  ScheduleSelector::Step step = s.boundary(120.0);
+  CHECK(step.keep == Keep::rule);  // the fastest of the rule's so far: its leads are kept
+  CHECK(step.action == Action::none);
+  step = s.boundary(110.0);  // baseline -> trying
+  CHECK(step.keep == Keep::rule);
+  CHECK(step.action == Action::apply);
+  CHECK(step.candidate == 0);
+  CHECK(s.state() == State::trying);
+  CHECK(s.applying());
+  CHECK(s.rule_figure() == 110.0);
+}
+
+TEST_CASE("swap selector: no candidate with swaps: the rule alone, watched", "[engine][swap][selector]") {
+  ScheduleSelector s = tried(0, 100.0, 105.0);  // baseline -> rule
+  CHECK(s.state() == State::rule);
+  CHECK_FALSE(s.applied().has_value());
+}
+
+TEST_CASE("swap selector: without a trial the first candidate applies as published", "[engine][swap][selector]") {
+  ScheduleSelector s({.margin = 0.03, .window = 3, .trial = false});
+  s.begin();
+  s.planned(2);
+  ScheduleSelector::Step step = s.boundary(100.0);  // baseline -> published at once
+  CHECK(step.action == Action::apply);
+  CHECK(step.candidate == 0);
+  CHECK(s.state() == State::published);
+  CHECK(run(s, {1e9, 1e9, 1e9, 1e9}).action == Action::none);  // never judged
+  s.drop();                                                    // published -> learning: the program changed
+  CHECK(s.state() == State::learning);
+  s.planned(0);
+  CHECK(s.boundary(100.0).action == Action::rule_alone);  // baseline -> rule_settled
+  CHECK(s.state() == State::rule_settled);
+}
+
+TEST_CASE("swap selector: a candidate faster than the rule is committed; its window's best is its figure",
+          "[engine][swap][selector]") {
+  ScheduleSelector s = tried(1, 200.0, 210.0);
+  CHECK(s.boundary(900.0).keep == Keep::nothing);  // the first: carries the state the rule left
+  CHECK(s.boundary(190.0).keep == Keep::candidate);
+  const ScheduleSelector::Step step = s.boundary(195.0);  // trying -> committed
+  CHECK(step.keep == Keep::nothing);                      // not its fastest
+  CHECK(step.verdict);
+  CHECK(step.kept);
+  CHECK(step.figure == 190.0);
+  CHECK(step.target == 200.0);
+  CHECK(step.action == Action::none);
+  CHECK(s.state() == State::committed);
+  CHECK(*s.applied() == 0);
+}
+
+TEST_CASE("swap selector: each runner-up faces the fastest so far; the fastest is taken back",
+          "[engine][swap][selector]") {
+  ScheduleSelector s = tried(3, 200.0, 200.0);
+  // Ours' own: slower than the rule. trying -> trying (runner-up 1).
+  ScheduleSelector::Step step = run(s, {900.0, 210.0, 205.0});
+  CHECK(step.verdict);
+  CHECK_FALSE(step.kept);
+  CHECK(step.action == Action::apply);
+  CHECK(step.candidate == 1);
+  CHECK(s.state() == State::trying);
+  // Runner-up 1 beats the rule: the bar from now on.
+  step = run(s, {900.0, 180.0, 185.0});
+  CHECK(step.kept);
+  CHECK(step.candidate == 2);
+  // Runner-up 2 beats the rule, not runner-up 1: runner-up 1 is taken back (trying -> restored).
+  step = run(s, {900.0, 190.0, 195.0});
+  CHECK_FALSE(step.kept);
+  CHECK(step.target == 180.0);
+  CHECK(step.action == Action::take_back);
+  CHECK(step.candidate == 1);
+  CHECK(s.state() == State::restored);
+  CHECK_FALSE(s.leads_learn());  // as it was in its fastest iteration, learning no more
+}
+
+TEST_CASE("swap selector: no candidate faster than the rule: the rule alone", "[engine][swap][selector]") {
+  ScheduleSelector s = tried(1, 200.0, 200.0);
+  const ScheduleSelector::Step step = run(s, {900.0, 201.0, 202.0});  // trying -> rule
+  CHECK(step.verdict);
+  CHECK(step.rejected);
+  CHECK(step.action == Action::rule_alone);
+  CHECK(s.state() == State::rule);
+  CHECK(s.leads_learn());
+}
+
+TEST_CASE("swap selector: a committed candidate slower by the margin is restored, then given up",
+          "[engine][swap][selector]") {
+  ScheduleSelector s = tried(1, 200.0, 200.0);
+  run(s, {900.0, 190.0, 195.0});  // committed at 190; the verdict's iteration is its watch's first, not counted
+  CHECK(s.boundary(185.0).keep == Keep::candidate);
+  CHECK(s.boundary(180.0).keep == Keep::candidate);
+  ScheduleSelector::Step step = s.boundary(183.0);
+  CHECK(step.action == Action::none);  // median 183: within 3% of 180
+  CHECK(step.figure == 183.0);
+  CHECK(step.target == 180.0);
+  CHECK(run(s, {184.0, 186.0}).action == Action::none);  // medians 183, 184
+  step = s.boundary(187.0);                              // median 186, 3.3% over 180: committed -> restored
+  CHECK(step.action == Action::restore);
+  CHECK(step.figure == 186.0);
+  CHECK(s.state() == State::restored);
+  CHECK_FALSE(s.leads_learn());
+  // Judged afresh on a window of its own: as fast as it was, it stays.
+  CHECK(run(s, {181.0, 182.0, 181.0}).action == Action::none);
+  CHECK(s.boundary(190.0).action == Action::none);  // median 182
+  step = s.boundary(190.0);                         // median 190: restored -> rule, slower again
+  CHECK(step.action == Action::rule_alone);
+  CHECK(step.rejected);
+  CHECK(step.target == 180.0);
+  CHECK(s.state() == State::rule);
+}
+
+TEST_CASE("swap selector: the rule alone's leads freeze when it runs slower, then learn again",
+          "[engine][swap][selector]") {
+  ScheduleSelector s = tried(0, 179.0, 185.0);  // the rule alone, its fastest 179
+  CHECK(s.state() == State::rule);
+  s.boundary(190.0);  // the first watched: not counted
+  ScheduleSelector::Step step = s.boundary(184.0);
+  CHECK(step.keep == Keep::nothing);                     // its watch's fastest, not faster than its baseline's
+  CHECK(run(s, {183.0, 184.0}).action == Action::none);  // median 184: 2.8% over 179
+  step = run(s, {186.0, 187.0});                         // median 186: 3.9% over: rule -> rule_frozen
+  CHECK(step.action == Action::freeze_leads);
+  CHECK(s.state() == State::rule_frozen);
+  CHECK_FALSE(s.leads_learn());
+  step = run(s, {181.0, 180.0, 182.0});  // within the margin of 179: it stays frozen
+  CHECK(step.action == Action::none);
+  CHECK(s.boundary(186.0).action == Action::none);  // median 182
+  step = s.boundary(186.0);  // median 186: rule_frozen -> rule_settled, that iteration did not come back
+  CHECK(step.action == Action::free_leads);
+  CHECK(s.state() == State::rule_settled);
+  CHECK(s.leads_learn());
+  CHECK(run(s, {900.0, 900.0, 900.0, 900.0}).action == Action::none);  // nothing left to try
+}
+
+TEST_CASE("swap selector: the rule alone's faster iterations are its new fastest", "[engine][swap][selector]") {
+  ScheduleSelector s = tried(0, 200.0, 200.0);
+  s.boundary(1.0);
+  CHECK(s.boundary(190.0).keep == Keep::rule);  // faster than its baseline: its leads kept
+  CHECK(s.boundary(195.0).keep == Keep::nothing);
+}
+
+TEST_CASE("swap selector: drift drops the applied schedule from any applying state", "[engine][swap][selector]") {
+  for (const int stage : {0, 1, 2}) {
+    ScheduleSelector s = tried(2, 200.0, 200.0);
+    if (stage >= 1) run(s, {900.0, 190.0, 190.0, 900.0, 195.0, 195.0});  // candidate 0 kept, 1 not: taken back
+    if (stage == 1) CHECK(s.state() == State::restored);
+    if (stage == 2) {
+      ScheduleSelector c = tried(1, 200.0, 200.0);
+      run(c, {900.0, 190.0, 190.0});
+      CHECK(c.state() == State::committed);
+      s = c;
+    }
+    CHECK(s.applying());
+    s.drop();  // -> learning: the rule's times are old
+    CHECK(s.state() == State::learning);
+    CHECK(s.rule_figure() == 0.0);
+    CHECK_FALSE(s.applied().has_value());
+  }
+  ScheduleSelector r = tried(0, 200.0, 200.0);
+  r.drop();  // not applying: nothing to drop
+  CHECK(r.state() == State::rule);
+}
+
+TEST_CASE("swap selector: with the rule never timed, a restored candidate given up leaves the rule unwatched",
+          "[engine][swap][selector]") {
+  ScheduleSelector s({});
+  s.begin();
+  s.planned(1);
+  run(s, {0.0, 0.0});
+  CHECK(s.boundary(0.0).action == Action::apply);  // baseline untimed
+  const ScheduleSelector::Step verdict = run(s, {900.0, 190.0, 190.0});
+  CHECK(verdict.kept);  // nothing to beat
+  CHECK(verdict.target == 0.0);
+  CHECK(run(s, {190.0, 200.0, 200.0}).action == Action::restore);  // median 200: 5% over 190
+  CHECK(run(s, {200.0, 200.0, 200.0}).action == Action::rule_alone);
+  CHECK(s.state() == State::rule_settled);  // restored -> rule_settled: no figure to watch the rule by
+}
+
+TEST_CASE("swap selector: the margin and the window are options", "[engine][swap][selector]") {
+  // A 10% margin keeps what 3% would restore.
+  ScheduleSelector loose = tried(1, 200.0, 200.0, {.margin = 0.10, .window = 3, .trial = true});
+  run(loose, {900.0, 180.0, 180.0});
+  CHECK(run(loose, {190.0, 190.0, 190.0}).action == Action::none);  // 5.6% over 180
+  CHECK(loose.state() == State::committed);
+  // A window of 5: the baseline is four counted iterations, a trial's figure the best of four.
+  ScheduleSelector s({.margin = 0.03, .window = 5, .trial = true});
+  s.begin();
+  s.planned(1);
+  CHECK(run(s, {1.0, 200.0, 200.0, 200.0}).action == Action::none);
+  CHECK(s.boundary(150.0).action == Action::apply);
+  CHECK(s.rule_figure() == 150.0);
+  CHECK_FALSE(run(s, {900.0, 160.0, 160.0, 160.0}).verdict);
+  const ScheduleSelector::Step step = s.boundary(140.0);
+  CHECK(step.verdict);
+  CHECK(step.kept);
+  CHECK(step.figure == 140.0);
+  // A window under 2 counts as 2: one iteration not counted, one that is.
+  ScheduleSelector tight({.margin = 0.03, .window = 1, .trial = true});
+  CHECK(tight.options().window == 2);
+}
