@@ -190,7 +190,8 @@ void OursContext::add_waits(State& trial) {
     for (std::size_t k = 0; k < trial.planned.size(); ++k) {
       Swap& swap = trial.planned[k].swap;
       // The simulation's timings are of the instance consumed in the measured iteration.
-      const double shift = static_cast<double>(swap.gap.to_op / n) * trial.simulation.time_ns;
+      const std::uint64_t instance = swap.gap.to_op / n;  // whole iterations before the one measured
+      const double shift = static_cast<double>(instance) * trial.simulation.time_ns;
       const double first_over = over_inside(trial, end(trial, swap.gap.from_op), start(trial, swap.gap.to_op)).first;
       if (std::isnan(first_over) || trial.simulation.swaps[k].out_end_ns <= first_over - shift) continue;
       const std::uint64_t wait = op_at(trial, first_over, swap.gap.from_op + 1, swap.gap.to_op);
