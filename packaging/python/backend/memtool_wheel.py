@@ -67,14 +67,17 @@ def _build_dir(config_settings) -> Path:
 
 
 def _glibc_floor(binaries) -> tuple:
-    """The newest GLIBC_x.y symbol version the binaries need (objdump -T), or the documented
-    floor when objdump is missing."""
+    """The newest GLIBC_x.y symbol version the binaries need (objdump -T), or the floor of a
+    build without compat/'s pins when objdump is missing. A binary objdump cannot read is an
+    error, never a guess."""
     newest = (0, 0)
     for binary in binaries:
         try:
             dump = subprocess.run(["objdump", "-T", str(binary)], check=True, capture_output=True, text=True).stdout
-        except (OSError, subprocess.CalledProcessError):
+        except FileNotFoundError:
             return GLIBC_FLOOR_IF_UNKNOWN
+        except subprocess.CalledProcessError as error:
+            raise RuntimeError(f"objdump -T {binary}: {error.stderr.strip()}") from error
         for major, minor in re.findall(r"\bGLIBC_([0-9]+)\.([0-9]+)", dump):
             newest = max(newest, (int(major), int(minor)))
     return newest if newest != (0, 0) else GLIBC_FLOOR_IF_UNKNOWN
