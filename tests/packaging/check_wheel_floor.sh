@@ -9,6 +9,7 @@
 # when auditwheel is not installed ($MEMTOOL_AUDITWHEEL, BUILD_DIR/venv/bin/auditwheel from
 # scripts/setup.sh, on PATH, or as python3 -m auditwheel).
 # Usage: check_wheel_floor.sh [--auditwheel] SOURCE_DIR BUILD_DIR [MAX_FLOOR]
+# (MEMTOOL_WHEEL_FILE=WHEEL checks that wheel instead of building one from BUILD_DIR.)
 set -euo pipefail
 audit=0
 if [ "${1:-}" = --auditwheel ]; then audit=1; shift; fi
@@ -27,9 +28,13 @@ allowed_libraries="libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-
 
 newer() { [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -1)" = "$1" ]; }  # $1 > $2
 
-python3 "$src/packaging/python/backend/memtool_wheel.py" "$work/dist" "$build" >/dev/null 2>"$work/build.log" ||
-  fail "building the wheel: $(tail -5 "$work/build.log")"
-wheel=$(ls "$work"/dist/memtool-*.whl)
+if [ -n "${MEMTOOL_WHEEL_FILE:-}" ]; then  # a wheel made elsewhere (and how this check is checked)
+  wheel=$(realpath "$MEMTOOL_WHEEL_FILE")
+else
+  python3 "$src/packaging/python/backend/memtool_wheel.py" "$work/dist" "$build" >/dev/null 2>"$work/build.log" ||
+    fail "building the wheel: $(tail -5 "$work/build.log")"
+  wheel=$(ls "$work"/dist/memtool-*.whl)
+fi
 name=$(basename "$wheel")
 [[ $name =~ -manylinux_([0-9]+)_([0-9]+)_([a-z0-9_]+)\.whl$ ]] || fail "no manylinux tag in $name"
 floor="${BASH_REMATCH[1]}.${BASH_REMATCH[2]}" arch=${BASH_REMATCH[3]}
