@@ -15,7 +15,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/memtool COMP
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/memtool COMPONENT doc FILES_MATCHING PATTERN "*.md")
 
 # `cpack -G DEB` (or `cmake --build build --target package`): memtool_VERSION_amd64.deb with
-# everything above under /usr. The binaries need glibc 2.34 and nothing else (compat/).
+# everything above under /usr. The binaries need glibc 2.17 (2.34 without MEMTOOL_GLIBC_PINS) and
+# nothing else (compat/, packaging/README.md).
 set(CPACK_PACKAGE_NAME memtool)
 set(CPACK_PACKAGE_VENDOR "memtool")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "record, analyse and shrink the GPU memory of repetitive CUDA programs")
@@ -29,7 +30,11 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "memtool maintainers")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34)")
+if(MEMTOOL_GLIBC_PINS)
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.17)")
+else()
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34)")
+endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nvidia-driver")
 set(CPACK_STRIP_FILES ON)  # the debug sections stay in the build tree
 include(CPack)

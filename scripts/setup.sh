@@ -41,3 +41,9 @@ if ! "$venv/bin/python3" -c 'import perfetto.protos.perfetto.trace.perfetto_trac
     echo "setup: could not install perfetto from PyPI: the Perfetto export checks will skip" >&2
   fi
 fi
+# The wheel's auditwheel check (tests/packaging/check_wheel_floor.sh --auditwheel) uses PyPI's
+# auditwheel from the same venv; without it that test skips, saying why.
+if [ -x "$venv/bin/pip" ] && [ ! -x "$venv/bin/auditwheel" ]; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check auditwheel >&2 ||
+    echo "setup: could not install auditwheel from PyPI: the wheel's auditwheel check will skip" >&2
+fi

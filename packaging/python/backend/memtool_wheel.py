@@ -4,8 +4,9 @@ A wheel is a zip of the files to install plus a .dist-info folder (PEP 427). Our
 Python package memtool/ (packaging/python/memtool) and, inside it, what
 `cmake --install --component runtime --strip` puts under a prefix: bin/memtool and
 lib/libmemtool.so. The wheel's platform tag is read from those binaries: manylinux_X_Y for the
-newest glibc symbol version they need (2.34 with compat/'s shims), so pip refuses it on a
-machine whose glibc is older, instead of the loader failing later.
+newest glibc symbol version they need (2.17 on x86_64 with compat/'s pins, MEMTOOL_GLIBC_PINS;
+2.34 without them), so pip refuses it on a machine whose glibc is older, instead of the loader
+failing later (packaging/README.md).
 
 config_settings (pip wheel --config-settings KEY=VALUE):
   build-dir   an existing CMake build of this tree to pack as it is (nothing is built);
@@ -28,7 +29,7 @@ from pathlib import Path
 PACKAGING_DIR = Path(__file__).resolve().parent.parent
 REPO = PACKAGING_DIR.parent.parent
 NAME = "memtool"
-GLIBC_FLOOR_IF_UNKNOWN = (2, 34)  # compat/glibc_compat.cpp's documented floor
+GLIBC_FLOOR_IF_UNKNOWN = (2, 34)  # without objdump: the floor of a build without compat/'s pins
 
 
 def _version() -> str:
@@ -66,14 +67,17 @@ def _build_dir(config_settings) -> Path:
 
 
 def _glibc_floor(binaries) -> tuple:
-    """The newest GLIBC_x.y symbol version the binaries need (objdump -T), or the documented
-    floor when objdump is missing."""
+    """The newest GLIBC_x.y symbol version the binaries need (objdump -T), or the floor of a
+    build without compat/'s pins when objdump is missing. A binary objdump cannot read is an
+    error, never a guess."""
     newest = (0, 0)
     for binary in binaries:
         try:
             dump = subprocess.run(["objdump", "-T", str(binary)], check=True, capture_output=True, text=True).stdout
-        except (OSError, subprocess.CalledProcessError):
+        except FileNotFoundError:
             return GLIBC_FLOOR_IF_UNKNOWN
+        except subprocess.CalledProcessError as error:
+            raise RuntimeError(f"objdump -T {binary}: {error.stderr.strip()}") from error
         for major, minor in re.findall(r"\bGLIBC_([0-9]+)\.([0-9]+)", dump):
             newest = max(newest, (int(major), int(minor)))
     return newest if newest != (0, 0) else GLIBC_FLOOR_IF_UNKNOWN
