@@ -126,16 +126,16 @@ struct TraceWriter::Impl {
 
   [[nodiscard]] bool usable() const { return !failed && !closed && fd >= 0; }
 
-  bool write_out(const std::byte* data, std::size_t n) {
+  bool write_out(const std::byte* from, std::size_t n) {
     while (n != 0) {
-      const ssize_t r = ::write(fd, data, n);
+      const ssize_t r = ::write(fd, from, n);
       if (r <= 0) {  // 0 for a non-empty write would loop forever: treat it as an error
         if (r < 0 && errno == EINTR) continue;
         failed = true;
         error = r < 0 ? errno : EIO;
         return false;
       }
-      data += r;
+      from += r;
       n -= static_cast<std::size_t>(r);
       bytes_out += static_cast<std::uint64_t>(r);
     }
