@@ -15,7 +15,7 @@ ObserverOptions observer_options(const EngineOptions& options) {
 }
 }  // namespace
 
-Engine::Engine(Device& device, EngineOptions options)
+Engine::Engine(Device& device, const EngineOptions& options)
     : observer_(std::make_unique<Observer>(observer_options(options))) {
   runtime_ = std::make_unique<Runtime>(0, options.strategy.name,
                                        build_strategy(options.strategy, device, observer_.get()), *observer_);

@@ -270,7 +270,7 @@ class PlannedPool final : public Resource {
 
   std::uint64_t reclaim() override {
     std::lock_guard lock(mutex_);
-    return release_idle_arenas(/*dropping_plan=*/false);
+    return release_idle_arenas(/*include_current=*/false);
   }
 
   void set_graph_memory(std::uint64_t bytes) override { upstream_->set_graph_memory(bytes); }
@@ -337,7 +337,7 @@ class PlannedPool final : public Resource {
 
   // --- observe → plan ----------------------------------------------------------------------
 
-  void start_planning(std::shared_ptr<const IterationWindow> window) {
+  void start_planning(const std::shared_ptr<const IterationWindow>& window) {
     set_state(State::plan, "planning the step found");
     ready_.reset();
     const std::uint64_t gen = ++generation_;

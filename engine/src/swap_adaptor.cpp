@@ -1590,7 +1590,7 @@ class SwapAdaptor final : public Adaptor {
 
 }  // namespace
 
-std::unique_ptr<Resource> make_swap(Device& device, std::unique_ptr<Resource> upstream, SwapOptions options) {
+std::unique_ptr<Resource> make_swap(Device& device, std::unique_ptr<Resource> upstream, const SwapOptions& options) {
   return std::make_unique<SwapAdaptor>(device, std::move(upstream), options);
 }
 

@@ -91,7 +91,8 @@ class SwapMover {
   // false keeps the buffer on the device, its device memory (still mapped) the truth. Movers
   // that do not remap never ask.
   using LeaveCheck = std::function<bool(DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy)>;
-  virtual void set_leave_check(LeaveCheck check) { (void)check; }
+  // A sink: the overrides that use it move from it.
+  virtual void set_leave_check(LeaveCheck check) { (void)check; }  // NOLINT(performance-unnecessary-value-param)
 };
 
 // Null when the device cannot do it (no managed memory; no VMM with host-located memory).

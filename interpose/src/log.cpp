@@ -16,9 +16,15 @@ std::atomic<int> Log::fd_{-1};
 void Log::emit(LogLevel level, std::string_view message) noexcept {
   constexpr std::size_t kPrefixBytes = 64;  // "memtool[pid]: level: "
   char line[kMessageBytes + kPrefixBytes];
-  const auto result = fmt::format_to_n(line, sizeof(line) - 1, "memtool[{}]: {}: {}", static_cast<long>(getpid()),
-                                       to_string(level), message);
-  std::size_t size = result.size < sizeof(line) - 1 ? result.size : sizeof(line) - 1;
+  std::size_t size = 0;
+  try {  // into a fixed buffer: no allocation, but a hook must never throw
+    size = fmt::format_to_n(line, sizeof(line) - 1, "memtool[{}]: {}: {}", static_cast<long>(getpid()),
+                            to_string(level), message)
+               .size;
+  } catch (...) {
+    size = message.copy(line, sizeof(line) - 1);
+  }
+  if (size > sizeof(line) - 1) size = sizeof(line) - 1;
   line[size++] = '\n';
   int fd = fd_.load(std::memory_order_relaxed);
   if (fd < 0) fd = STDERR_FILENO;

@@ -13,7 +13,6 @@ namespace memtool::swapper {
 namespace {
 
 using trace::EventKind;
-using trace::kNever;
 
 bool is_op(EventKind kind) {
   return kind == EventKind::launch || kind == EventKind::graph_launch || kind == EventKind::copy ||
@@ -336,9 +335,9 @@ class Converter {
   [[nodiscard]] std::uint64_t bytes_model(std::uint64_t e) const {
     const trace::ModelEvent& event = model_.event(e);
     std::uint64_t bytes = 0;
-    if (event.kind == EventKind::alloc || event.kind == EventKind::free) {
-      bytes = event.bytes;
-    } else if (event.kind == EventKind::copy || event.kind == EventKind::memset) {
+    const bool sized = event.kind == EventKind::alloc || event.kind == EventKind::free ||
+                       event.kind == EventKind::copy || event.kind == EventKind::memset;
+    if (sized) {  // the event states its bytes
       bytes = event.bytes;
     } else {
       for (const trace::BufferId id : model_.touched(e)) bytes += model_.buffer(id).size;

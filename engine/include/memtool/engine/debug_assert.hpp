@@ -9,9 +9,7 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
-#include <cstring>
 
 namespace memtool::engine::detail {
 
@@ -19,9 +17,7 @@ namespace memtool::engine::detail {
   char buffer[1024];
   std::size_t used = 0;
   const auto append = [&](const char* text) {
-    const std::size_t n = std::min(std::strlen(text), sizeof buffer - 1 - used);
-    std::memcpy(buffer + used, text, n);
-    used += n;
+    for (; *text != '\0' && used < sizeof buffer; ++text) buffer[used++] = *text;
   };
   char number[16];
   int digits = 0;

@@ -26,7 +26,7 @@ struct EngineOptions {
 
 class Engine {
  public:
-  Engine(Device& device, EngineOptions options);
+  Engine(Device& device, const EngineOptions& options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

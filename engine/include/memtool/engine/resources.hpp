@@ -101,7 +101,7 @@ struct SwapOptions {
 };
 
 // Swap candidates moved on the schedule the last iteration's uses give (swap_adaptor.cpp).
-std::unique_ptr<Resource> make_swap(Device& device, std::unique_ptr<Resource> upstream, SwapOptions options);
+std::unique_ptr<Resource> make_swap(Device& device, std::unique_ptr<Resource> upstream, const SwapOptions& options);
 
 std::unique_ptr<Resource> make_fail_open(std::unique_ptr<Resource> primary, std::unique_ptr<Resource> fallback);
 std::unique_ptr<Resource> make_statistics(std::unique_ptr<Resource> upstream);

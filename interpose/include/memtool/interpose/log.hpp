@@ -33,9 +33,15 @@ class Log {
   static void write(LogLevel level, fmt::format_string<Args...> format, Args&&... args) noexcept {
     if (!enabled(level)) return;
     char line[kMessageBytes];
-    const auto result = fmt::format_to_n(line, sizeof(line), format, std::forward<Args>(args)...);
-    if (result.size <= sizeof(line)) {
-      emit(level, std::string_view(line, result.size));
+    std::size_t size = 0;
+    try {  // formatting into a fixed buffer does not allocate; a hook still must never throw
+      size = fmt::format_to_n(line, sizeof(line), format, std::forward<Args>(args)...).size;
+    } catch (...) {
+      emit(level, "a log message could not be formatted");
+      return;
+    }
+    if (size <= sizeof(line)) {
+      emit(level, std::string_view(line, size));
     } else {  // cut, and said to be
       kCutMark.copy(line + sizeof(line) - kCutMark.size(), kCutMark.size());
       emit(level, std::string_view(line, sizeof(line)));
