@@ -334,13 +334,16 @@ std::unique_ptr<Recorder::KernelInfo> Recorder::describe_kernel(CUfunction funct
     }
     return true;
   };
-  if (queries_.func_get_param_info != nullptr && read_layout([&](std::size_t i, size_t* o, size_t* s) {
-        return queries_.func_get_param_info(function, i, o, s);
-      })) {
-    info->layout_known = true;
-  } else if (queries_.kernel_get_param_info != nullptr && read_layout([&](std::size_t i, size_t* o, size_t* s) {
-               return queries_.kernel_get_param_info(reinterpret_cast<CUkernel>(function), i, o, s);
-             })) {
+  // Through the function first, then as a library kernel (cuKernelGetParamInfo).
+  const bool by_function =
+      queries_.func_get_param_info != nullptr &&
+      read_layout([&](std::size_t i, size_t* o, size_t* s) { return queries_.func_get_param_info(function, i, o, s); });
+  const bool known =
+      by_function ||
+      (queries_.kernel_get_param_info != nullptr && read_layout([&](std::size_t i, size_t* o, size_t* s) {
+         return queries_.kernel_get_param_info(reinterpret_cast<CUkernel>(function), i, o, s);
+       }));
+  if (known) {
     info->layout_known = true;
   } else {
     info->params.clear();
