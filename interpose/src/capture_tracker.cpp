@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "memtool/interpose/per_thread_streams.hpp"
+
 namespace memtool::interpose {
 namespace {
 
@@ -11,7 +13,8 @@ namespace {
 // for the outer one).
 thread_local int t_internal_depth = 0;
 
-CUstream as_stream(std::uint64_t stream) { return reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(stream)); }
+// The calling thread's name for a recorded stream (its own per-thread stream is the handle 2).
+CUstream as_stream(std::uint64_t stream) { return stream_handle(stream); }
 
 // The thread's capture mode exchanged for RELAXED while the tracker records a marker itself.
 class RelaxedMode {
@@ -42,6 +45,12 @@ CaptureTracker::~CaptureTracker() {
 
 StreamCapture CaptureTracker::stream_state(std::uint64_t stream) const noexcept {
   if (!any() || f_.stream_is_capturing == nullptr) return StreamCapture::none;
+  if (is_foreign_per_thread_stream(stream)) {
+    // Another thread's per-thread stream cannot be asked about from here; memtool reaches it
+    // only through the legacy stream (a blocking stream, it is ordered with that one), which is
+    // usable exactly when no blocking stream captures, that per-thread stream included.
+    return stream_state(0) == StreamCapture::none ? StreamCapture::none : StreamCapture::unusable;
+  }
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   // cuStreamIsCapturing is legal in every mode and on every stream; on the legacy stream beside
   // a capturing blocking stream it says CUDA_ERROR_STREAM_CAPTURE_IMPLICIT without invalidating
@@ -51,6 +60,8 @@ StreamCapture CaptureTracker::stream_state(std::uint64_t stream) const noexcept 
 }
 
 std::optional<CUevent> CaptureTracker::marker(std::uint64_t stream) const noexcept {
+  // Another thread's marker may predate work that thread issued since: it orders nothing here.
+  if (is_foreign_per_thread_stream(stream)) return std::nullopt;
   std::lock_guard lock(mutex_);
   const auto it = markers_.find(stream);
   if (it == markers_.end()) return std::nullopt;
@@ -69,6 +80,9 @@ void CaptureTracker::lock_exclusive() noexcept {
 // "after everything it will run before its capture ends". A marker that cannot be recorded is
 // dropped: memtool then refuses to guess for that stream.
 void CaptureTracker::record_marker_locked(std::uint64_t stream) noexcept {
+  // Captures begin and waits are issued on the calling thread's streams; another thread's
+  // per-thread stream never gets a marker (it could not be recorded on it from here).
+  if (is_foreign_per_thread_stream(stream)) return;
   if (stream_state(stream) != StreamCapture::none) return;
   const RelaxedMode relaxed(f_);
   std::lock_guard lock(mutex_);

@@ -3,13 +3,17 @@
 
 #include <cstdint>
 
+#include "memtool/interpose/per_thread_streams.hpp"
+
 namespace memtool::interpose {
 namespace {
 
 using engine::kNotSupported;
 using engine::Status;
 
-CUstream as_stream(engine::StreamId stream) { return reinterpret_cast<CUstream>(static_cast<std::uintptr_t>(stream)); }
+// The calling thread's name for a stream of the engine's: the handle 2 for its own per-thread
+// stream, CU_STREAM_LEGACY for another thread's (route() and stream_wait_event() say why).
+CUstream as_stream(engine::StreamId stream) { return stream_handle(stream); }
 CUevent as_event(engine::EventId event) { return reinterpret_cast<CUevent>(static_cast<std::uintptr_t>(event)); }
 Status status(CUresult result) { return static_cast<Status>(result); }
 
@@ -44,6 +48,17 @@ Status DriverDevice::detour_stream(CUstream* out) {
 }
 
 Status DriverDevice::route(engine::StreamId stream, Route* out) {
+  if (is_foreign_per_thread_stream(stream)) {
+    // Another thread's per-thread stream cannot be named here. The legacy stream stands in for
+    // it: work queued there runs after all earlier work of every blocking stream (that one
+    // included) and before their later work, so an event recorded there completes after what
+    // that thread queued so far, and a copy there is ordered both ways. While a blocking stream
+    // captures, the legacy stream is off limits and there is nothing to order after: refused
+    // (the pool then keeps the range; a device-side wait becomes a host wait below).
+    if (capturing(stream)) return kNotSupported;
+    *out = Route{CU_STREAM_LEGACY, false};
+    return engine::kSuccess;
+  }
   if (!capturing(stream)) {
     *out = Route{as_stream(stream), false};
     return engine::kSuccess;
@@ -162,6 +177,8 @@ Status DriverDevice::stream_wait_event(engine::StreamId stream, engine::EventId 
     detours_.fetch_add(1, std::memory_order_relaxed);
     return status(f_.event_synchronize(as_event(event)));
   }
+  // Another thread's per-thread stream (not capturing: the legacy stream is usable) waits
+  // through the legacy stream, whose wait its later work is ordered after.
   return status(f_.stream_wait_event(as_stream(stream), as_event(event), 0));
 }
 

@@ -183,8 +183,8 @@ else
       "$src/adversarial/table_train.cpp" "$src/adversarial/table_options.cpp" "$src/adversarial/table_step.cpp" \
       "$src/common/driver_api_linked.cpp" "${common[@]}" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda -ldl || ok=0
     # The framework-shaped programs (issue 33): one file each, the driver linked.
-    for program in ipc_ring_train pool_step_train two_gpu_train ce_collective_train; do
-      guarded 120 "$out/logs/build-$program.txt" "$cxx" "${flags[@]}" -o "$apps/$program" \
+    for program in ipc_ring_train pool_step_train two_gpu_train ce_collective_train ptds_handoff_train; do
+      guarded 120 "$out/logs/build-$program.txt" "$cxx" "${flags[@]}" -pthread -o "$apps/$program" \
         "$src/frameworks/$program.cpp" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda || ok=0
     done
     if ((ok)); then
@@ -265,7 +265,9 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
         "two_gpu_train_pool_grant|two_gpu_train|--pool-grant"
         # NCCL's copy-engine collective: batch copies, write/wait values, prefetch and advice, in
         # CUDA 13's generation and (through cuGetProcAddress) the first ones.
-        "ce_collective_train|ce_collective_train|" "ce_collective_train_old_abi|ce_collective_train|--old-abi")
+        "ce_collective_train|ce_collective_train|" "ce_collective_train_old_abi|ce_collective_train|--old-abi"
+        # Two threads handing memory between their per-thread default streams under a slow matmul.
+        "ptds_handoff_train|ptds_handoff_train|--side 1024")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     if [ ! -x "$apps/$program" ]; then

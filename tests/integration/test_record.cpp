@@ -8,7 +8,9 @@
 
 #include <filesystem>
 #include <regex>
+#include <set>
 
+#include "memtool/interpose/per_thread_streams.hpp"
 #include "memtool/trace/iterations.hpp"
 #include "memtool/trace/model.hpp"
 #include "memtool/trace/reader.hpp"
@@ -158,13 +160,22 @@ TEST_CASE("conv_train: two streams, async allocations, same output", "[integrati
 }
 
 TEST_CASE("getproc clients: per-thread variants and the CUDA 13 ABI are hooked", "[integration][record]") {
-  SECTION("--per-thread: default-stream work is recorded on the per-thread stream") {
+  SECTION("--per-thread: default-stream work is recorded on the thread's own per-thread stream") {
     const AppRun r = run_app("mlp_ptds", {MLP_TRAIN_GETPROC, "--iterations", "3", "--per-thread"});
     CHECK(r.preloaded.out == r.plain.out);
     const Trace& t = *r.trace;
     CHECK(t.count(EventKind::launch) == 25 * 3);
-    CHECK(t.count_if([](const auto& e) { return e.kind == EventKind::launch && e.stream == 2; }) == 25 * 3);
-    CHECK(t.count_if([](const auto& e) { return e.kind == EventKind::copy && e.stream != 2; }) == 0);
+    // One thread: one per-thread stream id (never the shared handle 2), for launches and copies.
+    std::set<std::uint64_t> launch_streams;
+    (void)t.count_if([&](const auto& e) {
+      if (e.kind == EventKind::launch) launch_streams.insert(e.stream);
+      return false;
+    });
+    REQUIRE(launch_streams.size() == 1);
+    const std::uint64_t stream = *launch_streams.begin();
+    CHECK(memtool::interpose::is_per_thread_stream(stream));
+    CHECK(t.count_if([&](const auto& e) { return e.kind == EventKind::launch && e.stream == stream; }) == 25 * 3);
+    CHECK(t.count_if([&](const auto& e) { return e.kind == EventKind::copy && e.stream != stream; }) == 0);
   }
   SECTION("--cuda-version 13000: cuCtxSynchronize_v2 is recorded like cuCtxSynchronize") {
     const AppRun v12 = run_app("mlp_v12", {MLP_TRAIN_GETPROC, "--iterations", "3"});

@@ -4,7 +4,9 @@
 // DriverDevice never records on, waits on, or queues work to a capturing stream.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <optional>
 #include <map>
 #include <set>
 #include <thread>
@@ -12,6 +14,7 @@
 
 #include "memtool/interpose/capture_tracker.hpp"
 #include "memtool/interpose/driver_device.hpp"
+#include "memtool/interpose/per_thread_streams.hpp"
 
 using namespace memtool::interpose;
 
@@ -31,6 +34,7 @@ struct FakeCaptureDriver {
   std::uintptr_t next_stream = 0x5000;
   std::vector<CUstreamCaptureMode> modes_seen;  // the calling thread's mode at each unsafe call
   bool records_on_capturing = false;            // a record or wait reached a capturing stream
+  std::set<std::uintptr_t> blocking;            // streams whose flags say blocking
 };
 FakeCaptureDriver* g = nullptr;
 thread_local CUstreamCaptureMode t_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
@@ -49,8 +53,8 @@ CaptureFunctions fake_capture_functions() {
     std::swap(*mode, t_mode);
     return CUDA_SUCCESS;
   };
-  f.stream_get_flags = [](CUstream, unsigned int* flags) {
-    *flags = CU_STREAM_NON_BLOCKING;
+  f.stream_get_flags = [](CUstream s, unsigned int* flags) {
+    *flags = g->blocking.count(id(s)) != 0 ? 0u : static_cast<unsigned>(CU_STREAM_NON_BLOCKING);
     return CUDA_SUCCESS;
   };
   f.event_create = [](CUevent* e, unsigned int) {
@@ -301,4 +305,122 @@ TEST_CASE("a capture cannot begin while another thread is inside an internal cal
   beginner.join();
   CHECK(begun.load());
   f.end(kS);
+}
+
+// --- per-thread default streams (per_thread_streams.hpp) ------------------------------------------
+
+namespace {
+constexpr std::uintptr_t kPerThreadHandle = 0x2;  // CU_STREAM_PER_THREAD
+constexpr std::uintptr_t kLegacyHandle = 0x1;     // CU_STREAM_LEGACY
+
+// The per-thread stream id of a thread other than the calling one.
+std::uint64_t another_threads_per_thread_stream() {
+  std::uint64_t other = 0;
+  std::thread([&] { other = own_per_thread_stream(); }).join();
+  return other;
+}
+}  // namespace
+
+TEST_CASE("DriverDevice names the calling thread's per-thread stream 2 and reaches another's through the legacy stream",
+          "[interpose][capture][per_thread]") {
+  Fixture f;
+  memtool::engine::EventId e = 0;
+  REQUIRE(f.device.create_event(&e) == memtool::engine::kSuccess);
+  const std::uint64_t own = own_per_thread_stream();
+  const std::uint64_t other = another_threads_per_thread_stream();
+  REQUIRE(other != own);
+
+  CHECK(f.device.record_event(e, own) == memtool::engine::kSuccess);
+  CHECK(f.driver.records.back() == std::make_pair(static_cast<std::uintptr_t>(e), kPerThreadHandle));
+  CHECK(f.device.stream_wait_event(own, e) == memtool::engine::kSuccess);
+  CHECK(f.driver.waits.back().first == kPerThreadHandle);
+
+  // The legacy stream is ordered with every blocking stream, the other thread's per-thread one
+  // included: an event there completes after that stream's work so far, a wait there holds back
+  // its later work, and work there runs between the two.
+  CHECK(f.device.record_event(e, other) == memtool::engine::kSuccess);
+  CHECK(f.driver.records.back() == std::make_pair(static_cast<std::uintptr_t>(e), kLegacyHandle));
+  CHECK(f.device.stream_wait_event(other, e) == memtool::engine::kSuccess);
+  CHECK(f.driver.waits.back().first == kLegacyHandle);
+  CHECK(f.device.free(0x7000, memtool::engine::MemoryKind::async, other) == memtool::engine::kSuccess);
+  CHECK(f.device.copy_device(0x7000, 0x8000, 64, other) == memtool::engine::kSuccess);
+  CHECK(f.driver.frees_on == std::vector<std::uintptr_t>{kLegacyHandle});
+  CHECK(f.driver.copies_on == std::vector<std::uintptr_t>{kLegacyHandle});
+  CHECK(f.driver.synchronized.empty());
+}
+
+TEST_CASE(
+    "while a blocking stream captures, another thread's per-thread stream is never reached through the legacy one",
+    "[interpose][capture][per_thread]") {
+  Fixture f;
+  memtool::engine::EventId e = 0;
+  REQUIRE(f.device.create_event(&e) == memtool::engine::kSuccess);
+  f.driver.blocking.insert(kS);
+  f.begin(kS);
+  // Beside a capturing blocking stream the driver will not describe the legacy stream.
+  f.driver.refusing = 0;
+  const std::uint64_t other = another_threads_per_thread_stream();
+  f.driver.records.clear();
+
+  CHECK(f.tracker.stream_state(other) == StreamCapture::unusable);
+  CHECK_FALSE(f.tracker.marker(other).has_value());
+  // Nothing to order after: refused (the pool keeps the range; the engine falls back).
+  CHECK(f.device.record_event(e, other) != memtool::engine::kSuccess);
+  CHECK(f.device.free(0x7000, memtool::engine::MemoryKind::async, other) != memtool::engine::kSuccess);
+  CHECK(f.driver.records.empty());
+  CHECK(f.driver.frees_on.empty());
+  // A wait becomes the host's: the other thread's later work is issued after it.
+  CHECK(f.device.stream_wait_event(other, e) == memtool::engine::kSuccess);
+  CHECK(f.driver.waits.empty());
+  CHECK(f.driver.synchronized == std::vector<std::uintptr_t>{e});
+  // The calling thread's own per-thread stream is not capturing: used as the handle 2.
+  CHECK(f.device.record_event(e, own_per_thread_stream()) == memtool::engine::kSuccess);
+  CHECK(f.driver.records.back().second == kPerThreadHandle);
+  f.driver.refusing = ~std::uintptr_t{0};
+  f.end(kS);
+}
+
+TEST_CASE("a capture on the calling thread's per-thread stream: its marker is recorded on the handle 2",
+          "[interpose][capture][per_thread]") {
+  Fixture f;
+  memtool::engine::EventId e = 0;
+  REQUIRE(f.device.create_event(&e) == memtool::engine::kSuccess);
+  const std::uint64_t own = own_per_thread_stream();
+  f.driver.blocking.insert(kPerThreadHandle);  // per-thread streams are blocking streams
+  f.tracker.before_begin(own);
+  f.driver.capturing.insert(kPerThreadHandle);
+  f.tracker.after_begin(own, true);
+  f.driver.refusing = 0;  // the legacy stream beside it
+  const std::optional<CUevent> marker = f.tracker.marker(own);
+  REQUIRE(marker.has_value());
+  const auto marker_id = reinterpret_cast<std::uintptr_t>(*marker);
+  CHECK(std::find(f.driver.records.begin(), f.driver.records.end(), std::make_pair(marker_id, kPerThreadHandle)) !=
+        f.driver.records.end());
+  CHECK(f.tracker.stream_state(own) == StreamCapture::capturing);
+  f.driver.records.clear();
+
+  // Work the engine orders on it goes to the detour stream after its marker.
+  CHECK(f.device.record_event(e, own) == memtool::engine::kSuccess);
+  REQUIRE(f.driver.waits.size() == 1);
+  CHECK(f.driver.waits[0].second == marker_id);
+  REQUIRE(f.driver.records.size() == 1);
+  CHECK(f.driver.records[0].second == f.driver.waits[0].first);
+  CHECK(f.driver.records[0].second != kPerThreadHandle);
+
+  // Seen from another thread, the capturing stream is unusable and has no marker to go by.
+  memtool::engine::Status from_other = memtool::engine::kSuccess;
+  bool other_marker = true;
+  std::thread([&] {
+    other_marker = f.tracker.marker(own).has_value();
+    from_other = f.device.record_event(e, own);
+  }).join();
+  CHECK_FALSE(other_marker);
+  CHECK(from_other != memtool::engine::kSuccess);
+  CHECK(f.driver.records.size() == 1);
+  CHECK_FALSE(f.driver.records_on_capturing);
+
+  f.driver.refusing = ~std::uintptr_t{0};
+  f.driver.capturing.erase(kPerThreadHandle);
+  f.tracker.after_end(own);
+  CHECK_FALSE(f.tracker.any());
 }

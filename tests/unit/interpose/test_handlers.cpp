@@ -109,17 +109,21 @@ TEST_CASE("a free is recorded before the real free, whatever it returns", "[inte
   CHECK(f.shared.events.size() == 2);
 }
 
-TEST_CASE("a _ptsz twin records stream 0 as the per-thread stream", "[interpose][handlers]") {
+TEST_CASE("a _ptsz twin records stream 0 as the calling thread's per-thread stream", "[interpose][handlers]") {
   Fixture f;
   CUdeviceptr p = 0;
   (void)handle_cuMemAllocAsync(f.call<fn::cuMemAllocAsync>(fake_alloc_async, Variant::ptsz), &p, 64, nullptr);
   (void)handle_cuMemAllocAsync(f.call<fn::cuMemAllocAsync>(fake_alloc_async, Variant::plain), &p, 64, nullptr);
   const auto s = reinterpret_cast<CUstream>(0x55);
   (void)handle_cuMemAllocAsync(f.call<fn::cuMemAllocAsync>(fake_alloc_async, Variant::ptsz), &p, 64, s);
-  REQUIRE(f.shared.events.size() == 3);
-  CHECK(std::get<memtool::trace::AllocEvent>(f.shared.events[0]).stream.value() == 2);  // CU_STREAM_PER_THREAD
+  (void)handle_cuMemAllocAsync(f.call<fn::cuMemAllocAsync>(fake_alloc_async, Variant::plain), &p, 64,
+                               CU_STREAM_PER_THREAD);
+  REQUIRE(f.shared.events.size() == 4);
+  CHECK(std::get<memtool::trace::AllocEvent>(f.shared.events[0]).stream.value() == own_per_thread_stream());
   CHECK(std::get<memtool::trace::AllocEvent>(f.shared.events[1]).stream.value() == 0);
   CHECK(std::get<memtool::trace::AllocEvent>(f.shared.events[2]).stream.value() == 0x55);
+  // The handle CU_STREAM_PER_THREAD is the same stream as the twin's stream 0 on this thread.
+  CHECK(std::get<memtool::trace::AllocEvent>(f.shared.events[3]).stream.value() == own_per_thread_stream());
   CHECK(std::get<memtool::trace::AllocEvent>(f.shared.events[0]).kind == MemoryKind::async);
 }
 

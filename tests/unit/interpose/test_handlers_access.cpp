@@ -181,7 +181,7 @@ TEST_CASE("a 3D batch records its pointer operands, volume and per-thread stream
   const auto& event = std::get<CopyEvent>(f.shared.events[1]);
   CHECK(event.bytes == 16 * 4 * 2);
   CHECK(event.src == buffer_address());
-  CHECK(event.stream.value() == 2);  // CU_STREAM_PER_THREAD
+  CHECK(event.stream.value() == own_per_thread_stream());  // the twin's stream 0: this thread's own
 }
 
 TEST_CASE("a written value is a store of its word; a wait records no trace event", "[interpose][handlers][access]") {

@@ -11,6 +11,11 @@
 // host for e (memtool's own event, never a captured one), so whatever S is given later is
 // ordered after it anyway; an allocation, copy or prefetch ordered on S runs there and the host
 // waits for it; a free ordered on S is queued there.
+//
+// Per-thread default streams come as ids (per_thread_streams.hpp): the calling thread's is the
+// handle CU_STREAM_PER_THREAD; another thread's is reached through the legacy stream, ordered
+// with every blocking stream, and refused while a blocking stream captures (a wait on it is
+// then the host's).
 #pragma once
 
 #include <atomic>

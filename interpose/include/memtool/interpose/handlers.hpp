@@ -13,6 +13,7 @@
 
 #include "memtool/interpose/hook_table.hpp"
 #include "memtool/interpose/context_runtimes.hpp"
+#include "memtool/interpose/per_thread_streams.hpp"
 #include "memtool/interpose/recorder.hpp"
 
 namespace memtool::interpose {
@@ -30,11 +31,11 @@ struct Call {
 #include "memtool/interpose/cuda_hooks.def"
 #undef MEMTOOL_HOOK
 
-// The stream a call runs on as recorded: a per-thread twin's stream 0 is the calling
-// thread's default stream (CU_STREAM_PER_THREAD), the plain one's is the legacy stream.
+// The stream a call runs on as recorded: CU_STREAM_PER_THREAD, and a per-thread twin's stream
+// 0, are the calling thread's per-thread default stream, recorded under that thread's own id
+// (per_thread_streams.hpp); the plain entry points' stream 0 is the legacy stream.
 [[nodiscard]] inline std::uint64_t recorded_stream(CUstream stream, Variant variant) {
-  if (stream == nullptr && variant != Variant::plain) return reinterpret_cast<std::uintptr_t>(CU_STREAM_PER_THREAD);
-  return reinterpret_cast<std::uintptr_t>(stream);
+  return recorded_stream_of(stream, variant != Variant::plain);
 }
 
 }  // namespace memtool::interpose
