@@ -43,6 +43,8 @@ bool StepFinder::push(std::uint64_t token, std::uint64_t live_bytes, bool alloca
   if (step_ && !step_->from_marks &&
       (!proposal || proposal->period != step_->period || proposal->explained < step_->period)) {
     proven_ = step_->period;  // passed every check once: one clean period brings it back
+    broke_at_ = ticks_;       // where a program of other calls may have begun (see regime_start)
+    broke_allocations_ = found_allocations_;
     step_.reset();
     next_check_ = 0;
     return true;
@@ -86,7 +88,33 @@ bool StepFinder::restart() {
   const bool had = step_.has_value();
   step_.reset();
   found_.reset();
+  found_allocations_.clear();
+  broke_allocations_.clear();
   return had;
+}
+
+std::unordered_set<std::uint64_t> StepFinder::allocation_tokens(std::uint64_t period) const {
+  std::unordered_set<std::uint64_t> tokens;
+  for (std::uint64_t t = ticks_ - period; t < ticks_; ++t) {
+    if (allocation_at(t)) tokens.insert(token_at(t));
+  }
+  return tokens;
+}
+
+std::uint64_t StepFinder::regime_start(std::uint64_t period) const {
+  if (broke_at_ <= since_ || broke_allocations_.empty()) return since_;
+  // How many of the candidate's allocations the broken step made too (their tokens carry the
+  // size): a loop inside that step, an evaluation pass over its layers or the step re-forming
+  // allocate its sizes; a new shape allocates others (kernels are the same whatever the shape).
+  std::uint64_t allocations = 0;
+  std::uint64_t shared = 0;
+  for (std::uint64_t t = ticks_ - period; t < ticks_; ++t) {
+    if (!allocation_at(t)) continue;
+    ++allocations;
+    shared += broke_allocations_.count(token_at(t)) != 0 ? 1 : 0;
+  }
+  const bool foreign = static_cast<double>(shared) < options_.min_coverage * static_cast<double>(allocations);
+  return foreign ? broke_at_ : since_;
 }
 
 bool StepFinder::evaluate() {
@@ -129,22 +157,26 @@ bool StepFinder::evaluate() {
   std::unordered_set<std::uint64_t> in_period;
   in_period.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p, 1u << 16)));
   for (std::uint64_t t = ticks_ - p; t < ticks_; ++t) in_period.insert(token_at(t));
+  // The recent past is the candidate's regime: since the last restart, or since the last step
+  // found broke when the candidate is made of other calls than that step (a new shape).
+  const std::uint64_t regime = regime_start(p);
+  if (ticks_ - regime < 2 * p) return false;
   // 32 periods back, at least two and at most coverage_horizon tokens (unless two periods are
   // longer): far enough to reach out of a loop inside the step into the passes around it,
   // short enough that a warm-up of other shapes leaves the horizon after some steady steps.
   const std::uint64_t horizon =
-      std::min({std::max(std::min(32 * p, options_.coverage_horizon), 2 * p), ticks_ - since_, mask_ + 1});
+      std::min({std::max(std::min(32 * p, options_.coverage_horizon), 2 * p), ticks_ - regime, mask_ + 1});
   std::uint64_t covered = 0;
   for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
   if (!proven && static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;
-  // 4. The recent past (coverage_horizon tokens, at most peak_periods periods) never held much
-  //    more than the period: a balanced loop
-  //    inside the step (the optimizer over equally shaped layers) runs below the activations
-  //    the forward and backward passes held a few of its periods earlier.
+  // 4. The regime's recent past (coverage_horizon tokens, at most peak_periods periods) never
+  //    held more than the period: a balanced loop inside the step (the optimizer over equally
+  //    shaped layers) runs below the activations the forward and backward passes held a few of
+  //    its periods earlier — in the warm-up step too, where no optimizer state is live yet.
   if (!proven && options_.peak_periods > 0) {
     const std::uint64_t back =
-        std::min({std::max(options_.coverage_horizon, 2 * p), options_.peak_periods * p, ticks_ - since_, mask_ + 1});
-    const auto most = static_cast<std::uint64_t>(static_cast<double>(peak) * (1.0 + options_.peak_margin));
+        std::min({std::max(options_.coverage_horizon, 2 * p), options_.peak_periods * p, ticks_ - regime, mask_ + 1});
+    const std::uint64_t most = peak + static_cast<std::uint64_t>(static_cast<double>(peak) * options_.peak_margin);
     for (std::uint64_t t = ticks_ - back; t < ticks_; ++t) {
       if (live_at(t) > most) return false;
     }
@@ -177,6 +209,7 @@ bool StepFinder::evaluate() {
     step_->graph_launches = found_->graph_launches;
   } else {
     found_ = step_;
+    found_allocations_ = allocation_tokens(p);
   }
   return true;
 }
