@@ -101,20 +101,23 @@ std::unordered_set<std::uint64_t> StepFinder::allocation_tokens(std::uint64_t pe
   return tokens;
 }
 
-std::uint64_t StepFinder::regime_start(std::uint64_t period) const {
-  if (broke_at_ <= since_ || broke_allocations_.empty()) return since_;
-  // How many of the candidate's allocations the broken step made too (their tokens carry the
-  // size): a loop inside that step, an evaluation pass over its layers or the step re-forming
-  // allocate its sizes; a new shape allocates others (kernels are the same whatever the shape).
+bool StepFinder::allocates_as(std::uint64_t period, const std::unordered_set<std::uint64_t>& tokens) const {
   std::uint64_t allocations = 0;
   std::uint64_t shared = 0;
   for (std::uint64_t t = ticks_ - period; t < ticks_; ++t) {
     if (!allocation_at(t)) continue;
     ++allocations;
-    shared += broke_allocations_.count(token_at(t)) != 0 ? 1 : 0;
+    shared += tokens.count(token_at(t)) != 0 ? 1 : 0;
   }
-  const bool foreign = static_cast<double>(shared) < options_.min_coverage * static_cast<double>(allocations);
-  return foreign ? broke_at_ : since_;
+  return static_cast<double>(shared) >= options_.min_coverage * static_cast<double>(allocations);
+}
+
+std::uint64_t StepFinder::regime_start(std::uint64_t period) const {
+  if (broke_at_ <= since_ || broke_allocations_.empty()) return since_;
+  // A loop inside the broken step, an evaluation pass over its layers or the step re-forming
+  // allocate its sizes (an allocation's token carries its size); a new shape allocates others
+  // (its kernels are the same whatever the shape).
+  return allocates_as(period, broke_allocations_) ? since_ : broke_at_;
 }
 
 bool StepFinder::evaluate() {
@@ -132,7 +135,8 @@ bool StepFinder::evaluate() {
   next_check_ = ticks_ + std::max<std::uint64_t>(p / 4, 64);
   if (const auto it = rejected_.find(p); it != rejected_.end() && proposal->explained < 2 * it->second) return false;
   // A step that was accepted before and only broke for a while needs one clean period again.
-  const bool proven = proven_ == p;
+  // (The same step: a new shape can have the old one's number of calls, not its sizes.)
+  const bool proven = proven_ == p && allocates_as(p, found_allocations_);
   if (proposal->explained < (proven ? p : std::uint64_t{options_.confirm_periods} * p)) return false;
   if (ticks_ - since_ < 2 * p + 1 || p > mask_ / 2) return false;
 
@@ -177,8 +181,13 @@ bool StepFinder::evaluate() {
     const std::uint64_t back =
         std::min({std::max(options_.coverage_horizon, 2 * p), options_.peak_periods * p, ticks_ - regime, mask_ + 1});
     const std::uint64_t most = peak + static_cast<std::uint64_t>(static_cast<double>(peak) * options_.peak_margin);
+    // Counted where the program made one of the period's own allocations (a size it allocates)
+    // with more live: the period ran there inside something bigger. Other sizes at more live
+    // bytes are another shape's or an evaluation pass's.
+    const std::unordered_set<std::uint64_t> own = allocation_tokens(p);
     for (std::uint64_t t = ticks_ - back; t < ticks_; ++t) {
-      if (live_at(t) > most) return false;
+      if (live_at(t) <= most) continue;
+      if (own.empty() || (allocation_at(t) && own.count(token_at(t)) != 0)) return false;
     }
   }
 

@@ -30,8 +30,8 @@
 //   or where the last step found broke its repetition when the candidate is foreign to that
 //   step: fewer than `min_coverage` of the candidate's allocations are of a size (a token) the
 //   broken step allocated. A new shape allocates other sizes (its kernels are the same), and
-//   what the previous, larger shape held says nothing about the new one's step, which is then
-//   accepted after its `confirm_periods`. A loop inside the broken step, an evaluation pass
+//   what the previous, larger shape (or an evaluation pass of other sizes) held says nothing
+//   about the new one's step, which is then accepted after its `confirm_periods`. A loop inside the broken step, an evaluation pass
 //   over its layers or the step itself re-forming allocate that step's sizes and are still
 //   judged against everything it held;
 //   5. has not been proven wrong: a plan made for it that missed at once (reject()) rules that
@@ -45,7 +45,9 @@
 //
 // A step whose repetition breaks (an evaluation pass, a shape change, noise) is withdrawn until
 // it re-forms: its boundaries would fall in the wrong places. Having passed every check once,
-// it is back after one clean period, at its new phase.
+// it is back after one clean period, at its new phase — if that period allocates its sizes (a
+// new shape, or an evaluation pass of other sizes, with as many calls is not the same step and
+// goes through every check).
 //
 // Explicit marks win: once marks are seen the detector only reports marked periods, accepted
 // as they are (boundaries are then the marks themselves).
@@ -112,6 +114,8 @@ class StepFinder {
   bool evaluate();  // accept the detector's proposal if it passes; true if step_ changed
   // First tick of the regime of a candidate of this period (see 3. and 4.).
   [[nodiscard]] std::uint64_t regime_start(std::uint64_t period) const;
+  // Whether at least min_coverage of the last `period` ticks' allocations have one of `tokens`.
+  [[nodiscard]] bool allocates_as(std::uint64_t period, const std::unordered_set<std::uint64_t>& tokens) const;
   // The distinct tokens of the last `period` ticks' allocations.
   [[nodiscard]] std::unordered_set<std::uint64_t> allocation_tokens(std::uint64_t period) const;
 
