@@ -18,7 +18,8 @@
 //      everything but the program's set-up;
 //   4. holds the most of the recent past (`coverage_horizon` tokens whatever the period, at
 //      least two periods, at most `peak_periods`): the live bytes there were never above the
-//      period's peak. A balanced loop inside the step (the optimizer's loop over equally shaped
+//      period's peak where the program made one of the period's own allocations (a size it
+//      allocates; other sizes at more live bytes are another shape's or an evaluation pass's). A balanced loop inside the step (the optimizer's loop over equally shaped
 //      layers, whose sizes and kernels the forward and backward passes share, so it passes 3.)
 //      keeps the parameters, gradients and optimizer state live but none of the activations
 //      those passes held a few of its periods earlier — in the warm-up step too, where the
