@@ -80,15 +80,18 @@ bool StepFinder::reject(std::uint64_t period) {
 
 bool StepFinder::restart() {
   detector_.reset();
-  since_ = ticks_;  // what came before the change says nothing about the program now
-  proven_ = 0;
+  since_ = ticks_;  // what came before the change says nothing about the program now ...
+  // ... except the step itself: one that passed every check and then served whole iterations
+  // (the pool restarts the finder when such a plan stops matching: an evaluation, a shape
+  // change) is recognised when it comes back with its own period and sizes, after one clean
+  // period as after a break. A new shape has other sizes; a wrong period is rejected by its
+  // plan's misses, which forgets it (reject()).
+  if (step_ && !step_->from_marks) proven_ = step_->period;
   last_proposal_ = 0;
   next_check_ = 0;
   marks_seen_ = 0;
   const bool had = step_.has_value();
   step_.reset();
-  found_.reset();
-  found_allocations_.clear();
   broke_allocations_.clear();
   return had;
 }

@@ -303,3 +303,29 @@ TEST_CASE("step finder 5: a period whose plan missed waits until it has repeated
   CHECK(f.finder.proposal()->explained >= 2 * run);
   CHECK(back - at + run >= 2 * run);
 }
+
+TEST_CASE("step finder restart: a step that served before comes back after one clean period",
+          "[engine][detection][step_finder]") {
+  // An evaluation (other sizes) makes the pool drop its plan and restart the finder; the
+  // evaluation leaves one of its buffers live into the first step after it, so that step's
+  // own allocations happen above the step's peak, which the peak rule alone would hold against
+  // the step for up to peak_periods periods.
+  Feed f;
+  const SimpleStep step;
+  for (int i = 0; i < 8; ++i) step.run(f);
+  REQUIRE(f.finder.step());
+  REQUIRE(f.finder.step()->period == step.tokens());
+  const SimpleStep evaluation{step.layers, step.activation + 512};
+  evaluation.run(f);
+  f.alloc(step.activation + 512);  // kept past the evaluation
+  evaluation.run(f);
+  f.finder.restart();
+  const std::uint64_t back = f.finder.ticks();
+  f.accepted.clear();
+  step.run(f);
+  f.free(step.activation + 512);
+  for (int i = 0; i < 6; ++i) step.run(f);
+  REQUIRE(!f.accepted.empty());
+  CHECK(f.accepted.front().period == step.tokens());
+  CHECK(f.accepted.front().tick - back <= 5 * step.tokens());
+}

@@ -97,7 +97,8 @@ class StepFinder {
   bool mark();
   // A plan of this period proved it wrong: look for a longer one (see 5. above).
   bool reject(std::uint64_t period);
-  // The program changed: forget the history and start over (rejected periods stay rejected).
+  // The program changed: forget the history and start over (rejected periods stay rejected, and
+  // the step found before comes back after one clean period if it returns with its own sizes).
   bool restart();
 
   [[nodiscard]] const std::optional<Step>& step() const { return step_; }
