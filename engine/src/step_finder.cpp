@@ -43,6 +43,8 @@ bool StepFinder::push(std::uint64_t token, std::uint64_t live_bytes, bool alloca
   if (step_ && !step_->from_marks &&
       (!proposal || proposal->period != step_->period || proposal->explained < step_->period)) {
     proven_ = step_->period;  // passed every check once: one clean period brings it back
+    broke_at_ = ticks_;       // where a program of other calls may have begun (see regime_start)
+    broke_allocations_ = found_allocations_;
     step_.reset();
     next_check_ = 0;
     return true;
@@ -78,15 +80,47 @@ bool StepFinder::reject(std::uint64_t period) {
 
 bool StepFinder::restart() {
   detector_.reset();
-  since_ = ticks_;  // what came before the change says nothing about the program now
-  proven_ = 0;
+  since_ = ticks_;  // what came before the change says nothing about the program now ...
+  // ... except the step itself: one that passed every check and then served whole iterations
+  // (the pool restarts the finder when such a plan stops matching: an evaluation, a shape
+  // change) is recognised when it comes back with its own period and sizes, after one clean
+  // period as after a break. A new shape has other sizes; a wrong period is rejected by its
+  // plan's misses, which forgets it (reject()).
+  if (step_ && !step_->from_marks) proven_ = step_->period;
   last_proposal_ = 0;
   next_check_ = 0;
   marks_seen_ = 0;
   const bool had = step_.has_value();
   step_.reset();
-  found_.reset();
+  broke_allocations_.clear();
   return had;
+}
+
+std::unordered_set<std::uint64_t> StepFinder::allocation_tokens(std::uint64_t period) const {
+  std::unordered_set<std::uint64_t> tokens;
+  for (std::uint64_t t = ticks_ - period; t < ticks_; ++t) {
+    if (allocation_at(t)) tokens.insert(token_at(t));
+  }
+  return tokens;
+}
+
+bool StepFinder::allocates_as(std::uint64_t period, const std::unordered_set<std::uint64_t>& tokens) const {
+  std::uint64_t allocations = 0;
+  std::uint64_t shared = 0;
+  for (std::uint64_t t = ticks_ - period; t < ticks_; ++t) {
+    if (!allocation_at(t)) continue;
+    ++allocations;
+    shared += tokens.count(token_at(t)) != 0 ? 1 : 0;
+  }
+  return static_cast<double>(shared) >= options_.min_coverage * static_cast<double>(allocations);
+}
+
+std::uint64_t StepFinder::regime_start(std::uint64_t period) const {
+  if (broke_at_ <= since_ || broke_allocations_.empty()) return since_;
+  // A loop inside the broken step, an evaluation pass over its layers or the step re-forming
+  // allocate its sizes (an allocation's token carries its size); a new shape allocates others
+  // (its kernels are the same whatever the shape).
+  return allocates_as(period, broke_allocations_) ? since_ : broke_at_;
 }
 
 bool StepFinder::evaluate() {
@@ -104,7 +138,8 @@ bool StepFinder::evaluate() {
   next_check_ = ticks_ + std::max<std::uint64_t>(p / 4, 64);
   if (const auto it = rejected_.find(p); it != rejected_.end() && proposal->explained < 2 * it->second) return false;
   // A step that was accepted before and only broke for a while needs one clean period again.
-  const bool proven = proven_ == p;
+  // (The same step: a new shape can have the old one's number of calls, not its sizes.)
+  const bool proven = proven_ == p && allocates_as(p, found_allocations_);
   if (proposal->explained < (proven ? p : std::uint64_t{options_.confirm_periods} * p)) return false;
   if (ticks_ - since_ < 2 * p + 1 || p > mask_ / 2) return false;
 
@@ -129,24 +164,33 @@ bool StepFinder::evaluate() {
   std::unordered_set<std::uint64_t> in_period;
   in_period.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(p, 1u << 16)));
   for (std::uint64_t t = ticks_ - p; t < ticks_; ++t) in_period.insert(token_at(t));
+  // The recent past is the candidate's regime: since the last restart, or since the last step
+  // found broke when the candidate is made of other calls than that step (a new shape).
+  const std::uint64_t regime = regime_start(p);
+  if (ticks_ - regime < 2 * p) return false;
   // 32 periods back, at least two and at most coverage_horizon tokens (unless two periods are
   // longer): far enough to reach out of a loop inside the step into the passes around it,
   // short enough that a warm-up of other shapes leaves the horizon after some steady steps.
   const std::uint64_t horizon =
-      std::min({std::max(std::min(32 * p, options_.coverage_horizon), 2 * p), ticks_ - since_, mask_ + 1});
+      std::min({std::max(std::min(32 * p, options_.coverage_horizon), 2 * p), ticks_ - regime, mask_ + 1});
   std::uint64_t covered = 0;
   for (std::uint64_t t = ticks_ - horizon; t < ticks_; ++t) covered += in_period.count(token_at(t)) != 0 ? 1 : 0;
   if (!proven && static_cast<double>(covered) < options_.min_coverage * static_cast<double>(horizon)) return false;
-  // 4. The recent past (coverage_horizon tokens, at most peak_periods periods) never held much
-  //    more than the period: a balanced loop
-  //    inside the step (the optimizer over equally shaped layers) runs below the activations
-  //    the forward and backward passes held a few of its periods earlier.
+  // 4. The regime's recent past (coverage_horizon tokens, at most peak_periods periods) never
+  //    held more than the period: a balanced loop inside the step (the optimizer over equally
+  //    shaped layers) runs below the activations the forward and backward passes held a few of
+  //    its periods earlier — in the warm-up step too, where no optimizer state is live yet.
   if (!proven && options_.peak_periods > 0) {
     const std::uint64_t back =
-        std::min({std::max(options_.coverage_horizon, 2 * p), options_.peak_periods * p, ticks_ - since_, mask_ + 1});
-    const auto most = static_cast<std::uint64_t>(static_cast<double>(peak) * (1.0 + options_.peak_margin));
+        std::min({std::max(options_.coverage_horizon, 2 * p), options_.peak_periods * p, ticks_ - regime, mask_ + 1});
+    const std::uint64_t most = peak + static_cast<std::uint64_t>(static_cast<double>(peak) * options_.peak_margin);
+    // Counted where the program made one of the period's own allocations (a size it allocates)
+    // with more live: the period ran there inside something bigger. Other sizes at more live
+    // bytes are another shape's or an evaluation pass's.
+    const std::unordered_set<std::uint64_t> own = allocation_tokens(p);
     for (std::uint64_t t = ticks_ - back; t < ticks_; ++t) {
-      if (live_at(t) > most) return false;
+      if (live_at(t) <= most) continue;
+      if (own.empty() || (allocation_at(t) && own.count(token_at(t)) != 0)) return false;
     }
   }
 
@@ -177,6 +221,7 @@ bool StepFinder::evaluate() {
     step_->graph_launches = found_->graph_launches;
   } else {
     found_ = step_;
+    found_allocations_ = allocation_tokens(p);
   }
   return true;
 }

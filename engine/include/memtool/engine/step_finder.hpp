@@ -17,14 +17,24 @@
 //      backward passes, whose kernels and sizes it does not contain; the step contains
 //      everything but the program's set-up;
 //   4. holds the most of the recent past (`coverage_horizon` tokens whatever the period, at
-//      least two periods, at most `peak_periods`): the live bytes there were never above
-//      the period's peak by more than `peak_margin` of it (a change of shapes shifts them by a
-//      few percent; activations by far more). A balanced loop inside the step (the optimizer's
-//      loop over equally shaped layers, whose sizes and kernels the forward and backward passes
-//      share, so it passes 3.) keeps the parameters, gradients and optimizer state live but
-//      none of the activations those passes held a few of its periods earlier. A warm-up or a
-//      change of shapes that held more delays the step until it leaves that horizon; a loop
-//      longer than the horizon can escape (its plan misses once, and 5. rules it out).
+//      least two periods, at most `peak_periods`): the live bytes there were never above the
+//      period's peak where the program made one of the period's own allocations (a size it
+//      allocates; other sizes at more live bytes are another shape's or an evaluation pass's). A balanced loop inside the step (the optimizer's loop over equally shaped
+//      layers, whose sizes and kernels the forward and backward passes share, so it passes 3.)
+//      keeps the parameters, gradients and optimizer state live but none of the activations
+//      those passes held a few of its periods earlier — in the warm-up step too, where the
+//      passes hold no optimizer state yet and so little more than the loop (no margin: any
+//      amount more is the passes around the loop). A warm-up that held more delays the step
+//      until it leaves that horizon; a loop longer than the horizon can escape (its plan misses
+//      once, and 5. rules it out).
+//   The recent past of 3. and 4. is the candidate's *regime*: it starts at the last restart(),
+//   or where the last step found broke its repetition when the candidate is foreign to that
+//   step: fewer than `min_coverage` of the candidate's allocations are of a size (a token) the
+//   broken step allocated. A new shape allocates other sizes (its kernels are the same), and
+//   what the previous, larger shape (or an evaluation pass of other sizes) held says nothing
+//   about the new one's step, which is then accepted after its `confirm_periods`. A loop inside the broken step, an evaluation pass
+//   over its layers or the step itself re-forming allocate that step's sizes and are still
+//   judged against everything it held;
 //   5. has not been proven wrong: a plan made for it that missed at once (reject()) rules that
 //      period out until it has repeated twice as far as it had then (a loop inside the step
 //      never does; the step itself, rejected on a noisy start, soon does), and the detector,
@@ -36,7 +46,9 @@
 //
 // A step whose repetition breaks (an evaluation pass, a shape change, noise) is withdrawn until
 // it re-forms: its boundaries would fall in the wrong places. Having passed every check once,
-// it is back after one clean period, at its new phase.
+// it is back after one clean period, at its new phase — if that period allocates its sizes (a
+// new shape, or an evaluation pass of other sizes, with as many calls is not the same step and
+// goes through every check).
 //
 // Explicit marks win: once marks are seen the detector only reports marked periods, accepted
 // as they are (boundaries are then the marks themselves).
@@ -62,7 +74,7 @@ struct StepFinderOptions {
   double min_coverage = 0.8;
   double min_balanced = 0.9;        // share of the last period's points with the same live bytes a period earlier
   std::uint32_t peak_periods = 32;  // 4.: most periods looked back (0: off)
-  double peak_margin = 0.1;         // 4.: "much more": above the period's peak by more than this share
+  double peak_margin = 0.0;         // 4.: share above the period's peak still not "more" (none by default)
 };
 
 struct Step {
@@ -85,7 +97,8 @@ class StepFinder {
   bool mark();
   // A plan of this period proved it wrong: look for a longer one (see 5. above).
   bool reject(std::uint64_t period);
-  // The program changed: forget the history and start over (rejected periods stay rejected).
+  // The program changed: forget the history and start over (rejected periods stay rejected, and
+  // the step found before comes back after one clean period if it returns with its own sizes).
   bool restart();
 
   [[nodiscard]] const std::optional<Step>& step() const { return step_; }
@@ -101,6 +114,12 @@ class StepFinder {
   [[nodiscard]] bool allocation_at(std::uint64_t tick) const;
   [[nodiscard]] bool graph_launch_at(std::uint64_t tick) const;
   bool evaluate();  // accept the detector's proposal if it passes; true if step_ changed
+  // First tick of the regime of a candidate of this period (see 3. and 4.).
+  [[nodiscard]] std::uint64_t regime_start(std::uint64_t period) const;
+  // Whether at least min_coverage of the last `period` ticks' allocations have one of `tokens`.
+  [[nodiscard]] bool allocates_as(std::uint64_t period, const std::unordered_set<std::uint64_t>& tokens) const;
+  // The distinct tokens of the last `period` ticks' allocations.
+  [[nodiscard]] std::unordered_set<std::uint64_t> allocation_tokens(std::uint64_t period) const;
 
   StepFinderOptions options_;
   trace::IterationDetector detector_;
@@ -116,6 +135,9 @@ class StepFinder {
   std::optional<Step> step_;
   std::uint64_t proven_ = 0;  // the last step withdrawn because its repetition broke
   std::optional<Step> found_;
+  std::unordered_set<std::uint64_t> found_allocations_;  // tokens of found_'s allocations
+  std::uint64_t broke_at_ = 0;                           // tick where the last step found broke
+  std::unordered_set<std::uint64_t> broke_allocations_;  // tokens of its allocations
 };
 
 }  // namespace memtool::engine
