@@ -242,6 +242,8 @@ preload="$build/interpose/libmemtool.so"
 [ -f "$preload" ] || { note "SKIP (preload runs): no $preload"; preload=""; }
 memtool_cli="$build/tools/memtool/memtool"
 if [ -n "$apps" ] && [ -n "$module" ]; then
+  ptds_side=1024
+  [ -n "$fakecuda" ] && ptds_side=192
   # Runs: "name|program|args…" — the linked apps, and the cudart-style clients in both modes.
   runs=("mlp_train|mlp_train|" "conv_train|conv_train|"
         "mlp_train_getproc|mlp_train_getproc|" "conv_train_getproc_ptsz|conv_train_getproc|--per-thread"
@@ -266,8 +268,9 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
         # NCCL's copy-engine collective: batch copies, write/wait values, prefetch and advice, in
         # CUDA 13's generation and (through cuGetProcAddress) the first ones.
         "ce_collective_train|ce_collective_train|" "ce_collective_train_old_abi|ce_collective_train|--old-abi"
-        # Two threads handing memory between their per-thread default streams under a slow matmul.
-        "ptds_handoff_train|ptds_handoff_train|--side 1024")
+        # Two threads handing memory between their per-thread default streams under a slow matmul
+        # (slow enough on a GPU at 1024; fakecuda's host matmul is slow at its default, 192).
+        "ptds_handoff_train|ptds_handoff_train|--side ${ptds_side}")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     if [ ! -x "$apps/$program" ]; then
