@@ -22,6 +22,7 @@ std::vector<std::string> library_names(int driver_major) {
   std::vector<int> majors{13, 12};
   if (driver_major == 12) std::swap(majors[0], majors[1]);
   std::vector<std::string> names;
+  names.reserve(majors.size() + 1);
   for (const int major : majors) names.push_back("libcupti.so." + std::to_string(major));
   names.emplace_back("libcupti.so");
   return names;
@@ -92,7 +93,7 @@ std::vector<std::string> candidate_paths(const LibrarySearch& search) {
     if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
   };
   auto add_dir = [&](const std::string& dir) {
-    for (const std::string& name : names) add(dir + "/" + name);
+    for (const std::string& name : names) add(std::string(dir).append("/").append(name));
   };
   if (!search.explicit_library.empty()) return {search.explicit_library};  // the user's choice, only
   std::vector<std::string> homes;

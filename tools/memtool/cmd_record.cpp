@@ -54,7 +54,7 @@ fs::path program_of(const std::string& name) {
   std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
   while (!dirs.empty()) {
     const std::size_t colon = dirs.find(':');
-    const fs::path candidate = fs::path(std::string(dirs.substr(0, colon))) / name;
+    fs::path candidate = fs::path(std::string(dirs.substr(0, colon))) / name;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
   }

@@ -45,9 +45,13 @@ void build_app(CLI::App& app, BuiltApp& built) {
 
 namespace {
 constexpr int kUsageErrorStatus = 2;
+
+int run_memtool(int argc, char** argv);
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_memtool(int argc, char** argv) {
   CLI::App app{std::string(memtool::cli::kProgramSummary)};
   app.require_subcommand(1);
   app.set_version_flag("--version", "memtool " MEMTOOL_VERSION);
@@ -72,6 +76,20 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     fmt::print(stderr, "memtool: error: {}\n", e.what());
     return 1;
+  }
+  return 1;
+}
+
+}  // namespace
+
+// Nothing escapes: a failure while the command line is built is reported like any other.
+int main(int argc, char** argv) {
+  try {
+    return run_memtool(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "memtool: error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "memtool: error: an unknown failure\n");
   }
   return 1;
 }

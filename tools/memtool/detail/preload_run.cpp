@@ -135,6 +135,7 @@ int run_preloaded(const std::vector<std::string>& command, const std::string& li
     setenv("LD_PRELOAD", preload.c_str(), 1);
     for (const auto& [name, value] : variables) setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> argv;
+    argv.reserve(command.size() + 1);
     for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());

@@ -119,6 +119,7 @@ void export_ranks(const RankExportOptions& options) {
       report_options.use_marks = options.use_marks;
       const std::string overview = render_rank_report_text(build_rank_report(report_options));
       std::vector<trace::RankHtmlInput> inputs;
+      inputs.reserve(ranks.size());
       for (const LoadedRank& r : ranks) {
         inputs.push_back({r.rank, trace::ExportSource{r.loaded.model, r.loaded.iterations, r.loaded.path},
                           iteration_of_rank(r, common).value_or(0),

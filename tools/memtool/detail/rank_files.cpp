@@ -81,6 +81,7 @@ std::vector<RankFile> find_rank_files(const std::string& path_template, std::opt
     if (!inserted && written > slot->second.first) slot->second = {written, path};
   }
   std::vector<RankFile> files;
+  files.reserve(newest.size());
   for (const auto& [rank, entry] : newest) files.push_back({rank, entry.second});
   return files;
 }
