@@ -16,7 +16,7 @@ cmake -S "$source_dir" -B "$build_dir" -DMEMTOOL_BUILD_BENCH=OFF -DCMAKE_BUILD_T
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DMEMTOOL_SANITIZER_PRELOAD="$asan_runtime" >/dev/null
 cmake --build "$build_dir" -j"${JOBS:-2}" --target memtool memtool_preload fakecuda hostile_client \
-  make_segment_trace make_training_trace conv_train fakecupti doctor_bad_driver
+  make_segment_trace make_training_trace conv_train fakecupti doctor_bad_driver abrupt_end
 # Left out: the search-quality check of `plan --capacity` (the planner's work units are
 # calibrated on an optimised build; at -O0 under ASan its wall-clock guard stops the search
 # first). Its memory safety is covered by every other plan test here.
