@@ -25,6 +25,7 @@ demo: build
 test: build
 	@bash scripts/check_format.sh
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory tsan
 	@$(MAKE) --no-print-directory asan
 	@$(MAKE) --no-print-directory fuzz-smoke

@@ -5,17 +5,8 @@
 #   scripts/check_format.sh --fix    format them in place
 set -euo pipefail
 cd "$(dirname "$0")/.."
-formatter=""
-for candidate in clang-format-14 clang-format; do
-  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" --version | grep -q 'version 14\.'; then
-    formatter=$candidate
-    break
-  fi
-done
-if [ -z "$formatter" ]; then
-  echo "check_format: clang-format 14 not found (scripts/setup.sh installs it)" >&2
-  exit 1
-fi
+source scripts/clang_tool.sh
+formatter=$(clang_tool clang-format) || { echo "check_format: clang-format 14 not found (scripts/setup.sh installs it)" >&2; exit 1; }
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files -- '*.c' '*.cc' '*.cpp' '*.h' '*.hpp' '*.cu' '*.cuh')
 else

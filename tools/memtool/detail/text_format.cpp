@@ -61,6 +61,7 @@ std::string TextTable::render(std::string_view indent) const {
   };
   emit(header_);
   std::vector<std::string> rule;
+  rule.reserve(widths.size());
   for (std::size_t w : widths) rule.emplace_back(w, '-');
   emit(rule);
   for (const auto& row : rows_) emit(row);
