@@ -157,7 +157,7 @@ else
     note "SKIP: cannot rebuild the apps (compiler: ${cxx:-none}; cuda.h: $cuda_home/include)"
     apps=""
   else
-    common=("$src/common/check.cpp" "$src/common/driver_api_getproc.cpp" "$src/common/options.cpp"
+    common=("$src/common/arguments.cpp" "$src/common/check.cpp" "$src/common/driver_api_getproc.cpp" "$src/common/options.cpp"
             "$src/common/session.cpp" "$src/common/synthetic_data.cpp")
     flags=(-std=c++20 -O2 -I"$cuda_home/include")
     ok=1

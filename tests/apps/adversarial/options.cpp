@@ -1,12 +1,11 @@
 // Strict parsing of adversarial_train's options: a typo never runs a different test.
 #include "options.hpp"
 
+#include "../common/arguments.hpp"
 #include "../common/options.hpp"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 
 namespace adversarial {
@@ -29,46 +28,28 @@ constexpr const char* kProgram = "adversarial_train";
   std::exit(status);
 }
 
-long long parse_integer(const char* name, const char* text, long long min, long long max) {
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value < min || value > max) {
-    std::fprintf(stderr, "%s: %s wants an integer in [%lld, %lld], got '%s'\n", kProgram, name, min, max, text);
-    std::exit(2);
-  }
-  return value;
-}
-
 }  // namespace
 
 Options parse_options(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s: %s needs a value\n", kProgram, arg);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0) {
+  apps::Arguments args(kProgram, argc, argv);
+  while (args.next()) {
+    if (args.is_help()) {
       usage(0);
-    } else if (std::strcmp(arg, "--iterations") == 0) {
-      options.iterations = static_cast<int>(parse_integer(arg, value(), 1, 1000000));
-    } else if (std::strcmp(arg, "--seed") == 0) {
-      options.seed = static_cast<std::uint64_t>(parse_integer(arg, value(), 0, std::numeric_limits<long long>::max()));
-    } else if (std::strcmp(arg, "--module") == 0) {
-      options.module = value();
-    } else if (std::strcmp(arg, "--threads") == 0) {
-      options.threads = static_cast<int>(parse_integer(arg, value(), 1, 8));
-    } else if (std::strcmp(arg, "--shape-period") == 0) {
-      options.shape_period = static_cast<int>(parse_integer(arg, value(), 1, 1000000));
-    } else if (std::strcmp(arg, "--self-test-corrupt") == 0) {
+    } else if (args.is("--iterations")) {
+      options.iterations = static_cast<int>(args.integer(1, 1000000));
+    } else if (args.is("--seed")) {
+      options.seed = static_cast<std::uint64_t>(args.integer(0, std::numeric_limits<long long>::max()));
+    } else if (args.is("--module")) {
+      options.module = args.value();
+    } else if (args.is("--threads")) {
+      options.threads = static_cast<int>(args.integer(1, 8));
+    } else if (args.is("--shape-period")) {
+      options.shape_period = static_cast<int>(args.integer(1, 1000000));
+    } else if (args.is("--self-test-corrupt")) {
       options.self_test_corrupt = true;
     } else {
-      std::fprintf(stderr, "%s: unknown option '%s'\n", kProgram, arg);
+      std::fprintf(stderr, "%s: unknown option '%s'\n", kProgram, args.current());
       usage(2);
     }
   }

@@ -1,12 +1,11 @@
 // Strict parsing of table_train's options: a typo never runs a different test.
 #include "table_options.hpp"
 
+#include "../common/arguments.hpp"
 #include "../common/options.hpp"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 
 namespace table {
@@ -40,87 +39,45 @@ constexpr const char* kProgram = "table_train";
   std::exit(status);
 }
 
-long long parse_integer(const char* name, const char* text, long long min, long long max) {
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value < min || value > max) {
-    std::fprintf(stderr, "%s: %s wants an integer in [%lld, %lld], got '%s'\n", kProgram, name, min, max, text);
-    std::exit(2);
-  }
-  return value;
-}
-
-[[noreturn]] void bad_choice(const char* name, const char* text) {
-  std::fprintf(stderr, "%s: %s does not take '%s'\n", kProgram, name, text);
-  std::exit(2);
-}
-
 }  // namespace
 
 Options parse_options(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s: %s needs a value\n", kProgram, arg);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0) {
+  apps::Arguments args(kProgram, argc, argv);
+  while (args.next()) {
+    if (args.is_help()) {
       usage(0);
-    } else if (std::strcmp(arg, "--steps") == 0 || std::strcmp(arg, "--iterations") == 0) {
-      options.steps = static_cast<int>(parse_integer(arg, value(), 1, 1000000));
-    } else if (std::strcmp(arg, "--layers") == 0) {
-      options.layers = static_cast<int>(parse_integer(arg, value(), 1, kMaxLayers));
-    } else if (std::strcmp(arg, "--groups") == 0) {
-      options.groups = static_cast<int>(parse_integer(arg, value(), 1, kMaxGroups));
-    } else if (std::strcmp(arg, "--words") == 0) {
-      options.words = static_cast<int>(parse_integer(arg, value(), 2 * kInteriorBytes / 4, 64 * 1024 * 1024));
-    } else if (std::strcmp(arg, "--table") == 0) {
-      const char* v = value();
-      if (std::strcmp(v, "pinned") == 0)
-        options.source = Source::pinned;
-      else if (std::strcmp(v, "pageable") == 0)
-        options.source = Source::pageable;
-      else if (std::strcmp(v, "kernel") == 0)
-        options.source = Source::kernel;
-      else if (std::strcmp(v, "global") == 0)
-        options.source = Source::global;
-      else
-        bad_choice(arg, v);
-    } else if (std::strcmp(arg, "--through") == 0) {
-      const char* v = value();
-      if (std::strcmp(v, "all") == 0)
-        options.written_only = false;
-      else if (std::strcmp(v, "written") == 0)
-        options.written_only = true;
-      else
-        bad_choice(arg, v);
-    } else if (std::strcmp(arg, "--alloc") == 0) {
-      const char* v = value();
-      if (std::strcmp(v, "sync") == 0)
-        options.async = false;
-      else if (std::strcmp(v, "async") == 0)
-        options.async = true;
-      else
-        bad_choice(arg, v);
-    } else if (std::strcmp(arg, "--refresh") == 0) {
+    } else if (args.is("--steps") || args.is("--iterations")) {
+      options.steps = static_cast<int>(args.integer(1, 1000000));
+    } else if (args.is("--layers")) {
+      options.layers = static_cast<int>(args.integer(1, kMaxLayers));
+    } else if (args.is("--groups")) {
+      options.groups = static_cast<int>(args.integer(1, kMaxGroups));
+    } else if (args.is("--words")) {
+      options.words = static_cast<int>(args.integer(2 * kInteriorBytes / 4, 64 * 1024 * 1024));
+    } else if (args.is("--table")) {
+      options.source = args.choice<Source>({{"pinned", Source::pinned},
+                                            {"pageable", Source::pageable},
+                                            {"kernel", Source::kernel},
+                                            {"global", Source::global}});
+    } else if (args.is("--through")) {
+      options.written_only = args.choice<bool>({{"all", false}, {"written", true}});
+    } else if (args.is("--alloc")) {
+      options.async = args.choice<bool>({{"sync", false}, {"async", true}});
+    } else if (args.is("--refresh")) {
       options.refresh = true;
-    } else if (std::strcmp(arg, "--table-in-large") == 0) {
+    } else if (args.is("--table-in-large")) {
       options.table_in_large = true;
-    } else if (std::strcmp(arg, "--interior") == 0) {
+    } else if (args.is("--interior")) {
       options.interior = true;
-    } else if (std::strcmp(arg, "--seed") == 0) {
-      options.seed = static_cast<std::uint64_t>(parse_integer(arg, value(), 0, std::numeric_limits<long long>::max()));
-    } else if (std::strcmp(arg, "--module") == 0) {
-      options.module = value();
-    } else if (std::strcmp(arg, "--self-test-corrupt") == 0) {
+    } else if (args.is("--seed")) {
+      options.seed = static_cast<std::uint64_t>(args.integer(0, std::numeric_limits<long long>::max()));
+    } else if (args.is("--module")) {
+      options.module = args.value();
+    } else if (args.is("--self-test-corrupt")) {
       options.self_test_corrupt = true;
     } else {
-      std::fprintf(stderr, "%s: unknown option '%s'\n", kProgram, arg);
+      std::fprintf(stderr, "%s: unknown option '%s'\n", kProgram, args.current());
       usage(2);
     }
   }

@@ -1,12 +1,12 @@
 // Parsing of the apps' few options, strict about values so a typo never runs a different test.
 #include "options.hpp"
 
+#include "arguments.hpp"
+
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 
 namespace apps {
@@ -33,62 +33,32 @@ namespace {
   std::exit(status);
 }
 
-long long parse_integer(const OptionDefaults& d, const char* name, const char* text, long long min, long long max) {
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value < min || value > max) {
-    std::fprintf(stderr, "%s: %s wants an integer in [%lld, %lld], got '%s'\n", d.program, name, min, max, text);
-    std::exit(2);
-  }
-  return value;
-}
-
-float parse_rate(const OptionDefaults& d, const char* text) {
-  errno = 0;
-  char* end = nullptr;
-  const float value = std::strtof(text, &end);
-  if (errno != 0 || end == text || *end != '\0' || !(value > 0.0f) || value > 100.0f) {
-    std::fprintf(stderr, "%s: --lr wants a number in (0, 100], got '%s'\n", d.program, text);
-    std::exit(2);
-  }
-  return value;
-}
-
 }  // namespace
 
 Options parse_options(int argc, char** argv, const OptionDefaults& defaults) {
   Options options;
   options.batch = defaults.batch;
   options.learning_rate = defaults.learning_rate;
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s: %s needs a value\n", defaults.program, arg);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0) {
+  Arguments args(defaults.program, argc, argv);
+  while (args.next()) {
+    if (args.is_help()) {
       usage(defaults, 0);
-    } else if (std::strcmp(arg, "--iterations") == 0) {
-      options.iterations = static_cast<int>(parse_integer(defaults, arg, value(), 1, 1000000));
-    } else if (std::strcmp(arg, "--batch") == 0) {
-      options.batch = static_cast<int>(parse_integer(defaults, arg, value(), 1, 65536));
-    } else if (std::strcmp(arg, "--seed") == 0) {
-      options.seed =
-          static_cast<std::uint64_t>(parse_integer(defaults, arg, value(), 0, std::numeric_limits<long long>::max()));
-    } else if (std::strcmp(arg, "--lr") == 0) {
-      options.learning_rate = parse_rate(defaults, value());
-    } else if (std::strcmp(arg, "--module") == 0) {
-      options.module = value();
-    } else if (defaults.getproc && std::strcmp(arg, "--cuda-version") == 0) {
-      options.cuda_version = static_cast<int>(parse_integer(defaults, arg, value(), 1000, 99999));
-    } else if (defaults.getproc && std::strcmp(arg, "--per-thread") == 0) {
+    } else if (args.is("--iterations")) {
+      options.iterations = static_cast<int>(args.integer(1, 1000000));
+    } else if (args.is("--batch")) {
+      options.batch = static_cast<int>(args.integer(1, 65536));
+    } else if (args.is("--seed")) {
+      options.seed = static_cast<std::uint64_t>(args.integer(0, std::numeric_limits<long long>::max()));
+    } else if (args.is("--lr")) {
+      options.learning_rate = static_cast<float>(args.number_above(0.0, 100.0));
+    } else if (args.is("--module")) {
+      options.module = args.value();
+    } else if (defaults.getproc && args.is("--cuda-version")) {
+      options.cuda_version = static_cast<int>(args.integer(1000, 99999));
+    } else if (defaults.getproc && args.is("--per-thread")) {
       options.per_thread_default_stream = true;
     } else {
-      std::fprintf(stderr, "%s: unknown option '%s'\n", defaults.program, arg);
+      std::fprintf(stderr, "%s: unknown option '%s'\n", defaults.program, args.current());
       usage(defaults, 2);
     }
   }

@@ -185,6 +185,9 @@ int main(int argc, char** argv) {
     CK(cuMemsetD32(acc[r], 0, static_cast<size_t>(floats)));
     CK(cuMemAlloc(&strip[r], kStripRows * kStripRowBytes));
   }
+  // The synchronous memsets may return before they are done, and the kernels' streams are
+  // non-blocking (not ordered after the legacy stream's work): wait for them.
+  CK(cuCtxSynchronize());
   CUdeviceptr stats = 0;
   CK(cuMemAllocManaged(&stats, kStatsFloats * sizeof(float), CU_MEM_ATTACH_GLOBAL));
 

@@ -92,6 +92,9 @@ int run_rank(const std::string& module_path, int steps, int floats, const Peer& 
   CK(cuMemAlloc(&acc, bytes));
   CK(cuMemsetD32(comm, 0, static_cast<size_t>(floats)));
   CK(cuMemsetD32(acc, 0, static_cast<size_t>(floats)));
+  // A synchronous memset of device memory may return before it is done, and the kernels' stream
+  // is non-blocking (not ordered after the legacy stream's work): wait for it.
+  CK(cuCtxSynchronize());
   CUipcMemHandle comm_handle{};
   CK(cuIpcGetMemHandle(&comm_handle, comm));
   CUdeviceptr peer_comm = 0;
@@ -108,7 +111,7 @@ int run_rank(const std::string& module_path, int steps, int floats, const Peer& 
     CUdeviceptr grad = 0;
     CUdeviceptr scratch = 0;
     CK(cuMemAlloc(&x, bytes));
-    CK(cuMemcpyHtoD(x, host.data(), bytes));
+    CK(cuMemcpyHtoDAsync(x, host.data(), bytes, stream));  // ordered before the kernels
     CK(cuMemAlloc(&grad, bytes));
     CK(cuMemAlloc(&scratch, bytes));
     launch(grad, x, 0.0f, 1.0f);        // grad = x

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/arguments.hpp"
 #include "../common/driver_api.hpp"
 #include "../common/session.hpp"
 #include "replay_abi.h"
@@ -83,25 +84,13 @@ struct Options {
   std::exit(status);
 }
 
-long parse_number(const char* name, const char* text, long min, long max) {
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < min || value > max) {
-    std::fprintf(stderr, "replay_train: %s wants an integer in [%ld, %ld], got '%s'\n", name, min, max, text);
-    std::exit(2);
-  }
-  return value;
-}
-
 // "R:N" of --extra-on-rank and --kill-on-rank.
-std::pair<long, long> rank_pair(const char* name, const char* text) {
+std::pair<long, long> rank_pair(apps::Arguments& args) {
+  const char* text = args.value();
   const char* colon = std::strchr(text, ':');
-  if (colon == nullptr) {
-    std::fprintf(stderr, "replay_train: %s wants RANK:NUMBER, got '%s'\n", name, text);
-    std::exit(2);
-  }
+  if (colon == nullptr) args.fail("%s wants RANK:NUMBER, got '%s'", args.option(), text);
   const std::string rank(text, colon);
-  return {parse_number(name, rank.c_str(), 0, 1 << 20), parse_number(name, colon + 1, 0, 1L << 40)};
+  return {args.integer_of(rank.c_str(), 0, 1 << 20), args.integer_of(colon + 1, 0, 1LL << 40)};
 }
 
 // This process's rank as torchrun sets it: RANK, else LOCAL_RANK; -1 outside a job.
@@ -115,63 +104,48 @@ long process_rank() {
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "replay_train: %s needs a value\n", arg.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (arg == "--help")
+  apps::Arguments args("replay_train", argc, argv);
+  while (args.next()) {
+    if (args.is("--help"))
       usage(0);
-    else if (arg == "--log")
-      o.log = value();
-    else if (arg == "--module")
-      o.module = value();
-    else if (arg == "--steps")
-      o.steps = parse_number("--steps", value(), 1, 1000000);
-    else if (arg == "--async")
+    else if (args.is("--log"))
+      o.log = args.value();
+    else if (args.is("--module"))
+      o.module = args.value();
+    else if (args.is("--steps"))
+      o.steps = static_cast<long>(args.integer(1, 1000000));
+    else if (args.is("--async"))
       o.async = true;
-    else if (arg == "--default-stream")
+    else if (args.is("--default-stream"))
       o.default_stream = true;
-    else if (arg == "--threads")
-      o.threads = static_cast<int>(parse_number("--threads", value(), 1, 16));
-    else if (arg == "--mark")
+    else if (args.is("--threads"))
+      o.threads = static_cast<int>(args.integer(1, 16));
+    else if (args.is("--mark"))
       o.mark = true;
-    else if (arg == "--step-times")
+    else if (args.is("--step-times"))
       o.step_times = true;
-    else if (arg == "--extra-on-rank") {
-      const auto [rank, bytes] = rank_pair("--extra-on-rank", value());
+    else if (args.is("--extra-on-rank")) {
+      const auto [rank, bytes] = rank_pair(args);
       o.extra_rank = rank;
       o.extra_bytes = static_cast<std::uint64_t>(bytes);
-    } else if (arg == "--kill-on-rank") {
-      const auto [rank, step] = rank_pair("--kill-on-rank", value());
+    } else if (args.is("--kill-on-rank")) {
+      const auto [rank, step] = rank_pair(args);
       o.kill_rank = rank;
       o.kill_step = step;
-    } else if (arg == "--table-pageable")
+    } else if (args.is("--table-pageable"))
       o.table_pageable = true;
-    else if (arg == "--table") {
-      const std::string what = value();
-      if (what == "all")
-        o.table = Options::Table::all;
-      else if (what == "written")
-        o.table = Options::Table::written;
-      else {
-        std::fprintf(stderr, "replay_train: --table wants all or written, got '%s'\n", what.c_str());
-        std::exit(2);
-      }
-    } else if (arg == "--no-launches")
+    else if (args.is("--table"))
+      o.table = args.choice<Options::Table>({{"all", Options::Table::all}, {"written", Options::Table::written}});
+    else if (args.is("--no-launches"))
       o.no_launches = true;
-    else if (arg == "--compute-gbps")
-      o.compute_gbps = static_cast<double>(parse_number("--compute-gbps", value(), 1, 100000));
-    else if (arg == "--self-test-corrupt")
+    else if (args.is("--compute-gbps"))
+      o.compute_gbps = static_cast<double>(args.integer(1, 100000));
+    else if (args.is("--self-test-corrupt"))
       o.self_test_corrupt = true;
-    else if (arg == "--cuda-version")
-      o.cuda_version = static_cast<int>(parse_number("--cuda-version", value(), 1000, 99000));
+    else if (args.is("--cuda-version"))
+      o.cuda_version = static_cast<int>(args.integer(1000, 99000));
     else {
-      std::fprintf(stderr, "replay_train: unknown option '%s'\n", arg.c_str());
+      std::fprintf(stderr, "replay_train: unknown option '%s'\n", args.current());
       usage(2);
     }
   }
