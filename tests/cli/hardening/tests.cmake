@@ -1,6 +1,14 @@
 # Hardening, second round (issue 39): one test per probe class a hostile user found. Included
 # from tests/cli/CMakeLists.txt; ${check} and memtool_cli_test come from there.
 set(hardening_dir ${CMAKE_CURRENT_SOURCE_DIR}/hardening)
+# What the tests that run a program under memtool preload: in the sanitizer build (make asan)
+# the sanitizer's runtime goes first, as it must.
+if(TARGET memtool_preload)
+  set(hardening_preload $<TARGET_FILE:memtool_preload>)
+  if(MEMTOOL_SANITIZER_PRELOAD)
+    set(hardening_preload "${MEMTOOL_SANITIZER_PRELOAD}:$<TARGET_FILE:memtool_preload>")
+  endif()
+endif()
 
 # Item 1: devices and endless pipes are refused after their head, not read whole.
 add_test(NAME cli_hardening_stream_inputs COMMAND bash ${hardening_dir}/stream_inputs.sh $<TARGET_FILE:memtool>)
@@ -51,12 +59,8 @@ endif()
 # Item 5: two outputs on one file. The log file or the swap dump naming the trace (by path or by
 # inode) is said and left out; a second process on one MEMTOOL_TRACE gets its own file.
 if(TARGET conv_train AND TARGET fakecuda)
-  set(two_outputs_preload $<TARGET_FILE:memtool_preload>)
-  if(MEMTOOL_SANITIZER_PRELOAD)
-    set(two_outputs_preload "${MEMTOOL_SANITIZER_PRELOAD}:$<TARGET_FILE:memtool_preload>")
-  endif()
   add_test(NAME cli_hardening_two_outputs_one_file COMMAND bash ${hardening_dir}/two_outputs.sh
-    $<TARGET_FILE:memtool> ${two_outputs_preload} $<TARGET_FILE_DIR:fakecuda> $<TARGET_FILE:conv_train>
+    $<TARGET_FILE:memtool> ${hardening_preload} $<TARGET_FILE_DIR:fakecuda> $<TARGET_FILE:conv_train>
     ${CMAKE_CURRENT_BINARY_DIR}/two_outputs)
   set_tests_properties(cli_hardening_two_outputs_one_file PROPERTIES LABELS "cli" TIMEOUT 180
     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
@@ -100,12 +104,8 @@ memtool_cli_test(cli_hardening_run_not_found EXPECT_RC 127
 # A refused value of 10,000 characters: its error line keeps the reason (log lines were cut at
 # 1 KB, inside the value); long values and units are quoted in part, a line over 4 KiB says [cut].
 if(TARGET conv_train AND TARGET fakecuda)
-  set(long_value_preload $<TARGET_FILE:memtool_preload>)
-  if(MEMTOOL_SANITIZER_PRELOAD)
-    set(long_value_preload "${MEMTOOL_SANITIZER_PRELOAD}:$<TARGET_FILE:memtool_preload>")
-  endif()
   add_test(NAME cli_hardening_long_value_keeps_reason COMMAND bash -c
-    "MEMTOOL_BUDGET=1$(printf %10000s | tr ' ' x) LD_LIBRARY_PATH=$<TARGET_FILE_DIR:fakecuda> LD_PRELOAD=${long_value_preload} ASAN_OPTIONS=detect_leaks=0 $<TARGET_FILE:conv_train> --iterations 2 2>&1 >/dev/null")
+    "MEMTOOL_BUDGET=1$(printf %10000s | tr ' ' x) LD_LIBRARY_PATH=$<TARGET_FILE_DIR:fakecuda> LD_PRELOAD=${hardening_preload} ASAN_OPTIONS=detect_leaks=0 $<TARGET_FILE:conv_train> --iterations 2 2>&1 >/dev/null")
   set_tests_properties(cli_hardening_long_value_keeps_reason PROPERTIES LABELS "cli" TIMEOUT 60
     PASS_REGULAR_EXPRESSION "MEMTOOL_BUDGET='1x+\\.\\.\\. \\(10001 characters\\)': unknown unit 'x+\\.\\.\\.'; expected a size[^\n]*memtool stays out of the way")
 endif()
@@ -126,12 +126,8 @@ if(TARGET fakecuda AND TARGET memtool_preload)
   target_link_libraries(abrupt_end PRIVATE fakecuda)
   set_target_properties(abrupt_end PROPERTIES SKIP_BUILD_RPATH ON)
   memtool_warnings(abrupt_end)
-  set(abrupt_preload $<TARGET_FILE:memtool_preload>)
-  if(MEMTOOL_SANITIZER_PRELOAD)
-    set(abrupt_preload "${MEMTOOL_SANITIZER_PRELOAD}:$<TARGET_FILE:memtool_preload>")
-  endif()
   add_test(NAME cli_hardening_abrupt_ends COMMAND bash ${hardening_dir}/abrupt_ends.sh
-    $<TARGET_FILE:memtool> ${abrupt_preload} $<TARGET_FILE_DIR:fakecuda> $<TARGET_FILE:abrupt_end>
+    $<TARGET_FILE:memtool> ${hardening_preload} $<TARGET_FILE_DIR:fakecuda> $<TARGET_FILE:abrupt_end>
     ${CMAKE_CURRENT_BINARY_DIR}/abrupt_ends)
   set_tests_properties(cli_hardening_abrupt_ends PROPERTIES LABELS "cli" TIMEOUT 120)
   if(MEMTOOL_SANITIZER_PRELOAD)
