@@ -45,7 +45,12 @@ void DetectionWorker::put(const Entry& entry) noexcept {
   }
   ring_[head & (kCapacity - 1)] = entry;
   head_.store(head + 1, std::memory_order_release);
-  if (synchronous_) {
+  // A strategy waiting for its step takes it at the first boundary whose window is complete,
+  // which the finder accepts only a few tokens before: found one poll late, the boundary has
+  // passed and the plan serves a whole step later. Until a step is accepted the producer runs
+  // the finder itself (the cost MEMTOOL_POOL_SYNC_PLANNING pays throughout, here only while
+  // there is no step); from then on the worker does.
+  if (synchronous_ || (eager_ && !has_step_.load(std::memory_order_acquire))) {
     std::lock_guard lock(finder_mutex_);
     drain_locked();
     tail_seen_ = head + 1;
@@ -148,6 +153,7 @@ bool DetectionWorker::drain_locked() noexcept {
 }
 
 void DetectionWorker::publish_locked() noexcept {
+  has_step_.store(finder_.step().has_value(), std::memory_order_release);
   if (const auto proposal = finder_.proposal()) period_ = proposal->period;
   generation_.fetch_add(1, std::memory_order_acq_rel);
   // Said once per step found, not each time a break withdraws it and it comes back.

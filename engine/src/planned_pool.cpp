@@ -4,7 +4,11 @@
 //  - OBSERVE: everything goes to the upstream. At an iteration boundary the observer hands over
 //    the window of the last complete iteration; if it has buffers to pool, PLAN starts.
 //  - PLAN: the planner runs on a worker thread (or inline with `synchronous_planning`) while
-//    calls pass through. At the first boundary after the plan is ready the pool is allocated —
+//    calls pass through. A plan serves from a boundary on, so one still being made when its
+//    boundary comes would serve a whole step late: the boundary waits for it, up to
+//    `plan_wait_seconds` in all per plan (never longer than planning on the calling thread
+//    would have stalled the program); a longer plan goes on while the program runs. At the
+//    first boundary after the plan is ready the pool is allocated —
 //    the observer puts boundaries where the fewest bytes are live, so the observed iterations'
 //    memory is gone by then and the pool takes its place rather than adding to the peak — or
 //    the current pool is reused when it is big enough.
@@ -28,6 +32,7 @@
 // Thread-safe: one mutex; upstream allocations and frees are called outside it.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -179,7 +184,7 @@ class PlannedPool final : public Resource {
   }
 
   void on_boundary(const Boundary& boundary) override {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     // The observer found another step (warm-up iterations first, then the steady step: with
     // CUDA graphs the steady step is a few replays and eager work, nothing like the eager
     // warm-up): a plan of the old one would only miss. Plan the new one.
@@ -198,11 +203,13 @@ class PlannedPool final : public Resource {
         // A planner still busy with a plan that was dropped meanwhile: wait for a later boundary.
         if (boundary.window && !boundary.window->problem.buffers.empty() && !worker_running_) {
           start_planning(boundary.window);
-          if (ready_) enter_apply(boundary.from_marks);  // planned on this thread: serve from here on
+          wait_for_plan(lock);
+          if (state_ == State::plan && ready_) enter_apply(boundary.from_marks);  // serve from here on
         }
         break;
       case State::plan:
-        if (ready_) enter_apply(boundary.from_marks);
+        wait_for_plan(lock);
+        if (state_ == State::plan && ready_) enter_apply(boundary.from_marks);
         break;
       case State::apply:
         if (boundary.from_marks && boundaries_by_marks_ && (k_ != 0 || iteration_misses_ != 0)) end_iteration();
@@ -283,6 +290,7 @@ class PlannedPool final : public Resource {
                                                release_memory ? "the CUDA context ended" : "the process exits"));
       }
       ++generation_;
+      planner_done_.notify_all();  // a boundary waiting for the plan stops waiting
       ready_.reset();
       if (release_memory) release_idle_arenas(true);
       current_ = nullptr;
@@ -340,6 +348,8 @@ class PlannedPool final : public Resource {
   void start_planning(const std::shared_ptr<const IterationWindow>& window) {
     set_state(State::plan, "planning the step found");
     ready_.reset();
+    wait_left_ = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(std::max(options_.plan_wait_seconds, 0.0)));
     const std::uint64_t gen = ++generation_;
     log(LogLevel::info, fmt::format("memtool pool: planning an iteration of {} allocations ({} to pool, {} events)",
                                     window->entries.size(), window->problem.buffers.size(), window->period));
@@ -357,6 +367,23 @@ class PlannedPool final : public Resource {
       worker_running_ = false;
       planner_done_.notify_all();
     });
+  }
+
+  // At a boundary, with the plan still being made on the planner thread: wait for it (the lock
+  // is released meanwhile: other threads' calls pass through), out of what is left of the
+  // plan's wait. The plan serves from this boundary on if it is ready by then.
+  void wait_for_plan(std::unique_lock<std::mutex>& lock) {
+    if (state_ != State::plan || ready_ || !worker_running_ ||
+        wait_left_ <= std::chrono::steady_clock::duration::zero())
+      return;
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t gen = generation_;
+    planner_done_.wait_until(lock, start + wait_left_, [&] { return !worker_running_ || generation_ != gen; });
+    const auto waited = std::chrono::steady_clock::now() - start;
+    wait_left_ -= std::min(waited, wait_left_);
+    log(LogLevel::info, fmt::format("memtool pool: the step boundary waited {:.1f} ms for the plan{}",
+                                    std::chrono::duration<double, std::milli>(waited).count(),
+                                    ready_ ? "" : ": not ready, it goes on while the program runs"));
   }
 
   void finish_planning(detail::PlanOutcome outcome, std::uint64_t period) {
@@ -708,6 +735,7 @@ class PlannedPool final : public Resource {
   std::mutex join_mutex_;  // one joiner at a time (shutdown from several threads)
   bool worker_running_ = false;
   std::uint64_t generation_ = 0;
+  std::chrono::steady_clock::duration wait_left_{};  // of plan_wait_seconds, for the plan being made
 
   // Apply.
   detail::ReadyPlan plan_;

@@ -278,6 +278,7 @@ State decide() {
   strategy_options.name = options.strategy;
   strategy_options.pool.synchronous_planning = options.pool_sync_planning;
   strategy_options.pool.plan_time_limit_seconds = static_cast<double>(options.plan_seconds);
+  strategy_options.pool.plan_wait_seconds = static_cast<double>(options.pool_plan_wait);
   strategy_options.budget_bytes = options.budget.bytes;
   strategy_options.budget_percent = options.budget.percent;
   strategy_options.swap.min_bytes = options.swap_min_bytes;

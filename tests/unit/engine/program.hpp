@@ -73,17 +73,20 @@ class LogCapture {
   }
 };
 
-inline EngineOptions pool_engine_options(const PoolOptions& pool) {
+// `synchronous_detection`: the step found on the calling thread (deterministic); false: the
+// detection worker, as libmemtool.so does by default.
+inline EngineOptions pool_engine_options(const PoolOptions& pool, bool synchronous_detection = true) {
   EngineOptions o;
   o.strategy.name = "pool";
   o.strategy.pool = pool;
-  o.observer.synchronous_detection = true;
+  o.observer.synchronous_detection = synchronous_detection;
   return o;
 }
 
 class PoolEngine {
  public:
-  PoolEngine(Device& device, const PoolOptions& options) : engine_(device, pool_engine_options(options)) {}
+  PoolEngine(Device& device, const PoolOptions& options, bool synchronous_detection = true)
+      : engine_(device, pool_engine_options(options, synchronous_detection)) {}
   Status allocate(std::uint64_t size, MemoryKind kind, StreamId stream, DevicePtr* out) {
     return engine_.allocate(size, kind, stream, out);
   }

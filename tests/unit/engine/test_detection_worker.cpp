@@ -1,14 +1,17 @@
 // Iteration detection on the worker thread finds exactly what the detector finds when fed the
-// same tokens directly: through the ring, past its capacity, with marks, after stop().
+// same tokens directly: through the ring, past its capacity, with marks, after stop(); and an
+// eager worker (a strategy waiting for the step) publishes it at the very token that completes it.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <vector>
 
 #include "memtool/engine/detection_worker.hpp"
+#include "memtool/engine/step_finder.hpp"
 #include "memtool/trace/iteration_detector.hpp"
 
 using memtool::engine::DetectionWorker;
+using memtool::engine::StepFinder;
 using memtool::trace::IterationDetector;
 
 namespace {
@@ -72,4 +75,63 @@ TEST_CASE("after stop() the producer processes what is queued itself", "[engine]
   const auto found = worker.period_now();
   REQUIRE(found.has_value());
   CHECK(*found == 12);
+}
+
+namespace {
+
+// A step's allocations and frees, with the live bytes after each: a batch, layers' activations
+// kept through the forward pass and freed in the backward one, with a gradient temporary each.
+struct Call {
+  std::uint64_t token;
+  std::uint64_t live;
+  bool allocation;
+};
+std::vector<Call> training_calls(std::uint64_t steps) {
+  std::vector<Call> calls;
+  std::uint64_t live = 0;
+  const auto alloc = [&](std::uint64_t size) {
+    live += size;
+    calls.push_back({1'000'000 + size, live, true});
+  };
+  const auto free = [&](std::uint64_t size) {
+    live -= size;
+    calls.push_back({2'000'000 + size, live, false});
+  };
+  for (std::uint64_t s = 0; s < steps; ++s) {
+    alloc(64);
+    for (std::uint64_t l = 0; l < 5; ++l) alloc(1000 * (l + 1));
+    for (std::uint64_t l = 5; l-- > 0;) {
+      alloc(300);
+      free(300);
+      free(1000 * (l + 1));
+    }
+    free(64);
+  }
+  return calls;
+}
+
+}  // namespace
+
+TEST_CASE("an eager worker publishes the step at the token that completes it", "[engine][detection]") {
+  // A pool takes the step at the first boundary whose window is complete, a few tokens after the
+  // finder accepts it: published a poll later, that boundary has passed and a step is lost.
+  const auto calls = training_calls(8);
+  StepFinder direct;
+  std::optional<std::size_t> accepted;
+  for (std::size_t i = 0; i < calls.size() && !accepted; ++i) {
+    if (direct.push(calls[i].token, calls[i].live, calls[i].allocation) && direct.step()) accepted = i;
+  }
+  REQUIRE(accepted.has_value());
+  DetectionWorker worker({}, /*synchronous=*/false, /*eager=*/true);
+  std::optional<std::size_t> published;
+  for (std::size_t i = 0; i < calls.size() && !published; ++i) {
+    worker.push(calls[i].token, calls[i].live, calls[i].allocation);
+    if (worker.step_generation() != 0) published = i;
+  }
+  REQUIRE(published.has_value());
+  CHECK(*published == *accepted);
+  const auto step = worker.published_step();
+  REQUIRE(step.has_value());
+  CHECK(step->period == direct.step()->period);
+  CHECK(step->phase == direct.step()->phase);
 }

@@ -1,13 +1,17 @@
 // Pool mode on the shapes of real models it had not seen (issue 35): a training step whose
 // optimizer runs a balanced loop over equally shaped layers (which the step finder must not take
 // for the step), a plan dropped in the middle of a step (the next boundary's window must be cut
-// for it), and the summary's account of planned steps and of why the pool stopped serving.
+// for it), the summary's account of planned steps and of why the pool stopped serving, and the
+// same first served step with the step found and the plan made off the calling thread.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "memtool/engine/step_finder.hpp"
+#include "memtool/planner/algorithm.hpp"
 #include "program.hpp"
 
 using namespace memtool::engine;
@@ -185,6 +189,67 @@ TEST_CASE("pool: a plan dropped in the middle of a step is replaced at the next 
   const std::uint64_t per_step = 1 + 3 * model.layers;
   CHECK(from_pool[3] - from_pool[2] == per_step);  // the new shape's step 3: all from the new plan
   CHECK(s.plans_made == 2);
+  model.teardown(p);
+  check_clean(p, d);
+  engine.shutdown();
+}
+
+namespace {
+
+// `best` after `delay`: a plan that takes that long on the planner's thread.
+PlanFunction slow_best(std::chrono::milliseconds delay) {
+  return [delay](const memtool::trace::Problem& problem) {
+    std::this_thread::sleep_for(delay);
+    memtool::planner::PlanOptions options;
+    options.time_limit_seconds = 0.05;
+    return memtool::planner::find_algorithm("best")->plan(problem, options);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("pool, the defaults: the step after the observed ones is served, a plan past the wait later",
+          "[engine][coverage]") {
+  // Steps here take microseconds: the detection worker (a poll of milliseconds) and the planner's
+  // thread would both answer several steps late. The finder runs on the calling thread until the
+  // step is accepted, and the boundary waits for the plan (PoolOptions::plan_wait_seconds).
+  SimDevice d;
+  PoolOptions options;  // planning on the planner's thread
+  const bool within = GENERATE(true, false);
+  options.plan_override = slow_best(std::chrono::milliseconds(within ? 20 : 400));
+  options.plan_wait_seconds = within ? 5.0 : 0.02;
+  INFO((within ? "a plan of 20 ms, a wait of 5 s" : "a plan of 400 ms, a wait of 20 ms"));
+  PoolEngine engine(d, options, /*synchronous_detection=*/false);
+  Program p(engine, d);
+  Layered model;
+  model.setup(p);
+  const std::uint64_t per_step = 1 + 3 * model.layers;
+  std::vector<std::uint64_t> from_pool;
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < 3; ++s) {
+    model.step(p);
+    from_pool.push_back(engine.summary().allocs_from_pool);
+  }
+  const auto three_steps = std::chrono::steady_clock::now() - start;
+  if (within) {
+    INFO("from the pool after each step: " << Catch::Detail::stringify(from_pool));
+    CHECK(from_pool[1] == 0);
+    CHECK(from_pool[2] == per_step);  // as with MEMTOOL_POOL_SYNC_PLANNING
+  } else {
+    // The boundary waited 20 ms, not the plan's 400: the steps went on, passed through.
+    CHECK(from_pool[2] == 0);
+    CHECK(three_steps < std::chrono::milliseconds(400));
+    engine.wait_for_planner(Summary{});
+    model.step(p);  // the plan is ready: served from the boundary after this step
+    CHECK(engine.summary().allocs_from_pool == 0);
+  }
+  for (int s = 0; s < 3; ++s) model.step(p);
+  const Summary s = engine.summary();
+  CHECK(s.plans_made == 1);
+  CHECK(s.misses == 0);
+  CHECK(s.replans == 0);
+  CHECK(s.iterations_planned == (within ? 4U : 3U));
+  CHECK(s.worst_step_served == 1.0);
   model.teardown(p);
   check_clean(p, d);
   engine.shutdown();

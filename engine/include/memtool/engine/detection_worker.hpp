@@ -11,7 +11,9 @@
 // to notice) and `published_step()` reads it.
 //
 // Fail-open and bounded: if the worker cannot be started, or falls a whole ring behind, the
-// producer runs the finder itself — nothing is dropped.
+// producer runs the finder itself — nothing is dropped. A strategy that waits for the step
+// (`eager`) has the producer run it until a step is accepted: the finder accepts a step a few
+// tokens before the boundary a plan starts at, and a worker a poll behind would miss it.
 // Threading contract: push()/mark()/period_now() are called by one producer at a time (the
 // observer's owner's lock); the worker only ever takes `finder_mutex_`.
 #pragma once
@@ -32,8 +34,10 @@ namespace memtool::engine {
 class DetectionWorker {
  public:
   // `synchronous`: no worker thread; the producer runs the finder at every token (deterministic
-  // tests, MEMTOOL_POOL_SYNC_PLANNING). `eager`: the worker looks every few milliseconds rather
-  // than every 20-200 (a strategy waits for the step).
+  // tests, MEMTOOL_POOL_SYNC_PLANNING). `eager`: a strategy waits for the step: until one is
+  // accepted the producer runs the finder at every token (the step is taken at the boundary
+  // where it is found, not a poll later), and then the worker looks every few milliseconds
+  // rather than every 20-200.
   explicit DetectionWorker(const StepFinderOptions& options = {}, bool synchronous = false, bool eager = false);
   ~DetectionWorker();  // stop()
   DetectionWorker(const DetectionWorker&) = delete;
@@ -109,7 +113,8 @@ class DetectionWorker {
   StepFinder finder_;
   std::optional<std::uint64_t> period_;  // guarded by finder_mutex_
   std::atomic<std::uint64_t> generation_{0};
-  std::uint64_t logged_period_ = 0;  // guarded by finder_mutex_
+  std::atomic<bool> has_step_{false};  // the finder has an accepted step (as of the last publish)
+  std::uint64_t logged_period_ = 0;    // guarded by finder_mutex_
   bool logged_marks_ = false;
 
   std::atomic<std::uint64_t> worker_cpu_ns_{0};

@@ -39,9 +39,13 @@ std::unique_ptr<Resource> make_device_resource(Device& device, bool count_bytes 
 using PlanFunction = std::function<planner::Placement(const trace::Problem&)>;
 
 struct PoolOptions {
-  std::string algorithm = "best";               // planner registry name
-  double plan_time_limit_seconds = 4.0;         // the planner stops earlier when it reaches the lower bound
-  bool synchronous_planning = false;            // plan on the calling thread (deterministic tests)
+  std::string algorithm = "best";        // planner registry name
+  double plan_time_limit_seconds = 4.0;  // the planner stops earlier when it reaches the lower bound
+  bool synchronous_planning = false;     // plan on the calling thread (deterministic tests)
+  // The most the program waits, in all, at step boundaries for a plan being made on the planner
+  // thread (MEMTOOL_POOL_PLAN_WAIT): a plan not ready at its boundary serves a whole step later.
+  // As long as the default planning budget: never longer than planning on the calling thread.
+  double plan_wait_seconds = 4.0;
   bool validate_plan = true;                    // reject a plan planner::validate finds invalid
   PlanFunction plan_override;                   // used instead of `algorithm` when set
   double drift_miss_fraction = 0.05;            // misses in one iteration above this fraction: drop
