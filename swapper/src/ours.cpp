@@ -176,7 +176,7 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget) {
         const PlanInput at{input.iteration, input.link, target,        paper_options,
                            input.timeline,  input.load, input.peak_op, input.gaps};
         for (const auto& [by, name] : kPaper) {
-          State seeded = from_schedule(context, plan_paper(at, by).schedule, name);
+          State seeded = from_schedule(context, paper_schedule(at, by), name);
           within = within || context.within_allowance(seeded);
           if (mode == ScheduleMode::stick_to_limit && target == input.budget_bytes) note_paper(seeded);
           consider_built(std::move(seeded));

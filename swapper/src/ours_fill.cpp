@@ -14,6 +14,7 @@
 #include <queue>
 
 #include "ours_context.hpp"
+#include "range_load.hpp"
 
 namespace memtool::swapper::detail {
 namespace {
@@ -31,6 +32,7 @@ class Filler {
         t_(context.input.timeline),
         target_(static_cast<std::int64_t>(target)),
         load_(context.input.load.begin(), context.input.load.end()),
+        peaks_(load_),
         picked_(context.candidates.size(), false) {}
 
   std::vector<Pick> choose() {
@@ -42,7 +44,7 @@ class Filler {
   [[nodiscard]] std::int64_t load_at(std::uint64_t u) const { return load_[u % load_.size()]; }
 
  private:
-  [[nodiscard]] std::int64_t peak() const { return *std::max_element(load_.begin(), load_.end()); }
+  [[nodiscard]] std::int64_t peak() const { return peaks_.peak(); }
 
   // Ops of the gap the candidate can be out of: hidden transfers only, or the whole gap.
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> window(const Candidate& c, bool hidden) const {
@@ -90,6 +92,9 @@ class Filler {
       picked_[k] = true;
       picks_.push_back({k, w.first, w.second});
       for (std::uint64_t u = w.first; u < w.second; ++u) load_[u % load_.size()] -= static_cast<std::int64_t>(c.size);
+      for (std::uint64_t u = w.first; u < w.second; u += load_.size()) {  // the same ops, period by period
+        peaks_.add(u, std::min(w.second, u + load_.size()), -static_cast<std::int64_t>(c.size));
+      }
     }
   }
 
@@ -97,6 +102,7 @@ class Filler {
   const BaseTimeline& t_;
   std::int64_t target_;
   std::vector<std::int64_t> load_;
+  RangeLoad peaks_;  // load_ again, for its peak
   std::vector<bool> picked_;
   std::vector<Pick> picks_;
 };
