@@ -145,7 +145,7 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget) {
   };
 
   // The first greedy may use a third of the simulations: the other starts need theirs.
-  const std::uint32_t limit = input.options.max_simulations;
+  const std::uint32_t limit = context.simulation_limit();
   State greedy = base;
   greedy.construction = "greedy";
   greedy_improve(context, greedy, limit / 3);

@@ -66,7 +66,9 @@ class OursContext {
 
   // Simulations hold the budget as the executor does (SimulateOptions::hold_budget_bytes).
   [[nodiscard]] bool holds_budget() const { return options_.hold_budget_bytes != 0; }
-  [[nodiscard]] bool out_of_simulations() const { return simulations_ >= input.options.max_simulations; }
+  // PlanOptions::max_simulations, or fewer for a long iteration (PlanOptions::max_simulated_ops).
+  [[nodiscard]] std::uint32_t simulation_limit() const { return simulation_limit_; }
+  [[nodiscard]] bool out_of_simulations() const { return simulations_ >= simulation_limit_; }
   [[nodiscard]] std::uint32_t simulations() const { return simulations_; }
   [[nodiscard]] bool within_allowance(const State& s) const {
     return s.simulation.stall_ns <= allowance_ns + tolerance_ns;
@@ -105,6 +107,7 @@ class OursContext {
   SimulateOptions options_;
   Simulator simulator_;
   std::uint32_t simulations_ = 0;
+  std::uint32_t simulation_limit_ = 0;
   std::vector<std::size_t> order_;
   std::vector<double> out_done_;
 };

@@ -49,6 +49,11 @@ struct PlanOptions {
   std::uint64_t paper_min_bytes = std::uint64_t{1} << 20;  // the paper's smallest candidate
   // ours: a deterministic work limit (simulations run), never a wall-clock one.
   std::uint32_t max_simulations = 4000;
+  // ours: the same limit in ops simulated (a simulation of n ops costs n): a long iteration gets
+  // max_simulated_ops / n simulations when that is fewer, so that planning time grows about
+  // linearly with the iteration's length. The default leaves iterations of up to 4,096 ops their
+  // max_simulations (a large transformer's step of 100,000 ops gets 163).
+  std::uint64_t max_simulated_ops = std::uint64_t{4000} * 4096;
   SimulateOptions simulate;
 };
 
