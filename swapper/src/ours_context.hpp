@@ -117,9 +117,19 @@ class OursContext {
 // simulations in all.
 void greedy_improve(OursContext& context, State& state, std::uint32_t simulation_limit);
 
+// One swap the fill chose: candidate `candidate` out of the ideal load over unrolled ops [begin, end).
+struct FillPick {
+  std::uint32_t candidate = 0;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+};
+// The fill's choices per target: they depend on the iteration and the target only, so the two
+// passes of plan_ours (holding the budget, then with planned waits) choose once.
+using FillMemo = std::vector<std::pair<std::uint64_t, std::vector<FillPick>>>;
+
 // The constructive plan (ours_fill.cpp): swaps chosen on the ideal load until it is within
 // `target`, then timed on `base`'s timeline (the iteration without swaps) so that the target
 // holds where the link allows and stall is paid where it does not.
-[[nodiscard]] State fill_to_target(OursContext& context, const State& base, std::uint64_t target);
+[[nodiscard]] State fill_to_target(OursContext& context, const State& base, std::uint64_t target, FillMemo& memo);
 
 }  // namespace memtool::swapper::detail

@@ -24,11 +24,7 @@ namespace {
 // near it (tests/unit/swapper/test_schedule_golden.cpp); a step of 100,000 ops reaches it.
 constexpr std::uint64_t kEvaluationLimit = std::uint64_t{1} << 28;
 
-struct Pick {
-  std::uint32_t candidate = 0;
-  std::uint64_t begin = 0;  // unrolled ops [begin, end) it is out of the ideal load
-  std::uint64_t end = 0;
-};
+using Pick = FillPick;
 
 class Filler {
  public:
@@ -184,9 +180,14 @@ State time_picks(OursContext& context, const State& base, const std::vector<Pick
 
 }  // namespace
 
-State fill_to_target(OursContext& context, const State& base, std::uint64_t target) {
-  Filler filler(context, target);
-  State state = time_picks(context, base, filler.choose(), target);
+State fill_to_target(OursContext& context, const State& base, std::uint64_t target, FillMemo& memo) {
+  auto known = std::find_if(memo.begin(), memo.end(), [&](const auto& entry) { return entry.first == target; });
+  if (known == memo.end()) {
+    Filler filler(context, target);
+    memo.emplace_back(target, filler.choose());
+    known = memo.end() - 1;
+  }
+  State state = time_picks(context, base, known->second, target);
   state.construction = "fill";
   return state;
 }
