@@ -3,18 +3,21 @@
 // ops, in stick-to-limit mode with no stall limit (what the process asks for), at a budget of 60%
 // of the plain peak over a 55 GB/s link; one row per size, planning seconds per strategy side by
 // side. Options: --sizes=12500,25000 (ops), --strategies=ours,paper-doa, --budget=0.6,
-// --max-simulations=N (ours' work limit; default plan()'s). Figures in bench/RESULTS.md.
+// --max-simulations=N (ours' work limit; default plan()'s), --write=PATH (also write each size's
+// problem to PATH.<ops>.problem, for `memtool simulate`). Figures in bench/RESULTS.md.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../tests/unit/swapper/transformer_iteration.hpp"
 #include "memtool/swapper/plan.hpp"
+#include "memtool/swapper/problem.hpp"
 
 namespace {
 
@@ -37,6 +40,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (const ms::StrategyInfo& s : ms::strategies()) names.emplace_back(s.name);
   double share = 0.6;
+  std::string write_prefix;
   ms::PlanOptions options;
   options.mode = ms::ScheduleMode::stick_to_limit;
   for (int i = 1; i < argc; ++i) {
@@ -50,10 +54,13 @@ int main(int argc, char** argv) {
       names = split(names_arg);
     } else if (const char* share_arg = value("--budget=")) {
       share = std::strtod(share_arg, nullptr);
+    } else if (const char* write_arg = value("--write=")) {
+      write_prefix = write_arg;
     } else if (const char* limit_arg = value("--max-simulations=")) {
       options.max_simulations = static_cast<std::uint32_t>(std::strtoul(limit_arg, nullptr, 10));
     } else {
-      fmt::print(stderr, "usage: {} [--sizes=N,...] [--strategies=S,...] [--budget=F] [--max-simulations=N]\n",
+      fmt::print(stderr,
+                 "usage: {} [--sizes=N,...] [--strategies=S,...] [--budget=F] [--max-simulations=N] [--write=PATH]\n",
                  argv[0]);
       return 2;
     }
@@ -67,6 +74,10 @@ int main(int argc, char** argv) {
   for (const std::string& size : sizes) {
     const ms::Iteration it = memtool::test::transformer_iteration(static_cast<std::uint32_t>(std::stoul(size)));
     const auto budget = static_cast<std::uint64_t>(share * static_cast<double>(ms::plain_peak_bytes(it)));
+    if (!write_prefix.empty()) {
+      std::ofstream out(fmt::format("{}.{}.problem", write_prefix, it.ops.size()));
+      ms::write_problem(out, {it, link, budget});
+    }
     std::string row = fmt::format("{:>8} {:>8}", it.ops.size(), it.buffers.size());
     std::string detail;
     for (const std::string& name : names) {

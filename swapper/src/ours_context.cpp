@@ -36,6 +36,7 @@ void OursContext::simulate(State& state, std::uint64_t target) {
   state.schedule.swaps.clear();
   for (const Planned& p : state.planned) state.schedule.swaps.push_back(p.swap);
   state.simulation = simulator_.run_trusted(input.iteration, state.schedule, input.link, options_);
+  if (input.options.progress) input.options.progress(simulations_, simulation_limit_);
   state.start.resize(n);
   double t = 0;
   for (std::size_t i = 0; i < n; ++i) {

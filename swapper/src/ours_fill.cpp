@@ -120,7 +120,7 @@ class Filler {
   const BaseTimeline& t_;
   std::int64_t target_;
   std::vector<std::int64_t> load_;
-  RangeLoad peaks_;  // load_ again, for its peak
+  RangeLoad peaks_;                // load_ again, for its peak
   std::vector<double> durations_;  // per op
   std::uint64_t evaluated_ = 0;    // ops summed by worth()
   std::vector<bool> picked_;

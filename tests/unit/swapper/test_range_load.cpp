@@ -71,7 +71,7 @@ TEST_CASE("the range load: no op over the limit, empty ranges, a whole period at
   CHECK(load.last_over(2, 2, 0) == 2);   // an empty range
   CHECK(load.first_over(2, 6, 8) == 3);  // op 3, then op 1 of the next period
   CHECK(load.last_over(2, 6, 8) == 5);
-  load.add(3, 10, -1);                   // more than a period: each op once
+  load.add(3, 10, -1);  // more than a period: each op once
   CHECK(load.at(0) == 4);
   CHECK(load.at(7) == 8);
   CHECK(load.peak() == 8);

@@ -26,8 +26,8 @@ struct TransformerShape {
   static constexpr std::uint32_t kBackwardOps = 2 * kForwardOps;
   static constexpr std::uint32_t kOptimizerOps = 5;
   static constexpr std::uint32_t kOpsPerLayer = kForwardOps + kBackwardOps + kOptimizerOps;
-  static constexpr std::uint32_t kSaved = 4;        // activations per layer kept for the backward pass
-  static constexpr std::uint32_t kReadsAhead = 3;   // forward ops after its producer that read an activation
+  static constexpr std::uint32_t kSaved = 4;         // activations per layer kept for the backward pass
+  static constexpr std::uint32_t kReadsAhead = 3;    // forward ops after its producer that read an activation
   static constexpr std::uint32_t kWorkspaceOps = 4;  // forward ops a workspace lives
   static constexpr double kMinOpNs = 10'000;
   static constexpr double kMaxOpNs = 1'000'000;

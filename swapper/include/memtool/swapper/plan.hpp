@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -54,6 +55,10 @@ struct PlanOptions {
   // linearly with the iteration's length. The default leaves iterations of up to 4,096 ops their
   // max_simulations (a large transformer's step of 100,000 ops gets 163).
   std::uint64_t max_simulated_ops = std::uint64_t{4000} * 4096;
+  // ours: called after each of its simulations with how many it has run and its limit (of the
+  // pass under way: holding the budget, ours plans twice), on the planning thread; for progress
+  // lines offline. Empty: not called.
+  std::function<void(std::uint32_t simulations, std::uint32_t limit)> progress;
   SimulateOptions simulate;
 };
 
