@@ -41,7 +41,7 @@ double engine_capacity(const std::vector<std::pair<double, std::uint64_t>>& item
 class Sweep {
  public:
   using Order = std::function<bool(std::uint32_t, std::uint32_t)>;
-  Sweep(const std::vector<Window>& windows, Order order) : windows_(windows), active_(std::move(order)) {
+  Sweep(const std::vector<Window>& windows, const Order& order) : windows_(windows), active_(order) {
     by_begin_.resize(windows.size());
     std::iota(by_begin_.begin(), by_begin_.end(), 0U);
     std::stable_sort(by_begin_.begin(), by_begin_.end(),
