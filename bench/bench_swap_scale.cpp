@@ -2,12 +2,13 @@
 // transformer-shaped steps (tests/unit/swapper/transformer_iteration.hpp) of 12,500 to 100,000
 // ops, in stick-to-limit mode with no stall limit (what the process asks for), at a budget of 60%
 // of the plain peak over a 55 GB/s link; one row per size, planning seconds per strategy side by
-// side. Options: --sizes=12500,25000 (ops), --strategies=ours,paper-doa, --budget=0.6,
+// side: wall clock, and in brackets the CPU time (the machine may be shared). Options: --sizes=12500,25000 (ops), --strategies=ours,paper-doa, --budget=0.6,
 // --max-simulations=N (ours' work limit; default plan()'s), --write=PATH (also write each size's
 // problem to PATH.<ops>.problem, for `memtool simulate`). Figures in bench/RESULTS.md.
 #include <fmt/format.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
   }
   fmt::print("swap planning time (s), stick-to-limit, budget {:.0f}% of the plain peak, 55 GB/s link\n", 100 * share);
   std::string header = fmt::format("{:>8} {:>8}", "ops", "buffers");
-  for (const std::string& name : names) header += fmt::format(" {:>12}", name);
+  for (const std::string& name : names) header += fmt::format(" {:>15}", name);
   fmt::print("{}\n", header);
   std::fflush(stdout);
   const ms::Link link;
@@ -82,9 +83,11 @@ int main(int argc, char** argv) {
     std::string detail;
     for (const std::string& name : names) {
       const auto t0 = std::chrono::steady_clock::now();
+      const std::clock_t c0 = std::clock();
       const ms::PlanResult r = ms::plan(it, link, budget, name, options);
+      const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      row += fmt::format(" {:>12.2f}", seconds);
+      row += fmt::format(" {:>15}", fmt::format("{:.2f} ({:.2f})", seconds, cpu));
       detail += fmt::format("  {}: {} swaps ({}), peak {:.1f}% of the budget, {:.1f}% slowdown, {} simulations\n", name,
                             r.schedule.swaps.size(), r.construction,
                             100.0 * static_cast<double>(r.simulation.peak_bytes) / static_cast<double>(budget),
