@@ -83,8 +83,9 @@ void merge_into(const std::vector<std::pair<double, std::uint64_t>>& a,
 // period (a window is shorter than two iterations). Four sweeps keep them, each in the order of
 // its distance (time since the gap began: latest gap begin first; time until it is needed:
 // earliest gap end first), so that each op's lists come sorted without sorting: O(n log W + the
-// windows seen) instead of a sort of every op's windows. The sums and distances are those of a
-// direct computation, term for term.
+// windows seen) instead of a sort of every op's windows; an op whose live bytes are no more than
+// the bound so far is skipped. The sums and distances are those of a direct computation, term
+// for term.
 Bound bound(const Iteration& iteration, const Link& link) {
   if (std::string e = validate(iteration); !e.empty()) throw std::invalid_argument("swapper: " + e);
   if (std::string e = validate(link); !e.empty()) throw std::invalid_argument("swapper: " + e);
@@ -128,6 +129,8 @@ Bound bound(const Iteration& iteration, const Link& link) {
     now_back.advance(t);
     later_out.advance(t_next);
     later_back.advance(t_next);
+    // An op with no more live bytes than the bound so far cannot raise it (its own is lower).
+    if (i != 0 && live[i] <= result.peak_bytes) continue;
     for (const std::uint32_t w : now_out.active()) now[w] = 1;
     double absent = 0;  // bytes that could each be out at this time
     first.clear();

@@ -202,7 +202,8 @@ TEST_CASE("--as-executor: schedules as the executor runs them, the rule alone, o
         false);
 }
 
-TEST_CASE("planning a long iteration prints a line as each plan starts and ends", "[swapper][cli][progress]") {
+TEST_CASE("planning a long iteration prints a line as the bound and each plan start and end",
+          "[swapper][cli][progress]") {
   const mc::LoadedModel loaded = mc::load_model(fixture("conv_train.mtrace"), {});
   const mc::SwapSource source = mc::swap_source(loaded, {});
   mc::SimulateSwapOptions options = quick("80%");
@@ -219,6 +220,8 @@ TEST_CASE("planning a long iteration prints a line as each plan starts and ends"
   std::string text;
   for (int c = std::fgetc(lines); c != EOF; c = std::fgetc(lines)) text += static_cast<char>(c);
   std::fclose(lines);
+  CHECK(text.find("memtool: computing the zero-stall bound: ") != std::string::npos);
+  CHECK(text.find("memtool: computed the zero-stall bound: ") != std::string::npos);
   // Both strategies in both modes, each started and ended.
   for (const char* label :
        {"ours (no-overhead)", "ours (stick-to-limit)", "paper-doa (no-overhead)", "paper-doa (stick-to-limit)"}) {

@@ -153,13 +153,16 @@ SwapSource swap_problem_source(std::string_view text, const std::string& path) {
 
 namespace {
 
-// Progress lines for one plan of a long iteration (SimulateSwapOptions::progress).
+// Progress lines for one plan (or the bound) of a long iteration (SimulateSwapOptions::progress).
 class PlanProgress {
  public:
   static constexpr auto kInterval = std::chrono::seconds(1);
 
-  PlanProgress(std::FILE* out, std::string label) : out_(out), label_(std::move(label)) {
-    if (out_ != nullptr) fmt::print(out_, "memtool: planning {}\n", label_);
+  // `doing`, `done`: the verbs of the first and last lines ("planning", "planned").
+  PlanProgress(std::FILE* out, std::string label, std::string_view doing = "planning",
+               std::string_view done = "planned")
+      : out_(out), label_(std::move(label)), done_(done) {
+    if (out_ != nullptr) fmt::print(out_, "memtool: {} {}\n", doing, label_);
     started_ = last_ = std::chrono::steady_clock::now();
   }
   PlanProgress(const PlanProgress&) = delete;
@@ -167,7 +170,7 @@ class PlanProgress {
   ~PlanProgress() {
     if (out_ == nullptr) return;
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started_;
-    fmt::print(out_, "memtool: planned {} in {:.1f} s\n", label_, took.count());
+    fmt::print(out_, "memtool: {} {} in {:.1f} s\n", done_, label_, took.count());
   }
   void simulations(std::uint32_t done, std::uint32_t limit) {
     const auto now = std::chrono::steady_clock::now();
@@ -180,6 +183,7 @@ class PlanProgress {
  private:
   std::FILE* out_;
   std::string label_;
+  std::string_view done_;
   std::chrono::steady_clock::time_point started_, last_;
 };
 
@@ -197,7 +201,17 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
   for (const swapper::Buffer& b : iteration.buffers) report.persistent_bytes += b.persistent ? b.size : 0;
   report.base_time_ns = static_cast<double>(swapper::base_time_ns(iteration));
   report.plain_peak_bytes = swapper::plain_peak_bytes(iteration);
-  report.bound = swapper::bound(iteration, options.link);
+  {
+    // The bound is O(ops x open windows): on a long iteration, the first thing that takes time.
+    std::optional<PlanProgress> progress;
+    if (options.progress != nullptr && iteration.ops.size() >= options.progress_min_ops) {
+      progress.emplace(
+          options.progress,
+          fmt::format("the zero-stall bound: {} ops, {} buffers", iteration.ops.size(), iteration.buffers.size()),
+          "computing", "computed");
+    }
+    report.bound = swapper::bound(iteration, options.link);
+  }
   report.compute = source.compute;
   report.link = options.link;
   report.notes = source.notes;
