@@ -127,7 +127,7 @@ bool least_stall_first(const Simulation& x, const Simulation& y) {
   return x.stall_ns != y.stall_ns ? x.stall_ns < y.stall_ns : x.peak_bytes < y.peak_bytes;
 }
 
-PlanResult plan_once(const PlanInput& input, bool hold_budget) {
+PlanResult plan_once(const PlanInput& input, bool hold_budget, FillMemo& fills) {
   OursContext context(input, hold_budget);
   State base;
   context.simulate(base, 0);
@@ -145,7 +145,7 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget) {
   };
 
   // The first greedy may use a third of the simulations: the other starts need theirs.
-  const std::uint32_t limit = input.options.max_simulations;
+  const std::uint32_t limit = context.simulation_limit();
   State greedy = base;
   greedy.construction = "greedy";
   greedy_improve(context, greedy, limit / 3);
@@ -162,7 +162,7 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget) {
     const auto starts = [&](std::uint64_t target) {
       bool within = false;
       if (stall_allowed) {
-        State filled = fill_to_target(context, base, target);
+        State filled = fill_to_target(context, base, target, fills);
         within = context.within_allowance(filled);
         consider_built(std::move(filled));
       }
@@ -176,7 +176,7 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget) {
         const PlanInput at{input.iteration, input.link, target,        paper_options,
                            input.timeline,  input.load, input.peak_op, input.gaps};
         for (const auto& [by, name] : kPaper) {
-          State seeded = from_schedule(context, plan_paper(at, by).schedule, name);
+          State seeded = from_schedule(context, paper_schedule(at, by), name);
           within = within || context.within_allowance(seeded);
           if (mode == ScheduleMode::stick_to_limit && target == input.budget_bytes) note_paper(seeded);
           consider_built(std::move(seeded));
@@ -253,9 +253,10 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget) {
 PlanResult plan_ours(const PlanInput& input) {
   const bool hold = input.options.mode == ScheduleMode::stick_to_limit && std::isinf(input.options.max_slowdown) &&
                     input.budget_bytes != 0;
-  PlanResult result = plan_once(input, hold);
+  FillMemo fills;
+  PlanResult result = plan_once(input, hold, fills);
   if (!hold) return result;
-  PlanResult waits = plan_once(input, false);
+  PlanResult waits = plan_once(input, false, fills);
   const auto same = [&](const Schedule& s) { return s.swaps == waits.schedule.swaps; };
   if (waits.schedule.swaps.empty() || same(result.schedule) ||
       std::any_of(result.alternatives.begin(), result.alternatives.end(),

@@ -21,6 +21,10 @@ OursContext::OursContext(const PlanInput& in, bool hold_budget) : input(in), n(i
   const double base = static_cast<double>(base_time_ns(in.iteration));
   allowance_ns = in.options.mode == ScheduleMode::no_overhead ? 0.0 : in.options.max_slowdown * base;
   tolerance_ns = 1e-9 * base;
+  simulation_limit_ = in.options.max_simulations;
+  if (n > 0 && in.options.max_simulated_ops / n < simulation_limit_) {
+    simulation_limit_ = static_cast<std::uint32_t>(in.options.max_simulated_ops / n);
+  }
   for (const Gap& gap : in.gaps) {
     const std::uint64_t size = in.iteration.buffers[gap.buffer].size;
     candidates.push_back({gap, size, in.link.d2h_ns(size), in.link.h2d_ns(size)});
@@ -32,6 +36,7 @@ void OursContext::simulate(State& state, std::uint64_t target) {
   state.schedule.swaps.clear();
   for (const Planned& p : state.planned) state.schedule.swaps.push_back(p.swap);
   state.simulation = simulator_.run_trusted(input.iteration, state.schedule, input.link, options_);
+  if (input.options.progress) input.options.progress(simulations_, simulation_limit_);
   state.start.resize(n);
   double t = 0;
   for (std::size_t i = 0; i < n; ++i) {

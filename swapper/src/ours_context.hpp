@@ -66,7 +66,9 @@ class OursContext {
 
   // Simulations hold the budget as the executor does (SimulateOptions::hold_budget_bytes).
   [[nodiscard]] bool holds_budget() const { return options_.hold_budget_bytes != 0; }
-  [[nodiscard]] bool out_of_simulations() const { return simulations_ >= input.options.max_simulations; }
+  // PlanOptions::max_simulations, or fewer for a long iteration (PlanOptions::max_simulated_ops).
+  [[nodiscard]] std::uint32_t simulation_limit() const { return simulation_limit_; }
+  [[nodiscard]] bool out_of_simulations() const { return simulations_ >= simulation_limit_; }
   [[nodiscard]] std::uint32_t simulations() const { return simulations_; }
   [[nodiscard]] bool within_allowance(const State& s) const {
     return s.simulation.stall_ns <= allowance_ns + tolerance_ns;
@@ -105,6 +107,7 @@ class OursContext {
   SimulateOptions options_;
   Simulator simulator_;
   std::uint32_t simulations_ = 0;
+  std::uint32_t simulation_limit_ = 0;
   std::vector<std::size_t> order_;
   std::vector<double> out_done_;
 };
@@ -114,9 +117,19 @@ class OursContext {
 // simulations in all.
 void greedy_improve(OursContext& context, State& state, std::uint32_t simulation_limit);
 
+// One swap the fill chose: candidate `candidate` out of the ideal load over unrolled ops [begin, end).
+struct FillPick {
+  std::uint32_t candidate = 0;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+};
+// The fill's choices per target: they depend on the iteration and the target only, so the two
+// passes of plan_ours (holding the budget, then with planned waits) choose once.
+using FillMemo = std::vector<std::pair<std::uint64_t, std::vector<FillPick>>>;
+
 // The constructive plan (ours_fill.cpp): swaps chosen on the ideal load until it is within
 // `target`, then timed on `base`'s timeline (the iteration without swaps) so that the target
 // holds where the link allows and stall is paid where it does not.
-[[nodiscard]] State fill_to_target(OursContext& context, const State& base, std::uint64_t target);
+[[nodiscard]] State fill_to_target(OursContext& context, const State& base, std::uint64_t target, FillMemo& memo);
 
 }  // namespace memtool::swapper::detail

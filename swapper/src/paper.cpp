@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "range_load.hpp"
 #include "strategies.hpp"
 
 namespace memtool::swapper::detail {
@@ -45,33 +46,36 @@ struct Candidate {
   std::uint64_t in_at = 0;
 };
 
-// The paper's load: one value per op, ranges in unrolled positions taken modulo n.
-class Load {
+// The paper's load: one value per op, ranges in unrolled positions taken modulo n (a segment
+// tree: the selection and the stick-to-limit schedule ask for its peak and its first and last
+// op over the limit once per chosen swap).
+using Load = RangeLoad;
+
+// Sums of the load above a limit over unrolled ranges, from prefix sums: WDOA for every
+// candidate without a scan of its gap. The sums are exact (integers, in a long double's 64-bit
+// mantissa), as the scan's were wherever it summed below 2^53.
+class ExcessSums {
  public:
-  explicit Load(const std::vector<std::uint64_t>& live) : values_(live.begin(), live.end()) {}
-  void add(std::uint64_t begin, std::uint64_t end, std::int64_t delta) {
-    const std::uint64_t n = values_.size();
-    end = std::min(end, begin + n);
-    for (std::uint64_t u = begin; u < end; ++u) values_[u % n] += delta;
-  }
-  [[nodiscard]] std::int64_t at(std::uint64_t u) const { return values_[u % values_.size()]; }
-  [[nodiscard]] std::int64_t peak() const { return *std::max_element(values_.begin(), values_.end()); }
-  // First / last position in [begin, end) with a load above `limit`; `end` when none.
-  [[nodiscard]] std::uint64_t first_over(std::uint64_t begin, std::uint64_t end, std::int64_t limit) const {
-    for (std::uint64_t u = begin; u < end; ++u) {
-      if (at(u) > limit) return u;
+  ExcessSums(const std::vector<std::uint64_t>& load, std::int64_t limit) : prefix_(load.size() + 1, 0) {
+    for (std::size_t i = 0; i < load.size(); ++i) {
+      const std::int64_t above = std::max<std::int64_t>(0, static_cast<std::int64_t>(load[i]) - limit);
+      prefix_[i + 1] = prefix_[i] + static_cast<long double>(above);
     }
-    return end;
   }
-  [[nodiscard]] std::uint64_t last_over(std::uint64_t begin, std::uint64_t end, std::int64_t limit) const {
-    for (std::uint64_t u = end; u > begin; --u) {
-      if (at(u - 1) > limit) return u - 1;
-    }
-    return end;
+  // Over unrolled positions [begin, end).
+  [[nodiscard]] double over(std::uint64_t begin, std::uint64_t end) const {
+    const std::uint64_t n = prefix_.size() - 1;
+    if (n == 0 || end <= begin) return 0;
+    return static_cast<double>(upto(end) - upto(begin));
   }
 
  private:
-  std::vector<std::int64_t> values_;
+  // Sum over unrolled positions [0, u).
+  [[nodiscard]] long double upto(std::uint64_t u) const {
+    const std::uint64_t n = prefix_.size() - 1;
+    return static_cast<long double>(u / n) * prefix_[n] + prefix_[u % n];
+  }
+  std::vector<long double> prefix_;
 };
 
 std::vector<Candidate> candidates(const PlanInput& input) {
@@ -93,8 +97,7 @@ std::vector<Candidate> candidates(const PlanInput& input) {
 }
 
 void score(const PlanInput& input, std::vector<Candidate>& list, std::uint64_t limit_bytes) {
-  const auto limit = static_cast<std::int64_t>(limit_bytes);
-  const Load load(input.load);
+  const ExcessSums excess(input.load, static_cast<std::int64_t>(limit_bytes));
   for (Candidate& c : list) {
     const double out = input.link.d2h_ns(c.size);
     const double in = input.link.h2d_ns(c.size);
@@ -102,12 +105,7 @@ void score(const PlanInput& input, std::vector<Candidate>& list, std::uint64_t l
     c.doa = c.doa_origin - out - (input.options.paper_bugs ? out : in);
     const auto size = static_cast<double>(c.size);
     c.aoa = c.doa >= 0 ? c.doa * size : c.doa / size;
-    c.wdoa = 0;
-    if (!input.options.paper_bugs) {
-      for (std::uint64_t u = c.gap.from_op; u < c.gap.to_op; ++u) {
-        c.wdoa += static_cast<double>(std::max<std::int64_t>(0, load.at(u) - limit));
-      }
-    }
+    c.wdoa = input.options.paper_bugs ? 0.0 : excess.over(c.gap.from_op, c.gap.to_op);
   }
 }
 
@@ -224,7 +222,7 @@ void schedule_swap_ins(const PlanInput& input, std::vector<Candidate>& chosen, L
 
 }  // namespace
 
-PlanResult plan_paper(const PlanInput& input, PaperScore by) {
+Schedule paper_schedule(const PlanInput& input, PaperScore by) {
   std::vector<Candidate> list = candidates(input);
   score(input, list, input.budget_bytes);
   rank(list, by);
@@ -252,8 +250,12 @@ PlanResult plan_paper(const PlanInput& input, PaperScore by) {
     const bool useful = stick ? swap.out_wait_op <= c.peak_position : swap.in_at_op >= swap.out_wait_op;
     if (ordered && useful) schedule.swaps.push_back(swap);
   }
+  return schedule;
+}
+
+PlanResult plan_paper(const PlanInput& input, PaperScore by) {
   Simulator simulator;
-  return evaluate(input, std::move(schedule), simulator);
+  return evaluate(input, paper_schedule(input, by), simulator);
 }
 
 }  // namespace memtool::swapper::detail

@@ -30,6 +30,8 @@ struct PlanInput {
 [[nodiscard]] PlanResult evaluate(const PlanInput& input, Schedule schedule, Simulator& simulator);
 
 [[nodiscard]] PlanResult plan_paper(const PlanInput& input, PaperScore score);
+// plan_paper's schedule, not simulated (ours simulates it its own way).
+[[nodiscard]] Schedule paper_schedule(const PlanInput& input, PaperScore score);
 [[nodiscard]] PlanResult plan_save_on_cpu(const PlanInput& input);
 [[nodiscard]] PlanResult plan_ours(const PlanInput& input);
 

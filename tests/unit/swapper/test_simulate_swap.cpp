@@ -2,6 +2,7 @@
 // fixtures (a PyTorch snapshot, which has no launches, and a memtool trace of conv_train).
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <string>
 
 #include "detail/load_model.hpp"
@@ -199,4 +200,33 @@ TEST_CASE("--as-executor: schedules as the executor runs them, the rule alone, o
   plain.strategies = {"ours"};
   CHECK(mc::swap_report_json(mc::simulate_swap(mc::swap_source(loaded, plain.input), plain)).at("as_executor") ==
         false);
+}
+
+TEST_CASE("planning a long iteration prints a line as the bound and each plan start and end",
+          "[swapper][cli][progress]") {
+  const mc::LoadedModel loaded = mc::load_model(fixture("conv_train.mtrace"), {});
+  const mc::SwapSource source = mc::swap_source(loaded, {});
+  mc::SimulateSwapOptions options = quick("80%");
+  options.strategies = {"ours", "paper-doa"};
+  std::FILE* lines = std::tmpfile();
+  REQUIRE(lines != nullptr);
+  options.progress = lines;
+  options.progress_min_ops = source.iteration.ops.size() + 1;  // not long enough: nothing
+  (void)mc::simulate_swap(source, options);
+  CHECK(std::ftell(lines) == 0);
+  options.progress_min_ops = source.iteration.ops.size();
+  (void)mc::simulate_swap(source, options);
+  std::rewind(lines);
+  std::string text;
+  for (int c = std::fgetc(lines); c != EOF; c = std::fgetc(lines)) text += static_cast<char>(c);
+  std::fclose(lines);
+  CHECK(text.find("memtool: computing the zero-stall bound: ") != std::string::npos);
+  CHECK(text.find("memtool: computed the zero-stall bound: ") != std::string::npos);
+  // Both strategies in both modes, each started and ended.
+  for (const char* label :
+       {"ours (no-overhead)", "ours (stick-to-limit)", "paper-doa (no-overhead)", "paper-doa (stick-to-limit)"}) {
+    INFO(label << "\n" << text);
+    CHECK(text.find(std::string("memtool: planning ") + label) != std::string::npos);
+    CHECK(text.find(std::string("memtool: planned ") + label) != std::string::npos);
+  }
 }

@@ -9,6 +9,7 @@
 #include "memtool/swapper/adjust.hpp"
 #include "memtool/swapper/bound.hpp"
 #include "memtool/swapper/plan.hpp"
+#include "transformer_iteration.hpp"
 
 namespace ms = memtool::swapper;
 using memtool::test::add_buffer;
@@ -204,4 +205,32 @@ TEST_CASE("adjust moves a late swap-in earlier by its lateness, within its gap",
   const ms::Simulation learnt = ms::simulate(it, ms::adjust(it, one, seen), simple_link());
   CHECK(learnt.swaps[0].lateness_ns <= 0);
   CHECK(learnt.stall_ns == 0);
+}
+
+TEST_CASE("ours: a long iteration gets fewer simulations, and each is reported", "[swapper][ours][scale]") {
+  const ms::Iteration it = memtool::test::transformer_iteration(2000);
+  REQUIRE(ms::validate(it).empty());
+  const std::uint64_t budget = ms::plain_peak_bytes(it) * 6 / 10;
+  ms::PlanOptions options;
+  options.mode = ms::ScheduleMode::stick_to_limit;
+  options.max_slowdown = 0.5;  // one pass: planned waits
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> reported;
+  options.progress = [&](std::uint32_t done, std::uint32_t limit) { reported.emplace_back(done, limit); };
+  const ms::PlanResult full = ms::plan(it, simple_link(55.0), budget, "ours", options);
+  REQUIRE(!reported.empty());
+  CHECK(reported.size() == full.simulations);
+  for (std::size_t k = 0; k < reported.size(); ++k) {
+    CHECK(reported[k].first == k + 1);
+    CHECK(reported[k].second == options.max_simulations);
+  }
+  REQUIRE(full.simulations > 10);
+  // Ten simulations' worth of ops: the limit is ten simulations (checked between steps: the
+  // starts for one target, the paper's eight, save-on-cpu's and the fill's, run whole).
+  reported.clear();
+  options.max_simulated_ops = 10 * it.ops.size();
+  const ms::PlanResult limited = ms::plan(it, simple_link(55.0), budget, "ours", options);
+  CHECK(limited.simulations < full.simulations);
+  CHECK(limited.simulations <= 10 + 15);
+  REQUIRE(!reported.empty());
+  CHECK(reported.back().second == 10);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <sstream>
 #include <optional>
@@ -150,6 +151,44 @@ SwapSource swap_problem_source(std::string_view text, const std::string& path) {
   return source;
 }
 
+namespace {
+
+// Progress lines for one plan (or the bound) of a long iteration (SimulateSwapOptions::progress).
+class PlanProgress {
+ public:
+  static constexpr auto kInterval = std::chrono::seconds(1);
+
+  // `doing`, `done`: the verbs of the first and last lines ("planning", "planned").
+  PlanProgress(std::FILE* out, std::string label, std::string_view doing = "planning",
+               std::string_view done = "planned")
+      : out_(out), label_(std::move(label)), done_(done) {
+    if (out_ != nullptr) fmt::print(out_, "memtool: {} {}\n", doing, label_);
+    started_ = last_ = std::chrono::steady_clock::now();
+  }
+  PlanProgress(const PlanProgress&) = delete;
+  PlanProgress& operator=(const PlanProgress&) = delete;
+  ~PlanProgress() {
+    if (out_ == nullptr) return;
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started_;
+    fmt::print(out_, "memtool: {} {} in {:.1f} s\n", done_, label_, took.count());
+  }
+  void simulations(std::uint32_t done, std::uint32_t limit) {
+    const auto now = std::chrono::steady_clock::now();
+    if (out_ == nullptr || now - last_ < kInterval) return;
+    last_ = now;
+    fmt::print(out_, "memtool: planning {}: {} of at most {} simulations\n", label_, done, limit);
+    std::fflush(out_);
+  }
+
+ private:
+  std::FILE* out_;
+  std::string label_;
+  std::string_view done_;
+  std::chrono::steady_clock::time_point started_, last_;
+};
+
+}  // namespace
+
 SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& options) {
   if (options.budgets.empty()) throw std::invalid_argument("no budget given");
   const swapper::Iteration& iteration = source.iteration;
@@ -162,7 +201,17 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
   for (const swapper::Buffer& b : iteration.buffers) report.persistent_bytes += b.persistent ? b.size : 0;
   report.base_time_ns = static_cast<double>(swapper::base_time_ns(iteration));
   report.plain_peak_bytes = swapper::plain_peak_bytes(iteration);
-  report.bound = swapper::bound(iteration, options.link);
+  {
+    // The bound is O(ops x open windows): on a long iteration, the first thing that takes time.
+    std::optional<PlanProgress> progress;
+    if (options.progress != nullptr && iteration.ops.size() >= options.progress_min_ops) {
+      progress.emplace(
+          options.progress,
+          fmt::format("the zero-stall bound: {} ops, {} buffers", iteration.ops.size(), iteration.buffers.size()),
+          "computing", "computed");
+    }
+    report.bound = swapper::bound(iteration, options.link);
+  }
   report.compute = source.compute;
   report.link = options.link;
   report.notes = source.notes;
@@ -204,6 +253,14 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
         } else if (name == "save-on-cpu" && save_on_cpu) {
           result = *save_on_cpu;
         } else {
+          std::optional<PlanProgress> progress;
+          if (options.progress != nullptr && iteration.ops.size() >= options.progress_min_ops) {
+            progress.emplace(options.progress, fmt::format("{} ({}) at {} B: {} ops, {} buffers", name, to_string(mode),
+                                                           budget, iteration.ops.size(), iteration.buffers.size()));
+            plan_options.progress = [&progress](std::uint32_t done, std::uint32_t limit) {
+              progress->simulations(done, limit);
+            };
+          }
           result = swapper::plan(iteration, options.link, budget, name, plan_options);
           if (name == "save-on-cpu") save_on_cpu = result;
           // As the process runs it: the executor holds the budget (ours, judged so already where it

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -77,6 +78,10 @@ struct SimulateSwapOptions {
   // executor runs them (planned waits not run, the budget held with its rule), the rule alone
   // ("belady"), and ours' runners-up.
   bool as_executor = false;
+  // Progress while planning a long iteration (at least progress_min_ops ops): a line as each
+  // plan starts and ends, and ours' simulations about once a second in between. Null: none.
+  std::FILE* progress = stderr;
+  std::size_t progress_min_ops = 10'000;
 };
 
 // One of ours' runners-up (swapper::PlanResult::alternatives), as its simulation predicts it.

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -49,6 +50,15 @@ struct PlanOptions {
   std::uint64_t paper_min_bytes = std::uint64_t{1} << 20;  // the paper's smallest candidate
   // ours: a deterministic work limit (simulations run), never a wall-clock one.
   std::uint32_t max_simulations = 4000;
+  // ours: the same limit in ops simulated (a simulation of n ops costs n): a long iteration gets
+  // max_simulated_ops / n simulations when that is fewer, so that planning time grows about
+  // linearly with the iteration's length. The default leaves iterations of up to 4,096 ops their
+  // max_simulations (a large transformer's step of 100,000 ops gets 163).
+  std::uint64_t max_simulated_ops = std::uint64_t{4000} * 4096;
+  // ours: called after each of its simulations with how many it has run and its limit (of the
+  // pass under way: holding the budget, ours plans twice), on the planning thread; for progress
+  // lines offline. Empty: not called.
+  std::function<void(std::uint32_t simulations, std::uint32_t limit)> progress;
   SimulateOptions simulate;
 };
 
