@@ -2,13 +2,13 @@
 // them (strategy.hpp). A resource serves the program's device allocations — from the device
 // (DeviceResource), from a planned pool (PlannedPool), from a simulated allocator (the
 // baselines of `memtool simulate`); an adaptor wraps an upstream resource and adds one thing —
-// the planned pool, the swapper, statistics, a budget limit (FailOpen holds two stacks, a
-// primary it forwards to and a fallback). The handlers of libmemtool.so only
-// ever talk to the top of the stack, through the Runtime; they never know which strategy runs.
+// planning, swapping, a cache, statistics, a budget limit (FailOpen holds two stacks, a primary
+// it forwards to and a fallback). The handlers of libmemtool.so only ever talk to the top of
+// the stack, through the Runtime; they never know which strategy runs.
 //
-// The interface is small where it must be: a resource implements name, allocate and
-// deallocate, nothing else. The rest is optional, grouped by concern, each member with a
-// default that is right for a resource that does not take part in it:
+// What a resource must implement is small: name, allocate and deallocate. The rest is
+// optional, grouped by concern, each member with a default that is right for a resource that
+// takes no part in it (a new leaf resource is those three functions):
 //  - observing work (wants_accesses, before_item): by default not wanted, nothing done;
 //  - observing iterations (wants_windows, on_boundary): by default no window, nothing done;
 //  - reporting (memory_use, summarize, extent_of): by default nothing held, nothing to add,
