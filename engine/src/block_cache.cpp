@@ -7,7 +7,9 @@
 // lost (its events could not be recorded: it may still be in use, so it is never handed out
 // again and its segment never freed).
 //
-// Thread-safe: one mutex, held across upstream calls (the upstream never calls back).
+// An Adaptor over the resource its segments come from: the hooks it does not take part in reach
+// that upstream unchanged. Thread-safe: one mutex, held across the upstream's allocations and
+// frees (the upstream never calls back), not across the hooks forwarded to it.
 #include "block_cache.hpp"
 
 #include <algorithm>
@@ -43,10 +45,10 @@ struct Block {
 
 using FreeKey = std::tuple<StreamId, std::uint64_t, DevicePtr, std::uint32_t>;  // stream, size, address, block
 
-class BlockCache final : public Resource {
+class BlockCache final : public Adaptor {
  public:
   BlockCache(Device& device, std::unique_ptr<Resource> upstream, std::unique_ptr<const CachePolicy> policy)
-      : device_(device), upstream_(std::move(upstream)), policy_(std::move(policy)) {
+      : Adaptor(std::move(upstream)), device_(device), policy_(std::move(policy)) {
     if (const std::uint64_t bytes = policy_->initial_reserve(); bytes != 0) {
       std::lock_guard lock(mutex_);
       std::uint32_t b = kNone;
@@ -110,7 +112,7 @@ class BlockCache final : public Resource {
       passthrough_live_ -= it->second;
       passthrough_.erase(it);
       lock.unlock();
-      return upstream_->deallocate(ptr, kind, stream);
+      return upstream().deallocate(ptr, kind, stream);
     }
     const auto it = allocated_.find(ptr);
     if (it == allocated_.end()) {
@@ -118,7 +120,7 @@ class BlockCache final : public Resource {
       // must never see it, it would free a whole segment.
       if (inside_segment(ptr)) return kInvalidValue;
       lock.unlock();
-      return upstream_->deallocate(ptr, kind, stream);
+      return upstream().deallocate(ptr, kind, stream);
     }
     const std::uint32_t b = it->second;
     allocated_.erase(it);
@@ -134,8 +136,59 @@ class BlockCache final : public Resource {
     return kSuccess;
   }
 
-  void before_access(DevicePtr base, StreamId stream) override {
-    std::lock_guard lock(mutex_);
+  bool wants_accesses() const override { return true; }
+  void before_item(const WorkItem& item) override {
+    {
+      std::lock_guard lock(mutex_);
+      for (const DevicePtr base : item.touched) note_use(base, item.stream);
+    }
+    Adaptor::before_item(item);
+  }
+
+  MemoryUse memory_use() const override {
+    MemoryUse use;
+    {
+      std::lock_guard lock(mutex_);
+      use = MemoryUse{reserved_ + passthrough_live_, in_use_ + passthrough_live_, reserved_, 0};
+    }
+    use.reserved += upstream_unused_bytes();
+    return use;
+  }
+
+  std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = allocated_.upper_bound(ptr);
+      if (it != allocated_.begin()) {
+        --it;
+        const Block& block = blocks_[it->second];
+        if (ptr - block.ptr < block.requested) return BufferExtent{block.ptr, block.requested, block.id};
+      }
+    }
+    return Adaptor::extent_of(ptr);
+  }
+
+  std::uint64_t reclaim() override {
+    std::uint64_t freed = 0;
+    {
+      std::lock_guard lock(mutex_);
+      freed = release_cached();
+    }
+    return freed + Adaptor::reclaim();
+  }
+
+  void shutdown(bool release_memory) override {
+    {
+      std::lock_guard lock(mutex_);
+      shut_ = true;  // from now on: pass through, and segments go back as they empty
+      if (release_memory) (void)release_cached();
+    }
+    Adaptor::shutdown(release_memory);
+  }
+
+ private:
+  // Work on `stream` touches the buffer at `base`.
+  void note_use(DevicePtr base, StreamId stream) {
     current_stream_ = stream;
     const auto it = allocated_.find(base);
     if (it == allocated_.end()) return;
@@ -148,39 +201,6 @@ class BlockCache final : public Resource {
     block.uses.push_back(stream);
   }
 
-  void on_boundary(const Boundary&) override {}
-  bool wants_windows() const override { return false; }
-  bool wants_accesses() const override { return true; }
-
-  MemoryUse memory_use() const override {
-    std::lock_guard lock(mutex_);
-    return MemoryUse{reserved_ + passthrough_live_, in_use_ + passthrough_live_, reserved_, 0};
-  }
-
-  void summarize(Summary&) const override {}
-
-  std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
-    std::lock_guard lock(mutex_);
-    auto it = allocated_.upper_bound(ptr);
-    if (it == allocated_.begin()) return std::nullopt;
-    --it;
-    const Block& block = blocks_[it->second];
-    if (ptr - block.ptr >= block.requested) return std::nullopt;
-    return BufferExtent{block.ptr, block.requested, block.id};
-  }
-
-  std::uint64_t reclaim() override {
-    std::lock_guard lock(mutex_);
-    return release_cached();
-  }
-
-  void shutdown(bool release_memory) override {
-    std::lock_guard lock(mutex_);
-    shut_ = true;  // from now on: pass through, and segments go back as they empty
-    if (release_memory) (void)release_cached();
-  }
-
- private:
   static FreeKey key_of(const Block& block, std::uint32_t b) { return {block.stream, block.size, block.ptr, b}; }
   FreeKey key(std::uint32_t b) const { return key_of(blocks_[b], b); }
 
@@ -201,7 +221,7 @@ class BlockCache final : public Resource {
   }
 
   Status pass_through(const AllocationRequest& request, DevicePtr* out) {
-    const Status status = upstream_->allocate(request, out);
+    const Status status = upstream().allocate(request, out);
     if (status == kSuccess) {
       passthrough_[*out] = request.size;
       passthrough_live_ += request.size;
@@ -212,7 +232,7 @@ class BlockCache final : public Resource {
   // One device allocation, as one free block of `pool` on `stream` (not yet in the free set).
   Status new_segment(std::uint64_t bytes, int pool, StreamId stream, std::uint32_t& out) {
     DevicePtr ptr = 0;
-    const Status status = upstream_->allocate(AllocationRequest{bytes, MemoryKind::device, 0, 0}, &ptr);
+    const Status status = upstream().allocate(AllocationRequest{bytes, MemoryKind::device, 0, 0}, &ptr);
     if (status != kSuccess) return status;
     out = new_block();
     Block& block = blocks_[out];
@@ -340,7 +360,7 @@ class BlockCache final : public Resource {
   // A free block that is a whole segment goes back to the device.
   bool release_segment(std::uint32_t b) {
     const Block block = blocks_[b];
-    if (upstream_->deallocate(block.ptr, MemoryKind::device, 0) != kSuccess) return false;
+    if (upstream().deallocate(block.ptr, MemoryKind::device, 0) != kSuccess) return false;
     free_[block.pool].erase(key(b));
     reserved_ -= block.size;
     segments_.erase(block.ptr);
@@ -396,7 +416,6 @@ class BlockCache final : public Resource {
   }
 
   Device& device_;
-  std::unique_ptr<Resource> upstream_;
   std::unique_ptr<const CachePolicy> policy_;
   mutable std::mutex mutex_;
   std::vector<Block> blocks_;

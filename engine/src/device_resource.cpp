@@ -37,19 +37,12 @@ class DeviceResource final : public Resource {
     return device_.free(ptr, kind, stream);
   }
 
-  void before_access(DevicePtr, StreamId) override {}
-  void on_boundary(const Boundary&) override {}
-  bool wants_windows() const override { return false; }
-  bool wants_accesses() const override { return false; }
+  // Observes nothing, sub-allocates nothing, keeps nothing idle: the defaults.
   MemoryUse memory_use() const override {
     std::lock_guard lock(mutex_);
     return MemoryUse{held_ + graph_bytes_.load(std::memory_order_relaxed), held_, 0, 0};
   }
   void set_graph_memory(std::uint64_t bytes) override { graph_bytes_.store(bytes, std::memory_order_relaxed); }
-  void summarize(Summary&) const override {}
-  std::optional<BufferExtent> extent_of(DevicePtr) const override { return std::nullopt; }
-  std::uint64_t reclaim() override { return 0; }
-  void shutdown(bool) override {}
 
  private:
   Device& device_;

@@ -43,12 +43,6 @@ class FailOpen final : public Resource {
     return fallback_->deallocate(ptr, kind, stream);
   }
 
-  void before_access(DevicePtr base, StreamId stream) override {
-    guarded("ordering a stream", [&] { primary_->before_access(base, stream); });
-  }
-  void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
-    guarded("ordering a stream", [&] { primary_->before_work(bases, stream); });
-  }
   void before_item(const WorkItem& item) override {
     guarded("ordering a stream", [&] { primary_->before_item(item); });
   }

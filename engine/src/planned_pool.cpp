@@ -29,7 +29,9 @@
 // the pool if one fits, else after idle pools are given back (a program must never fail an
 // allocation because of the pool).
 //
-// Thread-safe: one mutex; upstream allocations and frees are called outside it.
+// An Adaptor: what it does not serve, observe or report itself reaches its upstream.
+// Thread-safe: one mutex; upstream allocations and frees, and the hooks forwarded, are called
+// outside it.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -92,11 +94,11 @@ bool contains(const std::vector<StreamId>& streams, StreamId stream) {
 
 std::uint64_t footprint_of(std::uint64_t size) { return (std::max<std::uint64_t>(size, 1) + 511) / 512 * 512; }
 
-class PlannedPool final : public Resource {
+class PlannedPool final : public Adaptor {
  public:
   PlannedPool(Device& device, std::unique_ptr<Resource> upstream, PoolOptions options, PeriodFeedback* feedback)
-      : device_(device),
-        upstream_(std::move(upstream)),
+      : Adaptor(std::move(upstream)),
+        device_(device),
         options_(std::move(options)),
         feedback_(feedback),
         recycler_(std::make_shared<EventRecycler>()) {}
@@ -121,7 +123,7 @@ class PlannedPool final : public Resource {
     }
     lock.unlock();
     DevicePtr ptr = 0;
-    Status status = upstream_->allocate(request, &ptr);
+    Status status = upstream().allocate(request, &ptr);
     lock.lock();
     if (status == kOutOfMemory) {
       // The pool must never be the reason a program fails an allocation: take a gap of a pool,
@@ -135,7 +137,7 @@ class PlannedPool final : public Resource {
         ++counters_.pool_reclaims;
         if (state_ == State::apply) drop_plan("memory was short and the pool was given back");
         lock.unlock();
-        status = upstream_->allocate(request, &ptr);
+        status = upstream().allocate(request, &ptr);
         lock.lock();
       }
     }
@@ -167,23 +169,20 @@ class PlannedPool final : public Resource {
       passthrough_.erase(it);
     }
     lock.unlock();
-    return upstream_->deallocate(ptr, kind, stream);  // not ours: the upstream decides
+    return Adaptor::deallocate(ptr, kind, stream);  // not ours: the upstream decides
   }
 
-  void before_access(DevicePtr base, StreamId stream) override {
-    if (pooled_live_.load(std::memory_order_relaxed) == 0) return;
-    std::lock_guard lock(mutex_);
-    for (const auto& arena : arenas_) {
-      if (!arena->contains(base)) continue;
-      const auto range = arena->live_range_at(base);
-      if (!range) return;
-      const auto it = pooled_.find(arena->base() + range->first);
-      if (it != pooled_.end()) order_on(it->second, stream);
-      return;
+  bool wants_accesses() const override { return true; }
+  void before_item(const WorkItem& item) override {
+    if (pooled_live_.load(std::memory_order_relaxed) != 0) {
+      std::lock_guard lock(mutex_);
+      for (const DevicePtr base : item.touched) order_use(base, item.stream);
     }
+    Adaptor::before_item(item);
   }
 
   void on_boundary(const Boundary& boundary) override {
+    Adaptor::on_boundary(boundary);
     std::unique_lock lock(mutex_);
     // The observer found another step (warm-up iterations first, then the steady step: with
     // CUDA graphs the steady step is a few replays and eager work, nothing like the eager
@@ -219,15 +218,22 @@ class PlannedPool final : public Resource {
     }
   }
 
-  bool wants_windows() const override { return wants_windows_.load(std::memory_order_relaxed); }
-  bool wants_accesses() const override { return true; }
+  bool wants_windows() const override {
+    return wants_windows_.load(std::memory_order_relaxed) || Adaptor::wants_windows();
+  }
 
   MemoryUse memory_use() const override {
-    std::lock_guard lock(mutex_);
-    return MemoryUse{pool_reserved_ + passthrough_live_, program_live_, pool_reserved_, 0};
+    MemoryUse use;
+    {
+      std::lock_guard lock(mutex_);
+      use = MemoryUse{pool_reserved_ + passthrough_live_, program_live_, pool_reserved_, 0};
+    }
+    use.reserved += upstream_unused_bytes();
+    return use;
   }
 
   void summarize(Summary& s) const override {
+    Adaptor::summarize(s);
     std::lock_guard lock(mutex_);
     const std::uint64_t peak_with = s.peak_device_bytes_with_pool;
     s = merge(s);
@@ -235,6 +241,70 @@ class PlannedPool final : public Resource {
   }
 
   std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
+    if (std::optional<BufferExtent> extent = pooled_extent(ptr)) return extent;
+    return Adaptor::extent_of(ptr);
+  }
+
+  // A pooled buffer is a piece of an arena (one cuMemAlloc): exported in place, the handler
+  // naming the arena and the buffer's offset in it. It is pinned as it is: a live pooled buffer
+  // never moves and no other buffer is placed over it while it lives; from the next iteration
+  // on, its allocation is real memory of its own.
+  ExportPin pin_for_export(DevicePtr ptr) override {
+    if (pooled_live_.load(std::memory_order_relaxed) != 0) {
+      std::lock_guard lock(mutex_);
+      if (const std::optional<ExportPin> pin = pin_pooled(ptr)) return *pin;
+    }
+    return Adaptor::pin_for_export(ptr);
+  }
+
+  std::uint64_t reclaim() override {
+    std::uint64_t freed = 0;
+    {
+      std::lock_guard lock(mutex_);
+      freed = release_idle_arenas(/*include_current=*/false);
+    }
+    return freed + Adaptor::reclaim();
+  }
+
+  void shutdown(bool release_memory) override {
+    {
+      std::lock_guard lock(mutex_);
+      if (state_ != State::disabled) {
+        set_state(State::disabled, fmt::format("stopped in {}: {}", to_string(state_),
+                                               release_memory ? "the CUDA context ended" : "the process exits"));
+      }
+      ++generation_;
+      planner_done_.notify_all();  // a boundary waiting for the plan stops waiting
+      ready_.reset();
+      if (release_memory) release_idle_arenas(true);
+      current_ = nullptr;
+    }
+    {
+      // The planner thread must not outlive the process's exit handlers; it takes the lock last.
+      std::lock_guard join_lock(join_mutex_);
+      if (worker_.joinable()) worker_.join();
+    }
+    Adaptor::shutdown(release_memory);
+  }
+
+ private:
+  // --- bookkeeping -------------------------------------------------------------------------
+
+  // Work on `stream` touches the buffer at `base`: a pooled one orders the stream after its
+  // range's earlier users.
+  void order_use(DevicePtr base, StreamId stream) {
+    for (const auto& arena : arenas_) {
+      if (!arena->contains(base)) continue;
+      const auto range = arena->live_range_at(base);
+      if (!range) return;
+      const auto it = pooled_.find(arena->base() + range->first);
+      if (it != pooled_.end()) order_on(it->second, stream);
+      return;
+    }
+  }
+
+  // The live pooled buffer holding `ptr`, if any.
+  std::optional<BufferExtent> pooled_extent(DevicePtr ptr) const {
     if (pooled_live_.load(std::memory_order_relaxed) == 0) return std::nullopt;
     std::lock_guard lock(mutex_);
     for (const auto& arena : arenas_) {
@@ -248,13 +318,8 @@ class PlannedPool final : public Resource {
     return std::nullopt;
   }
 
-  // A pooled buffer is a piece of an arena (one cuMemAlloc): exported in place, the handler
-  // naming the arena and the buffer's offset in it. It is pinned as it is: a live pooled buffer
-  // never moves and no other buffer is placed over it while it lives; from the next iteration
-  // on, its allocation is real memory of its own.
-  ExportPin pin_for_export(DevicePtr ptr) override {
-    if (pooled_live_.load(std::memory_order_relaxed) == 0) return upstream_->pin_for_export(ptr);
-    std::lock_guard lock(mutex_);
+  // pin_for_export of a pointer into one of the pool's arenas; nothing for any other pointer.
+  std::optional<ExportPin> pin_pooled(DevicePtr ptr) {
     for (const auto& arena : arenas_) {
       if (!arena->contains(ptr)) continue;
       const auto range = arena->live_range_at(ptr);
@@ -272,36 +337,8 @@ class PlannedPool final : public Resource {
       }
       return ExportPin::in_place;
     }
-    return ExportPin::not_served;
+    return std::nullopt;
   }
-
-  std::uint64_t reclaim() override {
-    std::lock_guard lock(mutex_);
-    return release_idle_arenas(/*include_current=*/false);
-  }
-
-  void set_graph_memory(std::uint64_t bytes) override { upstream_->set_graph_memory(bytes); }
-
-  void shutdown(bool release_memory) override {
-    {
-      std::lock_guard lock(mutex_);
-      if (state_ != State::disabled) {
-        set_state(State::disabled, fmt::format("stopped in {}: {}", to_string(state_),
-                                               release_memory ? "the CUDA context ended" : "the process exits"));
-      }
-      ++generation_;
-      planner_done_.notify_all();  // a boundary waiting for the plan stops waiting
-      ready_.reset();
-      if (release_memory) release_idle_arenas(true);
-      current_ = nullptr;
-    }
-    // The planner thread must not outlive the process's exit handlers; it takes the lock last.
-    std::lock_guard join_lock(join_mutex_);
-    if (worker_.joinable()) worker_.join();
-  }
-
- private:
-  // --- bookkeeping -------------------------------------------------------------------------
 
   Summary merge(Summary s) const {
     s.strategy = s.strategy.empty() ? "pool" : s.strategy;
@@ -719,7 +756,6 @@ class PlannedPool final : public Resource {
   }
 
   Device& device_;
-  std::unique_ptr<Resource> upstream_;
   PoolOptions options_;
   PeriodFeedback* feedback_;
   mutable std::mutex mutex_;

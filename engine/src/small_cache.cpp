@@ -58,19 +58,13 @@ class SmallCache final : public Resource {
     return cache_->deallocate(ptr, kind, stream);
   }
 
-  void before_access(DevicePtr base, StreamId stream) override {
-    note_stream(stream);
-    cache_->before_access(base, stream);
-  }
-
-  void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
-    note_stream(stream);
-    cache_->before_work(bases, stream);
+  bool wants_accesses() const override { return true; }
+  void before_item(const WorkItem& item) override {
+    note_stream(item.stream);
+    cache_->before_item(item);
   }
 
   void on_boundary(const Boundary& boundary) override { cache_->on_boundary(boundary); }
-  bool wants_windows() const override { return false; }
-  bool wants_accesses() const override { return true; }
 
   MemoryUse memory_use() const override {
     const MemoryUse a = cache_->memory_use();
@@ -79,7 +73,6 @@ class SmallCache final : public Resource {
                      a.pool_reserved + b.pool_reserved, a.off_device + b.off_device};
   }
 
-  void summarize(Summary&) const override {}
   void set_graph_memory(std::uint64_t bytes) override { direct_->set_graph_memory(bytes); }
 
   std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {

@@ -251,15 +251,8 @@ class SwapAdaptor final : public Adaptor {
     return kSuccess;
   }
 
-  void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
-    WorkItem item;
-    item.stream = stream;
-    item.touched = bases;
-    before_item(item);
-  }
-
   void before_item(const WorkItem& item) override {
-    Adaptor::before_work(item.touched, item.stream);
+    Adaptor::before_item(item);
     std::lock_guard lock(mutex_);
     const StreamId stream = item.stream;
     const auto entered = std::chrono::steady_clock::now();

@@ -22,7 +22,7 @@
 // Streams, for both caches: a block belongs to the stream it was allocated on (a stream-ordered
 // allocation's; otherwise the stream work last ran on, PyTorch's "current stream") and is only
 // reused there; a block that work on another stream touched (PyTorch's record_stream, done here
-// by before_access) or that was freed on another stream goes back to its pool once events
+// by before_item) or that was freed on another stream goes back to its pool once events
 // recorded on those streams at the free have completed.
 #pragma once
 

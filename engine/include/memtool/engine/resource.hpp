@@ -2,21 +2,35 @@
 // them (strategy.hpp). A resource serves the program's device allocations — from the device
 // (DeviceResource), from a planned pool (PlannedPool), from a simulated allocator (the
 // baselines of `memtool simulate`); an adaptor wraps an upstream resource and adds one thing —
-// fail-open, statistics, a budget limit. The handlers of libmemtool.so only ever talk to the
-// top of the stack, through the Runtime; they never know which strategy runs.
+// planning, swapping, a cache, statistics, a budget limit (FailOpen holds two stacks, a primary
+// it forwards to and a fallback). The handlers of libmemtool.so only ever talk to the top of
+// the stack, through the Runtime; they never know which strategy runs.
+//
+// What a resource must implement is small: name, allocate and deallocate. The rest is
+// optional, grouped by concern, each member with a default that is right for a resource that
+// takes no part in it (a new leaf resource is those three functions):
+//  - observing work (wants_accesses, before_item): by default not wanted, nothing done;
+//  - observing iterations (wants_windows, on_boundary): by default no window, nothing done;
+//  - reporting (memory_use, summarize, extent_of): by default nothing held, nothing to add,
+//    no sub-allocated buffers;
+//  - lifecycle (pin_for_export, reclaim, set_graph_memory, shutdown): by default nothing served
+//    to pin, nothing to give back, no graph memory counted, nothing to stop.
+// An Adaptor forwards every one of them to its upstream, so a hook reaches the bottom of any
+// stack (tests/unit/engine/test_forwarding.cpp checks each adaptor); one that adds to a member
+// calls Adaptor's too.
 //
 // Contract:
 //  - allocate writes *out only on success and returns the driver's status (or
 //    kOutOfMemory where a resource refuses memory, as the driver would);
 //  - deallocate of a pointer a resource did not hand out itself goes to its upstream, and at the
 //    bottom to the device, whose status is returned unchanged;
-//  - before_access is called before the work that touches a buffer is queued on `stream`
-//    (launch arguments, copy and memset ranges): a resource that reuses memory across streams
-//    orders the stream after the memory's earlier users there (DESIGN.md invariant 2);
-//  - before_item is the same for one whole launch, copy or memset, with what the interposer
-//    knows of the buffers it may reach besides its arguments (pointer tables, DESIGN.md §5);
+//  - before_item is called before one launch, copy or memset is queued on its stream, with the
+//    buffers it touches (launch arguments, copy and memset ranges) and what the interposer knows
+//    of those it may reach besides (pointer tables, DESIGN.md §5): a resource that reuses memory
+//    across streams orders the stream after the memory's earlier users there (DESIGN.md
+//    invariant 2); before_work and before_access are the same for an item of bare buffers;
 //  - on_boundary is called at each iteration boundary the observer found, with the last
-//    complete iteration's window when the resource asked for windows;
+//    complete iteration's window when the stack asked for windows;
 //  - all members may be called from many threads; a resource serialises what it shares.
 #pragma once
 
@@ -104,27 +118,45 @@ class PeriodFeedback {
 class Resource {
  public:
   virtual ~Resource() = default;
-  [[nodiscard]] virtual std::string_view name() const = 0;
 
+  // --- What every resource does ------------------------------------------------------------
+  [[nodiscard]] virtual std::string_view name() const = 0;
   virtual Status allocate(const AllocationRequest& request, DevicePtr* out) = 0;
   virtual Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) = 0;
-  virtual void before_access(DevicePtr base, StreamId stream) = 0;
-  // One launch, copy or memset on `stream` is about to touch these buffers (their bases): the
-  // unit a swapper counts time in. By default each buffer's before_access.
-  virtual void before_work(std::span<const DevicePtr> bases, StreamId stream) {
-    for (const DevicePtr base : bases) before_access(base, stream);
-  }
-  // The whole work item; by default its touched buffers' before_work.
-  virtual void before_item(const WorkItem& item) { before_work(item.touched, item.stream); }
-  virtual void on_boundary(const Boundary& boundary) = 0;
-  // Whether the observer should cut a window at boundaries for this stack.
-  [[nodiscard]] virtual bool wants_windows() const = 0;
-  // Whether before_access matters to this stack (the handlers skip it otherwise).
-  [[nodiscard]] virtual bool wants_accesses() const = 0;
 
-  [[nodiscard]] virtual MemoryUse memory_use() const = 0;
-  virtual void summarize(Summary& summary) const = 0;
-  [[nodiscard]] virtual std::optional<BufferExtent> extent_of(DevicePtr ptr) const = 0;
+  // --- Observing the program's work (optional) ---------------------------------------------
+  // Whether before_item matters to this stack (the handlers skip it otherwise).
+  [[nodiscard]] virtual bool wants_accesses() const { return false; }
+  // One launch, copy or memset is about to be queued (see the contract): the unit a swapper
+  // counts time in.
+  virtual void before_item(const WorkItem& item) { (void)item; }
+  // The same for work that touches these buffers (their bases) and reaches nothing else.
+  void before_work(std::span<const DevicePtr> bases, StreamId stream) {
+    WorkItem item;
+    item.stream = stream;
+    item.touched = bases;
+    before_item(item);
+  }
+  void before_access(DevicePtr base, StreamId stream) { before_work(std::span<const DevicePtr>(&base, 1), stream); }
+
+  // --- Observing iterations (optional) -----------------------------------------------------
+  // Whether the observer should cut a window at boundaries for this stack.
+  [[nodiscard]] virtual bool wants_windows() const { return false; }
+  virtual void on_boundary(const Boundary& boundary) { (void)boundary; }
+
+  // --- Reporting (optional) ----------------------------------------------------------------
+  // The device bytes held for the program. A resource that holds memory of its own must say
+  // so: a budget above it counts only what this reports.
+  [[nodiscard]] virtual MemoryUse memory_use() const { return {}; }
+  // Adds what this resource did to the summary.
+  virtual void summarize(Summary& summary) const { (void)summary; }
+  // A buffer this resource handed out as a piece of a larger allocation: its own extent.
+  [[nodiscard]] virtual std::optional<BufferExtent> extent_of(DevicePtr ptr) const {
+    (void)ptr;
+    return std::nullopt;
+  }
+
+  // --- Lifecycle and memory pressure (optional) --------------------------------------------
   // The program exports the buffer holding `ptr`: pin it (see ExportPin) and say how its
   // memory can be named.
   virtual ExportPin pin_for_export(DevicePtr ptr) {
@@ -132,7 +164,7 @@ class Resource {
     return ExportPin::not_served;
   }
   // Memory is short: give back reserved memory no live buffer uses; returns the bytes given back.
-  virtual std::uint64_t reclaim() = 0;
+  virtual std::uint64_t reclaim() { return 0; }
   // The device bytes the driver holds for the program's CUDA graphs now (graph memory: the
   // allocations of their mem-alloc nodes, never served, moved or reused by a resource). They
   // count against a budget like everything else on the device: the resource at the bottom of a
@@ -141,32 +173,34 @@ class Resource {
   // The context is ending, or the process: stop serving new allocations and join background
   // work. With `release_memory`, give idle reserved memory back now (at a context's end, while
   // it can still be freed); without (at exit: the driver may be half gone), only stop.
-  virtual void shutdown(bool release_memory) = 0;
+  virtual void shutdown(bool release_memory) { (void)release_memory; }
 };
 
-// Forwards everything to its upstream; adaptors override what they add.
+// Forwards everything to its upstream; adaptors override what they add, and call Adaptor's
+// member from their own so that the upstream still hears of it.
 class Adaptor : public Resource {
  public:
   explicit Adaptor(std::unique_ptr<Resource> upstream) : upstream_(std::move(upstream)) {}
+
   Status allocate(const AllocationRequest& request, DevicePtr* out) override {
     return upstream_->allocate(request, out);
   }
   Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
     return upstream_->deallocate(ptr, kind, stream);
   }
-  void before_access(DevicePtr base, StreamId stream) override { upstream_->before_access(base, stream); }
-  void before_work(std::span<const DevicePtr> bases, StreamId stream) override {
-    upstream_->before_work(bases, stream);
-  }
-  void before_item(const WorkItem& item) override { upstream_->before_item(item); }
-  void on_boundary(const Boundary& boundary) override { upstream_->on_boundary(boundary); }
-  [[nodiscard]] bool wants_windows() const override { return upstream_->wants_windows(); }
+
   [[nodiscard]] bool wants_accesses() const override { return upstream_->wants_accesses(); }
+  void before_item(const WorkItem& item) override { upstream_->before_item(item); }
+
+  [[nodiscard]] bool wants_windows() const override { return upstream_->wants_windows(); }
+  void on_boundary(const Boundary& boundary) override { upstream_->on_boundary(boundary); }
+
   [[nodiscard]] MemoryUse memory_use() const override { return upstream_->memory_use(); }
   void summarize(Summary& summary) const override { upstream_->summarize(summary); }
   [[nodiscard]] std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
     return upstream_->extent_of(ptr);
   }
+
   ExportPin pin_for_export(DevicePtr ptr) override { return upstream_->pin_for_export(ptr); }
   std::uint64_t reclaim() override { return upstream_->reclaim(); }
   void set_graph_memory(std::uint64_t bytes) override { upstream_->set_graph_memory(bytes); }
@@ -174,6 +208,12 @@ class Adaptor : public Resource {
 
  protected:
   Resource& upstream() const { return *upstream_; }
+  // What the upstream reserves beyond the buffers it serves (graph memory, memory it caches):
+  // an adaptor that counts its own buffers' bytes adds this to its reserved bytes.
+  [[nodiscard]] std::uint64_t upstream_unused_bytes() const {
+    const MemoryUse use = upstream_->memory_use();
+    return use.reserved > use.in_use ? use.reserved - use.in_use : 0;
+  }
 
  private:
   std::unique_ptr<Resource> upstream_;

@@ -7,7 +7,7 @@
 //                   the calling thread, and from a later boundary on serves the k-th allocation
 //                   of each iteration from the pool, with the occupancy check of every hand-out
 //                   (invariant 1) and stream-ordered reuse (invariant 2); anything else goes to
-//                   its upstream. See planned_pool.cpp for the state machine.
+//                   its upstream (it is an Adaptor). See planned_pool.cpp for the state machine.
 //   FailOpen        the first exception out of its primary stack disables it (logged once):
 //                   new allocations go to the fallback (a DeviceResource), frees still reach
 //                   the primary so pooled buffers return to their pool (DESIGN.md invariant 4).
