@@ -164,7 +164,10 @@ class SwapAdaptor final : public Adaptor {
       status = mover_->allocate(b, request.stream, &ptr);
     }
     // Then what the memory for buffers memtool does not swap holds idle (the small cache's).
-    if (status == kOutOfMemory && !held && Adaptor::reclaim() != 0) status = mover_->allocate(b, request.stream, &ptr);
+    // (It waits on the host for the frees it reaches: not while the host may not wait.)
+    if (status == kOutOfMemory && !held && host_waits_.allowed() && Adaptor::reclaim() != 0) {
+      status = mover_->allocate(b, request.stream, &ptr);
+    }
     if (status == kOutOfMemory && mover_->allocate_on_host(b, &ptr) == kSuccess) {
       // Still none: the buffer starts on the host, mapped at its address (slower, never wrong).
       status = kSuccess;
@@ -491,7 +494,8 @@ class SwapAdaptor final : public Adaptor {
   }
 
   std::uint64_t reclaim() override {
-    std::uint64_t freed = Adaptor::reclaim();
+    // The small cache's reclaim waits on the host for the frees it reaches (HostWaits).
+    std::uint64_t freed = host_waits_.allowed() ? Adaptor::reclaim() : 0;
     std::lock_guard lock(mutex_);
     const std::uint64_t before = mover_->device_bytes();
     make_room(before, 0, Room::quiet);  // everything idle to the host
