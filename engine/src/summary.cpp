@@ -49,6 +49,7 @@ std::string to_json(const Summary& s) {
       "\"opaque_graph_launches\":{},\"graph_memory_allocations\":{},\"graph_memory_bytes\":{},"
       "\"capture_detours\":{},"
       "\"swap_leaves_called_off\":{},\"swap_pinned\":{},\"swap_items_reaching_all\":{},\"swap_verify_checks\":{},"
+      "\"swap_host_waits_refused\":{},\"swap_held_for_value_waits\":{},"
       "\"swap_verify_mismatches\":{},\"swap_verify_first_mismatch\":\"{}\","
       "\"state_reason\":\"{}\",\"allocs_in_planned_steps\":{},\"worst_step_served\":{:.6f}}}",
       s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
@@ -62,9 +63,9 @@ std::string to_json(const Summary& s) {
       s.swap_link_to_device_bytes_per_s, s.swap_link_source, s.swap_schedule, s.swap_candidates_timed,
       s.period_graph_launches, s.captures, s.captured_work, s.graph_launches, s.opaque_graph_launches,
       s.graph_memory_allocations, s.graph_memory_bytes, s.capture_detours, s.swap_leaves_called_off, s.swap_pinned,
-      s.swap_items_reaching_all, s.swap_verify_checks, s.swap_verify_mismatches,
-      json_escaped(s.swap_verify_first_mismatch), json_escaped(s.state_reason), s.allocs_in_planned_steps,
-      s.worst_step_served);
+      s.swap_items_reaching_all, s.swap_verify_checks, s.swap_host_waits_refused, s.swap_held_for_value_waits,
+      s.swap_verify_mismatches, json_escaped(s.swap_verify_first_mismatch), json_escaped(s.state_reason),
+      s.allocs_in_planned_steps, s.worst_step_served);
 }
 
 bool write_summary_file(const Summary& summary, const std::string& path) {

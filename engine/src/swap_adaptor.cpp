@@ -23,6 +23,9 @@
 // another thread's eviction cannot record its "last use" event before that work is queued.
 // Every free of a swapped buffer is deferred until an event recorded at the free (or at the
 // buffer's last use, for a synchronous free) has completed: polled, never a host wait.
+// Every host wait for the GPU goes through HostWaits (host_waits.hpp): none is made while a stream
+// waits for a value that work not yet issued may write; each site then has its stream-ordered
+// alternative or its fallback (docs/swapping.md).
 // What a work item may reach besides its arguments (WorkItem: pointer tables) matters in explicit
 // mode, where a move remaps the buffer's address: a buffer it may reach is kept still under it
 // (a copy out under way is called off, a copy back waited for, a host copy it may read stays
@@ -45,6 +48,7 @@
 
 #include <fmt/format.h>
 
+#include "host_waits.hpp"
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
 #include "schedule_learner.hpp"
@@ -104,14 +108,14 @@ class SwapAdaptor final : public Adaptor {
         selector_(detail::SelectorOptions{options_.selector_margin, options_.selector_window, trial_on_}),
         learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second, options_.problem_path) {
     if (options_.mode == SwapMechanism::explicit_copies) {
-      mover_ = detail::make_vmm_mover(device_, spare_events_, options_.host_limit_bytes);
+      mover_ = detail::make_vmm_mover(device_, spare_events_, host_waits_, options_.host_limit_bytes);
       if (!mover_) {
         log(LogLevel::warn,
             "memtool swap: the driver cannot map host memory into the device (VMM with "
             "CU_MEM_LOCATION_TYPE_HOST, CUDA 12.2 on); swapping through managed memory instead");
       }
     }
-    if (!mover_) mover_ = detail::make_uvm_mover(device_, spare_events_);
+    if (!mover_) mover_ = detail::make_uvm_mover(device_, spare_events_, host_waits_);
     remaps_ = mover_->mode() == "explicit";
     if (options_.verify) {
       verifier_ = std::make_unique<detail::SwapVerifier>(device_);
@@ -151,20 +155,27 @@ class SwapAdaptor final : public Adaptor {
     b.size = request.size;
     make_room(mover_->footprint_of(request.size), 0, Room::wait);
     DevicePtr ptr = 0;
-    Status status = mover_->allocate(b, request.stream, &ptr);
-    if (status == kOutOfMemory) {
+    // No room, and none can be waited for: the buffer starts on the host (below), else on the device.
+    const bool held = hold_budget(mover_->footprint_of(request.size));
+    Status status = held ? kOutOfMemory : mover_->allocate(b, request.stream, &ptr);
+    if (status == kOutOfMemory && !held) {
       // Device memory still held by copies under way or frees not yet reached: wait for them.
       settle(true);
       status = mover_->allocate(b, request.stream, &ptr);
     }
     // Then what the memory for buffers memtool does not swap holds idle (the small cache's).
-    if (status == kOutOfMemory && Adaptor::reclaim() != 0) status = mover_->allocate(b, request.stream, &ptr);
+    // (It waits on the host for the frees it reaches: not while the host may not wait.)
+    if (status == kOutOfMemory && !held && host_waits_.allowed() && Adaptor::reclaim() != 0) {
+      status = mover_->allocate(b, request.stream, &ptr);
+    }
     if (status == kOutOfMemory && mover_->allocate_on_host(b, &ptr) == kSuccess) {
       // Still none: the buffer starts on the host, mapped at its address (slower, never wrong).
       status = kSuccess;
       ++counters_.born_on_host;
       counters_.host_bytes_now += b.size;
       counters_.host_bytes = std::max(counters_.host_bytes, counters_.host_bytes_now);
+    } else if (held) {
+      status = mover_->allocate(b, request.stream, &ptr);  // the mover cannot start it on the host
     }
     if (status == kNotSupported) {
       unavailable_.store(true, std::memory_order_relaxed);
@@ -239,15 +250,14 @@ class SwapAdaptor final : public Adaptor {
     }
     if (ok) recycle(e);
     // No event: only a host wait would order the free; the driver's free of managed memory does
-    // that itself, explicit memory is released now (its last use was issued before the free,
-    // a copy back under way is waited for).
-    if (arrival != 0) {
-      (void)device_.synchronize_event(arrival);
-      recycle(arrival);
-    }
-    if (!b.resident) counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
-    mover_->free(ptr, b);
-    buffers_.erase(it);
+    // that itself, explicit memory is released now (its last use was issued before the free),
+    // once a copy back under way has landed. Where the host may not wait now, collect_frees
+    // carries it out later.
+    b.arrival = arrival;
+    b.arrival_pending = arrival != 0;
+    if (b.resident) dying_device_bytes_ += b.footprint;
+    dying_.insert(buffers_.extract(it));
+    collect_frees(true);
     return kSuccess;
   }
 
@@ -395,12 +405,14 @@ class SwapAdaptor final : public Adaptor {
         if (!b.pinned) {
           // Brought back before it is pinned (a pinned buffer never moves); one pinned already
           // because its address escaped stays where it is, and if that is the host, the export fails.
-          if (!b.resident) bring_back_now(ptr, b, 0);
+          if (!b.resident) bring_back_now(ptr, b, 0, false);
           b.pinned = true;
           ++counters_.exports_pinned;
         }
-        // The export names the device memory: every copy back has landed before it is made.
-        if (b.arrival_pending) (void)device_.synchronize_event(b.arrival);
+        // The export names the device memory: every copy back has landed before it is made. Not
+        // while a stream waits for a value (HostWaits): the copy lands in the stream order of the
+        // work that brought it back, and a peer reading before that work ran sees stale bytes.
+        if (b.arrival_pending) (void)host_waits_.wait(b.arrival);
         if (!b.resident) return ExportPin::unexportable;  // no device memory for it now
         return ExportPin::mapped;
       }
@@ -432,7 +444,7 @@ class SwapAdaptor final : public Adaptor {
     s.swap_ins_late += counters_.swap_ins_late;
     s.swap_ins_failed += counters_.swap_ins_failed;
     s.allocations_on_host += counters_.born_on_host;
-    s.stall_ns += mover_->stall_ns();
+    s.stall_ns += host_waits_.stall_ns();
     s.swap_policy = options_.policy;
     s.swap_schedules += counters_.schedules;
     s.swap_schedule_drops += counters_.schedule_drops;
@@ -458,6 +470,8 @@ class SwapAdaptor final : public Adaptor {
     s.swap_leaves_called_off += counters_.leaves_called_off;
     s.swap_pinned += counters_.pinned;
     s.swap_items_reaching_all += counters_.items_reaching_all;
+    s.swap_host_waits_refused += host_waits_.refused();
+    s.swap_held_for_value_waits += counters_.held_for_value_waits;
     if (verifier_) {
       s.swap_verify_checks += verifier_->checks();
       s.swap_verify_mismatches += verifier_->mismatches();
@@ -473,7 +487,8 @@ class SwapAdaptor final : public Adaptor {
   }
 
   std::uint64_t reclaim() override {
-    std::uint64_t freed = Adaptor::reclaim();
+    // The small cache's reclaim waits on the host for the frees it reaches (HostWaits).
+    std::uint64_t freed = host_waits_.allowed() ? Adaptor::reclaim() : 0;
     std::lock_guard lock(mutex_);
     const std::uint64_t before = mover_->device_bytes();
     make_room(before, 0, Room::quiet);  // everything idle to the host
@@ -649,7 +664,7 @@ class SwapAdaptor final : public Adaptor {
       // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
       // address maps the host copy before that work is queued. Slow, never wrong. Not while that
       // host wait may never end (a stream waits for a value): it stays.
-      if (v.at_once && device_.host_wait_may_block()) continue;
+      if (v.at_once && !host_waits_.allowed()) continue;
       if (swap_out(v.ptr, b) && v.at_once) {
         settle(true);
         // That work reads the host copy through the address: no copy back may remap it under
@@ -674,6 +689,27 @@ class SwapAdaptor final : public Adaptor {
                       "memory beyond it is used as the device allows",
                       options_.budget_bytes, committed() + incoming + Adaptor::memory_use().reserved));
     }
+  }
+
+  // Whether `footprint` more device bytes would pass the budget while the host may not wait
+  // (HostWaits: a stream waits for a value). The room copies out under way hold is then out of
+  // reach until that value is written (they are ordered after every stream, the waiting one
+  // included), so what does not fit stays off the device: a new buffer starts on the host, one
+  // that is out is read there, across the link (slower, never wrong), and the budget holds.
+  bool hold_budget(std::uint64_t footprint) {
+    if (options_.budget_bytes == 0 || mover_->device_bytes_with(footprint) <= device_budget() ||
+        host_waits_.allowed()) {
+      return false;
+    }
+    ++counters_.held_for_value_waits;
+    if (!said_held_) {
+      said_held_ = true;
+      log(LogLevel::info,
+          "memtool swap: a stream waits for a value the program has not written yet, so memtool "
+          "cannot wait for room; what does not fit the budget until then is served from host "
+          "memory (swap_held_for_value_waits)");
+    }
+    return true;
   }
 
   // On the swap-out stream, or on `on` (save-on-cpu: the compute stream) when given.
@@ -719,9 +755,9 @@ class SwapAdaptor final : public Adaptor {
                         (c.swap_ins_on_demand - a.swap_ins_on_demand),
                     c.swap_ins_scheduled - a.swap_ins_scheduled, c.swap_ins_ahead - a.swap_ins_ahead,
                     c.swap_ins_on_demand - a.swap_ins_on_demand, c.swap_ins_late - a.swap_ins_late,
-                    static_cast<double>(mover_->stall_ns() - stall_at_boundary_) / 1e6));
+                    static_cast<double>(host_waits_.stall_ns() - stall_at_boundary_) / 1e6));
     at_boundary_ = counters_;
-    stall_at_boundary_ = mover_->stall_ns();
+    stall_at_boundary_ = host_waits_.stall_ns();
   }
 
   // The calling thread's last work item is queued by now (a thread's calls are sequential): its
@@ -756,12 +792,16 @@ class SwapAdaptor final : public Adaptor {
     // A stream that takes no event any more was destroyed by the program (its work runs to its
     // end, as cuStreamDestroy says): it is forgotten. (Stopping there, the streams after it went
     // unjoined: adversarial_train's threads destroy theirs while others still free buffers, and
-    // a free was carried out under the kernel before it.)
+    // a free was carried out under the kernel before it.) One refused for now (another thread's
+    // per-thread stream while a capture runs) is kept: with explicit copies, where work that
+    // reaches the buffer unseen would read a remapped address, the move waits for a later try;
+    // UVM migrates what any access touches, so it goes on. (Before, a refused stream was
+    // forgotten as a destroyed one until its thread's next work item.)
     bool ordered = true;
     std::erase_if(program_streams_, [&](StreamId s) {
       if (s == side || std::find(b.streams.begin(), b.streams.end(), s) != b.streams.end()) return false;
       const Join j = join_stream(s, side);
-      ordered = ordered && j != Join::failed;
+      ordered = ordered && j != Join::failed && (j != Join::refused || !remaps_);
       return j == Join::gone;
     });
     if (!ordered) return false;
@@ -771,15 +811,19 @@ class SwapAdaptor final : public Adaptor {
     return true;
   }
 
-  // `side` waits for the work queued so far on `s` (gone: `s` takes no event, it was destroyed).
-  enum class Join : std::uint8_t { joined, gone, failed };
+  // `side` waits for the work queued so far on `s` (gone: `s` takes no event, it was destroyed;
+  // refused: it cannot be named now, Device::kCaptureImplicit, try again later).
+  enum class Join : std::uint8_t { joined, refused, gone, failed };
   Join join_stream(StreamId s, StreamId side) {
     bool ok = false;
     const EventId e = take_event(ok);
     if (!ok) return Join::failed;
     Join result = Join::gone;
-    if (device_.record_event(e, s) == kSuccess) {
+    const Status recorded = device_.record_event(e, s);
+    if (recorded == kSuccess) {
       result = device_.stream_wait_event(side, e) == kSuccess ? Join::joined : Join::failed;
+    } else if (recorded == kCaptureImplicit) {
+      result = Join::refused;
     }
     recycle(e);
     return result;
@@ -839,9 +883,15 @@ class SwapAdaptor final : public Adaptor {
     ++counters_.pinned;
     if (b.leaving) keep_still(ptr, b, stream);
     if (b.arrival_pending) {
-      (void)device_.synchronize_event(b.arrival);  // rare: a host wait beats an unordered reader
-      recycle(b.arrival);
-      b.arrival_pending = false;
+      // Rare: a host wait beats an unordered reader. Where the host may not wait, the escaping
+      // work waits in its stream order, and every later item memtool sees touch or reach it
+      // (before_item, keep_still) while the copy is pending.
+      if (host_waits_.wait(b.arrival)) {
+        recycle(b.arrival);
+        b.arrival_pending = false;
+      } else if (device_.stream_wait_event(stream, b.arrival) == kSuccess) {
+        ++counters_.stream_waits;
+      }
     }
   }
 
@@ -857,7 +907,7 @@ class SwapAdaptor final : public Adaptor {
         if (ok) recycle(e);
         return false;
       }
-      const bool done = wait ? device_.synchronize_event(e) == kSuccess : device_.event_completed(e);
+      const bool done = wait ? host_waits_.wait(e) : device_.event_completed(e);
       recycle(e);
       if (!done) return false;
     }
@@ -882,7 +932,8 @@ class SwapAdaptor final : public Adaptor {
     bool ok = false;
     const EventId e = take_event(ok);
     if (!ok) return;
-    if (device_.record_event(e, side) == kSuccess && device_.synchronize_event(e) == kSuccess) {
+    // Unchecked where the host may not wait for the prefetch (HostWaits).
+    if (device_.record_event(e, side) == kSuccess && host_waits_.wait(e)) {
       b.digest_valid = verifier_->checksum(ptr, b.size, &b.digest);
     }
     recycle(e);
@@ -927,8 +978,8 @@ class SwapAdaptor final : public Adaptor {
     const EventId e = take_event(ok);
     if (!ok) return;
     std::uint64_t now = 0;
-    if (device_.record_event(e, stream) == kSuccess && device_.synchronize_event(e) == kSuccess &&
-        verifier_->checksum(ptr, b.size, &now) && now != b.digest) {
+    if (device_.record_event(e, stream) == kSuccess && host_waits_.wait(e) && verifier_->checksum(ptr, b.size, &now) &&
+        now != b.digest) {
       verifier_->mismatch(ptr, b.size, b.id, "while coming back, before its copy back landed", b.digest_work,
                           not_yet_queued());
     }
@@ -969,8 +1020,15 @@ class SwapAdaptor final : public Adaptor {
   // The plan did not bring it back in time: in the consumer's stream order, before the work. Its
   // lead grows only where a longer one would have helped: not in the first iteration (no
   // oracle yet), nor when it was within its lead and room was what it lacked.
-  void bring_back_now(DevicePtr base, SwapBuffer& b, StreamId stream) {
+  // `may_stay`: it may be read where it is when bringing it back would pass the budget while
+  // the host may not wait (hold_budget); an export needs it on the device.
+  void bring_back_now(DevicePtr base, SwapBuffer& b, StreamId stream, bool may_stay = true) {
     make_room(b.footprint, 0, Room::wait);
+    if (may_stay && !b.leaving && hold_budget(b.footprint)) {
+      b.kept_out = false;
+      ++counters_.swap_ins_failed;  // read where it is
+      return;
+    }
     bool back = move_back(base, b, stream, true);
     if (!back) {
       settle(true);
@@ -1448,32 +1506,39 @@ class SwapAdaptor final : public Adaptor {
     return true;
   }
 
-  // Frees whose stream has reached them; with `wait`, all of them.
+  // Frees whose stream has reached them (one with no event once a copy back under way has
+  // landed) and that the mover can carry out now; with `wait`, all of them where the host may
+  // wait (HostWaits).
   void collect_frees(bool wait) {
+    const auto reached = [&](EventId e) { return wait ? host_waits_.wait(e) : device_.event_completed(e); };
     for (auto it = dying_.begin(); it != dying_.end();) {
-      const auto event = free_events_.find(it->first);
-      if (!device_.event_completed(event->second)) {
-        if (!wait) {
-          ++it;
-          continue;
-        }
-        (void)device_.synchronize_event(event->second);
-      }
       SwapBuffer& b = it->second;
+      const auto event = free_events_.find(it->first);
+      const bool ordered =
+          event != free_events_.end() ? reached(event->second) : !b.arrival_pending || reached(b.arrival);
+      if (!ordered || !mover_->free(it->first, b)) {
+        ++it;
+        continue;
+      }
+      if (b.arrival_pending) {
+        recycle(b.arrival);
+        b.arrival_pending = false;
+      }
       if (b.resident) {
         dying_device_bytes_ -= std::min(dying_device_bytes_, b.footprint);
       } else {
         counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
       }
-      mover_->free(it->first, b);
-      recycle(event->second);
-      free_events_.erase(event);
+      if (event != free_events_.end()) {
+        recycle(event->second);
+        free_events_.erase(event);
+      }
       it = dying_.erase(it);
     }
   }
 
   void settle(bool wait) {
-    if (wait && device_.host_wait_may_block()) wait = false;  // a stream waits for a value not written yet
+    if (wait && !host_waits_.allowed()) wait = false;  // a stream waits for a value not written yet
     collect_frees(wait);
     mover_->settle(wait);
     host_waited_ = host_waited_ || wait;
@@ -1507,6 +1572,7 @@ class SwapAdaptor final : public Adaptor {
     std::uint64_t allocation_failures = 0;
     std::uint64_t exports_refused = 0;
     std::uint64_t exports_pinned = 0;
+    std::uint64_t held_for_value_waits = 0;  // placements kept on the host to hold the budget (hold_budget)
     std::uint64_t schedules = 0;
     std::uint64_t schedule_drops = 0;
     std::uint64_t schedules_rejected = 0;
@@ -1523,7 +1589,8 @@ class SwapAdaptor final : public Adaptor {
   const bool copies_on_program_stream_;  // save-on-cpu: its copies run in the program's order
   const bool trial_on_;                  // ours' schedule earns its place; the baselines' apply as published
   mutable std::mutex mutex_;
-  detail::SpareEvents spare_events_;  // before the mover, which borrows it
+  detail::SpareEvents spare_events_;       // before the mover, which borrows it
+  detail::HostWaits host_waits_{device_};  // every host wait for the GPU; before the mover, which borrows it
   std::unique_ptr<detail::SwapMover> mover_;
   std::map<DevicePtr, SwapBuffer> buffers_;                  // node-based: the mover keeps pointers to them
   std::map<DevicePtr, SwapBuffer> dying_;                    // freed by the program, not yet reached
@@ -1553,6 +1620,7 @@ class SwapAdaptor final : public Adaptor {
   std::atomic<bool> unavailable_{false};
   bool said_over_budget_ = false;
   bool said_host_limit_ = false;
+  bool said_held_ = false;
   bool stopped_ = false;  // shut down: frees are carried out at once
   // Since the last work item's before_work, the host waited for the device (settle(true)) or
   // spent long in memtool (mapping fresh memory): the GPU may have idled for it.

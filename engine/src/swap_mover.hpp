@@ -8,8 +8,9 @@
 //    (a physical allocation located on the host) and, once the copy is done, the device memory
 //    is released and the host memory mapped at the same address, so an access the policy did
 //    not see still reads the right bytes, across the link.
-// Movers are called with the policy's lock held; they never wait for the device unless asked
-// (settle(wait = true)), and then count the wait as a stall.
+// Movers are called with the policy's lock held; they wait for the device only through HostWaits
+// (host_waits.hpp), when asked (settle(wait = true)) or to free a buffer, never while a stream
+// waits for a value that may not be written yet.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "host_waits.hpp"
 #include "memtool/engine/device.hpp"
 #include "spare_events.hpp"
 #include "swap_names.hpp"
@@ -65,15 +67,16 @@ class SwapMover {
   // No device memory for a new buffer: back it with host memory at a device address, as if
   // swapped out from the start (b.resident false). kNotSupported where the mover cannot.
   virtual Status allocate_on_host(SwapBuffer& b, DevicePtr* out) = 0;
-  // Give its memory back; every use of it has completed.
-  virtual void free(DevicePtr ptr, SwapBuffer& b) = 0;
+  // Give its memory back; every use of it has completed. False: not now, as that would wait on
+  // the host while it may not (HostWaits); nothing changed, ask again later.
+  virtual bool free(DevicePtr ptr, SwapBuffer& b) = 0;
   // Queue its move to the host on `side` (already ordered after its last use). False: it stays.
   virtual bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side) = 0;
   // Queue its move back on `stream`: work queued on `stream` after this sees its bytes. False:
   // no device memory for it now (it stays on the host, still readable there).
   virtual bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream) = 0;
   // Release the device memory of buffers whose copy out has finished; with `wait`, wait for
-  // those copies first (a stall, counted).
+  // those copies first where the host may wait (a stall, counted by HostWaits).
   virtual void settle(bool wait) = 0;
 
   [[nodiscard]] virtual std::uint64_t device_bytes() const = 0;   // held on the device now
@@ -81,7 +84,6 @@ class SwapMover {
   // Held on the device once a buffer of `footprint` device bytes is back (memory kept for reuse
   // taken for it, or let go to make room for new memory).
   [[nodiscard]] virtual std::uint64_t device_bytes_with(std::uint64_t footprint) const = 0;
-  [[nodiscard]] virtual std::uint64_t stall_ns() const = 0;  // host time spent waiting
   // Release everything it holds that no buffer uses (the host pool's free slots).
   virtual void trim() = 0;
 
@@ -96,7 +98,8 @@ class SwapMover {
 };
 
 // Null when the device cannot do it (no managed memory; no VMM with host-located memory).
-std::unique_ptr<SwapMover> make_uvm_mover(Device& device, SpareEvents& events);
-std::unique_ptr<SwapMover> make_vmm_mover(Device& device, SpareEvents& events, std::uint64_t host_limit_bytes);
+std::unique_ptr<SwapMover> make_uvm_mover(Device& device, SpareEvents& events, HostWaits& waits);
+std::unique_ptr<SwapMover> make_vmm_mover(Device& device, SpareEvents& events, HostWaits& waits,
+                                          std::uint64_t host_limit_bytes);
 
 }  // namespace memtool::engine::detail

@@ -8,8 +8,8 @@
 // its pages across the link instead of migrating them back past the budget; coming back, it is
 // advised to live on the device.
 #include <algorithm>
-#include <chrono>
 
+#include "host_waits.hpp"
 #include "swap_mover.hpp"
 
 namespace memtool::engine::detail {
@@ -17,7 +17,7 @@ namespace {
 
 class UvmMover final : public SwapMover {
  public:
-  UvmMover(Device& device, SpareEvents& events) : device_(device), events_(events) {}
+  UvmMover(Device& device, SpareEvents& events, HostWaits& waits) : device_(device), events_(events), waits_(waits) {}
 
   std::string_view mode() const override { return "uvm"; }
   std::uint64_t footprint_of(std::uint64_t size) const override { return size; }
@@ -38,8 +38,11 @@ class UvmMover final : public SwapMover {
   // Managed memory oversubscribes by itself: nothing to add.
   Status allocate_on_host(SwapBuffer&, DevicePtr*) override { return kNotSupported; }
 
-  // Every use of it has completed, its prefetch out too (the policy frees after both).
-  void free(DevicePtr ptr, SwapBuffer& b) override {
+  // Every use of it has completed, its prefetch out too (the policy frees after both). cuMemFree
+  // synchronises the device (the driver waits for all work issued): a host wait, not made while
+  // one may never end.
+  bool free(DevicePtr ptr, SwapBuffer& b) override {
+    if (!waits_.allowed()) return false;
     if (b.leaving) {
       drop_leaving(ptr);
       events_.give(b.left);
@@ -49,6 +52,7 @@ class UvmMover final : public SwapMover {
       device_bytes_ -= std::min(device_bytes_, b.footprint);
     }
     (void)device_.free(ptr, MemoryKind::managed, 0);
+    return true;
   }
 
   bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side) override {
@@ -90,15 +94,9 @@ class UvmMover final : public SwapMover {
   void settle(bool wait) override {
     for (std::size_t i = 0; i < leaving_.size();) {
       auto [ptr, b] = leaving_[i];
-      if (!device_.event_completed(b->left)) {
-        if (!wait) {
-          ++i;
-          continue;
-        }
-        const auto start = std::chrono::steady_clock::now();
-        (void)device_.synchronize_event(b->left);
-        stall_ns_ += static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+      if (wait ? !waits_.wait(b->left) : !device_.event_completed(b->left)) {
+        ++i;
+        continue;
       }
       drop_leaving(ptr);
       events_.give(b->left);
@@ -110,7 +108,6 @@ class UvmMover final : public SwapMover {
   std::uint64_t device_bytes() const override { return device_bytes_; }
   std::uint64_t leaving_bytes() const override { return leaving_bytes_; }
   std::uint64_t device_bytes_with(std::uint64_t footprint) const override { return device_bytes_ + footprint; }
-  std::uint64_t stall_ns() const override { return stall_ns_; }
   void trim() override {}
   DevicePtr host_copy(DevicePtr ptr, const SwapBuffer&) const override { return ptr; }
 
@@ -125,16 +122,16 @@ class UvmMover final : public SwapMover {
 
   Device& device_;
   SpareEvents& events_;
+  HostWaits& waits_;
   std::uint64_t device_bytes_ = 0;   // held on the device, leaving buffers included
   std::uint64_t leaving_bytes_ = 0;  // of those, what prefetches to the host under way will free
   std::vector<std::pair<DevicePtr, SwapBuffer*>> leaving_;
-  std::uint64_t stall_ns_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<SwapMover> make_uvm_mover(Device& device, SpareEvents& events) {
-  return std::make_unique<UvmMover>(device, events);
+std::unique_ptr<SwapMover> make_uvm_mover(Device& device, SpareEvents& events, HostWaits& waits) {
+  return std::make_unique<UvmMover>(device, events, waits);
 }
 
 }  // namespace memtool::engine::detail

@@ -5,7 +5,8 @@
 //   leaving   still mapped, its bytes being copied (cuMemcpyDtoDAsync on the policy's side
 //             stream) into a host slot: host-located physical memory with its own mapping
 //             (the slot's view);
-//   out       the copy done (polled, or waited for in settle(true)): the device memory
+//   out       the copy done (polled, or waited for in settle(true) where the host may wait,
+//             HostWaits): the device memory
 //             released and the host slot mapped at the buffer's address, so an access nobody
 //             announced reads and writes the true bytes, across the link;
 //   coming back: fresh device memory mapped at the address, the bytes copied from the slot's
@@ -16,12 +17,12 @@
 // Not protected: a stray access while a buffer is coming back (from the remap to the copy's
 // arrival), which no plan can order; docs/swapping.md says so.
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "host_waits.hpp"
 #include "memtool/engine/log.hpp"
 #include "swap_mover.hpp"
 
@@ -45,8 +46,8 @@ std::uint64_t round_up(std::uint64_t bytes, std::uint64_t granule) { return (byt
 
 class VmmMover final : public SwapMover {
  public:
-  VmmMover(Device& device, SpareEvents& events, std::uint64_t granule, std::uint64_t host_limit)
-      : device_(device), events_(events), granule_(granule), host_limit_(host_limit) {}
+  VmmMover(Device& device, SpareEvents& events, HostWaits& waits, std::uint64_t granule, std::uint64_t host_limit)
+      : device_(device), events_(events), waits_(waits), granule_(granule), host_limit_(host_limit) {}
 
   std::string_view mode() const override { return "explicit"; }
   std::uint64_t footprint_of(std::uint64_t size) const override { return round_up(size, granule_); }
@@ -94,9 +95,10 @@ class VmmMover final : public SwapMover {
     return kSuccess;
   }
 
-  void free(DevicePtr ptr, SwapBuffer& b) override {
+  bool free(DevicePtr ptr, SwapBuffer& b) override {
     if (b.leaving) {
-      timed_wait(b.left);  // the copy out reads the memory we are about to release
+      // The copy out reads the memory we are about to release: not before it has run.
+      if (!waits_.wait(b.left)) return false;
       drop_leaving(ptr);
       events_.give(b.left);
       b.leaving = false;
@@ -109,6 +111,7 @@ class VmmMover final : public SwapMover {
       b.host_slot = 0;
     }
     (void)device_.unreserve(ptr, b.footprint);
+    return true;
   }
 
   bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side) override {
@@ -187,15 +190,14 @@ class VmmMover final : public SwapMover {
   void settle(bool wait) override {
     for (std::size_t i = 0; i < leaving_.size();) {
       auto [ptr, b] = leaving_[i];
-      if (!wait && !device_.event_completed(b->left)) {
+      if (!done(b->left, wait)) {
         ++i;
         continue;
       }
-      finish_leaving(ptr, *b, wait);
+      finish_leaving(ptr, *b);
     }
     std::erase_if(draining_, [this, wait](const Draining& d) {
-      if (!wait && !device_.event_completed(d.event)) return false;
-      if (wait) timed_wait(d.event);
+      if (!done(d.event, wait)) return false;
       events_.give(d.event);
       free_slots_.emplace(slots_[d.slot].bytes, d.slot);
       return true;
@@ -209,7 +211,6 @@ class VmmMover final : public SwapMover {
   std::uint64_t device_bytes_with(std::uint64_t footprint) const override {
     return cached_device_.contains(footprint) ? device_bytes_ + cached_bytes_ : device_bytes_ + footprint;
   }
-  std::uint64_t stall_ns() const override { return stall_ns_; }
 
   DevicePtr host_copy(DevicePtr ptr, const SwapBuffer& b) const override {
     return b.host_slot != 0 ? slots_[b.host_slot - 1].view : ptr;
@@ -232,10 +233,11 @@ class VmmMover final : public SwapMover {
   }
 
  private:
-  // The copy out has run (or we wait for it): release the device memory and let the address
-  // reach the host copy.
-  void finish_leaving(DevicePtr ptr, SwapBuffer& b, bool wait) {
-    if (wait) timed_wait(b.left);
+  // Polled, or with `wait` waited for where the host may wait (HostWaits).
+  bool done(EventId event, bool wait) { return wait ? waits_.wait(event) : device_.event_completed(event); }
+
+  // The copy out has run: release the device memory and let the address reach the host copy.
+  void finish_leaving(DevicePtr ptr, SwapBuffer& b) {
     drop_leaving(ptr);
     events_.give(b.left);
     b.leaving = false;
@@ -304,14 +306,6 @@ class VmmMover final : public SwapMover {
     leaving_.pop_back();
   }
 
-  void timed_wait(EventId event) {
-    if (device_.event_completed(event)) return;
-    const auto start = std::chrono::steady_clock::now();
-    (void)device_.synchronize_event(event);
-    stall_ns_ += static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-  }
-
   // A free slot of exactly `bytes` (buffers recur with their sizes), else a new one within the
   // host limit.
   bool take_slot(std::uint64_t bytes, std::uint32_t& index) {
@@ -354,6 +348,7 @@ class VmmMover final : public SwapMover {
 
   Device& device_;
   SpareEvents& events_;
+  HostWaits& waits_;
   const std::uint64_t granule_;
   const std::uint64_t host_limit_;
   std::vector<HostSlot> slots_;
@@ -366,14 +361,14 @@ class VmmMover final : public SwapMover {
   std::multimap<std::uint64_t, Device::PhysicalHandle> cached_device_;  // released by buffers, kept for reuse
   std::uint64_t cached_bytes_ = 0;
   std::uint64_t host_bytes_ = 0;
-  std::uint64_t stall_ns_ = 0;
   bool said_unmapped_ = false;
   LeaveCheck leave_check_;
 };
 
 }  // namespace
 
-std::unique_ptr<SwapMover> make_vmm_mover(Device& device, SpareEvents& events, std::uint64_t host_limit_bytes) {
+std::unique_ptr<SwapMover> make_vmm_mover(Device& device, SpareEvents& events, HostWaits& waits,
+                                          std::uint64_t host_limit_bytes) {
   std::uint64_t device_granule = 0;
   std::uint64_t host_granule = 0;
   if (device.vmm_granularity(&device_granule) != kSuccess || device.host_vmm_granularity(&host_granule) != kSuccess ||
@@ -385,7 +380,7 @@ std::unique_ptr<SwapMover> make_vmm_mover(Device& device, SpareEvents& events, s
   Device::PhysicalHandle probe = 0;
   if (device.create_host_physical(granule, &probe) != kSuccess) return nullptr;
   (void)device.release_physical(probe);
-  return std::make_unique<VmmMover>(device, events, granule, host_limit_bytes);
+  return std::make_unique<VmmMover>(device, events, waits, granule, host_limit_bytes);
 }
 
 }  // namespace memtool::engine::detail

@@ -62,6 +62,8 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.swap_leaves_called_off += s.swap_leaves_called_off;
   into.swap_pinned += s.swap_pinned;
   into.swap_items_reaching_all += s.swap_items_reaching_all;
+  into.swap_host_waits_refused += s.swap_host_waits_refused;
+  into.swap_held_for_value_waits += s.swap_held_for_value_waits;
   into.swap_verify_checks += s.swap_verify_checks;
   into.swap_verify_mismatches += s.swap_verify_mismatches;
   if (into.swap_verify_first_mismatch.empty()) into.swap_verify_first_mismatch = s.swap_verify_first_mismatch;

@@ -163,6 +163,9 @@ Status DriverDevice::create_event(engine::EventId* out) {
 
 Status DriverDevice::record_event(engine::EventId event, engine::StreamId stream) {
   const InternalCall internal(captures_);
+  // Another thread's per-thread stream while a blocking stream captures: it exists, but cannot
+  // be named until the capture ends (route); said apart from a destroyed stream's error.
+  if (is_foreign_per_thread_stream(stream) && capturing(stream)) return engine::kCaptureImplicit;
   Route on;
   if (const Status s = route(stream, &on); s != engine::kSuccess) return s;
   return status(f_.event_record(as_event(event), on.stream));

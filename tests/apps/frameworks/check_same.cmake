@@ -4,7 +4,8 @@
 # exactly what the plain run printed. `cmake -P`, with APP, ARGS (a ;-list), FAKECUDA_DIR,
 # PRELOAD, WORK_DIR, BUDGET and optionally ENV (NAME=VALUE;... for every run) and REFUSED
 # (case names where memtool documents a refusal: that run must fail, its stderr matching
-# REFUSED_MATCH, so the test notices when the limitation goes).
+# REFUSED_MATCH, so the test notices when the limitation goes) and HOLD_BUDGET (case names whose
+# summary's peak_device_bytes must not pass the budget).
 cmake_minimum_required(VERSION 3.18)
 set(ENV{LD_LIBRARY_PATH} "${FAKECUDA_DIR}")
 foreach(pair IN LISTS ENV)
@@ -51,7 +52,24 @@ foreach(c IN LISTS cases)
     message(STATUS "${name}: refused as documented (${strategy} ${mode})")
     continue()
   endif()
+  file(GLOB stale "${WORK_DIR}/summary-${name}-*.json")
+  if(stale)
+    file(REMOVE ${stale})
+  endif()
   run_case(${name})
+  if(name IN_LIST HOLD_BUDGET)
+    file(GLOB written "${WORK_DIR}/summary-${name}-*.json")
+    list(GET written 0 summary_file)
+    file(READ "${summary_file}" summary)
+    string(REGEX MATCH "\"budget_bytes\":([0-9]+)" ignored "${summary}")
+    set(budget_bytes "${CMAKE_MATCH_1}")
+    string(REGEX MATCH "\"peak_device_bytes\":([0-9]+)" ignored "${summary}")
+    set(peak_bytes "${CMAKE_MATCH_1}")
+    if(budget_bytes STREQUAL "" OR peak_bytes STREQUAL "" OR peak_bytes GREATER budget_bytes)
+      message(FATAL_ERROR "${name}: peak_device_bytes ${peak_bytes} passes the budget ${budget_bytes} (${summary_file})")
+    endif()
+    message(STATUS "${name}: peak ${peak_bytes} B within the budget of ${budget_bytes} B")
+  endif()
   if(NOT ${name}_out STREQUAL plain_out)
     message(FATAL_ERROR "${name}: output differs from the plain run\nplain:\n${plain_out}\n${name}:\n${${name}_out}\n"
                         "stderr:\n${${name}_err}")

@@ -245,7 +245,16 @@ CUresult copy(Endpoint dst, Endpoint src, Shape shape, CUstream h, bool per_thre
     std::shared_ptr<std::vector<unsigned char>> staged;
     if (dst.side == Side::host) {
       wait = !(async_api && dst.pinned);
-    } else if (src.side == Side::host) {
+    }
+    if (dst.side == Side::host && src.side == Side::host && !wait && !src.pinned) {
+      // Into pinned or host-located memory (VMM memory on the host, mapped at a device address,
+      // which the driver copies into as device memory): a pageable source is read before the call
+      // returns, as for H2D (the caller may reuse it, e.g. a batch copy's DURING_API_CALL snapshot).
+      staged = std::make_shared<std::vector<unsigned char>>(bytes);
+      const Endpoint packed{reinterpret_cast<std::uintptr_t>(staged->data()), Side::host, false, 0, 0};
+      move_rows(packed, src, shape);
+      src = packed;
+    } else if (dst.side != Side::host && src.side == Side::host) {
       if (!async_api || (!src.pinned && link_modelled())) {
         wait = true;
       } else if (!src.pinned) {

@@ -26,6 +26,10 @@ inline constexpr Status kInvalidValue = 1;    // CUDA_ERROR_INVALID_VALUE
 inline constexpr Status kOutOfMemory = 2;     // CUDA_ERROR_OUT_OF_MEMORY
 inline constexpr Status kNotReady = 600;      // CUDA_ERROR_NOT_READY
 inline constexpr Status kNotSupported = 801;  // CUDA_ERROR_NOT_SUPPORTED
+// CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: the call would depend on the legacy stream while a blocking
+// stream captures. record_event answers it for a stream that exists but cannot be named now
+// (another thread's per-thread default stream): refused for now, not gone; try again later.
+inline constexpr Status kCaptureImplicit = 906;
 
 // Where managed memory should live (cuMemAdvise's location advice, reduced to what swapping needs).
 enum class Residence : std::uint8_t { device, host };
@@ -54,7 +58,7 @@ class Device {
 
   // --- events: order work across streams without synchronising the host ---
   virtual Status create_event(EventId* out) = 0;                         // cuEventCreate(DISABLE_TIMING)
-  virtual Status record_event(EventId event, StreamId stream) = 0;       // cuEventRecord
+  virtual Status record_event(EventId event, StreamId stream) = 0;       // cuEventRecord (kCaptureImplicit: above)
   virtual Status stream_wait_event(StreamId stream, EventId event) = 0;  // cuStreamWaitEvent
   virtual bool event_completed(EventId event) = 0;                       // cuEventQuery == SUCCESS
   virtual void destroy_event(EventId event) = 0;                         // cuEventDestroy

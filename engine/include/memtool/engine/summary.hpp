@@ -82,6 +82,10 @@ struct Summary {
   std::uint64_t swap_leaves_called_off = 0;
   std::uint64_t swap_pinned = 0;
   std::uint64_t swap_items_reaching_all = 0;
+  // While a stream waited for a value (docs/swapping.md): host waits memtool did not make, and
+  // buffers kept off the device (started on the host, or read there) to hold the budget.
+  std::uint64_t swap_host_waits_refused = 0;
+  std::uint64_t swap_held_for_value_waits = 0;
   // MEMTOOL_SWAP_VERIFY: checksums taken, buffers found changed behind memtool's back, and the
   // first of those said in words (the buffer and the last launch that could have changed it).
   std::uint64_t swap_verify_checks = 0;

@@ -1,0 +1,194 @@
+// Explicit swapping on the simulated device behind a gate that plays two driver situations the
+// simulator alone has not: a stream waiting for a value the program writes later
+// (Device::host_wait_may_block: the swapper must not wait on the host then, HostWaits), and
+// another thread's per-thread default stream that cannot be named while a capture runs
+// (record_event answers kCaptureImplicit: refused for now, not gone). The simulator's vector
+// clocks count every access not ordered after the last one from another stream.
+#include <catch2/catch.hpp>
+
+#include <initializer_list>
+#include <vector>
+
+#include "memtool/engine/resources.hpp"
+#include "memtool/engine/sim_device.hpp"
+
+using namespace memtool::engine;
+
+namespace {
+
+constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
+
+// SimDevice, with host waits that may block (counted when made anyway) and one stream whose
+// events are refused for now.
+class GatedDevice final : public Device {
+ public:
+  SimDevice sim{SimDevice::Options{64 * MiB}};
+  bool may_block = false;
+  StreamId refused = 0;         // record_event on it answers kCaptureImplicit (0: none)
+  int waits_while_blocked = 0;  // synchronize_event calls made while may_block
+
+  Status allocate(std::uint64_t size, MemoryKind kind, StreamId stream, DevicePtr* out) override {
+    return sim.allocate(size, kind, stream, out);
+  }
+  Status free(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
+    if (may_block && kind == MemoryKind::managed) ++waits_while_blocked;  // cuMemFree synchronises
+    return sim.free(ptr, kind, stream);
+  }
+  Status create_event(EventId* out) override { return sim.create_event(out); }
+  Status record_event(EventId event, StreamId stream) override {
+    if (refused != 0 && stream == refused) return kCaptureImplicit;
+    return sim.record_event(event, stream);
+  }
+  Status stream_wait_event(StreamId stream, EventId event) override { return sim.stream_wait_event(stream, event); }
+  bool event_completed(EventId event) override { return sim.event_completed(event); }
+  void destroy_event(EventId event) override { sim.destroy_event(event); }
+  Status synchronize_event(EventId event) override {
+    if (may_block) ++waits_while_blocked;
+    return sim.synchronize_event(event);
+  }
+  Status create_stream(StreamId* out) override { return sim.create_stream(out); }
+  Status vmm_granularity(std::uint64_t* bytes) override { return sim.vmm_granularity(bytes); }
+  Status host_vmm_granularity(std::uint64_t* bytes) override { return sim.host_vmm_granularity(bytes); }
+  Status reserve(std::uint64_t bytes, DevicePtr* out) override { return sim.reserve(bytes, out); }
+  Status unreserve(DevicePtr ptr, std::uint64_t bytes) override { return sim.unreserve(ptr, bytes); }
+  Status create_physical(std::uint64_t bytes, PhysicalHandle* out) override { return sim.create_physical(bytes, out); }
+  Status create_host_physical(std::uint64_t bytes, PhysicalHandle* out) override {
+    return sim.create_host_physical(bytes, out);
+  }
+  Status release_physical(PhysicalHandle handle) override { return sim.release_physical(handle); }
+  Status map(DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) override { return sim.map(ptr, bytes, handle); }
+  Status unmap(DevicePtr ptr, std::uint64_t bytes) override { return sim.unmap(ptr, bytes); }
+  Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override {
+    return sim.copy_device(dst, src, bytes, stream);
+  }
+  Status copy_to_host(void* dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override {
+    return sim.copy_to_host(dst, src, bytes, stream);
+  }
+  bool host_wait_may_block() override { return may_block; }
+};
+
+struct Rig {
+  GatedDevice device;
+  std::unique_ptr<Resource> swap;
+
+  explicit Rig(std::uint64_t budget) {
+    SwapOptions options;
+    options.mode = SwapMechanism::explicit_copies;
+    options.budget_bytes = budget;
+    options.policy = "belady";
+    options.min_bytes = MiB;
+    swap = make_swap(device, make_device_resource(device, true), options);
+  }
+  DevicePtr alloc(std::uint64_t size, MemoryKind kind = MemoryKind::device, StreamId stream = 0) {
+    DevicePtr ptr = 0;
+    REQUIRE(swap->allocate(AllocationRequest{size, kind, stream, 0}, &ptr) == kSuccess);
+    return ptr;
+  }
+  // A kernel on `stream` touching `touched`, whose address `escaped` goes where memtool cannot
+  // follow; it runs (the simulator's accesses) once announced.
+  void kernel(StreamId stream, std::initializer_list<DevicePtr> touched,
+              std::initializer_list<DevicePtr> escaped = {}) {
+    const std::vector<DevicePtr> t(touched);
+    const std::vector<DevicePtr> e(escaped);
+    WorkItem w;
+    w.stream = stream;
+    w.touched = t;
+    w.escaped = e;
+    swap->before_item(w);
+    for (const DevicePtr p : t) REQUIRE(device.sim.access(stream, p, 4 * MiB));
+  }
+  Summary summary() const {
+    Summary s;
+    swap->summarize(s);
+    return s;
+  }
+  void finish(std::initializer_list<DevicePtr> live) {
+    device.may_block = false;
+    device.refused = 0;
+    for (const DevicePtr p : live) CHECK(swap->deallocate(p, MemoryKind::device, 0) == kSuccess);
+    swap->shutdown(true);
+    CHECK(device.sim.live_bytes() == 0);
+    CHECK(device.sim.violations() == 0);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("swap: while a stream waits for a value, a freed buffer still leaving is released later, not waited for",
+          "[engine][swap]") {
+  Rig rig(8 * MiB);
+  const DevicePtr a = rig.alloc(4 * MiB, MemoryKind::async, 1);
+  rig.kernel(1, {a});
+  const DevicePtr b = rig.alloc(4 * MiB);
+  rig.kernel(1, {b});
+  rig.device.may_block = true;             // from here a host wait may never end
+  const DevicePtr c = rig.alloc(4 * MiB);  // a leaves for it: its copy out is under way
+  CHECK(rig.summary().bytes_swapped_out >= 4 * MiB);
+  // Freed on its stream; the stream gets there, its copy out does not (the host may not wait).
+  CHECK(rig.swap->deallocate(a, MemoryKind::async, 1) == kSuccess);
+  // The program's stream has got there (the host saw it done); the swapper's copy out has not.
+  EventId reached = 0;
+  REQUIRE(rig.device.sim.create_event(&reached) == kSuccess);
+  REQUIRE(rig.device.sim.record_event(reached, 1) == kSuccess);
+  REQUIRE(rig.device.sim.synchronize_event(reached) == kSuccess);
+  rig.device.sim.destroy_event(reached);
+  rig.kernel(1, {c});
+  rig.kernel(1, {b});
+  CHECK(rig.device.waits_while_blocked == 0);
+  rig.finish({b, c});
+}
+
+TEST_CASE(
+    "swap: while a stream waits for a value, an escaping or exported buffer's copy back is waited for in "
+    "stream order",
+    "[engine][swap]") {
+  Rig rig(8 * MiB);
+  const DevicePtr a = rig.alloc(4 * MiB);
+  rig.kernel(1, {a});
+  REQUIRE(rig.device.sim.fill(a, 4 * MiB, 5));
+  const DevicePtr b = rig.alloc(4 * MiB);
+  rig.kernel(1, {b});
+  const DevicePtr c = rig.alloc(4 * MiB);  // a leaves for it
+  rig.kernel(1, {c});
+  rig.device.sim.synchronize();
+  rig.kernel(1, {c});  // a's copy out has landed: a is out
+  rig.device.sim.synchronize();
+  // a comes back on stream 2 for a kernel announced there (its copy back still under way)...
+  const DevicePtr touched[] = {a};
+  rig.swap->before_work(touched, 2);
+  rig.device.may_block = true;
+  // ...then its address escapes on stream 3: stream 3 waits for the copy on the GPU, the host
+  // does not.
+  rig.kernel(3, {}, {a});
+  CHECK(rig.device.sim.access(3, a, 4 * MiB));
+  CHECK(rig.device.sim.verify(a, 4 * MiB, 5));
+  CHECK(rig.swap->pin_for_export(a) == ExportPin::mapped);
+  CHECK(rig.device.waits_while_blocked == 0);
+  CHECK(rig.device.sim.violations() == 0);
+  rig.finish({a, b, c});
+}
+
+TEST_CASE("swap: another thread's stream refused for now during a capture is kept and joined once it can be",
+          "[engine][swap]") {
+  Rig rig(8 * MiB);
+  const StreamId other = 7;  // another thread's per-thread stream
+  const DevicePtr a = rig.alloc(4 * MiB);
+  rig.kernel(1, {a});
+  const DevicePtr b = rig.alloc(4 * MiB);
+  rig.kernel(other, {b});
+  // Work on that stream reaches a through memory memtool cannot read (after a's kernel: the
+  // program ordered it so).
+  rig.device.sim.synchronize();
+  REQUIRE(rig.device.sim.access(other, a, 4 * MiB));
+  rig.device.refused = other;  // a capture starts: that stream cannot be joined now
+  const DevicePtr c = rig.alloc(4 * MiB);
+  // Nothing may leave unordered after it (a's copy out would race that work): over the budget.
+  CHECK(rig.summary().bytes_swapped_out == 0);
+  CHECK(rig.device.sim.violations() == 0);
+  rig.device.refused = 0;  // the capture ended; no work item came from that thread since
+  rig.kernel(1, {c});
+  // a leaves now, ordered after that stream's work: it was kept among the program's streams.
+  CHECK(rig.summary().bytes_swapped_out >= 4 * MiB);
+  CHECK(rig.device.sim.violations() == 0);
+  rig.finish({a, b, c});
+}
