@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < floats; ++i) host[static_cast<std::size_t>(i)] = 0.25f * static_cast<float>(i % 13);
   CK(cuMemcpyHtoD(weight, host.data(), bytes));
   CK(cuMemsetD32(result, 0, static_cast<size_t>(floats)));
+  // The synchronous memsets and copy may return before they are done, and the streams below are
+  // non-blocking (not ordered after the legacy stream's work): wait for them.
+  CK(cuCtxSynchronize());
 
   std::vector<CUdeviceptr> act(static_cast<std::size_t>(activations));
   for (int step = 0; step < steps; ++step) {
