@@ -7,8 +7,8 @@
 //    calls pass through. A plan serves from a boundary on, so one still being made when its
 //    boundary comes would serve a whole step late: the boundary waits for it, up to
 //    `plan_wait_seconds` in all per plan (never longer than planning on the calling thread
-//    would have stalled the program); a longer plan goes on while the program runs. At the
-//    first boundary after the plan is ready the pool is allocated —
+//    would have stalled the program; 0: never); a longer plan goes on while the program runs.
+//    At the first boundary after the plan is ready the pool is allocated —
 //    the observer puts boundaries where the fewest bytes are live, so the observed iterations'
 //    memory is gone by then and the pool takes its place rather than adding to the peak — or
 //    the current pool is reused when it is big enough.

@@ -40,11 +40,13 @@ std::string parse(std::string_view text, bool& out) {
   return "expected 0 or 1";
 }
 
-std::string parse(std::string_view text, std::uint32_t& out) {
+// Whole numbers from `least` (1 for count, 0 for count_or_zero) to kMaxCount.
+constexpr std::uint32_t kMaxCount = 256;
+std::string parse_count(std::string_view text, std::uint32_t least, std::uint32_t& out) {
   std::uint32_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size() || value < 1 || value > 256) {
-    return "expected a whole number from 1 to 256";
+  if (ec != std::errc{} || end != text.data() + text.size() || value < least || value > kMaxCount) {
+    return fmt::format("expected a whole number from {} to {}", least, kMaxCount);
   }
   out = value;
   return {};
@@ -160,6 +162,8 @@ std::string parse_value(std::string_view text, V& out) {
     return parse_strategy(text, out);
   } else if constexpr (T == OptionType::swap_policy) {
     return parse_swap_policy(text, out);
+  } else if constexpr (T == OptionType::count || T == OptionType::count_or_zero) {
+    return parse_count(text, T == OptionType::count ? 1 : 0, out);
   } else if constexpr (T == OptionType::bytes || T == OptionType::rate || T == OptionType::buffer_size ||
                        T == OptionType::budget) {
     return parse_size(text, T, out);

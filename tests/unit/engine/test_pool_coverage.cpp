@@ -254,3 +254,35 @@ TEST_CASE("pool, the defaults: the step after the observed ones is served, a pla
   check_clean(p, d);
   engine.shutdown();
 }
+
+TEST_CASE("pool, a wait of 0: the boundary never waits; the plan serves from the first boundary after it is ready",
+          "[engine][coverage]") {
+  // MEMTOOL_POOL_PLAN_WAIT=0, the behaviour before the wait: a plan of 400 ms on the planner's
+  // thread, steps of microseconds. The steps go on at once, passed through.
+  SimDevice d;
+  PoolOptions options;
+  options.plan_override = slow_best(std::chrono::milliseconds(400));
+  options.plan_wait_seconds = 0;
+  PoolEngine engine(d, options, /*synchronous_detection=*/false);
+  Program p(engine, d);
+  Layered model;
+  model.setup(p);
+  const std::uint64_t per_step = 1 + 3 * model.layers;
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < 3; ++s) model.step(p);
+  const auto three_steps = std::chrono::steady_clock::now() - start;
+  CHECK(engine.summary().allocs_from_pool == 0);
+  CHECK(three_steps < std::chrono::milliseconds(400));  // a wait of any length would be the plan's
+  engine.wait_for_planner(Summary{});
+  model.step(p);  // the plan is ready: served from the boundary after this step
+  CHECK(engine.summary().allocs_from_pool == 0);
+  model.step(p);
+  CHECK(engine.summary().allocs_from_pool == per_step);
+  const Summary s = engine.summary();
+  CHECK(s.plans_made == 1);
+  CHECK(s.misses == 0);
+  CHECK(s.worst_step_served == 1.0);
+  model.teardown(p);
+  check_clean(p, d);
+  engine.shutdown();
+}

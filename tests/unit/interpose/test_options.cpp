@@ -3,6 +3,8 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "memtool/interpose/options.hpp"
 
@@ -101,6 +103,36 @@ TEST_CASE("pool is a strategy; its variables parse", "[interpose][options]") {
   CHECK(parsed.options.summary == "run.%p.json");
   CHECK(parsed.options.pool_sync_planning);
   CHECK_FALSE(default_options().pool_sync_planning);
+}
+
+TEST_CASE("MEMTOOL_POOL_PLAN_WAIT: whole seconds from 0 (never wait) to 256, 4 by default", "[interpose][options]") {
+  CHECK(default_options().pool_plan_wait == 4);
+  auto parsed_with = [](const std::string& value) {
+    Env env;
+    env.values["MEMTOOL_POOL_PLAN_WAIT"] = value;
+    return parse_options(env.lookup(), nullptr);
+  };
+  for (const auto& [text, seconds] : {std::pair<std::string, std::uint32_t>{"0", 0}, {"1", 1}, {"256", 256}}) {
+    const ParsedOptions parsed = parsed_with(text);
+    INFO("MEMTOOL_POOL_PLAN_WAIT=" << text);
+    CHECK(parsed.errors.empty());
+    CHECK(parsed.options.pool_plan_wait == seconds);
+  }
+  for (const std::string text : {"-1", "257", "0.5", "", "never"}) {
+    const ParsedOptions parsed = parsed_with(text);
+    INFO("MEMTOOL_POOL_PLAN_WAIT=" << text);
+    REQUIRE(parsed.errors.size() == 1);
+    CHECK_THAT(parsed.errors[0], Catch::Contains("MEMTOOL_POOL_PLAN_WAIT") && Catch::Contains("0 to 256"));
+    CHECK(parsed.options.pool_plan_wait == 4);  // the default stays
+  }
+  // A count still starts at 1: the zero is this option's alone.
+  CHECK_THAT(parse_options(
+                 [](const char* name) -> const char* {
+                   return std::string_view(name) == "MEMTOOL_PLAN_SECONDS" ? "0" : nullptr;
+                 },
+                 nullptr)
+                 .errors.at(0),
+             Catch::Contains("1 to 256"));
 }
 
 TEST_CASE("unknown MEMTOOL_ variables are warned about", "[interpose][options]") {

@@ -45,6 +45,7 @@ struct PoolOptions {
   // The most the program waits, in all, at step boundaries for a plan being made on the planner
   // thread (MEMTOOL_POOL_PLAN_WAIT): a plan not ready at its boundary serves a whole step later.
   // As long as the default planning budget: never longer than planning on the calling thread.
+  // 0: never wait; a plan serves from the first boundary after it is ready.
   double plan_wait_seconds = 4.0;
   bool validate_plan = true;                    // reject a plan planner::validate finds invalid
   PlanFunction plan_override;                   // used instead of `algorithm` when set

@@ -34,6 +34,10 @@ struct OptionValue<OptionType::count> {
   using type = std::uint32_t;
 };
 template <>
+struct OptionValue<OptionType::count_or_zero> {
+  using type = std::uint32_t;
+};
+template <>
 struct OptionValue<OptionType::bytes> {
   using type = std::uint64_t;
 };

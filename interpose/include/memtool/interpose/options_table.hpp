@@ -22,7 +22,8 @@ enum class OptionType {
   swap_mode,
   swap_policy,
   rate,
-  buffer_size
+  buffer_size,
+  count_or_zero
 };
 
 struct OptionInfo {
@@ -46,6 +47,8 @@ inline constexpr std::array kOptionTable = {
       return "0|1";
     case OptionType::count:
       return "N";
+    case OptionType::count_or_zero:
+      return "N (0: none)";
     case OptionType::bytes:
       return "SIZE";
     case OptionType::budget:
