@@ -109,29 +109,23 @@ class Sweep {
 // tau - key (tau is t or -t; the key a fixed time of its window, moved back one period for a
 // "later" item), so the items sorted by key are sorted by distance at every t, farthest first,
 // and the capacity is bytes_per_ns * tau + min over items of (-bytes_per_ns * key + bytes of the
-// items before it): a ThresholdTree over the keys.
+// items before it): a ThresholdTree over the keys. (Items of equal distance are one threshold in
+// engine_capacity; here the first of them has that threshold's term and the others larger ones,
+// so the lowest is the same.)
 class Engine {
  public:
-  Engine(std::vector<double> keys, const std::vector<Window>& windows, double bytes_per_ns)
+  Engine(const std::vector<double>& keys, const std::vector<Window>& windows, double bytes_per_ns)
       : windows_(windows),
         bytes_per_ns_(bytes_per_ns),
+        order_(by_key(keys)),
         position_(keys.size()),
-        beyond_(keys.size()),
-        tree_(costs(keys, bytes_per_ns)) {
-    order_.resize(keys.size());
-    std::iota(order_.begin(), order_.end(), 0U);
-    std::stable_sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+        tree_(costs(keys, order_, bytes_per_ns)) {
     for (std::size_t p = 0; p < order_.size(); ++p) position_[order_[p]] = p;
-    // Items of equal keys are one threshold: their sizes count for the positions after them all.
-    for (std::size_t p = order_.size(); p-- > 0;) {
-      const bool last = p + 1 == order_.size() || keys[order_[p + 1]] != keys[order_[p]];
-      beyond_[order_[p]] = last ? p + 1 : beyond_[order_[p + 1]];
-    }
   }
 
   void set(std::uint32_t item, bool present) {
     const auto size = static_cast<std::int64_t>(windows_[item / 2].size);
-    tree_.set(position_[item], present, beyond_[item], present ? size : -size);
+    tree_.set(position_[item], present, position_[item] + 1, present ? size : -size);
   }
 
   // min(absent, min over thresholds), each threshold's term computed as engine_capacity does:
@@ -146,11 +140,15 @@ class Engine {
   }
 
  private:
-  static std::vector<double> costs(const std::vector<double>& keys, double bytes_per_ns) {
+  static std::vector<std::uint32_t> by_key(const std::vector<double>& keys) {
     std::vector<std::uint32_t> order(keys.size());
     std::iota(order.begin(), order.end(), 0U);
     std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
-    std::vector<double> out(keys.size());
+    return order;
+  }
+  static std::vector<double> costs(const std::vector<double>& keys, const std::vector<std::uint32_t>& order,
+                                   double bytes_per_ns) {
+    std::vector<double> out(order.size());
     for (std::size_t p = 0; p < order.size(); ++p) out[p] = -bytes_per_ns * keys[order[p]];
     return out;
   }
@@ -159,7 +157,6 @@ class Engine {
   double bytes_per_ns_;
   std::vector<std::uint32_t> order_;   // items by key
   std::vector<std::size_t> position_;  // of each item in order_
-  std::vector<std::size_t> beyond_;    // first position after the item's key
   detail::ThresholdTree tree_;
 };
 
@@ -212,8 +209,8 @@ Bound bound(const Iteration& iteration, const Link& link) {
     back_keys[2 * w + kNow] = -windows[w].gap_end;
     back_keys[2 * w + kLater] = period - windows[w].gap_end;
   }
-  Engine d2h(std::move(out_keys), windows, link.d2h_bytes_per_ns);
-  Engine h2d(std::move(back_keys), windows, link.h2d_bytes_per_ns);
+  Engine d2h(out_keys, windows, link.d2h_bytes_per_ns);
+  Engine h2d(back_keys, windows, link.h2d_bytes_per_ns);
   const double slack =
       kTreeSlack * (std::max(link.d2h_bytes_per_ns, link.h2d_bytes_per_ns) * 2 * largest_time + all_bytes + 1);
 
