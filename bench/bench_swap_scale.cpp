@@ -2,7 +2,9 @@
 // transformer-shaped steps (tests/unit/swapper/transformer_iteration.hpp) of 12,500 to 100,000
 // ops, in stick-to-limit mode with no stall limit (what the process asks for), at a budget of 60%
 // of the plain peak over a 55 GB/s link; one row per size, planning seconds per strategy side by
-// side: wall clock, and in brackets the CPU time (the machine may be shared). Options: --sizes=12500,25000 (ops), --strategies=ours,paper-doa, --budget=0.6,
+// side, after the zero-stall bound's (bound.hpp; `memtool simulate` computes it before it plans):
+// wall clock, and in brackets the CPU time (the machine may be shared). Options: --sizes=12500,25000 (ops), --strategies=ours,paper-doa (empty: the bound
+// alone), --budget=0.6,
 // --max-simulations=N (ours' work limit; default plan()'s), --write=PATH (also write each size's
 // problem to PATH.<ops>.problem, for `memtool simulate`). Figures in bench/RESULTS.md.
 #include <fmt/format.h>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "../tests/unit/swapper/transformer_iteration.hpp"
+#include "memtool/swapper/bound.hpp"
 #include "memtool/swapper/plan.hpp"
 #include "memtool/swapper/problem.hpp"
 
@@ -67,7 +70,7 @@ int main(int argc, char** argv) {
     }
   }
   fmt::print("swap planning time (s), stick-to-limit, budget {:.0f}% of the plain peak, 55 GB/s link\n", 100 * share);
-  std::string header = fmt::format("{:>8} {:>8}", "ops", "buffers");
+  std::string header = fmt::format("{:>8} {:>8} {:>15}", "ops", "buffers", "bound");
   for (const std::string& name : names) header += fmt::format(" {:>15}", name);
   fmt::print("{}\n", header);
   std::fflush(stdout);
@@ -81,6 +84,16 @@ int main(int argc, char** argv) {
     }
     std::string row = fmt::format("{:>8} {:>8}", it.ops.size(), it.buffers.size());
     std::string detail;
+    {
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::clock_t c0 = std::clock();
+      const ms::Bound b = ms::bound(it, link);
+      const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      row += fmt::format(" {:>15}", fmt::format("{:.2f} ({:.2f})", seconds, cpu));
+      detail += fmt::format("  bound: {} bytes, {:.1f}% of the plain peak (op {})\n", b.peak_bytes,
+                            100.0 * static_cast<double>(b.peak_bytes) / static_cast<double>(b.plain_peak_bytes), b.op);
+    }
     for (const std::string& name : names) {
       const auto t0 = std::chrono::steady_clock::now();
       const std::clock_t c0 = std::clock();
