@@ -157,9 +157,11 @@ TEST_CASE("graphs: pool mode serves the eager allocations between replays", "[gr
     check_step(app, s);
     {
       INFO(app.name << " " << s.dump());
-      // A plan of the eager warm-up's steps may apply before the replays begin: it misses
-      // until the step of the replays is planned (the warm-up is planned no more after that).
-      CHECK(u(s, "replans") == 0);
+      // The eager warm-up's step is found and planned on time (the finder runs on the calling
+      // thread until it accepts a step), so its plan serves whole warm-up steps; when the replays
+      // begin it stops matching: the program changed, and it is re-planned once, for the
+      // replays' step (the warm-up is planned no more after that).
+      CHECK(u(s, "replans") <= 1);
       if (!app.captures) {
         // xla_train allocates nothing per step (one arena): there is nothing to serve.
         CHECK(u(s, "period_allocations") == 0);

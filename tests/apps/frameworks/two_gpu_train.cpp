@@ -75,9 +75,10 @@ int main(int argc, char** argv) {
     Gpu& g = gpu[d];
     static_cast<frameworks::KernelDevice&>(g) = frameworks::open_kernel_device(d, module_path, check);
     CK(cuMemAlloc(&g.acc, bytes));
-    // On the device's own stream: a synchronous memset of device memory may return before it
-    // is done, and the non-blocking stream the kernels run on is not ordered after it.
-    CK(cuMemsetD32Async(g.acc, 0, static_cast<size_t>(floats), g.stream));
+    CK(cuMemsetD32(g.acc, 0, static_cast<size_t>(floats)));
+    // A synchronous memset of device memory may return before it is done, and the kernels'
+    // stream is non-blocking (not ordered after the legacy stream's work): wait for it.
+    CK(cuCtxSynchronize());
   }
   for (int d = 0; d < 2; ++d) {
     CK(cuCtxSetCurrent(gpu[d].context));
