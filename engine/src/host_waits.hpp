@@ -39,6 +39,9 @@ class HostWaits {
     return status == kSuccess;
   }
 
+  // Polled; with `wait`, waited for as wait() does.
+  bool reached(EventId event, bool wait) { return wait ? this->wait(event) : device_.event_completed(event); }
+
   [[nodiscard]] std::uint64_t stall_ns() const { return stall_ns_; }  // host time spent waiting
   [[nodiscard]] std::uint64_t refused() const { return refused_; }    // waits not made for a pending value wait
 

@@ -202,13 +202,11 @@ class PlannedPool final : public Adaptor {
         // A planner still busy with a plan that was dropped meanwhile: wait for a later boundary.
         if (boundary.window && !boundary.window->problem.buffers.empty() && !worker_running_) {
           start_planning(boundary.window);
-          wait_for_plan(lock);
-          if (state_ == State::plan && ready_) enter_apply(boundary.from_marks);  // serve from here on
+          apply_when_ready(lock, boundary.from_marks);
         }
         break;
       case State::plan:
-        wait_for_plan(lock);
-        if (state_ == State::plan && ready_) enter_apply(boundary.from_marks);
+        apply_when_ready(lock, boundary.from_marks);
         break;
       case State::apply:
         if (boundary.from_marks && boundaries_by_marks_ && (k_ != 0 || iteration_misses_ != 0)) end_iteration();
@@ -421,6 +419,12 @@ class PlannedPool final : public Adaptor {
     log(LogLevel::info, fmt::format("memtool pool: the step boundary waited {:.1f} ms for the plan{}",
                                     std::chrono::duration<double, std::milli>(waited).count(),
                                     ready_ ? "" : ": not ready, it goes on while the program runs"));
+  }
+
+  // At a boundary in PLAN: the plan serves from here on if it is ready, waited for as above.
+  void apply_when_ready(std::unique_lock<std::mutex>& lock, bool from_marks) {
+    wait_for_plan(lock);
+    if (state_ == State::plan && ready_) enter_apply(from_marks);
   }
 
   void finish_planning(detail::PlanOutcome outcome, std::uint64_t period) {

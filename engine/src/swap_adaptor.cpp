@@ -907,7 +907,7 @@ class SwapAdaptor final : public Adaptor {
         if (ok) recycle(e);
         return false;
       }
-      const bool done = wait ? host_waits_.wait(e) : device_.event_completed(e);
+      const bool done = host_waits_.reached(e, wait);
       recycle(e);
       if (!done) return false;
     }
@@ -1510,12 +1510,11 @@ class SwapAdaptor final : public Adaptor {
   // landed) and that the mover can carry out now; with `wait`, all of them where the host may
   // wait (HostWaits).
   void collect_frees(bool wait) {
-    const auto reached = [&](EventId e) { return wait ? host_waits_.wait(e) : device_.event_completed(e); };
     for (auto it = dying_.begin(); it != dying_.end();) {
       SwapBuffer& b = it->second;
       const auto event = free_events_.find(it->first);
-      const bool ordered =
-          event != free_events_.end() ? reached(event->second) : !b.arrival_pending || reached(b.arrival);
+      const bool ordered = event != free_events_.end() ? host_waits_.reached(event->second, wait)
+                                                       : !b.arrival_pending || host_waits_.reached(b.arrival, wait);
       if (!ordered || !mover_->free(it->first, b)) {
         ++it;
         continue;

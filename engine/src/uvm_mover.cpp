@@ -94,7 +94,7 @@ class UvmMover final : public SwapMover {
   void settle(bool wait) override {
     for (std::size_t i = 0; i < leaving_.size();) {
       auto [ptr, b] = leaving_[i];
-      if (wait ? !waits_.wait(b->left) : !device_.event_completed(b->left)) {
+      if (!waits_.reached(b->left, wait)) {
         ++i;
         continue;
       }

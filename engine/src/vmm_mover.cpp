@@ -190,14 +190,14 @@ class VmmMover final : public SwapMover {
   void settle(bool wait) override {
     for (std::size_t i = 0; i < leaving_.size();) {
       auto [ptr, b] = leaving_[i];
-      if (!done(b->left, wait)) {
+      if (!waits_.reached(b->left, wait)) {
         ++i;
         continue;
       }
       finish_leaving(ptr, *b);
     }
     std::erase_if(draining_, [this, wait](const Draining& d) {
-      if (!done(d.event, wait)) return false;
+      if (!waits_.reached(d.event, wait)) return false;
       events_.give(d.event);
       free_slots_.emplace(slots_[d.slot].bytes, d.slot);
       return true;
@@ -233,9 +233,6 @@ class VmmMover final : public SwapMover {
   }
 
  private:
-  // Polled, or with `wait` waited for where the host may wait (HostWaits).
-  bool done(EventId event, bool wait) { return wait ? waits_.wait(event) : device_.event_completed(event); }
-
   // The copy out has run: release the device memory and let the address reach the host copy.
   void finish_leaving(DevicePtr ptr, SwapBuffer& b) {
     drop_leaving(ptr);
