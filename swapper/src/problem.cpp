@@ -174,6 +174,7 @@ void write_problem(std::ostream& out, const Problem& p) {
   const Link& l = p.link;
   out << fmt::format("link {} {} {} {} {}\n", l.d2h_bytes_per_ns, l.h2d_bytes_per_ns, l.d2h_latency_ns,
                      l.h2d_latency_ns, l.duplex_factor);
+  if (!p.host.none()) out << fmt::format("host {} {}\n", p.host.per_op_ns, p.host.per_copy_ns);
   out << fmt::format("ops {}\n", p.iteration.ops.size());
   for (const Op& op : p.iteration.ops)
     out << fmt::format("op {} {} {}\n", op.duration_ns, op.stream, kind_name(op.kind));
@@ -221,7 +222,16 @@ Problem read_problem(std::istream& in) {
   }
   std::uint64_t ops = 0;
   {
-    const Record r = lines.next("ops");
+    Record r = lines.next("ops");
+    if (r.size() != 0 && r.word(0) == "host") {  // optional
+      r.expect("host", 3);
+      p.host.per_op_ns = r.real(1, "host time per op");
+      p.host.per_copy_ns = r.real(2, "host time per copy");
+      if (p.host.per_op_ns < 0 || p.host.per_copy_ns < 0 || p.host.per_op_ns > static_cast<double>(kMostNs) ||
+          p.host.per_copy_ns > static_cast<double>(kMostNs))
+        r.fail(fmt::format("host times must lie in [0, {}] ns", kMostNs));
+      r = lines.next("ops");
+    }
     r.expect("ops", 2);
     ops = r.integer(1, "op count", kMostRecords);
   }

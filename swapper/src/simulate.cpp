@@ -87,6 +87,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   if (n == 0) {
     out.time_ns = out.stall_ns = out.slowdown = out.peak_time_ns = 0;
     out.d2h_busy_ns = out.h2d_busy_ns = 0;
+    out.copies_issued = 0;
     out.peak_bytes = out.plain_peak_bytes;
     return out;
   }
@@ -147,10 +148,23 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     return static_cast<std::int64_t>(r) - static_cast<std::int64_t>(pos / n);
   };
 
+  // The executor's host costs (HostCosts): the copies issued since the last op started, each
+  // paid before the next op starts.
+  const HostCosts& host = options.host;
+  std::size_t copies_paid = 0;
+  const auto pay_copies = [&] {
+    const std::size_t issued = w.link.copies().size();
+    const double cost = host.per_copy_ns * static_cast<double>(issued - copies_paid);
+    copies_paid = issued;
+    return cost;
+  };
+  std::size_t copies_before_measured = 0;
   for (std::uint32_t r = 0; r < rounds; ++r) {
+    if (r + 1 == rounds) copies_before_measured = w.link.copies().size();
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t u = r * n + i;
-      const double previous_end = u == 0 ? 0.0 : w.end[u - 1];
+      double previous_end = u == 0 ? 0.0 : w.end[u - 1];
+      if (!host.none()) previous_end += host.per_op_ns + pay_copies();
       // The swap-ins triggered here (swap * iterations + instance); not those whose copy-out lies
       // before the first simulated iteration.
       const auto for_each_in = [&](auto&& f) {
@@ -194,6 +208,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         if (out_copy >= 0) start = std::max(start, w.link.finish(out_copy));
       }
       if (hold != 0) start = w.holder.consume(i, start);
+      if (!host.none()) start += pay_copies();  // the rule's and the swap-ins issued with this op
       w.start[u] = start;
       w.end[u] = start + static_cast<double>(iteration.ops[i].duration_ns);
       for (std::uint32_t k = w.out_begin[i]; k < w.out_begin[i + 1]; ++k) {
@@ -210,6 +225,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       }
     }
   }
+  out.copies_issued = w.link.copies().size() - copies_before_measured;
   w.link.drain();
   const std::vector<detail::Copy>& copies = w.link.copies();
 

@@ -30,6 +30,10 @@
 namespace memtool::cli {
 namespace {
 
+// The most host time per op or copy --op-cost and --copy-cost take (a day, in microseconds):
+// sums over an iteration stay finite.
+constexpr double kMostHostCostUs = 86'400e6;
+
 struct SimulateArgs {
   std::string input;
   std::vector<std::string> resources;
@@ -44,6 +48,8 @@ struct SimulateArgs {
   std::string compute = "auto";
   double max_slowdown = -1;
   bool as_executor = false;
+  double op_cost_us = -1;    // -1: a problem file's, else none
+  double copy_cost_us = -1;  // -1: a problem file's, else none
   bool pool = false;
   double pool_time_limit = 1.0;
 };
@@ -106,6 +112,8 @@ int run_swap_simulation(const SimulateArgs& args, const trace::MappedFile* read)
     options.pool = args.pool;
     options.pool_time_limit_seconds = args.pool_time_limit;
     options.as_executor = args.as_executor;
+    if (args.op_cost_us > kMostHostCostUs || args.copy_cost_us > kMostHostCostUs)
+      throw std::invalid_argument(fmt::format("--op-cost, --copy-cost: at most {} us", kMostHostCostUs));
   });
   if (!ok) return 2;
   std::optional<trace::MappedFile> own;
@@ -120,6 +128,9 @@ int run_swap_simulation(const SimulateArgs& args, const trace::MappedFile* read)
   }
   if (source->link && args.link.empty()) options.link = *source->link;
   if (source->link) options.as_executor = true;
+  options.host = source->host;
+  if (args.op_cost_us >= 0) options.host.per_op_ns = args.op_cost_us * 1e3;
+  if (args.copy_cost_us >= 0) options.host.per_copy_ns = args.copy_cost_us * 1e3;
   SwapReport report;
   try {
     report = simulate_swap(*source, options);
@@ -196,6 +207,14 @@ std::function<int()> setup_simulate(CLI::App& sub) {
                "swap: simulate stick-to-limit schedules as memtool's executor runs them (the budget held with its "
                "rule), with the rule alone (belady) and ours' runners-up: what the process's trial compares (always "
                "on for a problem file)");
+  sub.add_option("--op-cost", args->op_cost_us,
+                 "swap, as the executor runs it: the executor's host time per op, microseconds (default: a problem "
+                 "file's, else 0; docs/swapper.md)")
+      ->check(memtool::cli::non_negative_number());
+  sub.add_option("--copy-cost", args->copy_cost_us,
+                 "swap, as the executor runs it: the executor's host time per copy it issues, microseconds (default: a "
+                 "problem file's, else 0)")
+      ->check(memtool::cli::non_negative_number());
   sub.add_flag("--pool", args->pool,
                "swap: re-plan the pool for every schedule (swapped buffers' residencies), with and without the "
                "same-address rule");

@@ -67,6 +67,8 @@ SwapRow make_row(const std::string& name, swapper::ScheduleMode mode, std::uint6
   row.construction = result.construction;
   row.rule_swaps = sim.rule_swaps;
   row.rule_bytes_out = sim.rule_bytes_out;
+  row.time_ns = sim.time_ns;
+  row.copies = sim.copies_issued;
   return row;
 }
 
@@ -148,6 +150,7 @@ SwapSource swap_problem_source(std::string_view text, const std::string& path) {
   source.iteration = std::move(problem.iteration);
   source.link = problem.link;
   source.budget_bytes = problem.budget_bytes;
+  source.host = problem.host;
   return source;
 }
 
@@ -218,6 +221,7 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
   report.budgets = options.budgets;
   report.pool = options.pool;
   report.as_executor = options.as_executor;
+  report.host = options.host;
   swapper::SwapPoolOptions pool_options;
   pool_options.time_limit_seconds = options.pool_time_limit_seconds;
 
@@ -236,6 +240,7 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
     report.budget_bytes.push_back(budget);
     swapper::SimulateOptions held;
     held.hold_budget_bytes = budget;
+    held.host = options.host;
     for (const std::string& name : names) {
       for (const swapper::ScheduleMode mode :
            {swapper::ScheduleMode::no_overhead, swapper::ScheduleMode::stick_to_limit}) {
@@ -310,6 +315,10 @@ std::string swap_report_text(const SwapReport& r) {
     out +=
         "  stick-to-limit rows as memtool's executor runs them: planned waits not run, the budget held with its rule "
         "(belady: the rule alone; runners-up: what ours' trial in the process times after its schedule)\n";
+    if (!r.host.none()) {
+      out += fmt::format("  the executor's host costs in them: {:.3f} us an op, {:.3f} us a copy\n",
+                         r.host.per_op_ns / 1e3, r.host.per_copy_ns / 1e3);
+    }
   }
   out += fmt::format("  plain peak: {}\n", human_bytes_exact(r.plain_peak_bytes));
   out += fmt::format("  bound (no schedule without stall goes lower): {} ({} of the plain peak)\n",
@@ -422,6 +431,7 @@ nlohmann::json swap_report_json(const SwapReport& r) {
                {"duplex_factor", r.link.duplex_factor}};
   j["notes"] = r.notes;
   j["as_executor"] = r.as_executor;
+  if (r.as_executor) j["host"] = {{"per_op_ns", r.host.per_op_ns}, {"per_copy_ns", r.host.per_copy_ns}};
   nlohmann::json results = nlohmann::json::array();
   for (const SwapRow& row : r.rows) {
     results.push_back({{"strategy", row.strategy},
@@ -441,6 +451,8 @@ nlohmann::json swap_report_json(const SwapReport& r) {
       nlohmann::json& last = results.back();
       last["rule_swaps"] = row.rule_swaps;
       last["rule_bytes_out"] = row.rule_bytes_out;
+      last["time_ns"] = row.time_ns;
+      last["copies"] = row.copies;
       nlohmann::json ups = nlohmann::json::array();
       for (const RunnerUp& up : row.runners_up) {
         ups.push_back({{"construction", up.construction},

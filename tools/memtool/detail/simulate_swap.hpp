@@ -19,6 +19,7 @@
 #include "detail/load_model.hpp"
 #include "memtool/swapper/bound.hpp"
 #include "memtool/swapper/plan.hpp"
+#include "memtool/swapper/simulate.hpp"
 #include "memtool/swapper/trace_input.hpp"
 
 namespace memtool::cli {
@@ -56,6 +57,7 @@ struct SwapSource {
   swapper::Iteration iteration;
   std::optional<swapper::Link> link;  // a problem file's
   std::uint64_t budget_bytes = 0;     // a problem file's (0: none)
+  swapper::HostCosts host;            // a problem file's (none: none)
 };
 
 // The steady iteration of a trace or snapshot. Throws std::invalid_argument when it has none.
@@ -78,6 +80,9 @@ struct SimulateSwapOptions {
   // executor runs them (planned waits not run, the budget held with its rule), the rule alone
   // ("belady"), and ours' runners-up.
   bool as_executor = false;
+  // The executor's host costs, in the stick-to-limit rows simulated as it runs them and the
+  // rule alone's (swapper/simulate.hpp: HostCosts).
+  swapper::HostCosts host;
   // Progress while planning a long iteration (at least progress_min_ops ops): a line as each
   // plan starts and ends, and ours' simulations about once a second in between. Null: none.
   std::FILE* progress = stderr;
@@ -117,6 +122,10 @@ struct SwapRow {
   // Held simulations: the executor's rule's copy-outs an iteration, beside the schedule's.
   std::uint64_t rule_swaps = 0;
   std::uint64_t rule_bytes_out = 0;
+  // The simulated iteration's time (base + stall) and the copies issued in it (both ways, the
+  // schedule's and the rule's).
+  double time_ns = 0;
+  std::uint64_t copies = 0;
 };
 
 struct SwapReport {
@@ -135,6 +144,7 @@ struct SwapReport {
   std::vector<BudgetSpec> budgets;
   bool pool = false;                        // rows carry pool sizes
   bool as_executor = false;                 // SimulateSwapOptions::as_executor
+  swapper::HostCosts host;                  // SimulateSwapOptions::host
   std::vector<std::uint64_t> budget_bytes;  // resolved, per budget
   std::vector<SwapRow> rows;                // per budget, per strategy and mode
 };

@@ -6,6 +6,8 @@
 //   memtool-swap-problem 1
 //   budget BYTES
 //   link D2H_BYTES_PER_NS H2D_BYTES_PER_NS D2H_LATENCY_NS H2D_LATENCY_NS DUPLEX_FACTOR
+//   host PER_OP_NS PER_COPY_NS      optional: the executor's host costs (simulate.hpp: HostCosts),
+//                                   written only when one is not 0
 //   ops COUNT            then COUNT lines:  op DURATION_NS STREAM launch|copy|memset
 //   buffers COUNT        then COUNT lines:  buffer ID SIZE ALLOC_BEFORE FREE_AFTER FLAGS OP:MODE...
 //   end
@@ -19,6 +21,7 @@
 #include <string_view>
 
 #include "memtool/swapper/iteration.hpp"
+#include "memtool/swapper/simulate.hpp"
 
 namespace memtool::swapper {
 
@@ -26,6 +29,7 @@ struct Problem {
   Iteration iteration;
   Link link;
   std::uint64_t budget_bytes = 0;
+  HostCosts host{};  // none unless measured or given
 };
 
 inline constexpr int kProblemVersion = 1;

@@ -44,6 +44,20 @@
 
 namespace memtool::swapper {
 
+// The executor's own host costs, which a program bound by its host pays in its step: the host
+// time memtool spends per op it issues (interposition, its bookkeeping) and per copy it issues
+// (a swap's copy, its event, the mappings it changes), measured in the process or given
+// (`memtool simulate --op-cost/--copy-cost`, the problem file's `host` record). The simulator
+// takes the GPU as idle while the host pays them: an op starts no earlier than the end of the
+// one before it plus per_op_ns plus per_copy_ns for every copy issued since that op started
+// (the copy-outs after it, the rule's copies and the swap-ins issued with this op). 0: none,
+// the simulator's model before calibration.
+struct HostCosts {
+  double per_op_ns = 0;
+  double per_copy_ns = 0;
+  [[nodiscard]] bool none() const { return per_op_ns == 0 && per_copy_ns == 0; }
+};
+
 struct SimulateOptions {
   std::uint32_t iterations = 3;  // >= 2: the first ones bring the link and the wrapped swaps to steady state
   bool record_curve = false;     // fill Simulation::curve
@@ -53,6 +67,7 @@ struct SimulateOptions {
   // Holding a budget with no schedule: the executor's rule makes room this many ops ahead for
   // what they allocate (its work-item lookahead, resources.hpp; 0: only when needed).
   std::uint32_t rule_lookahead_ops = 16;
+  HostCosts host;  // none by default
 };
 
 struct MemoryPoint {
@@ -103,6 +118,9 @@ struct Simulation {
   // The rule's swaps of one steady iteration (the one before the measured one, so that those
   // coming back in the next are complete), in the order it sent them out.
   std::vector<RuleEviction> rule_evictions;
+  // The copies issued in the measured iteration (the schedule's and the rule's, both ways): each
+  // costs HostCosts::per_copy_ns of host time.
+  std::uint64_t copies_issued = 0;
   double d2h_busy_ns = 0;  // link occupancy per direction within the measured iteration
   double h2d_busy_ns = 0;
   std::vector<double> op_stall_ns;  // per op: how long it waited after the op before it ended

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The simulator against the process (issue 34): for each replay model and each budget, every swap
+# policy runs in libmemtool.so on fakecuda (kernels take the bytes they touch at COMPUTE_GBPS, at
+# least 5 us; copy engines at LINK_GBPS each way, as bench/replay_swap_policies.sh), the process
+# writes the problem it planned from (MEMTOOL_SWAP_DUMP), and `memtool simulate --as-executor`
+# predicts the same policy's step on that same problem. Printed per policy: the process's step
+# (median of its last four steps, ms), the simulated step (the measured iteration's time, ms), their
+# ratio, and per point whether the two rank the policies alike.
+#
+# The rule alone (belady) plans nothing and writes no problem: it is simulated on ours' problem
+# (the same process setup, the same learning steps). ours is simulated as its schedule; the process
+# may keep a runner-up or the rule at exit (its selector): "kept" says which.
+# Timings on a shared machine are noisy: differences under about 5-10% between two processes are
+# not told apart (bench/RESULTS.md).
+# Explicit mode (MEMTOOL_SWAP_MODE=explicit, or SWAP_MODE=uvm in the environment): the simulator
+# models copies of the swapped bytes only, and in UVM mode fakecuda also moves managed memory a
+# kernel first touches over the link.
+# Usage: bench/simulator_vs_process.sh [BUILD_DIR] [STEPS] [PCTS] [MODELS] [POLICIES] [COMPUTE_GBPS] [LINK_GBPS] [SIM_ARGS]
+#   PCTS: budgets in percent of the plain peak, e.g. "80 60 50"; SIM_ARGS: extra `memtool simulate`
+#   options. KEEP=DIR keeps each run's problem, log and step time there; with SIM_ONLY=1 the
+#   processes are not run again: the kept problems are simulated (with other SIM_ARGS).
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+steps=${2:-30}
+pcts=${3:-"80 60 50"}
+models=${4:-"lstm mobilenet_v2 alexnet resnet18"}
+policies=${5:-"belady ours paper-doa paper-vote"}
+compute=${6:-5}
+link=${7:-0.55}
+sim_args=${8:-}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mode=${SWAP_MODE:-explicit}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Copies of what runs, so that a rebuild during the bench changes nothing under it.
+mkdir -p "$work/fakecuda"
+cp "$build/tests/fakecuda/libcuda.so.1" "$work/fakecuda/"
+ln -s libcuda.so.1 "$work/fakecuda/libcuda.so"
+cp "$build/interpose/libmemtool.so" "$build/tests/apps/replay_train" "$build/tools/memtool/memtool" "$work/"
+fakecuda="$work/fakecuda"
+lib="$work/libmemtool.so"
+replay="$work/replay_train"
+memtool="$work/memtool"
+keep=${KEEP:-$work/keep}
+mkdir -p "$keep"
+sim_only=${SIM_ONLY:-0}
+last=4
+((steps > 3 * last)) || last=$(((steps + 2) / 3))
+
+# Median step time (ms) of the steps from `first` on.
+median_step() { awk -v first="$2" '$1 == "step-ms" && $2 >= first { print $3 }' "$1" | sort -n |
+                awk '{ v[NR] = $1 } END { print (NR == 0) ? 0 : v[int((NR + 1) / 2)] }'; }
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2"; }
+# The simulated step (ms) of `strategy`'s stick-to-limit row in memtool simulate's JSON report.
+simulated_ms() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+report = json.load(open(sys.argv[1]))
+for row in report["results"]:
+    if row["strategy"] == sys.argv[2] and row["mode"] == "stick-to-limit":
+        print("%.1f" % ((report["base_time_ns"] + row["stall_ns"]) / 1e6))
+        break
+else:
+    print("-")
+EOF
+}
+
+echo "== simulator vs process: $mode mode, $steps steps (median of the last $last), compute $compute GB/s," \
+     "link $link GB/s, simulate ${sim_args:-(no extra options)}"
+printf '%-13s %4s %-10s %10s %10s %6s %9s  %s\n' model pct policy "process ms" "sim ms" ratio "sim base" kept
+for model in $models; do
+  log="$repo/tests/fixtures/traces/$model.log"
+  [ -f "$log" ] || { echo "$model: no trace $log"; continue; }
+  cmd=("$replay" --log "$log" --module "$build/tests/apps/replay_kernels.fakecuda" --steps "$steps" --compute-gbps "$compute"
+       --step-times)
+  if [ "$sim_only" != 1 ]; then
+    LD_LIBRARY_PATH=$fakecuda FAKECUDA_STATS="$work/plain.json" "${cmd[@]}" > "$keep/$model.plain.out"
+    field "$work/plain.json" peak_bytes_in_use > "$keep/$model.peak"
+  fi
+  peak=$(cat "$keep/$model.peak")
+  printf '%-13s %4s %-10s %10.1f\n' "$model" 100 plain "$(median_step "$keep/$model.plain.out" $((steps - last)))"
+  for pct in $pcts; do
+    budget=$((peak * pct / 100))
+    at="$keep/$model.$pct"
+    for policy in $policies; do
+      [ "$sim_only" = 1 ] && break
+      rm -f "$at.$policy.problem" "$at.$policy.out"
+      if ! LD_LIBRARY_PATH=$fakecuda LD_PRELOAD=$lib MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_MODE=$mode MEMTOOL_SWAP_POLICY=$policy \
+           MEMTOOL_LOG=info MEMTOOL_BUDGET=$budget FAKECUDA_MEMORY_BYTES=$budget FAKECUDA_LINK_GBPS=$link \
+           MEMTOOL_SWAP_DUMP="$at.$policy.problem" "${cmd[@]}" > "$at.$policy.out" 2> "$at.$policy.err"; then
+        echo "$model $pct $policy: FAILED"; tail -3 "$at.$policy.err"; rm -f "$at.$policy.problem" "$at.$policy.out"; continue
+      fi
+    done
+    : > "$work/rows"
+    for policy in $policies; do
+      [ -s "$at.$policy.out" ] || continue  # a failed run
+      kept=$(sed -n 's/.*memtool swap: \(.*\) is the fastest: it applies.*/\1/p; s/.*\(the rule alone from now on\).*/the rule/p' \
+             "$at.$policy.err" | tail -1)
+      echo "$policy $(median_step "$at.$policy.out" $((steps - last))) ${kept// /_}" >> "$work/rows"
+    done
+    while read -r policy process_ms kept; do
+      problem="$at.$policy.problem"
+      [ -f "$problem" ] || problem="$at.ours.problem"
+      sim="-"
+      base="-"
+      # shellcheck disable=SC2086  # sim_args: several options
+      if [ -f "$problem" ] && "$memtool" simulate "$problem" --swap "$policy" --format json $sim_args \
+           > "$work/sim.json" 2> /dev/null; then
+        sim=$(simulated_ms "$work/sim.json" "$policy")
+        base=$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["base_time_ns"] / 1e6))' "$work/sim.json")
+      fi
+      ratio=$(awk -v p="$process_ms" -v s="$sim" 'BEGIN { print (s + 0 > 0) ? sprintf("%.2f", p / s) : "-" }')
+      printf '%-13s %4s %-10s %10.1f %10s %6s %9s  %s\n' "$model" "$pct" "$policy" "$process_ms" "$sim" "$ratio" "$base" "${kept//_/ }"
+      echo "$policy $process_ms $sim" >> "$work/rank"
+    done < "$work/rows"
+    if [ -s "$work/rank" ]; then
+      python3 - "$work/rank" "$model" "$pct" <<'EOF'
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if r[2] != "-"]
+by_process = [r[0] for r in sorted(rows, key=lambda r: float(r[1]))]
+by_sim = [r[0] for r in sorted(rows, key=lambda r: float(r[2]))]
+print("%-13s %4s ranking: process %s; simulated %s: %s" % (sys.argv[2], sys.argv[3], " < ".join(by_process),
+      " < ".join(by_sim), "agree" if by_process == by_sim else "DIFFER"))
+EOF
+    fi
+    rm -f "$work/rank"
+  done
+done
