@@ -5,7 +5,8 @@
 # writes the problem it planned from (MEMTOOL_SWAP_DUMP), and `memtool simulate --as-executor`
 # predicts the same policy's step on that same problem. Printed per policy: the process's step
 # (median of its last four steps, ms), the simulated step (the measured iteration's time, ms), their
-# ratio, and per point whether the two rank the policies alike.
+# ratio, the problem's own step without swapping (its op times summed: "sim base"), the copies the
+# simulation issues a step, and per point whether the two rank the policies alike.
 #
 # The rule alone (belady) plans nothing and writes no problem: it is simulated on ours' problem
 # (the same process setup, the same learning steps). ours is simulated as its schedule; the process
@@ -58,16 +59,16 @@ import json, sys
 report = json.load(open(sys.argv[1]))
 for row in report["results"]:
     if row["strategy"] == sys.argv[2] and row["mode"] == "stick-to-limit":
-        print("%.1f" % ((report["base_time_ns"] + row["stall_ns"]) / 1e6))
+        print("%.1f %d" % (row.get("time_ns", report["base_time_ns"] + row["stall_ns"]) / 1e6, row.get("copies", 0)))
         break
 else:
-    print("-")
+    print("- -")
 EOF
 }
 
 echo "== simulator vs process: $mode mode, $steps steps (median of the last $last), compute $compute GB/s," \
      "link $link GB/s, simulate ${sim_args:-(no extra options)}"
-printf '%-13s %4s %-10s %10s %10s %6s %9s  %s\n' model pct policy "process ms" "sim ms" ratio "sim base" kept
+printf '%-13s %4s %-10s %10s %10s %6s %9s %7s  %s\n' model pct policy "process ms" "sim ms" ratio "sim base" copies kept
 for model in $models; do
   log="$repo/tests/fixtures/traces/$model.log"
   [ -f "$log" ] || { echo "$model: no trace $log"; continue; }
@@ -103,27 +104,60 @@ for model in $models; do
       [ -f "$problem" ] || problem="$at.ours.problem"
       sim="-"
       base="-"
+      copies="-"
       # shellcheck disable=SC2086  # sim_args: several options
       if [ -f "$problem" ] && "$memtool" simulate "$problem" --swap "$policy" --format json $sim_args \
            > "$work/sim.json" 2> /dev/null; then
-        sim=$(simulated_ms "$work/sim.json" "$policy")
+        read -r sim copies < <(simulated_ms "$work/sim.json" "$policy")
         base=$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["base_time_ns"] / 1e6))' "$work/sim.json")
       fi
       ratio=$(awk -v p="$process_ms" -v s="$sim" 'BEGIN { print (s + 0 > 0) ? sprintf("%.2f", p / s) : "-" }')
-      printf '%-13s %4s %-10s %10.1f %10s %6s %9s  %s\n' "$model" "$pct" "$policy" "$process_ms" "$sim" "$ratio" "$base" "${kept//_/ }"
+      printf '%-13s %4s %-10s %10.1f %10s %6s %9s %7s  %s\n' "$model" "$pct" "$policy" "$process_ms" "$sim" "$ratio" "$base" \
+        "$copies" "${kept//_/ }"
       echo "$policy $process_ms $sim" >> "$work/rank"
+      echo "$model $pct $policy $process_ms $sim $copies" >> "$work/points"
     done < "$work/rows"
+    # The simulated ranking once more on one problem (ours'): the same op times for every policy,
+    # so a machine whose load moved between the processes does not reorder it.
+    one="-"
+    # shellcheck disable=SC2086
+    if [ -s "$work/rank" ] && [ -f "$at.ours.problem" ] &&
+       "$memtool" simulate "$at.ours.problem" --swap "${policies// /,}" --format json $sim_args > "$work/one.json" 2> /dev/null; then
+      one="$work/one.json"
+    fi
     if [ -s "$work/rank" ]; then
-      python3 - "$work/rank" "$model" "$pct" <<'EOF'
-import sys
+      python3 - "$work/rank" "$model" "$pct" "$one" <<'EOF'
+import json, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 rows = [r for r in rows if r[2] != "-"]
 by_process = [r[0] for r in sorted(rows, key=lambda r: float(r[1]))]
 by_sim = [r[0] for r in sorted(rows, key=lambda r: float(r[2]))]
-print("%-13s %4s ranking: process %s; simulated %s: %s" % (sys.argv[2], sys.argv[3], " < ".join(by_process),
-      " < ".join(by_sim), "agree" if by_process == by_sim else "DIFFER"))
+line = "%-13s %4s ranking: process %s; simulated %s: %s" % (sys.argv[2], sys.argv[3], " < ".join(by_process),
+       " < ".join(by_sim), "agree" if by_process == by_sim else "DIFFER")
+if sys.argv[4] != "-":
+    report = json.load(open(sys.argv[4]))
+    t = {r["strategy"]: r.get("time_ns", 0) for r in report["results"] if r["mode"] == "stick-to-limit"}
+    by_one = [p for p in sorted((r[0] for r in rows), key=lambda p: t.get(p, float("inf")))]
+    line += "; on ours' problem %s: %s" % (" < ".join(by_one), "agree" if by_process == by_one else "DIFFER")
+print(line)
 EOF
     fi
     rm -f "$work/rank"
   done
 done
+# The host time per copy that best explains what the process took beyond the simulation (least
+# squares through 0 over every point, one figure for the machine, not per model): a calibration
+# for --copy-cost, to be checked with SIM_ONLY=1 SIM_ARGS="--copy-cost US".
+if [ -s "$work/points" ]; then
+  python3 - "$work/points" <<'EOF'
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if r[4] != "-"]
+pts = [(float(r[3]) - float(r[4]), float(r[5])) for r in rows if r[5] != "-" and float(r[5]) > 0]
+within = sum(1 for r in rows if abs(float(r[3]) / float(r[4]) - 1) <= 0.10)
+print("within +-10%%: %d of %d points" % (within, len(rows)))
+if pts:
+    fit = sum(d * c for d, c in pts) / sum(c * c for _, c in pts) * 1e3  # us a copy
+    print("the host time per copy that fits the process's excess best: %.1f us (--copy-cost)" % fit)
+EOF
+fi
