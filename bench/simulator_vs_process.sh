@@ -88,7 +88,7 @@ for model in $models; do
       rm -f "$at.$policy.problem" "$at.$policy.out"
       if ! LD_LIBRARY_PATH=$fakecuda LD_PRELOAD=$lib MEMTOOL_STRATEGY=swap MEMTOOL_SWAP_MODE=$mode MEMTOOL_SWAP_POLICY=$policy \
            MEMTOOL_LOG=info MEMTOOL_BUDGET=$budget FAKECUDA_MEMORY_BYTES=$budget FAKECUDA_LINK_GBPS=$link \
-           MEMTOOL_SWAP_DUMP="$at.$policy.problem" "${cmd[@]}" > "$at.$policy.out" 2> "$at.$policy.err"; then
+           MEMTOOL_SWAP_DUMP="$at.$policy.problem" MEMTOOL_SUMMARY="$at.$policy.json" "${cmd[@]}" > "$at.$policy.out" 2> "$at.$policy.err"; then
         echo "$model $pct $policy: FAILED"; tail -3 "$at.$policy.err"; rm -f "$at.$policy.problem" "$at.$policy.out"; continue
       fi
     done
@@ -130,15 +130,20 @@ for model in $models; do
 import json, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 rows = [r for r in rows if r[2] != "-"]
-by_process = [r[0] for r in sorted(rows, key=lambda r: float(r[1]))]
-by_sim = [r[0] for r in sorted(rows, key=lambda r: float(r[2]))]
-line = "%-13s %4s ranking: process %s; simulated %s: %s" % (sys.argv[2], sys.argv[3], " < ".join(by_process),
-       " < ".join(by_sim), "agree" if by_process == by_sim else "DIFFER")
+process = {r[0]: float(r[1]) for r in rows}
+def pairs(sim):
+    # Pairs of policies the simulation tells apart (more than 1% between them) ordered alike by
+    # the process; ties in the simulation (ours' schedule is the rule's) are not counted.
+    names = sorted(sim, key=sim.get)
+    told = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if sim[b] > 1.01 * sim[a]]
+    alike = sum(1 for a, b in told if process[a] < process[b])
+    return "%s: %d of %d pairs alike" % (" < ".join(names), alike, len(told))
+line = "%-13s %4s ranking: process %s; simulated %s" % (sys.argv[2], sys.argv[3],
+       " < ".join(sorted(process, key=process.get)), pairs({r[0]: float(r[2]) for r in rows}))
 if sys.argv[4] != "-":
     report = json.load(open(sys.argv[4]))
     t = {r["strategy"]: r.get("time_ns", 0) for r in report["results"] if r["mode"] == "stick-to-limit"}
-    by_one = [p for p in sorted((r[0] for r in rows), key=lambda p: t.get(p, float("inf")))]
-    line += "; on ours' problem %s: %s" % (" < ".join(by_one), "agree" if by_process == by_one else "DIFFER")
+    line += "; on ours' problem %s" % pairs({p: t[p] for p in process if p in t})
 print(line)
 EOF
     fi
