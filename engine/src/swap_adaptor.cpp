@@ -51,6 +51,7 @@
 #include "host_waits.hpp"
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
+#include "memtool/swapper/eviction_rule.hpp"
 #include "schedule_learner.hpp"
 #include "spare_events.hpp"
 #include "swap/selector.hpp"
@@ -66,6 +67,11 @@ using detail::IterationLog;
 using detail::LinkMeter;
 using detail::ScheduleLearner;
 using detail::SwapBuffer;
+using swapper::Arrival;
+using swapper::DueIn;
+using swapper::EvictionRule;
+using swapper::Offer;
+using swapper::RuleCandidate;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
@@ -335,7 +341,8 @@ class SwapAdaptor final : public Adaptor {
     prefetch_ahead(now);
     // Leave early for what the next few items will allocate, so the copies out are done by then
     // (a schedule's own copies out make that room, at their times: the rule would send out more).
-    if (!schedule_) make_room(upcoming_allocations(now, options_.lookahead), options_.lookahead, Room::quiet);
+    const std::uint64_t early = EvictionRule::leave_early_horizon(schedule_ != nullptr, options_.lookahead);
+    if (early != 0) make_room(upcoming_allocations(now, early), early, Room::quiet);
     update_peaks();
     if (verifier_ && !item.kernel.empty()) verifier_->launched(work_, item.kernel, stream);
     in_item_ = false;
@@ -627,54 +634,47 @@ class SwapAdaptor final : public Adaptor {
       return;
     }
     const std::uint64_t now = work_ - iteration_begin_;
-    struct Victim {
-      std::uint64_t distance;
-      std::uint64_t last_work;
-      DevicePtr ptr;
-      bool at_once;  // a work item being issued may reach it: it leaves before that item is queued
-    };
-    std::vector<Victim> victims;
+    // The rule's candidates (eviction_rule.hpp): those a work item being issued touches stay, and
+    // so do those it may reach when the caller gives up without room; one needed within
+    // `needed_in` is left out here (the rule stops only at one that does not leave at once).
+    victims_.clear();
     for (const auto& [ptr, b] : buffers_) {
       if (!b.resident || b.pinned) continue;
       const Issuing use = issuing(ptr);
       if (use == Issuing::touched || (use == Issuing::reached && room == Room::quiet)) continue;
       const std::uint64_t distance = next_use(key_of(ptr, b), now);
-      if (distance != kFar && distance <= needed_in) continue;
-      victims.push_back(Victim{distance, b.last_work, ptr, use == Issuing::reached});
+      if (EvictionRule::needed_within(distance, needed_in)) continue;
+      victims_.push_back(RuleCandidate{distance, b.last_work, ptr, b.size, ptr, use == Issuing::reached});
     }
-    // Farthest next use first; unknown futures by least recent use; those that must leave at once
-    // (a stall) last.
-    std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
-      if (a.at_once != b.at_once) return b.at_once;
-      if (a.distance != b.distance) return a.distance > b.distance;
-      return a.last_work < b.last_work;
-    });
-    for (const Victim& v : victims) {
-      if (committed() + incoming <= budget) break;
-      SwapBuffer& b = buffers_.at(v.ptr);
-      if (counters_.host_bytes_now + b.size > host_limit()) {
-        if (!said_host_limit_) {
-          said_host_limit_ = true;
-          log(LogLevel::warn, fmt::format("memtool swap: the host limit of {} B is reached (MEMTOOL_HOST_LIMIT); "
-                                          "buffers that would pass it stay on the device",
-                                          options_.host_limit_bytes));
-        }
-        continue;
-      }
-      // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
-      // address maps the host copy before that work is queued. Slow, never wrong. Not while that
-      // host wait may never end (a stream waits for a value): it stays.
-      if (v.at_once && !host_waits_.allowed()) continue;
-      if (swap_out(v.ptr, b) && v.at_once) {
-        settle(true);
-        // That work reads the host copy through the address: no copy back may remap it under
-        // the work (swap_out forgot the buffer's streams; table_train --table global faulted).
-        const auto self = in_flight_.find(std::this_thread::get_id());
-        if (self != in_flight_.end() &&
-            std::find(b.streams.begin(), b.streams.end(), self->second.stream) == b.streams.end()) {
-          b.streams.push_back(self->second.stream);
-        }
-      }
+    EvictionRule::make_heap(victims_);
+    const auto fits = [&] { return committed() + incoming <= budget; };
+    const auto host_room = [&] { return host_limit() - std::min(host_limit(), counters_.host_bytes_now); };
+    const EvictionRule::Pass pass =
+        EvictionRule::send_out(victims_, needed_in, fits, host_room, [&](const RuleCandidate& v) {
+          const DevicePtr ptr = v.handle;
+          SwapBuffer& b = buffers_.at(ptr);
+          // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
+          // address maps the host copy before that work is queued. Slow, never wrong. Not while that
+          // host wait may never end (a stream waits for a value): it stays.
+          if (v.at_once && !host_waits_.allowed()) return Offer::dropped;
+          if (!swap_out(ptr, b)) return Offer::dropped;
+          if (v.at_once) {
+            settle(true);
+            // That work reads the host copy through the address: no copy back may remap it under
+            // the work (swap_out forgot the buffer's streams; table_train --table global faulted).
+            const auto self = in_flight_.find(std::this_thread::get_id());
+            if (self != in_flight_.end() &&
+                std::find(b.streams.begin(), b.streams.end(), self->second.stream) == b.streams.end()) {
+              b.streams.push_back(self->second.stream);
+            }
+          }
+          return Offer::sent;
+        });
+    if (pass.host_full && !said_host_limit_) {
+      said_host_limit_ = true;
+      log(LogLevel::warn, fmt::format("memtool swap: the host limit of {} B is reached (MEMTOOL_HOST_LIMIT); "
+                                      "buffers that would pass it stay on the device",
+                                      options_.host_limit_bytes));
     }
     if (room == Room::quiet) return;
     // Device memory still held by copies out under way, or by frees the GPU has not reached.
@@ -1056,33 +1056,36 @@ class SwapAdaptor final : public Adaptor {
       if (b.resident || b.held_out || b.pinned) continue;
       const std::uint64_t key = key_of(ptr, b);
       const std::uint64_t distance = next_use(key, now);
-      if (distance != kFar && distance <= lead_of(key)) due_in_.emplace_back(distance, ptr);
+      if (EvictionRule::needed_within(distance, lead_of(key))) due_in_.push_back(DueIn{distance, ptr, ptr});
     }
-    std::sort(due_in_.begin(), due_in_.end());
-    for (std::size_t k = 0; k < due_in_.size(); ++k) {
-      const auto [distance, ptr] = due_in_[k];
-      SwapBuffer& b = buffers_.at(ptr);
-      // Room for it and for what is allocated before its use, from buffers needed after it only:
-      // else the next item's early leaving would send it straight back (Belady, both ways).
-      const std::uint64_t needs = b.footprint + upcoming_allocations(now, distance);
-      make_room(needs, distance, Room::quiet);
-      // No room yet for the soonest needed: none for those needed later either (they would
-      // take what it needs, and be sent out again for it).
-      if (options_.budget_bytes != 0 &&
-          mover_->device_bytes_with(b.footprint) + (needs - b.footprint) > device_budget()) {
-        for (; k < due_in_.size(); ++k) buffers_.at(due_in_[k].second).kept_out = true;
-        return;
-      }
-      StreamId side = 0;
-      if (!side_stream(in_stream_, side)) return;
-      if (!move_in_timed(ptr, b, side)) continue;
-      mark_arrival(b, side, true);
-      b.kept_out = false;
-      timing_events_.give(b.timed_arrival);
-      b.timed_arrival = timing_events_.record(device_, side);  // lateness on the GPU's clock
-      arrived(b);
-      ++counters_.swap_ins_ahead;
+    EvictionRule::bring_back(
+        due_in_, [&](const DueIn& d) { return bring_back_ahead(d.handle, d.next_use, now); },
+        // No room yet for the soonest needed: none for those needed later either (they would
+        // take what it needs, and be sent out again for it).
+        [&](const DueIn& d) { buffers_.at(d.handle).kept_out = true; });
+  }
+
+  // One buffer due `distance` items from `now` comes back ahead on the swap-in stream.
+  Arrival bring_back_ahead(DevicePtr ptr, std::uint64_t distance, std::uint64_t now) {
+    SwapBuffer& b = buffers_.at(ptr);
+    // Room for it and for what is allocated before its use, from buffers needed after it only:
+    // else the next item's early leaving would send it straight back (Belady, both ways).
+    const std::uint64_t needs = b.footprint + upcoming_allocations(now, distance);
+    make_room(needs, distance, Room::quiet);
+    if (options_.budget_bytes != 0 &&
+        mover_->device_bytes_with(b.footprint) + (needs - b.footprint) > device_budget()) {
+      return Arrival::no_room;
     }
+    StreamId side = 0;
+    if (!side_stream(in_stream_, side)) return Arrival::stop;
+    if (!move_in_timed(ptr, b, side)) return Arrival::skipped;
+    mark_arrival(b, side, true);
+    b.kept_out = false;
+    timing_events_.give(b.timed_arrival);
+    b.timed_arrival = timing_events_.record(device_, side);  // lateness on the GPU's clock
+    arrived(b);
+    ++counters_.swap_ins_ahead;
+    return Arrival::back;
   }
 
   // --- the swapper's schedule (swap_schedule.hpp) ---
@@ -1633,9 +1636,10 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
   std::unordered_map<std::uint64_t, std::uint64_t> leads_at_start_;  // lead_ when this iteration began
-  std::vector<Lateness> lateness_;                           // scheduled copy-ins to judge once the GPU got there
-  std::vector<Lateness> rule_lateness_;                      // the rule's copies back ahead, likewise
-  std::vector<std::pair<std::uint64_t, DevicePtr>> due_in_;  // scratch: (distance, buffer) to bring back
+  std::vector<Lateness> lateness_;       // scheduled copy-ins to judge once the GPU got there
+  std::vector<Lateness> rule_lateness_;  // the rule's copies back ahead, likewise
+  std::vector<DueIn> due_in_;            // scratch: (distance, buffer) to bring back
+  std::vector<RuleCandidate> victims_;   // scratch: the rule's candidates to send out
   // The plan's candidates with swaps, by the selector's id (ours' own first, then its runners-up).
   std::vector<std::unique_ptr<detail::SwapSchedule>> candidates_;
   // Each candidate's copy-ins and the rule's leads in its fastest iteration (its trial's, then its watch's).
