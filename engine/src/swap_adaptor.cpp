@@ -161,28 +161,8 @@ class SwapAdaptor final : public Adaptor {
     b.size = request.size;
     make_room(mover_->footprint_of(request.size), 0, Room::wait);
     DevicePtr ptr = 0;
-    // No room, and none can be waited for: the buffer starts on the host (below), else on the device.
-    const bool held = hold_budget(mover_->footprint_of(request.size));
-    Status status = held ? kOutOfMemory : mover_->allocate(b, request.stream, &ptr);
-    if (status == kOutOfMemory && !held) {
-      // Device memory still held by copies under way or frees not yet reached: wait for them.
-      settle(true);
-      status = mover_->allocate(b, request.stream, &ptr);
-    }
-    // Then what the memory for buffers memtool does not swap holds idle (the small cache's).
-    // (It waits on the host for the frees it reaches: not while the host may not wait.)
-    if (status == kOutOfMemory && !held && host_waits_.allowed() && Adaptor::reclaim() != 0) {
-      status = mover_->allocate(b, request.stream, &ptr);
-    }
-    if (status == kOutOfMemory && mover_->allocate_on_host(b, &ptr) == kSuccess) {
-      // Still none: the buffer starts on the host, mapped at its address (slower, never wrong).
-      status = kSuccess;
-      ++counters_.born_on_host;
-      counters_.host_bytes_now += b.size;
-      counters_.host_bytes = std::max(counters_.host_bytes, counters_.host_bytes_now);
-    } else if (held) {
-      status = mover_->allocate(b, request.stream, &ptr);  // the mover cannot start it on the host
-    }
+    const Status status = hold_budget(mover_->footprint_of(request.size)) ? place_held(b, request.stream, &ptr)
+                                                                          : place(b, request.stream, &ptr);
     if (status == kNotSupported) {
       unavailable_.store(true, std::memory_order_relaxed);
       log(LogLevel::warn, fmt::format("memtool swap: the driver cannot back buffers for {} swapping (CUresult {}); "
@@ -546,6 +526,39 @@ class SwapAdaptor final : public Adaptor {
     }
     if (status == kSuccess && options_.budget_bytes != 0) say_unmovable_over_budget();
     return status;
+  }
+
+  // A new buffer's memory where room was made for it: on the device, once what still holds room
+  // there is waited for (copies under way, frees not yet reached), then what the memory for
+  // buffers memtool does not swap holds idle (the small cache's: it waits on the host for the
+  // frees it reaches, so not while the host may not wait); else on the host.
+  Status place(SwapBuffer& b, StreamId stream, DevicePtr* ptr) {
+    Status status = mover_->allocate(b, stream, ptr);
+    if (status == kOutOfMemory) {
+      settle(true);
+      status = mover_->allocate(b, stream, ptr);
+    }
+    if (status == kOutOfMemory && host_waits_.allowed() && Adaptor::reclaim() != 0) {
+      status = mover_->allocate(b, stream, ptr);
+    }
+    if (status == kOutOfMemory && start_on_host(b, ptr)) status = kSuccess;
+    return status;
+  }
+
+  // No room, and none can be waited for (hold_budget): the buffer starts on the host, or, where
+  // the mover cannot start it there, on the device.
+  Status place_held(SwapBuffer& b, StreamId stream, DevicePtr* ptr) {
+    if (start_on_host(b, ptr)) return kSuccess;
+    return mover_->allocate(b, stream, ptr);
+  }
+
+  // The buffer starts on the host, mapped at its address (slower, never wrong).
+  bool start_on_host(SwapBuffer& b, DevicePtr* ptr) {
+    if (mover_->allocate_on_host(b, ptr) != kSuccess) return false;
+    ++counters_.born_on_host;
+    counters_.host_bytes_now += b.size;
+    counters_.host_bytes = std::max(counters_.host_bytes, counters_.host_bytes_now);
+    return true;
   }
 
   // What memtool never moves (allocations under MEMTOOL_SWAP_MIN_BYTES, pitched ones, the
