@@ -54,6 +54,7 @@
 #include "memtool/swapper/eviction_rule.hpp"
 #include "schedule_learner.hpp"
 #include "spare_events.hpp"
+#include "swap/oracle.hpp"
 #include "swap/selector.hpp"
 #include "swap_mover.hpp"
 #include "swap_verify.hpp"
@@ -74,6 +75,7 @@ using swapper::Offer;
 using swapper::RuleCandidate;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
+static_assert(detail::IterationOracle::kNever == swapper::kUnknownUse, "the oracle's unknown use is the rule's");
 constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
 constexpr std::uint64_t kMaxLead = 1024;  // work items
 
@@ -186,7 +188,7 @@ class SwapAdaptor final : public Adaptor {
     b.id = ++next_id_;
     b.streams.push_back(request.stream);
     b.last_work = work_;
-    if (iteration_started_) allocations_.emplace_back(work_ - iteration_begin_, b.footprint);
+    if (iteration_started_) oracle_.allocated(work_ - iteration_begin_, b.footprint);
     buffers_.emplace(ptr, b);
     live_bytes_ += request.size;
     update_peaks();
@@ -274,7 +276,7 @@ class SwapAdaptor final : public Adaptor {
     bool waits = false;  // the stream waits for a copy back before this item
     for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
-      uses_.emplace_back(key_of(base, b), now);
+      oracle_.used(key_of(base, b), now);
       if (learner_.logging()) learner_.log().used(name_of(base, b));
       if (!b.resident && !b.pinned) {
         bring_back_now(base, b, stream);
@@ -322,7 +324,7 @@ class SwapAdaptor final : public Adaptor {
     // Leave early for what the next few items will allocate, so the copies out are done by then
     // (a schedule's own copies out make that room, at their times: the rule would send out more).
     const std::uint64_t early = EvictionRule::leave_early_horizon(schedule_ != nullptr, options_.lookahead);
-    if (early != 0) make_room(upcoming_allocations(now, early), early, Room::quiet);
+    if (early != 0) make_room(oracle_.upcoming_allocations(now, early), early, Room::quiet);
     update_peaks();
     if (verifier_ && !item.kernel.empty()) verifier_->launched(work_, item.kernel, stream);
     in_item_ = false;
@@ -335,17 +337,11 @@ class SwapAdaptor final : public Adaptor {
     if (iteration_started_ && work_ == iteration_begin_) return;
     // The iteration that just ended is the oracle of the next one.
     if (iteration_started_) {
-      last_uses_.clear();
-      for (const auto& [key, when] : uses_) last_uses_[key].push_back(when);
-      last_allocations_.assign(allocations_.begin(), allocations_.end());
-      for (std::size_t i = 1; i < last_allocations_.size(); ++i)
-        last_allocations_[i].second += last_allocations_[i - 1].second;
-      last_length_ = work_ - iteration_begin_;
+      oracle_.end_iteration(work_ - iteration_begin_);
       ++counters_.iterations_planned;
       rename_at_boundary();
     }
-    uses_.clear();
-    allocations_.clear();
+    oracle_.begin_iteration();
     iteration_started_ = true;
     iteration_begin_ = work_;
     next_ordinal_ = 0;
@@ -353,8 +349,8 @@ class SwapAdaptor final : public Adaptor {
     const auto now = std::chrono::steady_clock::now();
     const double iteration_ns = std::chrono::duration<double, std::nano>(now - iteration_started_at_).count();
     iteration_started_at_ = now;
-    if (last_length_ != 0) say_iteration(iteration_ns);
-    schedule_at_boundary(last_length_ != 0 ? iteration_ns : 0.0);
+    if (oracle_.length() != 0) say_iteration(iteration_ns);
+    schedule_at_boundary(oracle_.length() != 0 ? iteration_ns : 0.0);
     if (trial_on_) leads_at_start_ = lead_;  // what the next iteration starts with
   }
 
@@ -421,7 +417,7 @@ class SwapAdaptor final : public Adaptor {
     std::lock_guard lock(mutex_);
     s.strategy = "swap";
     const bool off = unavailable_.load(std::memory_order_relaxed);
-    s.state = off ? "disabled" : (last_length_ != 0 ? "apply" : "observe");
+    s.state = off ? "disabled" : (oracle_.length() != 0 ? "apply" : "observe");
     s.swap_mode = off ? "" : std::string(mover_->mode());
     s.budget_bytes = options_.budget_bytes;
     s.bytes_swapped_out += counters_.bytes_swapped_out;
@@ -582,27 +578,6 @@ class SwapAdaptor final : public Adaptor {
     return b.birth == Birth::persistent ? (kPersistentKey | ptr) : b.ordinal;
   }
 
-  // When the last iteration next used `key` after work item `now` (relative); kFar if never.
-  std::uint64_t next_use(std::uint64_t key, std::uint64_t now) const {
-    const auto it = last_uses_.find(key);
-    if (it == last_uses_.end() || it->second.empty()) return kFar;
-    const auto& when = it->second;  // ascending
-    const auto later = std::upper_bound(when.begin(), when.end(), now);
-    if (later != when.end()) return *later - now;
-    return last_length_ - now + when.front();  // next iteration's first use
-  }
-
-  // Device bytes the last iteration allocated for swap candidates in work items (now, now + horizon].
-  std::uint64_t upcoming_allocations(std::uint64_t now, std::uint64_t horizon) const {
-    if (last_allocations_.empty()) return 0;
-    const auto before = [&](std::uint64_t when) {
-      const auto it = std::upper_bound(last_allocations_.begin(), last_allocations_.end(), when,
-                                       [](std::uint64_t w, const auto& a) { return w < a.first; });
-      return it == last_allocations_.begin() ? std::uint64_t{0} : std::prev(it)->second;
-    };
-    return before(now + horizon) - before(now);
-  }
-
   std::uint64_t lead_of(std::uint64_t key) const {
     const auto it = lead_.find(key);
     return it == lead_.end() ? options_.lookahead : it->second;
@@ -655,7 +630,7 @@ class SwapAdaptor final : public Adaptor {
       if (!b.resident || b.pinned) continue;
       const Issuing use = issuing(ptr);
       if (use == Issuing::touched || (use == Issuing::reached && room == Room::quiet)) continue;
-      const std::uint64_t distance = next_use(key_of(ptr, b), now);
+      const std::uint64_t distance = oracle_.next_use(key_of(ptr, b), now);
       if (EvictionRule::needed_within(distance, needed_in)) continue;
       victims_.push_back(RuleCandidate{distance, b.last_work, ptr, b.size, ptr, use == Issuing::reached});
     }
@@ -1047,7 +1022,7 @@ class SwapAdaptor final : public Adaptor {
       settle(true);
       back = move_back(base, b, stream, true);
     }
-    if (last_length_ != 0 && !b.kept_out) grow_lead(key_of(base, b));
+    if (oracle_.length() != 0 && !b.kept_out) grow_lead(key_of(base, b));
     b.kept_out = false;
     if (!back) {
       ++counters_.swap_ins_failed;  // read where it is
@@ -1063,12 +1038,12 @@ class SwapAdaptor final : public Adaptor {
   // it never takes the room of one needed sooner (which would send it straight back out: lstm
   // and alexnet at 60% moved the same 64 MiB in and out at every item near the iteration's end).
   void prefetch_ahead(std::uint64_t now) {
-    if (last_length_ == 0 || options_.lookahead == 0) return;
+    if (oracle_.length() == 0 || options_.lookahead == 0) return;
     due_in_.clear();
     for (const auto& [ptr, b] : buffers_) {
       if (b.resident || b.held_out || b.pinned) continue;
       const std::uint64_t key = key_of(ptr, b);
-      const std::uint64_t distance = next_use(key, now);
+      const std::uint64_t distance = oracle_.next_use(key, now);
       if (EvictionRule::needed_within(distance, lead_of(key))) due_in_.push_back(DueIn{distance, ptr, ptr});
     }
     EvictionRule::bring_back(
@@ -1083,7 +1058,7 @@ class SwapAdaptor final : public Adaptor {
     SwapBuffer& b = buffers_.at(ptr);
     // Room for it and for what is allocated before its use, from buffers needed after it only:
     // else the next item's early leaving would send it straight back (Belady, both ways).
-    const std::uint64_t needs = b.footprint + upcoming_allocations(now, distance);
+    const std::uint64_t needs = b.footprint + oracle_.upcoming_allocations(now, distance);
     make_room(needs, distance, Room::quiet);
     if (options_.budget_bytes != 0 &&
         mover_->device_bytes_with(b.footprint) + (needs - b.footprint) > device_budget()) {
@@ -1163,8 +1138,9 @@ class SwapAdaptor final : public Adaptor {
     if (selector_.state() == State::off && options_.budget_bytes != 0 && options_.policy != "belady") {
       selector_.begin();
     }
-    if (selector_.applying() && last_length_ != schedule_->items()) {
-      drop_schedule(fmt::format("an iteration of {} work items, the plan's had {}", last_length_, schedule_->items()));
+    if (selector_.applying() && oracle_.length() != schedule_->items()) {
+      drop_schedule(
+          fmt::format("an iteration of {} work items, the plan's had {}", oracle_.length(), schedule_->items()));
       start_log();
       return;
     }
@@ -1615,16 +1591,12 @@ class SwapAdaptor final : public Adaptor {
   std::vector<StreamId> program_streams_;                    // every stream the program queued work on
   bool remaps_ = false;                                      // explicit mode: a move remaps the buffer's address
   bool in_item_ = false;  // inside before_item: work_ is the item being issued, not yet queued
-  std::unique_ptr<detail::SwapVerifier> verifier_;                    // MEMTOOL_SWAP_VERIFY
-  std::thread::id last_item_thread_;                                  // who issued the last work item
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> uses_;         // (key, relative work) this iteration
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> allocations_;  // (relative work, footprint) this iteration
-  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> last_uses_;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> last_allocations_;  // (relative work, running total)
-  std::unordered_map<std::uint64_t, std::uint64_t> lead_;                  // learned swap-in lead per key
-  std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;            // lead_ when the last plan applied
-  std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;    // in the rule alone's fastest iteration
-  std::uint64_t last_length_ = 0;                                          // work items in the last complete iteration
+  std::unique_ptr<detail::SwapVerifier> verifier_;         // MEMTOOL_SWAP_VERIFY
+  std::thread::id last_item_thread_;                       // who issued the last work item
+  detail::IterationOracle oracle_;                         // the last complete iteration: next uses, allocations ahead
+  std::unordered_map<std::uint64_t, std::uint64_t> lead_;  // learned swap-in lead per key
+  std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;          // lead_ when the last plan applied
+  std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;  // in the rule alone's fastest iteration
   std::uint64_t work_ = 0;
   std::uint64_t iteration_begin_ = 0;
   std::uint64_t next_ordinal_ = 0;
