@@ -54,6 +54,7 @@
 #include "memtool/swapper/eviction_rule.hpp"
 #include "schedule_learner.hpp"
 #include "spare_events.hpp"
+#include "swap/counters.hpp"
 #include "swap/oracle.hpp"
 #include "swap/selector.hpp"
 #include "swap_mover.hpp"
@@ -420,41 +421,16 @@ class SwapAdaptor final : public Adaptor {
     s.state = off ? "disabled" : (oracle_.length() != 0 ? "apply" : "observe");
     s.swap_mode = off ? "" : std::string(mover_->mode());
     s.budget_bytes = options_.budget_bytes;
-    s.bytes_swapped_out += counters_.bytes_swapped_out;
-    s.bytes_swapped_in += counters_.bytes_swapped_in;
-    s.swap_ins_on_demand += counters_.swap_ins_on_demand;
-    s.swap_ins_ahead += counters_.swap_ins_ahead;
-    s.swap_ins_late += counters_.swap_ins_late;
-    s.swap_ins_failed += counters_.swap_ins_failed;
-    s.allocations_on_host += counters_.born_on_host;
+    counters_.add_to(s);
     s.stall_ns += host_waits_.stall_ns();
     s.swap_policy = options_.policy;
-    s.swap_schedules += counters_.schedules;
-    s.swap_schedule_drops += counters_.schedule_drops;
-    s.swap_schedules_rejected += counters_.schedules_rejected;
-    s.swap_outs_scheduled += counters_.swap_outs_scheduled;
-    s.swap_ins_scheduled += counters_.swap_ins_scheduled;
-    s.swap_candidates_timed += counters_.candidates_timed;
     if (options_.budget_bytes != 0) s.swap_schedule = schedule_ ? schedule_->label() : "rule";
     if (!learner_.link_source().empty()) {
       s.swap_link_to_host_bytes_per_s = static_cast<std::uint64_t>(learner_.link().d2h_bytes_per_ns * 1e9);
       s.swap_link_to_device_bytes_per_s = static_cast<std::uint64_t>(learner_.link().h2d_bytes_per_ns * 1e9);
       s.swap_link_source = learner_.link_source();
     }
-    s.host_bytes = std::max(s.host_bytes, counters_.host_bytes);
-    s.stream_waits += counters_.stream_waits;
-    s.iterations_planned += counters_.iterations_planned;
-    s.peak_device_bytes = std::max(s.peak_device_bytes, counters_.peak_device_bytes);
-    s.peak_device_bytes_with_pool = std::max(s.peak_device_bytes_with_pool, counters_.peak_device_bytes);
-    s.peak_device_bytes_without_pool =
-        std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
-    s.allocation_failures += counters_.allocation_failures;
-    s.exports_refused += counters_.exports_refused;
-    s.swap_leaves_called_off += counters_.leaves_called_off;
-    s.swap_pinned += counters_.pinned;
-    s.swap_items_reaching_all += counters_.items_reaching_all;
     s.swap_host_waits_refused += host_waits_.refused();
-    s.swap_held_for_value_waits += counters_.held_for_value_waits;
     if (verifier_) {
       s.swap_verify_checks += verifier_->checks();
       s.swap_verify_mismatches += verifier_->mismatches();
@@ -552,8 +528,7 @@ class SwapAdaptor final : public Adaptor {
   bool start_on_host(SwapBuffer& b, DevicePtr* ptr) {
     if (mover_->allocate_on_host(b, ptr) != kSuccess) return false;
     ++counters_.born_on_host;
-    counters_.host_bytes_now += b.size;
-    counters_.host_bytes = std::max(counters_.host_bytes, counters_.host_bytes_now);
+    counters_.to_host(b.size);
     return true;
   }
 
@@ -724,26 +699,15 @@ class SwapAdaptor final : public Adaptor {
     if (verifier_) checksum_leaving(ptr, b, side);
     counters_.bytes_swapped_out += b.size;
     ++counters_.swap_outs;
-    counters_.host_bytes_now += b.size;
-    counters_.host_bytes = std::max(counters_.host_bytes, counters_.host_bytes_now);
+    counters_.to_host(b.size);
     return true;
   }
 
   // At MEMTOOL_LOG=debug, what the iteration that just ended moved, and who moved it.
   void say_iteration(double iteration_ns) {
-    const Counters& c = counters_;
-    const Counters& a = at_boundary_;
-    log(LogLevel::debug,
-        fmt::format("memtool swap: iteration {} ({}): {:.1f} ms on the host; {} out ({} on the schedule, {} B), {} in "
-                    "({} on the schedule, {} ahead by the rule, {} on demand, {} late); {:.1f} ms waited",
-                    c.iterations_planned, schedule_ ? "schedule" : (learner_.logging() ? "rule, learning" : "rule"),
-                    iteration_ns / 1e6, c.swap_outs - a.swap_outs, c.swap_outs_scheduled - a.swap_outs_scheduled,
-                    c.bytes_swapped_out - a.bytes_swapped_out,
-                    (c.swap_ins_scheduled - a.swap_ins_scheduled) + (c.swap_ins_ahead - a.swap_ins_ahead) +
-                        (c.swap_ins_on_demand - a.swap_ins_on_demand),
-                    c.swap_ins_scheduled - a.swap_ins_scheduled, c.swap_ins_ahead - a.swap_ins_ahead,
-                    c.swap_ins_on_demand - a.swap_ins_on_demand, c.swap_ins_late - a.swap_ins_late,
-                    static_cast<double>(host_waits_.stall_ns() - stall_at_boundary_) / 1e6));
+    const char* who = schedule_ ? "schedule" : (learner_.logging() ? "rule, learning" : "rule");
+    log(LogLevel::debug, counters_.iteration_line(at_boundary_, who, iteration_ns,
+                                                  static_cast<double>(host_waits_.stall_ns() - stall_at_boundary_)));
     at_boundary_ = counters_;
     stall_at_boundary_ = host_waits_.stall_ns();
   }
@@ -852,7 +816,7 @@ class SwapAdaptor final : public Adaptor {
   // (mapped_users_done). Either way its stream joins b's users.
   void keep_still(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
     if (b.leaving && device_.stream_wait_event(stream, b.left) == kSuccess && mover_->move_in(ptr, b, stream)) {
-      counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+      counters_.off_host(b.size);
       b.held_out = false;
       b.digest_valid = false;
       ++counters_.leaves_called_off;
@@ -936,7 +900,7 @@ class SwapAdaptor final : public Adaptor {
     if (on_device != on_host) {
       verifier_->mismatch(ptr, b.size, b.id, "while leaving, after its copy out read it (it stays on the device)",
                           b.digest_work, not_yet_queued());
-      counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+      counters_.off_host(b.size);
       b.digest_valid = false;
       return false;
     }
@@ -1001,7 +965,7 @@ class SwapAdaptor final : public Adaptor {
   }
 
   void arrived(SwapBuffer& b) {
-    counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+    counters_.off_host(b.size);
     counters_.bytes_swapped_in += b.size;
   }
 
@@ -1518,7 +1482,7 @@ class SwapAdaptor final : public Adaptor {
       if (b.resident) {
         dying_device_bytes_ -= std::min(dying_device_bytes_, b.footprint);
       } else {
-        counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+        counters_.off_host(b.size);
       }
       if (event != free_events_.end()) {
         recycle(event->second);
@@ -1544,36 +1508,6 @@ class SwapAdaptor final : public Adaptor {
     counters_.peak_device_bytes_without_pool =
         std::max(counters_.peak_device_bytes_without_pool, live_bytes_ + Adaptor::memory_use().in_use);
   }
-
-  struct Counters {
-    std::uint64_t bytes_swapped_out = 0;
-    std::uint64_t swap_outs = 0;
-    std::uint64_t bytes_swapped_in = 0;
-    std::uint64_t swap_ins_on_demand = 0;
-    std::uint64_t swap_ins_ahead = 0;
-    std::uint64_t swap_ins_late = 0;
-    std::uint64_t swap_ins_failed = 0;
-    std::uint64_t born_on_host = 0;
-    std::uint64_t host_bytes = 0;  // peak bytes on the host
-    std::uint64_t host_bytes_now = 0;
-    std::uint64_t stream_waits = 0;
-    std::uint64_t iterations_planned = 0;
-    std::uint64_t peak_device_bytes = 0;
-    std::uint64_t peak_device_bytes_without_pool = 0;
-    std::uint64_t allocation_failures = 0;
-    std::uint64_t exports_refused = 0;
-    std::uint64_t exports_pinned = 0;
-    std::uint64_t held_for_value_waits = 0;  // placements kept on the host to hold the budget (hold_budget)
-    std::uint64_t schedules = 0;
-    std::uint64_t schedule_drops = 0;
-    std::uint64_t schedules_rejected = 0;
-    std::uint64_t candidates_timed = 0;  // ours' trials that reached a verdict
-    std::uint64_t swap_outs_scheduled = 0;
-    std::uint64_t swap_ins_scheduled = 0;
-    std::uint64_t leaves_called_off = 0;   // a copy out under way, called off for work that may reach it
-    std::uint64_t pinned = 0;              // buffers whose address escaped: never moved again
-    std::uint64_t items_reaching_all = 0;  // work items that may reach any buffer
-  };
 
   Device& device_;
   const SwapOptions options_;
@@ -1632,8 +1566,8 @@ class SwapAdaptor final : public Adaptor {
   detail::SwapSchedule* schedule_ = nullptr;  // the candidate applied now (owned by candidates_)
   std::vector<DevicePtr> born_current_;       // by ordinal: this iteration's buffers (0: freed)
   std::vector<DevicePtr> born_previous_;      // the last iteration's
-  Counters counters_;
-  Counters at_boundary_;  // counters_ at the last boundary (say_iteration)
+  detail::SwapCounters counters_;
+  detail::SwapCounters at_boundary_;  // counters_ at the last boundary (say_iteration)
   std::uint64_t stall_at_boundary_ = 0;
 };
 
