@@ -55,6 +55,7 @@
 #include "schedule_learner.hpp"
 #include "spare_events.hpp"
 #include "swap/counters.hpp"
+#include "swap/in_flight.hpp"
 #include "swap/oracle.hpp"
 #include "swap/selector.hpp"
 #include "swap_mover.hpp"
@@ -65,10 +66,12 @@ namespace {
 
 using detail::Birth;
 using detail::BufferName;
+using detail::InFlight;
 using detail::IterationLog;
 using detail::LinkMeter;
 using detail::ScheduleLearner;
 using detail::SwapBuffer;
+using Issuing = detail::InFlightItems::Issuing;
 using swapper::Arrival;
 using swapper::DueIn;
 using swapper::EvictionRule;
@@ -96,14 +99,6 @@ class HostDelay {
  private:
   bool& flag_;
   std::chrono::steady_clock::time_point start_;
-};
-
-// A thread's last work item, until the thread calls in again (then it is queued).
-struct InFlight {
-  std::vector<DevicePtr> bases;    // what it touches
-  std::vector<DevicePtr> reached;  // what it may reach
-  bool all = false;                // it may reach anything
-  StreamId stream = 0;             // where it is queued
 };
 
 class SwapAdaptor final : public Adaptor {
@@ -258,11 +253,8 @@ class SwapAdaptor final : public Adaptor {
     ++work_;
     in_item_ = true;
     const std::uint64_t now = work_ - iteration_begin_;
-    InFlight& in_flight = in_flight_[std::this_thread::get_id()];
+    InFlight& in_flight = in_flight_.begin(stream);  // this thread's previous work is queued by now
     std::vector<DevicePtr>& current = in_flight.bases;
-    current.clear();  // this thread's previous work is queued by now
-    in_flight.all = false;
-    in_flight.stream = stream;
     last_item_thread_ = std::this_thread::get_id();
     note_stream(stream);
     mover_->settle(false);
@@ -625,10 +617,9 @@ class SwapAdaptor final : public Adaptor {
             settle(true);
             // That work reads the host copy through the address: no copy back may remap it under
             // the work (swap_out forgot the buffer's streams; table_train --table global faulted).
-            const auto self = in_flight_.find(std::this_thread::get_id());
-            if (self != in_flight_.end() &&
-                std::find(b.streams.begin(), b.streams.end(), self->second.stream) == b.streams.end()) {
-              b.streams.push_back(self->second.stream);
+            const InFlight* mine = in_flight_.mine();
+            if (mine != nullptr && std::find(b.streams.begin(), b.streams.end(), mine->stream) == b.streams.end()) {
+              b.streams.push_back(mine->stream);
             }
           }
           return Offer::sent;
@@ -716,27 +707,11 @@ class SwapAdaptor final : public Adaptor {
   // buffers may move, and the learner marks where the item ended if it was the last one issued.
   void queued_by_this_thread() {
     const std::thread::id self = std::this_thread::get_id();
-    in_flight_.erase(self);
+    in_flight_.queued();
     if (last_item_thread_ == self) learner_.issued();
   }
 
-  // Whether a work item still being issued (in_flight_ holds each thread's current one) touches
-  // the buffer or may reach it. `reached`: only the calling thread's item may reach it, and that
-  // item is queued after this call returns, so the buffer may still leave if it is gone before
-  // then (make_room's `at_once`); another thread's item may be queued any time: `touched`.
-  enum class Issuing : std::uint8_t { no, reached, touched };
-  Issuing issuing(DevicePtr ptr) const {
-    const std::thread::id self = std::this_thread::get_id();
-    Issuing use = Issuing::no;
-    for (const auto& [thread, item] : in_flight_) {
-      if (std::find(item.bases.begin(), item.bases.end(), ptr) != item.bases.end()) return Issuing::touched;
-      if (item.all || std::find(item.reached.begin(), item.reached.end(), ptr) != item.reached.end()) {
-        if (thread != self) return Issuing::touched;
-        use = Issuing::reached;
-      }
-    }
-    return use;
-  }
+  Issuing issuing(DevicePtr ptr) const { return in_flight_.issuing(ptr); }
 
   // Orders `side` after the work queued so far on every stream the program used and every one
   // that used `b`; false if an event could not be had (then nothing may rely on the order).
@@ -1517,13 +1492,13 @@ class SwapAdaptor final : public Adaptor {
   detail::SpareEvents spare_events_;       // before the mover, which borrows it
   detail::HostWaits host_waits_{device_};  // every host wait for the GPU; before the mover, which borrows it
   std::unique_ptr<detail::SwapMover> mover_;
-  std::map<DevicePtr, SwapBuffer> buffers_;                  // node-based: the mover keeps pointers to them
-  std::map<DevicePtr, SwapBuffer> dying_;                    // freed by the program, not yet reached
-  std::uint64_t dying_device_bytes_ = 0;                     // of those, device bytes (resident when freed)
-  std::unordered_map<DevicePtr, EventId> free_events_;       // each dying buffer's: its free reached
-  std::unordered_map<std::thread::id, InFlight> in_flight_;  // per thread: its last work item
-  std::vector<StreamId> program_streams_;                    // every stream the program queued work on
-  bool remaps_ = false;                                      // explicit mode: a move remaps the buffer's address
+  std::map<DevicePtr, SwapBuffer> buffers_;             // node-based: the mover keeps pointers to them
+  std::map<DevicePtr, SwapBuffer> dying_;               // freed by the program, not yet reached
+  std::uint64_t dying_device_bytes_ = 0;                // of those, device bytes (resident when freed)
+  std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
+  detail::InFlightItems in_flight_;                     // per thread: its work item being issued
+  std::vector<StreamId> program_streams_;               // every stream the program queued work on
+  bool remaps_ = false;                                 // explicit mode: a move remaps the buffer's address
   bool in_item_ = false;  // inside before_item: work_ is the item being issued, not yet queued
   std::unique_ptr<detail::SwapVerifier> verifier_;         // MEMTOOL_SWAP_VERIFY
   std::thread::id last_item_thread_;                       // who issued the last work item
