@@ -56,6 +56,7 @@
 #include "spare_events.hpp"
 #include "swap/counters.hpp"
 #include "swap/in_flight.hpp"
+#include "swap/lateness.hpp"
 #include "swap/oracle.hpp"
 #include "swap/selector.hpp"
 #include "swap_mover.hpp"
@@ -1274,76 +1275,37 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  struct Lateness {
-    std::uint64_t id;  // the schedule's swap, or the rule's key of the buffer
-    EventId arrival;   // after the copy back
-    EventId consumer;  // where its consumer starts
-  };
-
-  // The consumer of a copy back is about to be issued on `stream`: whether the copy arrived in
-  // time is decided on the GPU's clock once both events have completed (judge()). `id`: the
-  // schedule's swap, or the rule's key. False, the arrival's event given back, without an event.
-  bool time_against_consumer(std::vector<Lateness>& list, std::uint64_t id, SwapBuffer& b, StreamId stream) {
-    const EventId consumer = timing_events_.record(device_, stream);
-    if (consumer == 0) {
-      timing_events_.give(b.timed_arrival);
-      return false;
-    }
-    list.push_back(Lateness{id, b.timed_arrival, consumer});
-    b.timed_arrival = 0;
-    return true;
-  }
-
   // A scheduled copy-in's consumer (without timing events, the schedule keeps its triggers).
   void judge_later(SwapBuffer& b, StreamId stream) {
-    (void)time_against_consumer(lateness_, b.scheduled_in - 1, b, stream);
+    (void)lateness_.time(b.scheduled_in - 1, b.timed_arrival, stream);
   }
 
   // The rule's copy back ahead, not known to have arrived when its consumer is issued: read off
   // the GPU at the next boundary, or, without an event, taken as late (the host's view).
   void judge_rule_later(std::uint64_t key, SwapBuffer& b, StreamId stream) {
-    if (time_against_consumer(rule_lateness_, key, b, stream)) return;
+    if (rule_lateness_.time(key, b.timed_arrival, stream)) return;
     ++counters_.swap_ins_late;
     grow_lead(key);
   }
 
-  // The copies in `list` both of whose events have completed: `late(id)` for each that arrived
-  // after its consumer's turn on the GPU.
-  template <typename Late>
-  void judge(std::vector<Lateness>& list, Late late) {
-    std::erase_if(list, [&](Lateness& l) {
-      if (!device_.event_completed(l.arrival) || !device_.event_completed(l.consumer)) return false;
-      double ns = 0;
-      if (device_.elapsed_ns(l.consumer, l.arrival, &ns) == kSuccess && ns > 0) late(l.id);
-      timing_events_.give(l.arrival);
-      timing_events_.give(l.consumer);
-      return true;
-    });
-  }
-
   // Scheduled copy-ins that were late start earlier from now on.
   void judge_lateness() {
-    judge(lateness_, [this](std::uint64_t swap) {
+    lateness_.judge([this](std::uint64_t swap) {
       if (schedule_) schedule_->late(static_cast<std::uint32_t>(swap));
     });
   }
 
   // The rule's copies back that were late: those buffers' leads grow.
   void judge_rule_lateness() {
-    judge(rule_lateness_, [this](std::uint64_t key) {
+    rule_lateness_.judge([this](std::uint64_t key) {
       ++counters_.swap_ins_late;
       grow_lead(key);
     });
   }
 
   void forget_lateness() {
-    for (std::vector<Lateness>* list : {&lateness_, &rule_lateness_}) {
-      for (Lateness& l : *list) {
-        timing_events_.give(l.arrival);
-        timing_events_.give(l.consumer);
-      }
-      list->clear();
-    }
+    lateness_.forget();
+    rule_lateness_.forget();
   }
 
   // The copies out due once the item before `item` was issued: at the first call after it (an
@@ -1530,10 +1492,10 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
   std::unordered_map<std::uint64_t, std::uint64_t> leads_at_start_;  // lead_ when this iteration began
-  std::vector<Lateness> lateness_;       // scheduled copy-ins to judge once the GPU got there
-  std::vector<Lateness> rule_lateness_;  // the rule's copies back ahead, likewise
-  std::vector<DueIn> due_in_;            // scratch: (distance, buffer) to bring back
-  std::vector<RuleCandidate> victims_;   // scratch: the rule's candidates to send out
+  detail::CopyLateness lateness_{device_, timing_events_};       // scheduled copy-ins, judged once the GPU got there
+  detail::CopyLateness rule_lateness_{device_, timing_events_};  // the rule's copies back ahead, likewise
+  std::vector<DueIn> due_in_;                                    // scratch: (distance, buffer) to bring back
+  std::vector<RuleCandidate> victims_;                           // scratch: the rule's candidates to send out
   // The plan's candidates with swaps, by the selector's id (ours' own first, then its runners-up).
   std::vector<std::unique_ptr<detail::SwapSchedule>> candidates_;
   // Each candidate's copy-ins and the rule's leads in its fastest iteration (its trial's, then its watch's).
