@@ -33,6 +33,10 @@
 // ordered after all work queued so far on every stream, not only its users'. UVM needs none of
 // it: the driver migrates what any access touches.
 //
+// The rule's choices are made by swapper's EvictionRule (memtool/swapper/eviction_rule.hpp), the
+// one the simulator runs too; the other concerns are files under swap/ (docs/swapping.md lists
+// them); this file ties them to the mover.
+//
 // Thread-safe: one mutex around the bookkeeping; driver calls are made under it (they are
 // asynchronous enqueues, except allocation, mapping and free).
 #include <algorithm>
@@ -54,11 +58,13 @@
 #include "memtool/swapper/eviction_rule.hpp"
 #include "schedule_learner.hpp"
 #include "spare_events.hpp"
+#include "swap/buffer_names.hpp"
 #include "swap/counters.hpp"
 #include "swap/in_flight.hpp"
 #include "swap/lateness.hpp"
 #include "swap/oracle.hpp"
 #include "swap/selector.hpp"
+#include "swap/stream_joins.hpp"
 #include "swap_mover.hpp"
 #include "swap_verify.hpp"
 
@@ -81,7 +87,6 @@ using swapper::RuleCandidate;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 static_assert(detail::IterationOracle::kNever == swapper::kUnknownUse, "the oracle's unknown use is the rule's");
-constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
 constexpr std::uint64_t kMaxLead = 1024;  // work items
 
 // A call that kept the host in memtool long enough for the GPU to drain its queue (a wait, or
@@ -174,10 +179,7 @@ class SwapAdaptor final : public Adaptor {
       return Adaptor::allocate(request, out);
     }
     if (iteration_started_) {
-      b.ordinal = next_ordinal_++;
-      b.birth = Birth::current;
-      if (born_current_.size() <= b.ordinal) born_current_.resize(b.ordinal + 1, 0);
-      born_current_[b.ordinal] = ptr;
+      names_.born(ptr, b, next_ordinal_++);
       if (learner_.logging()) learner_.log().allocated(b.ordinal, b.footprint, ptr);
       if (schedule_ && !schedule_->expects(b.ordinal, b.footprint))
         drop_schedule("an allocation differs from the plan's");
@@ -257,7 +259,7 @@ class SwapAdaptor final : public Adaptor {
     InFlight& in_flight = in_flight_.begin(stream);  // this thread's previous work is queued by now
     std::vector<DevicePtr>& current = in_flight.bases;
     last_item_thread_ = std::this_thread::get_id();
-    note_stream(stream);
+    joins_.note(stream);
     mover_->settle(false);
     collect_frees(false);
     for (const DevicePtr base : item.touched) {
@@ -333,7 +335,7 @@ class SwapAdaptor final : public Adaptor {
     if (iteration_started_) {
       oracle_.end_iteration(work_ - iteration_begin_);
       ++counters_.iterations_planned;
-      rename_at_boundary();
+      names_.next_iteration(buffers_);
     }
     oracle_.begin_iteration();
     iteration_started_ = true;
@@ -540,11 +542,8 @@ class SwapAdaptor final : public Adaptor {
                     options_.budget_bytes, unmovable, options_.min_bytes));
   }
 
-  // The rule's name for a buffer: its ordinal in the iteration that made it, or its address (a
-  // persistent buffer's, marked so that it never equals an ordinal).
-  static std::uint64_t key_of(DevicePtr ptr, const SwapBuffer& b) {
-    return b.birth == Birth::persistent ? (kPersistentKey | ptr) : b.ordinal;
-  }
+  // The rule's name for a buffer (swap/buffer_names.hpp).
+  static std::uint64_t key_of(DevicePtr ptr, const SwapBuffer& b) { return detail::BufferNames::key_of(ptr, b); }
 
   std::uint64_t lead_of(std::uint64_t key) const {
     const auto it = lead_.find(key);
@@ -715,53 +714,8 @@ class SwapAdaptor final : public Adaptor {
   Issuing issuing(DevicePtr ptr) const { return in_flight_.issuing(ptr); }
 
   // Orders `side` after the work queued so far on every stream the program used and every one
-  // that used `b`; false if an event could not be had (then nothing may rely on the order).
-  bool join_all(const SwapBuffer& b, StreamId side) {
-    // A stream that takes no event any more was destroyed by the program (its work runs to its
-    // end, as cuStreamDestroy says): it is forgotten. (Stopping there, the streams after it went
-    // unjoined: adversarial_train's threads destroy theirs while others still free buffers, and
-    // a free was carried out under the kernel before it.) One refused for now (another thread's
-    // per-thread stream while a capture runs) is kept: with explicit copies, where work that
-    // reaches the buffer unseen would read a remapped address, the move waits for a later try;
-    // UVM migrates what any access touches, so it goes on. (Before, a refused stream was
-    // forgotten as a destroyed one until its thread's next work item.)
-    bool ordered = true;
-    std::erase_if(program_streams_, [&](StreamId s) {
-      if (s == side || std::find(b.streams.begin(), b.streams.end(), s) != b.streams.end()) return false;
-      const Join j = join_stream(s, side);
-      ordered = ordered && j != Join::failed && (j != Join::refused || !remaps_);
-      return j == Join::gone;
-    });
-    if (!ordered) return false;
-    for (const StreamId s : b.streams) {
-      if (s != side && join_stream(s, side) != Join::joined) return false;
-    }
-    return true;
-  }
-
-  // `side` waits for the work queued so far on `s` (gone: `s` takes no event, it was destroyed;
-  // refused: it cannot be named now, Device::kCaptureImplicit, try again later).
-  enum class Join : std::uint8_t { joined, refused, gone, failed };
-  Join join_stream(StreamId s, StreamId side) {
-    bool ok = false;
-    const EventId e = take_event(ok);
-    if (!ok) return Join::failed;
-    Join result = Join::gone;
-    const Status recorded = device_.record_event(e, s);
-    if (recorded == kSuccess) {
-      result = device_.stream_wait_event(side, e) == kSuccess ? Join::joined : Join::failed;
-    } else if (recorded == kCaptureImplicit) {
-      result = Join::refused;
-    }
-    recycle(e);
-    return result;
-  }
-
-  void note_stream(StreamId stream) {
-    if (std::find(program_streams_.begin(), program_streams_.end(), stream) == program_streams_.end()) {
-      program_streams_.push_back(stream);
-    }
-  }
+  // that used `b` (swap/stream_joins.hpp).
+  bool join_all(const SwapBuffer& b, StreamId side) { return joins_.join_all(b.streams, side, remaps_); }
 
   // --- what a work item may reach besides its arguments (explicit mode) ---
 
@@ -1027,42 +981,14 @@ class SwapAdaptor final : public Adaptor {
     std::unordered_map<std::uint64_t, std::uint64_t> leads;
   };
 
-  BufferName name_of(DevicePtr ptr, const SwapBuffer& b) const {
-    if (b.birth == Birth::persistent) return BufferName{Birth::persistent, ptr};
-    return BufferName{b.birth, b.ordinal};
-  }
+  static BufferName name_of(DevicePtr ptr, const SwapBuffer& b) { return detail::BufferNames::name_of(ptr, b); }
 
   // The live buffer a schedule's name stands for, or 0.
-  DevicePtr resolve(const BufferName& name) const {
-    DevicePtr ptr = 0;
-    if (name.birth == Birth::persistent) {
-      ptr = name.id;
-    } else {
-      const auto& table = name.birth == Birth::current ? born_current_ : born_previous_;
-      if (name.id < table.size()) ptr = table[name.id];
-    }
-    const auto it = buffers_.find(ptr);
-    return it != buffers_.end() && it->second.birth == name.birth ? ptr : 0;
-  }
+  DevicePtr resolve(const BufferName& name) const { return names_.resolve(name, buffers_); }
 
   void forget_name(DevicePtr ptr, const SwapBuffer& b) {
     if (learner_.logging()) learner_.log().freed(name_of(ptr, b));
-    auto& table = b.birth == Birth::current ? born_current_ : born_previous_;
-    if (b.birth != Birth::persistent && b.ordinal < table.size() && table[b.ordinal] == ptr) table[b.ordinal] = 0;
-  }
-
-  // This iteration's buffers are the previous one's from now on; those made before it that still
-  // live are persistent.
-  void rename_at_boundary() {
-    for (auto& [ptr, b] : buffers_) {
-      if (b.birth == Birth::previous) {
-        b.birth = Birth::persistent;
-      } else if (b.birth == Birth::current) {
-        b.birth = Birth::previous;
-      }
-    }
-    born_previous_ = std::move(born_current_);
-    born_current_.clear();
+    names_.forget(ptr, b);
   }
 
   void start_log() {
@@ -1459,7 +1385,7 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t dying_device_bytes_ = 0;                // of those, device bytes (resident when freed)
   std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
   detail::InFlightItems in_flight_;                     // per thread: its work item being issued
-  std::vector<StreamId> program_streams_;               // every stream the program queued work on
+  detail::StreamJoins joins_{device_, spare_events_};   // every stream the program queued work on, joined by copies
   bool remaps_ = false;                                 // explicit mode: a move remaps the buffer's address
   bool in_item_ = false;  // inside before_item: work_ is the item being issued, not yet queued
   std::unique_ptr<detail::SwapVerifier> verifier_;         // MEMTOOL_SWAP_VERIFY
@@ -1501,8 +1427,7 @@ class SwapAdaptor final : public Adaptor {
   // Each candidate's copy-ins and the rule's leads in its fastest iteration (its trial's, then its watch's).
   std::vector<TimedState> candidate_states_;
   detail::SwapSchedule* schedule_ = nullptr;  // the candidate applied now (owned by candidates_)
-  std::vector<DevicePtr> born_current_;       // by ordinal: this iteration's buffers (0: freed)
-  std::vector<DevicePtr> born_previous_;      // the last iteration's
+  detail::BufferNames names_;                 // which live buffer a schedule's name stands for
   detail::SwapCounters counters_;
   detail::SwapCounters at_boundary_;  // counters_ at the last boundary (say_iteration)
   std::uint64_t stall_at_boundary_ = 0;
