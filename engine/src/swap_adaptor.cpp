@@ -33,6 +33,10 @@
 // ordered after all work queued so far on every stream, not only its users'. UVM needs none of
 // it: the driver migrates what any access touches.
 //
+// The rule's choices are made by swapper's EvictionRule (memtool/swapper/eviction_rule.hpp), the
+// one the simulator runs too; the other concerns are files under swap/ (docs/swapping.md lists
+// them); this file ties them to the mover.
+//
 // Thread-safe: one mutex around the bookkeeping; driver calls are made under it (they are
 // asynchronous enqueues, except allocation, mapping and free).
 #include <algorithm>
@@ -51,9 +55,16 @@
 #include "host_waits.hpp"
 #include "memtool/engine/log.hpp"
 #include "memtool/engine/resources.hpp"
+#include "memtool/swapper/eviction_rule.hpp"
 #include "schedule_learner.hpp"
 #include "spare_events.hpp"
+#include "swap/buffer_names.hpp"
+#include "swap/counters.hpp"
+#include "swap/in_flight.hpp"
+#include "swap/lateness.hpp"
+#include "swap/oracle.hpp"
 #include "swap/selector.hpp"
+#include "swap/stream_joins.hpp"
 #include "swap_mover.hpp"
 #include "swap_verify.hpp"
 
@@ -62,13 +73,20 @@ namespace {
 
 using detail::Birth;
 using detail::BufferName;
+using detail::InFlight;
 using detail::IterationLog;
 using detail::LinkMeter;
 using detail::ScheduleLearner;
 using detail::SwapBuffer;
+using Issuing = detail::InFlightItems::Issuing;
+using swapper::Arrival;
+using swapper::DueIn;
+using swapper::EvictionRule;
+using swapper::Offer;
+using swapper::RuleCandidate;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
-constexpr std::uint64_t kPersistentKey = std::uint64_t{1} << 63;
+static_assert(detail::IterationOracle::kNever == swapper::kUnknownUse, "the oracle's unknown use is the rule's");
 constexpr std::uint64_t kMaxLead = 1024;  // work items
 
 // A call that kept the host in memtool long enough for the GPU to drain its queue (a wait, or
@@ -87,14 +105,6 @@ class HostDelay {
  private:
   bool& flag_;
   std::chrono::steady_clock::time_point start_;
-};
-
-// A thread's last work item, until the thread calls in again (then it is queued).
-struct InFlight {
-  std::vector<DevicePtr> bases;    // what it touches
-  std::vector<DevicePtr> reached;  // what it may reach
-  bool all = false;                // it may reach anything
-  StreamId stream = 0;             // where it is queued
 };
 
 class SwapAdaptor final : public Adaptor {
@@ -155,28 +165,8 @@ class SwapAdaptor final : public Adaptor {
     b.size = request.size;
     make_room(mover_->footprint_of(request.size), 0, Room::wait);
     DevicePtr ptr = 0;
-    // No room, and none can be waited for: the buffer starts on the host (below), else on the device.
-    const bool held = hold_budget(mover_->footprint_of(request.size));
-    Status status = held ? kOutOfMemory : mover_->allocate(b, request.stream, &ptr);
-    if (status == kOutOfMemory && !held) {
-      // Device memory still held by copies under way or frees not yet reached: wait for them.
-      settle(true);
-      status = mover_->allocate(b, request.stream, &ptr);
-    }
-    // Then what the memory for buffers memtool does not swap holds idle (the small cache's).
-    // (It waits on the host for the frees it reaches: not while the host may not wait.)
-    if (status == kOutOfMemory && !held && host_waits_.allowed() && Adaptor::reclaim() != 0) {
-      status = mover_->allocate(b, request.stream, &ptr);
-    }
-    if (status == kOutOfMemory && mover_->allocate_on_host(b, &ptr) == kSuccess) {
-      // Still none: the buffer starts on the host, mapped at its address (slower, never wrong).
-      status = kSuccess;
-      ++counters_.born_on_host;
-      counters_.host_bytes_now += b.size;
-      counters_.host_bytes = std::max(counters_.host_bytes, counters_.host_bytes_now);
-    } else if (held) {
-      status = mover_->allocate(b, request.stream, &ptr);  // the mover cannot start it on the host
-    }
+    const Status status = hold_budget(mover_->footprint_of(request.size)) ? place_held(b, request.stream, &ptr)
+                                                                          : place(b, request.stream, &ptr);
     if (status == kNotSupported) {
       unavailable_.store(true, std::memory_order_relaxed);
       log(LogLevel::warn, fmt::format("memtool swap: the driver cannot back buffers for {} swapping (CUresult {}); "
@@ -189,10 +179,7 @@ class SwapAdaptor final : public Adaptor {
       return Adaptor::allocate(request, out);
     }
     if (iteration_started_) {
-      b.ordinal = next_ordinal_++;
-      b.birth = Birth::current;
-      if (born_current_.size() <= b.ordinal) born_current_.resize(b.ordinal + 1, 0);
-      born_current_[b.ordinal] = ptr;
+      names_.born(ptr, b, next_ordinal_++);
       if (learner_.logging()) learner_.log().allocated(b.ordinal, b.footprint, ptr);
       if (schedule_ && !schedule_->expects(b.ordinal, b.footprint))
         drop_schedule("an allocation differs from the plan's");
@@ -200,7 +187,7 @@ class SwapAdaptor final : public Adaptor {
     b.id = ++next_id_;
     b.streams.push_back(request.stream);
     b.last_work = work_;
-    if (iteration_started_) allocations_.emplace_back(work_ - iteration_begin_, b.footprint);
+    if (iteration_started_) oracle_.allocated(work_ - iteration_begin_, b.footprint);
     buffers_.emplace(ptr, b);
     live_bytes_ += request.size;
     update_peaks();
@@ -269,13 +256,10 @@ class SwapAdaptor final : public Adaptor {
     ++work_;
     in_item_ = true;
     const std::uint64_t now = work_ - iteration_begin_;
-    InFlight& in_flight = in_flight_[std::this_thread::get_id()];
+    InFlight& in_flight = in_flight_.begin(stream);  // this thread's previous work is queued by now
     std::vector<DevicePtr>& current = in_flight.bases;
-    current.clear();  // this thread's previous work is queued by now
-    in_flight.all = false;
-    in_flight.stream = stream;
     last_item_thread_ = std::this_thread::get_id();
-    note_stream(stream);
+    joins_.note(stream);
     mover_->settle(false);
     collect_frees(false);
     for (const DevicePtr base : item.touched) {
@@ -288,7 +272,7 @@ class SwapAdaptor final : public Adaptor {
     bool waits = false;  // the stream waits for a copy back before this item
     for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
-      uses_.emplace_back(key_of(base, b), now);
+      oracle_.used(key_of(base, b), now);
       if (learner_.logging()) learner_.log().used(name_of(base, b));
       if (!b.resident && !b.pinned) {
         bring_back_now(base, b, stream);
@@ -335,7 +319,8 @@ class SwapAdaptor final : public Adaptor {
     prefetch_ahead(now);
     // Leave early for what the next few items will allocate, so the copies out are done by then
     // (a schedule's own copies out make that room, at their times: the rule would send out more).
-    if (!schedule_) make_room(upcoming_allocations(now, options_.lookahead), options_.lookahead, Room::quiet);
+    const std::uint64_t early = EvictionRule::leave_early_horizon(schedule_ != nullptr, options_.lookahead);
+    if (early != 0) make_room(oracle_.upcoming_allocations(now, early), early, Room::quiet);
     update_peaks();
     if (verifier_ && !item.kernel.empty()) verifier_->launched(work_, item.kernel, stream);
     in_item_ = false;
@@ -348,17 +333,11 @@ class SwapAdaptor final : public Adaptor {
     if (iteration_started_ && work_ == iteration_begin_) return;
     // The iteration that just ended is the oracle of the next one.
     if (iteration_started_) {
-      last_uses_.clear();
-      for (const auto& [key, when] : uses_) last_uses_[key].push_back(when);
-      last_allocations_.assign(allocations_.begin(), allocations_.end());
-      for (std::size_t i = 1; i < last_allocations_.size(); ++i)
-        last_allocations_[i].second += last_allocations_[i - 1].second;
-      last_length_ = work_ - iteration_begin_;
+      oracle_.end_iteration(work_ - iteration_begin_);
       ++counters_.iterations_planned;
-      rename_at_boundary();
+      names_.next_iteration(buffers_);
     }
-    uses_.clear();
-    allocations_.clear();
+    oracle_.begin_iteration();
     iteration_started_ = true;
     iteration_begin_ = work_;
     next_ordinal_ = 0;
@@ -366,8 +345,8 @@ class SwapAdaptor final : public Adaptor {
     const auto now = std::chrono::steady_clock::now();
     const double iteration_ns = std::chrono::duration<double, std::nano>(now - iteration_started_at_).count();
     iteration_started_at_ = now;
-    if (last_length_ != 0) say_iteration(iteration_ns);
-    schedule_at_boundary(last_length_ != 0 ? iteration_ns : 0.0);
+    if (oracle_.length() != 0) say_iteration(iteration_ns);
+    schedule_at_boundary(oracle_.length() != 0 ? iteration_ns : 0.0);
     if (trial_on_) leads_at_start_ = lead_;  // what the next iteration starts with
   }
 
@@ -434,44 +413,19 @@ class SwapAdaptor final : public Adaptor {
     std::lock_guard lock(mutex_);
     s.strategy = "swap";
     const bool off = unavailable_.load(std::memory_order_relaxed);
-    s.state = off ? "disabled" : (last_length_ != 0 ? "apply" : "observe");
+    s.state = off ? "disabled" : (oracle_.length() != 0 ? "apply" : "observe");
     s.swap_mode = off ? "" : std::string(mover_->mode());
     s.budget_bytes = options_.budget_bytes;
-    s.bytes_swapped_out += counters_.bytes_swapped_out;
-    s.bytes_swapped_in += counters_.bytes_swapped_in;
-    s.swap_ins_on_demand += counters_.swap_ins_on_demand;
-    s.swap_ins_ahead += counters_.swap_ins_ahead;
-    s.swap_ins_late += counters_.swap_ins_late;
-    s.swap_ins_failed += counters_.swap_ins_failed;
-    s.allocations_on_host += counters_.born_on_host;
+    counters_.add_to(s);
     s.stall_ns += host_waits_.stall_ns();
     s.swap_policy = options_.policy;
-    s.swap_schedules += counters_.schedules;
-    s.swap_schedule_drops += counters_.schedule_drops;
-    s.swap_schedules_rejected += counters_.schedules_rejected;
-    s.swap_outs_scheduled += counters_.swap_outs_scheduled;
-    s.swap_ins_scheduled += counters_.swap_ins_scheduled;
-    s.swap_candidates_timed += counters_.candidates_timed;
     if (options_.budget_bytes != 0) s.swap_schedule = schedule_ ? schedule_->label() : "rule";
     if (!learner_.link_source().empty()) {
       s.swap_link_to_host_bytes_per_s = static_cast<std::uint64_t>(learner_.link().d2h_bytes_per_ns * 1e9);
       s.swap_link_to_device_bytes_per_s = static_cast<std::uint64_t>(learner_.link().h2d_bytes_per_ns * 1e9);
       s.swap_link_source = learner_.link_source();
     }
-    s.host_bytes = std::max(s.host_bytes, counters_.host_bytes);
-    s.stream_waits += counters_.stream_waits;
-    s.iterations_planned += counters_.iterations_planned;
-    s.peak_device_bytes = std::max(s.peak_device_bytes, counters_.peak_device_bytes);
-    s.peak_device_bytes_with_pool = std::max(s.peak_device_bytes_with_pool, counters_.peak_device_bytes);
-    s.peak_device_bytes_without_pool =
-        std::max(s.peak_device_bytes_without_pool, counters_.peak_device_bytes_without_pool);
-    s.allocation_failures += counters_.allocation_failures;
-    s.exports_refused += counters_.exports_refused;
-    s.swap_leaves_called_off += counters_.leaves_called_off;
-    s.swap_pinned += counters_.pinned;
-    s.swap_items_reaching_all += counters_.items_reaching_all;
     s.swap_host_waits_refused += host_waits_.refused();
-    s.swap_held_for_value_waits += counters_.held_for_value_waits;
     if (verifier_) {
       s.swap_verify_checks += verifier_->checks();
       s.swap_verify_mismatches += verifier_->mismatches();
@@ -541,6 +495,38 @@ class SwapAdaptor final : public Adaptor {
     return status;
   }
 
+  // A new buffer's memory where room was made for it: on the device, once what still holds room
+  // there is waited for (copies under way, frees not yet reached), then what the memory for
+  // buffers memtool does not swap holds idle (the small cache's: it waits on the host for the
+  // frees it reaches, so not while the host may not wait); else on the host.
+  Status place(SwapBuffer& b, StreamId stream, DevicePtr* ptr) {
+    Status status = mover_->allocate(b, stream, ptr);
+    if (status == kOutOfMemory) {
+      settle(true);
+      status = mover_->allocate(b, stream, ptr);
+    }
+    if (status == kOutOfMemory && host_waits_.allowed() && Adaptor::reclaim() != 0) {
+      status = mover_->allocate(b, stream, ptr);
+    }
+    if (status == kOutOfMemory && start_on_host(b, ptr)) status = kSuccess;
+    return status;
+  }
+
+  // No room, and none can be waited for (hold_budget): the buffer starts on the host, or, where
+  // the mover cannot start it there, on the device.
+  Status place_held(SwapBuffer& b, StreamId stream, DevicePtr* ptr) {
+    if (start_on_host(b, ptr)) return kSuccess;
+    return mover_->allocate(b, stream, ptr);
+  }
+
+  // The buffer starts on the host, mapped at its address (slower, never wrong).
+  bool start_on_host(SwapBuffer& b, DevicePtr* ptr) {
+    if (mover_->allocate_on_host(b, ptr) != kSuccess) return false;
+    ++counters_.born_on_host;
+    counters_.to_host(b.size);
+    return true;
+  }
+
   // What memtool never moves (allocations under MEMTOOL_SWAP_MIN_BYTES, pitched ones, the
   // program's pools) is past the budget by itself: no swapping can meet it (MEMTOOL_BUDGET=1 with
   // the default 1M). Said once, with the option to change.
@@ -556,32 +542,8 @@ class SwapAdaptor final : public Adaptor {
                     options_.budget_bytes, unmovable, options_.min_bytes));
   }
 
-  // The rule's name for a buffer: its ordinal in the iteration that made it, or its address (a
-  // persistent buffer's, marked so that it never equals an ordinal).
-  static std::uint64_t key_of(DevicePtr ptr, const SwapBuffer& b) {
-    return b.birth == Birth::persistent ? (kPersistentKey | ptr) : b.ordinal;
-  }
-
-  // When the last iteration next used `key` after work item `now` (relative); kFar if never.
-  std::uint64_t next_use(std::uint64_t key, std::uint64_t now) const {
-    const auto it = last_uses_.find(key);
-    if (it == last_uses_.end() || it->second.empty()) return kFar;
-    const auto& when = it->second;  // ascending
-    const auto later = std::upper_bound(when.begin(), when.end(), now);
-    if (later != when.end()) return *later - now;
-    return last_length_ - now + when.front();  // next iteration's first use
-  }
-
-  // Device bytes the last iteration allocated for swap candidates in work items (now, now + horizon].
-  std::uint64_t upcoming_allocations(std::uint64_t now, std::uint64_t horizon) const {
-    if (last_allocations_.empty()) return 0;
-    const auto before = [&](std::uint64_t when) {
-      const auto it = std::upper_bound(last_allocations_.begin(), last_allocations_.end(), when,
-                                       [](std::uint64_t w, const auto& a) { return w < a.first; });
-      return it == last_allocations_.begin() ? std::uint64_t{0} : std::prev(it)->second;
-    };
-    return before(now + horizon) - before(now);
-  }
+  // The rule's name for a buffer (swap/buffer_names.hpp).
+  static std::uint64_t key_of(DevicePtr ptr, const SwapBuffer& b) { return detail::BufferNames::key_of(ptr, b); }
 
   std::uint64_t lead_of(std::uint64_t key) const {
     const auto it = lead_.find(key);
@@ -627,54 +589,46 @@ class SwapAdaptor final : public Adaptor {
       return;
     }
     const std::uint64_t now = work_ - iteration_begin_;
-    struct Victim {
-      std::uint64_t distance;
-      std::uint64_t last_work;
-      DevicePtr ptr;
-      bool at_once;  // a work item being issued may reach it: it leaves before that item is queued
-    };
-    std::vector<Victim> victims;
+    // The rule's candidates (eviction_rule.hpp): those a work item being issued touches stay, and
+    // so do those it may reach when the caller gives up without room; one needed within
+    // `needed_in` is left out here (the rule stops only at one that does not leave at once).
+    victims_.clear();
     for (const auto& [ptr, b] : buffers_) {
       if (!b.resident || b.pinned) continue;
       const Issuing use = issuing(ptr);
       if (use == Issuing::touched || (use == Issuing::reached && room == Room::quiet)) continue;
-      const std::uint64_t distance = next_use(key_of(ptr, b), now);
-      if (distance != kFar && distance <= needed_in) continue;
-      victims.push_back(Victim{distance, b.last_work, ptr, use == Issuing::reached});
+      const std::uint64_t distance = oracle_.next_use(key_of(ptr, b), now);
+      if (EvictionRule::needed_within(distance, needed_in)) continue;
+      victims_.push_back(RuleCandidate{distance, b.last_work, ptr, b.size, ptr, use == Issuing::reached});
     }
-    // Farthest next use first; unknown futures by least recent use; those that must leave at once
-    // (a stall) last.
-    std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
-      if (a.at_once != b.at_once) return b.at_once;
-      if (a.distance != b.distance) return a.distance > b.distance;
-      return a.last_work < b.last_work;
-    });
-    for (const Victim& v : victims) {
-      if (committed() + incoming <= budget) break;
-      SwapBuffer& b = buffers_.at(v.ptr);
-      if (counters_.host_bytes_now + b.size > host_limit()) {
-        if (!said_host_limit_) {
-          said_host_limit_ = true;
-          log(LogLevel::warn, fmt::format("memtool swap: the host limit of {} B is reached (MEMTOOL_HOST_LIMIT); "
-                                          "buffers that would pass it stay on the device",
-                                          options_.host_limit_bytes));
-        }
-        continue;
-      }
-      // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
-      // address maps the host copy before that work is queued. Slow, never wrong. Not while that
-      // host wait may never end (a stream waits for a value): it stays.
-      if (v.at_once && !host_waits_.allowed()) continue;
-      if (swap_out(v.ptr, b) && v.at_once) {
-        settle(true);
-        // That work reads the host copy through the address: no copy back may remap it under
-        // the work (swap_out forgot the buffer's streams; table_train --table global faulted).
-        const auto self = in_flight_.find(std::this_thread::get_id());
-        if (self != in_flight_.end() &&
-            std::find(b.streams.begin(), b.streams.end(), self->second.stream) == b.streams.end()) {
-          b.streams.push_back(self->second.stream);
-        }
-      }
+    EvictionRule::make_heap(victims_);
+    const auto fits = [&] { return committed() + incoming <= budget; };
+    const auto host_room = [&] { return host_limit() - std::min(host_limit(), counters_.host_bytes_now); };
+    const EvictionRule::Pass pass =
+        EvictionRule::send_out(victims_, needed_in, fits, host_room, [&](const RuleCandidate& v) {
+          const DevicePtr ptr = v.handle;
+          SwapBuffer& b = buffers_.at(ptr);
+          // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
+          // address maps the host copy before that work is queued. Slow, never wrong. Not while that
+          // host wait may never end (a stream waits for a value): it stays.
+          if (v.at_once && !host_waits_.allowed()) return Offer::dropped;
+          if (!swap_out(ptr, b)) return Offer::dropped;
+          if (v.at_once) {
+            settle(true);
+            // That work reads the host copy through the address: no copy back may remap it under
+            // the work (swap_out forgot the buffer's streams; table_train --table global faulted).
+            const InFlight* mine = in_flight_.mine();
+            if (mine != nullptr && std::find(b.streams.begin(), b.streams.end(), mine->stream) == b.streams.end()) {
+              b.streams.push_back(mine->stream);
+            }
+          }
+          return Offer::sent;
+        });
+    if (pass.host_full && !said_host_limit_) {
+      said_host_limit_ = true;
+      log(LogLevel::warn, fmt::format("memtool swap: the host limit of {} B is reached (MEMTOOL_HOST_LIMIT); "
+                                      "buffers that would pass it stay on the device",
+                                      options_.host_limit_bytes));
     }
     if (room == Room::quiet) return;
     // Device memory still held by copies out under way, or by frees the GPU has not reached.
@@ -736,26 +690,15 @@ class SwapAdaptor final : public Adaptor {
     if (verifier_) checksum_leaving(ptr, b, side);
     counters_.bytes_swapped_out += b.size;
     ++counters_.swap_outs;
-    counters_.host_bytes_now += b.size;
-    counters_.host_bytes = std::max(counters_.host_bytes, counters_.host_bytes_now);
+    counters_.to_host(b.size);
     return true;
   }
 
   // At MEMTOOL_LOG=debug, what the iteration that just ended moved, and who moved it.
   void say_iteration(double iteration_ns) {
-    const Counters& c = counters_;
-    const Counters& a = at_boundary_;
-    log(LogLevel::debug,
-        fmt::format("memtool swap: iteration {} ({}): {:.1f} ms on the host; {} out ({} on the schedule, {} B), {} in "
-                    "({} on the schedule, {} ahead by the rule, {} on demand, {} late); {:.1f} ms waited",
-                    c.iterations_planned, schedule_ ? "schedule" : (learner_.logging() ? "rule, learning" : "rule"),
-                    iteration_ns / 1e6, c.swap_outs - a.swap_outs, c.swap_outs_scheduled - a.swap_outs_scheduled,
-                    c.bytes_swapped_out - a.bytes_swapped_out,
-                    (c.swap_ins_scheduled - a.swap_ins_scheduled) + (c.swap_ins_ahead - a.swap_ins_ahead) +
-                        (c.swap_ins_on_demand - a.swap_ins_on_demand),
-                    c.swap_ins_scheduled - a.swap_ins_scheduled, c.swap_ins_ahead - a.swap_ins_ahead,
-                    c.swap_ins_on_demand - a.swap_ins_on_demand, c.swap_ins_late - a.swap_ins_late,
-                    static_cast<double>(host_waits_.stall_ns() - stall_at_boundary_) / 1e6));
+    const char* who = schedule_ ? "schedule" : (learner_.logging() ? "rule, learning" : "rule");
+    log(LogLevel::debug, counters_.iteration_line(at_boundary_, who, iteration_ns,
+                                                  static_cast<double>(host_waits_.stall_ns() - stall_at_boundary_)));
     at_boundary_ = counters_;
     stall_at_boundary_ = host_waits_.stall_ns();
   }
@@ -764,76 +707,15 @@ class SwapAdaptor final : public Adaptor {
   // buffers may move, and the learner marks where the item ended if it was the last one issued.
   void queued_by_this_thread() {
     const std::thread::id self = std::this_thread::get_id();
-    in_flight_.erase(self);
+    in_flight_.queued();
     if (last_item_thread_ == self) learner_.issued();
   }
 
-  // Whether a work item still being issued (in_flight_ holds each thread's current one) touches
-  // the buffer or may reach it. `reached`: only the calling thread's item may reach it, and that
-  // item is queued after this call returns, so the buffer may still leave if it is gone before
-  // then (make_room's `at_once`); another thread's item may be queued any time: `touched`.
-  enum class Issuing : std::uint8_t { no, reached, touched };
-  Issuing issuing(DevicePtr ptr) const {
-    const std::thread::id self = std::this_thread::get_id();
-    Issuing use = Issuing::no;
-    for (const auto& [thread, item] : in_flight_) {
-      if (std::find(item.bases.begin(), item.bases.end(), ptr) != item.bases.end()) return Issuing::touched;
-      if (item.all || std::find(item.reached.begin(), item.reached.end(), ptr) != item.reached.end()) {
-        if (thread != self) return Issuing::touched;
-        use = Issuing::reached;
-      }
-    }
-    return use;
-  }
+  Issuing issuing(DevicePtr ptr) const { return in_flight_.issuing(ptr); }
 
   // Orders `side` after the work queued so far on every stream the program used and every one
-  // that used `b`; false if an event could not be had (then nothing may rely on the order).
-  bool join_all(const SwapBuffer& b, StreamId side) {
-    // A stream that takes no event any more was destroyed by the program (its work runs to its
-    // end, as cuStreamDestroy says): it is forgotten. (Stopping there, the streams after it went
-    // unjoined: adversarial_train's threads destroy theirs while others still free buffers, and
-    // a free was carried out under the kernel before it.) One refused for now (another thread's
-    // per-thread stream while a capture runs) is kept: with explicit copies, where work that
-    // reaches the buffer unseen would read a remapped address, the move waits for a later try;
-    // UVM migrates what any access touches, so it goes on. (Before, a refused stream was
-    // forgotten as a destroyed one until its thread's next work item.)
-    bool ordered = true;
-    std::erase_if(program_streams_, [&](StreamId s) {
-      if (s == side || std::find(b.streams.begin(), b.streams.end(), s) != b.streams.end()) return false;
-      const Join j = join_stream(s, side);
-      ordered = ordered && j != Join::failed && (j != Join::refused || !remaps_);
-      return j == Join::gone;
-    });
-    if (!ordered) return false;
-    for (const StreamId s : b.streams) {
-      if (s != side && join_stream(s, side) != Join::joined) return false;
-    }
-    return true;
-  }
-
-  // `side` waits for the work queued so far on `s` (gone: `s` takes no event, it was destroyed;
-  // refused: it cannot be named now, Device::kCaptureImplicit, try again later).
-  enum class Join : std::uint8_t { joined, refused, gone, failed };
-  Join join_stream(StreamId s, StreamId side) {
-    bool ok = false;
-    const EventId e = take_event(ok);
-    if (!ok) return Join::failed;
-    Join result = Join::gone;
-    const Status recorded = device_.record_event(e, s);
-    if (recorded == kSuccess) {
-      result = device_.stream_wait_event(side, e) == kSuccess ? Join::joined : Join::failed;
-    } else if (recorded == kCaptureImplicit) {
-      result = Join::refused;
-    }
-    recycle(e);
-    return result;
-  }
-
-  void note_stream(StreamId stream) {
-    if (std::find(program_streams_.begin(), program_streams_.end(), stream) == program_streams_.end()) {
-      program_streams_.push_back(stream);
-    }
-  }
+  // that used `b` (swap/stream_joins.hpp).
+  bool join_all(const SwapBuffer& b, StreamId side) { return joins_.join_all(b.streams, side, remaps_); }
 
   // --- what a work item may reach besides its arguments (explicit mode) ---
 
@@ -864,7 +746,7 @@ class SwapAdaptor final : public Adaptor {
   // (mapped_users_done). Either way its stream joins b's users.
   void keep_still(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
     if (b.leaving && device_.stream_wait_event(stream, b.left) == kSuccess && mover_->move_in(ptr, b, stream)) {
-      counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+      counters_.off_host(b.size);
       b.held_out = false;
       b.digest_valid = false;
       ++counters_.leaves_called_off;
@@ -948,7 +830,7 @@ class SwapAdaptor final : public Adaptor {
     if (on_device != on_host) {
       verifier_->mismatch(ptr, b.size, b.id, "while leaving, after its copy out read it (it stays on the device)",
                           b.digest_work, not_yet_queued());
-      counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+      counters_.off_host(b.size);
       b.digest_valid = false;
       return false;
     }
@@ -1013,7 +895,7 @@ class SwapAdaptor final : public Adaptor {
   }
 
   void arrived(SwapBuffer& b) {
-    counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+    counters_.off_host(b.size);
     counters_.bytes_swapped_in += b.size;
   }
 
@@ -1034,7 +916,7 @@ class SwapAdaptor final : public Adaptor {
       settle(true);
       back = move_back(base, b, stream, true);
     }
-    if (last_length_ != 0 && !b.kept_out) grow_lead(key_of(base, b));
+    if (oracle_.length() != 0 && !b.kept_out) grow_lead(key_of(base, b));
     b.kept_out = false;
     if (!back) {
       ++counters_.swap_ins_failed;  // read where it is
@@ -1050,39 +932,42 @@ class SwapAdaptor final : public Adaptor {
   // it never takes the room of one needed sooner (which would send it straight back out: lstm
   // and alexnet at 60% moved the same 64 MiB in and out at every item near the iteration's end).
   void prefetch_ahead(std::uint64_t now) {
-    if (last_length_ == 0 || options_.lookahead == 0) return;
+    if (oracle_.length() == 0 || options_.lookahead == 0) return;
     due_in_.clear();
     for (const auto& [ptr, b] : buffers_) {
       if (b.resident || b.held_out || b.pinned) continue;
       const std::uint64_t key = key_of(ptr, b);
-      const std::uint64_t distance = next_use(key, now);
-      if (distance != kFar && distance <= lead_of(key)) due_in_.emplace_back(distance, ptr);
+      const std::uint64_t distance = oracle_.next_use(key, now);
+      if (EvictionRule::needed_within(distance, lead_of(key))) due_in_.push_back(DueIn{distance, ptr, ptr});
     }
-    std::sort(due_in_.begin(), due_in_.end());
-    for (std::size_t k = 0; k < due_in_.size(); ++k) {
-      const auto [distance, ptr] = due_in_[k];
-      SwapBuffer& b = buffers_.at(ptr);
-      // Room for it and for what is allocated before its use, from buffers needed after it only:
-      // else the next item's early leaving would send it straight back (Belady, both ways).
-      const std::uint64_t needs = b.footprint + upcoming_allocations(now, distance);
-      make_room(needs, distance, Room::quiet);
-      // No room yet for the soonest needed: none for those needed later either (they would
-      // take what it needs, and be sent out again for it).
-      if (options_.budget_bytes != 0 &&
-          mover_->device_bytes_with(b.footprint) + (needs - b.footprint) > device_budget()) {
-        for (; k < due_in_.size(); ++k) buffers_.at(due_in_[k].second).kept_out = true;
-        return;
-      }
-      StreamId side = 0;
-      if (!side_stream(in_stream_, side)) return;
-      if (!move_in_timed(ptr, b, side)) continue;
-      mark_arrival(b, side, true);
-      b.kept_out = false;
-      timing_events_.give(b.timed_arrival);
-      b.timed_arrival = timing_events_.record(device_, side);  // lateness on the GPU's clock
-      arrived(b);
-      ++counters_.swap_ins_ahead;
+    EvictionRule::bring_back(
+        due_in_, [&](const DueIn& d) { return bring_back_ahead(d.handle, d.next_use, now); },
+        // No room yet for the soonest needed: none for those needed later either (they would
+        // take what it needs, and be sent out again for it).
+        [&](const DueIn& d) { buffers_.at(d.handle).kept_out = true; });
+  }
+
+  // One buffer due `distance` items from `now` comes back ahead on the swap-in stream.
+  Arrival bring_back_ahead(DevicePtr ptr, std::uint64_t distance, std::uint64_t now) {
+    SwapBuffer& b = buffers_.at(ptr);
+    // Room for it and for what is allocated before its use, from buffers needed after it only:
+    // else the next item's early leaving would send it straight back (Belady, both ways).
+    const std::uint64_t needs = b.footprint + oracle_.upcoming_allocations(now, distance);
+    make_room(needs, distance, Room::quiet);
+    if (options_.budget_bytes != 0 &&
+        mover_->device_bytes_with(b.footprint) + (needs - b.footprint) > device_budget()) {
+      return Arrival::no_room;
     }
+    StreamId side = 0;
+    if (!side_stream(in_stream_, side)) return Arrival::stop;
+    if (!move_in_timed(ptr, b, side)) return Arrival::skipped;
+    mark_arrival(b, side, true);
+    b.kept_out = false;
+    timing_events_.give(b.timed_arrival);
+    b.timed_arrival = timing_events_.record(device_, side);  // lateness on the GPU's clock
+    arrived(b);
+    ++counters_.swap_ins_ahead;
+    return Arrival::back;
   }
 
   // --- the swapper's schedule (swap_schedule.hpp) ---
@@ -1096,42 +981,14 @@ class SwapAdaptor final : public Adaptor {
     std::unordered_map<std::uint64_t, std::uint64_t> leads;
   };
 
-  BufferName name_of(DevicePtr ptr, const SwapBuffer& b) const {
-    if (b.birth == Birth::persistent) return BufferName{Birth::persistent, ptr};
-    return BufferName{b.birth, b.ordinal};
-  }
+  static BufferName name_of(DevicePtr ptr, const SwapBuffer& b) { return detail::BufferNames::name_of(ptr, b); }
 
   // The live buffer a schedule's name stands for, or 0.
-  DevicePtr resolve(const BufferName& name) const {
-    DevicePtr ptr = 0;
-    if (name.birth == Birth::persistent) {
-      ptr = name.id;
-    } else {
-      const auto& table = name.birth == Birth::current ? born_current_ : born_previous_;
-      if (name.id < table.size()) ptr = table[name.id];
-    }
-    const auto it = buffers_.find(ptr);
-    return it != buffers_.end() && it->second.birth == name.birth ? ptr : 0;
-  }
+  DevicePtr resolve(const BufferName& name) const { return names_.resolve(name, buffers_); }
 
   void forget_name(DevicePtr ptr, const SwapBuffer& b) {
     if (learner_.logging()) learner_.log().freed(name_of(ptr, b));
-    auto& table = b.birth == Birth::current ? born_current_ : born_previous_;
-    if (b.birth != Birth::persistent && b.ordinal < table.size() && table[b.ordinal] == ptr) table[b.ordinal] = 0;
-  }
-
-  // This iteration's buffers are the previous one's from now on; those made before it that still
-  // live are persistent.
-  void rename_at_boundary() {
-    for (auto& [ptr, b] : buffers_) {
-      if (b.birth == Birth::previous) {
-        b.birth = Birth::persistent;
-      } else if (b.birth == Birth::current) {
-        b.birth = Birth::previous;
-      }
-    }
-    born_previous_ = std::move(born_current_);
-    born_current_.clear();
+    names_.forget(ptr, b);
   }
 
   void start_log() {
@@ -1147,8 +1004,9 @@ class SwapAdaptor final : public Adaptor {
     if (selector_.state() == State::off && options_.budget_bytes != 0 && options_.policy != "belady") {
       selector_.begin();
     }
-    if (selector_.applying() && last_length_ != schedule_->items()) {
-      drop_schedule(fmt::format("an iteration of {} work items, the plan's had {}", last_length_, schedule_->items()));
+    if (selector_.applying() && oracle_.length() != schedule_->items()) {
+      drop_schedule(
+          fmt::format("an iteration of {} work items, the plan's had {}", oracle_.length(), schedule_->items()));
       start_log();
       return;
     }
@@ -1343,76 +1201,37 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  struct Lateness {
-    std::uint64_t id;  // the schedule's swap, or the rule's key of the buffer
-    EventId arrival;   // after the copy back
-    EventId consumer;  // where its consumer starts
-  };
-
-  // The consumer of a copy back is about to be issued on `stream`: whether the copy arrived in
-  // time is decided on the GPU's clock once both events have completed (judge()). `id`: the
-  // schedule's swap, or the rule's key. False, the arrival's event given back, without an event.
-  bool time_against_consumer(std::vector<Lateness>& list, std::uint64_t id, SwapBuffer& b, StreamId stream) {
-    const EventId consumer = timing_events_.record(device_, stream);
-    if (consumer == 0) {
-      timing_events_.give(b.timed_arrival);
-      return false;
-    }
-    list.push_back(Lateness{id, b.timed_arrival, consumer});
-    b.timed_arrival = 0;
-    return true;
-  }
-
   // A scheduled copy-in's consumer (without timing events, the schedule keeps its triggers).
   void judge_later(SwapBuffer& b, StreamId stream) {
-    (void)time_against_consumer(lateness_, b.scheduled_in - 1, b, stream);
+    (void)lateness_.time(b.scheduled_in - 1, b.timed_arrival, stream);
   }
 
   // The rule's copy back ahead, not known to have arrived when its consumer is issued: read off
   // the GPU at the next boundary, or, without an event, taken as late (the host's view).
   void judge_rule_later(std::uint64_t key, SwapBuffer& b, StreamId stream) {
-    if (time_against_consumer(rule_lateness_, key, b, stream)) return;
+    if (rule_lateness_.time(key, b.timed_arrival, stream)) return;
     ++counters_.swap_ins_late;
     grow_lead(key);
   }
 
-  // The copies in `list` both of whose events have completed: `late(id)` for each that arrived
-  // after its consumer's turn on the GPU.
-  template <typename Late>
-  void judge(std::vector<Lateness>& list, Late late) {
-    std::erase_if(list, [&](Lateness& l) {
-      if (!device_.event_completed(l.arrival) || !device_.event_completed(l.consumer)) return false;
-      double ns = 0;
-      if (device_.elapsed_ns(l.consumer, l.arrival, &ns) == kSuccess && ns > 0) late(l.id);
-      timing_events_.give(l.arrival);
-      timing_events_.give(l.consumer);
-      return true;
-    });
-  }
-
   // Scheduled copy-ins that were late start earlier from now on.
   void judge_lateness() {
-    judge(lateness_, [this](std::uint64_t swap) {
+    lateness_.judge([this](std::uint64_t swap) {
       if (schedule_) schedule_->late(static_cast<std::uint32_t>(swap));
     });
   }
 
   // The rule's copies back that were late: those buffers' leads grow.
   void judge_rule_lateness() {
-    judge(rule_lateness_, [this](std::uint64_t key) {
+    rule_lateness_.judge([this](std::uint64_t key) {
       ++counters_.swap_ins_late;
       grow_lead(key);
     });
   }
 
   void forget_lateness() {
-    for (std::vector<Lateness>* list : {&lateness_, &rule_lateness_}) {
-      for (Lateness& l : *list) {
-        timing_events_.give(l.arrival);
-        timing_events_.give(l.consumer);
-      }
-      list->clear();
-    }
+    lateness_.forget();
+    rule_lateness_.forget();
   }
 
   // The copies out due once the item before `item` was issued: at the first call after it (an
@@ -1526,7 +1345,7 @@ class SwapAdaptor final : public Adaptor {
       if (b.resident) {
         dying_device_bytes_ -= std::min(dying_device_bytes_, b.footprint);
       } else {
-        counters_.host_bytes_now -= std::min(counters_.host_bytes_now, b.size);
+        counters_.off_host(b.size);
       }
       if (event != free_events_.end()) {
         recycle(event->second);
@@ -1553,36 +1372,6 @@ class SwapAdaptor final : public Adaptor {
         std::max(counters_.peak_device_bytes_without_pool, live_bytes_ + Adaptor::memory_use().in_use);
   }
 
-  struct Counters {
-    std::uint64_t bytes_swapped_out = 0;
-    std::uint64_t swap_outs = 0;
-    std::uint64_t bytes_swapped_in = 0;
-    std::uint64_t swap_ins_on_demand = 0;
-    std::uint64_t swap_ins_ahead = 0;
-    std::uint64_t swap_ins_late = 0;
-    std::uint64_t swap_ins_failed = 0;
-    std::uint64_t born_on_host = 0;
-    std::uint64_t host_bytes = 0;  // peak bytes on the host
-    std::uint64_t host_bytes_now = 0;
-    std::uint64_t stream_waits = 0;
-    std::uint64_t iterations_planned = 0;
-    std::uint64_t peak_device_bytes = 0;
-    std::uint64_t peak_device_bytes_without_pool = 0;
-    std::uint64_t allocation_failures = 0;
-    std::uint64_t exports_refused = 0;
-    std::uint64_t exports_pinned = 0;
-    std::uint64_t held_for_value_waits = 0;  // placements kept on the host to hold the budget (hold_budget)
-    std::uint64_t schedules = 0;
-    std::uint64_t schedule_drops = 0;
-    std::uint64_t schedules_rejected = 0;
-    std::uint64_t candidates_timed = 0;  // ours' trials that reached a verdict
-    std::uint64_t swap_outs_scheduled = 0;
-    std::uint64_t swap_ins_scheduled = 0;
-    std::uint64_t leaves_called_off = 0;   // a copy out under way, called off for work that may reach it
-    std::uint64_t pinned = 0;              // buffers whose address escaped: never moved again
-    std::uint64_t items_reaching_all = 0;  // work items that may reach any buffer
-  };
-
   Device& device_;
   const SwapOptions options_;
   const bool copies_on_program_stream_;  // save-on-cpu: its copies run in the program's order
@@ -1591,24 +1380,20 @@ class SwapAdaptor final : public Adaptor {
   detail::SpareEvents spare_events_;       // before the mover, which borrows it
   detail::HostWaits host_waits_{device_};  // every host wait for the GPU; before the mover, which borrows it
   std::unique_ptr<detail::SwapMover> mover_;
-  std::map<DevicePtr, SwapBuffer> buffers_;                  // node-based: the mover keeps pointers to them
-  std::map<DevicePtr, SwapBuffer> dying_;                    // freed by the program, not yet reached
-  std::uint64_t dying_device_bytes_ = 0;                     // of those, device bytes (resident when freed)
-  std::unordered_map<DevicePtr, EventId> free_events_;       // each dying buffer's: its free reached
-  std::unordered_map<std::thread::id, InFlight> in_flight_;  // per thread: its last work item
-  std::vector<StreamId> program_streams_;                    // every stream the program queued work on
-  bool remaps_ = false;                                      // explicit mode: a move remaps the buffer's address
+  std::map<DevicePtr, SwapBuffer> buffers_;             // node-based: the mover keeps pointers to them
+  std::map<DevicePtr, SwapBuffer> dying_;               // freed by the program, not yet reached
+  std::uint64_t dying_device_bytes_ = 0;                // of those, device bytes (resident when freed)
+  std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
+  detail::InFlightItems in_flight_;                     // per thread: its work item being issued
+  detail::StreamJoins joins_{device_, spare_events_};   // every stream the program queued work on, joined by copies
+  bool remaps_ = false;                                 // explicit mode: a move remaps the buffer's address
   bool in_item_ = false;  // inside before_item: work_ is the item being issued, not yet queued
-  std::unique_ptr<detail::SwapVerifier> verifier_;                    // MEMTOOL_SWAP_VERIFY
-  std::thread::id last_item_thread_;                                  // who issued the last work item
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> uses_;         // (key, relative work) this iteration
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> allocations_;  // (relative work, footprint) this iteration
-  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> last_uses_;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> last_allocations_;  // (relative work, running total)
-  std::unordered_map<std::uint64_t, std::uint64_t> lead_;                  // learned swap-in lead per key
-  std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;            // lead_ when the last plan applied
-  std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;    // in the rule alone's fastest iteration
-  std::uint64_t last_length_ = 0;                                          // work items in the last complete iteration
+  std::unique_ptr<detail::SwapVerifier> verifier_;         // MEMTOOL_SWAP_VERIFY
+  std::thread::id last_item_thread_;                       // who issued the last work item
+  detail::IterationOracle oracle_;                         // the last complete iteration: next uses, allocations ahead
+  std::unordered_map<std::uint64_t, std::uint64_t> lead_;  // learned swap-in lead per key
+  std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;          // lead_ when the last plan applied
+  std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;  // in the rule alone's fastest iteration
   std::uint64_t work_ = 0;
   std::uint64_t iteration_begin_ = 0;
   std::uint64_t next_ordinal_ = 0;
@@ -1633,18 +1418,18 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
   std::unordered_map<std::uint64_t, std::uint64_t> leads_at_start_;  // lead_ when this iteration began
-  std::vector<Lateness> lateness_;                           // scheduled copy-ins to judge once the GPU got there
-  std::vector<Lateness> rule_lateness_;                      // the rule's copies back ahead, likewise
-  std::vector<std::pair<std::uint64_t, DevicePtr>> due_in_;  // scratch: (distance, buffer) to bring back
+  detail::CopyLateness lateness_{device_, timing_events_};       // scheduled copy-ins, judged once the GPU got there
+  detail::CopyLateness rule_lateness_{device_, timing_events_};  // the rule's copies back ahead, likewise
+  std::vector<DueIn> due_in_;                                    // scratch: (distance, buffer) to bring back
+  std::vector<RuleCandidate> victims_;                           // scratch: the rule's candidates to send out
   // The plan's candidates with swaps, by the selector's id (ours' own first, then its runners-up).
   std::vector<std::unique_ptr<detail::SwapSchedule>> candidates_;
   // Each candidate's copy-ins and the rule's leads in its fastest iteration (its trial's, then its watch's).
   std::vector<TimedState> candidate_states_;
   detail::SwapSchedule* schedule_ = nullptr;  // the candidate applied now (owned by candidates_)
-  std::vector<DevicePtr> born_current_;       // by ordinal: this iteration's buffers (0: freed)
-  std::vector<DevicePtr> born_previous_;      // the last iteration's
-  Counters counters_;
-  Counters at_boundary_;  // counters_ at the last boundary (say_iteration)
+  detail::BufferNames names_;                 // which live buffer a schedule's name stands for
+  detail::SwapCounters counters_;
+  detail::SwapCounters at_boundary_;  // counters_ at the last boundary (say_iteration)
   std::uint64_t stall_at_boundary_ = 0;
 };
 

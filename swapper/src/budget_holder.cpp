@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 namespace memtool::swapper::detail {
 
@@ -44,8 +45,18 @@ void BudgetHolder::rekey(std::uint32_t b, std::uint64_t u) {
   if (next == next_[b]) return;
   next_[b] = next;
   if (next == kNoAccess) return;
-  farthest_.emplace_back(next, b);
-  std::push_heap(farthest_.begin(), farthest_.end());
+  EvictionRule::push(farthest_, candidate(b, next));
+}
+
+RuleCandidate BudgetHolder::candidate(std::uint32_t b, std::uint64_t next) const {
+  // Keyed by next access alone (every candidate here has one): among equal ones the buffer
+  // indexed later leaves first.
+  RuleCandidate c;
+  c.next_use = next;
+  c.tie = std::numeric_limits<std::uint32_t>::max() - b;
+  c.bytes = iteration_->buffers[b].size;
+  c.handle = b;
+  return c;
 }
 
 void BudgetHolder::advance_live(std::uint64_t u, std::size_t i, double ready) {
@@ -99,10 +110,7 @@ void BudgetHolder::scheduled_in(std::uint32_t key) {
   on_in(state_[key], bytes_[key]);
   const std::uint32_t b = buffer_[key];
   // A candidate of the rule's again (its entry was dropped while it was out).
-  if (--held_out_[b] == 0 && live_[b] && next_[b] != kNoAccess) {
-    farthest_.emplace_back(next_[b], b);
-    std::push_heap(farthest_.begin(), farthest_.end());
-  }
+  if (--held_out_[b] == 0 && live_[b] && next_[b] != kNoAccess) EvictionRule::push(farthest_, candidate(b, next_[b]));
 }
 
 void BudgetHolder::collect() {
@@ -162,19 +170,17 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
   const std::span<const std::uint32_t> touched = net_.accessed_by(i);
   for (const std::uint32_t b : touched) touched_[b] = 1;
   // Until the op fits once the copies under way are done; entries whose buffer died or was
-  // accessed since are dropped (an access pushed its new one).
-  while (!farthest_.empty() && farthest_.front().first > needed_by && resident() + extra > budget_ + leaving_bytes_) {
-    std::pop_heap(farthest_.begin(), farthest_.end());
-    const auto [next, b] = farthest_.back();
-    farthest_.pop_back();
-    if (!live_[b] || next_[b] != next) continue;
+  // accessed since are dropped (an access pushed its new one). No host limit is modelled.
+  const auto fits = [&] { return resident() + extra <= budget_ + leaving_bytes_; };
+  const auto host_room = [] { return kNoAccess; };
+  (void)EvictionRule::send_out(farthest_, needed_by, fits, host_room, [&](const RuleCandidate& c) {
+    const auto b = static_cast<std::uint32_t>(c.handle);
+    const std::uint64_t next = c.next_use;
+    if (!live_[b] || next_[b] != next) return Offer::dropped;
     // The op's own (one it brings back included) and one the schedule sends out before its next
     // access stay candidates; one out is pushed again when it is back.
-    if (touched_[b] || late_out_before(b, u, next)) {
-      kept_.emplace_back(next, b);
-      continue;
-    }
-    if (rule_of_[b] >= 0 || held_out_[b] != 0) continue;
+    if (touched_[b] || late_out_before(b, u, next)) return Offer::kept;
+    if (rule_of_[b] >= 0 || held_out_[b] != 0) return Offer::dropped;
     const std::uint64_t size = iteration_->buffers[b].size;
     Copy copy;
     copy.bytes = static_cast<double>(size);
@@ -187,12 +193,8 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
     pending_.push_back(kRule | index);
     due_.emplace_back(net_.issue_for(b, u, next), index);
     std::push_heap(due_.begin(), due_.end(), std::greater<>());
-  }
-  for (const auto& entry : kept_) {
-    farthest_.push_back(entry);
-    std::push_heap(farthest_.begin(), farthest_.end());
-  }
-  kept_.clear();
+    return Offer::sent;
+  });
   for (const std::uint32_t b : touched) touched_[b] = 0;
 }
 
@@ -231,7 +233,8 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   // Those due ahead of their access come back, the soonest needed first, each if it fits now
   // with what the ops up to that access allocate; room is made for it from buffers needed after
   // it, without waiting for those copies (Belady both ways, as the executor's prefetch). The
-  // first that does not fit waits for the next op, and so do those needed after it.
+  // first that does not fit waits for the next op, and so do those needed after it
+  // (EvictionRule::bring_back).
   due_now_.clear();
   while (!due_.empty() && due_.front().first <= u) {
     const std::uint32_t index = due_.front().second;
@@ -243,23 +246,21 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
       issue_rule_in(index, u, issue);
       continue;
     }
-    due_now_.emplace_back(next_[r.buffer], index);  // its key: unchanged while out
+    due_now_.push_back({next_[r.buffer], index, index});  // its key: unchanged while out
   }
-  std::sort(due_now_.begin(), due_now_.end());
-  bool blocked = false;
-  for (const auto& [next, index] : due_now_) {
-    if (!blocked) {
-      const std::uint64_t needs =
-          iteration_->buffers[rule_[index].buffer].size + (next == kNoAccess ? 0 : upcoming(i, next - u));
-      if (resident() + needs > budget_ + leaving_bytes_) evict(u, i, issue, next, needs);
-      if (resident() + needs <= budget_) {
+  EvictionRule::bring_back(
+      due_now_,
+      [&](const DueIn& d) {
+        const auto index = static_cast<std::uint32_t>(d.handle);
+        const std::uint64_t next = d.next_use;
+        const std::uint64_t needs =
+            iteration_->buffers[rule_[index].buffer].size + (next == kNoAccess ? 0 : upcoming(i, next - u));
+        if (resident() + needs > budget_ + leaving_bytes_) evict(u, i, issue, next, needs);
+        if (resident() + needs > budget_) return Arrival::no_room;
         issue_rule_in(index, u, issue);
-        continue;
-      }
-      blocked = true;
-    }
-    deferred_.push_back(index);
-  }
+        return Arrival::back;
+      },
+      [&](const DueIn& d) { deferred_.push_back(static_cast<std::uint32_t>(d.handle)); });
   for (const std::uint32_t index : deferred_) {
     due_.emplace_back(u + 1, index);
     std::push_heap(due_.begin(), due_.end(), std::greater<>());

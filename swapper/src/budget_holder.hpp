@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "link_engines.hpp"
+#include "memtool/swapper/eviction_rule.hpp"
 #include "memtool/swapper/iteration.hpp"
 #include "memtool/swapper/simulate.hpp"
 #include "safety_net.hpp"
@@ -100,6 +101,8 @@ class BudgetHolder {
   // access left before its free is keyed as the executor sees it, by its name's next access (the
   // next instance's): sending it out costs one copy and frees its bytes until the free.
   void rekey(std::uint32_t b, std::uint64_t u);
+  // Buffer b as the rule's candidate with next access `next`.
+  [[nodiscard]] RuleCandidate candidate(std::uint32_t b, std::uint64_t next) const;
   [[nodiscard]] bool late_out_before(std::uint32_t buffer, std::uint64_t u, std::uint64_t next) const;
 
   const Iteration* iteration_ = nullptr;
@@ -124,17 +127,16 @@ class BudgetHolder {
   // The op being issued: its static level, the schedule's and the rule's swap-ins with it.
   std::uint64_t level_ = 0;
   std::span<const std::uint32_t> ins_;
-  std::vector<std::uint32_t> rule_ins_;                           // on demand
-  std::vector<std::uint32_t> deferred_;                           // scratch: due ahead, no room yet
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> due_now_;  // scratch: (next access, rule swap) due ahead
-  std::vector<std::uint8_t> live_;                                // per buffer: a rule candidate live at the current op
-  std::vector<std::uint64_t> next_;  // per live candidate: its next access (unrolled), or kNoAccess
-  // Max-heap of (next access, buffer), farthest first: the rule's victims in its order. An entry
-  // is current while its buffer is live with that next access and not out (by the rule or the
+  std::vector<std::uint32_t> rule_ins_;  // on demand
+  std::vector<std::uint32_t> deferred_;  // scratch: due ahead, no room yet
+  std::vector<std::uint8_t> live_;       // per buffer: a rule candidate live at the current op
+  std::vector<std::uint64_t> next_;      // per live candidate: its next access (unrolled), or kNoAccess
+  // The rule's candidates in its order (eviction_rule.hpp), a heap kept across ops. An entry is
+  // current while its buffer is live with that next access and not out (by the rule or the
   // schedule; one back from the schedule's is pushed again); others are dropped when they come up.
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> farthest_;
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> kept_;  // scratch: current, not a victim now
-  std::vector<std::uint8_t> touched_;                          // scratch: buffers the current op accesses
+  std::vector<RuleCandidate> farthest_;
+  std::vector<DueIn> due_now_;         // scratch: the rule's swap-ins due ahead (next access, rule swap)
+  std::vector<std::uint8_t> touched_;  // scratch: buffers the current op accesses
 };
 
 }  // namespace memtool::swapper::detail

@@ -139,8 +139,9 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         w.late_outs.emplace_back(swap.gap.buffer, static_cast<std::uint32_t>(swap.out_after_op % n));
       }
     }
-    w.holder.reset(iteration, link, hold, swaps * rounds, w.late_outs, w.alloc_at_start,
-                   swaps == 0 ? options.rule_lookahead_ops : 0, w.link);
+    w.holder.reset(
+        iteration, link, hold, swaps * rounds, w.late_outs, w.alloc_at_start,
+        static_cast<std::uint32_t>(EvictionRule::leave_early_horizon(swaps != 0, options.rule_lookahead_ops)), w.link);
   }
 
   // The instance of swap s whose position `pos` (unrolled in its gap) falls on op r*n + i.
