@@ -121,9 +121,9 @@ TEST_CASE("swap: while a stream waits for a value, a freed buffer still leaving 
   rig.kernel(1, {a});
   const DevicePtr b = rig.alloc(4 * MiB);
   rig.kernel(1, {b});
-  rig.device.may_block = true;             // from here a host wait may never end
   const DevicePtr c = rig.alloc(4 * MiB);  // a leaves for it: its copy out is under way
   CHECK(rig.summary().bytes_swapped_out >= 4 * MiB);
+  rig.device.may_block = true;  // from here a host wait may never end
   // Freed on its stream; the stream gets there, its copy out does not (the host may not wait).
   CHECK(rig.swap->deallocate(a, MemoryKind::async, 1) == kSuccess);
   // The program's stream has got there (the host saw it done); the swapper's copy out has not.
@@ -136,6 +136,30 @@ TEST_CASE("swap: while a stream waits for a value, a freed buffer still leaving 
   rig.kernel(1, {b});
   CHECK(rig.device.waits_while_blocked == 0);
   rig.finish({b, c});
+}
+
+TEST_CASE("swap: while a stream waits for a value, nothing starts leaving: what does not fit is held on the host",
+          "[engine][swap]") {
+  // A copy out is ordered after every stream, the waiting one too: it would land only once the
+  // program writes the value, and work that needs the buffer back before then (on a stream the
+  // host then synchronises) would never run (value_wait_free_train hung so under a 64 KiB budget).
+  Rig rig(8 * MiB);
+  const DevicePtr a = rig.alloc(4 * MiB);
+  rig.kernel(1, {a});
+  const DevicePtr b = rig.alloc(4 * MiB);
+  rig.kernel(1, {b});
+  rig.device.may_block = true;
+  const DevicePtr c = rig.alloc(4 * MiB);
+  CHECK(rig.summary().bytes_swapped_out == 0);
+  CHECK(rig.summary().swap_held_for_value_waits >= 1);
+  rig.kernel(1, {c});
+  rig.kernel(1, {a});  // still on the device: no copy back to wait for
+  CHECK(rig.summary().bytes_swapped_out == 0);
+  CHECK(rig.device.waits_while_blocked == 0);
+  rig.device.may_block = false;  // the value was written: moves go on
+  rig.kernel(1, {b});
+  rig.kernel(1, {c});
+  rig.finish({a, b, c});
 }
 
 TEST_CASE(
