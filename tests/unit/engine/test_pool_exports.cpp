@@ -16,8 +16,7 @@ namespace {
 
 // One step: an input, two activations (the second exported, as NCCL registers a buffer), a
 // scratch; all freed at its end. Returns the exported activation's pointer.
-DevicePtr step(Program& p, const std::vector<Buffer>& weights, PoolEngine& engine, ExportPin* pin) {
-  (void)weights;
+DevicePtr step(Program& p, PoolEngine& engine, ExportPin* pin) {
   auto x = *p.alloc(16 * kUnit, 7);
   auto h = *p.alloc(32 * kUnit, 7);
   auto g = *p.alloc(48 * kUnit, 7);
@@ -46,7 +45,7 @@ TEST_CASE("pool: an exported pooled buffer is pinned in place, and its allocatio
   std::vector<int> pins;  // ExportPin values, printable
   for (int it = 0; it < 16; ++it) {
     const std::uint64_t before = engine.summary().allocs_from_pool;
-    (void)step(p, weights, engine, &pin);
+    (void)step(p, engine, &pin);
     pins.push_back(static_cast<int>(pin));
     if (exported_pooled < 0 && engine.summary().allocs_from_pool > before && pin == ExportPin::in_place) {
       exported_pooled = it;
