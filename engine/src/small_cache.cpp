@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "memtool/engine/baselines.hpp"
+#include "host_waits.hpp"
 #include "memtool/engine/resources.hpp"
 #include "spare_events.hpp"
 
@@ -24,13 +25,21 @@ class SmallCache final : public Resource {
   ~SmallCache() override {
     std::lock_guard lock(mutex_);
     for (const Unreached& u : unreached_) events_.give(u.event);
+    for (const Deferred& d : deferred_) {
+      for (const EventId e : d.reached) events_.give(e);
+    }
     events_.destroy_all(device_);
   }
 
   std::string_view name() const override { return "small-cache"; }
 
+  // While a stream waits for a value (HostWaits), a cacheable request goes to the driver as the
+  // program made it: the cache's way out of memory (PyTorch's: wait for its pending blocks, then
+  // cuMemFree its idle segments, which synchronises the device) could wait for that stream.
   Status allocate(const AllocationRequest& request, DevicePtr* out) override {
-    return cacheable(request) ? cache_->allocate(request, out) : direct_->allocate(request, out);
+    release_deferred();
+    if (!cacheable(request) || !HostWaits(device_).allowed()) return direct_->allocate(request, out);
+    return cache_->allocate(request, out);
   }
 
   Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
@@ -52,14 +61,20 @@ class SmallCache final : public Resource {
         std::lock_guard lock(mutex_);
         streams = program_streams_;
       }
-      // cuMemFree's synchronization, as far as the program can see it: its own streams.
-      for (const StreamId s : streams) wait_for(s);
+      // cuMemFree's synchronization, as far as the program can see it: its own streams. Not while
+      // one may wait for a value the program has not written (HostWaits): the block then stays
+      // out of the cache until every stream got where it is now (release_deferred).
+      if (!HostWaits(device_).allowed()) return defer(ptr, stream, streams);
+      for (const StreamId s : streams) {
+        if (!wait_for(s)) return defer(ptr, stream, streams);  // a value wait came meanwhile
+      }
     }
     return cache_->deallocate(ptr, kind, stream);
   }
 
   bool wants_accesses() const override { return true; }
   void before_item(const WorkItem& item) override {
+    release_deferred();
     note_stream(item.stream);
     cache_->before_item(item);
   }
@@ -93,9 +108,16 @@ class SmallCache final : public Resource {
   }
 
   // What is idle in the cache, and stream-ordered frees once their streams got there (waited for).
-  std::uint64_t reclaim() override { return cache_->reclaim() + direct_->reclaim() + reach_frees(); }
+  // While the host may not wait (HostWaits), only the frees the GPU has reached already: the
+  // cache's release waits for its pending blocks and cuMemFree synchronises the device.
+  std::uint64_t reclaim() override {
+    release_deferred();
+    if (!HostWaits(device_).allowed()) return direct_->reclaim() + reach_frees(false);
+    return cache_->reclaim() + direct_->reclaim() + reach_frees(true);
+  }
 
   void shutdown(bool release_memory) override {
+    release_deferred();
     cache_->shutdown(release_memory);
     direct_->shutdown(release_memory);
   }
@@ -142,21 +164,81 @@ class SmallCache final : public Resource {
     return bytes;
   }
 
-  // Waits for every stream-ordered free still on its way; returns the bytes they give back.
-  std::uint64_t reach_frees() {
+  // Stream-ordered frees still on their way: with `wait`, waited for (HostWaits), else those the
+  // GPU has reached; returns the bytes they give back (the others stay counted).
+  std::uint64_t reach_frees(bool wait) {
     std::vector<Unreached> pending;
     {
       std::lock_guard lock(mutex_);
       pending.swap(unreached_);
     }
     std::uint64_t bytes = 0;
+    std::vector<Unreached> still;
+    HostWaits waits(device_);
     for (const Unreached& u : pending) {
-      (void)device_.synchronize_event(u.event);
-      bytes += u.bytes;
+      if (waits.reached(u.event, wait)) {
+        bytes += u.bytes;
+      } else {
+        still.push_back(u);
+      }
     }
     std::lock_guard lock(mutex_);
-    for (const Unreached& u : pending) events_.give(u.event);
+    for (const Unreached& u : pending) {
+      if (std::find_if(still.begin(), still.end(), [&](const Unreached& s) { return s.event == u.event; }) ==
+          still.end()) {
+        events_.give(u.event);
+      }
+    }
+    unreached_.insert(unreached_.end(), still.begin(), still.end());
     return bytes;
+  }
+
+  // A freed block kept from the cache until `reached` (one event on each program stream) completed.
+  Status defer(DevicePtr ptr, StreamId stream, const std::vector<StreamId>& streams) {
+    Deferred d{ptr, stream, {}, false};
+    std::lock_guard lock(mutex_);
+    for (const StreamId s : streams) {
+      bool ok = false;
+      const EventId e = events_.take(device_, ok);
+      if (!ok) {
+        d.unordered = true;  // no event: held until the host may wait again (release_deferred)
+        break;
+      }
+      if (device_.record_event(e, s) != kSuccess) {
+        events_.give(e);  // a destroyed stream: nothing of it left to wait for
+        continue;
+      }
+      d.reached.push_back(e);
+    }
+    deferred_.push_back(std::move(d));
+    return kSuccess;
+  }
+
+  // Deferred frees whose streams got there go to the cache; where the host may wait again, the
+  // others are waited for (as the free would have), then go too.
+  void release_deferred() {
+    std::vector<Deferred> ready;
+    {
+      std::lock_guard lock(mutex_);
+      if (deferred_.empty()) return;
+      const bool may_wait = HostWaits(device_).allowed();
+      std::erase_if(deferred_, [&](Deferred& d) {
+        const bool reached =
+            may_wait || (!d.unordered && std::all_of(d.reached.begin(), d.reached.end(),
+                                                     [&](EventId e) { return device_.event_completed(e); }));
+        if (reached) ready.push_back(std::move(d));
+        return reached;
+      });
+    }
+    for (const Deferred& d : ready) {
+      HostWaits waits(device_);
+      for (const EventId e : d.reached) (void)waits.wait(e);
+      (void)cache_->deallocate(d.ptr, MemoryKind::device, d.stream);
+    }
+    std::lock_guard lock(mutex_);
+    for (const Deferred& d : ready) {
+      for (const EventId e : d.reached) events_.give(e);
+    }
   }
 
   void note_stream(StreamId stream) {
@@ -168,20 +250,22 @@ class SmallCache final : public Resource {
 
   // The host waits until `stream` has run the work queued on it so far (without the lock: other
   // threads go on meanwhile). A stream that takes no event any more was destroyed by the program
-  // (its work runs to its end, as cuStreamDestroy says): it is forgotten.
-  void wait_for(StreamId stream) {
+  // (its work runs to its end, as cuStreamDestroy says): it is forgotten. False: the wait was
+  // refused (HostWaits: a stream waits for a value) and `stream` may not be there yet.
+  bool wait_for(StreamId stream) {
     bool ok = false;
     EventId e = 0;
     {
       std::lock_guard lock(mutex_);
       e = events_.take(device_, ok);
     }
-    if (!ok) return;
+    if (!ok) return true;
     const bool recorded = device_.record_event(e, stream) == kSuccess;
-    if (recorded) (void)device_.synchronize_event(e);
+    const bool reached = !recorded || HostWaits(device_).wait(e);
     std::lock_guard lock(mutex_);
     events_.give(e);
     if (!recorded) std::erase(program_streams_, stream);
+    return reached;
   }
 
   Device& device_;
@@ -196,6 +280,13 @@ class SmallCache final : public Resource {
     std::uint64_t bytes;
   };
   mutable std::vector<Unreached> unreached_;  // stream-ordered frees on their way (polled)
+  struct Deferred {
+    DevicePtr ptr;                 // a cached block the program freed while the host could not wait
+    StreamId stream;               // the free's stream
+    std::vector<EventId> reached;  // recorded then on every program stream
+    bool unordered;                // an event could not be had: not every stream is in `reached`
+  };
+  std::vector<Deferred> deferred_;
   mutable SpareEvents events_;
 };
 

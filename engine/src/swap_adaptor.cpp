@@ -669,6 +669,10 @@ class SwapAdaptor final : public Adaptor {
   // On the swap-out stream, or on `on` (save-on-cpu: the compute stream) when given.
   bool swap_out(DevicePtr ptr, SwapBuffer& b, StreamId on = 0) {
     if (b.pinned) return false;  // exported: another process may read it at its place
+    // While a stream waits for a value the program has not written, a copy out joined after every
+    // stream would wait behind it, and so would any work that then needs the buffer back (a hang):
+    // it stays (hold_budget serves what does not fit from the host meanwhile).
+    if (!host_waits_.allowed()) return false;
     StreamId side = on;
     if (on == 0 && !side_stream(out_stream_, side)) return false;
     // After all work queued so far on every stream, on the side stream: the compute streams never

@@ -183,7 +183,8 @@ else
       "$src/adversarial/table_train.cpp" "$src/adversarial/table_options.cpp" "$src/adversarial/table_step.cpp" \
       "$src/common/driver_api_linked.cpp" "${common[@]}" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda -ldl || ok=0
     # The framework-shaped programs (issue 33): one file each, the driver linked.
-    for program in ipc_ring_train pool_step_train two_gpu_train ce_collective_train ptds_handoff_train; do
+    for program in ipc_ring_train pool_step_train two_gpu_train ce_collective_train ptds_handoff_train \
+                   value_wait_free_train; do
       guarded 120 "$out/logs/build-$program.txt" "$cxx" "${flags[@]}" -pthread -o "$apps/$program" \
         "$src/frameworks/$program.cpp" -L"$cuda_home/lib64/stubs" -L"$cuda_home/lib64" -lcuda || ok=0
     done
@@ -270,7 +271,10 @@ if [ -n "$apps" ] && [ -n "$module" ]; then
         "ce_collective_train|ce_collective_train|" "ce_collective_train_old_abi|ce_collective_train|--old-abi"
         # Two threads handing memory between their per-thread default streams under a slow matmul
         # (slow enough on a GPU at 1024; fakecuda's host matmul is slow at its default, 192).
-        "ptds_handoff_train|ptds_handoff_train|--side ${ptds_side}")
+        "ptds_handoff_train|ptds_handoff_train|--side ${ptds_side}"
+        # A buffer freed while its copy out would queue behind another stream's value wait (NCCL's
+        # proxy holding a stream on a flag): memtool must neither wait on the host nor hang there.
+        "value_wait_free_train|value_wait_free_train|")
   for entry in "${runs[@]}"; do
     IFS='|' read -r name program args <<<"$entry"
     if [ ! -x "$apps/$program" ]; then

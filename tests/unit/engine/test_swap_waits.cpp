@@ -11,6 +11,7 @@
 
 #include "memtool/engine/resources.hpp"
 #include "memtool/engine/sim_device.hpp"
+#include "small_cache.hpp"
 
 using namespace memtool::engine;
 
@@ -121,9 +122,9 @@ TEST_CASE("swap: while a stream waits for a value, a freed buffer still leaving 
   rig.kernel(1, {a});
   const DevicePtr b = rig.alloc(4 * MiB);
   rig.kernel(1, {b});
-  rig.device.may_block = true;             // from here a host wait may never end
   const DevicePtr c = rig.alloc(4 * MiB);  // a leaves for it: its copy out is under way
   CHECK(rig.summary().bytes_swapped_out >= 4 * MiB);
+  rig.device.may_block = true;  // from here a host wait may never end
   // Freed on its stream; the stream gets there, its copy out does not (the host may not wait).
   CHECK(rig.swap->deallocate(a, MemoryKind::async, 1) == kSuccess);
   // The program's stream has got there (the host saw it done); the swapper's copy out has not.
@@ -136,6 +137,30 @@ TEST_CASE("swap: while a stream waits for a value, a freed buffer still leaving 
   rig.kernel(1, {b});
   CHECK(rig.device.waits_while_blocked == 0);
   rig.finish({b, c});
+}
+
+TEST_CASE("swap: while a stream waits for a value, nothing starts leaving: what does not fit is held on the host",
+          "[engine][swap]") {
+  // A copy out is ordered after every stream, the waiting one too: it would land only once the
+  // program writes the value, and work that needs the buffer back before then (on a stream the
+  // host then synchronises) would never run (value_wait_free_train hung so under a 64 KiB budget).
+  Rig rig(8 * MiB);
+  const DevicePtr a = rig.alloc(4 * MiB);
+  rig.kernel(1, {a});
+  const DevicePtr b = rig.alloc(4 * MiB);
+  rig.kernel(1, {b});
+  rig.device.may_block = true;
+  const DevicePtr c = rig.alloc(4 * MiB);
+  CHECK(rig.summary().bytes_swapped_out == 0);
+  CHECK(rig.summary().swap_held_for_value_waits >= 1);
+  rig.kernel(1, {c});
+  rig.kernel(1, {a});  // still on the device: no copy back to wait for
+  CHECK(rig.summary().bytes_swapped_out == 0);
+  CHECK(rig.device.waits_while_blocked == 0);
+  rig.device.may_block = false;  // the value was written: moves go on
+  rig.kernel(1, {b});
+  rig.kernel(1, {c});
+  rig.finish({a, b, c});
 }
 
 TEST_CASE(
@@ -191,4 +216,83 @@ TEST_CASE("swap: another thread's stream refused for now during a capture is kep
   CHECK(rig.summary().bytes_swapped_out >= 4 * MiB);
   CHECK(rig.device.sim.violations() == 0);
   rig.finish({a, b, c});
+}
+
+// The small-block cache under the swapper (small_cache.hpp): a cuMemFree of a cached block waits
+// for the program's streams, and the cache's way out of memory waits for its pending blocks.
+namespace {
+
+constexpr std::uint64_t KiB = 1024;
+
+struct SmallRig {
+  GatedDevice device;
+  std::unique_ptr<Resource> cache = detail::make_small_cache(device, MiB);
+
+  DevicePtr alloc(std::uint64_t size, MemoryKind kind = MemoryKind::device, StreamId stream = 0) {
+    DevicePtr ptr = 0;
+    REQUIRE(cache->allocate(AllocationRequest{size, kind, stream, 0}, &ptr) == kSuccess);
+    return ptr;
+  }
+  void kernel(DevicePtr ptr, std::uint64_t size, StreamId stream) {
+    const DevicePtr bases[] = {ptr};
+    cache->before_work(bases, stream);
+    REQUIRE(device.sim.access(stream, ptr, size));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("small cache: while a stream waits for a value, a freed block is kept until the streams got there",
+          "[engine][swap][small_cache]") {
+  SmallRig rig;
+  const DevicePtr a = rig.alloc(64 * KiB);
+  rig.kernel(a, 64 * KiB, 1);  // still running on stream 1 (the simulator drains on a wait)
+  rig.device.may_block = true;
+  CHECK(rig.cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
+  CHECK(rig.device.waits_while_blocked == 0);  // the free returned without a host wait
+  // The block is not handed out again before stream 1 got there: a new block (else a reuse on
+  // stream 2 unordered after stream 1's kernel, a violation below).
+  const DevicePtr b = rig.alloc(64 * KiB);
+  CHECK(b != a);
+  rig.kernel(b, 64 * KiB, 2);
+  CHECK(rig.device.waits_while_blocked == 0);
+  rig.device.may_block = false;  // the value was written: the kept block goes to the cache
+  const DevicePtr c = rig.alloc(64 * KiB);
+  rig.kernel(c, 64 * KiB, 2);
+  CHECK(rig.cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
+  CHECK(rig.cache->deallocate(c, MemoryKind::device, 0) == kSuccess);
+  rig.cache->shutdown(true);
+  CHECK(rig.device.sim.violations() == 0);
+  CHECK(rig.device.sim.live_bytes() == 0);
+}
+
+TEST_CASE("small cache: while a stream waits for a value, running out of memory waits for nothing",
+          "[engine][swap][small_cache]") {
+  SmallRig rig;
+  // A cached block freed after a use on stream 1: pending in the cache until stream 1 gets there.
+  const DevicePtr a = rig.alloc(64 * KiB);
+  rig.kernel(a, 64 * KiB, 1);
+  CHECK(rig.cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
+  // A stream-ordered free on its way (counted until its stream gets there).
+  const DevicePtr s = rig.alloc(2 * MiB, MemoryKind::async, 1);
+  rig.kernel(s, 2 * MiB, 1);
+  CHECK(rig.cache->deallocate(s, MemoryKind::async, 1) == kSuccess);
+  // The device all but full: no room for another segment of the cache.
+  DevicePtr filler = 0;
+  const std::uint64_t room = 64 * MiB - rig.device.sim.live_bytes();
+  REQUIRE(rig.device.sim.allocate(room - 512 * KiB, MemoryKind::device, 0, &filler) == kSuccess);
+  rig.device.may_block = true;
+  // The cache would wait for its pending block, then free its segments (cuMemFree synchronises
+  // the device): the driver serves it instead, as the program asked.
+  const DevicePtr b = rig.alloc(64 * KiB);
+  rig.kernel(b, 64 * KiB, 2);
+  // Memory pressure: only what the GPU has reached is given back.
+  (void)rig.cache->reclaim();
+  CHECK(rig.device.waits_while_blocked == 0);
+  rig.device.may_block = false;
+  CHECK(rig.cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
+  REQUIRE(rig.device.sim.free(filler, MemoryKind::device, 0) == kSuccess);
+  rig.cache->shutdown(true);
+  CHECK(rig.device.sim.violations() == 0);
+  CHECK(rig.device.sim.live_bytes() == 0);
 }
