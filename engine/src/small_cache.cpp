@@ -92,6 +92,10 @@ class SmallCache final : public Resource {
     return ExportPin::in_place;
   }
 
+  std::uint64_t growth_of(const AllocationRequest& request) const override {
+    return cacheable(request) ? cache_->growth_of(request) : direct_->growth_of(request);
+  }
+
   // What is idle in the cache, and stream-ordered frees once their streams got there (waited for).
   std::uint64_t reclaim() override { return cache_->reclaim() + direct_->reclaim() + reach_frees(); }
 

@@ -521,7 +521,10 @@ class SwapAdaptor final : public Adaptor {
       std::lock_guard lock(mutex_);
       queued_by_this_thread();
       if (iteration_started_) apply_outs(work_ - iteration_begin_);
-      make_room(request.size, 0, Room::quiet);
+      // Room for what the upstream would take (a cache's new segment, not the request's bytes),
+      // made before the driver is asked: copies out under way are waited for if need be.
+      const std::uint64_t grows = Adaptor::growth_of(request);
+      if (grows != 0) make_room(grows, 0, Room::wait);
     }
     Status status = Adaptor::allocate(request, out);
     // The driver rounds what it charges, so memtool's count may be a little short: free more,
