@@ -168,6 +168,17 @@ class BlockCache final : public Adaptor {
     return Adaptor::extent_of(ptr);
   }
 
+  // A free block that fits takes nothing new; else a whole segment. Blocks whose other streams'
+  // work has not been seen to finish count as taken (more than the truth, never less).
+  std::uint64_t growth_of(const AllocationRequest& request) const override {
+    std::lock_guard lock(mutex_);
+    if (request.memory_pool != 0 || shut_) return Adaptor::growth_of(request);
+    const StreamId stream = request.kind == MemoryKind::async ? request.stream : current_stream_;
+    const std::uint64_t rounded = policy_->round(request.size);
+    if (find_free(policy_->pool_of(rounded), stream, rounded) != kNone) return 0;
+    return policy_->grows() ? policy_->segment_size(rounded) : 0;
+  }
+
   std::uint64_t reclaim() override {
     std::uint64_t freed = 0;
     {

@@ -107,6 +107,10 @@ class SmallCache final : public Resource {
     return ExportPin::in_place;
   }
 
+  std::uint64_t growth_of(const AllocationRequest& request) const override {
+    return cacheable(request) ? cache_->growth_of(request) : direct_->growth_of(request);
+  }
+
   // What is idle in the cache, and stream-ordered frees once their streams got there (waited for).
   // While the host may not wait (HostWaits), only the frees the GPU has reached already: the
   // cache's release waits for its pending blocks and cuMemFree synchronises the device.

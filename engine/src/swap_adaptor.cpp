@@ -475,7 +475,14 @@ class SwapAdaptor final : public Adaptor {
       std::lock_guard lock(mutex_);
       queued_by_this_thread();
       if (iteration_started_) apply_outs(work_ - iteration_begin_);
-      make_room(request.size, 0, Room::quiet);
+      // Room for what the upstream would take (a cache's new segment, not the request's bytes),
+      // made before the driver is asked: copies out under way are waited for if need be. (Not
+      // Room::wait: memory memtool never moves past the budget is said below, with its option.)
+      const std::uint64_t grows = Adaptor::growth_of(request);
+      if (grows != 0) {
+        make_room(grows, 0, Room::quiet);
+        if (mover_->device_bytes() + grows > device_budget()) settle(true);
+      }
     }
     Status status = Adaptor::allocate(request, out);
     // The driver rounds what it charges, so memtool's count may be a little short: free more,

@@ -404,30 +404,36 @@ TEST_CASE("replay: with no MEMTOOL_BUDGET, swapping trains alexnet on a device o
 
 // Issue 34: the budget is a limit, memtool's own device memory (the small-buffer cache, what the
 // mover holds) counted: on a device twice the plain peak, where passing the budget shows as a
-// peak instead of failing, over 20 steps (ours' trial and its schedules applied), in both modes.
+// peak instead of failing, in both modes: alexnet over 20 steps (ours' trial and its schedules
+// applied); mobilenet_v2 and resnet18 (many small buffers, so the small cache carves new 2 MiB
+// segments under swapping) over 8. Before room was made for the segment a small allocation
+// carves (not for its own bytes), explicit mode ran 1.0-4.6% over on those two.
 TEST_CASE("replay: the device never holds more than the budget, in both modes", "[integration][replay][swap][limit]") {
-  for (const char* mode : {"explicit", "uvm"}) {
-    INFO(mode);
-    const std::string dir = fresh_dir(std::string("alexnet_limit_") + mode);
-    const std::vector<std::string> steps{"--steps", "20"};
-    const Replay plain = replay(dir + "/plain", kAlexnet, steps, {});
-    const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
-    const std::uint64_t budget = peak * 65 / 100;
-    const Replay swapped = replay(dir + "/swap", kAlexnet, steps,
-                                  {{"MEMTOOL_STRATEGY", "swap"},
-                                   {"MEMTOOL_SWAP_MODE", mode},
-                                   {"MEMTOOL_BUDGET", std::to_string(budget)},
-                                   {"FAKECUDA_MEMORY_BYTES", std::to_string(2 * peak)}});
-    check_clean(swapped.outcome, 20);
-    CHECK(swapped.outcome.out == plain.outcome.out);
-    CHECK(u(swapped.summary, "bytes_swapped_out") > 0);
-    CHECK(u(swapped.stats, "peak_bytes_in_use") <= budget);  // everything on the device, memtool's own too
-    CHECK(u(swapped.summary, "peak_device_bytes") <= budget);
-    WARN("alexnet at 65% " << mode << ": fakecuda peak / budget "
-                           << static_cast<double>(u(swapped.stats, "peak_bytes_in_use")) / static_cast<double>(budget)
-                           << ", memtool's count / budget "
-                           << static_cast<double>(u(swapped.summary, "peak_device_bytes")) /
-                                  static_cast<double>(budget));
+  const Model mobilenet_v2{"mobilenet_v2", 0};
+  const Model resnet18{"resnet18", 0};
+  for (const auto& [model, steps] : {std::pair{kAlexnet, 20}, std::pair{mobilenet_v2, 8}, std::pair{resnet18, 8}}) {
+    for (const char* mode : {"explicit", "uvm"}) {
+      INFO(model.name << " " << mode);
+      const std::string dir = fresh_dir(std::string(model.name) + "_limit_" + mode);
+      const std::vector<std::string> args{"--steps", std::to_string(steps)};
+      const Replay plain = replay(dir + "/plain", model, args, {});
+      const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
+      const std::uint64_t budget = peak * 65 / 100;
+      const Replay swapped = replay(dir + "/swap", model, args,
+                                    {{"MEMTOOL_STRATEGY", "swap"},
+                                     {"MEMTOOL_SWAP_MODE", mode},
+                                     {"MEMTOOL_BUDGET", std::to_string(budget)},
+                                     {"FAKECUDA_MEMORY_BYTES", std::to_string(2 * peak)}});
+      check_clean(swapped.outcome, static_cast<std::size_t>(steps));
+      CHECK(swapped.outcome.out == plain.outcome.out);
+      CHECK(u(swapped.summary, "bytes_swapped_out") > 0);
+      CHECK(u(swapped.stats, "peak_bytes_in_use") <= budget);  // everything on the device, memtool's own too
+      CHECK(u(swapped.summary, "peak_device_bytes") <= budget);
+      WARN(model.name << " at 65% " << mode << ": fakecuda peak / budget "
+                      << static_cast<double>(u(swapped.stats, "peak_bytes_in_use")) / static_cast<double>(budget)
+                      << ", memtool's count / budget "
+                      << static_cast<double>(u(swapped.summary, "peak_device_bytes")) / static_cast<double>(budget));
+    }
   }
 }
 

@@ -6,6 +6,8 @@
 // to the driver from then on; everything else passes straight through.
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "memtool/engine/sim_device.hpp"
 #include "small_cache.hpp"
 
@@ -98,4 +100,24 @@ TEST_CASE("small cache: large, stream-ordered and pooled allocations pass throug
   REQUIRE(rig.cache->deallocate(async, MemoryKind::async, 1) == kSuccess);
   CHECK(rig.device.free_calls() == 2);
   CHECK(rig.device.live_bytes() == 0);
+}
+
+// Issue 34: a budget makes room before the driver is asked, so it must know what a request will
+// take: a whole segment when no free block fits (a 64 KiB buffer carves 2 MiB), nothing when
+// one does, and the request's own bytes where the driver serves it.
+TEST_CASE("small cache: what a request would take from the device, before it is made", "[engine][swap][small_cache]") {
+  CacheRig rig;
+  const AllocationRequest small{64 * KiB, MemoryKind::device, 0, 0};
+  CHECK(rig.cache->growth_of(small) == 2 * MiB);  // the first carves a segment
+  const DevicePtr a = rig.alloc(64 * KiB);
+  CHECK(rig.cache->memory_use().reserved == 2 * MiB);
+  CHECK(rig.cache->growth_of(small) == 0);  // the rest of that segment fits it
+  std::vector<DevicePtr> rest;
+  for (std::uint64_t held = 64 * KiB; held < 2 * MiB; held += 64 * KiB) rest.push_back(rig.alloc(64 * KiB));
+  CHECK(rig.cache->memory_use().reserved == 2 * MiB);
+  CHECK(rig.cache->growth_of(small) == 2 * MiB);                                                 // the segment is full
+  CHECK(rig.cache->growth_of(AllocationRequest{3 * MiB, MemoryKind::device, 0, 0}) == 3 * MiB);  // the driver's
+  CHECK(rig.cache->growth_of(AllocationRequest{64 * KiB, MemoryKind::async, 0, 0}) == 64 * KiB);
+  REQUIRE(rig.cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
+  for (const DevicePtr p : rest) REQUIRE(rig.cache->deallocate(p, MemoryKind::device, 0) == kSuccess);
 }

@@ -165,6 +165,10 @@ class Resource {
   }
   // Memory is short: give back reserved memory no live buffer uses; returns the bytes given back.
   virtual std::uint64_t reclaim() { return 0; }
+  // The most new device memory serving `request` now could take (0: it fits in memory already
+  // held), so that a budget can make room before the driver is asked, not after. Not above
+  // the truth: a cache that may carve a segment says the segment.
+  [[nodiscard]] virtual std::uint64_t growth_of(const AllocationRequest& request) const { return request.size; }
   // The device bytes the driver holds for the program's CUDA graphs now (graph memory: the
   // allocations of their mem-alloc nodes, never served, moved or reused by a resource). They
   // count against a budget like everything else on the device: the resource at the bottom of a
@@ -203,6 +207,9 @@ class Adaptor : public Resource {
 
   ExportPin pin_for_export(DevicePtr ptr) override { return upstream_->pin_for_export(ptr); }
   std::uint64_t reclaim() override { return upstream_->reclaim(); }
+  [[nodiscard]] std::uint64_t growth_of(const AllocationRequest& request) const override {
+    return upstream_->growth_of(request);
+  }
   void set_graph_memory(std::uint64_t bytes) override { upstream_->set_graph_memory(bytes); }
   void shutdown(bool release_memory) override { upstream_->shutdown(release_memory); }
 
