@@ -115,6 +115,16 @@ void move_rows(const Endpoint& dst, const Endpoint& src, const Shape& s) {
   move_part(dst, src, s, 0, s.width * s.rows * s.slices);
 }
 
+// A copy or memset on `device`'s stream reaches managed memory as device-side memory (as the
+// copy's link model has it): chunks never touched are populated there, without a transfer; the
+// evictions that make room cross the link first. Populated chunks stay put (no migration).
+void populate_managed_touch(std::uintptr_t p, std::size_t bytes, int device) {
+  if (!memory().any_managed()) {
+    return;
+  }
+  link_migrate(0, memory().populate_managed(p, bytes, device).to_host);
+}
+
 // The checks a copy gets when it is issued: addresses, layouts, device ranges. Returns the bytes
 // each side spans.
 CUresult check_copy(const Endpoint& dst, const Endpoint& src, const Shape& shape, std::size_t& dst_extent,
@@ -161,6 +171,12 @@ std::function<void()> copy_work(const Endpoint& dst, const Endpoint& src, const 
         (src.side == Side::device && !memory().device_range_ok(src.address, src_extent, false, true))) {
       set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
       return;
+    }
+    if (dst.side == Side::device) {
+      populate_managed_touch(dst.address, dst_extent, owner->device);
+    }
+    if (src.side == Side::device) {
+      populate_managed_touch(src.address, src_extent, owner->device);
     }
     if (!crosses_link) {
       move_rows(dst, src, shape);
@@ -408,6 +424,7 @@ std::function<void()> memset_work(CUdeviceptr dst, std::size_t pitch, unsigned v
       set_sticky_error(owner, CUDA_ERROR_ILLEGAL_ADDRESS);
       return;
     }
+    populate_managed_touch(dst, span, owner->device);
     switch (element) {
       case 1:
         fill_rows(dst, pitch, static_cast<unsigned char>(value), n, rows);

@@ -464,7 +464,7 @@ CUresult Memory::allocate(std::size_t bytes, MemKind kind, bool async, Context* 
   a.context = ctx;
   if (kind == MemKind::managed) {
     a.managed = std::make_unique<Managed>();
-    a.managed->where.assign((bytes + kResidencyChunk - 1) / kResidencyChunk, kOnHost);
+    a.managed->where.assign((bytes + kResidencyChunk - 1) / kResidencyChunk, kUnpopulated);
     managed_count_.fetch_add(1);
     count(stats().managed_bytes, bytes);
     count(stats().managed_allocations);
@@ -512,7 +512,7 @@ void Memory::release_locked(AllocMap::iterator it) {
     // Managed chunks are charged to the device each sits on.
     for (std::size_t c = 0; c < a.managed->where.size(); ++c) {
       const int on = a.managed->where[c];
-      if (on != kOnHost) {
+      if (on >= 0) {
         uncharge(on, std::min(kResidencyChunk, a.size - c * kResidencyChunk));
       }
     }
@@ -715,10 +715,16 @@ void Memory::migrate_locked(Allocation& a, std::uintptr_t base, std::uintptr_t f
         break;  // the device is full of non-managed memory: the rest stays where it is
       }
     }
-    if (on != kOnHost) {
+    if (on >= 0) {
       uncharge(on, chunk);
     }
-    if (on == kOnHost) {
+    if (on == kUnpopulated) {
+      // The first touch populates the chunk where it happens: charged there, nothing crosses.
+      if (target != kOnHost) {
+        m.device_bytes += chunk;
+        s.managed_device_bytes.fetch_add(chunk);
+      }
+    } else if (on == kOnHost) {
       m.device_bytes += chunk;
       s.managed_device_bytes.fetch_add(chunk);
       own_to_device += chunk;
@@ -752,6 +758,25 @@ Migration Memory::migrate(CUdeviceptr p, std::size_t bytes, bool to_device, int 
                          ? location_for_record
                          : kOnHost;
   migrate_locked(a, it->first, p, end, target, moved);
+  return moved;
+}
+
+Migration Memory::populate_managed(CUdeviceptr p, std::size_t bytes, int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Migration moved;
+  const auto it = find_containing(p);
+  if (it == allocations_.end() || !it->second.managed || device < 0 || device >= static_cast<int>(arenas_.size())) {
+    return moved;
+  }
+  Allocation& a = it->second;
+  const std::uintptr_t end = std::min<std::uintptr_t>(p + bytes, it->first + a.size);
+  const std::size_t last = (end - it->first + kResidencyChunk - 1) / kResidencyChunk;
+  for (std::size_t c = (p - it->first) / kResidencyChunk; c < last && c < a.managed->where.size(); ++c) {
+    if (a.managed->where[c] == kUnpopulated) {
+      const std::uintptr_t from = it->first + c * kResidencyChunk;
+      migrate_locked(a, it->first, from, from + 1, device, moved);
+    }
+  }
   return moved;
 }
 

@@ -159,8 +159,13 @@ class Memory {
   // Moves the chunks of [p, p+bytes) to device `location_for_record` (to_device) or the host;
   // returns the bytes moved, evictions it caused included.
   Migration migrate(CUdeviceptr p, std::size_t bytes, bool to_device, int location_for_record);
-  // A kernel argument that points into managed memory pulls that allocation onto the kernel's device.
+  // A kernel argument that points into managed memory pulls that allocation onto the kernel's device
+  // (chunks never populated are populated there: charged, not moved).
   Migration touch_managed(CUdeviceptr word, int device = 0);
+  // A copy or memset through the driver reaches [p, p+bytes) on `device`: the chunks of a managed
+  // allocation there that were never populated are populated on that device (charged, not moved);
+  // populated chunks stay where they are. Returns the evictions that made room.
+  Migration populate_managed(CUdeviceptr p, std::size_t bytes, int device);
   CUresult advise(CUdeviceptr p, std::size_t bytes, CUmem_advise advice, int device);
   CUresult range_attribute(void* data, std::size_t data_size, CUmem_range_attribute attribute, CUdeviceptr p,
                            std::size_t bytes) const;
@@ -219,7 +224,7 @@ class Memory {
 
  private:
   struct Managed {
-    std::vector<std::int8_t> where;  // per kResidencyChunk: the device it is on, or kOnHost
+    std::vector<std::int8_t> where;  // per kResidencyChunk: the device it is on, kOnHost or kUnpopulated
     std::size_t device_bytes = 0;
     int preferred_location = CU_DEVICE_INVALID;
     int last_prefetch = CU_DEVICE_INVALID;
@@ -228,6 +233,9 @@ class Memory {
     bool accessed_by_host = false;
   };
   static constexpr std::int8_t kOnHost = -1;
+  // Never touched through the driver: no physical page anywhere (a GPU populates such pages where
+  // the first touch happens, without a transfer). The data lives in host memory whatever the state.
+  static constexpr std::int8_t kUnpopulated = -2;
   struct Physical {
     std::size_t size = 0;
     int fd = -1;

@@ -438,8 +438,28 @@ TEST_CASE("managed memory migrations pay the link: prefetch both ways and a kern
   CUmemLocation device{};
   device.type = CU_MEM_LOCATION_TYPE_DEVICE;
   device.id = 0;
+  const auto host_side = [] {
+    CUmemLocation l{};
+    l.type = CU_MEM_LOCATION_TYPE_HOST;
+    return l;
+  };
 
+  unsigned value = 5;
+  unsigned n = static_cast<unsigned>(bytes / sizeof(unsigned));
+  void* params[] = {&m, &value, &n};
+
+  // A fresh allocation's first touch populates it on the device: nothing crosses the link.
   fakecuda_stats before = stats_now();
+  CU_REQUIRE_OK(cuLaunchKernel(fill, 1, 1, 1, 1, 1, 1, 0, s.s, params, nullptr));
+  CU_REQUIRE_OK(cuStreamSynchronize(s.s));
+  CHECK(stats_now().link_bytes_h2d - before.link_bytes_h2d == 0);
+  CHECK(stats_now().link_busy_ns_h2d - before.link_busy_ns_h2d == 0);
+  CHECK(stats_now().managed_device_bytes - before.managed_device_bytes == bytes);
+  CU_REQUIRE_OK(cuMemPrefetchAsync(m, bytes, host_side(), 0, s.s));  // a real move: populated now
+  CU_REQUIRE_OK(cuStreamSynchronize(s.s));
+  CHECK(stats_now().link_bytes_d2h - before.link_bytes_d2h == bytes);
+
+  before = stats_now();
   StreamTimer to_device;
   to_device.start(s.s);
   CU_REQUIRE_OK(cuMemPrefetchAsync(m, bytes, device, 0, s.s));
@@ -460,16 +480,14 @@ TEST_CASE("managed memory migrations pay the link: prefetch both ways and a kern
   CHECK(stats_now().link_bytes_d2h - before.link_bytes_d2h == bytes);
 
   // A kernel touching the host-resident allocation waits for it to migrate.
-  unsigned value = 5;
-  unsigned n = static_cast<unsigned>(bytes / sizeof(unsigned));
-  void* params[] = {&m, &value, &n};
+  value = 6;
   StreamTimer faulted;
   faulted.start(s.s);
   CU_REQUIRE_OK(cuLaunchKernel(fill, 1, 1, 1, 1, 1, 1, 0, s.s, params, nullptr));
   faulted.stop(s.s);
   CHECK(faulted.ms() >= kSlack * model_ms(bytes, gbps));
   CU_REQUIRE_OK(cuStreamSynchronize(s.s));
-  CHECK(reinterpret_cast<const unsigned*>(m)[n - 1] == 5);
+  CHECK(reinterpret_cast<const unsigned*>(m)[n - 1] == 6);
   CU_REQUIRE_OK(cuMemFree(m));
 }
 

@@ -1,5 +1,6 @@
 // Managed memory: residency accounting (host vs device), both generations of cuMemAdvise and
-// cuMemPrefetchAsync, migration by kernel use, eviction under device pressure.
+// cuMemPrefetchAsync, migration by kernel use, eviction under device pressure, first touches that
+// populate without a migration.
 #include "fixture.hpp"
 
 using namespace fakecuda_test;
@@ -122,6 +123,75 @@ TEST_CASE("managed memory is accounted where it resides", "[fakecuda][managed]")
   CU_CHECK_IS(cuMemFree(m), CUDA_SUCCESS);
   CHECK(stats_now().managed_device_bytes == before.managed_device_bytes);
   CHECK(stats_now().managed_bytes == before.managed_bytes);
+  CU_CHECK_IS(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST_CASE("a managed chunk's first touch populates it where it happens, without a migration", "[fakecuda][managed]") {
+  driver_ready();
+  const size_t size = size_t{8} << 20;
+  size_t free0 = 0;
+  size_t total = 0;
+  CU_REQUIRE_OK(cuMemGetInfo(&free0, &total));
+  CUdeviceptr m = 0;
+  CU_REQUIRE_OK(cuMemAllocManaged(&m, size, CU_MEM_ATTACH_GLOBAL));
+  CUstream s = nullptr;
+  CU_REQUIRE_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  TestModule module;
+  const unsigned n = static_cast<unsigned>(size / sizeof(unsigned));
+  unsigned value = 9;
+  unsigned count = n;
+  void* args[] = {&m, &value, &count};
+  const auto free_now = [&] {
+    size_t f = 0;
+    CU_REQUIRE_OK(cuMemGetInfo(&f, &total));
+    return f;
+  };
+  fakecuda_stats before = stats_now();
+  SECTION("a kernel's first touch: charged on the device, nothing migrated; after an eviction it migrates") {
+    CU_REQUIRE_OK(cuLaunchKernel(module.get("fill_u32"), 1, 1, 1, 256, 1, 1, 0, s, args, nullptr));
+    CU_REQUIRE_OK(cuStreamSynchronize(s));
+    CHECK(stats_now().bytes_migrated_to_device - before.bytes_migrated_to_device == 0);
+    CHECK(stats_now().managed_device_bytes - before.managed_device_bytes == size);
+    CHECK(free0 - free_now() == size);
+    CU_REQUIRE_OK(cuMemPrefetchAsync_v2(m, size, host_location(), 0, s));  // evicted: a real move
+    CU_REQUIRE_OK(cuStreamSynchronize(s));
+    CHECK(stats_now().bytes_migrated_to_host - before.bytes_migrated_to_host == size);
+    CHECK(free_now() == free0);
+    before = stats_now();
+    value = 10;
+    CU_REQUIRE_OK(cuLaunchKernel(module.get("fill_u32"), 1, 1, 1, 256, 1, 1, 0, s, args, nullptr));
+    CU_REQUIRE_OK(cuStreamSynchronize(s));
+    CHECK(stats_now().bytes_migrated_to_device - before.bytes_migrated_to_device == size);
+    CHECK(reinterpret_cast<const unsigned*>(m)[n - 1] == 10);
+  }
+  SECTION("a prefetch to the device of a fresh allocation populates it there without a copy") {
+    CU_REQUIRE_OK(cuMemPrefetchAsync_v2(m, size, device_location(), 0, s));
+    CU_REQUIRE_OK(cuStreamSynchronize(s));
+    CHECK(stats_now().bytes_migrated_to_device - before.bytes_migrated_to_device == 0);
+    CHECK(free0 - free_now() == size);
+    CHECK(reinterpret_cast<const unsigned*>(m)[n / 2] == 0);  // new managed memory reads as zeroes here
+  }
+  SECTION("populated on the host by a prefetch, the kernel's touch is a migration") {
+    CU_REQUIRE_OK(cuMemPrefetchAsync_v2(m, size, host_location(), 0, s));
+    CU_REQUIRE_OK(cuStreamSynchronize(s));
+    CHECK(stats_now().bytes_migrated_to_host - before.bytes_migrated_to_host == 0);
+    CHECK(free_now() == free0);
+    CU_REQUIRE_OK(cuLaunchKernel(module.get("fill_u32"), 1, 1, 1, 256, 1, 1, 0, s, args, nullptr));
+    CU_REQUIRE_OK(cuStreamSynchronize(s));
+    CHECK(stats_now().bytes_migrated_to_device - before.bytes_migrated_to_device == size);
+  }
+  SECTION("a memset through the driver populates on the stream's device; the kernel after it moves nothing") {
+    CU_REQUIRE_OK(cuMemsetD32Async(m, 3, n / 2, s));  // the first half only
+    CU_REQUIRE_OK(cuStreamSynchronize(s));
+    CHECK(stats_now().managed_device_bytes - before.managed_device_bytes == size / 2);
+    CHECK(free0 - free_now() == size / 2);
+    CU_REQUIRE_OK(cuLaunchKernel(module.get("fill_u32"), 1, 1, 1, 256, 1, 1, 0, s, args, nullptr));
+    CU_REQUIRE_OK(cuStreamSynchronize(s));
+    CHECK(stats_now().bytes_migrated_to_device - before.bytes_migrated_to_device == 0);
+    CHECK(free0 - free_now() == size);
+  }
+  CU_CHECK_IS(cuMemFree(m), CUDA_SUCCESS);
+  CHECK(free_now() == free0);
   CU_CHECK_IS(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
