@@ -64,6 +64,7 @@
 #include "swap/lateness.hpp"
 #include "swap/oracle.hpp"
 #include "swap/selector.hpp"
+#include "swap/side_streams.hpp"
 #include "swap/stream_joins.hpp"
 #include "swap/verify_hooks.hpp"
 #include "swap_mover.hpp"
@@ -217,7 +218,7 @@ class SwapAdaptor final : public Adaptor {
     // back ahead and freed before any use, it is in no user's stream order: its memory released
     // under it was written after the unmap, a fault on fakecuda).
     StreamId after = stream;
-    if (kind != MemoryKind::async && side_stream(out_stream_, after)) join_all(b, after);
+    if (kind != MemoryKind::async && side_streams_.out(after)) join_all(b, after);
     EventId arrival = 0;
     if (b.arrival_pending) {
       (void)device_.stream_wait_event(after, b.arrival);
@@ -675,7 +676,7 @@ class SwapAdaptor final : public Adaptor {
   bool swap_out(DevicePtr ptr, SwapBuffer& b, StreamId on = 0) {
     if (b.pinned) return false;  // exported: another process may read it at its place
     StreamId side = on;
-    if (on == 0 && !side_stream(out_stream_, side)) return false;
+    if (on == 0 && !side_streams_.out(side)) return false;
     // After all work queued so far on every stream, on the side stream: the compute streams never
     // wait. (Not only its users': work that reaches it through memory memtool cannot read, queued
     // before now, is then done before the copy reads it.)
@@ -686,8 +687,8 @@ class SwapAdaptor final : public Adaptor {
       recycle(b.arrival);
       b.arrival_pending = false;
     }
-    if (!timed_copy(LinkMeter::Direction::to_host, side, b.size, true,
-                    [&] { return mover_->move_out(ptr, b, side); })) {
+    if (!side_streams_.timed_copy(learner_, LinkMeter::Direction::to_host, side, b.size, true,
+                                  [&] { return mover_->move_out(ptr, b, side); })) {
       return false;
     }
     b.streams.clear();
@@ -900,7 +901,7 @@ class SwapAdaptor final : public Adaptor {
       return Arrival::no_room;
     }
     StreamId side = 0;
-    if (!side_stream(in_stream_, side)) return Arrival::stop;
+    if (!side_streams_.in(side)) return Arrival::stop;
     if (!move_in_timed(ptr, b, side)) return Arrival::skipped;
     mark_arrival(b, side, true);
     b.kept_out = false;
@@ -1217,7 +1218,7 @@ class SwapAdaptor final : public Adaptor {
       if (!copies_on_program_stream_) {
         // On the swap-in stream, once the program's stream has reached this item (the plan's
         // time), not when the host gets here, which may be far ahead of the GPU.
-        if (!side_stream(in_stream_, on)) continue;
+        if (!side_streams_.in(on)) continue;
         bool ok = false;
         const EventId e = take_event(ok);
         if (!ok) continue;
@@ -1236,34 +1237,10 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  // `move` queues a copy of `bytes` on `stream` (false: none was queued). While an iteration is
-  // learned, a copy on a swap stream (there it queues only behind its own direction's copies) is
-  // timed for the link meter (link_meter.hpp); `copies` false: the move needs no copy.
-  template <class Move>
-  bool timed_copy(LinkMeter::Direction direction, StreamId stream, std::uint64_t bytes, bool copies, Move&& move) {
-    const bool metered = copies && learner_.logging() && stream != 0 && (stream == out_stream_ || stream == in_stream_);
-    EventId start = metered ? learner_.meter().start(direction, stream) : 0;
-    if (!move()) {
-      learner_.meter().abandon(start);
-      return false;
-    }
-    learner_.meter().finish(start, direction, stream, bytes);
-    return true;
-  }
-
   // A buffer still leaving comes back without a copy: its device memory is kept.
   bool move_in_timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    return timed_copy(LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
-                      [&] { return move_back(ptr, b, stream, false); });
-  }
-
-  bool side_stream(StreamId& slot, StreamId& out) {
-    if (slot == 0 && device_.create_stream(&slot) != kSuccess) {
-      slot = 0;
-      return false;
-    }
-    out = slot;
-    return true;
+    return side_streams_.timed_copy(learner_, LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
+                                    [&] { return move_back(ptr, b, stream, false); });
   }
 
   // Frees whose stream has reached them (one with no event once a copy back under way has
@@ -1340,8 +1317,7 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t next_ordinal_ = 0;
   bool iteration_started_ = false;
   std::uint64_t live_bytes_ = 0;
-  StreamId out_stream_ = 0;
-  StreamId in_stream_ = 0;
+  detail::SideStreams side_streams_{device_};  // copies out and back, timed while learning
   std::atomic<bool> unavailable_{false};
   bool said_over_budget_ = false;
   bool said_host_limit_ = false;
