@@ -64,7 +64,9 @@
 #include "swap/lateness.hpp"
 #include "swap/oracle.hpp"
 #include "swap/selector.hpp"
+#include "swap/side_streams.hpp"
 #include "swap/stream_joins.hpp"
+#include "swap/verify_hooks.hpp"
 #include "swap_mover.hpp"
 #include "swap_verify.hpp"
 
@@ -128,9 +130,12 @@ class SwapAdaptor final : public Adaptor {
     if (!mover_) mover_ = detail::make_uvm_mover(device_, spare_events_, host_waits_);
     remaps_ = mover_->mode() == "explicit";
     if (options_.verify) {
-      verifier_ = std::make_unique<detail::SwapVerifier>(device_);
-      mover_->set_leave_check(
-          [this](DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) { return check_leaving(ptr, b, host_copy); });
+      verify_ = std::make_unique<detail::VerifyHooks>(device_, spare_events_, host_waits_, *mover_, remaps_);
+      mover_->set_leave_check([this](DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) {
+        if (verify_->leaving_landed(ptr, b, host_copy, checked_after())) return true;
+        counters_.off_host(b.size);  // it stays on the device
+        return false;
+      });
     }
   }
 
@@ -213,7 +218,7 @@ class SwapAdaptor final : public Adaptor {
     // back ahead and freed before any use, it is in no user's stream order: its memory released
     // under it was written after the unmap, a fault on fakecuda).
     StreamId after = stream;
-    if (kind != MemoryKind::async && side_stream(out_stream_, after)) join_all(b, after);
+    if (kind != MemoryKind::async && side_streams_.out(after)) join_all(b, after);
     EventId arrival = 0;
     if (b.arrival_pending) {
       (void)device_.stream_wait_event(after, b.arrival);
@@ -322,7 +327,7 @@ class SwapAdaptor final : public Adaptor {
     const std::uint64_t early = EvictionRule::leave_early_horizon(schedule_ != nullptr, options_.lookahead);
     if (early != 0) make_room(oracle_.upcoming_allocations(now, early), early, Room::quiet);
     update_peaks();
-    if (verifier_ && !item.kernel.empty()) verifier_->launched(work_, item.kernel, stream);
+    if (verify_ && !item.kernel.empty()) verify_->verifier().launched(work_, item.kernel, stream);
     in_item_ = false;
   }
 
@@ -426,10 +431,11 @@ class SwapAdaptor final : public Adaptor {
       s.swap_link_source = learner_.link_source();
     }
     s.swap_host_waits_refused += host_waits_.refused();
-    if (verifier_) {
-      s.swap_verify_checks += verifier_->checks();
-      s.swap_verify_mismatches += verifier_->mismatches();
-      if (s.swap_verify_first_mismatch.empty()) s.swap_verify_first_mismatch = verifier_->first_mismatch();
+    if (verify_) {
+      const detail::SwapVerifier& verifier = verify_->verifier();
+      s.swap_verify_checks += verifier.checks();
+      s.swap_verify_mismatches += verifier.mismatches();
+      if (s.swap_verify_first_mismatch.empty()) s.swap_verify_first_mismatch = verifier.first_mismatch();
     }
   }
 
@@ -681,7 +687,7 @@ class SwapAdaptor final : public Adaptor {
     // it stays (hold_budget serves what does not fit from the host meanwhile).
     if (!host_waits_.allowed()) return false;
     StreamId side = on;
-    if (on == 0 && !side_stream(out_stream_, side)) return false;
+    if (on == 0 && !side_streams_.out(side)) return false;
     // After all work queued so far on every stream, on the side stream: the compute streams never
     // wait. (Not only its users': work that reaches it through memory memtool cannot read, queued
     // before now, is then done before the copy reads it.)
@@ -692,13 +698,13 @@ class SwapAdaptor final : public Adaptor {
       recycle(b.arrival);
       b.arrival_pending = false;
     }
-    if (!timed_copy(LinkMeter::Direction::to_host, side, b.size, true,
-                    [&] { return mover_->move_out(ptr, b, side); })) {
+    if (!side_streams_.timed_copy(learner_, LinkMeter::Direction::to_host, side, b.size, true,
+                                  [&] { return mover_->move_out(ptr, b, side); })) {
       return false;
     }
     b.streams.clear();
     b.kept_out = false;
-    if (verifier_) checksum_leaving(ptr, b, side);
+    if (verify_) verify_->sent_out(ptr, b, side, checked_after());
     counters_.bytes_swapped_out += b.size;
     ++counters_.swap_outs;
     counters_.to_host(b.size);
@@ -809,84 +815,20 @@ class SwapAdaptor final : public Adaptor {
     return true;
   }
 
-  // --- MEMTOOL_SWAP_VERIFY (swap_verify.hpp) ---
+  // --- MEMTOOL_SWAP_VERIFY (swap/verify_hooks.hpp) ---
 
-  // The last work item queued before now (the one being issued is not queued yet), and the first
-  // that is not: what a checksum taken now follows, and the bound of a mismatch's suspects.
+  // The last work item queued before now (the one being issued is not queued yet): what a
+  // checksum taken now follows (swap/verify_hooks.hpp carries out the checks).
   std::uint64_t checked_after() const { return in_item_ ? work_ - 1 : work_; }
-  std::uint64_t not_yet_queued() const { return checked_after() + 1; }
-
-  // Just sent out: the mover checks explicit copies once they land (check_leaving); a prefetch
-  // to the host is waited for and checksummed now.
-  void checksum_leaving(DevicePtr ptr, SwapBuffer& b, StreamId side) {
-    b.digest_valid = false;
-    b.digest_work = checked_after();
-    if (remaps_) return;
-    bool ok = false;
-    const EventId e = take_event(ok);
-    if (!ok) return;
-    // Unchecked where the host may not wait for the prefetch (HostWaits).
-    if (device_.record_event(e, side) == kSuccess && host_waits_.wait(e)) {
-      b.digest_valid = verifier_->checksum(ptr, b.size, &b.digest);
-    }
-    recycle(e);
-  }
-
-  // The mover's question once an explicit copy out has landed: do the device bytes still equal
-  // the copy? If not, something wrote them after the copy read them; the buffer stays.
-  bool check_leaving(DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) {
-    std::uint64_t on_device = 0;
-    std::uint64_t on_host = 0;
-    if (!verifier_->checksum(ptr, b.size, &on_device) || !verifier_->checksum(host_copy, b.size, &on_host)) return true;
-    if (on_device != on_host) {
-      verifier_->mismatch(ptr, b.size, b.id, "while leaving, after its copy out read it (it stays on the device)",
-                          b.digest_work, not_yet_queued());
-      counters_.off_host(b.size);
-      b.digest_valid = false;
-      return false;
-    }
-    b.digest = on_host;
-    b.digest_valid = true;
-    return true;
-  }
-
-  // Before a buffer that is out comes back: its host copy must be what left.
-  void check_out(DevicePtr ptr, SwapBuffer& b) {
-    if (!b.digest_valid) return;
-    std::uint64_t now = 0;
-    if (!verifier_->checksum(mover_->host_copy(ptr, b), b.size, &now)) return;
-    if (now != b.digest) {
-      verifier_->mismatch(ptr, b.size, b.id, "while out, through its address (memtool did not see that access)",
-                          b.digest_work, not_yet_queued());
-      b.digest = now;
-    }
-  }
-
-  // Its copy back was queued on `stream`: once it has landed, the device bytes must be the copy.
-  void check_arrived(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    const bool had = b.digest_valid;
-    b.digest_valid = false;
-    if (!had || !remaps_) return;
-    bool ok = false;
-    const EventId e = take_event(ok);
-    if (!ok) return;
-    std::uint64_t now = 0;
-    if (device_.record_event(e, stream) == kSuccess && host_waits_.wait(e) && verifier_->checksum(ptr, b.size, &now) &&
-        now != b.digest) {
-      verifier_->mismatch(ptr, b.size, b.id, "while coming back, before its copy back landed", b.digest_work,
-                          not_yet_queued());
-    }
-    recycle(e);
-  }
 
   // A buffer that is out comes back on `stream` (false: it stays out for now). Work that may read
   // its host copy must have run first: waited for with `wait_users`, else it stays out this time.
   bool move_back(DevicePtr ptr, SwapBuffer& b, StreamId stream, bool wait_users) {
     if (b.pinned || !mapped_users_done(b, wait_users)) return false;
     const bool copies = !b.leaving;
-    if (verifier_ && copies) check_out(ptr, b);
+    if (verify_ && copies) verify_->coming_back(ptr, b, checked_after());
     if (!mover_->move_in(ptr, b, stream)) return false;
-    if (verifier_ && copies) check_arrived(ptr, b, stream);
+    if (verify_ && copies) verify_->arrived(ptr, b, stream, checked_after());
     b.digest_valid = false;
     return true;
   }
@@ -970,7 +912,7 @@ class SwapAdaptor final : public Adaptor {
       return Arrival::no_room;
     }
     StreamId side = 0;
-    if (!side_stream(in_stream_, side)) return Arrival::stop;
+    if (!side_streams_.in(side)) return Arrival::stop;
     if (!move_in_timed(ptr, b, side)) return Arrival::skipped;
     mark_arrival(b, side, true);
     b.kept_out = false;
@@ -1287,7 +1229,7 @@ class SwapAdaptor final : public Adaptor {
       if (!copies_on_program_stream_) {
         // On the swap-in stream, once the program's stream has reached this item (the plan's
         // time), not when the host gets here, which may be far ahead of the GPU.
-        if (!side_stream(in_stream_, on)) continue;
+        if (!side_streams_.in(on)) continue;
         bool ok = false;
         const EventId e = take_event(ok);
         if (!ok) continue;
@@ -1306,34 +1248,10 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  // `move` queues a copy of `bytes` on `stream` (false: none was queued). While an iteration is
-  // learned, a copy on a swap stream (there it queues only behind its own direction's copies) is
-  // timed for the link meter (link_meter.hpp); `copies` false: the move needs no copy.
-  template <class Move>
-  bool timed_copy(LinkMeter::Direction direction, StreamId stream, std::uint64_t bytes, bool copies, Move&& move) {
-    const bool metered = copies && learner_.logging() && stream != 0 && (stream == out_stream_ || stream == in_stream_);
-    EventId start = metered ? learner_.meter().start(direction, stream) : 0;
-    if (!move()) {
-      learner_.meter().abandon(start);
-      return false;
-    }
-    learner_.meter().finish(start, direction, stream, bytes);
-    return true;
-  }
-
   // A buffer still leaving comes back without a copy: its device memory is kept.
   bool move_in_timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    return timed_copy(LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
-                      [&] { return move_back(ptr, b, stream, false); });
-  }
-
-  bool side_stream(StreamId& slot, StreamId& out) {
-    if (slot == 0 && device_.create_stream(&slot) != kSuccess) {
-      slot = 0;
-      return false;
-    }
-    out = slot;
-    return true;
+    return side_streams_.timed_copy(learner_, LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
+                                    [&] { return move_back(ptr, b, stream, false); });
   }
 
   // Frees whose stream has reached them (one with no event once a copy back under way has
@@ -1398,11 +1316,11 @@ class SwapAdaptor final : public Adaptor {
   detail::InFlightItems in_flight_;                     // per thread: its work item being issued
   detail::StreamJoins joins_{device_, spare_events_};   // every stream the program queued work on, joined by copies
   bool remaps_ = false;                                 // explicit mode: a move remaps the buffer's address
-  bool in_item_ = false;  // inside before_item: work_ is the item being issued, not yet queued
-  std::unique_ptr<detail::SwapVerifier> verifier_;         // MEMTOOL_SWAP_VERIFY
-  std::thread::id last_item_thread_;                       // who issued the last work item
-  detail::IterationOracle oracle_;                         // the last complete iteration: next uses, allocations ahead
-  std::unordered_map<std::uint64_t, std::uint64_t> lead_;  // learned swap-in lead per key
+  bool in_item_ = false;                         // inside before_item: work_ is the item being issued, not yet queued
+  std::unique_ptr<detail::VerifyHooks> verify_;  // MEMTOOL_SWAP_VERIFY
+  std::thread::id last_item_thread_;             // who issued the last work item
+  detail::IterationOracle oracle_;               // the last complete iteration: next uses, allocations ahead
+  std::unordered_map<std::uint64_t, std::uint64_t> lead_;                // learned swap-in lead per key
   std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;          // lead_ when the last plan applied
   std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;  // in the rule alone's fastest iteration
   std::uint64_t work_ = 0;
@@ -1410,8 +1328,7 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t next_ordinal_ = 0;
   bool iteration_started_ = false;
   std::uint64_t live_bytes_ = 0;
-  StreamId out_stream_ = 0;
-  StreamId in_stream_ = 0;
+  detail::SideStreams side_streams_{device_};  // copies out and back, timed while learning
   std::atomic<bool> unavailable_{false};
   bool said_over_budget_ = false;
   bool said_host_limit_ = false;

@@ -48,13 +48,12 @@ void BudgetHolder::rekey(std::uint32_t b, std::uint64_t u) {
   EvictionRule::push(farthest_, candidate(b, next));
 }
 
-RuleCandidate BudgetHolder::candidate(std::uint32_t b, std::uint64_t next) const {
+NextUseCandidate BudgetHolder::candidate(std::uint32_t b, std::uint64_t next) {
   // Keyed by next access alone (every candidate here has one): among equal ones the buffer
   // indexed later leaves first.
-  RuleCandidate c;
+  NextUseCandidate c;
   c.next_use = next;
   c.tie = std::numeric_limits<std::uint32_t>::max() - b;
-  c.bytes = iteration_->buffers[b].size;
   c.handle = b;
   return c;
 }
@@ -173,8 +172,8 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
   // accessed since are dropped (an access pushed its new one). No host limit is modelled.
   const auto fits = [&] { return resident() + extra <= budget_ + leaving_bytes_; };
   const auto host_room = [] { return kNoAccess; };
-  (void)EvictionRule::send_out(farthest_, needed_by, fits, host_room, [&](const RuleCandidate& c) {
-    const auto b = static_cast<std::uint32_t>(c.handle);
+  (void)EvictionRule::send_out(farthest_, needed_by, fits, host_room, [&](const NextUseCandidate& c) {
+    const std::uint32_t b = c.handle;
     const std::uint64_t next = c.next_use;
     if (!live_[b] || next_[b] != next) return Offer::dropped;
     // The op's own (one it brings back included) and one the schedule sends out before its next

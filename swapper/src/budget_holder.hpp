@@ -102,7 +102,7 @@ class BudgetHolder {
   // next instance's): sending it out costs one copy and frees its bytes until the free.
   void rekey(std::uint32_t b, std::uint64_t u);
   // Buffer b as the rule's candidate with next access `next`.
-  [[nodiscard]] RuleCandidate candidate(std::uint32_t b, std::uint64_t next) const;
+  [[nodiscard]] static NextUseCandidate candidate(std::uint32_t b, std::uint64_t next);
   [[nodiscard]] bool late_out_before(std::uint32_t buffer, std::uint64_t u, std::uint64_t next) const;
 
   const Iteration* iteration_ = nullptr;
@@ -131,10 +131,11 @@ class BudgetHolder {
   std::vector<std::uint32_t> deferred_;  // scratch: due ahead, no room yet
   std::vector<std::uint8_t> live_;       // per buffer: a rule candidate live at the current op
   std::vector<std::uint64_t> next_;      // per live candidate: its next access (unrolled), or kNoAccess
-  // The rule's candidates in its order (eviction_rule.hpp), a heap kept across ops. An entry is
+  // The rule's candidates in its order (eviction_rule.hpp; 16-byte entries: one is pushed at
+  // every access), a heap kept across ops. An entry is
   // current while its buffer is live with that next access and not out (by the rule or the
   // schedule; one back from the schedule's is pushed again); others are dropped when they come up.
-  std::vector<RuleCandidate> farthest_;
+  std::vector<NextUseCandidate> farthest_;
   std::vector<DueIn> due_now_;         // scratch: the rule's swap-ins due ahead (next access, rule swap)
   std::vector<std::uint8_t> touched_;  // scratch: buffers the current op accesses
 };

@@ -106,6 +106,53 @@ TEST_CASE("the rule keeps to the host limit, and puts back what the caller keeps
   CHECK(heap.empty());
 }
 
+TEST_CASE("a candidate keyed by next use alone is ordered and sent out as the full candidate with those keys",
+          "[swapper][rule]") {
+  // The simulator's 16-byte entries (NextUseCandidate) against RuleCandidates with the same next
+  // use and tie: the same pass, the same kept ones put back, on repeated next uses and ties.
+  std::vector<RuleCandidate> full;
+  std::vector<ms::NextUseCandidate> compact;
+  for (std::uint32_t h = 0; h < 64; ++h) {
+    const std::uint64_t next = (h * 37U) % 11U;  // repeats: ties broken by `tie`
+    RuleCandidate f = candidate(h, next);
+    f.tie = 1000U - h;
+    full.push_back(f);
+    compact.push_back({next, 1000U - h, h});
+  }
+  CHECK(sizeof(ms::NextUseCandidate) == 16);
+  for (std::size_t a = 0; a < full.size(); ++a) {
+    for (std::size_t b = 0; b < full.size(); ++b) {
+      CHECK(EvictionRule::leaves_before(full[a], full[b]) == EvictionRule::leaves_before(compact[a], compact[b]));
+    }
+  }
+  // Every third offered is kept, every fifth dropped; passes until the heaps are empty of all
+  // but those needed within the horizon.
+  const auto decide = [](std::uint64_t handle) {
+    return handle % 3 == 0 ? Offer::kept : handle % 5 == 0 ? Offer::dropped : Offer::sent;
+  };
+  EvictionRule::make_heap(full);
+  EvictionRule::make_heap(compact);
+  for (std::size_t room : {5U, 9U, 100U}) {
+    std::vector<std::uint64_t> full_out;
+    std::vector<std::uint64_t> compact_out;
+    (void)EvictionRule::send_out(
+        full, 2, [&] { return full_out.size() >= room; }, kNoHostLimit,
+        [&](const RuleCandidate& c) {
+          full_out.push_back(c.handle);
+          return decide(c.handle);
+        });
+    (void)EvictionRule::send_out(
+        compact, 2, [&] { return compact_out.size() >= room; }, kNoHostLimit,
+        [&](const ms::NextUseCandidate& c) {
+          compact_out.push_back(c.handle);
+          return decide(c.handle);
+        });
+    CHECK_FALSE(full_out.empty());
+    CHECK(full_out == compact_out);
+    REQUIRE(full.size() == compact.size());
+  }
+}
+
 TEST_CASE("swap-ins due come back soonest first; the first without room holds back the rest", "[swapper][rule]") {
   const auto run = [](std::vector<ms::DueIn> due, std::uint64_t no_room_at, std::uint64_t skip, std::uint64_t stop) {
     std::vector<std::uint64_t> back;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -28,6 +29,16 @@ struct RuleCandidate {
   std::uint64_t bytes = 0;               // what it takes on the host
   std::uint64_t handle = 0;              // the caller's name for it
   bool at_once = false;  // work being issued may reach it: it leaves at once (a stall), so after all others
+};
+
+// A candidate keyed by its next use alone: none leaves at once, none is ordered by recency and
+// none counts against a host limit (the simulator's, budget_holder.cpp, pushed to a heap kept
+// across ops at every access, so kept small: 16 bytes against RuleCandidate's 48). The rule orders
+// it as the RuleCandidate with the same next_use and tie and the rest at their defaults.
+struct NextUseCandidate {
+  std::uint64_t next_use = kUnknownUse;
+  std::uint32_t tie = 0;
+  std::uint32_t handle = 0;
 };
 
 // What the caller did with the candidate the rule offered: sent out, not a victim in this pass
@@ -48,11 +59,12 @@ enum class Arrival : std::uint8_t { back, skipped, no_room, stop };
 
 class EvictionRule {
  public:
-  // The rule's order: true when `a` leaves before `b`.
-  [[nodiscard]] static bool leaves_before(const RuleCandidate& a, const RuleCandidate& b) {
-    if (a.at_once != b.at_once) return b.at_once;
+  // The rule's order: true when `a` leaves before `b` (a RuleCandidate or a NextUseCandidate).
+  template <class Candidate>
+  [[nodiscard]] static bool leaves_before(const Candidate& a, const Candidate& b) {
+    if (at_once(a) != at_once(b)) return at_once(b);
     if (a.next_use != b.next_use) return a.next_use > b.next_use;
-    if (a.last_use != b.last_use) return a.last_use < b.last_use;
+    if (last_use(a) != last_use(b)) return last_use(a) < last_use(b);
     return a.tie < b.tie;
   }
 
@@ -68,10 +80,14 @@ class EvictionRule {
   }
 
   // A heap of candidates whose front is the next to leave (a caller may keep one across passes).
-  static void make_heap(std::vector<RuleCandidate>& heap) { std::make_heap(heap.begin(), heap.end(), later); }
-  static void push(std::vector<RuleCandidate>& heap, const RuleCandidate& c) {
+  template <class Candidate>
+  static void make_heap(std::vector<Candidate>& heap) {
+    std::make_heap(heap.begin(), heap.end(), later<Candidate>);
+  }
+  template <class Candidate>
+  static void push(std::vector<Candidate>& heap, const Candidate& c) {
     heap.push_back(c);
-    std::push_heap(heap.begin(), heap.end(), later);
+    std::push_heap(heap.begin(), heap.end(), later<Candidate>);
   }
 
   struct Pass {
@@ -82,27 +98,35 @@ class EvictionRule {
   // One pass of the rule over `heap`: offers the candidates in its order until `fits()` or the
   // next is needed within `horizon` (all after it are then too, among those that do not leave at
   // once: a caller with at-once candidates leaves out those needed within the horizon itself).
-  // One whose bytes pass `host_room()` stays (kept). `offer(c)` carries it out. Kept ones are put
-  // back in the heap at the end.
-  template <class Fits, class HostRoom, class Offers>
-  static Pass send_out(std::vector<RuleCandidate>& heap, std::uint64_t horizon, Fits&& fits, HostRoom&& host_room,
+  // One whose bytes pass `host_room()` stays (kept; a NextUseCandidate carries no bytes and is not
+  // checked). `offer(c)` carries it out. Kept ones are put back in the heap at the end; until then
+  // they wait past its end in the same vector (no allocation: the simulator runs a pass per op).
+  template <class Candidate, class Fits, class HostRoom, class Offers>
+  static Pass send_out(std::vector<Candidate>& heap, std::uint64_t horizon, Fits&& fits, HostRoom&& host_room,
                        Offers&& offer) {
     Pass pass;
-    std::vector<RuleCandidate> kept;
-    while (!heap.empty() && !needed_within(heap.front().next_use, horizon) && !fits()) {
-      std::pop_heap(heap.begin(), heap.end(), later);
-      const RuleCandidate c = heap.back();
-      heap.pop_back();
-      if (c.bytes > host_room()) {
+    std::size_t end = heap.size();  // the heap is [0, end), those kept this pass [end, size)
+    while (end != 0 && !needed_within(heap.front().next_use, horizon) && !fits()) {
+      std::pop_heap(heap.begin(), heap.begin() + static_cast<std::ptrdiff_t>(end), later<Candidate>);
+      --end;
+      const Candidate c = heap[end];
+      bool keep = false;
+      if (passes_host_room(c, host_room)) {
         pass.host_full = true;
-        kept.push_back(c);
-        continue;
+        keep = true;
+      } else {
+        const Offer taken = offer(c);
+        if (taken == Offer::sent) ++pass.sent;
+        keep = taken == Offer::kept;
       }
-      const Offer taken = offer(c);
-      if (taken == Offer::sent) ++pass.sent;
-      if (taken == Offer::kept) kept.push_back(c);
+      if (!keep) {
+        heap[end] = heap.back();
+        heap.pop_back();
+      }
     }
-    for (const RuleCandidate& c : kept) push(heap, c);
+    for (std::size_t k = end; k < heap.size(); ++k) {
+      std::push_heap(heap.begin(), heap.begin() + static_cast<std::ptrdiff_t>(k + 1), later<Candidate>);
+    }
     return pass;
   }
 
@@ -125,8 +149,25 @@ class EvictionRule {
   }
 
  private:
+  // The order's keys a NextUseCandidate leaves at their defaults.
+  static bool at_once(const RuleCandidate& c) { return c.at_once; }
+  static bool at_once(const NextUseCandidate& /*c*/) { return false; }
+  static std::uint64_t last_use(const RuleCandidate& c) { return c.last_use; }
+  static std::uint64_t last_use(const NextUseCandidate& /*c*/) { return 0; }
+  template <class HostRoom>
+  static bool passes_host_room(const RuleCandidate& c, HostRoom& host_room) {
+    return c.bytes > host_room();
+  }
+  template <class HostRoom>
+  static bool passes_host_room(const NextUseCandidate& /*c*/, HostRoom& /*host_room*/) {
+    return false;
+  }
+
   // Heap order: the front is the candidate that leaves first.
-  static bool later(const RuleCandidate& a, const RuleCandidate& b) { return leaves_before(b, a); }
+  template <class Candidate>
+  static bool later(const Candidate& a, const Candidate& b) {
+    return leaves_before(b, a);
+  }
 };
 
 }  // namespace memtool::swapper
