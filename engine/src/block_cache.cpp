@@ -92,6 +92,13 @@ class BlockCache final : public Adaptor {
           status = new_segment(segment, pool, stream, b);
         }
       }
+      if (status == kOutOfMemory && request.kind == MemoryKind::device && policy_->borrows_when_full()) {
+        b = find_free_any_stream(pool, rounded);
+        if (b != kNone) {
+          free_[pool].erase(key(b));
+          status = kSuccess;
+        }
+      }
       if (status != kSuccess) return status;
     }
     split(b, rounded);
@@ -268,6 +275,17 @@ class BlockCache final : public Adaptor {
     if (it == free_[pool].end() || std::get<0>(*it) != stream) return kNone;
     if (!policy_->may_take(rounded, std::get<1>(*it))) return kNone;
     return std::get<3>(*it);
+  }
+
+  // The best-fitting free block of `pool` on any stream (borrows_when_full).
+  std::uint32_t find_free_any_stream(int pool, std::uint64_t rounded) const {
+    std::uint32_t best = kNone;
+    for (const FreeKey& k : free_[pool]) {
+      const std::uint64_t size = std::get<1>(k);
+      if (size < rounded || !policy_->may_take(rounded, size)) continue;
+      if (best == kNone || size < blocks_[best].size) best = std::get<3>(k);
+    }
+    return best;
   }
 
   // The block keeps `rounded` bytes; the rest becomes a free block after it, if the policy says.

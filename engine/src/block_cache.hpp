@@ -38,6 +38,11 @@ class CachePolicy {
   // Whether a request no free block fits makes a new segment (CnMem's CNMEM_FLAGS_CANNOT_GROW
   // says no: it fails instead).
   [[nodiscard]] virtual bool grows() const { return true; }
+  // Whether a cuMemAlloc request no block of its stream fits, with no room for a new segment,
+  // takes a free block of another stream's (ordered after that stream's work when used, as any
+  // block is) before failing. PyTorch does not (out of memory); memtool's small cache must, as
+  // the program without it would have had that memory.
+  [[nodiscard]] virtual bool borrows_when_full() const { return false; }
 };
 
 [[nodiscard]] std::unique_ptr<Resource> make_block_cache(Device& device, std::unique_ptr<Resource> upstream,

@@ -52,6 +52,7 @@ class PytorchPolicy final : public detail::CachePolicy {
   }
   bool frees_cache_when_full() const override { return true; }
   std::uint64_t oversize() const override { return options_.max_split_size; }
+  bool borrows_when_full() const override { return options_.borrow_when_full; }
 
  private:
   PytorchCachingOptions options_;

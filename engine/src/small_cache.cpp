@@ -14,12 +14,20 @@
 namespace memtool::engine::detail {
 namespace {
 
+// PyTorch's policy, but a request out of room for a segment of its stream's takes another
+// stream's free block before failing (the program alone had that memory).
+PytorchCachingOptions borrowing() {
+  PytorchCachingOptions options;
+  options.borrow_when_full = true;
+  return options;
+}
+
 class SmallCache final : public Resource {
  public:
   SmallCache(Device& device, std::uint64_t below_bytes)
       : device_(device),
         below_(below_bytes),
-        cache_(make_pytorch_caching(device, make_device_resource(device, true))),
+        cache_(make_pytorch_caching(device, make_device_resource(device, true), borrowing())),
         direct_(make_device_resource(device, true)) {}
 
   ~SmallCache() override {
@@ -36,10 +44,15 @@ class SmallCache final : public Resource {
   // While a stream waits for a value (HostWaits), a cacheable request goes to the driver as the
   // program made it: the cache's way out of memory (PyTorch's: wait for its pending blocks, then
   // cuMemFree its idle segments, which synchronises the device) could wait for that stream.
+  // The cache asks the driver for a whole segment (2 or 20 MiB), more than the program did: where
+  // the device has no room for one but has for the request, the driver's own allocation of the
+  // request, as without memtool (uncached, never failing where the program alone succeeds).
   Status allocate(const AllocationRequest& request, DevicePtr* out) override {
     release_deferred();
     if (!cacheable(request) || !HostWaits(device_).allowed()) return direct_->allocate(request, out);
-    return cache_->allocate(request, out);
+    const Status status = cache_->allocate(request, out);
+    if (status != kOutOfMemory) return status;
+    return direct_->allocate(request, out);
   }
 
   Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {

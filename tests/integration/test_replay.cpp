@@ -437,6 +437,34 @@ TEST_CASE("replay: the device never holds more than the budget, in both modes", 
   }
 }
 
+// memtool never fails a call that succeeds without it: accum_cnn's buffers are all small, so the
+// swap strategy's cache serves them from 2 MiB segments, more than its plain peak (1.7 MB). Its
+// first buffers are stream 0's and the rest its training stream's; with no room for a second
+// segment the cache failed cuMemAlloc where the plain run fits. On a device of just the plain
+// peak, and of twice it (replay_budget_limit.sh's), in both modes: the same output, no failure.
+TEST_CASE("replay: swapping never fails where the plain run fits, small buffers on a small device",
+          "[integration][replay][swap][limit]") {
+  const Model accum_cnn{"accum_cnn", 0};
+  const std::vector<std::string> args{"--steps", "8"};
+  const std::string dir = fresh_dir("accum_cnn_fits");
+  const Replay plain = replay(dir + "/plain", accum_cnn, args, {});
+  REQUIRE(plain.outcome.status == 0);
+  const std::uint64_t peak = u(plain.stats, "peak_bytes_in_use");
+  for (const std::uint64_t device : {peak, 2 * peak}) {
+    for (const char* mode : {"explicit", "uvm"}) {
+      INFO(mode << " on a device of " << device << " B, plain peak " << peak << " B");
+      const Replay swapped = replay(dir + "/" + mode + std::to_string(device), accum_cnn, args,
+                                    {{"MEMTOOL_STRATEGY", "swap"},
+                                     {"MEMTOOL_SWAP_MODE", mode},
+                                     {"MEMTOOL_BUDGET", std::to_string(peak * 65 / 100)},
+                                     {"FAKECUDA_MEMORY_BYTES", std::to_string(device)}});
+      check_clean(swapped.outcome, 8);
+      CHECK(swapped.outcome.out == plain.outcome.out);
+      CHECK(u(swapped.stats, "peak_bytes_in_use") <= device);
+    }
+  }
+}
+
 TEST_CASE("replay: UVM swapping trains alexnet in 80% and 60% of its plain peak", "[integration][replay][uvm]") {
   check_swap({80, kAlexnet, "uvm", true, false});
   check_swap({60, kAlexnet, "uvm", true, false});

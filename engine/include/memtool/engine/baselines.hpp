@@ -47,6 +47,9 @@ struct PytorchCachingOptions {
   // PYTORCH_CUDA_ALLOC_CONF max_split_size_mb, in bytes, at least 20 MiB (PyTorch refuses less);
   // the default (unlimited) splits any block.
   std::uint64_t max_split_size = ~std::uint64_t{0};
+  // Not PyTorch's: out of memory for a new segment, a cuMemAlloc request takes a free block of
+  // another stream's before failing (memtool's small cache, block_cache.hpp borrows_when_full).
+  bool borrow_when_full = false;
 };
 
 // Both allocate their device memory from `upstream` (a device resource) and order streams with
