@@ -90,6 +90,9 @@ using swapper::RuleCandidate;
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 static_assert(detail::IterationOracle::kNever == swapper::kUnknownUse, "the oracle's unknown use is the rule's");
 constexpr std::uint64_t kMaxLead = 1024;  // work items
+// extent_of's ids are unique across the stack: the swapper's carry this bit, which the small
+// cache's (counted from 1) never reach; below bit 48, which context_runtimes.cpp keeps for its own.
+constexpr std::uint64_t kSwapIdTag = std::uint64_t{1} << 47;
 
 // A call that kept the host in memtool long enough for the GPU to drain its queue (a wait, or
 // fresh device memory mapped and faulted in) flags the next work item: its learned GPU time
@@ -189,7 +192,7 @@ class SwapAdaptor final : public Adaptor {
       if (schedule_ && !schedule_->expects(b.ordinal, b.footprint))
         drop_schedule("an allocation differs from the plan's");
     }
-    b.id = ++next_id_;
+    b.id = kSwapIdTag | ++next_id_;
     b.streams.push_back(request.stream);
     b.last_work = work_;
     if (iteration_started_) oracle_.allocated(work_ - iteration_begin_, b.footprint);

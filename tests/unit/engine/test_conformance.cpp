@@ -16,6 +16,7 @@
 #include "memtool/engine/baselines.hpp"
 #include "memtool/engine/resources.hpp"
 #include "memtool/engine/sim_device.hpp"
+#include "small_cache.hpp"
 
 using namespace memtool::engine;
 
@@ -135,10 +136,47 @@ struct PytorchOverBudgetFactory {  // an adaptor over a baseline: the budget mak
   }
 };
 
+// The swap strategy's cache of the small cuMemAlloc buffers (small_cache.hpp), alone: below 1 MiB
+// from its PyTorch-policy cache, the rest from the driver (which answers no extent_of).
+struct SmallCacheFactory {
+  static constexpr bool kCounts = true, kSubAllocates = false, kReleasesIdle = true;
+  static std::unique_ptr<Resource> make(SimDevice& d) { return detail::make_small_cache(d, MiB); }
+};
+// The swapper as MEMTOOL_STRATEGY=swap stacks it (strategy.cpp): over the small cache, buffers of
+// 1 MiB and more its own. Its budget is below what kSizes keeps live (about 17 MiB asked, 20 MiB
+// in 2 MiB granules, and the small cache's 2 MiB segment), so the suite's cases run with buffers
+// going out to the host and coming back; the host may hold 64 MiB, so that filling the device
+// ends (at the budget the swapper would else move on to the host for ever).
+SwapOptions swap_options(SwapMechanism mode) {
+  SwapOptions o;
+  o.mode = mode;
+  o.budget_bytes = 16 * MiB;
+  o.host_limit_bytes = 64 * MiB;
+  o.min_bytes = MiB;
+  o.policy = "belady";  // no boundaries here: the rule alone decides
+  return o;
+}
+// swaps_out: buffers may live on the host; memory_use's in_use then counts them too (below).
+struct SwapExplicitFactory {
+  static constexpr bool kCounts = true, kSubAllocates = true, kReleasesIdle = true, kSwapsOut = true;
+  static std::unique_ptr<Resource> make(SimDevice& d) {
+    return make_swap(d, detail::make_small_cache(d, MiB), swap_options(SwapMechanism::explicit_copies));
+  }
+};
+// The simulated device has no managed memory: in uvm mode the swapper finds that out at its first
+// allocation and passes everything through to the small cache (its "disabled" state), which is
+// what this row checks; uvm swapping itself is only exercised on fakecuda.
+struct SwapUvmFactory {
+  static constexpr bool kCounts = true, kSubAllocates = false, kReleasesIdle = true;
+  static std::unique_ptr<Resource> make(SimDevice& d) {
+    return make_swap(d, detail::make_small_cache(d, MiB), swap_options(SwapMechanism::uvm));
+  }
+};
+
 #define MEMTOOL_RESOURCE_FACTORIES                                                                                     \
   DeviceFactory, CountingDeviceFactory, ObservingPoolFactory, ApplyingPoolFactory, FailOpenFactory, StatisticsFactory, \
       BudgetFactory, CnmemFactory, CnmemReservedFactory, PytorchFactory, PytorchMaxSplitFactory,                       \
-      PytorchOverBudgetFactory
+      PytorchOverBudgetFactory, SmallCacheFactory, SwapExplicitFactory, SwapUvmFactory
 
 struct Buffer {
   DevicePtr ptr = 0;
@@ -180,7 +218,12 @@ struct Rig {
     CHECK(device.fill(b.ptr, b.size, b.seed));
     b.last_stream = stream;
   }
-  bool intact(const Buffer& b) { return device.verify(b.ptr, b.size, b.seed); }
+  // A kernel reads the buffer on its last stream (announced, as the hooks do): a swapper brings
+  // it back first, so bytes lost on the way out or back show here.
+  bool intact(const Buffer& b) {
+    resource->before_access(b.ptr, b.last_stream);
+    return device.access(b.last_stream, b.ptr, b.size) && device.verify(b.ptr, b.size, b.seed);
+  }
   Status release(const Buffer& b, StreamId stream = 0) {
     live.erase(b.ptr);
     return resource->deallocate(b.ptr, b.kind, stream);
@@ -252,6 +295,25 @@ TEST_CASE("conformance: the applying planned pool really serves from its plan", 
   CHECK(device.live_bytes() == 0);
 }
 
+TEST_CASE("conformance: the explicit swapper's row really swaps, and the bytes come back", "[engine][conformance]") {
+  // The suite's swapper row is only worth something if its cases run with buffers on the host.
+  Rig<SwapExplicitFactory> rig;
+  std::vector<Buffer> buffers = alloc_sizes(rig);
+  for (Buffer& b : buffers) rig.write(b, 0);
+  Summary s;
+  rig.resource->summarize(s);
+  REQUIRE(s.swap_mode == "explicit");
+  CHECK(s.bytes_swapped_out >= 4 * MiB);
+  CHECK(rig.resource->memory_use().off_device > 0);
+  CHECK(rig.device.live_bytes() <= 16 * MiB);
+  for (const Buffer& b : buffers) CHECK(rig.intact(b));  // each read again: back first
+  Summary after;
+  rig.resource->summarize(after);
+  CHECK(after.swap_ins_on_demand >= 1);
+  CHECK(rig.device.violations() == 0);
+  for (const Buffer& b : buffers) CHECK(rig.release(b) == kSuccess);
+}
+
 TEMPLATE_TEST_CASE("conformance: memory_use agrees with what is live and what the device holds",
                    "[engine][conformance]", MEMTOOL_RESOURCE_FACTORIES) {
   Rig<TestType> rig;
@@ -261,7 +323,15 @@ TEMPLATE_TEST_CASE("conformance: memory_use agrees with what is live and what th
   MemoryUse use = rig.resource->memory_use();
   if constexpr (TestType::kCounts) {
     CHECK(use.in_use == requested);
-    CHECK(use.reserved >= use.in_use);
+    // resource.hpp has in_use among the reserved device bytes, but the swapper counts its
+    // buffers on the host in in_use as well (and again in off_device): a known disagreement,
+    // checked here as it stands.
+    if constexpr (requires { TestType::kSwapsOut; }) {
+      CHECK(use.off_device > 0);
+      CHECK(use.reserved + use.off_device >= use.in_use);
+    } else {
+      CHECK(use.reserved >= use.in_use);
+    }
     CHECK(use.reserved == rig.device.live_bytes());
     CHECK(use.pool_reserved <= use.reserved);
   } else {
