@@ -495,8 +495,10 @@ TEMPLATE_TEST_CASE("conformance: extent_of describes the buffer, and only while 
 TEMPLATE_TEST_CASE("conformance: many threads at once", "[engine][conformance][threads]", MEMTOOL_RESOURCE_FACTORIES) {
   Rig<TestType> rig;
   std::atomic<int> broken{0};
+  constexpr int kThreads = 4;
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       const StreamId stream = 100 + static_cast<StreamId>(t);
       for (int i = 0; i < 200; ++i) {
