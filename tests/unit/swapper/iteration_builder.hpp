@@ -55,4 +55,15 @@ inline swapper::Swap swap(std::uint32_t buffer, std::uint32_t after_access, std:
   return s;
 }
 
+// 5 ops of 1 us. A: 5000 B persistent; B: 1000 B, used by ops 0 and 4; C: 500 B during op 2.
+struct OneGap {
+  swapper::Iteration it = ops_of(5, 1000);
+  std::uint32_t b = 0;
+  OneGap() {
+    add_persistent(it, 5000, {2});
+    b = add_buffer(it, 1000, 0, 4, {0, 4});
+    add_buffer(it, 500, 2, 2, {2});
+  }
+};
+
 }  // namespace memtool::test

@@ -15,22 +15,12 @@
 namespace ms = memtool::swapper;
 using memtool::test::add_buffer;
 using memtool::test::add_persistent;
+using memtool::test::OneGap;
 using memtool::test::ops_of;
 using memtool::test::simple_link;
 using memtool::test::swap;
 
 namespace {
-
-// 5 ops of 1 us. A: 5000 B persistent; B: 1000 B, used by ops 0 and 4; C: 500 B during op 2.
-struct OneGap {
-  ms::Iteration it = ops_of(5, 1000);
-  std::uint32_t b = 0;
-  OneGap() {
-    add_persistent(it, 5000, {2});
-    b = add_buffer(it, 1000, 0, 4, {0, 4});
-    add_buffer(it, 500, 2, 2, {2});
-  }
-};
 
 ms::SimulateOptions with_costs(double per_op_ns, double per_copy_ns) {
   ms::SimulateOptions options;
