@@ -23,6 +23,7 @@ constexpr DevicePtr kProbeBuffer = 0x7e00'0000'0000;  // a buffer only the probe
 constexpr std::uint64_t kProbeBufferId = 77;
 constexpr std::uint64_t kProbeReclaims = 4096;
 constexpr std::uint64_t kProbeLiveBytes = 1000;
+constexpr std::uint64_t kProbeGrowth = 5000;  // more than the 64 B request the test asks about
 constexpr std::uint64_t kGraphBytes = 3 * MiB;
 constexpr StreamId kStream = 5;
 constexpr std::uint64_t kBoundaryTick = 42;
@@ -73,6 +74,7 @@ class Probe final : public Resource {
     return ptr == kProbeBuffer ? ExportPin::mapped : ExportPin::not_served;
   }
   std::uint64_t reclaim() override { return kProbeReclaims; }
+  std::uint64_t growth_of(const AllocationRequest&) const override { return kProbeGrowth; }
   void set_graph_memory(std::uint64_t bytes) override { log_.graph_bytes = bytes; }
   void shutdown(bool) override { ++log_.shutdowns; }
 
@@ -200,6 +202,11 @@ TEMPLATE_TEST_CASE("forwarding: every optional member reaches the bottom of the 
     CHECK(extent->id == kProbeBufferId);
   }
 
+  SECTION("the device memory a request would take") {
+    // An adaptor passes the probe's answer up; a cache answers for the segment it would carve.
+    CHECK(top.growth_of(AllocationRequest{64, MemoryKind::device, 0, 0}) >= kProbeGrowth);
+  }
+
   SECTION("graph memory set at the top is counted in the top's memory use") {
     top.set_graph_memory(kGraphBytes);
     CHECK(log.graph_bytes == kGraphBytes);
@@ -235,6 +242,7 @@ TEST_CASE("forwarding: a leaf of name, allocate and deallocate takes the documen
   CHECK_FALSE(stack->extent_of(ptr));
   CHECK(stack->pin_for_export(ptr) == ExportPin::not_served);
   CHECK(stack->reclaim() == 0);
+  CHECK(stack->growth_of(AllocationRequest{64, MemoryKind::device, 0, 0}) == 64);
   stack->before_access(ptr, 1);
   stack->on_boundary(Boundary{});
   stack->set_graph_memory(MiB);

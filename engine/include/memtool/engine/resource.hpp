@@ -166,7 +166,7 @@ class Resource {
   // Memory is short: give back reserved memory no live buffer uses; returns the bytes given back.
   virtual std::uint64_t reclaim() { return 0; }
   // The most new device memory serving `request` now could take (0: it fits in memory already
-  // held), so that a budget can make room before the driver is asked, not after. Not above
+  // held), so that a budget can make room before the driver is asked, not after. Never below
   // the truth: a cache that may carve a segment says the segment.
   [[nodiscard]] virtual std::uint64_t growth_of(const AllocationRequest& request) const { return request.size; }
   // The device bytes the driver holds for the program's CUDA graphs now (graph memory: the
