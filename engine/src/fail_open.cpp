@@ -78,6 +78,17 @@ class FailOpen final : public Resource {
       return ExportPin::not_served;
     }
   }
+  // What the one that would serve the request would take.
+  std::uint64_t growth_of(const AllocationRequest& request) const override {
+    if (!failed()) {
+      try {
+        return primary_->growth_of(request);
+      } catch (...) {
+        // Its allocation would fail open too: the fallback serves then.
+      }
+    }
+    return fallback_->growth_of(request);
+  }
   std::uint64_t reclaim() override {
     std::uint64_t freed = 0;
     guarded("reclaiming memory", [&] { freed = primary_->reclaim(); });
