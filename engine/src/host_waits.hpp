@@ -1,6 +1,6 @@
 // HostWaits: the one door through which the swapper (swap_adaptor.cpp, its movers and the
-// small-block cache under it, small_cache.cpp) waits on the host for the GPU, its own waits (cuEventSynchronize) and the driver calls that wait for it
-// (cuMemFree synchronises the device). A stream may wait for a value (cuStreamWaitValue*) that
+// small-block cache under it, small_cache.cpp) waits on the host for the GPU, its own waits
+// (cuEventSynchronize) and the driver calls that wait for it (cuMemFree synchronises the device). A stream may wait for a value (cuStreamWaitValue*) that
 // work the program has not issued yet will write; the program's thread would issue it once the
 // call memtool is serving returns, so a host wait for work queued after that stream's wait may
 // never end. While such a wait may be pending (Device::host_wait_may_block) every wait here is

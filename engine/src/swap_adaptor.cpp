@@ -625,9 +625,8 @@ class SwapAdaptor final : public Adaptor {
           const DevicePtr ptr = v.handle;
           SwapBuffer& b = buffers_.at(ptr);
           // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
-          // address maps the host copy before that work is queued. Slow, never wrong. Not while that
-          // host wait may never end (a stream waits for a value): it stays.
-          if (v.at_once && !host_waits_.allowed()) return Offer::dropped;
+          // address maps the host copy before that work is queued. Slow, never wrong. (While a stream
+          // waits for a value, swap_out starts nothing: it stays.)
           if (!swap_out(ptr, b)) return Offer::dropped;
           if (v.at_once) {
             settle(true);
