@@ -21,7 +21,7 @@ std::string write_problem_file(const PlanRequest& request) {
   const std::string aside = request.problem_path + ".partial";
   {
     std::ofstream out(aside, std::ios::binary | std::ios::trunc);
-    if (out) swapper::write_problem(out, {request.input.iteration, request.link, request.budget_bytes});
+    if (out) swapper::write_problem(out, {request.input.iteration, request.link, request.budget_bytes, request.host});
     if (!out || !out.flush()) {
       std::remove(aside.c_str());
       return fmt::format("; the problem could not be written to {} (MEMTOOL_SWAP_DUMP)", request.problem_path);

@@ -74,6 +74,7 @@ class SwapSchedule {
 struct PlanRequest {
   IterationLog::Input input;
   swapper::Link link;
+  swapper::HostCosts host{};  // the executor's host costs as measured (none: not measured yet)
   std::uint64_t budget_bytes = 0;
   std::string strategy;  // a swapper strategy name
   swapper::PlanOptions options;
