@@ -1,9 +1,10 @@
 // The swap policy's parts that move buffers (engine/src/swap/: swap_out.hpp, swap_in.hpp,
 // frees.hpp, schedule_applier.hpp), white-box on the simulated device with the explicit (VMM)
 // mover: a copy out ordered after the program's work and refused for a pinned buffer; a copy back
-// on demand, ahead, never under work that may still read the host copy; frees carried out only
-// once the GPU reached them; a schedule's triggers, each once an iteration, skipping what may not
-// move. The simulator counts every access not ordered after the last one from another stream.
+// on demand (settling what copies out still hold when there is no device memory), ahead, never
+// under work that may still read the host copy; frees carried out only once the GPU reached them;
+// a schedule's triggers, each once an iteration, skipping what may not move. The simulator counts
+// every access not ordered after the last one from another stream.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -29,7 +30,7 @@ constexpr std::uint64_t kSize = 2 * MiB;  // one of the simulator's VMM granules
 
 // What the swap policy owns, as it hands it to the parts.
 struct MoveRig {
-  SimDevice device{SimDevice::Options{64 * MiB}};
+  SimDevice device;
   detail::SpareEvents events;
   detail::SpareTimingEvents timing;
   detail::HostWaits waits{device};
@@ -50,7 +51,7 @@ struct MoveRig {
   detail::BufferNames names;
   StreamId program = 0;
 
-  MoveRig() {
+  explicit MoveRig(std::uint64_t capacity = 64 * MiB) : device(SimDevice::Options{capacity}) {
     REQUIRE(mover != nullptr);
     REQUIRE(device.create_stream(&program) == kSuccess);
     joins.note(program);
@@ -165,6 +166,28 @@ TEST_CASE("swap in: on demand, ahead, never under work that may read the host co
   CHECK_FALSE(b.resident);
   CHECK(rig.counters.swap_ins_failed == 1);
   CHECK(rig.counters.host_bytes_now == kSize);
+}
+
+TEST_CASE("swap in on demand: with no device memory, what copies out still hold is settled first", "[engine][swap]") {
+  MoveRig rig(2 * kSize);  // room for two buffers
+  const DevicePtr a = rig.add(31, 0);
+  const DevicePtr c = rig.add(32, 1);
+  rig.out_and_landed(a);
+  const DevicePtr d = rig.add(33, 2);           // the device is full again
+  REQUIRE(rig.out.send(c, rig.buffers.at(c)));  // its memory is held until its copy has run
+  SwapBuffer& b = rig.buffers.at(a);
+  rig.host_waited = false;
+  REQUIRE(rig.in.now(a, b, rig.program));
+  CHECK(b.resident);
+  CHECK(rig.host_waited);
+  CHECK_FALSE(rig.buffers.at(c).leaving);  // settled for it
+  CHECK(rig.counters.swap_ins_on_demand == 1);
+  CHECK(rig.counters.swap_ins_failed == 0);
+  rig.device.synchronize();
+  CHECK(rig.device.verify(a, kSize, 31));
+  CHECK(rig.device.verify(c, kSize, 32));
+  CHECK(rig.device.verify(d, kSize, 33));
+  CHECK(rig.device.violations() == 0);
 }
 
 TEST_CASE("swap frees: carried out once the GPU has reached them", "[engine][swap]") {
