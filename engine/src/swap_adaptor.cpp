@@ -35,7 +35,9 @@
 //
 // The rule's choices are made by swapper's EvictionRule (memtool/swapper/eviction_rule.hpp), the
 // one the simulator runs too; the other concerns are files under swap/ (docs/swapping.md lists
-// them); this file ties them to the mover.
+// them): the moves themselves (swap_out.hpp, swap_in.hpp, frees.hpp, schedule_applier.hpp, over
+// move_context.hpp) are carried out there; this file is the Resource adaptor that decides them
+// (budget, rule, schedule) and ties the parts to the mover.
 //
 // Thread-safe: one mutex around the bookkeeping; driver calls are made under it (they are
 // asynchronous enqueues, except allocation, mapping and free).
@@ -60,12 +62,17 @@
 #include "spare_events.hpp"
 #include "swap/buffer_names.hpp"
 #include "swap/counters.hpp"
+#include "swap/frees.hpp"
 #include "swap/in_flight.hpp"
 #include "swap/lateness.hpp"
+#include "swap/move_context.hpp"
 #include "swap/oracle.hpp"
+#include "swap/schedule_applier.hpp"
 #include "swap/selector.hpp"
 #include "swap/side_streams.hpp"
 #include "swap/stream_joins.hpp"
+#include "swap/swap_in.hpp"
+#include "swap/swap_out.hpp"
 #include "swap/verify_hooks.hpp"
 #include "swap_mover.hpp"
 #include "swap_verify.hpp"
@@ -77,7 +84,6 @@ using detail::Birth;
 using detail::BufferName;
 using detail::InFlight;
 using detail::IterationLog;
-using detail::LinkMeter;
 using detail::ScheduleLearner;
 using detail::SwapBuffer;
 using Issuing = detail::InFlightItems::Issuing;
@@ -120,22 +126,16 @@ class SwapAdaptor final : public Adaptor {
         options_(std::move(options)),
         copies_on_program_stream_(options_.policy == "save-on-cpu"),
         trial_on_(options_.schedule_trial && options_.policy == "ours"),
+        mover_(make_mover(device_, options_, spare_events_, host_waits_)),
+        remaps_(mover_->mode() == "explicit"),
+        verify_(options_.verify
+                    ? std::make_unique<detail::VerifyHooks>(device_, spare_events_, host_waits_, *mover_, remaps_)
+                    : nullptr),
         selector_(detail::SelectorOptions{options_.selector_margin, options_.selector_window, trial_on_}),
         learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second, options_.problem_path) {
-    if (options_.mode == SwapMechanism::explicit_copies) {
-      mover_ = detail::make_vmm_mover(device_, spare_events_, host_waits_, options_.host_limit_bytes);
-      if (!mover_) {
-        log(LogLevel::warn,
-            "memtool swap: the driver cannot map host memory into the device (VMM with "
-            "CU_MEM_LOCATION_TYPE_HOST, CUDA 12.2 on); swapping through managed memory instead");
-      }
-    }
-    if (!mover_) mover_ = detail::make_uvm_mover(device_, spare_events_, host_waits_);
-    remaps_ = mover_->mode() == "explicit";
-    if (options_.verify) {
-      verify_ = std::make_unique<detail::VerifyHooks>(device_, spare_events_, host_waits_, *mover_, remaps_);
+    if (verify_) {
       mover_->set_leave_check([this](DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) {
-        if (verify_->leaving_landed(ptr, b, host_copy, checked_after())) return true;
+        if (verify_->leaving_landed(ptr, b, host_copy, moves_.checked_after())) return true;
         counters_.off_host(b.size);  // it stays on the device
         return false;
       });
@@ -233,9 +233,7 @@ class SwapAdaptor final : public Adaptor {
     if (ok && device_.record_event(e, after) == kSuccess) {
       if (arrival != 0) recycle(arrival);
       // The node moves whole: the mover's pointer to the buffer stays good.
-      if (b.resident) dying_device_bytes_ += b.footprint;
-      dying_.insert(buffers_.extract(it));
-      free_events_.emplace(ptr, e);
+      frees_.add_after(buffers_.extract(it), e);
       mover_->settle(false);
       if (stopped_) {  // no later call may come to collect it
         collect_frees(true);
@@ -250,8 +248,7 @@ class SwapAdaptor final : public Adaptor {
     // carries it out later.
     b.arrival = arrival;
     b.arrival_pending = arrival != 0;
-    if (b.resident) dying_device_bytes_ += b.footprint;
-    dying_.insert(buffers_.extract(it));
+    frees_.add_unordered(buffers_.extract(it));
     collect_frees(true);
     return kSuccess;
   }
@@ -349,7 +346,7 @@ class SwapAdaptor final : public Adaptor {
     iteration_started_ = true;
     iteration_begin_ = work_;
     next_ordinal_ = 0;
-    outs_done_ = kFar;
+    applier_.new_iteration();
     const auto now = std::chrono::steady_clock::now();
     const double iteration_ns = std::chrono::duration<double, std::nano>(now - iteration_started_at_).count();
     iteration_started_at_ = now;
@@ -476,6 +473,22 @@ class SwapAdaptor final : public Adaptor {
   }
 
  private:
+  // Explicit copies where asked for and the driver can, else managed memory.
+  static std::unique_ptr<detail::SwapMover> make_mover(Device& device, const SwapOptions& options,
+                                                       detail::SpareEvents& events, detail::HostWaits& waits) {
+    std::unique_ptr<detail::SwapMover> mover;
+    if (options.mode == SwapMechanism::explicit_copies) {
+      mover = detail::make_vmm_mover(device, events, waits, options.host_limit_bytes);
+      if (!mover) {
+        log(LogLevel::warn,
+            "memtool swap: the driver cannot map host memory into the device (VMM with "
+            "CU_MEM_LOCATION_TYPE_HOST, CUDA 12.2 on); swapping through managed memory instead");
+      }
+    }
+    if (!mover) mover = detail::make_uvm_mover(device, events, waits);
+    return mover;
+  }
+
   // An allocation that is not swapped (small, pitched, from the program's pool) still counts
   // against the budget: room is made for it first, and a refusal of the driver's is retried once
   // what swapping can free is free.
@@ -584,7 +597,7 @@ class SwapAdaptor final : public Adaptor {
   // sent out for it (the program's own synchronous free would have waited there too).
   std::uint64_t committed() const {
     const std::uint64_t held = mover_->device_bytes() - mover_->leaving_bytes();
-    return held - std::min(held, dying_device_bytes_);
+    return held - std::min(held, frees_.device_bytes());
   }
 
   // How make_room ends: `wait` — the bytes are needed now, so copies still under way are waited
@@ -627,7 +640,7 @@ class SwapAdaptor final : public Adaptor {
           // Leaving under work that may reach it: the copy (after all work queued so far) lands and the
           // address maps the host copy before that work is queued. Slow, never wrong. (While a stream
           // waits for a value, swap_out starts nothing: it stays.)
-          if (!swap_out(ptr, b)) return Offer::dropped;
+          if (!swap_out_.send(ptr, b)) return Offer::dropped;
           if (v.at_once) {
             settle(true);
             // That work reads the host copy through the address: no copy back may remap it under
@@ -648,7 +661,7 @@ class SwapAdaptor final : public Adaptor {
     if (room == Room::quiet) return;
     // Device memory still held by copies out under way, or by frees the GPU has not reached.
     if (room == Room::wait && mover_->device_bytes() + incoming > budget &&
-        (mover_->leaving_bytes() != 0 || !dying_.empty())) {
+        (mover_->leaving_bytes() != 0 || !frees_.empty())) {
       settle(true);
     }
     if (committed() + incoming > budget && !said_over_budget_) {
@@ -678,38 +691,6 @@ class SwapAdaptor final : public Adaptor {
           "cannot wait for room; what does not fit the budget until then is served from host "
           "memory (swap_held_for_value_waits)");
     }
-    return true;
-  }
-
-  // On the swap-out stream, or on `on` (save-on-cpu: the compute stream) when given.
-  bool swap_out(DevicePtr ptr, SwapBuffer& b, StreamId on = 0) {
-    if (b.pinned) return false;  // exported: another process may read it at its place
-    // While a stream waits for a value the program has not written, a copy out joined after every
-    // stream would wait behind it, and so would any work that then needs the buffer back (a hang):
-    // it stays (hold_budget serves what does not fit from the host meanwhile).
-    if (!host_waits_.allowed()) return false;
-    StreamId side = on;
-    if (on == 0 && !side_streams_.out(side)) return false;
-    // After all work queued so far on every stream, on the side stream: the compute streams never
-    // wait. (Not only its users': work that reaches it through memory memtool cannot read, queued
-    // before now, is then done before the copy reads it.)
-    if (!join_all(b, side)) return false;
-    if (b.arrival_pending) {
-      // Brought back ahead but needed later than what needs the room now: after that copy.
-      (void)device_.stream_wait_event(side, b.arrival);
-      recycle(b.arrival);
-      b.arrival_pending = false;
-    }
-    if (!side_streams_.timed_copy(learner_, LinkMeter::Direction::to_host, side, b.size, true,
-                                  [&] { return mover_->move_out(ptr, b, side); })) {
-      return false;
-    }
-    b.streams.clear();
-    b.kept_out = false;
-    if (verify_) verify_->sent_out(ptr, b, side, checked_after());
-    counters_.bytes_swapped_out += b.size;
-    ++counters_.swap_outs;
-    counters_.to_host(b.size);
     return true;
   }
 
@@ -796,64 +777,6 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  // Work queued on b's streams while it was out may read its host copy through its address:
-  // remapping under it would fault, or show it device memory not yet written. True once that work
-  // has run (with `wait`, after waiting for it; a stall).
-  bool mapped_users_done(SwapBuffer& b, bool wait) {
-    if (!remaps_ || b.resident || b.leaving) return true;
-    for (const StreamId s : b.streams) {
-      bool ok = false;
-      const EventId e = take_event(ok);
-      if (!ok || device_.record_event(e, s) != kSuccess) {
-        if (ok) recycle(e);
-        return false;
-      }
-      const bool done = host_waits_.reached(e, wait);
-      recycle(e);
-      if (!done) return false;
-    }
-    if (wait && !b.streams.empty()) host_waited_ = true;
-    b.streams.clear();
-    return true;
-  }
-
-  // --- MEMTOOL_SWAP_VERIFY (swap/verify_hooks.hpp) ---
-
-  // The last work item queued before now (the one being issued is not queued yet): what a
-  // checksum taken now follows (swap/verify_hooks.hpp carries out the checks).
-  std::uint64_t checked_after() const { return in_item_ ? work_ - 1 : work_; }
-
-  // A buffer that is out comes back on `stream` (false: it stays out for now). Work that may read
-  // its host copy must have run first: waited for with `wait_users`, else it stays out this time.
-  bool move_back(DevicePtr ptr, SwapBuffer& b, StreamId stream, bool wait_users) {
-    if (b.pinned || !mapped_users_done(b, wait_users)) return false;
-    const bool copies = !b.leaving;
-    if (verify_ && copies) verify_->coming_back(ptr, b, checked_after());
-    if (!mover_->move_in(ptr, b, stream)) return false;
-    if (verify_ && copies) verify_->arrived(ptr, b, stream, checked_after());
-    b.digest_valid = false;
-    return true;
-  }
-
-  // The copy back was queued on `stream`: users on other streams wait for it (before_work).
-  void mark_arrival(SwapBuffer& b, StreamId stream, bool ahead) {
-    if (b.arrival_pending) recycle(b.arrival);
-    bool ok = false;
-    const EventId e = take_event(ok);
-    b.arrival_pending = ok && device_.record_event(e, stream) == kSuccess;
-    if (b.arrival_pending) {
-      b.arrival = e;
-      b.arrival_ahead = ahead;
-    } else if (ok) {
-      recycle(e);
-    }
-  }
-
-  void arrived(SwapBuffer& b) {
-    counters_.off_host(b.size);
-    counters_.bytes_swapped_in += b.size;
-  }
-
   // The plan did not bring it back in time: in the consumer's stream order, before the work. Its
   // lead grows only where a longer one would have helped: not in the first iteration (no
   // oracle yet), nor when it was within its lead and room was what it lacked.
@@ -866,20 +789,9 @@ class SwapAdaptor final : public Adaptor {
       ++counters_.swap_ins_failed;  // read where it is
       return;
     }
-    bool back = move_back(base, b, stream, true);
-    if (!back) {
-      settle(true);
-      back = move_back(base, b, stream, true);
-    }
-    if (oracle_.length() != 0 && !b.kept_out) grow_lead(key_of(base, b));
-    b.kept_out = false;
-    if (!back) {
-      ++counters_.swap_ins_failed;  // read where it is
-      return;
-    }
-    mark_arrival(b, stream, false);
-    arrived(b);
-    ++counters_.swap_ins_on_demand;
+    const bool kept_out = b.kept_out;
+    (void)swap_in_.now(base, b, stream);  // swap/swap_in.hpp
+    if (oracle_.length() != 0 && !kept_out) grow_lead(key_of(base, b));
   }
 
   // Bring back, on the swap-in stream, what the last iteration used in the next few work items,
@@ -913,16 +825,7 @@ class SwapAdaptor final : public Adaptor {
         mover_->device_bytes_with(b.footprint) + (needs - b.footprint) > device_budget()) {
       return Arrival::no_room;
     }
-    StreamId side = 0;
-    if (!side_streams_.in(side)) return Arrival::stop;
-    if (!move_in_timed(ptr, b, side)) return Arrival::skipped;
-    mark_arrival(b, side, true);
-    b.kept_out = false;
-    timing_events_.give(b.timed_arrival);
-    b.timed_arrival = timing_events_.record(device_, side);  // lateness on the GPU's clock
-    arrived(b);
-    ++counters_.swap_ins_ahead;
-    return Arrival::back;
+    return swap_in_.ahead(ptr, b);  // swap/swap_in.hpp
   }
 
   // --- the swapper's schedule (swap_schedule.hpp) ---
@@ -1190,108 +1093,29 @@ class SwapAdaptor final : public Adaptor {
   }
 
   // The copies out due once the item before `item` was issued: at the first call after it (an
-  // allocation between two items must find the room the plan made for it), once.
+  // allocation between two items must find the room the plan made for it), once
+  // (swap/schedule_applier.hpp).
   void apply_outs(std::uint64_t item) {
-    if (!schedule_ || item >= schedule_->items() || outs_done_ == item) return;
-    outs_done_ = item;
-    for (const detail::SwapSchedule::Trigger& t : schedule_->outs_at(static_cast<std::uint32_t>(item))) {
-      const DevicePtr ptr = resolve(t.name);
-      if (ptr == 0) continue;
-      SwapBuffer& b = buffers_.at(ptr);
-      if (!b.resident || b.pinned || issuing(ptr) != Issuing::no || counters_.host_bytes_now + b.size > host_limit()) {
-        continue;
-      }
-      if (swap_out(ptr, b, copies_on_program_stream_ && !b.streams.empty() ? b.streams.back() : 0)) {
-        b.held_out = true;
-        ++counters_.swap_outs_scheduled;
-      }
-    }
+    if (schedule_) applier_.outs(*schedule_, item);
   }
 
-  // The schedule's copies issued at work item `item`: out first, then in.
+  // The schedule's copies issued at work item `item`: out first, then in (swap/schedule_applier.hpp).
   void apply_schedule(std::uint64_t item, StreamId stream) {
     if (!schedule_) return;
     if (item >= schedule_->items()) {
       drop_schedule(fmt::format("an iteration longer than the plan's {} work items", schedule_->items()));
       return;
     }
-    const auto at = static_cast<std::uint32_t>(item);
-    apply_outs(item);
-    for (const detail::SwapSchedule::Trigger& t : schedule_->ins_at(at)) {
-      const DevicePtr ptr = resolve(t.name);
-      if (ptr == 0) continue;
-      SwapBuffer& b = buffers_.at(ptr);
-      if (b.resident || b.pinned) continue;
-      b.held_out = false;  // from here the rule may bring it back too
-      // The plan has room for it here; what still holds that room (a copy out, a free the GPU
-      // has not reached) is waited for, as the consumer would wait for the buffer.
-      make_room(b.footprint, schedule_->lead(t.swap), Room::wait);
-      if (mover_->device_bytes_with(b.footprint) > device_budget()) continue;
-      StreamId on = stream;
-      if (!copies_on_program_stream_) {
-        // On the swap-in stream, once the program's stream has reached this item (the plan's
-        // time), not when the host gets here, which may be far ahead of the GPU.
-        if (!side_streams_.in(on)) continue;
-        bool ok = false;
-        const EventId e = take_event(ok);
-        if (!ok) continue;
-        const bool ordered =
-            device_.record_event(e, stream) == kSuccess && device_.stream_wait_event(on, e) == kSuccess;
-        recycle(e);
-        if (!ordered) continue;
-      }
-      if (!move_in_timed(ptr, b, on)) continue;
-      mark_arrival(b, on, true);
-      b.scheduled_in = t.swap + 1;
-      timing_events_.give(b.timed_arrival);
-      b.timed_arrival = timing_events_.record(device_, on);
-      arrived(b);
-      ++counters_.swap_ins_scheduled;
-    }
+    applier_.apply(*schedule_, item, stream, [&](const SwapBuffer& b, std::uint64_t lead) {
+      make_room(b.footprint, lead, Room::wait);
+      return mover_->device_bytes_with(b.footprint) <= device_budget();
+    });
   }
 
-  // A buffer still leaving comes back without a copy: its device memory is kept.
-  bool move_in_timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    return side_streams_.timed_copy(learner_, LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
-                                    [&] { return move_back(ptr, b, stream, false); });
-  }
-
-  // Frees whose stream has reached them (one with no event once a copy back under way has
-  // landed) and that the mover can carry out now; with `wait`, all of them where the host may
-  // wait (HostWaits).
-  void collect_frees(bool wait) {
-    for (auto it = dying_.begin(); it != dying_.end();) {
-      SwapBuffer& b = it->second;
-      const auto event = free_events_.find(it->first);
-      const bool ordered = event != free_events_.end() ? host_waits_.reached(event->second, wait)
-                                                       : !b.arrival_pending || host_waits_.reached(b.arrival, wait);
-      if (!ordered || !mover_->free(it->first, b)) {
-        ++it;
-        continue;
-      }
-      if (b.arrival_pending) {
-        recycle(b.arrival);
-        b.arrival_pending = false;
-      }
-      if (b.resident) {
-        dying_device_bytes_ -= std::min(dying_device_bytes_, b.footprint);
-      } else {
-        counters_.off_host(b.size);
-      }
-      if (event != free_events_.end()) {
-        recycle(event->second);
-        free_events_.erase(event);
-      }
-      it = dying_.erase(it);
-    }
-  }
-
-  void settle(bool wait) {
-    if (wait && !host_waits_.allowed()) wait = false;  // a stream waits for a value not written yet
-    collect_frees(wait);
-    mover_->settle(wait);
-    host_waited_ = host_waited_ || wait;
-  }
+  // Frees the GPU has reached, carried out; settling also lets the mover release what copies out
+  // that have landed held (swap/frees.hpp).
+  void collect_frees(bool wait) { frees_.collect(wait); }
+  void settle(bool wait) { frees_.settle(wait); }
 
   EventId take_event(bool& ok) { return spare_events_.take(device_, ok); }
   void recycle(EventId e) { spare_events_.give(e); }
@@ -1311,13 +1135,10 @@ class SwapAdaptor final : public Adaptor {
   detail::SpareEvents spare_events_;       // before the mover, which borrows it
   detail::HostWaits host_waits_{device_};  // every host wait for the GPU; before the mover, which borrows it
   std::unique_ptr<detail::SwapMover> mover_;
-  std::map<DevicePtr, SwapBuffer> buffers_;             // node-based: the mover keeps pointers to them
-  std::map<DevicePtr, SwapBuffer> dying_;               // freed by the program, not yet reached
-  std::uint64_t dying_device_bytes_ = 0;                // of those, device bytes (resident when freed)
-  std::unordered_map<DevicePtr, EventId> free_events_;  // each dying buffer's: its free reached
-  detail::InFlightItems in_flight_;                     // per thread: its work item being issued
-  detail::StreamJoins joins_{device_, spare_events_};   // every stream the program queued work on, joined by copies
-  bool remaps_ = false;                                 // explicit mode: a move remaps the buffer's address
+  std::map<DevicePtr, SwapBuffer> buffers_;            // node-based: the mover keeps pointers to them
+  detail::InFlightItems in_flight_;                    // per thread: its work item being issued
+  detail::StreamJoins joins_{device_, spare_events_};  // every stream the program queued work on, joined by copies
+  const bool remaps_;                                  // explicit mode: a move remaps the buffer's address
   bool in_item_ = false;                         // inside before_item: work_ is the item being issued, not yet queued
   std::unique_ptr<detail::VerifyHooks> verify_;  // MEMTOOL_SWAP_VERIFY
   std::thread::id last_item_thread_;             // who issued the last work item
@@ -1345,7 +1166,6 @@ class SwapAdaptor final : public Adaptor {
   detail::ScheduleSelector selector_;
   detail::SpareTimingEvents timing_events_;  // before the learner, which borrows it
   detail::ScheduleLearner learner_;
-  std::uint64_t outs_done_ = kFar;  // the item whose copies out were issued
   std::chrono::steady_clock::time_point iteration_started_at_ = std::chrono::steady_clock::now();
   std::unordered_map<std::uint64_t, std::uint64_t> leads_at_start_;  // lead_ when this iteration began
   detail::CopyLateness lateness_{device_, timing_events_};       // scheduled copy-ins, judged once the GPU got there
@@ -1361,6 +1181,15 @@ class SwapAdaptor final : public Adaptor {
   detail::SwapCounters counters_;
   detail::SwapCounters at_boundary_;  // counters_ at the last boundary (say_iteration)
   std::uint64_t stall_at_boundary_ = 0;
+  // The parts that move buffers (swap/*.hpp), over what the members above hold.
+  detail::MoveContext moves_{device_,       *mover_,  spare_events_, timing_events_, host_waits_,
+                             side_streams_, learner_, joins_,        counters_,      verify_.get(),
+                             remaps_,       work_,    in_item_,      host_waited_};
+  detail::DeferredFrees frees_{moves_};  // freed by the program, not yet reached
+  detail::SwapOut swap_out_{moves_};
+  detail::SwapIn swap_in_{moves_, frees_};
+  detail::ScheduleApplier applier_{
+      swap_out_, swap_in_, names_, buffers_, in_flight_, counters_, copies_on_program_stream_, host_limit()};
 };
 
 }  // namespace

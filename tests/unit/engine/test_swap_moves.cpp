@@ -1,0 +1,309 @@
+// The swap policy's parts that move buffers (engine/src/swap/: swap_out.hpp, swap_in.hpp,
+// frees.hpp, schedule_applier.hpp), white-box on the simulated device with the explicit (VMM)
+// mover: a copy out ordered after the program's work and refused for a pinned buffer; a copy back
+// on demand (settling what copies out still hold when there is no device memory), ahead, never
+// under work that may still read the host copy; frees carried out only once the GPU reached them;
+// a schedule's triggers, each once an iteration, skipping what may not move. The simulator counts
+// every access not ordered after the last one from another stream.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <memory>
+
+#include "memtool/engine/sim_device.hpp"
+#include "swap/frees.hpp"
+#include "swap/move_context.hpp"
+#include "swap/schedule_applier.hpp"
+#include "swap/swap_in.hpp"
+#include "swap/swap_out.hpp"
+
+using namespace memtool::engine;
+namespace swapper = memtool::swapper;
+using detail::Birth;
+using detail::BufferName;
+using detail::SwapBuffer;
+
+namespace {
+
+constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
+constexpr std::uint64_t kSize = 2 * MiB;  // one of the simulator's VMM granules
+
+// What the swap policy owns, as it hands it to the parts.
+struct MoveRig {
+  SimDevice device;
+  detail::SpareEvents events;
+  detail::SpareTimingEvents timing;
+  detail::HostWaits waits{device};
+  std::unique_ptr<detail::SwapMover> mover = detail::make_vmm_mover(device, events, waits, 0);
+  detail::SideStreams sides{device};
+  detail::ScheduleLearner learner{device, timing, "ours", 0, ""};
+  detail::StreamJoins joins{device, events};
+  detail::SwapCounters counters;
+  std::uint64_t work = 0;
+  bool in_item = false;
+  bool host_waited = false;
+  detail::MoveContext moves{device, *mover,   events,  timing, waits, sides,   learner,
+                            joins,  counters, nullptr, true,   work,  in_item, host_waited};
+  detail::DeferredFrees frees{moves};
+  detail::SwapOut out{moves};
+  detail::SwapIn in{moves, frees};
+  std::map<DevicePtr, SwapBuffer> buffers;  // node-based, as the policy's: the mover keeps pointers
+  detail::BufferNames names;
+  StreamId program = 0;
+
+  explicit MoveRig(std::uint64_t capacity = 64 * MiB) : device(SimDevice::Options{capacity}) {
+    REQUIRE(mover != nullptr);
+    REQUIRE(device.create_stream(&program) == kSuccess);
+    joins.note(program);
+  }
+
+  // A buffer born `ordinal`-th in this iteration, written by a kernel on the program's stream.
+  DevicePtr add(std::uint32_t seed, std::uint64_t ordinal = 0) {
+    SwapBuffer b;
+    b.size = kSize;
+    DevicePtr ptr = 0;
+    REQUIRE(mover->allocate(b, program, &ptr) == kSuccess);
+    REQUIRE(device.fill(ptr, kSize, seed));
+    REQUIRE(device.access(program, ptr, kSize));
+    b.streams.push_back(program);
+    names.born(ptr, b, ordinal);
+    buffers.emplace(ptr, b);
+    return ptr;
+  }
+
+  // Sent out and landed: its address maps the host copy.
+  void out_and_landed(DevicePtr ptr) {
+    REQUIRE(out.send(ptr, buffers.at(ptr)));
+    frees.settle(true);
+    REQUIRE(!buffers.at(ptr).leaving);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("swap out: after the program's work on a side stream; a pinned buffer stays", "[engine][swap]") {
+  MoveRig rig;
+  const DevicePtr ptr = rig.add(7);
+  SwapBuffer& b = rig.buffers.at(ptr);
+
+  b.pinned = true;
+  CHECK_FALSE(rig.out.send(ptr, b));
+  CHECK(b.resident);
+  CHECK(rig.counters.swap_outs == 0);
+  b.pinned = false;
+
+  REQUIRE(rig.out.send(ptr, b));
+  CHECK_FALSE(b.resident);
+  CHECK(b.leaving);
+  CHECK(b.streams.empty());  // its users' work is ordered before the copy
+  CHECK(rig.counters.swap_outs == 1);
+  CHECK(rig.counters.bytes_swapped_out == kSize);
+  CHECK(rig.counters.host_bytes_now == kSize);
+  CHECK(rig.mover->leaving_bytes() == kSize);
+  // The copy read the buffer after the program's kernel that wrote it: no unordered access.
+  CHECK(rig.device.violations() == 0);
+
+  // Settling without a wait leaves a copy the GPU has not run; with one, its device memory goes.
+  rig.frees.settle(false);
+  CHECK(b.leaving);
+  CHECK_FALSE(rig.host_waited);
+  rig.frees.settle(true);
+  CHECK_FALSE(b.leaving);
+  CHECK(rig.mover->device_bytes() == 0);
+  CHECK(rig.host_waited);
+  CHECK(rig.device.verify(ptr, kSize, 7));  // read through its address, from the host copy
+  CHECK(rig.device.violations() == 0);
+}
+
+TEST_CASE("swap in: on demand, ahead, never under work that may read the host copy", "[engine][swap]") {
+  MoveRig rig;
+  const DevicePtr ptr = rig.add(11);
+  SwapBuffer& b = rig.buffers.at(ptr);
+  rig.out_and_landed(ptr);
+
+  // A kernel queued while it was out reads the host copy through its address: no remap under it.
+  REQUIRE(rig.device.access(rig.program, ptr, kSize));
+  b.streams.push_back(rig.program);
+  rig.host_waited = false;
+  CHECK_FALSE(rig.in.move_back(ptr, b, rig.program, false));
+  CHECK_FALSE(b.resident);
+  CHECK(rig.counters.swap_ins_on_demand == 0);
+
+  // On demand, that work is waited for first.
+  b.kept_out = true;
+  REQUIRE(rig.in.now(ptr, b, rig.program));
+  CHECK(b.resident);
+  CHECK_FALSE(b.kept_out);
+  CHECK(rig.host_waited);
+  CHECK(b.arrival_pending);
+  CHECK_FALSE(b.arrival_ahead);
+  CHECK(rig.counters.swap_ins_on_demand == 1);
+  CHECK(rig.counters.bytes_swapped_in == kSize);
+  CHECK(rig.counters.host_bytes_now == 0);
+  REQUIRE(rig.device.access(rig.program, ptr, kSize));  // its consumer, in the copy's stream order
+  rig.device.synchronize();
+  CHECK(rig.device.verify(ptr, kSize, 11));
+  CHECK(rig.device.violations() == 0);
+
+  // Ahead, on the swap-in stream: its users wait on the arrival event.
+  rig.out_and_landed(ptr);
+  CHECK(rig.in.ahead(ptr, b) == swapper::Arrival::back);
+  CHECK(b.resident);
+  REQUIRE(b.arrival_pending);
+  CHECK(b.arrival_ahead);
+  CHECK_FALSE(rig.device.event_completed(b.arrival));  // queued, not run
+  CHECK(rig.counters.swap_ins_ahead == 1);
+  REQUIRE(rig.device.stream_wait_event(rig.program, b.arrival) == kSuccess);
+  REQUIRE(rig.device.access(rig.program, ptr, kSize));
+  rig.device.synchronize();
+  CHECK(rig.device.verify(ptr, kSize, 11));
+  CHECK(rig.device.violations() == 0);
+
+  // A pinned buffer never moves: read where it is.
+  rig.out_and_landed(ptr);
+  b.pinned = true;
+  CHECK_FALSE(rig.in.now(ptr, b, rig.program));
+  CHECK_FALSE(b.resident);
+  CHECK(rig.counters.swap_ins_failed == 1);
+  CHECK(rig.counters.host_bytes_now == kSize);
+}
+
+TEST_CASE("swap in on demand: with no device memory, what copies out still hold is settled first", "[engine][swap]") {
+  MoveRig rig(2 * kSize);  // room for two buffers
+  const DevicePtr a = rig.add(31, 0);
+  const DevicePtr c = rig.add(32, 1);
+  rig.out_and_landed(a);
+  const DevicePtr d = rig.add(33, 2);           // the device is full again
+  REQUIRE(rig.out.send(c, rig.buffers.at(c)));  // its memory is held until its copy has run
+  SwapBuffer& b = rig.buffers.at(a);
+  rig.host_waited = false;
+  REQUIRE(rig.in.now(a, b, rig.program));
+  CHECK(b.resident);
+  CHECK(rig.host_waited);
+  CHECK_FALSE(rig.buffers.at(c).leaving);  // settled for it
+  CHECK(rig.counters.swap_ins_on_demand == 1);
+  CHECK(rig.counters.swap_ins_failed == 0);
+  rig.device.synchronize();
+  CHECK(rig.device.verify(a, kSize, 31));
+  CHECK(rig.device.verify(c, kSize, 32));
+  CHECK(rig.device.verify(d, kSize, 33));
+  CHECK(rig.device.violations() == 0);
+}
+
+TEST_CASE("swap frees: carried out once the GPU has reached them", "[engine][swap]") {
+  MoveRig rig;
+  const DevicePtr resident = rig.add(3);
+  const DevicePtr out = rig.add(4, 1);
+  rig.out_and_landed(out);
+  const std::uint64_t held = rig.mover->device_bytes();
+  REQUIRE(held == kSize);
+
+  // Freed on the program's stream while its kernel may still run: not before the GPU gets there.
+  bool ok = false;
+  const EventId reached = rig.events.take(rig.device, ok);
+  REQUIRE(ok);
+  REQUIRE(rig.device.record_event(reached, rig.program) == kSuccess);
+  rig.frees.add_after(rig.buffers.extract(resident), reached);
+  CHECK(rig.frees.device_bytes() == kSize);
+  rig.frees.collect(false);
+  CHECK_FALSE(rig.frees.empty());
+  CHECK(rig.frees.device_bytes() == kSize);
+  // Out, with no copy back under way: nothing to wait for; its host bytes go.
+  rig.frees.add_unordered(rig.buffers.extract(out));
+  CHECK(rig.frees.device_bytes() == kSize);  // only the resident one's
+  rig.frees.collect(false);
+  CHECK(rig.counters.host_bytes_now == 0);
+  CHECK_FALSE(rig.frees.empty());  // the resident one still waits
+
+  const std::size_t spare = rig.events.spare.size();
+  rig.device.synchronize();
+  rig.frees.collect(false);
+  CHECK(rig.frees.empty());
+  CHECK(rig.frees.device_bytes() == 0);
+  CHECK(rig.events.spare.size() == spare + 1);  // its event is given back
+  rig.frees.settle(true);
+  CHECK(rig.mover->device_bytes() == 0);
+  CHECK(rig.device.violations() == 0);
+}
+
+TEST_CASE("swap schedule applier: each trigger once an iteration, skipping what may not move", "[engine][swap]") {
+  MoveRig rig;
+  const DevicePtr a = rig.add(21, 0);
+  const DevicePtr c = rig.add(22, 1);
+  // A 10-item iteration: buffer 0 out after item 1, back at item 7; buffer 1 out after item 3,
+  // back at item 8.
+  swapper::Schedule planned;
+  planned.strategy = "ours";
+  swapper::Swap first;
+  first.gap = swapper::Gap{0, 0, 1, 8};
+  first.out_after_op = 1;
+  first.in_at_op = 7;
+  swapper::Swap second;
+  second.gap = swapper::Gap{1, 0, 3, 9};
+  second.out_after_op = 3;
+  second.in_at_op = 8;
+  planned.swaps = {first, second};
+  const detail::SwapSchedule schedule(planned, {BufferName{Birth::current, 0}, BufferName{Birth::current, 1}}, 10,
+                                      {kSize, kSize}, 0);
+  detail::InFlightItems in_flight;
+  detail::ScheduleApplier applier(rig.out, rig.in, rig.names, rig.buffers, in_flight, rig.counters, false,
+                                  ~std::uint64_t{0});
+  SwapBuffer& ba = rig.buffers.at(a);
+  SwapBuffer& bc = rig.buffers.at(c);
+
+  applier.outs(schedule, 1);
+  CHECK(rig.counters.swap_outs == 0);  // nothing due
+  applier.outs(schedule, 2);
+  CHECK_FALSE(ba.resident);
+  CHECK(ba.held_out);
+  CHECK(rig.counters.swap_outs_scheduled == 1);
+  // Once an item: brought back by hand, the same item's trigger does not send it out again...
+  rig.frees.settle(true);
+  REQUIRE(rig.in.now(a, ba, rig.program));
+  applier.outs(schedule, 2);
+  CHECK(ba.resident);
+  CHECK(rig.counters.swap_outs_scheduled == 1);
+  // ...until the next iteration.
+  applier.new_iteration();
+  applier.outs(schedule, 2);
+  CHECK_FALSE(ba.resident);
+  CHECK(rig.counters.swap_outs_scheduled == 2);
+
+  // A buffer a work item still being issued touches stays.
+  in_flight.begin(rig.program).bases.push_back(c);
+  applier.outs(schedule, 4);
+  CHECK(bc.resident);
+  CHECK(rig.counters.swap_outs_scheduled == 2);
+  in_flight.queued();
+
+  // The copy in at item 7: no room, not brought back (but the rule may now); then with room, on
+  // the swap-in stream after the program's stream reached the item.
+  rig.frees.settle(true);
+  std::uint64_t asked_lead = 0;
+  applier.apply(schedule, 7, rig.program, [&](const SwapBuffer& b, std::uint64_t lead) {
+    CHECK(&b == &ba);
+    asked_lead = lead;
+    return false;
+  });
+  CHECK(asked_lead == schedule.lead(0));
+  CHECK_FALSE(ba.resident);
+  CHECK_FALSE(ba.held_out);
+  ba.held_out = true;
+  applier.apply(schedule, 7, rig.program, [](const SwapBuffer&, std::uint64_t) { return true; });
+  CHECK(ba.resident);
+  CHECK_FALSE(ba.held_out);
+  CHECK(ba.scheduled_in == 1);  // 1 + its swap
+  CHECK(ba.arrival_pending);
+  CHECK(rig.counters.swap_ins_scheduled == 1);
+  REQUIRE(rig.device.stream_wait_event(rig.program, ba.arrival) == kSuccess);
+  REQUIRE(rig.device.access(rig.program, a, kSize));
+  rig.device.synchronize();
+  CHECK(rig.device.verify(a, kSize, 21));
+  CHECK(rig.device.violations() == 0);
+
+  // Past the host limit: no copy out.
+  detail::ScheduleApplier limited(rig.out, rig.in, rig.names, rig.buffers, in_flight, rig.counters, false, MiB);
+  limited.outs(schedule, 2);
+  CHECK(ba.resident);
+  CHECK(rig.counters.swap_outs_scheduled == 2);
+}
