@@ -81,7 +81,7 @@ Status SimDevice::allocate(std::uint64_t size, MemoryKind, StreamId, DevicePtr* 
   if (size == 0) return kInvalidValue;
   if (size > options_.max_single_allocation || size > (std::uint64_t{1} << 62)) return kOutOfMemory;
   const std::uint64_t counted = options_.driver_granularity ? driver_footprint(size) : size;
-  if (counted > options_.capacity || live_bytes_ > options_.capacity - counted) return kOutOfMemory;
+  if (!make_room(counted, nullptr)) return kOutOfMemory;
   DevicePtr ptr = 0;
   if (!take_addresses(block_span(size), kPageBytes, &ptr)) return kOutOfMemory;  // out of address space
   Block& block = blocks_[ptr];
@@ -100,6 +100,10 @@ Status SimDevice::free(DevicePtr ptr, MemoryKind, StreamId) {
   if (it == blocks_.end()) return kInvalidValue;
   live_bytes_ -= it->second.counted;
   forget_accesses(ptr, ptr + it->second.size);
+  if (it->second.managed) {
+    leaving_chunks_ -= it->second.managed->leaving.size();
+    managed_.erase(std::find(managed_.begin(), managed_.end(), ptr));
+  }
   blocks_.erase(it);
   ++free_calls_;
   return kSuccess;
@@ -175,7 +179,9 @@ std::uint8_t* SimDevice::bytes_at(DevicePtr ptr, std::uint64_t bytes) {
 
 bool SimDevice::access(StreamId stream, DevicePtr ptr, std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return check_access(stream, ptr, bytes);
+  if (!check_access(stream, ptr, bytes)) return false;
+  touch_managed(ptr, bytes, true);
+  return true;
 }
 
 bool SimDevice::check_access(StreamId stream, DevicePtr ptr, std::uint64_t bytes) {
@@ -225,6 +231,7 @@ Status SimDevice::synchronize_event(EventId event) {
   // The host has seen the work done: whatever it queues next, on any stream, comes after.
   join(drained_, it->second);
   for (auto& [stream, clock] : streams_) join(clock, it->second);
+  release_drained();
   return kSuccess;
 }
 
@@ -273,7 +280,7 @@ Status SimDevice::create_physical_on(std::uint64_t bytes, bool on_host, Physical
   std::lock_guard<std::mutex> lock(mutex_);
   if (bytes == 0 || bytes % kGranule != 0) return kInvalidValue;
   if (!on_host) {
-    if (bytes > options_.capacity || live_bytes_ > options_.capacity - bytes) return kOutOfMemory;
+    if (!make_room(bytes, nullptr)) return kOutOfMemory;
     live_bytes_ += bytes;
     peak_bytes_ = std::max(peak_bytes_, live_bytes_);
   }
@@ -341,6 +348,177 @@ Status SimDevice::unmap(DevicePtr ptr, std::uint64_t bytes) {
   return kSuccess;
 }
 
+// --- managed memory ---------------------------------------------------------------------------
+// As tests/fakecuda models it (its README, "Managed memory"): residency per chunk; a first touch
+// populates where it happens (cuMemPrefetchAsync: "If no physical memory has been allocated for
+// this region, then this memory region will be populated and mapped on the destination device");
+// room on the device comes from evicting other managed allocations' chunks to the host ("the
+// Unified Memory driver may evict pages from other cuMemAllocManaged allocations", and cuMemAlloc
+// memory is never evicted); a device fault on data already at its preferred location that the
+// device can map (the host) maps it instead of migrating it (CU_MEM_ADVISE_SET_PREFERRED_LOCATION).
+
+namespace {
+constexpr std::uint64_t kManagedChunk = std::uint64_t{64} << 10;  // fakecuda's residency unit
+// Larger managed requests are out of memory (the driver refuses more than the host and device hold).
+constexpr std::uint64_t kMaxManagedBytes = std::uint64_t{1} << 40;
+std::uint64_t chunk_bytes(std::uint64_t size, std::uint64_t c) {
+  return std::min(kManagedChunk, size - c * kManagedChunk);
+}
+}  // namespace
+
+bool SimDevice::make_room(std::uint64_t wanted, const Block* keep) {
+  const std::uint64_t capacity = options_.capacity;
+  if (wanted > capacity) return false;
+  for (std::size_t i = 0; i < managed_.size() && live_bytes_ > capacity - wanted; ++i) {
+    Block& block = blocks_.at(managed_[i]);
+    if (&block == keep) continue;
+    std::vector<Where>& where = block.managed->where;
+    for (std::uint64_t c = 0; c < where.size() && live_bytes_ > capacity - wanted; ++c) {
+      if (where[c] == Where::device) chunk_to_host(block, c, nullptr);
+    }
+  }
+  return live_bytes_ <= capacity - wanted;
+}
+
+bool SimDevice::chunk_to_device(Block& block, std::uint64_t c) {
+  Managed& m = *block.managed;
+  const Where was = m.where[c];
+  if (was == Where::device) return true;
+  const std::uint64_t bytes = chunk_bytes(block.size, c);
+  if (const auto leaving = m.leaving.find(c); leaving != m.leaving.end()) {
+    // Back before its device bytes were given up: still counted, not counted again.
+    m.leaving.erase(leaving);
+    --leaving_chunks_;
+  } else {
+    if (!make_room(bytes, &block)) return false;
+    block.counted += bytes;
+    live_bytes_ += bytes;
+    peak_bytes_ = std::max(peak_bytes_, live_bytes_);
+  }
+  if (was == Where::host) migrated_to_device_ += bytes;
+  m.where[c] = Where::device;
+  return true;
+}
+
+void SimDevice::chunk_to_host(Block& block, std::uint64_t c, const Leaving* leaving) {
+  Managed& m = *block.managed;
+  const Where was = m.where[c];
+  m.where[c] = Where::host;
+  if (was != Where::device) return;  // populated on the host, or there already
+  const std::uint64_t bytes = chunk_bytes(block.size, c);
+  migrated_to_host_ += bytes;
+  if (leaving != nullptr) {
+    m.leaving.emplace(c, *leaving);
+    ++leaving_chunks_;
+    return;
+  }
+  block.counted -= bytes;
+  live_bytes_ -= bytes;
+}
+
+void SimDevice::release_drained() {
+  if (leaving_chunks_ == 0) return;
+  for (const DevicePtr base : managed_) {
+    Block& block = blocks_.at(base);
+    auto& leaving = block.managed->leaving;
+    for (auto it = leaving.begin(); it != leaving.end();) {
+      const auto done = drained_.find(it->second.stream);
+      if (done == drained_.end() || done->second < it->second.tick) {
+        ++it;
+        continue;
+      }
+      const std::uint64_t bytes = chunk_bytes(block.size, it->first);
+      block.counted -= bytes;
+      live_bytes_ -= bytes;
+      --leaving_chunks_;
+      it = leaving.erase(it);
+    }
+  }
+}
+
+SimDevice::Block* SimDevice::managed_block(DevicePtr ptr, std::uint64_t bytes, DevicePtr* base) {
+  if (managed_.empty()) return nullptr;
+  auto it = blocks_.upper_bound(ptr);
+  if (it == blocks_.begin()) return nullptr;
+  --it;
+  Block& block = it->second;
+  const std::uint64_t offset = ptr - it->first;
+  if (!block.managed || offset >= block.size || bytes > block.size - offset) return nullptr;
+  *base = it->first;
+  return &block;
+}
+
+void SimDevice::touch_managed(DevicePtr ptr, std::uint64_t bytes, bool migrate) {
+  DevicePtr base = 0;
+  Block* block = managed_block(ptr, bytes, &base);
+  if (block == nullptr || bytes == 0) return;
+  Managed& m = *block->managed;
+  const std::uint64_t first = (ptr - base) / kManagedChunk;
+  const std::uint64_t last = (ptr - base + bytes - 1) / kManagedChunk;
+  for (std::uint64_t c = first; c <= last; ++c) {
+    const Where was = m.where[c];
+    if (was == Where::device) continue;
+    // A copy populates what was never touched and leaves populated chunks where they are
+    // (fakecuda's rule); a kernel maps host-preferred chunks that are on the host.
+    const bool stays = was == Where::host && (!migrate || m.preferred[c] == Preferred::host);
+    if (stays || !chunk_to_device(*block, c)) {
+      m.where[c] = Where::host;  // no room on the device (full of cuMemAlloc memory): mapped there
+      const DevicePtr chunk_begin = base + c * kManagedChunk;
+      const DevicePtr from = std::max(ptr, chunk_begin);
+      const DevicePtr to = std::min(ptr + bytes, chunk_begin + chunk_bytes(block->size, c));
+      accessed_on_host_ += to - from;
+    }
+  }
+}
+
+Status SimDevice::allocate_managed(std::uint64_t bytes, DevicePtr* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (bytes == 0) return kInvalidValue;
+  if (bytes > kMaxManagedBytes) return kOutOfMemory;
+  DevicePtr ptr = 0;
+  if (!take_addresses(block_span(bytes), kPageBytes, &ptr)) return kOutOfMemory;
+  Block& block = blocks_[ptr];
+  block.size = bytes;
+  block.managed = std::make_unique<Managed>();
+  const std::uint64_t chunks = (bytes + kManagedChunk - 1) / kManagedChunk;
+  block.managed->where.assign(chunks, Where::unpopulated);  // nothing on the device until touched
+  block.managed->preferred.assign(chunks, Preferred::none);
+  managed_.push_back(ptr);
+  *out = ptr;
+  return kSuccess;
+}
+
+Status SimDevice::advise(DevicePtr ptr, std::uint64_t bytes, Residence preferred) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DevicePtr base = 0;
+  Block* block = bytes == 0 ? nullptr : managed_block(ptr, bytes, &base);
+  if (block == nullptr) return kInvalidValue;
+  // Advice only: nothing moves now (cuMemAdvise).
+  const Preferred to = preferred == Residence::host ? Preferred::host : Preferred::device;
+  for (std::uint64_t c = (ptr - base) / kManagedChunk; c <= (ptr - base + bytes - 1) / kManagedChunk; ++c) {
+    block->managed->preferred[c] = to;
+  }
+  return kSuccess;
+}
+
+Status SimDevice::prefetch(DevicePtr ptr, std::uint64_t bytes, Residence to, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DevicePtr base = 0;
+  Block* block = bytes == 0 ? nullptr : managed_block(ptr, bytes, &base);
+  if (block == nullptr) return kInvalidValue;
+  // In its stream's order, like a copy: it reads and writes the range there.
+  (void)check_access(stream, ptr, bytes);
+  const Leaving leaving{stream, clock_of(stream)[stream]};
+  for (std::uint64_t c = (ptr - base) / kManagedChunk; c <= (ptr - base + bytes - 1) / kManagedChunk; ++c) {
+    if (to == Residence::host) {
+      chunk_to_host(*block, c, &leaving);
+    } else {
+      (void)chunk_to_device(*block, c);  // no room: the rest stays where it is (the call still succeeds)
+    }
+  }
+  return kSuccess;
+}
+
 Status SimDevice::copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::uint8_t* to = bytes_at(dst, bytes);
@@ -349,6 +527,8 @@ Status SimDevice::copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes,
   std::copy_n(from, bytes, to);
   (void)check_access(stream, src, bytes);
   (void)check_access(stream, dst, bytes);
+  touch_managed(src, bytes, false);
+  touch_managed(dst, bytes, false);
   return kSuccess;
 }
 
@@ -358,6 +538,7 @@ Status SimDevice::copy_to_host(void* dst, DevicePtr src, std::uint64_t bytes, St
   if (from == nullptr || dst == nullptr) return kInvalidValue;
   std::copy_n(from, bytes, static_cast<std::uint8_t*>(dst));
   (void)check_access(stream, src, bytes);
+  touch_managed(src, bytes, false);
   return kSuccess;
 }
 
@@ -367,6 +548,7 @@ void SimDevice::synchronize() {
   for (const auto& [stream, clock] : streams_) join(all, clock);
   drained_ = all;
   for (auto& [stream, clock] : streams_) join(clock, all);
+  release_drained();
 }
 
 void SimDevice::set_capacity(std::uint64_t capacity) {
@@ -397,6 +579,18 @@ std::uint64_t SimDevice::allocate_calls() const {
 std::uint64_t SimDevice::free_calls() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return free_calls_;
+}
+std::uint64_t SimDevice::bytes_migrated_to_device() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return migrated_to_device_;
+}
+std::uint64_t SimDevice::bytes_migrated_to_host() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return migrated_to_host_;
+}
+std::uint64_t SimDevice::bytes_accessed_on_host() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return accessed_on_host_;
 }
 std::uint64_t SimDevice::waits() const {
   std::lock_guard<std::mutex> lock(mutex_);

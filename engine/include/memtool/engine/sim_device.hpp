@@ -8,10 +8,21 @@
 // A buffer's bytes are made at its first fill, verify or access, so `memtool simulate` can
 // replay a trace of gigabytes on it; with `driver_granularity` each allocation counts (towards
 // the capacity and the peak) what the driver would map for it rather than the bytes asked for.
+// Managed memory follows the driver's documentation as tests/fakecuda models it: residency per
+// 64 KiB chunk, populated nowhere until first touched and then where the touch happens; a kernel
+// (access) pulls chunks onto the device unless the host is their preferred location (cuMemAdvise)
+// and they are there, in which case the device maps them across the link; a copy populates the
+// chunks never touched and moves none; a prefetch moves chunks on its stream, ordered like a
+// copy, and the device bytes it moves to the host stay counted until the host has seen its
+// stream get there; room on the device is made by evicting other managed allocations' chunks to
+// the host (cuMemAlloc memory is never evicted; managed chunks that find no room are reached on
+// the host). Device-resident chunks count towards the capacity and the peak. The bytes live in
+// one place whatever the residency: fill and verify (the host's view) move nothing.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -58,6 +69,11 @@ class SimDevice final : public Device {
   // Into host memory, on `stream` (checked like a kernel's read).
   Status copy_to_host(void* dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override;
 
+  // Managed memory (see above). free() frees it too, at once, as cuMemFree does.
+  Status allocate_managed(std::uint64_t bytes, DevicePtr* out) override;
+  Status advise(DevicePtr ptr, std::uint64_t bytes, Residence preferred) override;
+  Status prefetch(DevicePtr ptr, std::uint64_t bytes, Residence to, StreamId stream) override;
+
   // A kernel on `stream` reading and writing [ptr, ptr + bytes). False if the range is not
   // inside one allocation.
   bool access(StreamId stream, DevicePtr ptr, std::uint64_t bytes);
@@ -76,13 +92,30 @@ class SimDevice final : public Device {
   std::uint64_t waits() const;
   std::uint64_t allocate_calls() const;  // successful allocate() calls
   std::uint64_t free_calls() const;      // successful free() calls
+  // Managed bytes that changed side (first touches, which populate, are not migrations).
+  std::uint64_t bytes_migrated_to_device() const;
+  std::uint64_t bytes_migrated_to_host() const;
+  // Bytes device accesses reached on the host without migrating them (host-preferred chunks).
+  std::uint64_t bytes_accessed_on_host() const;
 
  private:
   using Clock = std::map<StreamId, std::uint64_t>;
+  enum class Where : std::uint8_t { unpopulated, host, device };
+  enum class Preferred : std::uint8_t { none, host, device };
+  struct Leaving {  // a chunk prefetched to the host whose device bytes go when this is drained
+    StreamId stream;
+    std::uint64_t tick;
+  };
+  struct Managed {
+    std::vector<Where> where;  // per kManagedChunk
+    std::vector<Preferred> preferred;
+    std::map<std::uint64_t, Leaving> leaving;  // by chunk index; those chunks are on the host
+  };
   struct Block {
     std::uint64_t size = 0;
-    std::uint64_t counted = 0;       // towards live bytes and the capacity
-    std::vector<std::uint8_t> data;  // `size` bytes once touched, empty before
+    std::uint64_t counted = 0;         // towards live bytes and the capacity
+    std::vector<std::uint8_t> data;    // `size` bytes once touched, empty before
+    std::unique_ptr<Managed> managed;  // managed memory: its residency
   };
   struct Shadow {
     std::uint64_t end;
@@ -110,6 +143,17 @@ class SimDevice final : public Device {
   // address space has no such gap.
   bool take_addresses(std::uint64_t span, std::uint64_t align, DevicePtr* out);
   bool addresses_taken(DevicePtr begin, DevicePtr end) const;  // mutex held
+  // Managed memory (mutex held). The managed block holding [ptr, ptr + bytes), or null.
+  Block* managed_block(DevicePtr ptr, std::uint64_t bytes, DevicePtr* base);
+  // Chunk `c` of `block` onto the device (a touch or a prefetch): false if no room could be made.
+  bool chunk_to_device(Block& block, std::uint64_t c);
+  void chunk_to_host(Block& block, std::uint64_t c, const Leaving* leaving);
+  // Device-resident managed chunks of blocks other than `keep` sent to the host until `wanted`
+  // bytes are free; whether they are.
+  bool make_room(std::uint64_t wanted, const Block* keep);
+  // The touches a device access or a copy makes to managed memory in [ptr, ptr + bytes).
+  void touch_managed(DevicePtr ptr, std::uint64_t bytes, bool map_host_preferred);
+  void release_drained();  // leaving chunks whose prefetch the host has seen done
 
   Options options_;
   mutable std::mutex mutex_;
@@ -127,6 +171,11 @@ class SimDevice final : public Device {
   std::uint64_t waits_ = 0;
   std::uint64_t allocate_calls_ = 0;
   std::uint64_t free_calls_ = 0;
+  std::uint64_t migrated_to_device_ = 0;
+  std::uint64_t migrated_to_host_ = 0;
+  std::uint64_t accessed_on_host_ = 0;
+  std::uint64_t leaving_chunks_ = 0;  // over all managed blocks
+  std::vector<DevicePtr> managed_;    // the managed blocks, in allocation order (eviction order)
   std::map<DevicePtr, std::uint64_t> reservations_;
   std::map<DevicePtr, Mapping> mappings_;
   std::map<PhysicalHandle, Physical> physical_;
