@@ -208,6 +208,9 @@ class SwapAdaptor final : public Adaptor {
     queued_by_this_thread();
     const auto it = buffers_.find(ptr);
     if (it == buffers_.end()) {
+      // Freed already, its free still under way: passed down, the driver would free (uvm:
+      // managed memory) what the deferred free later frees again, maybe someone else's by then.
+      if (frees_.holds(ptr)) return kInvalidValue;
       lock.unlock();
       return Adaptor::deallocate(ptr, kind, stream);
     }

@@ -78,6 +78,9 @@ class DeferredFrees {
   // Device bytes of buffers freed while resident and not yet carried out.
   [[nodiscard]] std::uint64_t device_bytes() const { return device_bytes_; }
   [[nodiscard]] bool empty() const { return dying_.empty(); }
+  // A buffer the program has freed whose free is not carried out yet (a second free of it is the
+  // program's error, not a pointer for the layer below).
+  [[nodiscard]] bool holds(DevicePtr ptr) const { return dying_.contains(ptr); }
 
  private:
   void add(Buffers::node_type buffer) {

@@ -167,12 +167,9 @@ struct SwapExplicitFactory {
 // device's managed memory: chunks resident on the device count, those on the host do not).
 // oversubscribes: managed memory takes more than the device holds (the driver evicts to the
 // host), so a request past the device is served rather than out of memory.
-// double_free_passes: a second free of one of its buffers whose first free is still under way
-// is passed to the driver, which frees the managed memory under the swapper (a known bug of
-// swap_adaptor.cpp's deallocate, kept visible by the [!shouldfail] case below).
 struct SwapUvmFactory {
   static constexpr bool kCounts = true, kSubAllocates = true, kReleasesIdle = true, kSwapsOut = true,
-                        kOversubscribes = true, kDoubleFreePasses = true;
+                        kOversubscribes = true;
   static std::unique_ptr<Resource> make(SimDevice& d) {
     return make_swap(d, detail::make_small_cache(d, MiB), swap_options(SwapMechanism::uvm));
   }
@@ -343,20 +340,6 @@ TEST_CASE("conformance: the uvm swapper's row really swaps, and the bytes come b
   for (const Buffer& b : buffers) CHECK(rig.release(b) == kSuccess);
 }
 
-// swap_adaptor.cpp's deallocate passes a pointer it does not know to the layer below, and one of
-// its buffers whose free is still under way (in dying_) is such a pointer: the driver then frees
-// the managed memory itself (cuMemFree accepts it), under the swapper, which frees it again
-// later, possibly as someone else's memory by then. The fix: answer kInvalidValue for a pointer
-// in dying_. Remove [!shouldfail] and SwapUvmFactory::kDoubleFreePasses with it.
-TEST_CASE("conformance: the uvm swapper refuses a double free", "[engine][conformance][!shouldfail]") {
-  Rig<SwapUvmFactory> rig;
-  std::vector<Buffer> buffers = alloc_sizes(rig);
-  for (Buffer& b : buffers) rig.write(b, 0);
-  const Buffer freed = buffers[8];
-  REQUIRE(rig.release(freed) == kSuccess);
-  CHECK(rig.resource->deallocate(freed.ptr, MemoryKind::device, 0) != kSuccess);
-}
-
 TEMPLATE_TEST_CASE("conformance: memory_use agrees with what is live and what the device holds",
                    "[engine][conformance]", MEMTOOL_RESOURCE_FACTORIES) {
   Rig<TestType> rig;
@@ -446,9 +429,7 @@ TEMPLATE_TEST_CASE("conformance: freeing what it did not hand out is an error an
   CHECK(rig.resource->deallocate(buffers[9].ptr + 4096, MemoryKind::device, 0) != kSuccess);  // interior
   const Buffer freed = buffers[8];
   REQUIRE(rig.release(freed) == kSuccess);
-  if constexpr (!requires { TestType::kDoubleFreePasses; }) {
-    CHECK(rig.resource->deallocate(freed.ptr, MemoryKind::device, 0) != kSuccess);  // double
-  }
+  CHECK(rig.resource->deallocate(freed.ptr, MemoryKind::device, 0) != kSuccess);  // double
   buffers.erase(buffers.begin() + 8);
   for (const Buffer& b : buffers) CHECK(rig.intact(b));
   auto again = rig.alloc(3 * MiB);
