@@ -3,9 +3,13 @@
 // stream-ordered ones the pools they come from, whole (RESERVED_MEM_CURRENT: their live
 // allocations, frees not reached yet, and what a pool keeps after the frees it reached, which the
 // default pool gives back only at a synchronisation or on cuMemPoolTrimTo). trim_pools and
-// reclaim make those pools give back what they keep unused.
+// reclaim make those pools give back what they keep unused. A pool's figure is asked of the
+// driver after each allocation from it and each trim, not at each count (a budget counts at every
+// work item): between those it can only have dropped (a synchronisation released memory), so the
+// count errs high until the next trim, which a budget tries before anything leaves.
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -28,11 +32,13 @@ class DeviceResource final : public Resource {
     if (status == kSuccess && count_bytes_) {
       const bool pooled = request.memory_pool != 0 || request.kind == MemoryKind::async;
       const std::uint64_t pool = request.memory_pool != 0 ? request.memory_pool : pooled ? device_.pool_of(*out) : 0;
+      Device::PoolFigures figures;
+      const bool described = pool != 0 && device_.pool_figures(pool, &figures) == kSuccess;
       std::lock_guard lock(mutex_);
       sizes_[*out] = Held{request.size, pooled};
       held_ += request.size;
       if (pooled) pooled_ += request.size;
-      if (pool != 0 && std::find(pools_.begin(), pools_.end(), pool) == pools_.end()) pools_.push_back(pool);
+      if (described) pools_[pool] = figures.reserved;
     }
     return status;
   }
@@ -50,24 +56,13 @@ class DeviceResource final : public Resource {
   }
 
   // Sub-allocates nothing, and keeps nothing idle itself: what the driver's pools keep is theirs,
-  // counted here (a pool the driver cannot describe counts its live buffers only).
+  // counted here, as last asked (a pool the driver cannot describe counts its live buffers only).
   MemoryUse memory_use() const override {
-    std::uint64_t held = 0;
-    std::uint64_t pooled = 0;
-    std::vector<std::uint64_t> pools;
-    {
-      std::lock_guard lock(mutex_);
-      held = held_;
-      pooled = pooled_;
-      pools = pools_;
-    }
+    std::lock_guard lock(mutex_);
     std::uint64_t in_pools = 0;
-    for (const std::uint64_t pool : pools) {
-      Device::PoolFigures figures;
-      if (device_.pool_figures(pool, &figures) == kSuccess) in_pools += figures.reserved;
-    }
-    const std::uint64_t reserved = held - pooled + std::max(pooled, in_pools);
-    return MemoryUse{reserved + graph_bytes_.load(std::memory_order_relaxed), held, 0, 0};
+    for (const auto& [pool, reserved] : pools_) in_pools += reserved;
+    const std::uint64_t reserved = held_ - pooled_ + std::max(pooled_, in_pools);
+    return MemoryUse{reserved + graph_bytes_.load(std::memory_order_relaxed), held_, 0, 0};
   }
   void set_graph_memory(std::uint64_t bytes) override { graph_bytes_.store(bytes, std::memory_order_relaxed); }
 
@@ -77,25 +72,26 @@ class DeviceResource final : public Resource {
     std::vector<std::uint64_t> pools;
     {
       std::lock_guard lock(mutex_);
-      pools = pools_;
+      for (const auto& entry : pools_) pools.push_back(entry.first);
     }
     std::uint64_t freed = 0;
-    std::vector<std::uint64_t> gone;
     for (const std::uint64_t pool : pools) {
-      Device::PoolFigures before;
-      const Status status = device_.pool_figures(pool, &before);
-      if (status == kInvalidValue) gone.push_back(pool);
-      if (status != kSuccess || before.reserved == before.used) continue;
-      const std::uint64_t keep = how == PoolTrim::all ? 0 : before.release_threshold;
-      if (before.reserved <= keep || device_.trim_pool(pool, keep) != kSuccess) continue;
-      Device::PoolFigures after;
-      if (device_.pool_figures(pool, &after) == kSuccess && after.reserved < before.reserved) {
-        freed += before.reserved - after.reserved;
+      Device::PoolFigures figures;
+      const Status status = device_.pool_figures(pool, &figures);
+      if (status == kSuccess && figures.reserved > figures.used) {
+        const std::uint64_t before = figures.reserved;
+        const std::uint64_t keep = how == PoolTrim::all ? 0 : figures.release_threshold;
+        if (before > keep && device_.trim_pool(pool, keep) == kSuccess &&
+            device_.pool_figures(pool, &figures) == kSuccess && figures.reserved < before) {
+          freed += before - figures.reserved;
+        }
       }
-    }
-    if (!gone.empty()) {
       std::lock_guard lock(mutex_);
-      std::erase_if(pools_, [&](std::uint64_t p) { return std::find(gone.begin(), gone.end(), p) != gone.end(); });
+      if (status == kSuccess) {
+        pools_[pool] = figures.reserved;
+      } else {
+        pools_.erase(pool);  // destroyed, or no longer described: its live buffers count
+      }
     }
     return freed;
   }
@@ -114,8 +110,9 @@ class DeviceResource final : public Resource {
   mutable std::mutex mutex_;
   std::unordered_map<DevicePtr, Held> sizes_;
   std::uint64_t held_ = 0;
-  std::uint64_t pooled_ = 0;                   // of held_, in stream-ordered pools
-  std::vector<std::uint64_t> pools_;           // the pools this resource allocated from (CUmemoryPool handles)
+  std::uint64_t pooled_ = 0;  // of held_, in stream-ordered pools
+  // The pools this resource allocated from (CUmemoryPool handles), with what each held when last asked.
+  std::map<std::uint64_t, std::uint64_t> pools_;
   std::atomic<std::uint64_t> graph_bytes_{0};  // held by the driver for the program's graphs
 };
 

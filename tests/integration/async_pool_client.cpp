@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
     std::vector<CUdeviceptr> acts(kLayers);
     const std::size_t act_bytes = kBufferBytes + (grow ? static_cast<std::size_t>(step) * kGrowBytes : 0);
     const std::size_t act_words = act_bytes / sizeof(std::uint32_t);
-    for (int l = 0; l < kLayers; ++l) host[static_cast<std::size_t>(kWeights + l)].resize(act_words);
+    for (int l = 0; l < kLayers; ++l)
+      host[static_cast<std::size_t>(kWeights) + static_cast<std::size_t>(l)].resize(act_words);
     for (int l = 0; l < kLayers; ++l) {
       CUdeviceptr& act = acts[static_cast<std::size_t>(l)];
       check(cuMemAllocAsync(&act, act_bytes, compute), "cuMemAllocAsync activation");
@@ -137,8 +138,8 @@ int main(int argc, char** argv) {
             "cuMemcpyDtoHAsync");
     }
     for (int l = 0; l < kLayers; ++l) {
-      check(cuMemcpyDtoHAsync(host[static_cast<std::size_t>(kWeights + l)].data(), acts[static_cast<std::size_t>(l)],
-                              act_bytes, compute),
+      check(cuMemcpyDtoHAsync(host[static_cast<std::size_t>(kWeights) + static_cast<std::size_t>(l)].data(),
+                              acts[static_cast<std::size_t>(l)], act_bytes, compute),
             "cuMemcpyDtoHAsync");
       check(cuMemFreeAsync(acts[static_cast<std::size_t>(l)], compute), "cuMemFreeAsync activation");
     }

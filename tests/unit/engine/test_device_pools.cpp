@@ -123,10 +123,18 @@ TEST_CASE("device resource: what a stream-ordered pool keeps after frees counts 
     CHECK(resource->trim_pools(Resource::PoolTrim::all) == 0);
     CHECK(resource->memory_use().reserved == 14 * MiB);
   }
-  SECTION("a pool the device cannot describe counts its live buffers") {
+  SECTION("a pool the device can no longer describe counts its live buffers once asked again") {
     device.describes = false;
-    CHECK(resource->memory_use().reserved == 6 * MiB);
+    CHECK(resource->memory_use().reserved == 14 * MiB);  // as last asked
     CHECK(resource->trim_pools(Resource::PoolTrim::all) == 0);
+    CHECK(resource->memory_use().reserved == 6 * MiB);
+  }
+  SECTION("a pool that released memory at a synchronisation counts less once asked again") {
+    device.idle = 0;
+    device.reserved = device.used;
+    CHECK(resource->memory_use().reserved == 14 * MiB);  // as last asked: high, never low
+    CHECK(resource->trim_pools(Resource::PoolTrim::beyond_threshold) == 0);
+    CHECK(resource->memory_use().reserved == 6 * MiB);
   }
   REQUIRE(resource->deallocate(b, MemoryKind::async, 1) == kSuccess);
 }
