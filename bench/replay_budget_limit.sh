@@ -6,8 +6,15 @@
 # fakecuda's device peak (everything on the device, memtool's own memory included) against the
 # budget, memtool's own count against it, and what moved. A model whose unswapped allocations
 # alone pass the budget says so in memtool's log ("cannot be met"), shown beside it.
-# Usage: bench/replay_budget_limit.sh [BUILD_DIR] [STEPS] [PERCENT] [MODELS...]
+# With --async the replays allocate stream-ordered (cuMemAllocAsync / cuMemFreeAsync on their
+# stream), so the driver's pool and what it keeps after the frees are on the device too.
+# Usage: bench/replay_budget_limit.sh [--async] [BUILD_DIR] [STEPS] [PERCENT] [MODELS...]
 set -uo pipefail
+alloc=()
+if [ "${1:-}" = --async ]; then
+  alloc=(--async)
+  shift
+fi
 build=$(cd "${1:-build}" && pwd)
 steps=${2:-8}
 percent=${3:-65}
@@ -21,11 +28,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2" 2>/dev/null || echo 0; }
 
-echo "== replays at $percent% of the plain peak, $steps steps, device twice the plain peak"
+echo "== replays at $percent% of the plain peak, $steps steps, device twice the plain peak${alloc:+, stream-ordered allocation}"
 printf '%-13s %-9s %-9s %-4s %14s %14s %12s %12s %9s %s\n' model mode identical exit "budget B" "fakecuda peak" \
   "peak/budget" "count/budget" "out GB" note
 for model in "${models[@]}"; do
-  cmd=("$replay" --log "$repo/tests/fixtures/traces/$model.log" --steps "$steps")
+  cmd=("$replay" --log "$repo/tests/fixtures/traces/$model.log" --steps "$steps" "${alloc[@]}")
   FAKECUDA_STATS="$work/plain.json" "${cmd[@]}" > "$work/plain.out" 2> /dev/null || { echo "$model: the plain run failed"; continue; }
   peak=$(field "$work/plain.json" peak_bytes_in_use)
   budget=$(( peak * percent / 100 ))

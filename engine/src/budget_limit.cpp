@@ -17,6 +17,12 @@ class BudgetLimit final : public Adaptor {
   std::string_view name() const override { return "budget"; }
 
   Status allocate(const AllocationRequest& request, DevicePtr* out) override {
+    // Room first from what the driver's stream-ordered pools keep beyond their thresholds (they
+    // would give it back at the next synchronisation); what the program asked them to keep goes
+    // only when the request would be refused otherwise (reclaim, below).
+    if (upstream().memory_use().reserved + upstream().growth_of(request) > budget_) {
+      (void)upstream().trim_pools(PoolTrim::beyond_threshold);
+    }
     for (int attempt = 0; attempt < 2; ++attempt) {
       DevicePtr ptr = 0;
       const Status status = Adaptor::allocate(request, &ptr);

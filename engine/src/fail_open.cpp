@@ -94,6 +94,11 @@ class FailOpen final : public Resource {
     guarded("reclaiming memory", [&] { freed = primary_->reclaim(); });
     return freed;
   }
+  std::uint64_t trim_pools(PoolTrim how) override {
+    std::uint64_t freed = 0;
+    guarded("trimming pools", [&] { freed = primary_->trim_pools(how); });
+    return freed;
+  }
   void set_graph_memory(std::uint64_t bytes) override {
     guarded("counting graph memory", [&] { primary_->set_graph_memory(bytes); });
     fallback_->set_graph_memory(bytes);

@@ -133,6 +133,9 @@ class SmallCache final : public Resource {
     return cache_->reclaim() + direct_->reclaim() + reach_frees(true);
   }
 
+  // Only the driver's allocations use its stream-ordered pools; the cache's segments are cuMemAlloc's.
+  std::uint64_t trim_pools(PoolTrim how) override { return direct_->trim_pools(how); }
+
   void shutdown(bool release_memory) override {
     release_deferred();
     cache_->shutdown(release_memory);

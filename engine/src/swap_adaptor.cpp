@@ -614,7 +614,13 @@ class SwapAdaptor final : public Adaptor {
   // current one's) go.
   void make_room(std::uint64_t incoming, std::uint64_t needed_in, Room room) {
     if (options_.budget_bytes == 0) return;
-    const std::uint64_t budget = device_budget();
+    std::uint64_t budget = device_budget();
+    // What the driver's stream-ordered pools keep after reached frees goes before any buffer does
+    // (and their figures are asked again: a synchronisation may have released some).
+    if (committed() + incoming > budget) {
+      (void)Adaptor::trim_pools(PoolTrim::beyond_threshold);
+      budget = device_budget();
+    }
     if (committed() + incoming <= budget) {
       // Enough once the copies out under way are done: wait for them if the bytes are needed now.
       if (room == Room::wait && mover_->device_bytes() + incoming > budget) settle(true);
@@ -655,6 +661,11 @@ class SwapAdaptor final : public Adaptor {
           }
           return Offer::sent;
         });
+    // Needed now and nothing else can leave: the pools keep nothing, whatever the program asked.
+    if (needed_in == 0 && committed() + incoming > budget) {
+      (void)Adaptor::trim_pools(PoolTrim::all);
+      budget = device_budget();
+    }
     if (pass.host_full && !said_host_limit_) {
       said_host_limit_ = true;
       log(LogLevel::warn, fmt::format("memtool swap: the host limit of {} B is reached (MEMTOOL_HOST_LIMIT); "

@@ -140,6 +140,44 @@ Status DriverDevice::free(engine::DevicePtr ptr, engine::MemoryKind kind, engine
   return status(f_.mem_free(static_cast<CUdeviceptr>(ptr)));
 }
 
+// --- stream-ordered pools ------------------------------------------------------------------------
+
+std::uint64_t DriverDevice::pool_of(engine::DevicePtr ptr) {
+  const InternalCall internal(captures_);
+  if (f_.pointer_get_attribute == nullptr) return 0;
+  CUmemoryPool pool = nullptr;
+  if (f_.pointer_get_attribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, static_cast<CUdeviceptr>(ptr)) !=
+      CUDA_SUCCESS) {
+    return 0;
+  }
+  return reinterpret_cast<std::uintptr_t>(pool);
+}
+
+Status DriverDevice::pool_figures(std::uint64_t pool, PoolFigures* out) {
+  const InternalCall internal(captures_);
+  if (f_.mem_pool_get_attribute == nullptr) return kNotSupported;
+  const auto handle = reinterpret_cast<CUmemoryPool>(static_cast<std::uintptr_t>(pool));
+  cuuint64_t reserved = 0;
+  cuuint64_t used = 0;
+  cuuint64_t threshold = 0;
+  CUresult result = f_.mem_pool_get_attribute(handle, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
+  if (result == CUDA_SUCCESS) result = f_.mem_pool_get_attribute(handle, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+  if (result == CUDA_SUCCESS) {
+    result = f_.mem_pool_get_attribute(handle, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+  }
+  if (result != CUDA_SUCCESS) return status(result);
+  *out = PoolFigures{reserved, used, threshold};
+  return engine::kSuccess;
+}
+
+// Not while a stream captures: the driver documents no capture rules for trimming, so memtool
+// does not find out (the pool's memory then stays counted, and room is made by swapping).
+Status DriverDevice::trim_pool(std::uint64_t pool, std::uint64_t keep) {
+  if (f_.mem_pool_trim_to == nullptr || (captures_ != nullptr && captures_->any())) return kNotSupported;
+  const InternalCall internal(captures_);
+  return status(f_.mem_pool_trim_to(reinterpret_cast<CUmemoryPool>(static_cast<std::uintptr_t>(pool)), keep));
+}
+
 Status DriverDevice::memory_info(std::uint64_t* free_bytes, std::uint64_t* total_bytes) {
   const InternalCall internal(captures_);
   if (f_.mem_get_info == nullptr) return kNotSupported;

@@ -4,7 +4,10 @@
 // cuMemPoolTrimTo, a device running short), maxSize.
 #include "devices_fixture.hpp"
 
+#include <chrono>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 using namespace fakecuda_test;
 
@@ -336,4 +339,71 @@ TEST_CASE("a device running short takes back what its pools keep idle", "[fakecu
   CU_REQUIRE_OK(cuMemAlloc(&q, 100 * kMiB));
   CHECK(reserved(pool.get()) == 0);
   CU_REQUIRE_OK(cuMemFree(q));
+}
+
+// The driver's documentation of CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: a pool holding more than its
+// threshold tries to release memory "on the next call to stream, event or context synchronize";
+// cuMemPoolTrimTo: allocations "asynchronously freed but whose completion has not been observed
+// on the host ... can count as outstanding" (here: a free not reached yet is outstanding).
+TEST_CASE("a pool gives back beyond its threshold at each kind of synchronisation, and only then",
+          "[fakecuda][pools]") {
+  two_devices_ready(1);
+  OwnPool pool(1);
+  OwnStream s;
+  set_threshold(pool.get(), 4 * kMiB);
+  // Frees `blocks` allocations of `bytes`, and waits until the stream reached the frees without
+  // synchronising (a query is no synchronisation point).
+  const auto freed_and_reached = [&](int blocks, size_t bytes) {
+    std::vector<CUdeviceptr> ptrs(static_cast<size_t>(blocks));
+    for (CUdeviceptr& p : ptrs) CU_REQUIRE_OK(cuMemAllocFromPoolAsync(&p, bytes, pool.get(), s.get()));
+    for (CUdeviceptr p : ptrs) CU_REQUIRE_OK(cuMemFreeAsync(p, s.get()));
+    CUevent done = nullptr;
+    CU_REQUIRE_OK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+    CU_REQUIRE_OK(cuEventRecord(done, s.get()));
+    while (cuEventQuery(done) == CUDA_ERROR_NOT_READY) {}
+    return done;
+  };
+  CUevent a = freed_and_reached(2, 8 * kMiB);
+  CHECK(reserved(pool.get()) == 16 * kMiB);  // reached, kept until a synchronisation
+  CHECK(used(pool.get()) == 0);
+
+  SECTION("cuEventSynchronize") { CU_REQUIRE_OK(cuEventSynchronize(a)); }
+  SECTION("cuCtxSynchronize") { CU_REQUIRE_OK(cuCtxSynchronize()); }
+  SECTION("cuStreamSynchronize") { CU_REQUIRE_OK(cuStreamSynchronize(s.get())); }
+  // Down to the threshold, keeping at least it (cuMemPoolTrimTo's rule): one block of two goes.
+  CHECK(reserved(pool.get()) == 8 * kMiB);
+  CU_REQUIRE_OK(cuEventDestroy(a));
+  CU_REQUIRE_OK(cuMemPoolTrimTo(pool.get(), 0));
+  CHECK(reserved(pool.get()) == 0);
+
+  // At or under the threshold, a synchronisation keeps what the pool holds.
+  set_threshold(pool.get(), 16 * kMiB);
+  CUevent b = freed_and_reached(1, 8 * kMiB);
+  CU_REQUIRE_OK(cuEventSynchronize(b));
+  CHECK(reserved(pool.get()) == 8 * kMiB);
+  CU_REQUIRE_OK(cuEventDestroy(b));
+  CU_REQUIRE_OK(cuMemPoolTrimTo(pool.get(), 0));
+  CHECK(reserved(pool.get()) == 0);
+}
+
+TEST_CASE("cuMemPoolTrimTo leaves a free the stream has not reached", "[fakecuda][pools]") {
+  two_devices_ready(1);
+  OwnPool pool(1);
+  OwnStream s;
+  CUdeviceptr p = 0;
+  CU_REQUIRE_OK(cuMemAllocFromPoolAsync(&p, 2 * kMiB, pool.get(), s.get()));
+  // The stream waits for an event nobody has recorded yet... then a free behind it.
+  CUevent gate = nullptr;
+  CU_REQUIRE_OK(cuEventCreate(&gate, CU_EVENT_DISABLE_TIMING));
+  OwnStream other;
+  CU_REQUIRE_OK(cuLaunchHostFunc(
+      other.get(), [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr));
+  CU_REQUIRE_OK(cuEventRecord(gate, other.get()));
+  CU_REQUIRE_OK(cuStreamWaitEvent(s.get(), gate, 0));
+  CU_REQUIRE_OK(cuMemFreeAsync(p, s.get()));
+  CU_REQUIRE_OK(cuMemPoolTrimTo(pool.get(), 0));
+  CHECK(reserved(pool.get()) == 2 * kMiB);  // outstanding until the stream gets there
+  CU_REQUIRE_OK(cuStreamSynchronize(s.get()));
+  CHECK(reserved(pool.get()) == 0);  // the default threshold, 0: released at the synchronisation
+  CU_REQUIRE_OK(cuEventDestroy(gate));
 }

@@ -22,6 +22,7 @@ constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 constexpr DevicePtr kProbeBuffer = 0x7e00'0000'0000;  // a buffer only the probe knows
 constexpr std::uint64_t kProbeBufferId = 77;
 constexpr std::uint64_t kProbeReclaims = 4096;
+constexpr std::uint64_t kProbeTrims = 3 * MiB;
 constexpr std::uint64_t kProbeLiveBytes = 1000;
 constexpr std::uint64_t kProbeGrowth = 200;  // above the 64 B request asked about, below any cache's growth
 constexpr std::uint64_t kGraphBytes = 3 * MiB;
@@ -74,6 +75,7 @@ class Probe final : public Resource {
     return ptr == kProbeBuffer ? ExportPin::mapped : ExportPin::not_served;
   }
   std::uint64_t reclaim() override { return kProbeReclaims; }
+  std::uint64_t trim_pools(PoolTrim) override { return kProbeTrims; }
   std::uint64_t growth_of(const AllocationRequest&) const override { return kProbeGrowth; }
   void set_graph_memory(std::uint64_t bytes) override { log_.graph_bytes = bytes; }
   void shutdown(bool) override { ++log_.shutdowns; }
@@ -216,6 +218,7 @@ TEMPLATE_TEST_CASE("forwarding: every optional member reaches the bottom of the 
   SECTION("lifecycle") {
     CHECK(top.pin_for_export(kProbeBuffer) == ExportPin::mapped);
     CHECK(top.reclaim() >= kProbeReclaims);
+    CHECK(top.trim_pools(Resource::PoolTrim::beyond_threshold) >= kProbeTrims);
     top.shutdown(true);
     CHECK(log.shutdowns >= 1);
   }
@@ -242,6 +245,7 @@ TEST_CASE("forwarding: a leaf of name, allocate and deallocate takes the documen
   CHECK_FALSE(stack->extent_of(ptr));
   CHECK(stack->pin_for_export(ptr) == ExportPin::not_served);
   CHECK(stack->reclaim() == 0);
+  CHECK(stack->trim_pools(Resource::PoolTrim::all) == 0);
   CHECK(stack->growth_of(AllocationRequest{64, MemoryKind::device, 0, 0}) == 64);
   stack->before_access(ptr, 1);
   stack->on_boundary(Boundary{});

@@ -49,6 +49,32 @@ class Device {
   }
   // cuMemFree, or cuMemFreeAsync on `stream` for kind async.
   virtual Status free(DevicePtr ptr, MemoryKind kind, StreamId stream) = 0;
+
+  // --- stream-ordered pools: what the driver's pool keeps after cuMemFreeAsync ---
+  // The pool a stream-ordered allocation came from (cuPointerGetAttribute's MEMPOOL_HANDLE); 0
+  // when the device cannot say.
+  virtual std::uint64_t pool_of(DevicePtr ptr) {
+    (void)ptr;
+    return 0;
+  }
+  // cuMemPoolGetAttribute: the bytes `pool` holds (RESERVED_MEM_CURRENT), those its live
+  // allocations use (USED_MEM_CURRENT) and its RELEASE_THRESHOLD.
+  struct PoolFigures {
+    std::uint64_t reserved = 0;
+    std::uint64_t used = 0;
+    std::uint64_t release_threshold = 0;
+  };
+  virtual Status pool_figures(std::uint64_t pool, PoolFigures* out) {
+    (void)pool, (void)out;
+    return kNotSupported;
+  }
+  // cuMemPoolTrimTo(pool, keep): the pool gives back what it holds unused beyond `keep` bytes.
+  // It releases only memory whose frees were reached, waits for nothing and touches no stream;
+  // refused (kNotSupported) while a stream capture runs.
+  virtual Status trim_pool(std::uint64_t pool, std::uint64_t keep) {
+    (void)pool, (void)keep;
+    return kNotSupported;
+  }
   // cuMemGetInfo.
   virtual Status memory_info(std::uint64_t* free_bytes, std::uint64_t* total_bytes) {
     (void)free_bytes;

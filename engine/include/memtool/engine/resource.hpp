@@ -165,6 +165,17 @@ class Resource {
   }
   // Memory is short: give back reserved memory no live buffer uses; returns the bytes given back.
   virtual std::uint64_t reclaim() { return 0; }
+  // Room is being made under a budget: the driver's stream-ordered pools this resource allocates
+  // from give back what they keep after frees the GPU has reached (cuMemPoolTrimTo: no wait, no
+  // stream touched). `beyond_threshold`: only what exceeds each pool's release threshold, which the
+  // driver would release at the next synchronisation anyway; `all`: also what the program asked a
+  // pool to keep (a threshold it raised), for when the budget cannot be held otherwise. Returns
+  // the bytes given back.
+  enum class PoolTrim : std::uint8_t { beyond_threshold, all };
+  virtual std::uint64_t trim_pools(PoolTrim how) {
+    (void)how;
+    return 0;
+  }
   // The most new device memory serving `request` now could take (0: it fits in memory already
   // held), so that a budget can make room before the driver is asked, not after. Never below
   // the truth: a cache that may carve a segment says the segment.
@@ -207,6 +218,7 @@ class Adaptor : public Resource {
 
   ExportPin pin_for_export(DevicePtr ptr) override { return upstream_->pin_for_export(ptr); }
   std::uint64_t reclaim() override { return upstream_->reclaim(); }
+  std::uint64_t trim_pools(PoolTrim how) override { return upstream_->trim_pools(how); }
   [[nodiscard]] std::uint64_t growth_of(const AllocationRequest& request) const override {
     return upstream_->growth_of(request);
   }

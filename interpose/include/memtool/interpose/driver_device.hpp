@@ -77,6 +77,8 @@ namespace memtool::interpose {
   X(device_count, cuDeviceGetCount, driver)                          \
   X(default_mem_pool, cuDeviceGetDefaultMemPool, driver)             \
   X(current_mem_pool, cuDeviceGetMemPool, driver)                    \
+  X(mem_pool_get_attribute, cuMemPoolGetAttribute, driver)           \
+  X(mem_pool_trim_to, cuMemPoolTrimTo, driver)                       \
   X(mem_import_from_shareable, cuMemImportFromShareableHandle, driver)
 
 struct DriverFunctions {
@@ -106,6 +108,9 @@ class DriverDevice final : public engine::Device {
   engine::Status allocate_from_pool(std::uint64_t size, std::uint64_t pool, engine::StreamId stream,
                                     engine::DevicePtr* out) override;
   engine::Status free(engine::DevicePtr ptr, engine::MemoryKind kind, engine::StreamId stream) override;
+  std::uint64_t pool_of(engine::DevicePtr ptr) override;
+  engine::Status pool_figures(std::uint64_t pool, PoolFigures* out) override;
+  engine::Status trim_pool(std::uint64_t pool, std::uint64_t keep) override;
   engine::Status memory_info(std::uint64_t* free_bytes, std::uint64_t* total_bytes) override;
   engine::Status create_event(engine::EventId* out) override;
   engine::Status record_event(engine::EventId event, engine::StreamId stream) override;
