@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   std::barrier iteration_done(options.threads, IterationPrinter{&per_thread, &corrupted, &next_iteration});
 
   std::vector<std::thread> workers;
+  workers.reserve(threads);
   for (int t = 0; t < options.threads; ++t) {
     workers.emplace_back([&, t] {
       adversarial::Worker worker(api, kernels, options, t);

@@ -48,9 +48,7 @@ class LoadedModule {
 class Session {
  public:
   Session(const DriverApi& api, const std::string& module_path);
-  ~Session();
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
+  ~Session();  // not copyable: it owns a LoadedModule
 
   const DriverApi& api() const { return api_; }
   CUcontext context() const { return loaded_.context(); }

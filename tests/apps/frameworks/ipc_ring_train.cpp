@@ -200,6 +200,7 @@ int main(int argc, char** argv) {
       argv[0],       "--module", module_path, "--steps", std::to_string(steps), "--floats", std::to_string(floats),
       "--rank1-fds", fds};
   std::vector<char*> child_argv;
+  child_argv.reserve(args.size() + 1);
   for (auto& a : args) child_argv.push_back(a.data());
   child_argv.push_back(nullptr);
   pid_t child = 0;
