@@ -13,11 +13,20 @@
 namespace client {
 
 class HiddenBufferClient {
+  // First: the session the members below are made in.
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUmodule module_;
+
  public:
   static constexpr std::size_t kBytes = std::size_t{4} << 20;
 
   // Opens the session on the module image at `path` (failures are counted: check g_failures).
   explicit HiddenBufferClient(const char* path) : module_(open_session(path, &device_, &context_)) {}
+
+  // The kernels both clients launch besides pattern_fill, looked up at the start.
+  const CUfunction verify = function("pattern_verify");
+  const CUfunction fill_indirect = function("pattern_fill_indirect");
 
   // The module's kernel `name`.
   CUfunction function(const char* name) const {
@@ -58,9 +67,6 @@ class HiddenBufferClient {
   }
 
  private:
-  CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
-  CUmodule module_;
   CUfunction fill_ = function("pattern_fill");
   int words_ = static_cast<int>(kBytes / sizeof(unsigned));
   CUdeviceptr others_[6] = {};

@@ -18,16 +18,11 @@ using client::g_failures;
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   client::HiddenBufferClient session(argv[1]);
-  const CUfunction verify = session.function("pattern_verify");
-  const CUfunction fill_indirect = session.function("pattern_fill_indirect");
   const CUfunction verify_indirect = session.function("pattern_verify_indirect");
   if (g_failures != 0) return 1;
 
-  constexpr std::size_t kBytes = client::HiddenBufferClient::kBytes;
-  int* const words = session.words();
-  const auto launch = client::HiddenBufferClient::launch;
   CUdeviceptr hidden = 0, table = 0, verdicts = 0;
-  check(cuMemAlloc(&hidden, kBytes), "cuMemAlloc hidden");
+  check(cuMemAlloc(&hidden, client::HiddenBufferClient::kBytes), "cuMemAlloc hidden");
   unsigned key = 0x5eed;
   session.fill(hidden, key);
   check(cuMemAlloc(&table, sizeof(CUdeviceptr)), "cuMemAlloc table");
@@ -39,15 +34,15 @@ int main(int argc, char** argv) {
   check(cuMemsetD8(verdicts, 0xff, 2 * sizeof(int)), "cuMemsetD8");  // announced: the copies out settle
 
   CUdeviceptr read_verdict = verdicts;
-  void* read_params[] = {&table, &key, words, &read_verdict};
-  launch(verify_indirect, read_params);
+  void* read_params[] = {&table, &key, session.words(), &read_verdict};
+  session.launch(verify_indirect, read_params);
   unsigned key2 = 0xc0ffee;
-  void* write_params[] = {&table, &key2, words};
-  launch(fill_indirect, write_params);
+  void* write_params[] = {&table, &key2, session.words()};
+  session.launch(session.fill_indirect, write_params);
   check(cuCtxSynchronize(), "cuCtxSynchronize");
   CUdeviceptr write_verdict = verdicts + sizeof(int);
-  void* check_params[] = {&hidden, &key2, words, &write_verdict};
-  launch(verify, check_params);
+  void* check_params[] = {&hidden, &key2, session.words(), &write_verdict};
+  session.launch(session.verify, check_params);
   int host[2] = {0, 0};
   check(cuMemcpyDtoH(host, verdicts, sizeof host), "cuMemcpyDtoH");
   if (host[0] < 0)

@@ -18,33 +18,28 @@ using client::g_failures;
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   client::HiddenBufferClient session(argv[1]);
-  const CUfunction verify = session.function("pattern_verify");
-  const CUfunction fill_indirect = session.function("pattern_fill_indirect");
   const CUfunction table_set = session.function("table_set");
   if (g_failures != 0) return 1;
 
-  constexpr std::size_t kBytes = client::HiddenBufferClient::kBytes;
   constexpr std::size_t kHolderBytes = std::size_t{512} << 10;  // past MEMTOOL_SWAP_TABLE_BYTES, not swapped
-  int* const words = session.words();
-  const auto launch = client::HiddenBufferClient::launch;
   CUdeviceptr hidden = 0, holder = 0, verdict = 0;
-  check(cuMemAlloc(&hidden, kBytes), "cuMemAlloc hidden");
+  check(cuMemAlloc(&hidden, client::HiddenBufferClient::kBytes), "cuMemAlloc hidden");
   check(cuMemAlloc(&holder, kHolderBytes), "cuMemAlloc holder");
   check(cuMemAlloc(&verdict, sizeof(int)), "cuMemAlloc verdict");
   session.fill(hidden, 0x5eed);
   int slot = 0;
   void* set_params[] = {&holder, &slot, &hidden};
-  launch(table_set, set_params);
+  session.launch(table_set, set_params);
   // Newer buffers, filled after it: under the budget the hidden one is the first to go.
   session.fill_newer();
   check(cuMemsetD8(verdict, 0xff, sizeof(int)), "cuMemsetD8");  // announced: the copies out settle
 
   unsigned key2 = 0xc0ffee;
-  void* write_params[] = {&holder, &key2, words};
-  launch(fill_indirect, write_params);
+  void* write_params[] = {&holder, &key2, session.words()};
+  session.launch(session.fill_indirect, write_params);
   check(cuCtxSynchronize(), "cuCtxSynchronize");
-  void* check_params[] = {&hidden, &key2, words, &verdict};
-  launch(verify, check_params);
+  void* check_params[] = {&hidden, &key2, session.words(), &verdict};
+  session.launch(session.verify, check_params);
   int host = 0;
   check(cuMemcpyDtoH(&host, verdict, sizeof host), "cuMemcpyDtoH");
   if (host < 0)

@@ -39,9 +39,8 @@ Options parse_options(int argc, char** argv) {
       options.threads = static_cast<int>(args.integer(1, 8));
     } else if (args.is("--shape-period")) {
       options.shape_period = static_cast<int>(args.integer(1, 1000000));
-    } else if (!apps::read_pattern_option(args, options.seed, options.module, options.self_test_corrupt)) {
-      std::fprintf(stderr, "%s: unknown option '%s'\n", kProgram, args.current());
-      usage(2);
+    } else {
+      apps::read_pattern_option(args, options.seed, options.module, options.self_test_corrupt, usage);
     }
   }
   if (options.module.empty()) options.module = apps::default_module_path();

@@ -68,9 +68,8 @@ Options parse_options(int argc, char** argv) {
       options.table_in_large = true;
     } else if (args.is("--interior")) {
       options.interior = true;
-    } else if (!apps::read_pattern_option(args, options.seed, options.module, options.self_test_corrupt)) {
-      std::fprintf(stderr, "%s: unknown option '%s'\n", kProgram, args.current());
-      usage(2);
+    } else {
+      apps::read_pattern_option(args, options.seed, options.module, options.self_test_corrupt, usage);
     }
   }
   if (options.module.empty()) options.module = apps::default_module_path();

@@ -85,7 +85,8 @@ void usage_exit(int status, const char* format, ...) {
   std::exit(status);
 }
 
-bool read_pattern_option(Arguments& args, std::uint64_t& seed, std::string& module, bool& self_test_corrupt) {
+void read_pattern_option(Arguments& args, std::uint64_t& seed, std::string& module, bool& self_test_corrupt,
+                         void (*usage)(int status)) {
   if (args.is("--seed")) {
     seed = static_cast<std::uint64_t>(args.integer(0, std::numeric_limits<long long>::max()));
   } else if (args.is("--module")) {
@@ -93,9 +94,10 @@ bool read_pattern_option(Arguments& args, std::uint64_t& seed, std::string& modu
   } else if (args.is("--self-test-corrupt")) {
     self_test_corrupt = true;
   } else {
-    return false;
+    std::fprintf(stderr, "%s: unknown option '%s'\n", args.program(), args.current());
+    usage(2);
+    std::exit(2);  // usage exits; never past an unknown option in any case
   }
-  return true;
 }
 
 }  // namespace apps

@@ -38,8 +38,9 @@ class Arguments;
 [[noreturn]] void usage_exit(int status, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 // The options the pattern-checking programs (adversarial_train, table_train) read alike: --seed S,
-// --module PATH and the hidden --self-test-corrupt. True when the current argument was one of
-// them, its value read into its field.
-bool read_pattern_option(Arguments& args, std::uint64_t& seed, std::string& module, bool& self_test_corrupt);
+// --module PATH and the hidden --self-test-corrupt, read into their fields. Any other argument is
+// unknown to the program: says so and exits through its usage(2).
+void read_pattern_option(Arguments& args, std::uint64_t& seed, std::string& module, bool& self_test_corrupt,
+                         void (*usage)(int status));
 
 }  // namespace apps
