@@ -10,56 +10,36 @@
 
 #include <cstdio>
 
-#include "client_session.hpp"
+#include "hidden_buffer_client.hpp"
 
 using client::check;
 using client::g_failures;
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  const CUmodule module = client::open_session(argv[1], &device, &context);
-  CUfunction fill = nullptr, verify = nullptr, fill_indirect = nullptr, table_set = nullptr;
-  check(cuModuleGetFunction(&fill, module, "pattern_fill"), "pattern_fill");
-  check(cuModuleGetFunction(&verify, module, "pattern_verify"), "pattern_verify");
-  check(cuModuleGetFunction(&fill_indirect, module, "pattern_fill_indirect"), "pattern_fill_indirect");
-  check(cuModuleGetFunction(&table_set, module, "table_set"), "table_set");
+  client::HiddenBufferClient session(argv[1]);
+  const CUfunction table_set = session.function("table_set");
   if (g_failures != 0) return 1;
 
-  constexpr std::size_t kBytes = std::size_t{4} << 20;
   constexpr std::size_t kHolderBytes = std::size_t{512} << 10;  // past MEMTOOL_SWAP_TABLE_BYTES, not swapped
-  int words = static_cast<int>(kBytes / sizeof(unsigned));
-  const auto launch = [](CUfunction f, void** params) {
-    check(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
-  };
   CUdeviceptr hidden = 0, holder = 0, verdict = 0;
-  check(cuMemAlloc(&hidden, kBytes), "cuMemAlloc hidden");
+  check(cuMemAlloc(&hidden, client::HiddenBufferClient::kBytes), "cuMemAlloc hidden");
   check(cuMemAlloc(&holder, kHolderBytes), "cuMemAlloc holder");
   check(cuMemAlloc(&verdict, sizeof(int)), "cuMemAlloc verdict");
-  unsigned key = 0x5eed;
-  void* fill_hidden[] = {&hidden, &key, &words};
-  launch(fill, fill_hidden);
+  session.fill(hidden, 0x5eed);
   int slot = 0;
   void* set_params[] = {&holder, &slot, &hidden};
-  launch(table_set, set_params);
+  session.launch(table_set, set_params);
   // Newer buffers, filled after it: under the budget the hidden one is the first to go.
-  CUdeviceptr others[6] = {};
-  for (CUdeviceptr& other : others) {
-    check(cuMemAlloc(&other, kBytes), "cuMemAlloc other");
-    unsigned other_key = static_cast<unsigned>(other);
-    void* params[] = {&other, &other_key, &words};
-    launch(fill, params);
-  }
-  check(cuCtxSynchronize(), "cuCtxSynchronize");
+  session.fill_newer();
   check(cuMemsetD8(verdict, 0xff, sizeof(int)), "cuMemsetD8");  // announced: the copies out settle
 
   unsigned key2 = 0xc0ffee;
-  void* write_params[] = {&holder, &key2, &words};
-  launch(fill_indirect, write_params);
+  void* write_params[] = {&holder, &key2, session.words()};
+  session.launch(session.fill_indirect, write_params);
   check(cuCtxSynchronize(), "cuCtxSynchronize");
-  void* check_params[] = {&hidden, &key2, &words, &verdict};
-  launch(verify, check_params);
+  void* check_params[] = {&hidden, &key2, session.words(), &verdict};
+  session.launch(session.verify, check_params);
   int host = 0;
   check(cuMemcpyDtoH(&host, verdict, sizeof host), "cuMemcpyDtoH");
   if (host < 0)
@@ -67,8 +47,6 @@ int main(int argc, char** argv) {
   else
     std::printf("indirect write BAD %d\n", host);
 
-  for (const CUdeviceptr other : others) check(cuMemFree(other), "cuMemFree");
-  for (const CUdeviceptr p : {hidden, holder, verdict}) check(cuMemFree(p), "cuMemFree");
-  check(cuDevicePrimaryCtxRelease(device), "cuDevicePrimaryCtxRelease");
-  return g_failures == 0 && host < 0 ? 0 : 1;
+  const bool clean = session.finish({hidden, holder, verdict});
+  return clean && host < 0 ? 0 : 1;
 }

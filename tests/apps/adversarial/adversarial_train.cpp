@@ -51,19 +51,11 @@ int main(int argc, char** argv) {
   const apps::DriverApi api = apps::linked_driver_api();
 
   // The module is loaded once into the primary context that every thread makes current.
-  APP_CHECK(api, cuInit(0));
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  APP_CHECK(api, cuDeviceGet(&device, 0));
-  APP_CHECK(api, cuDevicePrimaryCtxRetain(&context, device));
-  APP_CHECK(api, cuCtxSetCurrent(context));
-  const std::vector<char> image = apps::read_module_image(options.module);
-  CUmodule module = nullptr;
-  APP_CHECK(api, cuModuleLoadData(&module, image.data()));
+  const apps::LoadedModule loaded(api, options.module);  // unloaded when main returns
   adversarial::PatternKernels kernels;
-  APP_CHECK(api, cuModuleGetFunction(&kernels.fill, module, "pattern_fill"));
-  APP_CHECK(api, cuModuleGetFunction(&kernels.digest, module, "pattern_digest"));
-  APP_CHECK(api, cuModuleGetFunction(&kernels.verify, module, "pattern_verify"));
+  kernels.fill = loaded.function("pattern_fill");
+  kernels.digest = loaded.function("pattern_digest");
+  kernels.verify = loaded.function("pattern_verify");
 
   const auto threads = static_cast<std::size_t>(options.threads);
   std::vector<std::vector<std::uint64_t>> per_thread(
@@ -73,6 +65,7 @@ int main(int argc, char** argv) {
   std::barrier iteration_done(options.threads, IterationPrinter{&per_thread, &corrupted, &next_iteration});
 
   std::vector<std::thread> workers;
+  workers.reserve(threads);
   for (int t = 0; t < options.threads; ++t) {
     workers.emplace_back([&, t] {
       adversarial::Worker worker(api, kernels, options, t);
@@ -90,7 +83,5 @@ int main(int argc, char** argv) {
   }
   for (auto& worker : workers) worker.join();
 
-  APP_CHECK(api, cuModuleUnload(module));
-  APP_CHECK(api, cuDevicePrimaryCtxRelease_v2(device));
   return corrupted.load() ? kCorruptedStatus : 0;
 }

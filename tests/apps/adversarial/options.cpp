@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 
 namespace adversarial {
 
@@ -15,17 +14,15 @@ namespace {
 constexpr const char* kProgram = "adversarial_train";
 
 [[noreturn]] void usage(int status) {
-  std::FILE* out = status == 0 ? stdout : stderr;
-  std::fprintf(out,
-               "usage: %s [--iterations N] [--seed S] [--module PATH] [--threads T] [--shape-period K]\n"
-               "  --iterations N    iterations, one checksum line each (default 12)\n"
-               "  --seed S          seed of the buffer patterns and the extra allocations (default 1)\n"
-               "  --module PATH     module image: a fakecuda image or a cubin/fatbin\n"
-               "                    (default app_kernels.fakecuda beside the program)\n"
-               "  --threads T       host threads, each with its own two streams (1..8, default 1)\n"
-               "  --shape-period K  iterations between changes of the iteration's shape (default 5)\n",
-               kProgram);
-  std::exit(status);
+  apps::usage_exit(status,
+                   "usage: %s [--iterations N] [--seed S] [--module PATH] [--threads T] [--shape-period K]\n"
+                   "  --iterations N    iterations, one checksum line each (default 12)\n"
+                   "  --seed S          seed of the buffer patterns and the extra allocations (default 1)\n"
+                   "  --module PATH     module image: a fakecuda image or a cubin/fatbin\n"
+                   "                    (default app_kernels.fakecuda beside the program)\n"
+                   "  --threads T       host threads, each with its own two streams (1..8, default 1)\n"
+                   "  --shape-period K  iterations between changes of the iteration's shape (default 5)\n",
+                   kProgram);
 }
 
 }  // namespace
@@ -38,19 +35,12 @@ Options parse_options(int argc, char** argv) {
       usage(0);
     } else if (args.is("--iterations")) {
       options.iterations = static_cast<int>(args.integer(1, 1000000));
-    } else if (args.is("--seed")) {
-      options.seed = static_cast<std::uint64_t>(args.integer(0, std::numeric_limits<long long>::max()));
-    } else if (args.is("--module")) {
-      options.module = args.value();
     } else if (args.is("--threads")) {
       options.threads = static_cast<int>(args.integer(1, 8));
     } else if (args.is("--shape-period")) {
       options.shape_period = static_cast<int>(args.integer(1, 1000000));
-    } else if (args.is("--self-test-corrupt")) {
-      options.self_test_corrupt = true;
     } else {
-      std::fprintf(stderr, "%s: unknown option '%s'\n", kProgram, args.current());
-      usage(2);
+      apps::read_pattern_option(args, options.seed, options.module, options.self_test_corrupt, usage);
     }
   }
   if (options.module.empty()) options.module = apps::default_module_path();

@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 
 namespace table {
 namespace {
@@ -14,29 +13,28 @@ namespace {
 constexpr const char* kProgram = "table_train";
 
 [[noreturn]] void usage(int status) {
-  std::FILE* out = status == 0 ? stdout : stderr;
-  std::fprintf(out,
-               "usage: %s [--steps N] [--layers L] [--groups G] [--words W] [--table pinned|pageable|kernel|global]\n"
-               "          [--through all|written] [--alloc sync|async] [--refresh] [--table-in-large]\n"
-               "          [--interior] [--seed S] [--module PATH]\n"
-               "  --steps N          steps, one line each (default 6; --iterations N is the same)\n"
-               "  --layers L         layers, each a grouped launch with its own table, 1..64 (default 4)\n"
-               "  --groups G         groups of each layer, 1..16 (default 4)\n"
-               "  --words W          32-bit words per buffer (default 524288: 2 MiB)\n"
-               "  --table SOURCE     how the table gets its pointers: pinned or pageable host memory and\n"
-               "                     cuMemcpyHtoDAsync (default pinned), kernel (table_set launches), or\n"
-               "                     global (pinned, then published in a device global: the grouped\n"
-               "                     kernels get no table argument)\n"
-               "  --through WHAT     all buffers through the table (default), or only the written ones\n"
-               "                     (inputs passed as arguments)\n"
-               "  --alloc KIND       sync (cuMemAlloc, default) or async (cuMemAllocAsync)\n"
-               "  --refresh          inputs and outputs allocated each step; the table rewritten each step\n"
-               "  --table-in-large   the table inside a buffer as large as the others, at an offset\n"
-               "  --interior         table entries point %d bytes into their buffers\n"
-               "  --seed S           seed of the patterns (default 1)\n"
-               "  --module PATH      module image (default app_kernels.fakecuda beside the program)\n",
-               kProgram, kInteriorBytes);
-  std::exit(status);
+  apps::usage_exit(
+      status,
+      "usage: %s [--steps N] [--layers L] [--groups G] [--words W] [--table pinned|pageable|kernel|global]\n"
+      "          [--through all|written] [--alloc sync|async] [--refresh] [--table-in-large]\n"
+      "          [--interior] [--seed S] [--module PATH]\n"
+      "  --steps N          steps, one line each (default 6; --iterations N is the same)\n"
+      "  --layers L         layers, each a grouped launch with its own table, 1..64 (default 4)\n"
+      "  --groups G         groups of each layer, 1..16 (default 4)\n"
+      "  --words W          32-bit words per buffer (default 524288: 2 MiB)\n"
+      "  --table SOURCE     how the table gets its pointers: pinned or pageable host memory and\n"
+      "                     cuMemcpyHtoDAsync (default pinned), kernel (table_set launches), or\n"
+      "                     global (pinned, then published in a device global: the grouped\n"
+      "                     kernels get no table argument)\n"
+      "  --through WHAT     all buffers through the table (default), or only the written ones\n"
+      "                     (inputs passed as arguments)\n"
+      "  --alloc KIND       sync (cuMemAlloc, default) or async (cuMemAllocAsync)\n"
+      "  --refresh          inputs and outputs allocated each step; the table rewritten each step\n"
+      "  --table-in-large   the table inside a buffer as large as the others, at an offset\n"
+      "  --interior         table entries point %d bytes into their buffers\n"
+      "  --seed S           seed of the patterns (default 1)\n"
+      "  --module PATH      module image (default app_kernels.fakecuda beside the program)\n",
+      kProgram, kInteriorBytes);
 }
 
 }  // namespace
@@ -70,15 +68,8 @@ Options parse_options(int argc, char** argv) {
       options.table_in_large = true;
     } else if (args.is("--interior")) {
       options.interior = true;
-    } else if (args.is("--seed")) {
-      options.seed = static_cast<std::uint64_t>(args.integer(0, std::numeric_limits<long long>::max()));
-    } else if (args.is("--module")) {
-      options.module = args.value();
-    } else if (args.is("--self-test-corrupt")) {
-      options.self_test_corrupt = true;
     } else {
-      std::fprintf(stderr, "%s: unknown option '%s'\n", kProgram, args.current());
-      usage(2);
+      apps::read_pattern_option(args, options.seed, options.module, options.self_test_corrupt, usage);
     }
   }
   if (options.module.empty()) options.module = apps::default_module_path();

@@ -19,22 +19,14 @@
 int main(int argc, char** argv) {
   const table::Options options = table::parse_options(argc, argv);
   const apps::DriverApi api = apps::linked_driver_api();
-  APP_CHECK(api, cuInit(0));
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  APP_CHECK(api, cuDeviceGet(&device, 0));
-  APP_CHECK(api, cuDevicePrimaryCtxRetain(&context, device));
-  APP_CHECK(api, cuCtxSetCurrent(context));
-  const std::vector<char> image = apps::read_module_image(options.module);
-  CUmodule module = nullptr;
-  APP_CHECK(api, cuModuleLoadData(&module, image.data()));
+  const apps::LoadedModule loaded(api, options.module);  // unloaded when main returns
   table::TableKernels kernels;
-  APP_CHECK(api, cuModuleGetFunction(&kernels.fill, module, "pattern_fill"));
-  APP_CHECK(api, cuModuleGetFunction(&kernels.forward, module, "grouped_forward"));
-  APP_CHECK(api, cuModuleGetFunction(&kernels.update, module, "grouped_update"));
-  APP_CHECK(api, cuModuleGetFunction(&kernels.digest, module, "grouped_digest"));
-  APP_CHECK(api, cuModuleGetFunction(&kernels.set, module, "table_set"));
-  APP_CHECK(api, cuModuleGetFunction(&kernels.publish, module, "table_publish"));
+  kernels.fill = loaded.function("pattern_fill");
+  kernels.forward = loaded.function("grouped_forward");
+  kernels.update = loaded.function("grouped_update");
+  kernels.digest = loaded.function("grouped_digest");
+  kernels.set = loaded.function("table_set");
+  kernels.publish = loaded.function("table_publish");
   std::uint64_t corrupted = 0;
   {
     table::GroupedStep step(api, kernels, options);
@@ -45,8 +37,6 @@ int main(int argc, char** argv) {
     }
     corrupted = step.corrupted();
   }
-  APP_CHECK(api, cuModuleUnload(module));
-  APP_CHECK(api, cuDevicePrimaryCtxRelease_v2(device));
   if (corrupted != 0) {
     std::fprintf(stderr, "table_train: %llu corrupted words\n", static_cast<unsigned long long>(corrupted));
     return 3;

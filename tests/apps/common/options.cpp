@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -73,6 +74,30 @@ std::string default_module_path() {
   std::string path(self, static_cast<std::size_t>(length));
   const auto slash = path.rfind('/');
   return path.substr(0, slash + 1) + "app_kernels.fakecuda";
+}
+
+void usage_exit(int status, const char* format, ...) {
+  std::FILE* out = status == 0 ? stdout : stderr;
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(out, format, args);
+  va_end(args);
+  std::exit(status);
+}
+
+void read_pattern_option(Arguments& args, std::uint64_t& seed, std::string& module, bool& self_test_corrupt,
+                         void (*usage)(int status)) {
+  if (args.is("--seed")) {
+    seed = static_cast<std::uint64_t>(args.integer(0, std::numeric_limits<long long>::max()));
+  } else if (args.is("--module")) {
+    module = args.value();
+  } else if (args.is("--self-test-corrupt")) {
+    self_test_corrupt = true;
+  } else {
+    std::fprintf(stderr, "%s: unknown option '%s'\n", args.program(), args.current());
+    usage(2);
+    std::exit(2);  // usage exits; never past an unknown option in any case
+  }
 }
 
 }  // namespace apps

@@ -31,4 +31,16 @@ Options parse_options(int argc, char** argv, const OptionDefaults& defaults);
 // The module image used when --module is not given: app_kernels.fakecuda beside the executable.
 std::string default_module_path();
 
+class Arguments;
+
+// Prints a program's usage (printf `format`): on stdout when it was asked for (status 0), else on
+// stderr; then exits with `status`.
+[[noreturn]] void usage_exit(int status, const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+// The options the pattern-checking programs (adversarial_train, table_train) read alike: --seed S,
+// --module PATH and the hidden --self-test-corrupt, read into their fields. Any other argument is
+// unknown to the program: says so and exits through its usage(2).
+void read_pattern_option(Arguments& args, std::uint64_t& seed, std::string& module, bool& self_test_corrupt,
+                         void (*usage)(int status));
+
 }  // namespace apps

@@ -21,13 +21,27 @@ std::vector<char> read_module_image(const std::string& path) {
   return image;
 }
 
-Session::Session(const DriverApi& api, const std::string& module_path) : api_(api) {
+LoadedModule::LoadedModule(const DriverApi& api, const std::string& module_path) : api_(api) {
   APP_CHECK(api_, cuInit(0));
   APP_CHECK(api_, cuDeviceGet(&device_, 0));
   APP_CHECK(api_, cuDevicePrimaryCtxRetain(&context_, device_));
   APP_CHECK(api_, cuCtxSetCurrent(context_));
   const std::vector<char> image = read_module_image(module_path);
   APP_CHECK(api_, cuModuleLoadData(&module_, image.data()));
+}
+
+LoadedModule::~LoadedModule() {
+  APP_CHECK(api_, cuModuleUnload(module_));
+  APP_CHECK(api_, cuDevicePrimaryCtxRelease_v2(device_));
+}
+
+CUfunction LoadedModule::function(const char* name) const {
+  CUfunction kernel = nullptr;
+  APP_CHECK(api_, cuModuleGetFunction(&kernel, module_, name));
+  return kernel;
+}
+
+Session::Session(const DriverApi& api, const std::string& module_path) : api_(api), loaded_(api, module_path) {
   const struct {
     CUfunction* slot;
     const char* name;
@@ -44,16 +58,11 @@ Session::Session(const DriverApi& api, const std::string& module_path) : api_(ap
       {&kernels_.maxpool2x2_forward, "maxpool2x2_forward"},
       {&kernels_.maxpool2x2_backward, "maxpool2x2_backward"},
   };
-  for (const auto& lookup : lookups) {
-    APP_CHECK(api_, cuModuleGetFunction(lookup.slot, module_, lookup.name));
-  }
+  for (const auto& lookup : lookups) *lookup.slot = loaded_.function(lookup.name);
 }
 
-Session::~Session() {
-  synchronize_context();
-  APP_CHECK(api_, cuModuleUnload(module_));
-  APP_CHECK(api_, cuDevicePrimaryCtxRelease_v2(device_));
-}
+// The module is unloaded and the context released after (loaded_'s destructor).
+Session::~Session() { synchronize_context(); }
 
 unsigned Session::blocks_for(int elements) {
   constexpr int threads_per_block = static_cast<int>(kThreadsPerBlock);
@@ -68,7 +77,7 @@ void Session::launch_packed(CUfunction kernel, CUstream stream, int elements, vo
 
 void Session::synchronize_context() {
   if (api_.cuCtxSynchronize_v2 != nullptr) {
-    APP_CHECK(api_, cuCtxSynchronize_v2(context_));
+    APP_CHECK(api_, cuCtxSynchronize_v2(loaded_.context()));
   } else {
     APP_CHECK(api_, cuCtxSynchronize());
   }

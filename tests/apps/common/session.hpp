@@ -25,15 +25,33 @@ struct Kernels {
   CUfunction maxpool2x2_backward = nullptr;
 };
 
+// Device 0's primary context, made current on this thread (as cudart uses it), with a module
+// image loaded into it; at the end the module is unloaded and the context released.
+class LoadedModule {
+ public:
+  LoadedModule(const DriverApi& api, const std::string& module_path);
+  ~LoadedModule();
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+
+  CUcontext context() const { return context_; }
+  // The module's kernel `name`; a missing one ends the program (APP_CHECK).
+  CUfunction function(const char* name) const;
+
+ private:
+  const DriverApi& api_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUmodule module_ = nullptr;
+};
+
 class Session {
  public:
   Session(const DriverApi& api, const std::string& module_path);
-  ~Session();
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
+  ~Session();  // not copyable: it owns a LoadedModule
 
   const DriverApi& api() const { return api_; }
-  CUcontext context() const { return context_; }
+  CUcontext context() const { return loaded_.context(); }
   const Kernels& kernels() const { return kernels_; }
 
   // Launches `kernel` over `elements` work items (grid-stride on a GPU; the host twin loops).
@@ -64,9 +82,7 @@ class Session {
   void launch_packed(CUfunction kernel, CUstream stream, int elements, void** params);
 
   const DriverApi& api_;
-  CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
-  CUmodule module_ = nullptr;
+  LoadedModule loaded_;
   Kernels kernels_;
 };
 

@@ -36,12 +36,7 @@
 
 namespace {
 
-void check(CUresult result, const char* what) {
-  if (result == CUDA_SUCCESS) return;
-  std::fprintf(stderr, "ce_collective_train: %s failed (CUresult %d)\n", what, static_cast<int>(result));
-  std::exit(3);
-}
-#define CK(call) check((call), #call)
+using frameworks::check;
 
 using frameworks::checksum;
 
@@ -147,6 +142,7 @@ constexpr int kStatsFloats = 16;
 }  // namespace
 
 int main(int argc, char** argv) {
+  frameworks::g_program = "ce_collective_train";
   std::string module_path;
   int steps = 12;
   int floats = 1 << 19;  // 2 MiB shards

@@ -30,12 +30,7 @@ namespace {
 
 int g_rank = 0;
 
-void check(CUresult result, const char* what) {
-  if (result == CUDA_SUCCESS) return;
-  std::fprintf(stderr, "ipc_ring_train rank %d: %s failed (CUresult %d)\n", g_rank, what, static_cast<int>(result));
-  std::exit(3);
-}
-#define CK(call) check((call), #call)
+using frameworks::check;
 
 void write_all(int fd, const void* data, std::size_t bytes) {
   const auto* p = static_cast<const char*>(data);
@@ -195,6 +190,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: ipc_ring_train --module IMAGE [--steps N] [--floats N]\n");
     return 2;
   }
+  frameworks::g_program = "ipc_ring_train rank " + std::to_string(g_rank);
   if (g_rank == 1) return run_rank(module_path, steps, floats, peer);
   int to_child[2];
   int to_parent[2];
@@ -204,6 +200,7 @@ int main(int argc, char** argv) {
       argv[0],       "--module", module_path, "--steps", std::to_string(steps), "--floats", std::to_string(floats),
       "--rank1-fds", fds};
   std::vector<char*> child_argv;
+  child_argv.reserve(args.size() + 1);
   for (auto& a : args) child_argv.push_back(a.data());
   child_argv.push_back(nullptr);
   pid_t child = 0;

@@ -1,11 +1,14 @@
-// What the framework-shaped programs share: a device with app_kernels' scale_add loaded and a
-// non-blocking stream to launch it on, and a checksum that any bit of a float vector changes.
+// What the framework-shaped programs share: a driver call that must succeed (check, CK), a device
+// with app_kernels' scale_add loaded and a non-blocking stream to launch it on, and a checksum
+// that any bit of a float vector changes.
 // Header-only: tests/gpu/run.sh compiles each program from its one .cpp file.
 #pragma once
 
 #include <cuda.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,6 +16,18 @@
 namespace frameworks {
 
 using Check = void (*)(CUresult result, const char* what);  // exits on a failing call
+
+// What a failing call's line on stderr starts with: the program's name, set first in main (with
+// its rank where it runs as several processes).
+inline std::string g_program = "framework program";
+
+// A driver call that must succeed: else one line naming it and its CUresult, and exit status 3.
+inline void check(CUresult result, const char* what) {
+  if (result == CUDA_SUCCESS) return;
+  std::fprintf(stderr, "%s: %s failed (CUresult %d)\n", g_program.c_str(), what, static_cast<int>(result));
+  std::exit(3);
+}
+#define CK(call) ::frameworks::check((call), #call)
 
 struct KernelDevice {
   CUdevice device = 0;

@@ -24,12 +24,7 @@
 
 namespace {
 
-void check(CUresult result, const char* what) {
-  if (result == CUDA_SUCCESS) return;
-  std::fprintf(stderr, "pool_step_train: %s failed (CUresult %d)\n", what, static_cast<int>(result));
-  std::exit(3);
-}
-#define CK(call) check((call), #call)
+using frameworks::check;
 
 void require(bool ok, const char* what, unsigned long long a, unsigned long long b) {
   if (ok) return;
@@ -42,6 +37,7 @@ using frameworks::checksum;
 }  // namespace
 
 int main(int argc, char** argv) {
+  frameworks::g_program = "pool_step_train";
   std::string module_path;
   int iterations = 12;
   int floats = 1 << 19;  // 2 MiB buffers

@@ -27,12 +27,7 @@
 
 namespace {
 
-void check(CUresult result, const char* what) {
-  if (result == CUDA_SUCCESS) return;
-  std::fprintf(stderr, "ptds_handoff_train: %s failed (CUresult %d)\n", what, static_cast<int>(result));
-  std::exit(3);
-}
-#define CK(call) check((call), #call)
+using frameworks::check;
 
 using frameworks::checksum;
 
@@ -65,6 +60,7 @@ unsigned fill_word(int step) { return 0x40000000u + static_cast<unsigned>(step) 
 }  // namespace
 
 int main(int argc, char** argv) {
+  frameworks::g_program = "ptds_handoff_train";
   std::string module_path;
   int steps = 10;
   int side = 192;  // A's matmul is side x side x side: slow on fakecuda's host kernels

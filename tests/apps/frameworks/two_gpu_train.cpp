@@ -23,12 +23,7 @@
 
 namespace {
 
-void check(CUresult result, const char* what) {
-  if (result == CUDA_SUCCESS) return;
-  std::fprintf(stderr, "two_gpu_train: %s failed (CUresult %d)\n", what, static_cast<int>(result));
-  std::exit(3);
-}
-#define CK(call) check((call), #call)
+using frameworks::check;
 
 using frameworks::checksum;
 
@@ -39,6 +34,7 @@ struct Gpu : frameworks::KernelDevice {
 }  // namespace
 
 int main(int argc, char** argv) {
+  frameworks::g_program = "two_gpu_train";
   std::string module_path;
   int iterations = 12;
   int floats = 1 << 19;  // 2 MiB buffers

@@ -25,12 +25,7 @@
 
 namespace {
 
-void check(CUresult result, const char* what) {
-  if (result == CUDA_SUCCESS) return;
-  std::fprintf(stderr, "value_wait_free_train: %s failed (CUresult %d)\n", what, static_cast<int>(result));
-  std::exit(3);
-}
-#define CK(call) check((call), #call)
+using frameworks::check;
 
 using frameworks::checksum;
 
@@ -47,6 +42,7 @@ constexpr std::size_t kFlagBytes = 4096;  // small: a tool leaves it where it is
 }  // namespace
 
 int main(int argc, char** argv) {
+  frameworks::g_program = "value_wait_free_train";
   std::string module_path;
   int steps = 8;
   int floats = 1 << 18;  // 1 MiB buffers

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "memtool/engine/sim_device.hpp"
+#include "planned_swaps.hpp"
 #include "swap/frees.hpp"
 #include "swap/move_context.hpp"
 #include "swap/schedule_applier.hpp"
@@ -76,6 +77,15 @@ struct MoveRig {
     REQUIRE(out.send(ptr, buffers.at(ptr)));
     frees.settle(true);
     REQUIRE(!buffers.at(ptr).leaving);
+  }
+
+  // The program's next kernel, ordered after the buffer's arrival, finds what `seed` wrote.
+  void use_after_arrival(DevicePtr ptr, const SwapBuffer& b, std::uint32_t seed) {
+    REQUIRE(device.stream_wait_event(program, b.arrival) == kSuccess);
+    REQUIRE(device.access(program, ptr, kSize));
+    device.synchronize();
+    CHECK(device.verify(ptr, kSize, seed));
+    CHECK(device.violations() == 0);
   }
 };
 
@@ -153,11 +163,7 @@ TEST_CASE("swap in: on demand, ahead, never under work that may read the host co
   CHECK(b.arrival_ahead);
   CHECK_FALSE(rig.device.event_completed(b.arrival));  // queued, not run
   CHECK(rig.counters.swap_ins_ahead == 1);
-  REQUIRE(rig.device.stream_wait_event(rig.program, b.arrival) == kSuccess);
-  REQUIRE(rig.device.access(rig.program, ptr, kSize));
-  rig.device.synchronize();
-  CHECK(rig.device.verify(ptr, kSize, 11));
-  CHECK(rig.device.violations() == 0);
+  rig.use_after_arrival(ptr, b, 11);
 
   // A pinned buffer never moves: read where it is.
   rig.out_and_landed(ptr);
@@ -232,17 +238,7 @@ TEST_CASE("swap schedule applier: each trigger once an iteration, skipping what 
   const DevicePtr c = rig.add(22, 1);
   // A 10-item iteration: buffer 0 out after item 1, back at item 7; buffer 1 out after item 3,
   // back at item 8.
-  swapper::Schedule planned;
-  planned.strategy = "ours";
-  swapper::Swap first;
-  first.gap = swapper::Gap{0, 0, 1, 8};
-  first.out_after_op = 1;
-  first.in_at_op = 7;
-  swapper::Swap second;
-  second.gap = swapper::Gap{1, 0, 3, 9};
-  second.out_after_op = 3;
-  second.in_at_op = 8;
-  planned.swaps = {first, second};
+  const swapper::Schedule planned{"ours", {test::swap_one_ahead(0, 1, 8), test::swap_one_ahead(1, 3, 9)}};
   const detail::SwapSchedule schedule(planned, {BufferName{Birth::current, 0}, BufferName{Birth::current, 1}}, 10,
                                       {kSize, kSize}, 0);
   detail::InFlightItems in_flight;
@@ -295,11 +291,7 @@ TEST_CASE("swap schedule applier: each trigger once an iteration, skipping what 
   CHECK(ba.scheduled_in == 1);  // 1 + its swap
   CHECK(ba.arrival_pending);
   CHECK(rig.counters.swap_ins_scheduled == 1);
-  REQUIRE(rig.device.stream_wait_event(rig.program, ba.arrival) == kSuccess);
-  REQUIRE(rig.device.access(rig.program, a, kSize));
-  rig.device.synchronize();
-  CHECK(rig.device.verify(a, kSize, 21));
-  CHECK(rig.device.violations() == 0);
+  rig.use_after_arrival(a, ba, 21);
 
   // Past the host limit: no copy out.
   detail::ScheduleApplier limited(rig.out, rig.in, rig.names, rig.buffers, in_flight, rig.counters, false, MiB);

@@ -7,6 +7,7 @@
 
 #include "memtool/engine/resources.hpp"
 #include "memtool/engine/sim_device.hpp"
+#include "planned_swaps.hpp"
 #include "swap_observation.hpp"
 #include "swap_schedule.hpp"
 
@@ -95,19 +96,9 @@ TEST_CASE("swap schedule: an observed iteration as the swapper's input", "[engin
 
 TEST_CASE("swap schedule: triggers at work items, wrapping into the next iteration, earlier when late",
           "[engine][swap][schedule]") {
-  swapper::Schedule schedule;
-  schedule.strategy = "ours";
-  // Buffer 0 (current 5): out after item 1, back at item 7 of a 10-item iteration.
-  swapper::Swap a;
-  a.gap = swapper::Gap{0, 0, 1, 8};
-  a.out_after_op = 1;
-  a.in_at_op = 7;
-  // Buffer 1 (current 6): out after item 8, back at item 2 of the next iteration (12 unrolled).
-  swapper::Swap b;
-  b.gap = swapper::Gap{1, 0, 8, 13};
-  b.out_after_op = 8;
-  b.in_at_op = 12;
-  schedule.swaps = {a, b};
+  // Buffer 0 (current 5): out after item 1, back at item 7 of a 10-item iteration. Buffer 1
+  // (current 6): out after item 8, back at item 2 of the next iteration (12 unrolled).
+  const swapper::Schedule schedule{"ours", {test::swap_one_ahead(0, 1, 8), test::swap_one_ahead(1, 8, 13)}};
   SwapSchedule s(schedule, {BufferName{Birth::current, 5}, BufferName{Birth::current, 6}}, 10, {MiB, MiB}, 0);
 
   REQUIRE(s.outs_at(2).size() == 1);
