@@ -131,6 +131,7 @@ class SwapAdaptor final : public Adaptor {
       }
     }
     if (!mover_) mover_ = detail::make_uvm_mover(device_, spare_events_, host_waits_);
+    learner_.meter().host_costs().set_stalls([this] { return host_waits_.stall_ns(); });
     remaps_ = mover_->mode() == "explicit";
     if (options_.verify) {
       verify_ = std::make_unique<detail::VerifyHooks>(device_, spare_events_, host_waits_, *mover_, remaps_);
@@ -261,6 +262,7 @@ class SwapAdaptor final : public Adaptor {
     std::lock_guard lock(mutex_);
     const StreamId stream = item.stream;
     const auto entered = std::chrono::steady_clock::now();
+    const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().op();
     ++work_;
     in_item_ = true;
     const std::uint64_t now = work_ - iteration_begin_;
@@ -268,7 +270,7 @@ class SwapAdaptor final : public Adaptor {
     std::vector<DevicePtr>& current = in_flight.bases;
     last_item_thread_ = std::this_thread::get_id();
     joins_.note(stream);
-    mover_->settle(false);
+    learner_.meter().host_costs().copying(false, [&] { mover_->settle(false); });
     collect_frees(false);
     for (const DevicePtr base : item.touched) {
       if (buffers_.contains(base)) current.push_back(base);
@@ -283,7 +285,7 @@ class SwapAdaptor final : public Adaptor {
       oracle_.used(key_of(base, b), now);
       if (learner_.logging()) learner_.log().used(name_of(base, b));
       if (!b.resident && !b.pinned) {
-        bring_back_now(base, b, stream);
+        learner_.meter().host_costs().copying(true, [&] { bring_back_now(base, b, stream); });
         waits = true;
       }
       if (b.arrival_pending) {
@@ -339,6 +341,7 @@ class SwapAdaptor final : public Adaptor {
     std::lock_guard lock(mutex_);
     // No work since the last boundary (as at teardown): not an iteration of its own.
     if (iteration_started_ && work_ == iteration_begin_) return;
+    learner_.meter().host_costs().end_iteration();
     // The iteration that just ended is the oracle of the next one.
     if (iteration_started_) {
       oracle_.end_iteration(work_ - iteration_begin_);
