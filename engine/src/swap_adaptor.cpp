@@ -89,7 +89,6 @@ using swapper::RuleCandidate;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 static_assert(detail::IterationOracle::kNever == swapper::kUnknownUse, "the oracle's unknown use is the rule's");
-constexpr std::uint64_t kMaxLead = 1024;  // work items
 // extent_of's ids are unique across the stack: the swapper's carry this bit, which the small
 // cache's (counted from 1) never reach; below bit 48, which context_runtimes.cpp keeps for its own.
 constexpr std::uint64_t kSwapIdTag = std::uint64_t{1} << 47;
@@ -572,7 +571,7 @@ class SwapAdaptor final : public Adaptor {
     if (!selector_.leads_learn()) return;
     auto [it, inserted] = lead_.emplace(key, options_.lookahead);
     (void)inserted;
-    it->second = std::min(kMaxLead, std::max<std::uint64_t>(1, it->second * 2));
+    it->second = EvictionRule::grown_lead(it->second);
   }
 
   std::uint64_t device_budget() const {
