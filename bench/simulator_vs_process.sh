@@ -8,6 +8,8 @@
 # ratio, the problem's own step without swapping (its op times summed: "sim base"), the copies the
 # simulation issues a step, and per point whether the two rank the policies alike.
 #
+# The problem carries the executor's host costs as the process measured them (its `host` record),
+# which the simulation adds; SIM_ARGS="--op-cost 0 --copy-cost 0" leaves them out.
 # The rule alone (belady) plans nothing and writes no problem: it is simulated on ours' problem
 # (the same process setup, the same learning steps). ours is simulated as its schedule; the process
 # may keep a runner-up or the rule at exit (its selector): "kept" says which.

@@ -16,6 +16,7 @@
 #include "memtool/engine/device.hpp"
 #include "memtool/swapper/iteration.hpp"
 #include "spare_events.hpp"
+#include "swap/host_costs.hpp"
 
 namespace memtool::engine::detail {
 
@@ -65,6 +66,9 @@ class LinkMeter {
   [[nodiscard]] std::size_t samples(Direction d) const { return samples_[index(d)].size(); }
   // Every event back to the spares (before they are destroyed).
   void release();
+  // The swap policy's own host time per work item and per copy (swap/host_costs.hpp), priced
+  // beside the link: the planner's problem carries both.
+  HostCostMeter& host_costs() { return host_costs_; }
 
  private:
   struct Pending {
@@ -79,6 +83,7 @@ class LinkMeter {
   SpareTimingEvents& events_;
   std::vector<Pending> pending_;
   std::vector<CopySample> samples_[2];
+  HostCostMeter host_costs_;
 };
 
 }  // namespace memtool::engine::detail

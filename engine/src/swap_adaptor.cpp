@@ -95,7 +95,6 @@ using swapper::RuleCandidate;
 
 constexpr std::uint64_t kFar = std::numeric_limits<std::uint64_t>::max();
 static_assert(detail::IterationOracle::kNever == swapper::kUnknownUse, "the oracle's unknown use is the rule's");
-constexpr std::uint64_t kMaxLead = 1024;  // work items
 // extent_of's ids are unique across the stack: the swapper's carry this bit, which the small
 // cache's (counted from 1) never reach; below bit 48, which context_runtimes.cpp keeps for its own.
 constexpr std::uint64_t kSwapIdTag = std::uint64_t{1} << 47;
@@ -133,6 +132,7 @@ class SwapAdaptor final : public Adaptor {
                     : nullptr),
         selector_(detail::SelectorOptions{options_.selector_margin, options_.selector_window, trial_on_}),
         learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second, options_.problem_path) {
+    learner_.meter().host_costs().set_stalls([this] { return host_waits_.stall_ns(); });
     if (verify_) {
       mover_->set_leave_check([this](DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) {
         if (verify_->leaving_landed(ptr, b, host_copy, moves_.checked_after())) return true;
@@ -261,6 +261,7 @@ class SwapAdaptor final : public Adaptor {
     std::lock_guard lock(mutex_);
     const StreamId stream = item.stream;
     const auto entered = std::chrono::steady_clock::now();
+    const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().op();
     ++work_;
     in_item_ = true;
     const std::uint64_t now = work_ - iteration_begin_;
@@ -268,7 +269,7 @@ class SwapAdaptor final : public Adaptor {
     std::vector<DevicePtr>& current = in_flight.bases;
     last_item_thread_ = std::this_thread::get_id();
     joins_.note(stream);
-    mover_->settle(false);
+    learner_.meter().host_costs().copying(false, [&] { mover_->settle(false); });
     collect_frees(false);
     for (const DevicePtr base : item.touched) {
       if (buffers_.contains(base)) current.push_back(base);
@@ -283,7 +284,7 @@ class SwapAdaptor final : public Adaptor {
       oracle_.used(key_of(base, b), now);
       if (learner_.logging()) learner_.log().used(name_of(base, b));
       if (!b.resident && !b.pinned) {
-        bring_back_now(base, b, stream);
+        learner_.meter().host_costs().copying(true, [&] { bring_back_now(base, b, stream); });
         waits = true;
       }
       if (b.arrival_pending) {
@@ -339,6 +340,7 @@ class SwapAdaptor final : public Adaptor {
     std::lock_guard lock(mutex_);
     // No work since the last boundary (as at teardown): not an iteration of its own.
     if (iteration_started_ && work_ == iteration_begin_) return;
+    learner_.meter().host_costs().end_iteration();
     // The iteration that just ended is the oracle of the next one.
     if (iteration_started_) {
       oracle_.end_iteration(work_ - iteration_begin_);
@@ -585,7 +587,7 @@ class SwapAdaptor final : public Adaptor {
     if (!selector_.leads_learn()) return;
     auto [it, inserted] = lead_.emplace(key, options_.lookahead);
     (void)inserted;
-    it->second = std::min(kMaxLead, std::max<std::uint64_t>(1, it->second * 2));
+    it->second = EvictionRule::grown_lead(it->second);
   }
 
   std::uint64_t device_budget() const {

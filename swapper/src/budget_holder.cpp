@@ -10,11 +10,13 @@ namespace memtool::swapper::detail {
 void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint64_t budget, std::size_t keys,
                          std::span<const std::pair<std::uint32_t, std::uint32_t>> late_outs,
                          std::span<const std::uint64_t> alloc_at_start, std::uint32_t leave_early_ops,
-                         LinkEngines& engines) {
+                         LinkEngines& engines, std::uint32_t lead_ops) {
   iteration_ = &iteration;
   link_ = &engines;
   budget_ = budget;
   leave_early_ = leave_early_ops;
+  learn_leads_ = lead_ops != 0;
+  lead_.assign(learn_leads_ ? iteration.buffers.size() : 0, lead_ops);
   allocated_.assign(alloc_at_start.size() + 1, 0);
   for (std::size_t k = 0; k < alloc_at_start.size(); ++k) allocated_[k + 1] = allocated_[k] + alloc_at_start[k];
   net_.reset(iteration, link);
@@ -190,7 +192,11 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
     rule_of_[b] = static_cast<std::int32_t>(index);
     leaving_bytes_ += size;
     pending_.push_back(kRule | index);
-    due_.emplace_back(net_.issue_for(b, u, next), index);
+    // Learnt leads: due when its next access is within the lead (EvictionRule::needed_within).
+    const std::uint64_t due = !learn_leads_         ? net_.issue_for(b, u, next)
+                              : next > u + lead_[b] ? next - lead_[b]
+                                                    : u + 1;
+    due_.emplace_back(due, index);
     std::push_heap(due_.begin(), due_.end(), std::greater<>());
     return Offer::sent;
   });
@@ -256,10 +262,14 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
             iteration_->buffers[rule_[index].buffer].size + (next == kNoAccess ? 0 : upcoming(i, next - u));
         if (resident() + needs > budget_ + leaving_bytes_) evict(u, i, issue, next, needs);
         if (resident() + needs > budget_) return Arrival::no_room;
+        rule_[index].kept_out = false;
         issue_rule_in(index, u, issue);
         return Arrival::back;
       },
-      [&](const DueIn& d) { deferred_.push_back(static_cast<std::uint32_t>(d.handle)); });
+      [&](const DueIn& d) {
+        rule_[static_cast<std::uint32_t>(d.handle)].kept_out = true;
+        deferred_.push_back(static_cast<std::uint32_t>(d.handle));
+      });
   for (const std::uint32_t index : deferred_) {
     due_.emplace_back(u + 1, index);
     std::push_heap(due_.begin(), due_.end(), std::greater<>());
@@ -277,7 +287,11 @@ double BudgetHolder::consume(std::size_t i, double start) {
   for (const std::uint32_t b : net_.accessed_by(i)) {
     const std::int32_t r = rule_of_[b];
     if (r < 0) continue;
-    start = std::max(start, link_->finish(rule_[r].in));
+    const double in_end = link_->finish(rule_[r].in);
+    // Late (the op waits for it): its lead grows, as the executor's does, unless it was held back
+    // for want of room (EvictionRule::bring_back) and came on demand.
+    if (learn_leads_ && in_end > start && !rule_[r].kept_out) lead_[b] = EvictionRule::grown_lead(lead_[b]);
+    start = std::max(start, in_end);
     rule_of_[b] = -1;
   }
   return start;

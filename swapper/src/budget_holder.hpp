@@ -39,9 +39,13 @@ class BudgetHolder {
   // that many ops of the iteration allocate, sending out buffers not needed within them, without
   // waiting (0: not).
   // `alloc_at_start`: the bytes allocated before each op (the simulator's static memory).
+  // `lead_ops`: non-zero, the rule's swap-ins are issued that many ops ahead of the next access at
+  // first, per buffer, each lead doubled when its swap-in comes late (EvictionRule::grown_lead,
+  // as the executor learns them); 0: at twice the copy's uncontended time (SafetyNet::issue_for).
   void reset(const Iteration& iteration, const Link& link, std::uint64_t budget, std::size_t keys,
              std::span<const std::pair<std::uint32_t, std::uint32_t>> late_outs,
-             std::span<const std::uint64_t> alloc_at_start, std::uint32_t leave_early_ops, LinkEngines& engines);
+             std::span<const std::uint64_t> alloc_at_start, std::uint32_t leave_early_ops, LinkEngines& engines,
+             std::uint32_t lead_ops = 0);
 
   // A schedule instance's copy-out was enqueued, or its swap-in is being issued.
   void scheduled_out(std::uint32_t key, std::uint32_t buffer, std::uint64_t bytes, std::int32_t copy);
@@ -78,6 +82,7 @@ class BudgetHolder {
     std::uint64_t in_at = 0;       // unrolled op its swap-in was issued with
     double freed_ns = 0;           // kGone: when its buffer was freed, and before which op (unrolled)
     std::uint64_t freed_before = 0;
+    bool kept_out = false;  // due ahead, found no room: brought back on demand, its lead stays (the executor's)
   };
   static constexpr std::uint32_t kRule = std::uint32_t{1} << 31;  // pending code of a rule swap
 
@@ -110,11 +115,13 @@ class BudgetHolder {
   SafetyNet net_;
   std::uint64_t budget_ = 0;
   std::uint32_t leave_early_ = 0;
-  std::vector<std::uint64_t> allocated_;                            // bytes allocated before ops [0, k), k <= n
-  std::vector<State> state_;                                        // per schedule instance
-  std::vector<std::uint64_t> bytes_;                                // per schedule instance
-  std::vector<std::uint32_t> buffer_;                               // per schedule instance
-  std::vector<std::int32_t> out_copy_;                              // per schedule instance
+  bool learn_leads_ = false;
+  std::vector<std::uint64_t> lead_;       // learn_leads_: per buffer, its swap-ins' lead in ops
+  std::vector<std::uint64_t> allocated_;  // bytes allocated before ops [0, k), k <= n
+  std::vector<State> state_;              // per schedule instance
+  std::vector<std::uint64_t> bytes_;      // per schedule instance
+  std::vector<std::uint32_t> buffer_;     // per schedule instance
+  std::vector<std::int32_t> out_copy_;    // per schedule instance
   std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs_;  // sorted
   std::vector<std::uint32_t> held_out_;  // per buffer: schedule instances out (copy-out issued, swap-in not)
   std::vector<std::int32_t> rule_of_;    // per buffer: its rule swap under way, or -1

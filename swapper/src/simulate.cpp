@@ -71,7 +71,10 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   Simulation& out = result_;
   const std::size_t n = iteration.ops.size();
   const std::size_t swaps = schedule.swaps.size();
-  const std::uint32_t rounds = std::max<std::uint32_t>(options.iterations, 2);
+  // Learnt leads (SimulateOptions::learn_rule_leads): iterations before the measured one to learn them in.
+  const bool learn_leads = options.learn_rule_leads && options.hold_budget_bytes != 0;
+  const std::uint32_t rounds = std::max<std::uint32_t>(options.iterations, 2) +
+                               (learn_leads ? EvictionRule::lead_learning_iterations(options.rule_lookahead_ops) : 0);
   const std::vector<Swap>& plan = schedule.swaps;
 
   out.base_time_ns = static_cast<double>(base_time_ns(iteration));
@@ -141,7 +144,8 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     }
     w.holder.reset(
         iteration, link, hold, swaps * rounds, w.late_outs, w.alloc_at_start,
-        static_cast<std::uint32_t>(EvictionRule::leave_early_horizon(swaps != 0, options.rule_lookahead_ops)), w.link);
+        static_cast<std::uint32_t>(EvictionRule::leave_early_horizon(swaps != 0, options.rule_lookahead_ops)), w.link,
+        learn_leads ? std::max<std::uint32_t>(1, options.rule_lookahead_ops) : 0);
   }
 
   // The instance of swap s whose position `pos` (unrolled in its gap) falls on op r*n + i.

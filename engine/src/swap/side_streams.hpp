@@ -2,7 +2,8 @@
 // and copies back on another, each created on first use, so the program's streams never wait for
 // a copy and each direction queues only behind its own; while an iteration is learned, a copy on
 // either is timed for the link meter (link_meter.hpp), which prices the planner's copies. A copy
-// on the program's stream (save-on-cpu) is not timed: it queues behind the program's work. Not
+// on the program's stream (save-on-cpu) is not timed: it queues behind the program's work. The
+// host time each copy's move takes is the policy's cost per copy (swap/host_costs.hpp). Not
 // thread-safe: the swap policy's lock.
 #pragma once
 
@@ -32,7 +33,12 @@ class SideStreams {
                   bool copies, Move&& move) const {
     const bool metered = copies && learner.logging() && stream != 0 && (stream == out_ || stream == in_);
     EventId start = metered ? learner.meter().start(direction, stream) : 0;
-    if (!move()) {
+    bool moved = false;
+    {
+      const HostCostMeter::Scope cost = learner.meter().host_costs().copy(copies);
+      moved = move();
+    }
+    if (!moved) {
       learner.meter().abandon(start);
       return false;
     }

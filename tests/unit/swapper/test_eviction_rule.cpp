@@ -183,3 +183,13 @@ TEST_CASE("the rule leaves early only without a schedule", "[swapper][rule]") {
   CHECK(EvictionRule::leave_early_horizon(true, 16) == 0);
   CHECK(EvictionRule::leave_early_horizon(false, 0) == 0);
 }
+
+TEST_CASE("eviction rule: a late swap-in's lead doubles up to the limit", "[swapper][eviction_rule]") {
+  CHECK(ms::EvictionRule::grown_lead(16) == 32);
+  CHECK(ms::EvictionRule::grown_lead(0) == 1);
+  CHECK(ms::EvictionRule::grown_lead(ms::EvictionRule::kMaxLead / 2 + 1) == ms::EvictionRule::kMaxLead);
+  CHECK(ms::EvictionRule::grown_lead(ms::EvictionRule::kMaxLead) == ms::EvictionRule::kMaxLead);
+  // 16, 32, ..., 1024: six doublings, and the iteration that runs with them.
+  CHECK(ms::EvictionRule::lead_learning_iterations(16) == 7);
+  CHECK(ms::EvictionRule::lead_learning_iterations(ms::EvictionRule::kMaxLead) == 1);
+}

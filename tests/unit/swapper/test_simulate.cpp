@@ -379,3 +379,35 @@ TEST_CASE("a simulator reused gives the same answers, and more warm-up changes n
   CHECK(steady.time_ns == first.time_ns);
   CHECK(steady.peak_bytes == first.peak_bytes);
 }
+
+// The executor learns its rule's swap-in leads in work items: from its lookahead, doubled for a
+// buffer whose swap-in came late (EvictionRule::grown_lead); learn_rule_leads simulates that.
+// B (1000 B, ops 0 and 30 of 40 ops of 100 ns) makes room for C (ops 5-8, budget 1500); its copy
+// back takes 1000 ns (10 ops) at 1 B/ns. From a lead of 2 ops it is late at 2, 4 and 8 and on
+// time at 16: issued with op 14, not waited for. The planners' model issues it at twice its copy time ahead (20
+// ops: op 10).
+TEST_CASE("held: the rule's leads learnt as the executor learns them", "[swapper][simulate]") {
+  ms::Iteration it = ops_of(40, 100);
+  const std::uint32_t b = add_buffer(it, 1000, 0, 31, {0, 30});
+  add_buffer(it, 1000, 5, 8, {5, 8});
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = 1500;
+  held.rule_lookahead_ops = 2;
+  const auto in_at = [&](const ms::Simulation& sim) {
+    for (const ms::RuleEviction& e : sim.rule_evictions) {
+      if (e.buffer == b && !e.freed) return static_cast<std::int64_t>(e.in_at_op);
+    }
+    return std::int64_t{-1};
+  };
+  const ms::Simulation margin = ms::simulate(it, {}, simple_link(), held);
+  CHECK(in_at(margin) == 10);
+  held.learn_rule_leads = true;
+  const ms::Simulation learnt = ms::simulate(it, {}, simple_link(), held);
+  CHECK(in_at(learnt) == 14);
+  CHECK(learnt.op_stall_ns[30] == 0);         // on time
+  CHECK(learnt.stall_ns == margin.stall_ns);  // op 5 waits for B's copy out in both
+  CHECK(learnt.peak_bytes <= 1500);
+  // A lead that starts long enough is not learnt further: issued 20 ops ahead.
+  held.rule_lookahead_ops = 20;
+  CHECK(in_at(ms::simulate(it, {}, simple_link(), held)) == 10);
+}

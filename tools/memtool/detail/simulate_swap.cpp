@@ -241,6 +241,7 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
     swapper::SimulateOptions held;
     held.hold_budget_bytes = budget;
     held.host = options.host;
+    held.learn_rule_leads = true;  // as the executor learns its leads (the planners keep their model)
     for (const std::string& name : names) {
       for (const swapper::ScheduleMode mode :
            {swapper::ScheduleMode::no_overhead, swapper::ScheduleMode::stick_to_limit}) {

@@ -73,6 +73,22 @@ class EvictionRule {
     return next_use != kUnknownUse && next_use <= horizon;
   }
 
+  // A swap-in's lead, in steps (work items, ops) before the next use: a buffer's starts at the
+  // lookahead and doubles each time its swap-in came late (its consumer waited for it), up to
+  // kMaxLead. The executor keeps one per buffer name; the simulator learns them the same way
+  // (SimulateOptions::learn_rule_leads).
+  static constexpr std::uint64_t kMaxLead = 1024;
+  [[nodiscard]] static std::uint64_t grown_lead(std::uint64_t lead) {
+    return std::min(kMaxLead, std::max<std::uint64_t>(1, lead * 2));
+  }
+  // Iterations enough for a lead that starts at `lookahead` to reach kMaxLead by doubling once an
+  // iteration, and one more to run with the leads as learnt.
+  [[nodiscard]] static std::uint32_t lead_learning_iterations(std::uint64_t lookahead) {
+    std::uint32_t k = 1;
+    for (std::uint64_t lead = std::max<std::uint64_t>(1, lookahead); lead < kMaxLead; lead = grown_lead(lead)) ++k;
+    return k;
+  }
+
   // With no schedule the rule leaves early: it makes room for what the next `lookahead` steps
   // allocate, sending out only what is not needed within them. The horizon; 0: it does not.
   [[nodiscard]] static std::uint64_t leave_early_horizon(bool scheduled, std::uint64_t lookahead) {

@@ -67,6 +67,12 @@ struct SimulateOptions {
   // Holding a budget with no schedule: the executor's rule makes room this many ops ahead for
   // what they allocate (its work-item lookahead, resources.hpp; 0: only when needed).
   std::uint32_t rule_lookahead_ops = 16;
+  // Holding a budget: the rule's swap-ins are issued as the executor issues them, a lead of work
+  // items ahead of the next use learnt per buffer (EvictionRule::grown_lead: from
+  // rule_lookahead_ops, doubled when late), over lead_learning_iterations more iterations before
+  // the measured one. false: each is issued at twice its copy's uncontended time ahead at the
+  // base op times (the planners' model).
+  bool learn_rule_leads = false;
   HostCosts host;  // none by default
 };
 
