@@ -95,7 +95,8 @@ ScheduleSelector::Step ScheduleSelector::boundary(double ns) {
 }
 
 // The iteration the plan was finished in ran beside the planner: the rule's next ones (a
-// window's worth, the first not counted) are the baseline, then the first candidate applies.
+// window's worth, the first not counted) are the baseline, then the model chooses (or the first
+// candidate applies).
 ScheduleSelector::Step ScheduleSelector::on_baseline(double ns) {
   Step step;
   ++baseline_boundaries_;
