@@ -1109,7 +1109,9 @@ class SwapAdaptor final : public Adaptor {
     const std::string who = step.action == Action::rule_alone ? std::string("the rule alone")
                             : step.action == Action::none     ? schedule_->label()
                                                               : candidates_[step.candidate]->label();
-    const char* how = step.action == Action::apply ? "checked against its prediction" : "as timed";
+    const char* how = step.challenge                 ? "the rule alone's rival, checked against it"
+                      : step.action == Action::apply ? "checked against its prediction"
+                                                     : "as timed";
     log(LogLevel::info,
         fmt::format("memtool swap: chosen by prediction: {}, {:.1f} ms an iteration calibrated, "
                     "{} (calibration: {:.1f} ms a step and {:.1f} us a copy the model missed)",

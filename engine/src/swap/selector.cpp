@@ -33,6 +33,7 @@ void ScheduleSelector::planned(std::vector<StepPrediction> candidates, StepPredi
   rule_predicted_ = predicted ? rule : StepPrediction{};
   offset_ns_ = per_copy_ns_ = checked_prediction_ = 0;
   refutations_ = 0;
+  challenging_ = false;
   timed_iterations_ = 0;
   current_.reset();
   champion_.reset();
@@ -149,12 +150,25 @@ ScheduleSelector::Step ScheduleSelector::choose(Step step) {
   }
   step.by_model = true;
   step.choice_ns = best;
+  double prediction = best;
+  if (!pick && refutations_ == 0) {
+    // The rule alone chosen at the first choice: the model's ranking is what is checked, against
+    // the candidate it predicts fastest (one window), since no other measurement could refute it.
+    for (std::size_t id = 0; id < predicted_.size(); ++id) {
+      if (measured_[id] == 0 && (!pick || calibrated(id) < calibrated(*pick))) pick = id;
+    }
+    if (pick) {
+      challenging_ = true;
+      step.challenge = true;
+      prediction = calibrated(*pick);
+    }
+  }
   if (!pick) champion_.reset();
   if (!pick || timed) return conclude(step);
   queue_.clear();
   current_ = pick;
   trial_ns_.clear();
-  checked_prediction_ = best;
+  checked_prediction_ = prediction;
   state_ = State::checking;
   step.action = Action::apply;
   step.candidate = *pick;
@@ -208,6 +222,14 @@ ScheduleSelector::Step ScheduleSelector::on_checking(double ns) {
   if (fastest) {
     best_ns_ = figure;
     champion_ = current_;
+  }
+  if (challenging_) {
+    // The rival of the rule alone: slower, the model's choice stands (the rule alone); faster,
+    // the model is refuted and the rival, the fastest timed, stays.
+    challenging_ = false;
+    step.kept = fastest;
+    step.refuted = fastest;
+    return conclude(step);
   }
   if (step.kept) return conclude(step);
   step.refuted = true;

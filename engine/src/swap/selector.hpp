@@ -6,7 +6,8 @@
 // model's: the baseline calibrates it (the measured rule alone against its prediction: the
 // executor's and the program's host time the model does not see, the same in every candidate's
 // step), and the candidate with the best calibrated prediction (or the rule alone, when none is
-// predicted faster) applies at once, checked for one window against that prediction. Confirmed,
+// predicted faster, the one predicted fastest is checked against it, once) applies at once,
+// checked for one window against that prediction. Confirmed,
 // it is committed; slower than predicted by the margin, or slower than the rule alone, the model
 // is refuted for it: recalibrated with that second measurement (the per-copy host time that
 // explains the difference) and the choice made again, once; refuted twice, the remaining
@@ -89,6 +90,9 @@ class ScheduleSelector {
     // its own).
     bool by_model = false;
     double choice_ns = 0;
+    // The model chose the rule alone, and `candidate`, the one it predicts fastest, is checked
+    // against it (apply): the rule alone stays unless it runs faster.
+    bool challenge = false;
     // The choice is made (committed, taken back, or the rule alone): the iterations timed since
     // the plan was ready (baseline, checks, trials).
     bool chosen = false;
@@ -163,6 +167,7 @@ class ScheduleSelector {
   double per_copy_ns_ = 0;
   double checked_prediction_ = 0;
   std::uint32_t refutations_ = 0;
+  bool challenging_ = false;            // the one checked is the rule alone's rival
   std::uint32_t timed_iterations_ = 0;  // since the plan was ready, until the choice is made
   // The watch: the last `window` iterations, its fastest since it started.
   std::vector<double> recent_;

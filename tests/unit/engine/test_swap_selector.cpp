@@ -314,16 +314,48 @@ TEST_CASE("swap selector: the model chooses: calibrated by the baseline, its cho
 
 TEST_CASE("swap selector: the model chooses the rule alone when no candidate is predicted faster",
           "[engine][swap][selector][model]") {
-  ScheduleSelector s({});
-  // A tie goes to the rule alone: it moves nothing.
-  const ScheduleSelector::Step step = modelled(s, {{100.0, 3.0}, {120.0, 1.0}}, {100.0, 0.0}, 150.0, 160.0);
-  CHECK(step.by_model);
-  CHECK(step.action == Action::rule_alone);  // baseline -> rule
-  CHECK_FALSE(step.rejected);                // nothing was applied
-  CHECK(step.chosen);
-  CHECK(step.timed_iterations == 3);
-  CHECK(step.choice_ns == 150.0);
-  CHECK(s.state() == State::rule);
+  SECTION("its rival, checked, is slower: the rule alone") {
+    ScheduleSelector s({});
+    // A tie goes to the rule alone (it moves nothing); the rival is the one predicted fastest.
+    ScheduleSelector::Step step = modelled(s, {{120.0, 3.0}, {100.0, 1.0}}, {100.0, 0.0}, 150.0, 160.0);
+    CHECK(step.by_model);
+    CHECK(step.challenge);
+    CHECK(step.choice_ns == 150.0);
+    CHECK(step.action == Action::apply);  // baseline -> checking: the rule alone's rival
+    CHECK(step.candidate == 1);
+    CHECK(s.state() == State::checking);
+    step = run(s, {900.0, 155.0, 152.0});
+    CHECK(step.verdict);
+    CHECK_FALSE(step.kept);
+    CHECK_FALSE(step.refuted);                 // the model was right
+    CHECK(step.action == Action::rule_alone);  // checking -> rule
+    CHECK(step.rejected);
+    CHECK(step.chosen);
+    CHECK(step.timed_iterations == 6);
+    CHECK(s.state() == State::rule);
+  }
+  SECTION("its rival, checked, is faster: the model is refuted, the rival stays") {
+    ScheduleSelector s({});
+    ScheduleSelector::Step step = modelled(s, {{103.0, 3.0}, {110.0, 1.0}}, {100.0, 0.0}, 150.0, 150.0);
+    CHECK(step.challenge);
+    CHECK(step.candidate == 0);
+    step = run(s, {900.0, 140.0, 145.0});
+    CHECK(step.kept);
+    CHECK(step.refuted);
+    CHECK(step.action == Action::none);  // checking -> committed
+    CHECK(step.chosen);
+    CHECK(s.state() == State::committed);
+    CHECK(*s.applied() == 0);
+  }
+  SECTION("no candidate: the rule alone at once") {
+    ScheduleSelector s({});
+    const ScheduleSelector::Step step = modelled(s, {}, {100.0, 0.0}, 150.0, 160.0);
+    CHECK(step.action == Action::rule_alone);  // baseline -> rule
+    CHECK_FALSE(step.rejected);                // nothing was applied
+    CHECK(step.chosen);
+    CHECK(step.timed_iterations == 3);
+    CHECK(s.state() == State::rule);
+  }
 }
 
 TEST_CASE("swap selector: the model refuted: recalibrated by the second measurement, chosen again",
