@@ -1112,10 +1112,14 @@ class SwapAdaptor final : public Adaptor {
     const char* how = step.challenge                 ? "the rule alone's rival, checked against it"
                       : step.action == Action::apply ? "checked against its prediction"
                                                      : "as timed";
+    // A rival of the rule alone is said with its own calibrated figure (choice_ns is the rule's).
+    const double figure = step.challenge ? selector_.calibrated(step.candidate) : step.choice_ns;
     log(LogLevel::info,
         fmt::format("memtool swap: chosen by prediction: {}, {:.1f} ms an iteration calibrated, "
-                    "{} (calibration: {:.1f} ms a step and {:.1f} us a copy the model missed)",
-                    who, step.choice_ns / 1e6, how, selector_.unexplained_ns() / 1e6, selector_.per_copy_ns() / 1e3));
+                    "{} (the rule alone {:.1f} ms; calibration: {:.1f} ms a step and {:.1f} us a copy the model "
+                    "missed)",
+                    who, figure / 1e6, how, selector_.rule_figure() / 1e6, selector_.unexplained_ns() / 1e6,
+                    selector_.per_copy_ns() / 1e3));
   }
 
   // No candidate faster than the rule alone (or none with swaps): the rule from now on, starting
