@@ -72,7 +72,7 @@ for model in $models; do
       fi
       # A run without verdicts (no plan, or the trial off) must not end the bench under pipefail.
       if [ "$policy" = ours ]; then
-        { grep -E ' ms an iteration, |is the fastest: it applies| has no swaps: ' "$work/swap.err" || true; } | sed "s/^/  round $round: /" >> "$work/trial.txt"
+        { grep -E ' ms an iteration, |is the fastest: it applies| has no swaps: |chosen by prediction: |chosen after ' "$work/swap.err" || true; } | sed "s/^/  round $round: /" >> "$work/trial.txt"
       fi
       step=$(median_step "$work/swap.out" $((steps - 4)))
       best[$policy]=$(least "${best[$policy]:-}" "$step")

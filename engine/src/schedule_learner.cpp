@@ -61,9 +61,7 @@ void ScheduleLearner::stop(bool forget) {
   }
 }
 
-ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, std::unique_ptr<SwapSchedule>& out,
-                                                   std::vector<std::unique_ptr<SwapSchedule>>& runners_up,
-                                                   std::string& why) {
+ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, PlanReply& out, std::string& why) {
   if (!matched_) return Progress::learning;
   if (!planning_.valid()) {
     std::optional<std::vector<double>> times = timer_.poll();
@@ -103,8 +101,7 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, s
     return Progress::failed;
   }
   engine::log(LogLevel::info, "memtool swap: " + policy_ + " schedule: " + reply.message);
-  out = std::move(reply.schedule);
-  runners_up = std::move(reply.runners_up);
+  out = std::move(reply);
   return Progress::ready;
 }
 

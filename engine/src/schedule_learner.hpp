@@ -3,7 +3,7 @@
 // copies it makes timed (link_meter.hpp); once two iterations in a row have the same
 // allocations and length, the second one's GPU times are awaited, the swapper plans on its own
 // thread (swap_schedule.hpp: plan_async) for the budget and link of that moment, and the
-// schedule is handed over. The adaptor applies it; this class only learns. Not thread-safe:
+// schedule is handed over with the runners-up and the steps the simulator predicts for them. The adaptor applies it; this class only learns. Not thread-safe:
 // the swap policy's lock.
 #pragma once
 
@@ -57,10 +57,10 @@ class ScheduleLearner {
 
   enum class Progress : std::uint8_t { learning, planning, ready, failed };
   // Moves the plan along: the GPU times awaited, then planned on its own thread for
-  // `budget_bytes`. At `ready`, `out` holds the schedule and `runners_up` ours' runners-up (if
-  // any), in the order to time them; at `failed`, `why` says why.
-  Progress advance(std::uint64_t budget_bytes, std::unique_ptr<SwapSchedule>& out,
-                   std::vector<std::unique_ptr<SwapSchedule>>& runners_up, std::string& why);
+  // `budget_bytes`. At `ready`, `out` holds the plan's reply: the schedule, ours' runners-up (if
+  // any), and each one's step and the rule alone's as the executor runs them (predicted with the
+  // plan's link and host costs); at `failed`, `why` says why.
+  Progress advance(std::uint64_t budget_bytes, PlanReply& out, std::string& why);
 
   // The link the last plan was made with and where its figures came from (empty: no plan yet).
   [[nodiscard]] const swapper::Link& link() const { return link_; }

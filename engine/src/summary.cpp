@@ -51,7 +51,8 @@ std::string to_json(const Summary& s) {
       "\"swap_leaves_called_off\":{},\"swap_pinned\":{},\"swap_items_reaching_all\":{},\"swap_verify_checks\":{},"
       "\"swap_host_waits_refused\":{},\"swap_held_for_value_waits\":{},"
       "\"swap_verify_mismatches\":{},\"swap_verify_first_mismatch\":\"{}\","
-      "\"state_reason\":\"{}\",\"allocs_in_planned_steps\":{},\"worst_step_served\":{:.6f}}}",
+      "\"state_reason\":\"{}\",\"allocs_in_planned_steps\":{},\"worst_step_served\":{:.6f},"
+      "\"swap_iterations_selecting\":{}}}",
       s.strategy, s.state, s.period_allocations, s.period_events, s.period_peak_bytes, s.periods_rejected,
       s.iterations_planned, s.pool_bytes, s.lower_bound_bytes, s.allocs_from_pool, s.allocs_passed_through, s.misses,
       s.refusals, s.replans, s.plans_made, s.plan_failures, s.pool_alloc_failures, s.pool_reclaims, s.exports_refused,
@@ -65,7 +66,7 @@ std::string to_json(const Summary& s) {
       s.graph_memory_allocations, s.graph_memory_bytes, s.capture_detours, s.swap_leaves_called_off, s.swap_pinned,
       s.swap_items_reaching_all, s.swap_verify_checks, s.swap_host_waits_refused, s.swap_held_for_value_waits,
       s.swap_verify_mismatches, json_escaped(s.swap_verify_first_mismatch), json_escaped(s.state_reason),
-      s.allocs_in_planned_steps, s.worst_step_served);
+      s.allocs_in_planned_steps, s.worst_step_served, s.swap_iterations_selecting);
 }
 
 bool write_summary_file(const Summary& summary, const std::string& path) {
@@ -85,14 +86,18 @@ std::string summary_line(const Summary& s) {
                                      ? std::string()
                                      : fmt::format("; verify: {} checksums, {} buffers changed behind memtool's back",
                                                    s.swap_verify_checks, s.swap_verify_mismatches);
+    const std::string chosen = s.swap_iterations_selecting == 0
+                                   ? std::string()
+                                   : fmt::format("; {} applies, chosen after {} iterations timed", s.swap_schedule,
+                                                 s.swap_iterations_selecting);
     return fmt::format(
         "memtool swap ({}, {}): device peak {} B with memtool (budget {} B), {} B of live buffers at most; {} B "
         "swapped out, {} B in ({} on the schedule, {} ahead of use by the rule, {} late, {} on demand); {} B on the "
-        "host at most; {:.1f} ms waited{}",
+        "host at most; {:.1f} ms waited{}{}",
         s.swap_mode.empty() ? "off" : s.swap_mode, s.swap_policy.empty() ? "belady" : s.swap_policy,
         s.peak_device_bytes, s.budget_bytes, s.peak_device_bytes_without_pool, s.bytes_swapped_out, s.bytes_swapped_in,
         s.swap_ins_scheduled, s.swap_ins_ahead, s.swap_ins_late, s.swap_ins_on_demand, s.host_bytes,
-        static_cast<double>(s.stall_ns) / 1e6, verified);
+        static_cast<double>(s.stall_ns) / 1e6, chosen, verified);
   }
   const std::string step = s.period_allocations == 0
                                ? std::string("no iteration planned")

@@ -902,14 +902,14 @@ class SwapAdaptor final : public Adaptor {
   void advance_planning() {
     if (selector_.state() != detail::ScheduleSelector::State::learning) return;
     std::string why;
-    std::unique_ptr<detail::SwapSchedule> ready;
-    std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up;
-    switch (learner_.advance(device_budget(), ready, runners_up, why)) {
+    detail::PlanReply reply;
+    switch (learner_.advance(device_budget(), reply, why)) {
       case ScheduleLearner::Progress::ready: {
         candidates_.clear();
         candidate_states_.clear();
-        if (!trial_on_) runners_up.clear();                       // a baseline applies as published
-        runners_up.insert(runners_up.begin(), std::move(ready));  // timed in this order
+        std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up = std::move(reply.runners_up);
+        if (!trial_on_) runners_up.clear();                                // a baseline applies as published
+        runners_up.insert(runners_up.begin(), std::move(reply.schedule));  // the selector's ids in this order
         for (std::size_t i = 0; i < runners_up.size(); ++i) {
           if (runners_up[i]->size() != 0) {
             candidates_.push_back(std::move(runners_up[i]));
@@ -922,7 +922,9 @@ class SwapAdaptor final : public Adaptor {
                           next ? ", as timed; the candidates after it are timed against it" : ""));
         }
         candidate_states_.resize(candidates_.size());
-        selector_.planned(candidates_.size());
+        std::vector<detail::StepPrediction> predicted;
+        for (const auto& c : candidates_) predicted.push_back(c->prediction());
+        selector_.planned(std::move(predicted), reply.rule_alone);  // chosen by the model, calibrated by timing
         return;
       }
       case ScheduleLearner::Progress::failed:
@@ -944,10 +946,24 @@ class SwapAdaptor final : public Adaptor {
     if (step.keep == Keep::candidate && schedule_) candidate_states_[*selector_.applied()] = timed_state();
     if (step.verdict) {
       ++counters_.candidates_timed;
+      if (step.checked) {
+        log(LogLevel::info,
+            fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} its calibrated prediction {:.1f} ms ({:.1f} "
+                        "predicted; the rule alone {:.1f} ms)",
+                        schedule_->label(), step.figure / 1e6, step.kept ? "as" : "refuting", step.predicted / 1e6,
+                        schedule_->prediction().step_ns / 1e6, step.rule / 1e6));
+      } else {
+        log(LogLevel::info,
+            fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
+                        schedule_->label(), step.figure / 1e6, step.kept ? "the fastest so far" : "not faster than",
+                        step.target / 1e6, step.rule / 1e6));
+      }
+    }
+    if (step.by_model) say_model_choice(step);
+    if (step.chosen) {
+      counters_.iterations_selecting += step.timed_iterations;
       log(LogLevel::info,
-          fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
-                      schedule_->label(), step.figure / 1e6, step.kept ? "the fastest so far" : "not faster than",
-                      step.target / 1e6, step.rule / 1e6));
+          fmt::format("memtool swap: chosen after {} iterations timed since the plan", step.timed_iterations));
     }
     if (step.rejected) ++counters_.schedules_rejected;
     switch (step.action) {
@@ -1003,6 +1019,26 @@ class SwapAdaptor final : public Adaptor {
         return true;
     }
     return true;
+  }
+
+  // The model's choice (swap/selector.hpp), with its calibration: the host time a step it missed
+  // and per copy.
+  void say_model_choice(const detail::ScheduleSelector::Step& step) {
+    using Action = detail::ScheduleSelector::Action;
+    const std::string who = step.action == Action::rule_alone ? std::string("the rule alone")
+                            : step.action == Action::none     ? schedule_->label()
+                                                              : candidates_[step.candidate]->label();
+    const char* how = step.challenge                 ? "the rule alone's rival, checked against it"
+                      : step.action == Action::apply ? "checked against its prediction"
+                                                     : "as timed";
+    // A rival of the rule alone is said with its own calibrated figure (choice_ns is the rule's).
+    const double figure = step.challenge ? selector_.calibrated(step.candidate) : step.choice_ns;
+    log(LogLevel::info,
+        fmt::format("memtool swap: chosen by prediction: {}, {:.1f} ms an iteration calibrated, "
+                    "{} (the rule alone {:.1f} ms; calibration: {:.1f} ms a step and {:.1f} us a copy the model "
+                    "missed)",
+                    who, figure / 1e6, how, selector_.rule_figure() / 1e6, selector_.unexplained_ns() / 1e6,
+                    selector_.per_copy_ns() / 1e3));
   }
 
   // No candidate faster than the rule alone (or none with swaps): the rule from now on, starting

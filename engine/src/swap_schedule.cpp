@@ -135,6 +135,42 @@ void SwapSchedule::restore_copy_ins(const std::vector<std::uint64_t>& at) {
   }
 }
 
+StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule& schedule) {
+  swapper::SimulateOptions held;
+  held.hold_budget_bytes = request.budget_bytes;
+  held.host = request.host;
+  const swapper::Simulation sim = swapper::simulate(request.input.iteration, schedule, request.link, held);
+  return {sim.time_ns, static_cast<double>(sim.copies_issued)};
+}
+
+namespace {
+
+// Every candidate's step and the rule alone's, as the executor runs them; the message's account
+// of them. A simulation that fails leaves the predictions out (timed in turn instead).
+std::string predict_steps(const PlanRequest& request, PlanReply& reply) {
+  try {
+    const auto said = [](const StepPrediction& p) {
+      return fmt::format("{:.1f} ms ({:.0f} copies)", p.step_ns / 1e6, p.copies);
+    };
+    reply.schedule->set_prediction(predict_step(request, reply.schedule->schedule()));
+    std::string out = fmt::format("; as the executor runs them: schedule {}", said(reply.schedule->prediction()));
+    for (std::size_t i = 0; i < reply.runners_up.size(); ++i) {
+      SwapSchedule& up = *reply.runners_up[i];
+      up.set_prediction(predict_step(request, up.schedule()));
+      out += fmt::format(", runner-up {} {}", i + 1, said(up.prediction()));
+    }
+    reply.rule_alone = predict_step(request, swapper::Schedule{});
+    return out + fmt::format(", the rule alone {}", said(reply.rule_alone));
+  } catch (const std::exception& e) {
+    reply.schedule->set_prediction({});
+    for (auto& up : reply.runners_up) up->set_prediction({});
+    reply.rule_alone = {};
+    return fmt::format("; no step predicted as the executor runs it ({})", e.what());
+  }
+}
+
+}  // namespace
+
 std::future<PlanReply> plan_async(PlanRequest request) {
   return std::async(std::launch::async, [request = std::move(request)]() {
     PlanReply reply;
@@ -158,11 +194,13 @@ std::future<PlanReply> plan_async(PlanRequest request) {
             std::move(alt.schedule), request.input.names, request.items, request.signature, alt.simulation.peak_bytes));
         up->set_label(fmt::format("{} runner-up {} ({})", request.strategy, n, alt.construction));
       }
-      reply.message += dumped;
       reply.schedule = std::make_unique<SwapSchedule>(std::move(result.schedule), request.input.names, request.items,
                                                       request.signature, sim.peak_bytes);
       reply.schedule->set_label(fmt::format("{} schedule", request.strategy));
+      reply.message += predict_steps(request, reply) + dumped;
     } catch (const std::exception& e) {
+      reply.schedule.reset();
+      reply.runners_up.clear();
       reply.message = e.what();
     }
     return reply;

@@ -9,6 +9,9 @@
 //    the next iteration on (its lead doubles, never before its copy-out).
 //  - Drift: an allocation whose footprint differs from the plan's, or an iteration of another
 //    length, drops the schedule (the policy falls back to its own rule and plans again).
+//  - Predictions: the plan simulates each candidate, and the rule alone, as the executor runs
+//    them (holding the budget, with the executor's host costs as given), for the selector to
+//    choose by (swap/selector.hpp).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "memtool/swapper/plan.hpp"
+#include "swap/selector.hpp"
 #include "swap_observation.hpp"
 
 namespace memtool::engine::detail {
@@ -36,11 +40,15 @@ class SwapSchedule {
 
   [[nodiscard]] std::uint32_t items() const { return items_; }
   [[nodiscard]] const std::string& strategy() const { return schedule_.strategy; }
+  [[nodiscard]] const swapper::Schedule& schedule() const { return schedule_; }
   [[nodiscard]] std::size_t size() const { return schedule_.swaps.size(); }
   [[nodiscard]] std::uint64_t predicted_peak() const { return predicted_peak_; }
   // What it is, for the log: "ours schedule", "ours runner-up 2 (paper-aoa)".
   [[nodiscard]] const std::string& label() const { return label_; }
   void set_label(std::string label) { label_ = std::move(label); }
+  // The simulator's step as the executor runs it (step_ns 0: none).
+  [[nodiscard]] const StepPrediction& prediction() const { return prediction_; }
+  void set_prediction(StepPrediction prediction) { prediction_ = prediction; }
   // Copy-outs and copy-ins issued at work item `item` of an iteration (0 <= item < items()).
   [[nodiscard]] std::span<const Trigger> outs_at(std::uint32_t item) const;
   [[nodiscard]] std::span<const Trigger> ins_at(std::uint32_t item) const;
@@ -65,6 +73,7 @@ class SwapSchedule {
   std::vector<std::uint64_t> signature_;
   std::uint64_t predicted_peak_ = 0;
   std::string label_;
+  StepPrediction prediction_;
   std::vector<std::uint32_t> out_begin_, in_begin_;  // CSR offsets per item
   std::vector<Trigger> outs_, ins_;
   bool dirty_ = true;
@@ -85,9 +94,19 @@ struct PlanRequest {
 
 struct PlanReply {
   std::unique_ptr<SwapSchedule> schedule;                 // null: `message` says why
-  std::vector<std::unique_ptr<SwapSchedule>> runners_up;  // ours': timed in turn after `schedule`
-  std::string message;                                    // what the plan predicts, or why there is none
+  std::vector<std::unique_ptr<SwapSchedule>> runners_up;  // ours': the selector's other candidates
+  // The rule alone as the executor runs it (no schedule, the budget held); each schedule's own
+  // is its prediction(). step_ns 0: not predicted (the candidates are then timed in turn).
+  StepPrediction rule_alone;
+  std::string message;  // what the plan predicts, or why there is none
 };
+
+// The simulator's step for `schedule` (empty: the rule alone) as the executor runs it: the
+// budget held (SimulateOptions::hold_budget_bytes, as `memtool simulate --as-executor`), with
+// the request's link and host costs. The copies it issues a step come with it: the host costs
+// are additive in them where no op waits for a copy (HostCosts; a wait hides part of them), which
+// is how the selector's calibration applies a cost per copy without simulating again.
+[[nodiscard]] StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule& schedule);
 
 // Plans on its own thread; the future is ready when it is done.
 [[nodiscard]] std::future<PlanReply> plan_async(PlanRequest request);

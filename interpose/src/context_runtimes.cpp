@@ -59,6 +59,7 @@ void add(engine::Summary& into, const engine::Summary& s) {
   into.swap_outs_scheduled += s.swap_outs_scheduled;
   into.swap_ins_scheduled += s.swap_ins_scheduled;
   into.swap_candidates_timed += s.swap_candidates_timed;
+  into.swap_iterations_selecting += s.swap_iterations_selecting;
   into.swap_leaves_called_off += s.swap_leaves_called_off;
   into.swap_pinned += s.swap_pinned;
   into.swap_items_reaching_all += s.swap_items_reaching_all;

@@ -170,15 +170,16 @@ struct SwapCase {
   std::uint64_t reserve = 0;
 };
 
-// Steps enough for ours' trial: about six to learn and plan, two of the rule alone, then three
-// for its schedule and for each of up to four runners-up.
+// Steps enough for ours' choice even timed in turn: about six to learn and plan, two of the rule
+// alone, then three for its schedule and for each of up to four runners-up.
 constexpr unsigned kTrialSteps = 26;
 
-// Ours' trial, from its log: ours' schedule (unless it has no swaps: the rule alone, timed
-// already) and every runner-up the plan gave were timed in turn, and what applies at the end is
-// the last one said to be the fastest so far, or the rule (none was, or the one kept did not
-// stay as fast: its watch). `complete`: the run was long enough for the whole trial (else it may stop
-// part way).
+// Ours' choice, from its log (swap/selector.hpp): the model chooses once the rule alone's
+// baseline calibrates it, and its choice is checked against its prediction (refuted: chosen
+// again; refuted twice: the rest timed in turn). What applies at the end is the last one chosen
+// and confirmed, kept by the model as timed, said to be the fastest (in turn, or taken back), or
+// the rule (chosen, none was faster, or the one kept did not stay as fast: its watch).
+// `complete`: the run was long enough for the choice to be made (else it may stop part way).
 void check_trial(const std::string& err, const nlohmann::json& s, bool complete) {
   const std::size_t plan = err.find("memtool swap: ours schedule: ");
   REQUIRE(plan != std::string::npos);
@@ -187,29 +188,60 @@ void check_trial(const std::string& err, const nlohmann::json& s, bool complete)
   while (planned.find("runner-up " + std::to_string(runners_up + 1) + " (") != std::string::npos) ++runners_up;
   const bool own_timed = err.find("memtool swap: ours schedule has no swaps: the rule alone") == std::string::npos;
   CHECK(own_timed == (planned.find("ours schedule: 0 swaps") == std::string::npos));
+  // Every candidate's step and the rule alone's predicted as the executor runs them.
+  CHECK(planned.find("; as the executor runs them: schedule ") != std::string::npos);
+  CHECK(planned.find(", the rule alone ") != std::string::npos);
   const unsigned candidates = runners_up + (own_timed ? 1 : 0);
   INFO(err);
   std::string fastest = "rule";
   unsigned verdicts = 0;
+  unsigned choices = 0;
+  unsigned refuted = 0;
+  const std::string said = "memtool swap: ";
+  const auto label_of = [&](const std::string& line, std::size_t end) {
+    const std::size_t label = line.find(said) + said.size();
+    return line.substr(label, end - label);
+  };
   std::istringstream lines(err);
   for (std::string line; std::getline(lines, line);) {
     if (line.find(" ms): the rule alone from now on") != std::string::npos) fastest = "rule";  // the watch's
+    if (line.find("memtool swap: the rule alone from now on, from its leads") != std::string::npos) fastest = "rule";
+    const std::size_t back = line.find(" is the fastest: it applies from now on");
+    if (back != std::string::npos) fastest = label_of(line, back);
+    const std::size_t by_model = line.find("memtool swap: chosen by prediction: ");
+    if (by_model != std::string::npos) {
+      ++choices;
+      const std::size_t who = by_model + std::string("memtool swap: chosen by prediction: ").size();
+      const std::string chosen = line.substr(who, line.find(", ", who) - who);
+      // Kept as timed (its own figure): it applies now; checked: once its check confirms it.
+      if (chosen == "the rule alone") fastest = "rule";
+      if (chosen != "the rule alone" && line.find(", as timed (") != std::string::npos) fastest = chosen;
+      continue;
+    }
+    const std::size_t confirmed = line.find(" ms an iteration, as its calibrated prediction ");
+    const std::size_t refuting = line.find(" ms an iteration, refuting its calibrated prediction ");
     const std::size_t kept = line.find(" ms an iteration, the fastest so far (");
-    if (kept == std::string::npos && line.find(" ms an iteration, not faster than (") == std::string::npos) continue;
+    if (confirmed == std::string::npos && refuting == std::string::npos && kept == std::string::npos &&
+        line.find(" ms an iteration, not faster than (") == std::string::npos) {
+      continue;
+    }
     ++verdicts;
-    const std::size_t label = line.find("memtool swap: ") + std::string("memtool swap: ").size();
-    if (kept != std::string::npos) fastest = line.substr(label, line.rfind(": ", kept) - label);
+    if (refuting != std::string::npos) ++refuted;
+    if (kept != std::string::npos) fastest = label_of(line, line.rfind(": ", kept));
+    if (confirmed != std::string::npos) fastest = label_of(line, line.rfind(": ", confirmed));
   }
   CHECK(u(s, "swap_candidates_timed") == verdicts);
   CHECK(verdicts <= candidates);
-  if (complete) {
-    CHECK(verdicts == candidates);
+  CHECK(choices <= 2);  // the model chooses once, and again once refuted
+  CHECK(refuted <= 2);  // then it is timing in turn
+  const bool chosen = err.find("memtool swap: chosen after ") != std::string::npos;
+  CHECK(chosen == (u(s, "swap_iterations_selecting") > 0));
+  if (complete) CHECK(chosen);
+  if (chosen) {
     CHECK(s.at("swap_schedule") == fastest);
     // Left to the rule, it starts from the leads of its fastest timed iteration, watched.
     const bool rule_watched = err.find("memtool swap: the rule alone from now on, from its leads") != std::string::npos;
     CHECK(rule_watched == (fastest == "rule"));
-  } else if (verdicts < runners_up + 1) {
-    CHECK(s.at("swap_schedule").get<std::string>().rfind("ours ", 0) == 0);  // a candidate under trial
   }
 }
 
@@ -292,8 +324,12 @@ void check_swap(const SwapCase& c) {
   CHECK(u(s, "swap_ins_ahead") + u(s, "swap_ins_scheduled") > 0);
   if (!c.policy.empty()) {
     // Planned from one observed iteration and applied: its copies out and in were issued.
-    // (Ours' plan may be the rule alone, with no runner-up: then nothing applies.)
-    const bool rule_alone = swapped.outcome.err.find("has no swaps: the rule alone\n") != std::string::npos;
+    // (Ours' plan may be the rule alone, with no runner-up, or the model may predict no
+    // candidate faster than the rule alone: then nothing applies.)
+    const bool rule_alone =
+        swapped.outcome.err.find("has no swaps: the rule alone\n") != std::string::npos ||
+        (swapped.outcome.err.find("memtool swap: chosen by prediction: the rule alone") != std::string::npos &&
+         u(s, "swap_candidates_timed") == 0);
     CHECK(s.at("swap_policy") == c.policy);
     CHECK(u(s, "swap_schedules") == (rule_alone ? 0 : 1));
     CHECK(u(s, "swap_schedule_drops") == 0);

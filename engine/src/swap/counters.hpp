@@ -37,7 +37,8 @@ struct SwapCounters {
   std::uint64_t schedules = 0;
   std::uint64_t schedule_drops = 0;
   std::uint64_t schedules_rejected = 0;
-  std::uint64_t candidates_timed = 0;  // ours' trials that reached a verdict
+  std::uint64_t candidates_timed = 0;      // ours' trials that reached a verdict
+  std::uint64_t iterations_selecting = 0;  // iterations timed from a plan to the selector's choice
   std::uint64_t swap_outs_scheduled = 0;
   std::uint64_t swap_ins_scheduled = 0;
   std::uint64_t leaves_called_off = 0;   // a copy out under way, called off for work that may reach it
@@ -67,6 +68,7 @@ struct SwapCounters {
     s.swap_outs_scheduled += swap_outs_scheduled;
     s.swap_ins_scheduled += swap_ins_scheduled;
     s.swap_candidates_timed += candidates_timed;
+    s.swap_iterations_selecting += iterations_selecting;
     s.host_bytes = std::max(s.host_bytes, host_bytes);
     s.stream_waits += stream_waits;
     s.iterations_planned += iterations_planned;

@@ -20,10 +20,21 @@ void ScheduleSelector::begin() {
   if (state_ == State::off) state_ = State::learning;
 }
 
-void ScheduleSelector::planned(std::size_t candidates) {
+void ScheduleSelector::planned(std::size_t candidates) { planned(std::vector<StepPrediction>(candidates), {}); }
+
+void ScheduleSelector::planned(std::vector<StepPrediction> candidates, StepPrediction rule) {
   if (state_ != State::learning) return;
+  const bool predicted = rule.step_ns > 0 && std::all_of(candidates.begin(), candidates.end(),
+                                                         [](const StepPrediction& p) { return p.step_ns > 0; });
   queue_.clear();
-  for (std::size_t id = 0; id < candidates; ++id) queue_.push_back(id);
+  for (std::size_t id = 0; id < candidates.size(); ++id) queue_.push_back(id);
+  measured_.assign(candidates.size(), 0.0);
+  predicted_ = predicted ? std::move(candidates) : std::vector<StepPrediction>{};
+  rule_predicted_ = predicted ? rule : StepPrediction{};
+  offset_ns_ = per_copy_ns_ = checked_prediction_ = 0;
+  refutations_ = 0;
+  challenging_ = false;
+  timed_iterations_ = 0;
   current_.reset();
   champion_.reset();
   best_ns_ = 0;  // the candidates of the plan before are forgotten
@@ -42,22 +53,32 @@ void ScheduleSelector::drop() {
   champion_.reset();
   rule_ns_.clear();  // the program changed: the rule's times and every candidate's are old
   best_ns_ = 0;
+  predicted_.clear();
+  measured_.clear();
   state_ = State::learning;
 }
 
 bool ScheduleSelector::applying() const {
-  return state_ == State::trying || state_ == State::committed || state_ == State::restored ||
-         state_ == State::published;
+  return state_ == State::checking || state_ == State::trying || state_ == State::committed ||
+         state_ == State::restored || state_ == State::published;
 }
 
 double ScheduleSelector::rule_figure() const {
   return rule_ns_.empty() ? 0.0 : *std::min_element(rule_ns_.begin(), rule_ns_.end());
 }
 
+double ScheduleSelector::calibrated(std::size_t id) const {
+  if (id >= predicted_.size() || rule_figure() == 0) return 0.0;
+  return predicted_[id].step_ns + offset_ns_ + per_copy_ns_ * predicted_[id].copies;
+}
+
 ScheduleSelector::Step ScheduleSelector::boundary(double ns) {
+  if (state_ == State::baseline || state_ == State::checking || state_ == State::trying) ++timed_iterations_;
   switch (state_) {
     case State::baseline:
       return on_baseline(ns);
+    case State::checking:
+      return on_checking(ns);
     case State::trying:
       return on_trying(ns);
     case State::committed:
@@ -75,7 +96,8 @@ ScheduleSelector::Step ScheduleSelector::boundary(double ns) {
 }
 
 // The iteration the plan was finished in ran beside the planner: the rule's next ones (a
-// window's worth, the first not counted) are the baseline, then the first candidate applies.
+// window's worth, the first not counted) are the baseline, then the model chooses (or the first
+// candidate applies).
 ScheduleSelector::Step ScheduleSelector::on_baseline(double ns) {
   Step step;
   ++baseline_boundaries_;
@@ -87,8 +109,142 @@ ScheduleSelector::Step ScheduleSelector::on_baseline(double ns) {
       rule_fastest_ns_ = ns;
     }
   }
-  if (!options_.trial || baseline_boundaries_ > options_.window - 1) return next_candidate(step);
+  if (!options_.trial || baseline_boundaries_ > options_.window - 1) return end_of_baseline(step);
   return step;
+}
+
+// The baseline calibrates the model: the rule alone's measured figure less its prediction is
+// host time a step the simulator does not see (the program's own, memtool's per op), the same in
+// every candidate's step, so the model's ranking stands and its figures move by that much.
+// Without predictions (or the rule untimed) the candidates are timed in turn; without a trial
+// the first applies as published.
+ScheduleSelector::Step ScheduleSelector::end_of_baseline(Step step) {
+  if (options_.trial && !predicted_.empty() && rule_figure() > 0) {
+    offset_ns_ = rule_figure() - rule_predicted_.step_ns;
+    per_copy_ns_ = 0;
+    return choose(step);
+  }
+  return next_candidate(step);
+}
+
+// The model's choice: the least of the calibrated predictions of the candidates not timed yet
+// and the figures of those timed (the rule alone's, the fastest candidate's). A candidate not yet
+// timed is checked; a timed one is kept (conclude); the rule alone wins ties (it moves nothing).
+ScheduleSelector::Step ScheduleSelector::choose(Step step) {
+  double best = rule_figure();
+  std::optional<std::size_t> pick;
+  bool timed = false;
+  if (champion_ && best_ns_ < best) {
+    best = best_ns_;
+    pick = champion_;
+    timed = true;
+  }
+  for (std::size_t id = 0; id < predicted_.size(); ++id) {
+    if (measured_[id] != 0) continue;
+    const double figure = calibrated(id);
+    if (figure < best) {
+      best = figure;
+      pick = id;
+      timed = false;
+    }
+  }
+  step.by_model = true;
+  step.choice_ns = best;
+  double prediction = best;
+  if (!pick && refutations_ == 0) {
+    // The rule alone chosen at the first choice: the model's ranking is what is checked, against
+    // the candidate it predicts fastest (one window), since no other measurement could refute it.
+    for (std::size_t id = 0; id < predicted_.size(); ++id) {
+      if (measured_[id] == 0 && (!pick || calibrated(id) < calibrated(*pick))) pick = id;
+    }
+    if (pick) {
+      challenging_ = true;
+      step.challenge = true;
+      prediction = calibrated(*pick);
+    }
+  }
+  if (!pick) champion_.reset();
+  if (!pick || timed) return conclude(step);
+  queue_.clear();
+  current_ = pick;
+  trial_ns_.clear();
+  checked_prediction_ = prediction;
+  state_ = State::checking;
+  step.action = Action::apply;
+  step.candidate = *pick;
+  return step;
+}
+
+// A second measurement (candidate `id` at `measured`) against the rule alone's: what the model
+// missed is taken as host time per step plus host time per copy issued (HostCosts' terms), the
+// two solved from the two figures, so the calibrated model meets both. Only a positive cost per
+// copy explains a candidate that issues more copies running slower than predicted; otherwise the
+// model keeps the baseline's calibration and the candidate its own figure.
+void ScheduleSelector::recalibrate(std::size_t id, double measured) {
+  const double rule_residual = rule_figure() - rule_predicted_.step_ns;
+  const double residual = measured - predicted_[id].step_ns;
+  const double more_copies = predicted_[id].copies - rule_predicted_.copies;
+  per_copy_ns_ = more_copies > 0 && residual > rule_residual ? (residual - rule_residual) / more_copies : 0.0;
+  offset_ns_ = rule_residual - per_copy_ns_ * rule_predicted_.copies;
+}
+
+bool ScheduleSelector::window_figure(double ns, Step& step, double& figure) {
+  if (ns <= 0) return false;
+  trial_ns_.push_back(ns);
+  const std::size_t n = trial_ns_.size();
+  if (n >= 2 && (n == 2 || ns < *std::min_element(trial_ns_.begin() + 1, trial_ns_.end() - 1))) {
+    step.keep = Keep::candidate;
+  }
+  if (n < options_.window) return false;
+  figure = *std::min_element(trial_ns_.begin() + 1, trial_ns_.end());
+  return true;
+}
+
+// The model's choice, checked: its figure (the best of its window's counted iterations, as a
+// trial's) against its calibrated prediction and the fastest timed so far. Confirmed: committed.
+// Refuted: recalibrated and chosen again, once; refuted again, the rest are timed in turn (in
+// the order of their calibrated predictions) as without a model.
+ScheduleSelector::Step ScheduleSelector::on_checking(double ns) {
+  Step step;
+  double figure = 0;
+  if (!window_figure(ns, step, figure)) return step;
+  const std::size_t id = *current_;
+  measured_[id] = figure;
+  const double rule = rule_figure();
+  const double bar = best_ns_ == 0 ? rule : std::min(rule, best_ns_);
+  const bool fastest = figure <= bar;
+  step.verdict = step.checked = true;
+  step.figure = figure;
+  step.target = bar;
+  step.rule = rule;
+  step.predicted = checked_prediction_;
+  step.kept = fastest && figure <= (1.0 + options_.margin) * checked_prediction_;
+  if (fastest) {
+    best_ns_ = figure;
+    champion_ = current_;
+  }
+  if (challenging_) {
+    // The rival of the rule alone: slower, the model's choice stands (the rule alone); faster,
+    // the model is refuted and the rival, the fastest timed, stays.
+    challenging_ = false;
+    step.kept = fastest;
+    step.refuted = fastest;
+    return conclude(step);
+  }
+  if (step.kept) return conclude(step);
+  step.refuted = true;
+  if (++refutations_ == 1) {
+    recalibrate(id, figure);
+    return choose(step);
+  }
+  std::vector<std::size_t> rest;
+  for (std::size_t c = 0; c < predicted_.size(); ++c) {
+    if (measured_[c] == 0) rest.push_back(c);
+  }
+  std::stable_sort(rest.begin(), rest.end(),
+                   [this](std::size_t a, std::size_t b) { return calibrated(a) < calibrated(b); });
+  queue_.assign(rest.begin(), rest.end());
+  return next_candidate(step);
 }
 
 // A candidate's figure is the best of its window's counted iterations; it is kept when no slower
@@ -96,14 +252,8 @@ ScheduleSelector::Step ScheduleSelector::on_baseline(double ns) {
 // margin is the watch's.
 ScheduleSelector::Step ScheduleSelector::on_trying(double ns) {
   Step step;
-  if (ns <= 0) return step;
-  trial_ns_.push_back(ns);
-  const std::size_t n = trial_ns_.size();
-  if (n >= 2 && (n == 2 || ns < *std::min_element(trial_ns_.begin() + 1, trial_ns_.end() - 1))) {
-    step.keep = Keep::candidate;
-  }
-  if (n < options_.window) return step;
-  const double figure = *std::min_element(trial_ns_.begin() + 1, trial_ns_.end());
+  double figure = 0;
+  if (!window_figure(ns, step, figure)) return step;
   const double rule = rule_figure();
   const double bar = rule == 0 ? best_ns_ : (best_ns_ == 0 ? rule : std::min(rule, best_ns_));
   step.verdict = true;
@@ -111,31 +261,43 @@ ScheduleSelector::Step ScheduleSelector::on_trying(double ns) {
   step.figure = figure;
   step.target = bar;
   step.rule = rule;
-  if (step.kept) best_ns_ = figure;
-  if (!queue_.empty()) {
-    if (step.kept) champion_ = current_;  // the one it beat goes
-    return next_candidate(step);
-  }
+  if (*current_ < measured_.size()) measured_[*current_] = figure;
   if (step.kept) {
-    // The last one timed is the fastest: it stays, watched from the next iteration (this one
-    // is the first after its verdict, and not counted).
+    best_ns_ = figure;
+    champion_ = current_;  // the one it beat goes
+  }
+  if (!queue_.empty()) return next_candidate(step);
+  return conclude(step);
+}
+
+// Nothing left to time: the fastest timed candidate stays (the one applied: watched from the
+// next iteration, as this one is the first after its verdict and not counted; another: taken
+// back as it was in its fastest iteration, learning no more, since learning on from the state
+// the candidates after it left settles it slower), or the rule alone.
+ScheduleSelector::Step ScheduleSelector::conclude(Step step) {
+  if (champion_ && champion_ == current_) {
     champion_.reset();
     watch_from_start(State::committed);
     settled_ = true;
-    return step;
+    return chosen(step);
   }
   if (champion_) {
-    // Taken back as it was in its fastest iteration, learning no more: learning on from the
-    // state the candidates after it left settles it slower.
     current_ = champion_;
     champion_.reset();
     step.action = Action::take_back;
     step.candidate = *current_;
     watch_from_start(State::restored);
-    return step;
+    return chosen(step);
   }
-  step.rejected = true;
-  return to_rule(step);
+  if (current_) step.rejected = true;
+  step = to_rule(step);
+  return chosen(step);
+}
+
+ScheduleSelector::Step& ScheduleSelector::chosen(Step& step) {
+  step.chosen = true;
+  step.timed_iterations = timed_iterations_;
+  return step;
 }
 
 // The watch: the median of the last `window` iterations against the best of the candidate's
@@ -196,7 +358,7 @@ ScheduleSelector::Step ScheduleSelector::on_watched(double ns) {
 }
 
 ScheduleSelector::Step ScheduleSelector::next_candidate(Step step) {
-  if (queue_.empty()) return to_rule(step);
+  if (queue_.empty()) return conclude(step);
   current_ = queue_.front();
   queue_.pop_front();
   trial_ns_.clear();
@@ -241,6 +403,8 @@ const char* to_string(ScheduleSelector::State state) {
       return "learning";
     case ScheduleSelector::State::baseline:
       return "baseline";
+    case ScheduleSelector::State::checking:
+      return "checking";
     case ScheduleSelector::State::trying:
       return "trying";
     case ScheduleSelector::State::committed:

@@ -1,14 +1,25 @@
 // Which schedule applies: the swap policy's choice among the candidates a plan gives (ours' own
 // schedule and its runners-up, the paper's for the budget) and the rule alone, from host time per
 // iteration at iteration boundaries. One state machine (State, one transition per boundary in
-// boundary()): learning until a plan is ready; the rule alone timed as the baseline; each
-// candidate tried in turn against the fastest so far; the fastest committed and watched, put back
-// to its fastest iteration's state once it runs slower than that by the margin, and given up for
-// the rule alone when it runs slower still; the rule alone watched the same way. One margin and one window for every comparison (MEMTOOL_SWAP_MARGIN,
-// MEMTOOL_SWAP_WINDOW): a figure is taken from a window of iterations whose first is not counted
-// (it still carries the state the one before left). Candidates are ids (0..n-1, in the order they
-// are tried): the selector says which to apply, the adaptor holds them. Knows nothing of buffers
-// or devices; docs/swapping.md tells the story. Not thread-safe: the swap policy's lock.
+// boundary()): learning until a plan is ready; the rule alone timed as the baseline; then, when
+// the plan came with the simulator's predictions (planned(predictions)), the choice is the
+// model's: the baseline calibrates it (the measured rule alone against its prediction: the
+// executor's and the program's host time the model does not see, the same in every candidate's
+// step), and the candidate with the best calibrated prediction (or the rule alone, when none is
+// predicted faster, the one predicted fastest is checked against it, once) applies at once,
+// checked for one window against that prediction. Confirmed,
+// it is committed; slower than predicted by the margin, or slower than the rule alone, the model
+// is refuted for it: recalibrated with that second measurement (the per-copy host time that
+// explains the difference) and the choice made again, once; refuted twice, the remaining
+// candidates are timed in turn as without predictions (each tried against the fastest so far,
+// the fastest kept). The committed choice is watched: put back to its fastest iteration's state
+// once it runs slower than that by the margin, and given up for the rule alone when it runs
+// slower still; the rule alone watched the same way. One margin and one window for every
+// comparison (MEMTOOL_SWAP_MARGIN, MEMTOOL_SWAP_WINDOW): a figure is taken from a window of
+// iterations whose first is not counted (it still carries the state the one before left).
+// Candidates are ids (0..n-1, the plan's order): the selector says which to apply, the adaptor
+// holds them. Knows nothing of buffers or devices; docs/swapping.md tells the story. Not
+// thread-safe: the swap policy's lock.
 #pragma once
 
 #include <cstddef>
@@ -25,13 +36,22 @@ struct SelectorOptions {
   bool trial = true;         // candidates are timed (ours); off: the first applies as published, unwatched
 };
 
+// The simulator's step for a candidate (or the rule alone) as the executor runs it, and what
+// calibrating it needs: the copies it issues a step, each of which costs the host a time the
+// model may not know (swapper::HostCosts::per_copy_ns). step_ns 0: no prediction.
+struct StepPrediction {
+  double step_ns = 0;
+  double copies = 0;
+};
+
 class ScheduleSelector {
  public:
   enum class State : std::uint8_t {
     off,           // no plan is sought (no budget, or the rule alone by choice)
     learning,      // iterations are learned until a plan is ready
     baseline,      // a plan is ready: the rule alone is timed before its candidates
-    trying,        // a candidate is on trial
+    checking,      // the model's choice applies, timed against its calibrated prediction
+    trying,        // a candidate is on trial (timed in turn: no predictions, or the model refuted twice)
     committed,     // the fastest candidate applies, watched; its copy-ins and the rule's leads learn
     restored,      // it applies as it was in its fastest iteration, learning no more, watched
     published,     // a baseline's schedule applies as published: no trial, no watch
@@ -54,13 +74,29 @@ class ScheduleSelector {
     Action action = Action::none;
     std::size_t candidate = 0;  // apply, take_back: which
     Keep keep = Keep::nothing;
-    // A trial's verdict reached at this boundary (for the log and the counters).
+    // A trial's (or a check's) verdict reached at this boundary (for the log and the counters).
     bool verdict = false;
-    bool kept = false;      // the candidate was the fastest so far
+    bool kept = false;      // the candidate was the fastest so far (a check: confirmed)
     bool rejected = false;  // a schedule gave way to the rule alone (trial or watch)
     double figure = 0;      // the figure judged: a trial's best, a watch's median
     double target = 0;      // what it was judged against
     double rule = 0;        // the rule alone's figure (0: not timed)
+    // The model: a check's verdict (checked), and the calibrated prediction it was held to.
+    bool checked = false;
+    bool refuted = false;  // slower than predicted by the margin, or than the rule alone
+    double predicted = 0;
+    // The model chose at this boundary (apply: `candidate` to check; take_back, none: a timed
+    // candidate kept; rule_alone: the rule alone), the choice's calibrated figure (a timed one's:
+    // its own).
+    bool by_model = false;
+    double choice_ns = 0;
+    // The model chose the rule alone, and `candidate`, the one it predicts fastest, is checked
+    // against it (apply): the rule alone stays unless it runs faster.
+    bool challenge = false;
+    // The choice is made (committed, taken back, or the rule alone): the iterations timed since
+    // the plan was ready (baseline, checks, trials).
+    bool chosen = false;
+    std::uint32_t timed_iterations = 0;
   };
 
   explicit ScheduleSelector(SelectorOptions options);
@@ -70,6 +106,9 @@ class ScheduleSelector {
   // The learner has a plan of `candidates` schedules with swaps, to try in id order (learning ->
   // baseline). No candidate: the rule alone once the baseline is timed.
   void planned(std::size_t candidates);
+  // The same with the simulator's step for each candidate and for the rule alone: chosen by the
+  // model once the baseline calibrates it. A missing prediction (step_ns 0): timed in turn.
+  void planned(std::vector<StepPrediction> candidates, StepPrediction rule);
   // No plan could be made: the rule alone (learning -> rule_settled).
   void failed();
   // The program changed under the applied schedule: learning again, the rule's times forgotten.
@@ -79,20 +118,33 @@ class ScheduleSelector {
   Step boundary(double ns);
 
   [[nodiscard]] State state() const { return state_; }
-  // A candidate applies (trying, committed, restored, published).
+  // A candidate applies (checking, trying, committed, restored, published).
   [[nodiscard]] bool applying() const;
   [[nodiscard]] std::optional<std::size_t> applied() const { return current_; }
   // The rule's leads learn (not frozen by a watch).
   [[nodiscard]] bool leads_learn() const { return state_ != State::restored && state_ != State::rule_frozen; }
   [[nodiscard]] double rule_figure() const;
   [[nodiscard]] const SelectorOptions& options() const { return options_; }
+  // The model's calibrated step for candidate `id` (0: no model, or not calibrated yet), and its
+  // calibration: the host time a step the model does not see, and per copy.
+  [[nodiscard]] double calibrated(std::size_t id) const;
+  [[nodiscard]] double unexplained_ns() const { return offset_ns_; }
+  [[nodiscard]] double per_copy_ns() const { return per_copy_ns_; }
 
  private:
   Step on_baseline(double ns);
+  Step on_checking(double ns);
   Step on_trying(double ns);
   Step on_watched(double ns);
+  Step end_of_baseline(Step step);
+  Step choose(Step step);
+  void recalibrate(std::size_t id, double measured);
   Step next_candidate(Step step);
+  Step conclude(Step step);
   Step to_rule(Step step);
+  // A figure from the window's counted iterations (the first not counted); false until it is full.
+  bool window_figure(double ns, Step& step, double& figure);
+  Step& chosen(Step& step);
   void watch_from_start(State state);
   double median() const;
 
@@ -106,6 +158,17 @@ class ScheduleSelector {
   double rule_fastest_ns_ = 0;             // the rule alone's fastest iteration (baseline or watched)
   std::vector<double> trial_ns_;           // the candidate on trial's iterations
   double best_ns_ = 0;                     // the fastest candidate kept (its trial figure)
+  // The model: predictions (empty: none), each candidate's measured figure (0: not timed), the
+  // calibration, the prediction the one checked is held to, and how often it was refuted.
+  std::vector<StepPrediction> predicted_;
+  StepPrediction rule_predicted_;
+  std::vector<double> measured_;
+  double offset_ns_ = 0;
+  double per_copy_ns_ = 0;
+  double checked_prediction_ = 0;
+  std::uint32_t refutations_ = 0;
+  bool challenging_ = false;            // the one checked is the rule alone's rival
+  std::uint32_t timed_iterations_ = 0;  // since the plan was ready, until the choice is made
   // The watch: the last `window` iterations, its fastest since it started.
   std::vector<double> recent_;
   std::size_t recent_count_ = 0;

@@ -256,3 +256,248 @@ TEST_CASE("swap selector: the margin and the window are options", "[engine][swap
   ScheduleSelector tight({.margin = 0.03, .window = 1, .trial = true});
   CHECK(tight.options().window == 2);
 }
+
+// --- the model's choice (planned with predictions) ---
+
+namespace {
+
+using Prediction = StepPrediction;
+
+// A selector planned with `candidates`' predictions and the rule alone's (`rule`), its baseline
+// timed at `rule_a`, `rule_b` (window 3): the model's first choice is the last step.
+ScheduleSelector::Step modelled(ScheduleSelector& s, std::vector<Prediction> candidates, Prediction rule, double rule_a,
+                                double rule_b) {
+  s.begin();
+  s.planned(std::move(candidates), rule);
+  CHECK(s.state() == State::baseline);
+  CHECK(s.boundary(1e9).action == Action::none);  // ran beside the planner: not timed
+  CHECK(s.boundary(rule_a).action == Action::none);
+  return s.boundary(rule_b);
+}
+
+}  // namespace
+
+TEST_CASE("swap selector: the model chooses: calibrated by the baseline, its choice checked and committed",
+          "[engine][swap][selector][model]") {
+  ScheduleSelector s({});
+  // Predicted 100 for the rule alone, timed at 200: 100 of host time a step the model misses.
+  ScheduleSelector::Step step = modelled(s, {{95.0, 4.0}, {90.0, 8.0}, {98.0, 1.0}}, {100.0, 0.0}, 210.0, 200.0);
+  CHECK(s.unexplained_ns() == 100.0);
+  CHECK(s.calibrated(0) == 195.0);
+  CHECK(step.by_model);
+  CHECK(step.action == Action::apply);  // baseline -> checking: the best calibrated, not the first
+  CHECK(step.candidate == 1);
+  CHECK(step.choice_ns == 190.0);
+  CHECK_FALSE(step.chosen);
+  CHECK(s.state() == State::checking);
+  CHECK(s.applying());
+  CHECK(s.leads_learn());
+  CHECK(s.boundary(900.0).keep == Keep::nothing);  // the first: carries the rule's state
+  CHECK(s.boundary(193.0).keep == Keep::candidate);
+  step = s.boundary(192.0);  // checking -> committed: within the margin of 190, faster than the rule
+  CHECK(step.keep == Keep::candidate);
+  CHECK(step.verdict);
+  CHECK(step.checked);
+  CHECK(step.kept);
+  CHECK_FALSE(step.refuted);
+  CHECK(step.figure == 192.0);
+  CHECK(step.predicted == 190.0);
+  CHECK(step.action == Action::none);
+  CHECK(step.chosen);
+  CHECK(step.timed_iterations == 6);  // the baseline's three and its own three: no other timed
+  CHECK(s.state() == State::committed);
+  CHECK(*s.applied() == 1);
+  // Watched as any committed candidate: its figure is the target.
+  CHECK(run(s, {192.0, 192.0, 192.0}).action == Action::none);
+  CHECK(run(s, {199.0, 199.0}).action == Action::restore);  // median 199: 3.6% over 192
+}
+
+TEST_CASE("swap selector: the model chooses the rule alone when no candidate is predicted faster",
+          "[engine][swap][selector][model]") {
+  SECTION("its rival, checked, is slower: the rule alone") {
+    ScheduleSelector s({});
+    // A tie goes to the rule alone (it moves nothing); the rival is the one predicted fastest.
+    ScheduleSelector::Step step = modelled(s, {{120.0, 3.0}, {100.0, 1.0}}, {100.0, 0.0}, 150.0, 160.0);
+    CHECK(step.by_model);
+    CHECK(step.challenge);
+    CHECK(step.choice_ns == 150.0);
+    CHECK(step.action == Action::apply);  // baseline -> checking: the rule alone's rival
+    CHECK(step.candidate == 1);
+    CHECK(s.state() == State::checking);
+    step = run(s, {900.0, 155.0, 152.0});
+    CHECK(step.verdict);
+    CHECK_FALSE(step.kept);
+    CHECK_FALSE(step.refuted);                 // the model was right
+    CHECK(step.action == Action::rule_alone);  // checking -> rule
+    CHECK(step.rejected);
+    CHECK(step.chosen);
+    CHECK(step.timed_iterations == 6);
+    CHECK(s.state() == State::rule);
+  }
+  SECTION("its rival, checked, is faster: the model is refuted, the rival stays") {
+    ScheduleSelector s({});
+    ScheduleSelector::Step step = modelled(s, {{103.0, 3.0}, {110.0, 1.0}}, {100.0, 0.0}, 150.0, 150.0);
+    CHECK(step.challenge);
+    CHECK(step.candidate == 0);
+    step = run(s, {900.0, 140.0, 145.0});
+    CHECK(step.kept);
+    CHECK(step.refuted);
+    CHECK(step.action == Action::none);  // checking -> committed
+    CHECK(step.chosen);
+    CHECK(s.state() == State::committed);
+    CHECK(*s.applied() == 0);
+  }
+  SECTION("no candidate: the rule alone at once") {
+    ScheduleSelector s({});
+    const ScheduleSelector::Step step = modelled(s, {}, {100.0, 0.0}, 150.0, 160.0);
+    CHECK(step.action == Action::rule_alone);  // baseline -> rule
+    CHECK_FALSE(step.rejected);                // nothing was applied
+    CHECK(step.chosen);
+    CHECK(step.timed_iterations == 3);
+    CHECK(s.state() == State::rule);
+  }
+}
+
+TEST_CASE("swap selector: the model refuted: recalibrated by the second measurement, chosen again",
+          "[engine][swap][selector][model]") {
+  ScheduleSelector s({});
+  ScheduleSelector::Step step =
+      modelled(s, {{90.0, 10.0}, {95.0, 2.0}, {97.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);  // offset 100
+  CHECK(step.candidate == 0);
+  CHECK(step.choice_ns == 190.0);
+  // 230 where 190 was predicted: 40 more over 10 more copies than the rule alone: 4 a copy.
+  step = run(s, {900.0, 240.0, 230.0});
+  CHECK(step.verdict);
+  CHECK(step.checked);
+  CHECK(step.refuted);
+  CHECK_FALSE(step.kept);
+  CHECK(step.predicted == 190.0);
+  CHECK(step.figure == 230.0);
+  CHECK(s.per_copy_ns() == 4.0);
+  CHECK(s.unexplained_ns() == 100.0);
+  CHECK(s.calibrated(0) == 230.0);  // the calibrated model meets both measurements
+  CHECK(s.calibrated(1) == 203.0);  // now slower than the rule alone
+  CHECK(step.by_model);
+  CHECK(step.action == Action::apply);  // checking -> checking: candidate 2, 197 calibrated
+  CHECK(step.candidate == 2);
+  CHECK(step.choice_ns == 197.0);
+  CHECK(s.state() == State::checking);
+  step = run(s, {900.0, 199.0, 198.0});
+  CHECK(step.kept);
+  CHECK(step.chosen);
+  CHECK(step.timed_iterations == 9);
+  CHECK(s.state() == State::committed);
+  CHECK(*s.applied() == 2);
+}
+
+TEST_CASE("swap selector: a refuted choice still the fastest timed is kept when the model agrees",
+          "[engine][swap][selector][model]") {
+  ScheduleSelector s({});
+  ScheduleSelector::Step step = modelled(s, {{50.0, 10.0}, {95.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);
+  CHECK(step.candidate == 0);            // 150 calibrated
+  step = run(s, {900.0, 180.0, 185.0});  // 180: 16.7% over 150, yet faster than the rule alone
+  CHECK(step.refuted);
+  CHECK(s.per_copy_ns() == 3.0);
+  CHECK(step.by_model);
+  CHECK(step.choice_ns == 180.0);      // its own figure beats candidate 1's 195
+  CHECK(step.action == Action::none);  // checking -> committed, as it runs
+  CHECK(step.chosen);
+  CHECK(s.state() == State::committed);
+  CHECK(*s.applied() == 0);
+}
+
+TEST_CASE("swap selector: the model's choice slower than the rule alone is refuted within its margin",
+          "[engine][swap][selector][model]") {
+  ScheduleSelector s({});
+  ScheduleSelector::Step step = modelled(s, {{98.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);
+  CHECK(step.choice_ns == 198.0);
+  step = run(s, {900.0, 201.0, 202.0});  // 1.5% over its prediction, but slower than the rule alone
+  CHECK(step.refuted);
+  CHECK(s.per_copy_ns() == 0.0);             // as many copies as the rule: not a cost per copy
+  CHECK(step.action == Action::rule_alone);  // checking -> rule: nothing left predicted faster
+  CHECK(step.rejected);
+  CHECK(step.chosen);
+  CHECK(s.state() == State::rule);
+}
+
+TEST_CASE("swap selector: refuted twice, the rest are timed in turn, the fastest timed kept",
+          "[engine][swap][selector][model]") {
+  SECTION("one left, faster than the rule alone: committed") {
+    ScheduleSelector s({});
+    ScheduleSelector::Step step =
+        modelled(s, {{90.0, 0.0}, {92.0, 0.0}, {99.0, 0.0}, {95.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);
+    CHECK(step.candidate == 0);
+    step = run(s, {900.0, 205.0, 205.0});  // refuted: the rest keep their order
+    CHECK(step.candidate == 1);
+    step = run(s, {900.0, 206.0, 206.0});  // refuted again: checking -> trying
+    CHECK(step.refuted);
+    CHECK_FALSE(step.by_model);
+    CHECK(step.action == Action::apply);
+    CHECK(step.candidate == 3);  // the least calibrated of the rest first
+    CHECK(s.state() == State::trying);
+    step = run(s, {900.0, 199.0, 199.0});
+    CHECK(step.kept);
+    CHECK(step.candidate == 2);  // trying -> trying
+    step = run(s, {900.0, 201.0, 201.0});
+    CHECK_FALSE(step.kept);
+    CHECK(step.action == Action::take_back);  // trying -> restored: candidate 3 as it was
+    CHECK(step.candidate == 3);
+    CHECK(step.chosen);
+    CHECK(step.timed_iterations == 15);
+    CHECK(s.state() == State::restored);
+  }
+  SECTION("the fastest timed was the first refuted: taken back") {
+    ScheduleSelector s({});
+    ScheduleSelector::Step step = modelled(s, {{50.0, 10.0}, {60.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);
+    CHECK(step.candidate == 0);
+    step = run(s, {900.0, 180.0, 180.0});  // refuted, the fastest timed; 3 a copy
+    CHECK(step.candidate == 1);            // 160 calibrated
+    step = run(s, {900.0, 190.0, 190.0});  // refuted again, nothing left to time
+    CHECK(step.refuted);
+    CHECK(step.action == Action::take_back);  // checking -> restored
+    CHECK(step.candidate == 0);
+    CHECK(s.state() == State::restored);
+  }
+}
+
+TEST_CASE("swap selector: without every prediction, or the rule untimed, candidates are timed in turn",
+          "[engine][swap][selector][model]") {
+  ScheduleSelector s({});
+  ScheduleSelector::Step step = modelled(s, {{90.0, 0.0}, {0.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);
+  CHECK_FALSE(step.by_model);
+  CHECK(step.candidate == 0);
+  CHECK(s.state() == State::trying);
+  CHECK(s.calibrated(0) == 0.0);
+  ScheduleSelector u({});
+  step = modelled(u, {{90.0, 0.0}}, {100.0, 0.0}, 0.0, 0.0);
+  CHECK_FALSE(step.by_model);
+  CHECK(u.state() == State::trying);
+  // Without a trial the first applies as published, predictions or not.
+  ScheduleSelector p({.margin = 0.03, .window = 3, .trial = false});
+  p.begin();
+  p.planned({{200.0, 0.0}, {90.0, 0.0}}, {100.0, 0.0});
+  step = p.boundary(100.0);
+  CHECK(step.candidate == 0);
+  CHECK(p.state() == State::published);
+}
+
+TEST_CASE("swap selector: drift drops a candidate under check", "[engine][swap][selector][model]") {
+  ScheduleSelector s({});
+  modelled(s, {{90.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);
+  CHECK(s.state() == State::checking);
+  s.drop();
+  CHECK(s.state() == State::learning);
+  CHECK(s.calibrated(0) == 0.0);  // the model's predictions were the old program's
+  CHECK_FALSE(s.applied().has_value());
+}
+
+TEST_CASE("swap selector: the margin bounds how far a check may exceed its prediction",
+          "[engine][swap][selector][model]") {
+  ScheduleSelector loose({.margin = 0.10, .window = 3, .trial = true});
+  modelled(loose, {{80.0, 0.0}, {85.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);  // 180 predicted
+  CHECK(run(loose, {900.0, 195.0, 195.0}).kept);                            // 8.3% over: confirmed
+  CHECK(loose.state() == State::committed);
+  ScheduleSelector tight({});
+  modelled(tight, {{80.0, 0.0}, {85.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);
+  CHECK(run(tight, {900.0, 195.0, 195.0}).refuted);  // 8.3% over 3%: refuted
+}

@@ -67,6 +67,9 @@ struct Summary {
   // (no budget); and how many of ours' candidates were timed against each other.
   std::string swap_schedule;
   std::uint64_t swap_candidates_timed = 0;
+  // Iterations timed from each plan to the selector's choice (the rule's baseline, the model's
+  // checks, trials in turn).
+  std::uint64_t swap_iterations_selecting = 0;
   // Stream capture and CUDA graphs (issue 32), as the recorder saw them.
   std::uint64_t period_graph_launches = 0;     // graph launches in the iteration found
   std::uint64_t captures = 0;                  // stream captures begun
