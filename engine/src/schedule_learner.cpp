@@ -75,6 +75,7 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, P
     request.input = std::move(*input);
     request.link = planning_link();
     request.host = meter_.host_costs().costs();
+    request.rule_lookahead_ops = rule_lookahead_ops_;
     request.budget_bytes = budget_bytes;
     request.strategy = policy_;
     request.options.mode = swapper::ScheduleMode::stick_to_limit;

@@ -7,6 +7,7 @@
 // the swap policy's lock.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -30,6 +31,11 @@ class ScheduleLearner {
   ~ScheduleLearner();
   ScheduleLearner(const ScheduleLearner&) = delete;
   ScheduleLearner& operator=(const ScheduleLearner&) = delete;
+
+  // The executor's rule looks this many work items ahead (the plan's predictions simulate it so).
+  void set_rule_lookahead(std::uint64_t ops) {
+    rule_lookahead_ops_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(ops, UINT32_MAX));
+  }
 
   // --- one logged iteration ---
   // Whether this iteration is logged from its start (the adaptor reports into log()).
@@ -74,6 +80,7 @@ class ScheduleLearner {
 
   const std::string policy_;
   const std::string problem_path_;
+  std::uint32_t rule_lookahead_ops_ = swapper::SimulateOptions{}.rule_lookahead_ops;
   const std::uint64_t link_bytes_per_second_;
   IterationLog log_;
   OpTimer timer_;

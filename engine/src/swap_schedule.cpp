@@ -139,6 +139,9 @@ StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule&
   swapper::SimulateOptions held;
   held.hold_budget_bytes = request.budget_bytes;
   held.host = request.host;
+  held.rule_lookahead_ops = request.rule_lookahead_ops;
+  held.learn_rule_leads =
+      true;  // as `memtool simulate --as-executor`: the rule's leads learnt as the executor learns them
   const swapper::Simulation sim = swapper::simulate(request.input.iteration, schedule, request.link, held);
   return {sim.time_ns, static_cast<double>(sim.copies_issued)};
 }

@@ -84,6 +84,8 @@ struct PlanRequest {
   IterationLog::Input input;
   swapper::Link link;
   swapper::HostCosts host{};  // the executor's host costs as measured (none: not measured yet)
+  // The executor's rule: work items ahead it makes room and starts swap-ins (SwapOptions::lookahead).
+  std::uint32_t rule_lookahead_ops = swapper::SimulateOptions{}.rule_lookahead_ops;
   std::uint64_t budget_bytes = 0;
   std::string strategy;  // a swapper strategy name
   swapper::PlanOptions options;
