@@ -509,7 +509,7 @@ class SwapAdaptor final : public Adaptor {
       const std::uint64_t grows = Adaptor::growth_of(request);
       if (grows != 0) {
         make_room(grows, 0, Room::quiet);
-        if (mover_->device_bytes() + grows > device_budget()) settle(true);
+        settle_until_fits(grows, device_budget());
       }
     }
     Status status = Adaptor::allocate(request, out);
@@ -626,7 +626,7 @@ class SwapAdaptor final : public Adaptor {
     }
     if (committed() + incoming <= budget) {
       // Enough once the copies out under way are done: wait for them if the bytes are needed now.
-      if (room == Room::wait && mover_->device_bytes() + incoming > budget) settle(true);
+      if (room == Room::wait) settle_until_fits(incoming, budget);
       return;
     }
     const std::uint64_t now = work_ - iteration_begin_;
@@ -677,10 +677,7 @@ class SwapAdaptor final : public Adaptor {
     }
     if (room == Room::quiet) return;
     // Device memory still held by copies out under way, or by frees the GPU has not reached.
-    if (room == Room::wait && mover_->device_bytes() + incoming > budget &&
-        (mover_->leaving_bytes() != 0 || !frees_.empty())) {
-      settle(true);
-    }
+    if (room == Room::wait && (mover_->leaving_bytes() != 0 || !frees_.empty())) settle_until_fits(incoming, budget);
     if (committed() + incoming > budget && !said_over_budget_) {
       said_over_budget_ = true;
       log(LogLevel::warn,
@@ -1169,6 +1166,14 @@ class SwapAdaptor final : public Adaptor {
   // that have landed held (swap/frees.hpp).
   void collect_frees(bool wait) { frees_.collect(wait); }
   void settle(bool wait) { frees_.settle(wait); }
+  // `incoming` more device bytes are needed now: the oldest copies out (and the frees they reach)
+  // are waited for only until they fit in `budget`, not every copy under way (swap/frees.hpp):
+  // waiting for the newest drains the GPU's queue (bench/RESULTS.md, the simulator against the
+  // process).
+  void settle_until_fits(std::uint64_t incoming, std::uint64_t budget) {
+    if (mover_->device_bytes() + incoming <= budget) return;
+    frees_.settle_until(budget - std::min(budget, incoming));
+  }
 
   EventId take_event(bool& ok) { return spare_events_.take(device_, ok); }
   void recycle(EventId e) { spare_events_.give(e); }

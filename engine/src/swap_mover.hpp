@@ -78,6 +78,10 @@ class SwapMover {
   // Release the device memory of buffers whose copy out has finished; with `wait`, wait for
   // those copies first where the host may wait (a stall, counted by HostWaits).
   virtual void settle(bool wait) = 0;
+  // Wait for the oldest copy out still under way (copies land in the order they were queued on
+  // the side streams, each after the work queued before it) and release what it held: a stall,
+  // counted by HostWaits. False: none under way, or the host may not wait now.
+  virtual bool settle_oldest() = 0;
 
   [[nodiscard]] virtual std::uint64_t device_bytes() const = 0;   // held on the device now
   [[nodiscard]] virtual std::uint64_t leaving_bytes() const = 0;  // of those, freed by settle

@@ -98,11 +98,16 @@ class UvmMover final : public SwapMover {
         ++i;
         continue;
       }
-      drop_leaving(ptr);
-      events_.give(b->left);
-      b->leaving = false;
-      device_bytes_ -= std::min(device_bytes_, b->footprint);
+      finish_leaving(ptr, *b);
     }
+  }
+
+  bool settle_oldest() override {
+    if (leaving_.empty()) return false;
+    const auto [ptr, b] = leaving_.front();
+    if (!waits_.wait(b->left)) return false;
+    finish_leaving(ptr, *b);
+    return true;
   }
 
   std::uint64_t device_bytes() const override { return device_bytes_; }
@@ -112,20 +117,27 @@ class UvmMover final : public SwapMover {
   DevicePtr host_copy(DevicePtr ptr, const SwapBuffer&) const override { return ptr; }
 
  private:
+  // The prefetch to the host has run: its device bytes are free.
+  void finish_leaving(DevicePtr ptr, SwapBuffer& b) {
+    drop_leaving(ptr);
+    events_.give(b.left);
+    b.leaving = false;
+    device_bytes_ -= std::min(device_bytes_, b.footprint);
+  }
+
   void drop_leaving(DevicePtr ptr) {
     const auto it = std::find_if(leaving_.begin(), leaving_.end(), [ptr](const auto& l) { return l.first == ptr; });
     if (it == leaving_.end()) return;
     leaving_bytes_ -= std::min(leaving_bytes_, it->second->footprint);
-    *it = leaving_.back();
-    leaving_.pop_back();
+    leaving_.erase(it);  // kept in the order the copies were queued (settle_oldest)
   }
 
   Device& device_;
   SpareEvents& events_;
   HostWaits& waits_;
-  std::uint64_t device_bytes_ = 0;   // held on the device, leaving buffers included
-  std::uint64_t leaving_bytes_ = 0;  // of those, what prefetches to the host under way will free
-  std::vector<std::pair<DevicePtr, SwapBuffer*>> leaving_;
+  std::uint64_t device_bytes_ = 0;                          // held on the device, leaving buffers included
+  std::uint64_t leaving_bytes_ = 0;                         // of those, what prefetches to the host under way will free
+  std::vector<std::pair<DevicePtr, SwapBuffer*>> leaving_;  // in the order queued
 };
 
 }  // namespace

@@ -205,6 +205,18 @@ class VmmMover final : public SwapMover {
     if (wait) release_cached();
   }
 
+  // Room without a wait first: what landed copies left cached; else the oldest copy under way.
+  bool settle_oldest() override {
+    if (cached_bytes_ == 0) {
+      if (leaving_.empty()) return false;
+      const auto [ptr, b] = leaving_.front();
+      if (!waits_.wait(b->left)) return false;
+      finish_leaving(ptr, *b);
+    }
+    release_cached();
+    return true;
+  }
+
   std::uint64_t device_bytes() const override { return device_bytes_ + cached_bytes_; }
   std::uint64_t leaving_bytes() const override { return leaving_bytes_ + cached_bytes_; }
   // take_device: a released handle of its size is reused, else every released one goes first.
@@ -299,8 +311,7 @@ class VmmMover final : public SwapMover {
     const auto it = std::find_if(leaving_.begin(), leaving_.end(), [ptr](const auto& l) { return l.first == ptr; });
     if (it == leaving_.end()) return;
     leaving_bytes_ -= std::min(leaving_bytes_, it->second->footprint);
-    *it = leaving_.back();
-    leaving_.pop_back();
+    leaving_.erase(it);  // kept in the order the copies were queued (settle_oldest)
   }
 
   // A free slot of exactly `bytes` (buffers recur with their sizes), else a new one within the
@@ -351,7 +362,7 @@ class VmmMover final : public SwapMover {
   std::vector<HostSlot> slots_;
   std::vector<std::uint32_t> spare_indices_;
   std::multimap<std::uint64_t, std::uint32_t> free_slots_;  // bytes -> index
-  std::vector<std::pair<DevicePtr, SwapBuffer*>> leaving_;
+  std::vector<std::pair<DevicePtr, SwapBuffer*>> leaving_;  // copies out under way, in the order queued
   std::vector<Draining> draining_;
   std::uint64_t device_bytes_ = 0;
   std::uint64_t leaving_bytes_ = 0;

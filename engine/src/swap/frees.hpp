@@ -4,7 +4,8 @@
 // work goes on, never a host wait unless asked (`wait`) and allowed (HostWaits). Until then the
 // buffer's device bytes still count (device_bytes: the policy's committed bytes leave them out,
 // since they come back with a wait, not a copy). Settling collects the frees and lets the mover
-// release the device memory of copies out that have landed. Not thread-safe: the swap policy's
+// release the device memory of copies out that have landed; settling until bytes fit waits for
+// the oldest copies only, as long as the bytes do not fit. Not thread-safe: the swap policy's
 // lock.
 #pragma once
 
@@ -73,6 +74,22 @@ class DeferredFrees {
     collect(wait);
     moves_.mover.settle(wait);
     moves_.host_waited = moves_.host_waited || wait;
+  }
+
+  // Settling until the mover holds at most `device_bytes_limit` device bytes (the bytes needed
+  // now fit): what has landed or been reached, then the oldest copies out one at a time, each
+  // waited for (HostWaits) and the frees it reached collected (a copy out is queued after the
+  // work queued before it), and only if that is not enough, everything (settle(true)). Waiting
+  // for the newest copy would drain the GPU's queue where the oldest frees the bytes.
+  void settle_until(std::uint64_t device_bytes_limit) {
+    settle(false);
+    const auto fits = [&] { return moves_.mover.device_bytes() <= device_bytes_limit; };
+    if (fits() || !moves_.host_waits.allowed()) return;
+    while (!fits() && moves_.mover.settle_oldest()) {
+      moves_.host_waited = true;
+      collect(false);
+    }
+    if (!fits()) settle(true);
   }
 
   // Device bytes of buffers freed while resident and not yet carried out.

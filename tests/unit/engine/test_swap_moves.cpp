@@ -3,6 +3,7 @@
 // mover: a copy out ordered after the program's work and refused for a pinned buffer; a copy back
 // on demand (settling what copies out still hold when there is no device memory), ahead, never
 // under work that may still read the host copy; frees carried out only once the GPU reached them;
+// settling until bytes fit waits for the oldest copies out only;
 // a schedule's triggers, each once an iteration, skipping what may not move. The simulator counts
 // every access not ordered after the last one from another stream.
 #include <catch2/catch.hpp>
@@ -193,6 +194,75 @@ TEST_CASE("swap in on demand: with no device memory, what copies out still hold 
   CHECK(rig.device.verify(a, kSize, 31));
   CHECK(rig.device.verify(c, kSize, 32));
   CHECK(rig.device.verify(d, kSize, 33));
+  CHECK(rig.device.violations() == 0);
+}
+
+TEST_CASE("settling until the bytes fit: the oldest copies out only, the newer ones left in flight", "[engine][swap]") {
+  MoveRig rig;
+  const DevicePtr first = rig.add(41, 0);
+  const DevicePtr second = rig.add(42, 1);
+  const DevicePtr third = rig.add(43, 2);
+  const DevicePtr stays = rig.add(44, 3);
+  // Four copies out, each queued after more of the program's work; a free queued between the
+  // first and the second (reached once the second has run).
+  const DevicePtr freed = rig.add(45, 4);
+  for (const DevicePtr ptr : {first, second, third, stays}) {
+    REQUIRE(rig.out.send(ptr, rig.buffers.at(ptr)));
+    if (ptr == first) {
+      bool ok = false;
+      const EventId reached = rig.events.take(rig.device, ok);
+      REQUIRE(ok);
+      REQUIRE(rig.device.access(rig.program, freed, kSize));
+      REQUIRE(rig.device.record_event(reached, rig.program) == kSuccess);
+      rig.frees.add_after(rig.buffers.extract(freed), reached);
+    } else if (ptr != stays) {
+      REQUIRE(rig.device.access(rig.program, stays, kSize));
+    }
+  }
+  REQUIRE(rig.mover->device_bytes() == 5 * kSize);
+  REQUIRE(rig.mover->leaving_bytes() == 4 * kSize);
+
+  // One buffer's bytes must fit in a budget of five: the oldest copy is waited for, no other.
+  const std::uint64_t stall = rig.waits.stall_ns();
+  rig.host_waited = false;
+  rig.frees.settle_until(4 * kSize);
+  CHECK(rig.mover->device_bytes() == 4 * kSize);  // within the budget, and no further
+  CHECK(rig.host_waited);
+  CHECK(rig.waits.stall_ns() >= stall);
+  CHECK_FALSE(rig.buffers.at(first).leaving);
+  CHECK(rig.device.verify(first, kSize, 41));  // through its address, from the host copy
+  for (const DevicePtr ptr : {second, third, stays}) {
+    const SwapBuffer& b = rig.buffers.at(ptr);
+    CHECK(b.leaving);
+    CHECK_FALSE(rig.device.event_completed(b.left));  // still in flight on the GPU
+  }
+  CHECK(rig.mover->leaving_bytes() == 3 * kSize);
+  CHECK_FALSE(rig.frees.empty());  // the free is queued after the first copy: not reached yet
+
+  // Two buffers' more: the second copy too, and the free queued before it (reached, not waited
+  // for).
+  rig.frees.settle_until(2 * kSize);
+  CHECK(rig.mover->device_bytes() == 2 * kSize);
+  CHECK_FALSE(rig.buffers.at(second).leaving);
+  CHECK(rig.frees.empty());
+  CHECK(rig.buffers.at(third).leaving);
+  CHECK(rig.buffers.at(stays).leaving);
+  CHECK_FALSE(rig.device.event_completed(rig.buffers.at(stays).left));
+
+  // Already within the limit: nothing is waited for.
+  rig.host_waited = false;
+  rig.frees.settle_until(2 * kSize);
+  CHECK_FALSE(rig.host_waited);
+  CHECK(rig.buffers.at(third).leaving);
+
+  // No device bytes at all: every copy out.
+  rig.frees.settle_until(0);
+  CHECK(rig.mover->device_bytes() == 0);
+  CHECK(rig.mover->leaving_bytes() == 0);
+  for (const auto& [ptr, seed] : {std::pair{third, 43u}, std::pair{stays, 44u}}) {
+    CHECK_FALSE(rig.buffers.at(ptr).leaving);
+    CHECK(rig.device.verify(ptr, kSize, seed));
+  }
   CHECK(rig.device.violations() == 0);
 }
 
