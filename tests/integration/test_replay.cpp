@@ -247,7 +247,8 @@ void check_trial(const std::string& err, const nlohmann::json& s, bool complete)
 
 // MEMTOOL_SWAP_DUMP: the problem the process planned from is in `dir`, said in its log, and
 // `memtool simulate` reads it; ours' plan made again from it offline is the one the process made
-// (the same code, the same input): the same swaps, construction and predicted peak.
+// (the same code, the same input): the same swaps, construction and planner's predicted peak
+// (the row's own peak is the executor's, simulated with the rule's leads learnt).
 void check_problem(const std::string& dir, const std::string& err, const std::string& policy) {
   std::string path;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -270,7 +271,7 @@ void check_problem(const std::string& dir, const std::string& err, const std::st
     found = true;
     CHECK(row.at("swaps").get<std::uint64_t>() == std::stoull(m[1].str()));
     CHECK(row.at("construction") == m[2].str());
-    CHECK(row.at("peak_bytes").get<std::uint64_t>() == std::stoull(m[3].str()));
+    CHECK(row.at("planned_peak_bytes").get<std::uint64_t>() == std::stoull(m[3].str()));
   }
   CHECK(found);
 }

@@ -253,6 +253,7 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
         plan_options.max_slowdown = options.max_slowdown;
         plan_options.max_simulations = options.max_simulations;
         swapper::PlanResult result;
+        std::optional<std::uint64_t> planned_peak;  // the planner's, before an executor's simulation
         if (name == kRuleAlone) {
           result.simulation = swapper::simulate(iteration, {}, options.link, held);
           result.construction = "the executor's rule alone";
@@ -269,6 +270,7 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
           }
           result = swapper::plan(iteration, options.link, budget, name, plan_options);
           if (name == "save-on-cpu") save_on_cpu = result;
+          planned_peak = result.simulation.peak_bytes;
           // As the process runs it: the executor holds the budget (ours, judged so already where it
           // holds one, simulates the same again).
           if (options.as_executor && mode == swapper::ScheduleMode::stick_to_limit && name != "save-on-cpu") {
@@ -276,6 +278,7 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
           }
         }
         SwapRow row = make_row(name, mode, budget, result);
+        row.planned_peak_bytes = planned_peak.value_or(row.peak_bytes);
         if (options.as_executor) {
           for (const swapper::PlanResult::Alternative& alt : result.alternatives) {
             row.runners_up.push_back({alt.construction, alt.schedule.swaps.size(), alt.simulation.peak_bytes,
@@ -454,6 +457,7 @@ nlohmann::json swap_report_json(const SwapReport& r) {
       last["rule_bytes_out"] = row.rule_bytes_out;
       last["time_ns"] = row.time_ns;
       last["copies"] = row.copies;
+      last["planned_peak_bytes"] = row.planned_peak_bytes;
       nlohmann::json ups = nlohmann::json::array();
       for (const RunnerUp& up : row.runners_up) {
         ups.push_back({{"construction", up.construction},

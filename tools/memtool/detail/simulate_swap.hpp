@@ -126,6 +126,9 @@ struct SwapRow {
   // schedule's and the rule's).
   double time_ns = 0;
   std::uint64_t copies = 0;
+  // The planner's own predicted peak (what the process logs as its plan's "predicted peak"),
+  // before the schedule is simulated again as the executor runs it (rule alone: the held peak).
+  std::uint64_t planned_peak_bytes = 0;
 };
 
 struct SwapReport {
