@@ -905,6 +905,7 @@ class SwapAdaptor final : public Adaptor {
       case ScheduleLearner::Progress::ready: {
         candidates_.clear();
         candidate_states_.clear();
+        plan_applied_ = false;
         std::vector<std::unique_ptr<detail::SwapSchedule>> runners_up = std::move(reply.runners_up);
         if (!trial_on_) runners_up.clear();                                // a baseline applies as published
         runners_up.insert(runners_up.begin(), std::move(reply.schedule));  // the selector's ids in this order
@@ -969,7 +970,9 @@ class SwapAdaptor final : public Adaptor {
         return true;
       case Action::apply:
         if (schedule_) clear_schedule();
-        install_schedule(step.candidate, step.candidate == 0);
+        // The plan's first candidate applied counts, whichever the model chose first.
+        install_schedule(step.candidate, !plan_applied_);
+        plan_applied_ = true;
         return false;
       case Action::take_back:
         clear_schedule();
@@ -1063,8 +1066,8 @@ class SwapAdaptor final : public Adaptor {
     lead_ = state.leads;
   }
 
-  // Candidate `id` applies from the next iteration on; `counts`: a new plan's first (not a
-  // runner-up coming in turn, nor the fastest taken back).
+  // Candidate `id` applies from the next iteration on; `counts`: the first of a new plan's
+  // candidates to apply (not one coming after it in turn, nor the fastest taken back).
   void install_schedule(std::size_t id, bool counts) {
     schedule_ = candidates_[id].get();
     if (counts) {
@@ -1201,8 +1204,9 @@ class SwapAdaptor final : public Adaptor {
   std::unique_ptr<detail::VerifyHooks> verify_;  // MEMTOOL_SWAP_VERIFY
   std::thread::id last_item_thread_;             // who issued the last work item
   detail::IterationOracle oracle_;               // the last complete iteration: next uses, allocations ahead
-  std::unordered_map<std::uint64_t, std::uint64_t> lead_;                // learned swap-in lead per key
-  std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;          // lead_ when the last plan applied
+  std::unordered_map<std::uint64_t, std::uint64_t> lead_;        // learned swap-in lead per key
+  std::unordered_map<std::uint64_t, std::uint64_t> rule_leads_;  // lead_ when the last plan applied
+  bool plan_applied_ = false;  // a candidate of the last plan has applied (the counters' schedules)
   std::unordered_map<std::uint64_t, std::uint64_t> rule_fastest_leads_;  // in the rule alone's fastest iteration
   std::uint64_t work_ = 0;
   std::uint64_t iteration_begin_ = 0;
