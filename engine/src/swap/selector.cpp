@@ -188,6 +188,12 @@ void ScheduleSelector::recalibrate(std::size_t id, double measured) {
   offset_ns_ = rule_residual - per_copy_ns_ * rule_predicted_.copies;
 }
 
+double ScheduleSelector::fastest_timed() const {
+  const double rule = rule_figure();
+  if (rule == 0) return best_ns_;
+  return best_ns_ == 0 ? rule : std::min(rule, best_ns_);
+}
+
 bool ScheduleSelector::window_figure(double ns, Step& step, double& figure) {
   if (ns <= 0) return false;
   trial_ns_.push_back(ns);
@@ -211,7 +217,7 @@ ScheduleSelector::Step ScheduleSelector::on_checking(double ns) {
   const std::size_t id = *current_;
   measured_[id] = figure;
   const double rule = rule_figure();
-  const double bar = best_ns_ == 0 ? rule : std::min(rule, best_ns_);
+  const double bar = fastest_timed();
   const bool fastest = figure <= bar;
   step.verdict = step.checked = true;
   step.figure = figure;
@@ -255,7 +261,7 @@ ScheduleSelector::Step ScheduleSelector::on_trying(double ns) {
   double figure = 0;
   if (!window_figure(ns, step, figure)) return step;
   const double rule = rule_figure();
-  const double bar = rule == 0 ? best_ns_ : (best_ns_ == 0 ? rule : std::min(rule, best_ns_));
+  const double bar = fastest_timed();
   step.verdict = true;
   step.kept = bar == 0 || figure <= bar;
   step.figure = figure;

@@ -142,6 +142,9 @@ class ScheduleSelector {
   Step next_candidate(Step step);
   Step conclude(Step step);
   Step to_rule(Step step);
+  // The bar a figure is judged against: the fastest of the rule alone's figure and the fastest
+  // candidate kept (0: neither timed).
+  double fastest_timed() const;
   // A figure from the window's counted iterations (the first not counted); false until it is full.
   bool window_figure(double ns, Step& step, double& figure);
   Step& chosen(Step& step);
