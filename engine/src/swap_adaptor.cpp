@@ -278,7 +278,7 @@ class SwapAdaptor final : public Adaptor {
     // Work that may reach a buffer in motion waits for its copy: a wait of this iteration's swapping,
     // not the item's own time (op_timer.hpp).
     bool waits = remaps_ && keep_still_under(item, in_flight);  // the stream waits for a copy before this item
-    if (learner_.logging()) learner_.item(stream);
+    if (learner_.logging()) learner_.item(stream, item.reaches_all);
     // The schedule's copies for this item first: a copy-in due now is then waited for below.
     apply_schedule(now - 1, stream);
     for (const DevicePtr base : current) {
