@@ -414,8 +414,9 @@ class SwapAdaptor final : public Adaptor {
     MemoryUse use = Adaptor::memory_use();
     std::lock_guard lock(mutex_);
     use.reserved += mover_->device_bytes();
-    // in_use is device bytes (resource.hpp): the live buffers less those held on the host.
-    use.in_use += live_bytes_ - std::min(live_bytes_, counters_.host_bytes_now);
+    // Buffers on the host count in in_use too (resource.hpp: cuMemGetInfo's free must not grow by
+    // the device memory a buffer leaving still holds).
+    use.in_use += live_bytes_;
     use.off_device += counters_.host_bytes_now;
     return use;
   }

@@ -81,8 +81,13 @@ struct Boundary {
 };
 
 struct MemoryUse {
-  std::uint64_t reserved = 0;       // device bytes held for the program (pools, real allocations)
-  std::uint64_t in_use = 0;         // bytes of the program's live buffers among them (on the device)
+  std::uint64_t reserved = 0;  // device bytes held for the program (pools, real allocations)
+  // Bytes of the program's live buffers: among `reserved`, but for a swapper's buffers held off the
+  // device, which count here too (and in off_device). cuMemGetInfo's free is reserved less in_use,
+  // its total grows by off_device: counted as device bytes only, the device memory of a buffer
+  // still leaving (and a footprint's rounding) showed as free, and free + live passed the total
+  // (PyTorch's cudaMallocAsync assertion, apps.frameworks.pool_step_train_over_device).
+  std::uint64_t in_use = 0;
   std::uint64_t pool_reserved = 0;  // of `reserved`, what pools hold (the rest: real allocations)
   std::uint64_t off_device = 0;     // bytes of the program's live buffers held off the device (swapped out)
 };
