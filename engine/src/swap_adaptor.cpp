@@ -415,6 +415,8 @@ class SwapAdaptor final : public Adaptor {
     MemoryUse use = Adaptor::memory_use();
     std::lock_guard lock(mutex_);
     use.reserved += mover_->device_bytes();
+    // Buffers on the host count in in_use too (resource.hpp: cuMemGetInfo's free must not grow by
+    // the device memory a buffer leaving still holds).
     use.in_use += live_bytes_;
     use.off_device += counters_.host_bytes_now;
     return use;
@@ -669,6 +671,12 @@ class SwapAdaptor final : public Adaptor {
     if (needed_in == 0 && committed() + incoming > budget) {
       (void)Adaptor::trim_pools(PoolTrim::all);
       budget = device_budget();
+      // (pool frees) The bytes are needed now: the pools' frees the GPU has not reached yet are
+      // waited for, then trimmed (pool_frees.hpp; not at each work item's check, Room::warn).
+      if (room != Room::warn && committed() + incoming > budget && host_waits_.allowed()) {
+        (void)Adaptor::trim_pools(PoolTrim::all_after_frees);
+        budget = device_budget();
+      }
     }
     if (pass.host_full && !said_host_limit_) {
       said_host_limit_ = true;
