@@ -2,7 +2,6 @@
 #include "small_cache.hpp"
 
 #include <algorithm>
-#include <map>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
@@ -14,10 +13,6 @@
 
 namespace memtool::engine::detail {
 namespace {
-
-// The ids extent_of gives the small buffers the driver made before the cache opened: a bit the
-// cache's own (counted from 1) never reach, below the swapper's (kSwapIdTag, bit 47).
-constexpr std::uint64_t kDirectIdTag = std::uint64_t{1} << 46;
 
 // PyTorch's policy, but a request out of room for a segment of its stream's takes another
 // stream's free block before failing (the program alone had that memory).
@@ -55,7 +50,6 @@ class SmallCache final : public Resource {
   Status allocate(const AllocationRequest& request, DevicePtr* out) override {
     release_deferred();
     if (!cacheable(request) || !HostWaits(device_).allowed()) return direct_->allocate(request, out);
-    if (!opened()) return allocate_before_opening(request, out);
     const Status status = cache_->allocate(request, out);
     if (status != kOutOfMemory) return status;
     return direct_->allocate(request, out);
@@ -64,7 +58,6 @@ class SmallCache final : public Resource {
   Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
     const std::optional<BufferExtent> block = cached(ptr);
     if (!block) {
-      forget_direct(ptr, kind);
       // The driver's free, outside the lock. A stream-ordered one gives the memory back when the
       // stream gets there: counted until then.
       const std::uint64_t before = kind == MemoryKind::async ? direct_->memory_use().reserved : 0;
@@ -112,11 +105,6 @@ class SmallCache final : public Resource {
 
   std::optional<BufferExtent> extent_of(DevicePtr ptr) const override {
     if (std::optional<BufferExtent> extent = cache_->extent_of(ptr)) return extent;
-    {
-      std::lock_guard lock(mutex_);
-      auto it = before_opening_.upper_bound(ptr);
-      if (it != before_opening_.begin() && ptr < (--it)->second.base + it->second.size) return it->second;
-    }
     return direct_->extent_of(ptr);
   }
 
@@ -133,8 +121,7 @@ class SmallCache final : public Resource {
   }
 
   std::uint64_t growth_of(const AllocationRequest& request) const override {
-    if (!cacheable(request)) return direct_->growth_of(request);
-    return opened() ? cache_->growth_of(request) : direct_->growth_of(request);
+    return cacheable(request) ? cache_->growth_of(request) : direct_->growth_of(request);
   }
 
   // What is idle in the cache, and stream-ordered frees once their streams got there (waited for).
@@ -161,27 +148,6 @@ class SmallCache final : public Resource {
     std::optional<BufferExtent> block = cache_->extent_of(ptr);
     if (block && block->base != ptr) block.reset();
     return block;
-  }
-
-  // The cache is for the frees: a program that never frees a small buffer gains nothing from it
-  // and would pay its segments' slack (2 MiB for graphed_train's 312 KB of weights and inputs:
-  // 1.24× its plain peak under explicit swap; bench/RESULTS.md, graph apps). So small buffers are
-  // the driver's own until the program's first cuMemFree of one; then the cache opens, and the
-  // ones made after come from it (those made before stay the driver's, freed by the driver).
-  bool opened() const {
-    std::lock_guard lock(mutex_);
-    return opened_;
-  }
-  Status allocate_before_opening(const AllocationRequest& request, DevicePtr* out) {
-    const Status status = direct_->allocate(request, out);
-    if (status != kSuccess) return status;
-    std::lock_guard lock(mutex_);
-    before_opening_.emplace(*out, BufferExtent{*out, request.size, kDirectIdTag | ++direct_ids_});
-    return status;
-  }
-  void forget_direct(DevicePtr ptr, MemoryKind kind) {
-    std::lock_guard lock(mutex_);
-    if (before_opening_.erase(ptr) != 0 && kind == MemoryKind::device) opened_ = true;
   }
 
   bool cacheable(const AllocationRequest& request) const {
@@ -328,9 +294,6 @@ class SmallCache final : public Resource {
   std::unique_ptr<Resource> direct_;
   mutable std::mutex mutex_;
   std::unordered_set<std::uint64_t> exported_sizes_;
-  bool opened_ = false;                               // a small cuMemAlloc buffer was freed
-  std::map<DevicePtr, BufferExtent> before_opening_;  // the small ones the driver made until then
-  std::uint64_t direct_ids_ = 0;
   std::vector<StreamId> program_streams_;  // every stream the program's work ran on
   struct Unreached {
     EventId event;  // recorded after the free on its stream

@@ -5,9 +5,7 @@
 // from the host at each free, and no schedule could hide a copy behind compute. So these
 // buffers come from a caching allocator (block_cache.hpp, PyTorch's policy) and a free waits for
 // the program's own streams only — what the program can observe of cuMemFree's synchronization —
-// before its block is cached for reuse. The cache opens at the program's first cuMemFree of a
-// small buffer: those made before are the driver's own (a segment of 2 MiB for a few buffers kept
-// the whole run would only raise the peak).
+// before its block is cached for reuse.
 //
 // A cached block cannot be exported (cuIpcGetMemHandle would name its whole segment): the export
 // is refused, and from then on allocations of that size go to the driver, so the program's

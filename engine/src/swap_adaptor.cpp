@@ -445,14 +445,11 @@ class SwapAdaptor final : public Adaptor {
     }
   }
 
-  // The driver takes graph memory at a graph's next upload or launch: room for it now, and the
-  // device memory the mover keeps idle for reuse goes back (held through a warm-up's eager steps,
-  // it was 2 MiB beside the graph's memory: graphed_train 1.28× its plain peak under explicit swap).
+  // The driver takes graph memory at a graph's next upload or launch: room for it now.
   void set_graph_memory(std::uint64_t bytes) override {
     Adaptor::set_graph_memory(bytes);
     std::lock_guard lock(mutex_);
     make_room(0, 0, Room::wait);
-    mover_->release_idle_device();
   }
 
   std::uint64_t reclaim() override {

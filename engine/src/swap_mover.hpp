@@ -90,9 +90,6 @@ class SwapMover {
   [[nodiscard]] virtual std::uint64_t device_bytes_with(std::uint64_t footprint) const = 0;
   // Release everything it holds that no buffer uses (the host pool's free slots).
   virtual void trim() = 0;
-  // Give back the device memory it keeps for reuse that no buffer holds: the driver is about to
-  // take memory of its own (graph memory), which it would have had without memtool.
-  virtual void release_idle_device() {}
 
   // Where a buffer that is out keeps its bytes: the host copy's own mapping, or its address.
   [[nodiscard]] virtual DevicePtr host_copy(DevicePtr ptr, const SwapBuffer& b) const = 0;

@@ -229,8 +229,6 @@ class VmmMover final : public SwapMover {
   }
   void set_leave_check(LeaveCheck check) override { leave_check_ = std::move(check); }
 
-  void release_idle_device() override { release_cached(); }
-
   void trim() override {
     release_cached();
     for (auto it = free_slots_.begin(); it != free_slots_.end();) {
