@@ -153,6 +153,7 @@ class SwapAdaptor final : public Adaptor {
     if (status != kSuccess) {
       ++counters_.allocation_failures;
       // What the driver would have answered without memtool.
+      room_.below_changed();
       return Adaptor::allocate(request, out);
     }
     if (iteration_started_) {
@@ -181,6 +182,7 @@ class SwapAdaptor final : public Adaptor {
       // managed memory) what the deferred free later frees again, maybe someone else's by then.
       if (frees_.holds(ptr)) return kInvalidValue;
       lock.unlock();
+      room_.below_changed();
       return Adaptor::deallocate(ptr, kind, stream);
     }
     SwapBuffer& b = it->second;
@@ -424,6 +426,7 @@ class SwapAdaptor final : public Adaptor {
     // The small cache's reclaim waits on the host for the frees it reaches (HostWaits).
     std::uint64_t freed = host_waits_.allowed() ? Adaptor::reclaim() : 0;
     std::lock_guard lock(mutex_);
+    room_.below_changed();
     const std::uint64_t before = mover_->device_bytes();
     room_.make(before, 0, Room::Mode::quiet);  // everything idle to the host
     settle(true);
@@ -496,6 +499,7 @@ class SwapAdaptor final : public Adaptor {
     }
     if (status == kSuccess && options_.budget_bytes != 0) {
       std::lock_guard lock(mutex_);
+      room_.below_changed();
       room_.say_unmovable_over_budget();
     }
     return status;
@@ -512,6 +516,7 @@ class SwapAdaptor final : public Adaptor {
       status = mover_->allocate(b, stream, ptr);
     }
     if (status == kOutOfMemory && host_waits_.allowed() && Adaptor::reclaim() != 0) {
+      room_.below_changed();
       status = mover_->allocate(b, stream, ptr);
     }
     if (status == kOutOfMemory && start_on_host(b, ptr)) status = kSuccess;

@@ -6,11 +6,14 @@
 // nothing resident is sent out for them, and they are waited for only when the bytes are needed
 // now, and then only the oldest copies until the bytes fit (frees.hpp). While the host may not
 // wait (HostWaits: a stream waits for a value), what does not fit is held off the device instead
-// (held). Falling short of the budget, or reaching the host limit, is said once. Not thread-safe:
-// the swap policy's lock.
+// (held). The pools below are trimmed (every pool's figures read from the driver) once a work
+// item at most while over the budget, and again within one only after something that may have
+// changed them (trim_due). Falling short of the budget, or reaching the host limit, is said once.
+// Not thread-safe: the swap policy's lock (below_changed excepted).
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -83,9 +86,11 @@ class Room {
     if (options_.budget_bytes == 0) return;
     std::uint64_t budget = device_budget();
     // What the driver's stream-ordered pools keep after reached frees goes before any buffer does
-    // (and their figures are asked again: a synchronisation may have released some).
-    if (committed() + incoming > budget) {
+    // (and their figures are asked again: a synchronisation may have released some), if that
+    // may give back more than the last trim did (trim_due).
+    if (committed() + incoming > budget && trim_due()) {
       (void)below_.trim_pools(Resource::PoolTrim::beyond_threshold);
+      trimmed();
       budget = device_budget();
     }
     if (committed() + incoming <= budget) {
@@ -97,6 +102,7 @@ class Room {
     // Needed now and nothing else can leave: the pools keep nothing, whatever the program asked.
     if (needed_in == 0 && committed() + incoming > budget) {
       (void)below_.trim_pools(Resource::PoolTrim::all);
+      trimmed();
       budget = device_budget();
     }
     if (mode == Mode::quiet) return;
@@ -157,8 +163,29 @@ class Room {
                     options_.budget_bytes, unmovable, options_.min_bytes));
   }
 
+  // The memory below changed in a way that may change its pools' figures: an allocation or free
+  // passed down (a stream-ordered pool's among them), or a reclaim. The one call made without the
+  // policy's lock (a free passed down after it was let go).
+  void below_changed() { below_changed_.store(true, std::memory_order_relaxed); }
+
  private:
   using Issuing = InFlightItems::Issuing;
+
+  // Whether a trim of the pools below may give back more than the last one did, or find their
+  // figures changed. They change only with an allocation or free passed down (below_changed), a
+  // host wait (the GPU reached frees; a synchronisation releases what a pool keeps beyond its
+  // threshold) and the GPU reaching stream-ordered frees as it runs, which is asked about once a
+  // work item: make() runs several times an item (the rule's check, each swap-in ahead, leaving
+  // early), and asking each time read every pool's attributes from the driver each time.
+  [[nodiscard]] bool trim_due() const {
+    return below_changed_.load(std::memory_order_relaxed) || moves_.work != trimmed_work_ ||
+           moves_.host_waits.stall_ns() != trimmed_stall_ns_;
+  }
+  void trimmed() {
+    below_changed_.store(false, std::memory_order_relaxed);
+    trimmed_work_ = moves_.work;
+    trimmed_stall_ns_ = moves_.host_waits.stall_ns();  // grows with every host wait
+  }
 
   // The rule's candidates (eviction_rule.hpp) sent out until `incoming` fits `budget`: those a
   // work item being issued touches stay, and so do those it may reach when the caller gives up
@@ -220,6 +247,9 @@ class Room {
   bool said_over_budget_ = false;
   bool said_host_limit_ = false;
   bool said_held_ = false;
+  std::atomic<bool> below_changed_{true};  // since the last trim (none yet: due)
+  std::uint64_t trimmed_work_ = 0;         // the work item of the last trim
+  std::uint64_t trimmed_stall_ns_ = 0;     // the host waits' stall count then
 };
 
 }  // namespace memtool::engine::detail

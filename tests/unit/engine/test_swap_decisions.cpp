@@ -272,6 +272,45 @@ TEST_CASE("swap room: the pools first, then the farthest next use; what a work i
   CHECK(rig.device.sim.violations() == 0);
 }
 
+TEST_CASE("swap room: the pools are asked again only when their figures may have changed", "[engine][swap]") {
+  DecisionRig rig(false, 2 * kSize);
+  const DevicePtr a = rig.add(15, 0);
+  (void)rig.add(16, 1);
+  rig.used_last_time(10, {{0, 2}, {1, 8}});
+  // Over the budget with nothing that may leave (needed within 10 items): the pools are trimmed
+  // once, not at every call of the same work item.
+  rig.room.make(kSize, 10, detail::Room::Mode::quiet);
+  CHECK(rig.below.trims == 1);
+  rig.room.make(kSize, 10, detail::Room::Mode::quiet);
+  rig.room.make(2 * kSize, 10, detail::Room::Mode::warn);
+  CHECK(rig.below.trims == 1);
+  // An allocation or free passed down: asked again, once.
+  rig.room.below_changed();
+  rig.room.make(kSize, 10, detail::Room::Mode::quiet);
+  rig.room.make(kSize, 10, detail::Room::Mode::quiet);
+  CHECK(rig.below.trims == 2);
+  // The next work item (the GPU ran on, reaching frees): again.
+  ++rig.work;
+  rig.room.make(kSize, 10, detail::Room::Mode::quiet);
+  rig.room.make(kSize, 10, detail::Room::Mode::quiet);
+  CHECK(rig.below.trims == 3);
+  // A host wait (the GPU reached what was queued before it): again.
+  REQUIRE(rig.out.send(a, rig.at(a)));
+  rig.frees.settle(true);
+  REQUIRE(rig.waits.stall_ns() != 0);
+  rig.room.make(2 * kSize, 10, detail::Room::Mode::quiet);
+  CHECK(rig.below.trims == 4);
+  rig.room.make(2 * kSize, 10, detail::Room::Mode::quiet);
+  CHECK(rig.below.trims == 4);
+  CHECK(rig.below.trims_all == 0);
+  // Within the budget: never asked.
+  ++rig.work;
+  rig.room.make(0, 0, detail::Room::Mode::warn);
+  CHECK(rig.below.trims == 4);
+  rig.frees.settle(true);
+  CHECK(rig.device.sim.violations() == 0);
+}
+
 TEST_CASE("swap room: with no budget nothing moves; settling until it fits waits for the oldest copy only",
           "[engine][swap]") {
   DecisionRig unlimited;
