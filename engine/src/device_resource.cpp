@@ -6,7 +6,9 @@
 // reclaim make those pools give back what they keep unused. A pool's figure is asked of the
 // driver after each allocation from it and each trim, not at each count (a budget counts at every
 // work item): between those it can only have dropped (a synchronisation released memory), so the
-// count errs high until the next trim, which a budget tries before anything leaves.
+// count errs high until the next trim, which a budget tries before anything leaves. A free's
+// memory goes back to its pool only when its stream reaches it (pool_frees.hpp): the last trim a
+// budget asks for (PoolTrim::all_after_frees) waits for those first.
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -15,13 +17,14 @@
 #include <vector>
 
 #include "memtool/engine/resources.hpp"
+#include "pool_frees.hpp"
 
 namespace memtool::engine {
 namespace {
 
 class DeviceResource final : public Resource {
  public:
-  DeviceResource(Device& device, bool count_bytes) : device_(device), count_bytes_(count_bytes) {}
+  DeviceResource(Device& device, bool count_bytes) : device_(device), count_bytes_(count_bytes), pool_frees_(device) {}
 
   std::string_view name() const override { return "device"; }
 
@@ -44,15 +47,21 @@ class DeviceResource final : public Resource {
   }
 
   Status deallocate(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
+    bool pooled = false;
     if (count_bytes_) {
       std::lock_guard lock(mutex_);
       if (const auto it = sizes_.find(ptr); it != sizes_.end()) {
         held_ -= it->second.size;
-        if (it->second.pooled) pooled_ -= it->second.size;
+        pooled = it->second.pooled;
+        if (pooled) pooled_ -= it->second.size;
         sizes_.erase(it);
       }
     }
-    return device_.free(ptr, kind, stream);
+    const Status status = device_.free(ptr, kind, stream);
+    // A stream-ordered free gives its memory to the pool when the stream gets there (a
+    // synchronous one of pooled memory waited for the device already).
+    if (pooled && kind == MemoryKind::async && status == kSuccess) pool_frees_.freed_on(stream);
+    return status;
   }
 
   // Sub-allocates nothing, and keeps nothing idle itself: what the driver's pools keep is theirs,
@@ -66,9 +75,12 @@ class DeviceResource final : public Resource {
   }
   void set_graph_memory(std::uint64_t bytes) override { graph_bytes_.store(bytes, std::memory_order_relaxed); }
 
-  // Each pool keeps its release threshold (beyond_threshold) or nothing (all) of what it holds
-  // unused. A pool the driver no longer knows (destroyed) is forgotten.
+  // Each pool keeps its release threshold (beyond_threshold) or nothing (all, all_after_frees) of
+  // what it holds unused; all_after_frees first waits on the host for the frees into them the GPU
+  // has not reached, where the host may wait (HostWaits). A pool the driver no longer knows
+  // (destroyed) is forgotten.
   std::uint64_t trim_pools(PoolTrim how) override {
+    if (how == PoolTrim::all_after_frees) (void)pool_frees_.reach();
     std::vector<std::uint64_t> pools;
     {
       std::lock_guard lock(mutex_);
@@ -80,7 +92,7 @@ class DeviceResource final : public Resource {
       const Status status = device_.pool_figures(pool, &figures);
       if (status == kSuccess && figures.reserved > figures.used) {
         const std::uint64_t before = figures.reserved;
-        const std::uint64_t keep = how == PoolTrim::all ? 0 : figures.release_threshold;
+        const std::uint64_t keep = how == PoolTrim::beyond_threshold ? figures.release_threshold : 0;
         if (before > keep && device_.trim_pool(pool, keep) == kSuccess &&
             device_.pool_figures(pool, &figures) == kSuccess && figures.reserved < before) {
           freed += before - figures.reserved;
@@ -114,6 +126,7 @@ class DeviceResource final : public Resource {
   // The pools this resource allocated from (CUmemoryPool handles), with what each held when last asked.
   std::map<std::uint64_t, std::uint64_t> pools_;
   std::atomic<std::uint64_t> graph_bytes_{0};  // held by the driver for the program's graphs
+  detail::PoolFrees pool_frees_;               // stream-ordered frees into the pools, until reached
 };
 
 }  // namespace

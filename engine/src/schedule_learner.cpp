@@ -33,8 +33,9 @@ IterationLog& ScheduleLearner::start() {
   return log_;
 }
 
-void ScheduleLearner::item(StreamId stream) {
+void ScheduleLearner::item(StreamId stream, bool reaches_all) {
   (void)log_.item();
+  if (reaches_all) log_.reaches_all();
   timer_.item(stream);
 }
 

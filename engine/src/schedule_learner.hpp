@@ -43,8 +43,9 @@ class ScheduleLearner {
   // Starts logging at a boundary; the caller lists the live buffers into the returned log (alive).
   IterationLog& start();
   IterationLog& log() { return log_; }
-  // The next work item is about to be issued on `stream` (logging only).
-  void item(StreamId stream);
+  // The next work item is about to be issued on `stream` (logging only); `reaches_all`: it may
+  // reach every buffer (WorkItem::reaches_all), which the problem records.
+  void item(StreamId stream, bool reaches_all = false);
   // That item's stream waited for copies back: its GPU time starts here.
   void waited(StreamId stream) { timer_.waited(stream); }
   // The last item has been issued (the thread that issued it called in again).

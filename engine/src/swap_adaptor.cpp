@@ -245,11 +245,12 @@ class SwapAdaptor final : public Adaptor {
     for (const DevicePtr base : item.touched) {
       if (buffers_.contains(base)) current.push_back(base);
     }
-    if (remaps_) reach_.keep_still_under(item, in_flight);
-    if (learner_.logging()) learner_.item(stream);
+    // Work that may reach a buffer in motion waits for its copy: a wait of this iteration's swapping,
+    // not the item's own time (op_timer.hpp).
+    bool waits = remaps_ && reach_.keep_still_under(item, in_flight);  // the stream waits for a copy before this item
+    if (learner_.logging()) learner_.item(stream, item.reaches_all);
     // The schedule's copies for this item first: a copy-in due now is then waited for below.
     driver_.apply(now - 1, stream);
-    bool waits = false;  // the stream waits for a copy back before this item
     for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
       oracle_.used(key_of(base, b), now);
@@ -383,6 +384,8 @@ class SwapAdaptor final : public Adaptor {
     MemoryUse use = Adaptor::memory_use();
     std::lock_guard lock(mutex_);
     use.reserved += mover_->device_bytes();
+    // Buffers on the host count in in_use too (resource.hpp: cuMemGetInfo's free must not grow by
+    // the device memory a buffer leaving still holds).
     use.in_use += live_bytes_;
     use.off_device += counters_.host_bytes_now;
     return use;

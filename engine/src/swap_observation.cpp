@@ -7,6 +7,7 @@ namespace memtool::engine::detail {
 
 void IterationLog::clear() {
   items_ = 0;
+  reaching_all_.clear();
   signature_.clear();
   order_.clear();
   records_.clear();
@@ -53,6 +54,11 @@ void IterationLog::used(const BufferName& name) {
   if (r->uses.empty() || r->uses.back() != op) r->uses.push_back(op);
 }
 
+void IterationLog::reaches_all() {
+  if (items_ == 0) return;
+  if (reaching_all_.empty() || reaching_all_.back() != items_ - 1) reaching_all_.push_back(items_ - 1);
+}
+
 namespace {
 
 std::vector<swapper::Access> accesses(const std::vector<std::uint32_t>& ops) {
@@ -76,6 +82,7 @@ std::optional<IterationLog::Input> IterationLog::to_input(const std::vector<doub
   for (std::uint32_t i = 0; i < n; ++i) {
     in.iteration.ops[i].duration_ns = static_cast<std::uint64_t>(std::max(1.0, durations_ns[i]));
   }
+  for (const std::uint32_t i : reaching_all_) in.iteration.ops[i].reaches_all = true;
   const auto add = [&](const BufferName& name, swapper::Buffer b) {
     b.id = in.names.size();
     in.names.push_back(name);

@@ -38,6 +38,8 @@ class IterationLog {
   void freed(const BufferName& name);
   // Touched by the item just counted.
   void used(const BufferName& name);
+  // The item just counted may reach every buffer (WorkItem::reaches_all: swapper::Op::reaches_all).
+  void reaches_all();
   // The current buffers' footprints in allocation order: two iterations with the same
   // signature (and item count) are taken to repeat.
   [[nodiscard]] const std::vector<std::uint64_t>& signature() const { return signature_; }
@@ -68,6 +70,7 @@ class IterationLog {
   Record* find(const BufferName& name);
 
   std::uint32_t items_ = 0;
+  std::vector<std::uint32_t> reaching_all_;  // items, in order
   std::vector<std::uint64_t> signature_;
   std::vector<BufferName> order_;  // first seen order (deterministic output)
   std::unordered_map<BufferName, Record, NameHash> records_;

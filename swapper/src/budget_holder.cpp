@@ -39,6 +39,9 @@ void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint
   pending_.clear();
   next_pending_ = 0;
   away_bytes_ = leaving_bytes_ = 0;
+  still_[d2h] = still_[h2d] = -1;
+  reaching_all_ = false;
+  called_off_at_.clear();
 }
 
 void BudgetHolder::rekey(std::uint32_t b, std::uint64_t u) {
@@ -120,9 +123,10 @@ void BudgetHolder::collect() {
     const std::uint32_t code = pending_[next_pending_];
     const bool rule = (code & kRule) != 0;
     const std::uint32_t index = code & ~kRule;
-    if (copies[rule ? rule_[index].out : out_copy_[index]].end_ns < 0) return;
-    ++next_pending_;
     State& state = rule ? rule_[index].state : state_[index];
+    // One called off frees nothing: none is waited for (those after it end later).
+    if (state != kCalledOff && copies[rule ? rule_[index].out : out_copy_[index]].end_ns < 0) return;
+    ++next_pending_;
     if (state != kOut) continue;
     const std::uint64_t bytes = rule ? iteration_->buffers[rule_[index].buffer].size : bytes_[index];
     state = kAway;
@@ -165,6 +169,46 @@ bool BudgetHolder::late_out_before(std::uint32_t buffer, std::uint64_t u, std::u
     if (at < next) return true;
   }
   return false;
+}
+
+void BudgetHolder::resume(std::uint32_t b) {
+  if (live_[b] && next_[b] != kNoAccess && held_out_[b] == 0 && rule_of_[b] < 0) {
+    EvictionRule::push(farthest_, candidate(b, next_[b]));
+  }
+}
+
+void BudgetHolder::keep_still(std::uint64_t u, double issue) {
+  link_->advance_to(issue);
+  collect();
+  // Called off: the copy runs on (its link time spent), the bytes stay, no swap-in follows.
+  for (std::size_t k = next_pending_; k < pending_.size(); ++k) {
+    const std::uint32_t code = pending_[k];
+    const std::uint32_t index = code & ~kRule;
+    if ((code & kRule) != 0) {
+      RuleSwap& r = rule_[index];
+      if (r.state != kOut) continue;
+      r.state = kCalledOff;
+      leaving_bytes_ -= iteration_->buffers[r.buffer].size;
+      rule_of_[r.buffer] = -1;
+      resume(r.buffer);
+    } else {
+      if (state_[index] != kOut) continue;
+      state_[index] = kCalledOff;
+      leaving_bytes_ -= bytes_[index];
+      --held_out_[buffer_[index]];
+      resume(buffer_[index]);
+    }
+    called_off_at_.push_back(u);
+  }
+  // Its own, called off, need no swap-in now.
+  std::erase_if(rule_ins_, [&](std::uint32_t r) { return rule_[r].state == kCalledOff; });
+  still_[d2h] = link_->last(d2h);
+  still_[h2d] = link_->last(h2d);
+}
+
+std::uint32_t BudgetHolder::leaves_called_off(std::uint64_t first, std::uint64_t last) const {
+  return static_cast<std::uint32_t>(std::count_if(called_off_at_.begin(), called_off_at_.end(),
+                                                  [&](std::uint64_t u) { return u >= first && u < last; }));
 }
 
 void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint64_t needed_by, std::uint64_t extra) {
@@ -233,6 +277,8 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
     evict(u, i, issue, u, 0);
     issue = wait_for_room(issue);
   }
+  reaching_all_ = iteration_->ops[i].reaches_all;
+  if (reaching_all_) keep_still(u, issue);
   for (const std::uint32_t index : rule_ins_) issue_rule_in(index, u, issue);
   rule_ins_.clear();
   // Those due ahead of their access come back, the soonest needed first, each if it fits now
@@ -246,7 +292,7 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
     std::pop_heap(due_.begin(), due_.end(), std::greater<>());
     due_.pop_back();
     RuleSwap& r = rule_[index];
-    if (r.in >= 0 || r.state == kGone) continue;
+    if (r.in >= 0 || r.state == kGone || r.state == kCalledOff) continue;
     if (r.state != kAway) {  // its bytes never left
       issue_rule_in(index, u, issue);
       continue;
@@ -260,7 +306,7 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
         const std::uint64_t next = d.next_use;
         const std::uint64_t needs =
             iteration_->buffers[rule_[index].buffer].size + (next == kNoAccess ? 0 : upcoming(i, next - u));
-        if (resident() + needs > budget_ + leaving_bytes_) evict(u, i, issue, next, needs);
+        if (resident() + needs > budget_ + leaving_bytes_ && !reaching_all_) evict(u, i, issue, next, needs);
         if (resident() + needs > budget_) return Arrival::no_room;
         rule_[index].kept_out = false;
         issue_rule_in(index, u, issue);
@@ -276,7 +322,7 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   }
   deferred_.clear();
   ins_ = {};
-  if (leave_early_ != 0) {
+  if (leave_early_ != 0 && !reaching_all_) {
     const std::uint64_t ahead = upcoming(i, leave_early_);
     if (resident() + ahead > budget_ + leaving_bytes_) evict(u, i, issue, u + leave_early_, ahead);
   }
@@ -284,6 +330,11 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
 }
 
 double BudgetHolder::consume(std::size_t i, double start) {
+  // Its stream waits for every copy in motion when it was issued (the last each way ends last).
+  for (std::int32_t& copy : still_) {
+    if (copy >= 0) start = std::max(start, link_->finish(copy));
+    copy = -1;
+  }
   for (const std::uint32_t b : net_.accessed_by(i)) {
     const std::int32_t r = rule_of_[b];
     if (r < 0) continue;
@@ -300,6 +351,7 @@ double BudgetHolder::consume(std::size_t i, double start) {
 void BudgetHolder::memory_events(std::vector<std::pair<double, std::int64_t>>& events) const {
   const std::vector<Copy>& copies = link_->copies();
   for (const RuleSwap& r : rule_) {
+    if (r.state == kCalledOff) continue;  // its bytes never left
     const auto size = static_cast<std::int64_t>(iteration_->buffers[r.buffer].size);
     events.emplace_back(copies[r.out].end_ns, -size);
     if (r.in >= 0) events.emplace_back(copies[r.in].start_ns, size);

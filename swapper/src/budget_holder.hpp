@@ -15,6 +15,14 @@
 // executor's prefetch). With no schedule the rule also leaves early: after each
 // op is issued it makes room for what the next few ops allocate, as the executor does then. A
 // swap-in's bytes count from its issue, as the executor maps them then.
+//
+// An op that may reach every buffer (Op::reaches_all) keeps them all still, as the executor's
+// keep_still does (engine/src/swap_adaptor.cpp): once the room for its memory is made, every
+// copy-out still under way is called off (its copy runs to its end and is wasted: the buffer
+// stays on the device, no swap-in follows, and the budget needs other room later), the op starts
+// only once every copy in motion then has ended (its stream waits for them), and while it is
+// issued nothing more is sent out ahead (the executor's prefetch and leaving early find every
+// buffer reached).
 #pragma once
 
 #include <cstdint>
@@ -52,15 +60,20 @@ class BudgetHolder {
   void scheduled_in(std::uint32_t key);
   // Its bytes are off the device (copy-out ended, swap-in not issued).
   [[nodiscard]] bool away(std::uint32_t key) const { return state_[key] == kAway; }
+  // Its copy-out was called off by an op reaching every buffer: it never left, and no swap-in follows.
+  [[nodiscard]] bool called_off(std::uint32_t key) const { return state_[key] == kCalledOff; }
 
   // Before unrolled op u (index i) is issued, no earlier than `ready`: `level` is the static
   // level at its start, `ins` the schedule instances whose swap-ins are issued with it. Returns
   // when the host issues it (after any wait); the rule's swap-ins due then are issued at that
-  // time (the caller issues the schedule's).
+  // time (the caller issues the schedule's, but none called off: called_off).
   double before_op(std::uint64_t u, std::size_t i, std::uint64_t level, std::span<const std::uint32_t> ins,
                    double ready);
-  // The op's start once the rule's swap-ins of what it touches are in.
+  // The op's start once the rule's swap-ins of what it touches are in (and, reaching every
+  // buffer, the copies in motion when it was issued have ended).
   double consume(std::size_t i, double start);
+  // Copy-outs called off at unrolled ops [first, last) (the executor's swap_leaves_called_off).
+  [[nodiscard]] std::uint32_t leaves_called_off(std::uint64_t first, std::uint64_t last) const;
 
   // The rule's memory events (copy-out end: -bytes, swap-in start: +bytes), for the sweep.
   void memory_events(std::vector<std::pair<double, std::int64_t>>& events) const;
@@ -71,8 +84,9 @@ class BudgetHolder {
   void evictions(std::uint64_t first, double t0, std::vector<RuleEviction>& out) const;
 
  private:
-  // kGone: freed by the program while out, never to come back.
-  enum State : std::uint8_t { kNone, kOut, kAway, kBack, kGone };
+  // kGone: freed by the program while out, never to come back. kCalledOff: its copy-out was
+  // called off by an op reaching every buffer (it never left).
+  enum State : std::uint8_t { kNone, kOut, kAway, kBack, kGone, kCalledOff };
   struct RuleSwap {
     std::uint32_t buffer = 0;
     std::int32_t out = -1;
@@ -95,6 +109,11 @@ class BudgetHolder {
   [[nodiscard]] std::uint64_t upcoming(std::size_t i, std::uint64_t ops) const;
   // Waits for copy-outs under way, oldest first, until the op fits; returns when it may issue.
   double wait_for_room(double issue);
+  // Op u reaches every buffer and is issued at `issue`: the copy-outs under way are called off,
+  // and the copies in motion are those its start waits for (consume).
+  void keep_still(std::uint64_t u, double issue);
+  // Buffer b is resident again without a copy: a candidate of the rule's once more.
+  void resume(std::uint32_t b);
   // Sends out buffers by the rule, farthest next access first and none needed by `needed_by`
   // (unrolled), until the op and `extra` more bytes would fit once their copies are done.
   void evict(std::uint64_t u, std::size_t i, double when, std::uint64_t needed_by, std::uint64_t extra);
@@ -143,8 +162,13 @@ class BudgetHolder {
   // current while its buffer is live with that next access and not out (by the rule or the
   // schedule; one back from the schedule's is pushed again); others are dropped when they come up.
   std::vector<NextUseCandidate> farthest_;
-  std::vector<DueIn> due_now_;         // scratch: the rule's swap-ins due ahead (next access, rule swap)
-  std::vector<std::uint8_t> touched_;  // scratch: buffers the current op accesses
+  std::vector<DueIn> due_now_;  // scratch: the rule's swap-ins due ahead (next access, rule swap)
+  // The op being issued reaches every buffer: the last copy each way when it was (its start
+  // waits for them), and whether it is being issued (nothing is sent out ahead then).
+  std::int32_t still_[2] = {-1, -1};
+  bool reaching_all_ = false;
+  std::vector<std::uint64_t> called_off_at_;  // the unrolled op of each leave called off, in order
+  std::vector<std::uint8_t> touched_;         // scratch: buffers the current op accesses
 };
 
 }  // namespace memtool::swapper::detail

@@ -34,6 +34,11 @@ class LinkEngines {
   // Runs every enqueued copy to its end.
   void drain();
   [[nodiscard]] const std::vector<Copy>& copies() const { return copies_; }
+  // The copy enqueued last on `direction`'s engine (it ends after every one before it), or -1.
+  [[nodiscard]] std::int32_t last(Direction direction) const {
+    const std::vector<std::int32_t>& queue = engines_[direction].queue;
+    return queue.empty() ? -1 : queue.back();
+  }
 
  private:
   struct Engine {

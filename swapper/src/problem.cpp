@@ -16,6 +16,7 @@ namespace memtool::swapper {
 namespace {
 
 constexpr std::string_view kMagic = "memtool-swap-problem";
+constexpr std::string_view kReachesAll = "reaches-all";  // an op's optional mark (Op::reaches_all)
 // Sizes and times far past any device, so sums over a whole iteration cannot overflow.
 constexpr std::uint64_t kMostBytes = std::uint64_t{1} << 50;    // 1 PiB per buffer
 constexpr std::uint64_t kMostNs = std::uint64_t{1} << 50;       // 13 days per op
@@ -176,8 +177,10 @@ void write_problem(std::ostream& out, const Problem& p) {
                      l.h2d_latency_ns, l.duplex_factor);
   if (!p.host.none()) out << fmt::format("host {} {}\n", p.host.per_op_ns, p.host.per_copy_ns);
   out << fmt::format("ops {}\n", p.iteration.ops.size());
-  for (const Op& op : p.iteration.ops)
-    out << fmt::format("op {} {} {}\n", op.duration_ns, op.stream, kind_name(op.kind));
+  for (const Op& op : p.iteration.ops) {
+    out << fmt::format("op {} {} {}{}{}\n", op.duration_ns, op.stream, kind_name(op.kind), op.reaches_all ? " " : "",
+                       op.reaches_all ? kReachesAll : "");
+  }
   out << fmt::format("buffers {}\n", p.iteration.buffers.size());
   std::string line;
   for (const Buffer& b : p.iteration.buffers) {
@@ -238,7 +241,7 @@ Problem read_problem(std::istream& in) {
   std::uint64_t total_ns = 0;
   for (std::uint64_t i = 0; i < ops; ++i) {
     const Record r = lines.next("op");
-    r.expect("op", 4);
+    r.expect("op", r.size() == 5 ? 5 : 4);  // the mark is optional (files before it have none)
     Op op;
     op.duration_ns = r.integer(1, "duration", kMostNs);
     total_ns += op.duration_ns;
@@ -253,6 +256,10 @@ Problem read_problem(std::istream& in) {
       op.kind = OpKind::memset;
     else
       r.fail(fmt::format("op kind '{}': expected launch, copy or memset", kind));
+    if (r.size() == 5) {
+      if (r.word(4) != kReachesAll) r.fail(fmt::format("op mark '{}': expected '{}' or none", r.word(4), kReachesAll));
+      op.reaches_all = true;
+    }
     p.iteration.ops.push_back(op);
   }
   std::uint64_t buffers = 0;

@@ -178,7 +178,8 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
           const std::int64_t inst = instance(plan[s].in_at_op, r);
           if (inst < 0) continue;
           const auto key = static_cast<std::uint32_t>(s * rounds + inst);
-          if (w.out_copy[key] >= 0) f(s, key);
+          // Not one whose copy-out was called off (hold: an op reaching every buffer).
+          if (w.out_copy[key] >= 0 && (hold == 0 || !w.holder.called_off(key))) f(s, key);
         }
       };
       double issue = previous_end;  // when the host issues this op (and its swap-ins)
@@ -255,7 +256,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     const auto size = static_cast<std::int64_t>(iteration.buffers[plan[s].gap.buffer].size);
     for (std::uint32_t inst = 0; inst < rounds; ++inst) {
       const std::int32_t o = w.out_copy[s * rounds + inst];
-      if (o < 0) continue;
+      if (o < 0 || (hold != 0 && w.holder.called_off(s * rounds + inst))) continue;
       w.swap_events.emplace_back(copies[o].end_ns, -size);
       const std::int32_t in = w.in_copy[s * rounds + inst];
       if (in >= 0) w.swap_events.emplace_back(copies[in].start_ns, size);
@@ -277,7 +278,9 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   out.rule_swaps = 0;
   out.rule_bytes_out = 0;
   out.rule_evictions.clear();
+  out.leaves_called_off = 0;
   if (hold != 0) {
+    out.leaves_called_off = w.holder.leaves_called_off(first, total);
     w.holder.memory_events(w.swap_events);
     std::tie(out.rule_swaps, out.rule_bytes_out) = w.holder.rule_outs(t0, t1);
     w.holder.evictions(first - n, t0, out.rule_evictions);

@@ -6,16 +6,21 @@
 // their frees grows through the step. With --keep the default pool keeps what it holds across
 // synchronisations (a release threshold of UINT64_MAX, as that backend sets); with --grow each
 // step's activations are larger than the last's, so what the pool kept of them cannot serve the
-// next step (a sequence length that grows).
+// next step (a sequence length that grows); with --busy the side stream is busy before each
+// temporary's free (a host function that sleeps, as a long kernel would), so the host allocates
+// the next buffers while the GPU has not reached the frees: the pool cannot give their memory back
+// until it does.
 // Prints one line per step ("step S checksum X"; on stderr "step S pool_reserved B", what the
 // current pool holds after the step's synchronisation) and exits 3 when a word read back differs from
-// what was written. Usage: async_pool_client STEPS [--keep] [--grow]
+// what was written. Usage: async_pool_client STEPS [--keep] [--grow] [--busy]
 #include <cuda.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -37,6 +42,11 @@ constexpr int kLayers = 8;
 constexpr int kTemporaries = 2;  // a layer's
 // The k-th temporary of a step: growing, and below MEMTOOL_SWAP_MIN_BYTES (1 MiB: never swapped).
 constexpr std::size_t temporary_bytes(int k) { return (64 + 56 * static_cast<std::size_t>(k)) * 1024; }
+// With --busy, how long the side stream is busy before each temporary's free.
+constexpr std::chrono::milliseconds kBusyFor{15};
+
+// A host function on a stream: the stream runs nothing after it until it returns.
+void CUDA_CB keep_busy(void* /*unused*/) { std::this_thread::sleep_for(kBusyFor); }
 
 std::uint32_t value_of(int step, int buffer, std::uint32_t salt) {
   return (static_cast<std::uint32_t>(step) * 2654435761u) ^ (static_cast<std::uint32_t>(buffer) * 40503u) ^ salt;
@@ -65,9 +75,11 @@ int main(int argc, char** argv) {
   const int steps = std::atoi(argv[1]);
   bool keep = false;
   bool grow = false;
+  bool busy = false;
   for (int a = 2; a < argc; ++a) {
     keep = keep || std::strcmp(argv[a], "--keep") == 0;
     grow = grow || std::strcmp(argv[a], "--grow") == 0;
+    busy = busy || std::strcmp(argv[a], "--busy") == 0;
   }
   check(cuInit(0), "cuInit");
   CUdevice device = 0;
@@ -125,6 +137,7 @@ int main(int argc, char** argv) {
         check(cuMemsetD32Async(tmp, value_of(step, k, 0x3cu), bytes / sizeof(std::uint32_t), side),
               "cuMemsetD32Async temporary");
         check(cuMemcpyDtoDAsync(act + at, tmp, bytes, side), "cuMemcpyDtoDAsync");
+        if (busy) check(cuLaunchHostFunc(side, keep_busy, nullptr), "cuLaunchHostFunc");
         check(cuMemFreeAsync(tmp, side), "cuMemFreeAsync temporary");
         at += bytes;
       }

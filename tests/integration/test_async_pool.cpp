@@ -105,4 +105,38 @@ TEST_CASE("swap: a pool told to keep its memory gives it back when no buffer can
   CHECK(u(read_json(dir + "/swap/fakecuda.json"), "peak_bytes_in_use") <= budget);
 }
 
+TEST_CASE("swap: the pool's frees the GPU has not reached are waited for when the bytes are needed now",
+          "[integration][swap][async_pool]") {
+  // The side stream is busy before each temporary's free: the host allocates the next buffers
+  // while those frees are queued, not reached, and the pool cannot give their memory back yet.
+  // Nothing is swapped (no buffer can leave), so only waiting for the frees, then trimming, holds
+  // a budget of the client's live bytes with room for one layer's temporaries: below what the
+  // pool keeps of a step's temporaries (about 7.6 MiB) on top of them.
+  for (const bool keep : {false, true}) {
+    std::vector<std::string> argv{ASYNC_POOL_CLIENT, "2", "--busy"};
+    if (keep) argv.emplace_back("--keep");
+    INFO((keep ? "threshold UINT64_MAX" : "default threshold"));
+    const std::string dir = memtool::testing::fresh_work_dir("async_pool", keep ? "busy_keep" : "busy");
+    const Outcome plain = run(argv, fakecuda(dir + "/plain"), dir + "/plain");
+    INFO(plain.err);
+    REQUIRE(plain.status == 0);
+    const std::uint64_t peak = u(read_json(dir + "/plain/fakecuda.json"), "peak_bytes_in_use");
+    // 4 weights and 8 activations of 4 MiB, and a layer's two temporaries (under 2 MiB).
+    constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+    const std::uint64_t budget = (4 + 8) * 4 * kMiB + 2 * kMiB;
+    REQUIRE(peak > budget + 4 * kMiB);  // what the pool keeps passes it without memtool
+    Env env = fakecuda(dir + "/swap");
+    env["FAKECUDA_MEMORY_BYTES"] = std::to_string(2 * peak);
+    env["LD_PRELOAD"] = MEMTOOL_PRELOAD;
+    env["MEMTOOL_STRATEGY"] = "swap";
+    env["MEMTOOL_SWAP_MIN_BYTES"] = "1G";  // nothing is swapped
+    env["MEMTOOL_BUDGET"] = std::to_string(budget);
+    const Outcome swapped = run(argv, env, dir + "/swap");
+    INFO(swapped.err);
+    CHECK(swapped.status == 0);  // 3: a word read back differs from what was written
+    CHECK(swapped.out == plain.out);
+    CHECK(u(read_json(dir + "/swap/fakecuda.json"), "peak_bytes_in_use") <= budget);
+  }
+}
+
 #endif

@@ -26,21 +26,24 @@ class ReachGuard {
   // The buffers `item` may reach without touching them are kept still under it: none is chosen
   // to leave while it is issued (in_flight), and none is in motion when it runs (keep_still).
   // Buffers whose address escaped never move again (pin).
-  void keep_still_under(const WorkItem& item, InFlight& in_flight) {
+  // True when the item's stream was made to wait for a copy.
+  bool keep_still_under(const WorkItem& item, InFlight& in_flight) {
     in_flight.reached.clear();
-    for (const DevicePtr base : item.escaped) pin(base, item.stream);
+    bool waits = false;
+    for (const DevicePtr base : item.escaped) waits = pin(base, item.stream) || waits;
     if (item.reaches_all) {
       in_flight.all = true;
-      for (auto& [ptr, b] : buffers_) keep_still(ptr, b, item.stream);
+      for (auto& [ptr, b] : buffers_) waits = keep_still(ptr, b, item.stream) || waits;
       moves_.counters.items_reaching_all += 1;
-      return;
+      return waits;
     }
     for (const DevicePtr base : item.reached) {
       const auto it = buffers_.find(base);
       if (it == buffers_.end()) continue;
       in_flight.reached.push_back(base);
-      keep_still(base, it->second, item.stream);
+      waits = keep_still(base, it->second, item.stream) || waits;
     }
+    return waits;
   }
 
   // Work that may reach `b` is about to be queued on `stream`. A copy out under way may miss what
@@ -48,29 +51,36 @@ class ReachGuard {
   // the copy, whose bytes are dropped. A copy back under way: the work waits for it. Out: it
   // reads and writes the host copy at the address, which stays mapped until the work has run
   // (mapped_users_done). Either way its stream joins b's users.
-  void keep_still(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    if (b.leaving && moves_.device.stream_wait_event(stream, b.left) == kSuccess &&
-        moves_.mover.move_in(ptr, b, stream)) {
-      moves_.counters.off_host(b.size);
-      b.held_out = false;
-      b.digest_valid = false;
-      ++moves_.counters.leaves_called_off;
+  // True when `stream` was made to wait for a copy.
+  bool keep_still(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
+    bool waits = false;
+    if (b.leaving && moves_.device.stream_wait_event(stream, b.left) == kSuccess) {
+      waits = true;
+      if (moves_.mover.move_in(ptr, b, stream)) {
+        moves_.counters.off_host(b.size);
+        b.held_out = false;
+        b.digest_valid = false;
+        ++moves_.counters.leaves_called_off;
+      }
     }
     if (b.arrival_pending && moves_.device.stream_wait_event(stream, b.arrival) == kSuccess) {
       ++moves_.counters.stream_waits;
+      waits = true;
     }
     if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
+    return waits;
   }
 
   // Its address went where memtool cannot follow (device memory it does not track): any later
   // work may reach it, so it never moves again — left where it is, once no move is under way.
-  void pin(DevicePtr ptr, StreamId stream) {
+  // True when `stream` (or the host) waited for a copy.
+  bool pin(DevicePtr ptr, StreamId stream) {
     const auto it = buffers_.find(ptr);
-    if (it == buffers_.end() || it->second.pinned) return;
+    if (it == buffers_.end() || it->second.pinned) return false;
     SwapBuffer& b = it->second;
     b.pinned = true;
     ++moves_.counters.pinned;
-    if (b.leaving) keep_still(ptr, b, stream);
+    bool waits = b.leaving && keep_still(ptr, b, stream);
     if (b.arrival_pending) {
       // Rare: a host wait beats an unordered reader. Where the host may not wait, the escaping
       // work waits in its stream order, and every later item memtool sees touch or reach it
@@ -78,10 +88,13 @@ class ReachGuard {
       if (moves_.host_waits.wait(b.arrival)) {
         moves_.events.give(b.arrival);
         b.arrival_pending = false;
+        waits = true;
       } else if (moves_.device.stream_wait_event(stream, b.arrival) == kSuccess) {
         ++moves_.counters.stream_waits;
+        waits = true;
       }
     }
+    return waits;
   }
 
  private:

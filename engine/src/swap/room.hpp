@@ -104,6 +104,12 @@ class Room {
       (void)below_.trim_pools(Resource::PoolTrim::all);
       trimmed();
       budget = device_budget();
+      // (pool frees) The bytes are needed now: the pools' frees the GPU has not reached yet are
+      // waited for, then trimmed (pool_frees.hpp; not at each work item's check, Mode::warn).
+      if (mode != Mode::warn && committed() + incoming > budget && moves_.host_waits.allowed()) {
+        (void)below_.trim_pools(Resource::PoolTrim::all_after_frees);
+        budget = device_budget();
+      }
     }
     if (mode == Mode::quiet) return;
     // Device memory still held by copies out under way, or by frees the GPU has not reached.

@@ -12,11 +12,15 @@
 // is refuted for it: recalibrated with that second measurement (the per-copy host time that
 // explains the difference) and the choice made again, once; refuted twice, the remaining
 // candidates are timed in turn as without predictions (each tried against the fastest so far,
-// the fastest kept). The committed choice is watched: put back to its fastest iteration's state
-// once it runs slower than that by the margin, and given up for the rule alone when it runs
-// slower still; the rule alone watched the same way. One margin and one window for every
-// comparison (MEMTOOL_SWAP_MARGIN, MEMTOOL_SWAP_WINDOW): a figure is taken from a window of
-// iterations whose first is not counted (it still carries the state the one before left).
+// the fastest kept). The committed choice is watched, a window's median against the median it
+// was chosen with (like with like: a median of noisy iterations sits above their fastest by noise
+// alone): slower by the margin, it is put back to its fastest iteration's state (restored); slower
+// still from there, it is given up only for what is faster: the rule alone, when the rule's own
+// median beats it by the margin too (else it stays restored, watched). The rule alone is watched
+// the same way against its baseline's median (its leads frozen, then learning again). One margin
+// and one window for every comparison (MEMTOOL_SWAP_MARGIN, MEMTOOL_SWAP_WINDOW): a figure is
+// taken from a window of iterations whose first is not counted (it still carries the state the
+// one before left).
 // Candidates are ids (0..n-1, the plan's order): the selector says which to apply, the adaptor
 // holds them. Knows nothing of buffers or devices; docs/swapping.md tells the story. Not
 // thread-safe: the swap policy's lock.
@@ -53,7 +57,8 @@ class ScheduleSelector {
     checking,      // the model's choice applies, timed against its calibrated prediction
     trying,        // a candidate is on trial (timed in turn: no predictions, or the model refuted twice)
     committed,     // the fastest candidate applies, watched; its copy-ins and the rule's leads learn
-    restored,      // it applies as it was in its fastest iteration, learning no more, watched
+    restored,      // it applies as it was in its fastest iteration, learning no more, watched;
+                   // given up only for the rule alone faster by the margin
     published,     // a baseline's schedule applies as published: no trial, no watch
     rule,          // the rule alone, watched; its leads learn
     rule_frozen,   // the rule alone with its leads as they were in its fastest iteration, watched
@@ -79,8 +84,8 @@ class ScheduleSelector {
     bool kept = false;      // the candidate was the fastest so far (a check: confirmed)
     bool rejected = false;  // a schedule gave way to the rule alone (trial or watch)
     double figure = 0;      // the figure judged: a trial's best, a watch's median
-    double target = 0;      // what it was judged against
-    double rule = 0;        // the rule alone's figure (0: not timed)
+    double target = 0;      // what it was judged against (a watch's: the median it was chosen with)
+    double rule = 0;        // the rule alone's figure, a watch's: its baseline's median (0: not timed)
     // The model: a check's verdict (checked), and the calibrated prediction it was held to.
     bool checked = false;
     bool refuted = false;  // slower than predicted by the margin, or than the rule alone
@@ -147,9 +152,11 @@ class ScheduleSelector {
   double fastest_timed() const;
   // A figure from the window's counted iterations (the first not counted); false until it is full.
   bool window_figure(double ns, Step& step, double& figure);
+  // The medians a watch compares with: the trial window's counted iterations, the rule's baseline.
+  double trial_median() const;
+  double rule_median() const;
   Step& chosen(Step& step);
   void watch_from_start(State state);
-  double median() const;
 
   SelectorOptions options_;
   State state_ = State::off;
@@ -161,6 +168,7 @@ class ScheduleSelector {
   double rule_fastest_ns_ = 0;             // the rule alone's fastest iteration (baseline or watched)
   std::vector<double> trial_ns_;           // the candidate on trial's iterations
   double best_ns_ = 0;                     // the fastest candidate kept (its trial figure)
+  double best_median_ns_ = 0;              // and its trial window's median (its watch's target)
   // The model: predictions (empty: none), each candidate's measured figure (0: not timed), the
   // calibration, the prediction the one checked is held to, and how often it was refuted.
   std::vector<StepPrediction> predicted_;
@@ -172,10 +180,12 @@ class ScheduleSelector {
   std::uint32_t refutations_ = 0;
   bool challenging_ = false;            // the one checked is the rule alone's rival
   std::uint32_t timed_iterations_ = 0;  // since the plan was ready, until the choice is made
-  // The watch: the last `window` iterations, its fastest since it started.
+  // The watch: the last `window` iterations, its fastest since it started (whose state a restore
+  // puts back), and the median it is judged against.
   std::vector<double> recent_;
   std::size_t recent_count_ = 0;
   double watch_fastest_ns_ = 0;
+  double watch_target_ns_ = 0;
   bool settled_ = false;  // the first iteration watched (the state before's) is past
 };
 

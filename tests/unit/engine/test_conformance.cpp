@@ -349,9 +349,8 @@ TEMPLATE_TEST_CASE("conformance: memory_use agrees with what is live and what th
   MemoryUse use = rig.resource->memory_use();
   if constexpr (TestType::kCounts) {
     CHECK(use.in_use == requested);
-    // resource.hpp has in_use among the reserved device bytes, but the swapper counts its
-    // buffers on the host in in_use as well (and again in off_device): a known disagreement,
-    // checked here as it stands.
+    // in_use is among the reserved device bytes, but for the swapper's buffers on the host, which
+    // it counts in off_device as well (resource.hpp says why).
     if constexpr (requires { TestType::kSwapsOut; }) {
       CHECK(use.off_device > 0);
       CHECK(use.reserved + use.off_device >= use.in_use);

@@ -21,6 +21,7 @@ ms::Problem sample() {
   p.iteration = ops_of(4, 1000);
   p.iteration.ops[1] = ms::Op{2500, 7, ms::OpKind::copy};
   p.iteration.ops[3] = ms::Op{0, 9, ms::OpKind::memset};
+  p.iteration.ops[2].reaches_all = true;
   add_persistent(p.iteration, 5000, {0, 2});
   add_buffer(p.iteration, 1500, 1, 3, {1, 3});
   const std::uint32_t crossing = add_buffer(p.iteration, 700, 3, 1, {0, 3});
@@ -76,7 +77,9 @@ TEST_CASE("a problem file reads back field for field", "[swapper][problem]") {
     CHECK(q.iteration.ops[i].duration_ns == p.iteration.ops[i].duration_ns);
     CHECK(q.iteration.ops[i].stream == p.iteration.ops[i].stream);
     CHECK(q.iteration.ops[i].kind == p.iteration.ops[i].kind);
+    CHECK(q.iteration.ops[i].reaches_all == p.iteration.ops[i].reaches_all);
   }
+  CHECK(text.find("op 1000 0 launch reaches-all\n") != std::string::npos);
   REQUIRE(q.iteration.buffers.size() == p.iteration.buffers.size());
   for (std::size_t b = 0; b < p.iteration.buffers.size(); ++b) {
     const ms::Buffer& x = p.iteration.buffers[b];
@@ -100,6 +103,19 @@ TEST_CASE("a problem file reads back field for field", "[swapper][problem]") {
   CHECK(read("# made by hand\n\n" + text).budget_bytes == p.budget_bytes);
 }
 
+TEST_CASE("a problem file written before ops were marked reaches-all reads as none reaching all",
+          "[swapper][problem]") {
+  std::string text = written(sample());
+  const std::string mark = " reaches-all";
+  const std::size_t at = text.find(mark);
+  REQUIRE(at != std::string::npos);
+  text.erase(at, mark.size());  // as files were written before the mark
+  const ms::Problem q = read(text);
+  REQUIRE(q.iteration.ops.size() == 4);
+  for (const ms::Op& op : q.iteration.ops) CHECK_FALSE(op.reaches_all);
+  CHECK(q.iteration.ops[1].duration_ns == 2500);
+}
+
 TEST_CASE("a malformed problem file is refused naming its line", "[swapper][problem]") {
   const std::string good = written(sample());
   const auto with = [&](const std::string& from, const std::string& to) {
@@ -116,6 +132,9 @@ TEST_CASE("a malformed problem file is refused naming its line", "[swapper][prob
   CHECK_THAT(refusal(with("ops 4", "ops 5")), Catch::Contains("expected a 'op' record"));
   CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 kernel")),
              Catch::Contains("line 6") && Catch::Contains("kernel"));
+  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-some")),
+             Catch::Contains("line 6") && Catch::Contains("op mark 'reaches-some'"));
+  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-all x")), Catch::Contains("takes 3 values"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "1:rw 3:x")), Catch::Contains("3:x"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "1:rw 3")), Catch::Contains("OP:MODE"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "3:rw 1:rw")), Catch::Contains("not sorted"));

@@ -1,7 +1,8 @@
 // The simulator on hand-made iterations whose answers are worked out by hand: one buffer and one
 // gap (exact peak, stall, link time), latency, the duplex penalty, FIFO engines, a swap around
 // the iteration end, a waited copy-out, holding a budget as the executor does (waits where the
-// memory is needed, the rule's evictions), malformed schedules, the memory curve, and reuse.
+// memory is needed, the rule's evictions, an op reaching every buffer calling off the leaves under
+// way), malformed schedules, the memory curve, and reuse.
 #include <catch2/catch.hpp>
 
 #include "iteration_builder.hpp"
@@ -253,6 +254,62 @@ TEST_CASE("holding a budget with no schedule, the rule makes room ahead of the a
   const ms::Simulation late = ms::simulate(it, {}, simple_link(), held);
   CHECK(late.op_stall_ns[4] == 2000);
   CHECK(late.peak_bytes == 2000);
+}
+
+// An op that may reach every buffer keeps them still, as the executor does (keep_still): B's
+// copy-out after op 0 ([1000, 2000)) is still under way when op 1, reaching everything, is issued
+// at 1000: it is called off (its link time spent, B stays on the device, no swap-in at op 3) and
+// op 1 starts only at 2000, when the copy has ended. The budget holds: the peak is the plain one.
+TEST_CASE("holding a budget, an op reaching every buffer calls off the leave under way and waits for its copy",
+          "[swapper][simulate]") {
+  memtool::test::OneGap g;
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(g.b, 0, 0, 4, /*out after*/ 0, /*in at*/ 3));
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = 100'000;
+  const ms::Simulation moving = ms::simulate(g.it, schedule, simple_link(), held);
+  CHECK(moving.time_ns == 5000);  // unmarked: the swap as planned
+  CHECK(moving.peak_bytes == 6000);
+  CHECK(moving.leaves_called_off == 0);
+  CHECK(moving.copies_issued == 2);
+
+  g.it.ops[1].reaches_all = true;
+  const ms::Simulation still = ms::simulate(g.it, schedule, simple_link(), held);
+  CHECK(still.op_stall_ns[1] == 1000);  // its stream waits for the copy in motion
+  CHECK(still.op_stall_ns[3] == 0);
+  CHECK(still.time_ns == 6000);
+  CHECK(still.leaves_called_off == 1);
+  CHECK(still.d2h_busy_ns == 1000);  // the copy out was spent
+  CHECK(still.h2d_busy_ns == 0);     // and none comes back
+  CHECK(still.copies_issued == 1);
+  CHECK(still.peak_bytes == still.plain_peak_bytes);  // B never left
+  CHECK(still.swaps[0].in_end_ns == 0);               // no swap-in timed
+  // The planner's model (no budget held) keeps the plan's copies.
+  CHECK(ms::simulate(g.it, schedule, simple_link()).time_ns == 5000);
+}
+
+// The rule's own leave called off: as in "the rule makes room ahead of the allocation" (B, ops 0
+// and 5; C, 1500 B at op 4; budget 2000, looking 2 ops ahead), B leaves after op 2 is issued
+// ([2000, 4000)); op 3 reaches every buffer: B's leave is called off, op 3 waits for its copy
+// (to 4000), and nothing leaves early while it is issued. Op 4 then finds no room for C: B goes
+// out again ([5000, 7000)) and op 4 waits for it.
+TEST_CASE("holding a budget, the rule's leave under an op reaching every buffer is wasted", "[swapper][simulate]") {
+  ms::Iteration it = ops_of(6, 1000);
+  add_buffer(it, 2000, 0, 5, {0, 5});
+  add_buffer(it, 1500, 4, 4, {4});
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = 2000;
+  held.rule_lookahead_ops = 2;
+  it.ops[3].reaches_all = true;
+  const ms::Simulation sim = ms::simulate(it, {}, simple_link(), held);
+  CHECK(sim.op_stall_ns[3] == 1000);
+  CHECK(sim.op_stall_ns[4] == 2000);
+  CHECK(sim.leaves_called_off == 1);
+  CHECK(sim.rule_swaps == 2);
+  CHECK(sim.rule_bytes_out == 4000);
+  CHECK(sim.peak_bytes == 2000);
+  REQUIRE(sim.rule_evictions.size() == 1);  // the one called off never left
+  CHECK(sim.rule_evictions[0].out_before_op == 4);
 }
 
 // The rule's swap-in due ahead makes room from buffers needed after its access, as the

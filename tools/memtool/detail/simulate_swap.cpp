@@ -69,6 +69,7 @@ SwapRow make_row(const std::string& name, swapper::ScheduleMode mode, std::uint6
   row.rule_bytes_out = sim.rule_bytes_out;
   row.time_ns = sim.time_ns;
   row.copies = sim.copies_issued;
+  row.leaves_called_off = sim.leaves_called_off;
   return row;
 }
 
@@ -457,6 +458,7 @@ nlohmann::json swap_report_json(const SwapReport& r) {
       last["rule_bytes_out"] = row.rule_bytes_out;
       last["time_ns"] = row.time_ns;
       last["copies"] = row.copies;
+      last["leaves_called_off"] = row.leaves_called_off;
       last["planned_peak_bytes"] = row.planned_peak_bytes;
       nlohmann::json ups = nlohmann::json::array();
       for (const RunnerUp& up : row.runners_up) {

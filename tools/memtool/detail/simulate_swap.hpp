@@ -126,6 +126,8 @@ struct SwapRow {
   // schedule's and the rule's).
   double time_ns = 0;
   std::uint64_t copies = 0;
+  // Copy-outs called off in it by ops reaching every buffer (the process's swap_leaves_called_off).
+  std::uint64_t leaves_called_off = 0;
   // The planner's own predicted peak (what the process logs as its plan's "predicted peak"),
   // before the schedule is simulated again as the executor runs it (rule alone: the held peak).
   std::uint64_t planned_peak_bytes = 0;

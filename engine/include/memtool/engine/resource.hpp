@@ -81,8 +81,13 @@ struct Boundary {
 };
 
 struct MemoryUse {
-  std::uint64_t reserved = 0;       // device bytes held for the program (pools, real allocations)
-  std::uint64_t in_use = 0;         // bytes of the program's live buffers among them
+  std::uint64_t reserved = 0;  // device bytes held for the program (pools, real allocations)
+  // Bytes of the program's live buffers: among `reserved`, but for a swapper's buffers held off the
+  // device, which count here too (and in off_device). cuMemGetInfo's free is reserved less in_use,
+  // its total grows by off_device: counted as device bytes only, the device memory of a buffer
+  // still leaving (and a footprint's rounding) showed as free, and free + live passed the total
+  // (PyTorch's cudaMallocAsync assertion, apps.frameworks.pool_step_train_over_device).
+  std::uint64_t in_use = 0;
   std::uint64_t pool_reserved = 0;  // of `reserved`, what pools hold (the rest: real allocations)
   std::uint64_t off_device = 0;     // bytes of the program's live buffers held off the device (swapped out)
 };
@@ -169,9 +174,11 @@ class Resource {
   // from give back what they keep after frees the GPU has reached (cuMemPoolTrimTo: no wait, no
   // stream touched). `beyond_threshold`: only what exceeds each pool's release threshold, which the
   // driver would release at the next synchronisation anyway; `all`: also what the program asked a
-  // pool to keep (a threshold it raised), for when the budget cannot be held otherwise. Returns
-  // the bytes given back.
-  enum class PoolTrim : std::uint8_t { beyond_threshold, all };
+  // pool to keep (a threshold it raised), for when the budget cannot be held otherwise;
+  // `all_after_frees`: `all`, once the host has waited for the GPU to reach the stream-ordered
+  // frees into those pools (their memory is the pool's only from then on), where the host may wait
+  // (no stream waits for a value), for bytes needed now. Returns the bytes given back.
+  enum class PoolTrim : std::uint8_t { beyond_threshold, all, all_after_frees };
   virtual std::uint64_t trim_pools(PoolTrim how) {
     (void)how;
     return 0;

@@ -25,6 +25,10 @@ struct Op {
   std::uint64_t duration_ns = 0;  // GPU time (measured, or a model's estimate)
   std::uint64_t stream = 0;       // the program's stream (kept for the executor; not modelled)
   OpKind kind = OpKind::launch;
+  // Work that may reach every buffer (a launch with no pointer argument at all: the executor
+  // cannot tell which it reads). The executor keeps every buffer still under it: its stream waits
+  // for the copies in motion and leaves under way are called off (simulate.hpp, as the executor).
+  bool reaches_all = false;
 };
 
 enum class AccessMode : std::uint8_t { read = 1, write = 2, read_write = 3 };

@@ -24,8 +24,12 @@
 // latest, with the op that touches it, which waits for it (one due ahead comes back only if it
 // fits then). With no schedule at all the rule also leaves early, as the executor does then:
 // after each op it makes room for what the next rule_lookahead_ops ops allocate, without
-// waiting. Swap-ins issue at the end of the op's wait. The occupancy counted there takes a swap-in's bytes from its issue, as the executor
-// maps them then. The peak is still the sweep's (copy start).
+// waiting. An op that may reach every buffer (Op::reaches_all) keeps them still, as the executor
+// does: copy-outs still under way when it is issued are called off (their link time spent, the
+// buffer stays on the device, no swap-in follows), it starts once every copy in motion then has
+// ended, and nothing is sent out ahead while it is issued. Swap-ins issue at the end of the op's
+// wait. The occupancy counted there takes a swap-in's bytes from its issue, as the executor maps
+// them then. The peak is still the sweep's (copy start).
 //
 // Steady state: the iteration runs `iterations` times back to back with the same schedule
 // (swaps of the gaps that wrap around the iteration end move data from one iteration into the
@@ -124,6 +128,9 @@ struct Simulation {
   // The rule's swaps of one steady iteration (the one before the measured one, so that those
   // coming back in the next are complete), in the order it sent them out.
   std::vector<RuleEviction> rule_evictions;
+  // Holding a budget: copy-outs (the schedule's and the rule's) called off in the measured
+  // iteration by ops reaching every buffer (the executor's swap_leaves_called_off).
+  std::uint32_t leaves_called_off = 0;
   // The copies issued in the measured iteration (the schedule's and the rule's, both ways): each
   // costs HostCosts::per_copy_ns of host time.
   std::uint64_t copies_issued = 0;
