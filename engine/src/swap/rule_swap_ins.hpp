@@ -75,8 +75,8 @@ class RuleSwapIns {
 
   // Bring back, on the swap-in stream, what the last iteration used in the next few work items,
   // the soonest needed first: one needed later makes room only from buffers needed after it, so
-  // it never takes the room of one needed sooner (which would send it straight back out: lstm
-  // and alexnet at 60% moved the same 64 MiB in and out at every item near the iteration's end).
+  // it never takes the room of one needed sooner (which would send it straight back out, and
+  // the same bytes would cross the link both ways at every item).
   void ahead(std::uint64_t now) {
     using swapper::EvictionRule;
     if (oracle_.length() == 0 || options_.lookahead == 0) return;

@@ -126,8 +126,7 @@ bool ScheduleDriver::follow(const detail::ScheduleSelector::Step& step) {
       clear();
       // Taken back as it was in its fastest iteration, learning no more: what it learned after
       // that was its own trial's to show, and learning on (from the state the candidates after
-      // it left) settled it slower (mobilenet_v2 at 60%: 1,142 ms in its trial, 1,146 ms taken
-      // back, then 1,172-1,197 ms as it learned on).
+      // it left) can settle it slower.
       log(LogLevel::info, fmt::format("memtool swap: {} is the fastest: it applies from now on, as it was in its "
                                       "fastest iteration",
                                       candidates_[step.candidate]->label()));
@@ -135,7 +134,7 @@ bool ScheduleDriver::follow(const detail::ScheduleSelector::Step& step) {
       restore(candidate_states_[step.candidate]);
       return false;
     case Action::restore:
-      // Slower than its trial's figure or its fastest since: its copy-ins and the rule's leads
+      // Slower than the figure it was chosen with (selector.hpp): its copy-ins and the rule's leads
       // go back to where they were in its fastest iteration (the rule's leads grow under a
       // schedule too, and a longer lead sends more out ahead), and neither learns any more.
       log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was ({:.1f} ms): "
@@ -148,8 +147,8 @@ bool ScheduleDriver::follow(const detail::ScheduleSelector::Step& step) {
       if (schedule_) {
         if (step.figure > 0 && !step.verdict) {
           log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was "
-                                          "({:.1f} ms): the rule alone from now on",
-                                          schedule_->label(), step.figure / 1e6, step.target / 1e6));
+                                          "({:.1f} ms) and than the rule alone ({:.1f} ms): the rule alone from now on",
+                                          schedule_->label(), step.figure / 1e6, step.target / 1e6, step.rule / 1e6));
         }
         clear();
       }

@@ -325,13 +325,11 @@ ScheduleSelector::Step& ScheduleSelector::chosen(Step& step) {
 // The watch: the median of the last `window` iterations against the figure the choice was made
 // with, also a median (a committed candidate's: its check's or trial's counted iterations; the
 // rule alone's: its baseline's), like with like: a window's median sits above its fastest
-// iteration by noise alone (mobilenet_v2 at 80%: medians of 1,329 and 1,310 ms against a fastest
-// 1,261 ms, its check's 1,338 ms) and must not count as slower. Slower by the margin: back to
-// the fastest iteration's state, learning no more; slower still from there: given up, but only
-// for what is faster: the rule alone when its median beats the window's by the margin too;
-// otherwise the schedule stays restored and watched (given up for the rule alone regardless,
-// mobilenet_v2 at 80% went from 1,310 ms an iteration to 2,153 ms, resnet18 at 60% from 559 ms to
-// 607 ms). The rule alone frozen and still slower: its leads learn again (nothing else is left).
+// iteration by noise alone and must not count as slower. Slower by the margin: back to the
+// fastest iteration's state, learning no more; slower still from there: given up, but only for
+// what is faster: the rule alone when its median beats the window's by the margin too;
+// otherwise the schedule stays restored and watched. The rule alone frozen and still slower: its
+// leads learn again (nothing else is left).
 ScheduleSelector::Step ScheduleSelector::on_watched(double ns) {
   Step step;
   if (ns <= 0) return step;
