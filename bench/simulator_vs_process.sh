@@ -11,8 +11,9 @@
 # The problem carries the executor's host costs as the process measured them (its `host` record),
 # which the simulation adds; SIM_ARGS="--op-cost 0 --copy-cost 0" leaves them out.
 # The rule alone (belady) plans nothing and writes no problem: it is simulated on ours' problem
-# (the same process setup, the same learning steps). ours is simulated as its schedule; the process
-# may keep a runner-up or the rule at exit (its selector): "kept" says which.
+# (the same process setup, the same learning steps). ours is simulated as what applied at exit
+# ("kept": its schedule, a runner-up or the rule alone, the selector's choice): a runner-up or the
+# rule by the process's own prediction for them on its problem (the same simulator, in its log).
 # Timings on a shared machine are noisy: differences under about 5-10% between two processes are
 # not told apart (bench/RESULTS.md).
 # Explicit mode (MEMTOOL_SWAP_MODE=explicit, or SWAP_MODE=uvm in the environment): the simulator
@@ -68,6 +69,23 @@ else:
 EOF
 }
 
+# The process's own prediction (ms, copies) of the candidate that applied at exit (`kept`, the
+# summary's swap_schedule: "rule", "ours runner-up K (...)", or the schedule), from the last
+# "as the executor runs them" line of its log; "- -" for ours' own schedule (memtool simulate's).
+as_run_ms() {
+  python3 - "$1" "$2" <<'EOF'
+import re, sys
+lines = [l for l in open(sys.argv[1]) if "as the executor runs them" in l]
+kept = sys.argv[2]
+if not lines or not (kept == "rule" or "runner-up" in kept):
+    print("- -"); sys.exit()
+said = lines[-1].split("as the executor runs them:", 1)[1]
+want = "the rule alone" if kept == "rule" else "runner-up " + re.search(r"runner-up (\d+)", kept).group(1)
+m = re.search(re.escape(want) + r" ([0-9.]+) ms \((\d+) copies\)", said)
+print("%s %s" % (m.group(1), m.group(2)) if m else "- -")
+EOF
+}
+
 echo "== simulator vs process: $mode mode, $steps steps (median of the last $last), compute $compute GB/s," \
      "link $link GB/s, simulate ${sim_args:-(no extra options)}"
 printf '%-13s %4s %-10s %10s %10s %6s %9s %7s  %s\n' model pct policy "process ms" "sim ms" ratio "sim base" copies kept
@@ -97,8 +115,8 @@ for model in $models; do
     : > "$work/rows"
     for policy in $policies; do
       [ -s "$at.$policy.out" ] || continue  # a failed run
-      kept=$(sed -n 's/.*memtool swap: \(.*\) is the fastest: it applies.*/\1/p; s/.*\(the rule alone from now on\).*/the rule/p' \
-             "$at.$policy.err" | tail -1)
+      # What applied at exit (the summary's swap_schedule): ours may end on a runner-up or the rule.
+      kept=$(field "$at.$policy.json" swap_schedule)
       echo "$policy $(median_step "$at.$policy.out" $((steps - last))) ${kept// /_}" >> "$work/rows"
     done
     while read -r policy process_ms kept; do
@@ -112,6 +130,12 @@ for model in $models; do
            > "$work/sim.json" 2> /dev/null; then
         read -r sim copies < <(simulated_ms "$work/sim.json" "$policy")
         base=$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["base_time_ns"] / 1e6))' "$work/sim.json")
+      fi
+      # ours ended on a runner-up or the rule alone: the prediction of what ran, the process's own
+      # simulation of that candidate on this problem (its log's "as the executor runs them").
+      if [ "$policy" = ours ] && [ "$sim" != - ]; then
+        read -r as_run as_copies < <(as_run_ms "$at.ours.err" "${kept//_/ }")
+        if [ "$as_run" != - ]; then sim=$as_run; copies=$as_copies; fi
       fi
       ratio=$(awk -v p="$process_ms" -v s="$sim" 'BEGIN { print (s + 0 > 0) ? sprintf("%.2f", p / s) : "-" }')
       printf '%-13s %4s %-10s %10.1f %10s %6s %9s %7s  %s\n' "$model" "$pct" "$policy" "$process_ms" "$sim" "$ratio" "$base" \
