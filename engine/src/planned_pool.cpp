@@ -264,6 +264,27 @@ class PlannedPool final : public Adaptor {
     return freed + Adaptor::reclaim();
   }
 
+  // The driver is about to take more graph memory (an executable graph's first upload or
+  // launch), which no plan of ours serves: the program's step now runs from graphs, not from the
+  // eager allocations a plan was made of. An idle pool would sit next to that memory and add
+  // its whole size to the device's peak, so it is given back first and its plan dropped; the
+  // observer finds the new step and a plan of it allocates only what it proves it needs. A pool
+  // with live buffers is given back as it drains (drop_plan).
+  void set_graph_memory(std::uint64_t bytes) override {
+    {
+      std::lock_guard lock(mutex_);
+      const bool grows = bytes > graph_bytes_;
+      graph_bytes_ = bytes;
+      if (grows) {
+        if (state_ == State::apply && current_ != nullptr && current_->live_count() == 0) {
+          drop_plan("the driver takes graph memory", /*feedback=*/false);
+        }
+        (void)release_idle_arenas(/*include_current=*/false);
+      }
+    }
+    Adaptor::set_graph_memory(bytes);
+  }
+
   void shutdown(bool release_memory) override {
     {
       std::lock_guard lock(mutex_);
@@ -799,6 +820,7 @@ class PlannedPool final : public Adaptor {
   std::uint64_t program_live_ = 0;
   std::uint64_t passthrough_live_ = 0;
   std::uint64_t pool_reserved_ = 0;
+  std::uint64_t graph_bytes_ = 0;  // the driver's graph memory, last told (set_graph_memory)
   Summary counters_;
 };
 
