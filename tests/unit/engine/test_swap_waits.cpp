@@ -10,63 +10,16 @@
 #include <vector>
 
 #include "memtool/engine/resources.hpp"
+#include "gated_device.hpp"
 #include "memtool/engine/sim_device.hpp"
 #include "small_cache.hpp"
 
 using namespace memtool::engine;
+using memtool::engine::test::GatedDevice;
 
 namespace {
 
 constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
-
-// SimDevice, with host waits that may block (counted when made anyway) and one stream whose
-// events are refused for now.
-class GatedDevice final : public Device {
- public:
-  SimDevice sim{SimDevice::Options{64 * MiB}};
-  bool may_block = false;
-  StreamId refused = 0;         // record_event on it answers kCaptureImplicit (0: none)
-  int waits_while_blocked = 0;  // synchronize_event calls made while may_block
-
-  Status allocate(std::uint64_t size, MemoryKind kind, StreamId stream, DevicePtr* out) override {
-    return sim.allocate(size, kind, stream, out);
-  }
-  Status free(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
-    if (may_block && kind == MemoryKind::managed) ++waits_while_blocked;  // cuMemFree synchronises
-    return sim.free(ptr, kind, stream);
-  }
-  Status create_event(EventId* out) override { return sim.create_event(out); }
-  Status record_event(EventId event, StreamId stream) override {
-    if (refused != 0 && stream == refused) return kCaptureImplicit;
-    return sim.record_event(event, stream);
-  }
-  Status stream_wait_event(StreamId stream, EventId event) override { return sim.stream_wait_event(stream, event); }
-  bool event_completed(EventId event) override { return sim.event_completed(event); }
-  void destroy_event(EventId event) override { sim.destroy_event(event); }
-  Status synchronize_event(EventId event) override {
-    if (may_block) ++waits_while_blocked;
-    return sim.synchronize_event(event);
-  }
-  Status create_stream(StreamId* out) override { return sim.create_stream(out); }
-  Status vmm_granularity(std::uint64_t* bytes) override { return sim.vmm_granularity(bytes); }
-  Status host_vmm_granularity(std::uint64_t* bytes) override { return sim.host_vmm_granularity(bytes); }
-  Status reserve(std::uint64_t bytes, DevicePtr* out) override { return sim.reserve(bytes, out); }
-  Status unreserve(DevicePtr ptr, std::uint64_t bytes) override { return sim.unreserve(ptr, bytes); }
-  Status create_physical(std::uint64_t bytes, PhysicalHandle* out) override { return sim.create_physical(bytes, out); }
-  Status create_host_physical(std::uint64_t bytes, PhysicalHandle* out) override {
-    return sim.create_host_physical(bytes, out);
-  }
-  Status release_physical(PhysicalHandle handle) override { return sim.release_physical(handle); }
-  Status map(DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) override { return sim.map(ptr, bytes, handle); }
-  Status unmap(DevicePtr ptr, std::uint64_t bytes) override { return sim.unmap(ptr, bytes); }
-  Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override {
-    return sim.copy_device(dst, src, bytes, stream);
-  }
-  Status copy_to_host(void* dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override {
-    return sim.copy_to_host(dst, src, bytes, stream);
-  }
-  bool host_wait_may_block() override { return may_block; }
-};
 
 struct Rig {
   GatedDevice device;
