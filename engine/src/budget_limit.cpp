@@ -2,7 +2,9 @@
 // The check is made after the upstream served the request, because only then is it known
 // whether it took new device memory (a pooled hand-out takes none); one that went over is
 // given back and refused, after the upstream was asked to reclaim unused memory and retried
-// (and asked again after the refusal, so that a cache keeps nothing of the refused request).
+// (and asked again after the refusal, so that a cache keeps nothing of the refused request). A
+// stream-ordered request given back goes to the driver's pool: it is waited for before the pools
+// are trimmed, so that memtool's own free never counts against the budget.
 #include <atomic>
 
 #include "memtool/engine/resources.hpp"
@@ -33,7 +35,13 @@ class BudgetLimit final : public Adaptor {
       }
       (void)Adaptor::deallocate(ptr, request.kind, request.stream);
       // Also after the last attempt: a caching upstream must not keep the refused bytes.
-      if (upstream().reclaim() == 0) break;
+      std::uint64_t freed = upstream().reclaim();
+      // That free of a stream-ordered request is memtool's own: its memory goes back to the pool
+      // only when the stream gets there, and counted until then it would refuse what fits once
+      // reached. So it (and the program's frees before it) is waited for where the host may
+      // wait, and the pools trimmed (pool_frees.hpp).
+      if (stream_ordered(request)) freed += upstream().trim_pools(PoolTrim::all_after_frees);
+      if (freed == 0) break;
     }
     refusals_.fetch_add(1, std::memory_order_relaxed);
     return kOutOfMemory;
@@ -46,6 +54,10 @@ class BudgetLimit final : public Adaptor {
   }
 
  private:
+  static bool stream_ordered(const AllocationRequest& request) {
+    return request.kind == MemoryKind::async || request.memory_pool != 0;
+  }
+
   const std::uint64_t budget_;
   std::atomic<std::uint64_t> refusals_{0};
 };

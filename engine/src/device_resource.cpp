@@ -75,6 +75,9 @@ class DeviceResource final : public Resource {
   }
   void set_graph_memory(std::uint64_t bytes) override { graph_bytes_.store(bytes, std::memory_order_relaxed); }
 
+  // The host's waits for frees into the pools (trim_pools, all_after_frees) are a budget's stall.
+  void summarize(Summary& summary) const override { summary.stall_ns += pool_frees_.stall_ns(); }
+
   // Each pool keeps its release threshold (beyond_threshold) or nothing (all, all_after_frees) of
   // what it holds unused; all_after_frees first waits on the host for the frees into them the GPU
   // has not reached, where the host may wait (HostWaits). A pool the driver no longer knows

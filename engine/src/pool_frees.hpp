@@ -4,9 +4,13 @@
 // budget. One event a stream, recorded again after each of that stream's frees (stream order
 // reaches its earlier frees first), so that a budget with nothing else to free can wait on the
 // host for them, then trim. A stream the program destroyed keeps its event until it completed.
+// The frees noted are every stream-ordered free of pooled memory that reaches the driver through
+// the resource that owns this (device_resource.cpp): the program's, and memtool's own (a budget's
+// refused request, budget_limit.cpp). The host time those waits take is a stall (stall_ns).
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -61,10 +65,14 @@ class PoolFrees {
     HostWaits waits(device_);
     bool all = true;
     for (const EventId e : marks) all = waits.wait(e) && all;
+    stall_ns_.fetch_add(waits.stall_ns(), std::memory_order_relaxed);
     std::lock_guard lock(mutex_);
     forget_reached();
     return all;
   }
+
+  // Host time reach() has waited for the GPU so far: the budget's stall (the summary's stall_ns).
+  [[nodiscard]] std::uint64_t stall_ns() const { return stall_ns_.load(std::memory_order_relaxed); }
 
  private:
   // Streams tracked before those whose frees were reached are forgotten (a program that makes a
@@ -83,6 +91,7 @@ class PoolFrees {
   std::mutex mutex_;
   std::unordered_map<StreamId, EventId> marks_;  // stream → event recorded after its latest free
   SpareEvents events_;
+  std::atomic<std::uint64_t> stall_ns_{0};
 };
 
 }  // namespace memtool::engine::detail

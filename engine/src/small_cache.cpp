@@ -2,6 +2,7 @@
 #include "small_cache.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
@@ -99,6 +100,14 @@ class SmallCache final : public Resource {
     const MemoryUse b = direct_->memory_use();
     return MemoryUse{a.reserved + b.reserved + unreached_bytes(), a.in_use + b.in_use,
                      a.pool_reserved + b.pool_reserved, a.off_device + b.off_device};
+  }
+
+  // What the resources under it did (the driver's: the host's waits for frees into its pools), and
+  // the host's waits for the stream-ordered frees this one counts (reclaim): the budget's stalls.
+  void summarize(Summary& summary) const override {
+    cache_->summarize(summary);
+    direct_->summarize(summary);
+    summary.stall_ns += stall_ns_.load(std::memory_order_relaxed);
   }
 
   void set_graph_memory(std::uint64_t bytes) override { direct_->set_graph_memory(bytes); }
@@ -202,6 +211,7 @@ class SmallCache final : public Resource {
         still.push_back(u);
       }
     }
+    stall_ns_.fetch_add(waits.stall_ns(), std::memory_order_relaxed);
     std::lock_guard lock(mutex_);
     for (const Unreached& u : pending) {
       if (std::find_if(still.begin(), still.end(), [&](const Unreached& s) { return s.event == u.event; }) ==
@@ -308,6 +318,7 @@ class SmallCache final : public Resource {
   };
   std::vector<Deferred> deferred_;
   mutable SpareEvents events_;
+  std::atomic<std::uint64_t> stall_ns_{0};  // host time reach_frees waited for the GPU
 };
 
 }  // namespace

@@ -522,20 +522,20 @@ class SwapAdaptor final : public Adaptor {
       room_.below_changed();
       status = mover_->allocate(b, stream, ptr);
     }
-    if (status == kOutOfMemory && start_on_host(b, ptr)) status = kSuccess;
+    if (status == kOutOfMemory && start_on_host(b, stream, ptr)) status = kSuccess;
     return status;
   }
 
   // No room, and none can be waited for (hold_budget): the buffer starts on the host, or, where
   // the mover cannot start it there, on the device.
   Status place_held(SwapBuffer& b, StreamId stream, DevicePtr* ptr) {
-    if (start_on_host(b, ptr)) return kSuccess;
+    if (start_on_host(b, stream, ptr)) return kSuccess;
     return mover_->allocate(b, stream, ptr);
   }
 
   // The buffer starts on the host, mapped at its address (slower, never wrong).
-  bool start_on_host(SwapBuffer& b, DevicePtr* ptr) {
-    if (mover_->allocate_on_host(b, ptr) != kSuccess) return false;
+  bool start_on_host(SwapBuffer& b, StreamId stream, DevicePtr* ptr) {
+    if (mover_->allocate_on_host(b, stream, ptr) != kSuccess) return false;
     ++counters_.born_on_host;
     counters_.to_host(b.size);
     return true;

@@ -64,9 +64,10 @@ class SwapMover {
   [[nodiscard]] virtual std::uint64_t footprint_of(std::uint64_t size) const = 0;
   // Back a new buffer of b.size bytes, resident; sets b.footprint.
   virtual Status allocate(SwapBuffer& b, StreamId stream, DevicePtr* out) = 0;
-  // No device memory for a new buffer: back it with host memory at a device address, as if
-  // swapped out from the start (b.resident false). kNotSupported where the mover cannot.
-  virtual Status allocate_on_host(SwapBuffer& b, DevicePtr* out) = 0;
+  // No device memory for a new buffer, or none to be had under the budget: back it with host
+  // memory at a device address, as if swapped out from the start (b.resident false), in
+  // `stream`'s order where that takes work on the GPU. kNotSupported where the mover cannot.
+  virtual Status allocate_on_host(SwapBuffer& b, StreamId stream, DevicePtr* out) = 0;
   // Give its memory back; every use of it has completed. False: not now, as that would wait on
   // the host while it may not (HostWaits); nothing changed, ask again later.
   virtual bool free(DevicePtr ptr, SwapBuffer& b) = 0;

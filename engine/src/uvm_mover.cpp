@@ -6,8 +6,10 @@
 // at 65% peaked 16-24% over it on fakecuda). A buffer sent out is also advised to live on the
 // host (cuMemAdvise's preferred location), so that a kernel memtool did not see reach it maps
 // its pages across the link instead of migrating them back past the budget; coming back, it is
-// advised to live on the device.
+// advised to live on the device. While the budget is held without a host wait (a stream waits for a
+// value: Room::held), a new buffer starts on the host the same way (allocate_on_host).
 #include <algorithm>
+#include <vector>
 
 #include "host_waits.hpp"
 #include "swap_mover.hpp"
@@ -35,8 +37,27 @@ class UvmMover final : public SwapMover {
     return kSuccess;
   }
 
-  // Managed memory oversubscribes by itself: nothing to add.
-  Status allocate_on_host(SwapBuffer&, DevicePtr*) override { return kNotSupported; }
+  // Held off the device (the budget, while the host may not wait for room: Room::held): advised
+  // to live on the host and populated there by a prefetch in the allocation's stream order, so
+  // that a kernel maps its pages across the link instead of placing them on the device, until it
+  // is brought back (move_in) as any buffer that is out. It holds no device bytes until then.
+  Status allocate_on_host(SwapBuffer& b, StreamId stream, DevicePtr* out) override {
+    DevicePtr ptr = 0;
+    const Status status = device_.allocate_managed(b.size, &ptr);
+    if (status != kSuccess) return status;
+    if (device_.advise(ptr, b.size, Residence::host) != kSuccess ||
+        device_.prefetch(ptr, b.size, Residence::host, stream) != kSuccess) {
+      // The driver would place it at the first touch, on the device, uncounted. Freed where the
+      // host may wait (cuMemFree synchronises the device), else by a later call.
+      unplaced_.push_back(ptr);
+      free_unplaced();
+      return kNotSupported;
+    }
+    b.footprint = b.size;
+    b.resident = false;
+    *out = ptr;
+    return kSuccess;
+  }
 
   // Every use of it has completed, its prefetch out too (the policy frees after both). cuMemFree
   // synchronises the device (the driver waits for all work issued): a host wait, not made while
@@ -92,6 +113,7 @@ class UvmMover final : public SwapMover {
   }
 
   void settle(bool wait) override {
+    free_unplaced();
     for (std::size_t i = 0; i < leaving_.size();) {
       auto [ptr, b] = leaving_[i];
       if (!waits_.reached(b->left, wait)) {
@@ -113,10 +135,17 @@ class UvmMover final : public SwapMover {
   std::uint64_t device_bytes() const override { return device_bytes_; }
   std::uint64_t leaving_bytes() const override { return leaving_bytes_; }
   std::uint64_t device_bytes_with(std::uint64_t footprint) const override { return device_bytes_ + footprint; }
-  void trim() override {}
+  void trim() override { free_unplaced(); }
   DevicePtr host_copy(DevicePtr ptr, const SwapBuffer&) const override { return ptr; }
 
  private:
+  // Managed memory allocate_on_host could not keep on the host, freed once the host may wait.
+  void free_unplaced() {
+    if (unplaced_.empty() || !waits_.allowed()) return;
+    for (const DevicePtr ptr : unplaced_) (void)device_.free(ptr, MemoryKind::managed, 0);
+    unplaced_.clear();
+  }
+
   // The prefetch to the host has run: its device bytes are free.
   void finish_leaving(DevicePtr ptr, SwapBuffer& b) {
     drop_leaving(ptr);
@@ -138,6 +167,7 @@ class UvmMover final : public SwapMover {
   std::uint64_t device_bytes_ = 0;                          // held on the device, leaving buffers included
   std::uint64_t leaving_bytes_ = 0;                         // of those, what prefetches to the host under way will free
   std::vector<std::pair<DevicePtr, SwapBuffer*>> leaving_;  // in the order queued
+  std::vector<DevicePtr> unplaced_;                         // managed memory no buffer uses, to free
 };
 
 }  // namespace

@@ -73,7 +73,8 @@ class VmmMover final : public SwapMover {
     return kSuccess;
   }
 
-  Status allocate_on_host(SwapBuffer& b, DevicePtr* out) override {
+  // Mapped before the call returns: nothing queued on the stream.
+  Status allocate_on_host(SwapBuffer& b, StreamId /*stream*/, DevicePtr* out) override {
     const std::uint64_t bytes = round_up(b.size, granule_);
     std::uint32_t index = 0;
     if (!take_slot(bytes, index)) return kOutOfMemory;

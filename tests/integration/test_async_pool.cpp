@@ -111,7 +111,8 @@ TEST_CASE("swap: the pool's frees the GPU has not reached are waited for when th
   // while those frees are queued, not reached, and the pool cannot give their memory back yet.
   // Nothing is swapped (no buffer can leave), so only waiting for the frees, then trimming, holds
   // a budget of the client's live bytes with room for one layer's temporaries: below what the
-  // pool keeps of a step's temporaries (about 7.6 MiB) on top of them.
+  // pool keeps of a step's temporaries (about 7.6 MiB) on top of them. The host's time in those
+  // waits is the summary's stall (no copy to wait for: nothing else stalls).
   for (const bool keep : {false, true}) {
     std::vector<std::string> argv{ASYNC_POOL_CLIENT, "2", "--busy"};
     if (keep) argv.emplace_back("--keep");
@@ -131,11 +132,13 @@ TEST_CASE("swap: the pool's frees the GPU has not reached are waited for when th
     env["MEMTOOL_STRATEGY"] = "swap";
     env["MEMTOOL_SWAP_MIN_BYTES"] = "1G";  // nothing is swapped
     env["MEMTOOL_BUDGET"] = std::to_string(budget);
+    env["MEMTOOL_SUMMARY"] = dir + "/swap/summary.json";
     const Outcome swapped = run(argv, env, dir + "/swap");
     INFO(swapped.err);
     CHECK(swapped.status == 0);  // 3: a word read back differs from what was written
     CHECK(swapped.out == plain.out);
     CHECK(u(read_json(dir + "/swap/fakecuda.json"), "peak_bytes_in_use") <= budget);
+    CHECK(u(read_json(dir + "/swap/summary.json"), "stall_ns") > 0);
   }
 }
 

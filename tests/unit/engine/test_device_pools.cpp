@@ -2,14 +2,19 @@
 // cuMemFreeAsync counts as the program's device memory until it is given back; trim_pools gives
 // back what a pool keeps beyond its release threshold, or everything; a pool the device cannot
 // describe counts its live buffers; and a budget (BudgetLimit) trims before it refuses. The
-// device here is a small model of one pool with the driver's figures: a free is reached at once,
-// and the memory it held stays reserved until a trim.
+// device here is a small model of one pool with the driver's figures: a free is reached at once
+// (or, with frees_pending, only once the host waits for an event recorded after it: the GPU is
+// busy before it), and the memory it held stays reserved until a trim.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <deque>
 #include <map>
+#include <thread>
 
 #include "memtool/engine/resources.hpp"
+#include "small_cache.hpp"
 
 using namespace memtool::engine;
 
@@ -17,6 +22,7 @@ namespace {
 
 constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kPool = 0x9001;
+constexpr auto kBusy = std::chrono::milliseconds(2);  // how long a host wait for pending frees takes
 
 class PooledDevice final : public Device {
  public:
@@ -28,6 +34,8 @@ class PooledDevice final : public Device {
   std::uint64_t idle = 0;  // reserved - used, in blocks of any size (one list is enough here)
   int trim_calls = 0;
   int allocations = 0;
+  bool frees_pending = false;  // a stream-ordered free is reached only by a host wait (synchronize_event)
+  int host_waits = 0;          // synchronize_event calls that reached pending frees
 
   Status allocate(std::uint64_t size, MemoryKind kind, StreamId, DevicePtr* out) override {
     ++allocations;
@@ -48,8 +56,12 @@ class PooledDevice final : public Device {
     const std::uint64_t size = sizes_.at(ptr);
     sizes_.erase(ptr);
     if (kind == MemoryKind::async) {
-      used -= size;
-      idle += size;
+      if (frees_pending) {
+        pending_.push_back(size);  // still the pool's used memory until reached
+      } else {
+        used -= size;
+        idle += size;
+      }
     }
     return kSuccess;
   }
@@ -72,15 +84,34 @@ class PooledDevice final : public Device {
     *out = ++events_;
     return kSuccess;
   }
-  Status record_event(EventId, StreamId) override { return kSuccess; }
+  // One stream's order is enough here: an event completes once the frees queued before it are reached.
+  Status record_event(EventId event, StreamId) override {
+    marks_[event] = reached_ + pending_.size();
+    return kSuccess;
+  }
   Status stream_wait_event(StreamId, EventId) override { return kSuccess; }
-  bool event_completed(EventId) override { return true; }
+  bool event_completed(EventId event) override { return marks_[event] <= reached_; }
   void destroy_event(EventId) override {}
+  Status synchronize_event(EventId event) override {
+    if (event_completed(event)) return kSuccess;
+    std::this_thread::sleep_for(kBusy);
+    ++host_waits;
+    while (reached_ < marks_[event]) {
+      used -= pending_.front();
+      idle += pending_.front();
+      pending_.pop_front();
+      ++reached_;
+    }
+    return kSuccess;
+  }
 
  private:
   DevicePtr next_ = 0x10000;
   std::map<DevicePtr, std::uint64_t> sizes_;
   EventId events_ = 0;
+  std::deque<std::uint64_t> pending_;       // frees queued, not reached, in order
+  std::uint64_t reached_ = 0;               // frees reached so far
+  std::map<EventId, std::uint64_t> marks_;  // event → frees it completes after
 };
 
 DevicePtr alloc(Resource& r, std::uint64_t size, MemoryKind kind = MemoryKind::async) {
@@ -158,4 +189,43 @@ TEST_CASE("budget limit: the pool's kept memory goes before a request is refused
     CHECK(device.allocations == before + 1);  // served at once: nothing given back and asked again
     REQUIRE(budget->deallocate(c, MemoryKind::async, 1) == kSuccess);
   }
+}
+
+TEST_CASE("budget limit: its own free of a refused stream-ordered request is waited for, never counted",
+          "[engine][device_pools]") {
+  // The refused request's memory goes back to the pool only once its stream reaches the free
+  // memtool queued: counted until then, it refused a request that fits beside the program's.
+  PooledDevice device;
+  device.frees_pending = true;
+  auto budget = make_budget_limit(make_device_resource(device, true), 16 * MiB);
+  const DevicePtr a = alloc(*budget, 6 * MiB);
+  DevicePtr refused = 0;
+  CHECK(budget->allocate(AllocationRequest{12 * MiB, MemoryKind::async, 1, 0}, &refused) == kOutOfMemory);
+  CHECK(device.host_waits >= 1);
+  CHECK(device.reserved == 6 * MiB);
+  CHECK(budget->memory_use().reserved == 6 * MiB);
+  const DevicePtr b = alloc(*budget, 8 * MiB);  // 14 MiB with a's
+  CHECK(device.reserved == 14 * MiB);
+  REQUIRE(budget->deallocate(b, MemoryKind::async, 1) == kSuccess);
+  REQUIRE(budget->deallocate(a, MemoryKind::async, 1) == kSuccess);
+}
+
+TEST_CASE("swap: the host's wait for the pools' frees is a stall, counted", "[engine][device_pools]") {
+  PooledDevice device;
+  device.frees_pending = true;
+  SwapOptions options;
+  options.mode = SwapMechanism::uvm;
+  options.budget_bytes = 16 * MiB;
+  options.min_bytes = 64 * MiB;  // nothing is swapped: only the pool's frees can make room
+  auto swap = make_swap(device, detail::make_small_cache(device, options.min_bytes), options);
+  const DevicePtr a = alloc(*swap, 12 * MiB);
+  REQUIRE(swap->deallocate(a, MemoryKind::async, 1) == kSuccess);
+  // Fits once a's free is reached (a host wait) and the pool trimmed.
+  const DevicePtr b = alloc(*swap, 8 * MiB);
+  CHECK(device.host_waits == 1);
+  CHECK(device.reserved == 8 * MiB);
+  Summary summary;
+  swap->summarize(summary);
+  CHECK(summary.stall_ns >= static_cast<std::uint64_t>(std::chrono::nanoseconds(kBusy).count()));
+  REQUIRE(swap->deallocate(b, MemoryKind::async, 1) == kSuccess);
 }

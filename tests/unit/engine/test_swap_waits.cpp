@@ -25,9 +25,9 @@ struct Rig {
   GatedDevice device;
   std::unique_ptr<Resource> swap;
 
-  explicit Rig(std::uint64_t budget) {
+  explicit Rig(std::uint64_t budget, SwapMechanism mode = SwapMechanism::explicit_copies) {
     SwapOptions options;
-    options.mode = SwapMechanism::explicit_copies;
+    options.mode = mode;
     options.budget_bytes = budget;
     options.policy = "belady";
     options.min_bytes = MiB;
@@ -113,6 +113,34 @@ TEST_CASE("swap: while a stream waits for a value, nothing starts leaving: what 
   rig.device.may_block = false;  // the value was written: moves go on
   rig.kernel(1, {b});
   rig.kernel(1, {c});
+  rig.finish({a, b, c});
+}
+
+TEST_CASE("swap (uvm): while a stream waits for a value, a new buffer that does not fit starts on the host",
+          "[engine][swap]") {
+  // Managed memory placed by the driver would go on the device at its first touch, past the
+  // budget, with no room to be waited for: it is advised to the host and populated there instead.
+  // (Stream-ordered on the kernels' stream: the simulator has no legacy stream to order a
+  // prefetch on stream 0 before them.)
+  Rig rig(8 * MiB, SwapMechanism::uvm);
+  const DevicePtr a = rig.alloc(4 * MiB, MemoryKind::async, 1);
+  rig.kernel(1, {a});
+  const DevicePtr b = rig.alloc(4 * MiB, MemoryKind::async, 1);
+  rig.kernel(1, {b});
+  rig.device.may_block = true;
+  const DevicePtr c = rig.alloc(4 * MiB, MemoryKind::async, 1);
+  rig.kernel(1, {c});  // read across the link
+  rig.kernel(1, {a});
+  CHECK(rig.summary().swap_held_for_value_waits >= 1);
+  CHECK(rig.summary().allocations_on_host == 1);
+  CHECK(rig.summary().bytes_swapped_out == 0);
+  CHECK(rig.summary().peak_device_bytes <= 8 * MiB);
+  CHECK(rig.device.sim.peak_bytes() <= 8 * MiB);  // what the device really held
+  CHECK(rig.device.waits_while_blocked == 0);
+  rig.device.may_block = false;  // the value was written: c comes back when touched
+  rig.kernel(1, {c});
+  CHECK(rig.summary().bytes_swapped_in >= 4 * MiB);
+  CHECK(rig.device.sim.peak_bytes() <= 8 * MiB);
   rig.finish({a, b, c});
 }
 
