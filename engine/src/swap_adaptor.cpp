@@ -249,6 +249,7 @@ class SwapAdaptor final : public Adaptor {
     // not the item's own time (op_timer.hpp).
     bool waits = remaps_ && reach_.keep_still_under(item, in_flight);  // the stream waits for a copy before this item
     if (learner_.logging()) learner_.item(stream, item.reaches_all);
+    if (remaps_ && item.reaches_all) oracle_.reaches_all(now);  // where copies out not waited for end
     // The schedule's copies for this item first: a copy-in due now is then waited for below.
     driver_.apply(now - 1, stream);
     for (const DevicePtr base : current) {
@@ -301,7 +302,9 @@ class SwapAdaptor final : public Adaptor {
     // Leave early for what the next few items will allocate, so the copies out are done by then
     // (a schedule's own copies out make that room, at their times: the rule would send out more).
     const std::uint64_t early = EvictionRule::leave_early_horizon(driver_.schedule() != nullptr, options_.lookahead);
-    if (early != 0) room_.make(oracle_.upcoming_allocations(now, early), early, Room::Mode::quiet);
+    if (early != 0 && EvictionRule::leaves_unwaited(oracle_.next_reaching_all(now), options_.lookahead)) {
+      room_.make(oracle_.upcoming_allocations(now, early), early, Room::Mode::quiet);
+    }
     update_peaks();
     if (verify_ && !item.kernel.empty()) verify_->verifier().launched(work_, item.kernel, stream);
     in_item_ = false;

@@ -10,11 +10,20 @@ namespace memtool::swapper::detail {
 void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint64_t budget, std::size_t keys,
                          std::span<const std::pair<std::uint32_t, std::uint32_t>> late_outs,
                          std::span<const std::uint64_t> alloc_at_start, std::uint32_t leave_early_ops,
-                         LinkEngines& engines, std::uint32_t lead_ops) {
+                         LinkEngines& engines, std::uint32_t lead_ops, std::uint32_t copy_ops) {
   iteration_ = &iteration;
   link_ = &engines;
   budget_ = budget;
   leave_early_ = leave_early_ops;
+  copy_ops_ = copy_ops;
+  // Ops from each op to the next one reaching every buffer (wrapping into the next iteration).
+  const std::size_t n = iteration.ops.size();
+  reaching_all_in_.assign(n, kNoAccess);
+  std::uint64_t next = kNoAccess;
+  for (std::size_t k = 2 * n; k-- > 0;) {
+    if (k < n && next != kNoAccess) reaching_all_in_[k] = next - k;
+    if (iteration.ops[k % n].reaches_all) next = k;
+  }
   learn_leads_ = lead_ops != 0;
   lead_.assign(learn_leads_ ? iteration.buffers.size() : 0, lead_ops);
   allocated_.assign(alloc_at_start.size() + 1, 0);
@@ -286,6 +295,9 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   // it, without waiting for those copies (Belady both ways, as the executor's prefetch). The
   // first that does not fit waits for the next op, and so do those needed after it
   // (EvictionRule::bring_back).
+  // Copies out not waited for start only where the next op reaching every buffer would not call
+  // them off (EvictionRule::leaves_unwaited).
+  const bool unwaited = EvictionRule::leaves_unwaited(reaching_all_in_[i], copy_ops_);
   due_now_.clear();
   while (!due_.empty() && due_.front().first <= u) {
     const std::uint32_t index = due_.front().second;
@@ -306,7 +318,9 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
         const std::uint64_t next = d.next_use;
         const std::uint64_t needs =
             iteration_->buffers[rule_[index].buffer].size + (next == kNoAccess ? 0 : upcoming(i, next - u));
-        if (resident() + needs > budget_ + leaving_bytes_ && !reaching_all_) evict(u, i, issue, next, needs);
+        if (resident() + needs > budget_ + leaving_bytes_ && !reaching_all_ && unwaited) {
+          evict(u, i, issue, next, needs);
+        }
         if (resident() + needs > budget_) return Arrival::no_room;
         rule_[index].kept_out = false;
         issue_rule_in(index, u, issue);
@@ -322,7 +336,7 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   }
   deferred_.clear();
   ins_ = {};
-  if (leave_early_ != 0 && !reaching_all_) {
+  if (leave_early_ != 0 && !reaching_all_ && unwaited) {
     const std::uint64_t ahead = upcoming(i, leave_early_);
     if (resident() + ahead > budget_ + leaving_bytes_) evict(u, i, issue, u + leave_early_, ahead);
   }

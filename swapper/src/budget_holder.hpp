@@ -22,7 +22,8 @@
 // stays on the device, no swap-in follows, and the budget needs other room later), the op starts
 // only once every copy in motion then has ended (its stream waits for them), and while it is
 // issued nothing more is sent out ahead (the executor's prefetch and leaving early find every
-// buffer reached).
+// buffer reached). Nor is anything sent out ahead (copies not waited for) when the next such op
+// is within `copy_ops` (EvictionRule::leaves_unwaited): it would call those copies off.
 #pragma once
 
 #include <cstdint>
@@ -50,10 +51,13 @@ class BudgetHolder {
   // `lead_ops`: non-zero, the rule's swap-ins are issued that many ops ahead of the next access at
   // first, per buffer, each lead doubled when its swap-in comes late (EvictionRule::grown_lead,
   // as the executor learns them); 0: at twice the copy's uncontended time (SafetyNet::issue_for).
+  // `copy_ops`: the ops a copy out not waited for (leaving early, room for a swap-in ahead) is
+  // given to end before the next op reaching every buffer, or it is not started
+  // (EvictionRule::leaves_unwaited; the executor's lookahead; 0: always started).
   void reset(const Iteration& iteration, const Link& link, std::uint64_t budget, std::size_t keys,
              std::span<const std::pair<std::uint32_t, std::uint32_t>> late_outs,
              std::span<const std::uint64_t> alloc_at_start, std::uint32_t leave_early_ops, LinkEngines& engines,
-             std::uint32_t lead_ops = 0);
+             std::uint32_t lead_ops = 0, std::uint32_t copy_ops = 0);
 
   // A schedule instance's copy-out was enqueued, or its swap-in is being issued.
   void scheduled_out(std::uint32_t key, std::uint32_t buffer, std::uint64_t bytes, std::int32_t copy);
@@ -134,6 +138,8 @@ class BudgetHolder {
   SafetyNet net_;
   std::uint64_t budget_ = 0;
   std::uint32_t leave_early_ = 0;
+  std::uint32_t copy_ops_ = 0;
+  std::vector<std::uint64_t> reaching_all_in_;  // per op: ops to the next one reaching every buffer, or kNoAccess
   bool learn_leads_ = false;
   std::vector<std::uint64_t> lead_;       // learn_leads_: per buffer, its swap-ins' lead in ops
   std::vector<std::uint64_t> allocated_;  // bytes allocated before ops [0, k), k <= n

@@ -145,7 +145,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     w.holder.reset(
         iteration, link, hold, swaps * rounds, w.late_outs, w.alloc_at_start,
         static_cast<std::uint32_t>(EvictionRule::leave_early_horizon(swaps != 0, options.rule_lookahead_ops)), w.link,
-        learn_leads ? std::max<std::uint32_t>(1, options.rule_lookahead_ops) : 0);
+        learn_leads ? std::max<std::uint32_t>(1, options.rule_lookahead_ops) : 0, options.rule_lookahead_ops);
   }
 
   // The instance of swap s whose position `pos` (unrolled in its gap) falls on op r*n + i.

@@ -3,8 +3,8 @@
 // ordinal in the iteration that made it, or its address if persistent). While an iteration runs,
 // its uses and allocations are noted; at the boundary they become the oracle the rule reads: when
 // a buffer is next used after a given item (its next use in this iteration, or its first in the
-// next one) and what is allocated over the next items. Knows nothing of devices. Not thread-safe:
-// the swap policy's lock.
+// next one), what is allocated over the next items and when the next item that may reach every
+// buffer comes. Knows nothing of devices. Not thread-safe: the swap policy's lock.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +24,8 @@ class IterationOracle {
   // This iteration: `key` used by work item `when`; `bytes` allocated before item `when` is issued.
   void used(std::uint64_t key, std::uint64_t when) { uses_.emplace_back(key, when); }
   void allocated(std::uint64_t when, std::uint64_t bytes) { allocations_.emplace_back(when, bytes); }
+  // This iteration: work item `when` may reach every buffer (WorkItem::reaches_all; noted in order).
+  void reaches_all(std::uint64_t when) { reaching_all_.push_back(when); }
 
   // The iteration that just ended, `length` work items, is the oracle from now on.
   void end_iteration(std::uint64_t length) {
@@ -32,12 +34,14 @@ class IterationOracle {
     last_allocations_.assign(allocations_.begin(), allocations_.end());
     for (std::size_t i = 1; i < last_allocations_.size(); ++i)
       last_allocations_[i].second += last_allocations_[i - 1].second;
+    last_reaching_all_.swap(reaching_all_);
     length_ = length;
   }
   // A new iteration starts: nothing of it is noted yet.
   void begin_iteration() {
     uses_.clear();
     allocations_.clear();
+    reaching_all_.clear();
   }
 
   // Work items in the last complete iteration (0: none yet).
@@ -52,6 +56,15 @@ class IterationOracle {
     const auto later = std::upper_bound(when.begin(), when.end(), now);
     if (later != when.end()) return *later - now;
     return length_ - now + when.front();  // next iteration's first use
+  }
+
+  // When the last iteration's next item that may reach every buffer came after work item `now`,
+  // in items from now (wrapping into the next iteration); kNever if none did.
+  [[nodiscard]] std::uint64_t next_reaching_all(std::uint64_t now) const {
+    if (last_reaching_all_.empty()) return kNever;
+    const auto later = std::upper_bound(last_reaching_all_.begin(), last_reaching_all_.end(), now);
+    if (later != last_reaching_all_.end()) return *later - now;
+    return length_ - now + last_reaching_all_.front();
   }
 
   // Bytes the last iteration allocated in work items (now, now + horizon].
@@ -70,6 +83,7 @@ class IterationOracle {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> allocations_;  // (item, bytes) this iteration
   std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> last_uses_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> last_allocations_;  // (item, running total)
+  std::vector<std::uint64_t> reaching_all_, last_reaching_all_;            // items reaching every buffer
   std::uint64_t length_ = 0;
 };
 

@@ -100,8 +100,12 @@ class RuleSwapIns {
     SwapBuffer& b = buffers_.at(ptr);
     // Room for it and for what is allocated before its use, from buffers needed after it only:
     // else the next item's early leaving would send it straight back (Belady, both ways).
+    // Those copies are not waited for: none starts when an item reaching every buffer would call
+    // it off first (EvictionRule::leaves_unwaited).
     const std::uint64_t needs = b.footprint + oracle_.upcoming_allocations(now, distance);
-    room_.make(needs, distance, Room::Mode::quiet);
+    if (swapper::EvictionRule::leaves_unwaited(oracle_.next_reaching_all(now), options_.lookahead)) {
+      room_.make(needs, distance, Room::Mode::quiet);
+    }
     if (options_.budget_bytes != 0 &&
         moves_.mover.device_bytes_with(b.footprint) + (needs - b.footprint) > room_.device_budget()) {
       return swapper::Arrival::no_room;

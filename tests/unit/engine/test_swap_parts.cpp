@@ -1,6 +1,7 @@
 // The swap policy's device-free parts under engine/src/swap/, white-box: the last iteration as the
-// oracle (next uses, wrapping into the next iteration; allocations ahead), buffer names across
-// boundaries, and the work items still being issued (touched, reached by this thread or another).
+// oracle (next uses and items reaching every buffer, wrapping into the next iteration; allocations
+// ahead), buffer names across boundaries, and the work items still being issued (touched, reached
+// by this thread or another).
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -35,6 +36,24 @@ TEST_CASE("swap oracle: next uses from the last iteration, allocations ahead", "
   CHECK(oracle.upcoming_allocations(1, 2) == 75);  // items (1, 3]
   CHECK(oracle.upcoming_allocations(0, 10) == 175);
   CHECK(oracle.upcoming_allocations(3, 5) == 0);
+}
+
+TEST_CASE("swap oracle: the next item reaching every buffer, from the last iteration", "[engine][swap]") {
+  detail::IterationOracle oracle;
+  oracle.reaches_all(3);
+  CHECK(oracle.next_reaching_all(0) == detail::IterationOracle::kNever);  // no iteration yet
+  oracle.reaches_all(7);
+  oracle.end_iteration(10);
+  oracle.begin_iteration();
+  oracle.reaches_all(1);  // this iteration's: not read until its end
+  CHECK(oracle.next_reaching_all(0) == 3);
+  CHECK(oracle.next_reaching_all(3) == 4);           // after item 3: item 7
+  CHECK(oracle.next_reaching_all(8) == 10 - 8 + 3);  // the next iteration's first
+  oracle.end_iteration(10);
+  oracle.begin_iteration();
+  CHECK(oracle.next_reaching_all(0) == 1);
+  oracle.end_iteration(10);  // an iteration with none
+  CHECK(oracle.next_reaching_all(0) == detail::IterationOracle::kNever);
 }
 
 TEST_CASE("swap buffer names: ordinals resolve to live buffers, and age at each boundary", "[engine][swap]") {

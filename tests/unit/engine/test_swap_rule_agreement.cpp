@@ -5,9 +5,11 @@
 // used by it and freed; then C, A and D are used again (items 5, 6, 7). The budget is the four
 // buffers' 16 MiB, so T's allocation sends out 12 MiB: farthest next use first, B (next
 // iteration), D (item 7), A (item 6); C (item 5) stays. Least recent use would send A, B, C.
+// With an item reaching every buffer before T's allocation, neither side leaves early into it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "iteration_builder.hpp"
@@ -127,6 +129,89 @@ std::vector<std::uint32_t> simulator_victims() {
   return victims;
 }
 
+// Leaving early under an item that reaches every buffer: the same script with R, an item with no
+// pointer argument, between D's item and T's allocation (items A B C D R T C A D), and the rule
+// looking 2 items ahead. Leaving early for T at C's or D's item would start copies that R, within
+// those 2 items, calls off (EvictionRule::leaves_unwaited): none starts; T's allocation sends out
+// B, D, A as before (R's item being issued leaves them all at once, in the same order). Each copy
+// out of the last iteration, as (the item it came before, the buffer).
+using Copied = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+constexpr std::uint32_t kReach = 4;  // R's item; T is allocated before the next one
+
+Copied executor_copies_reaching_all(int iterations) {
+  CopyLog device;
+  SwapOptions options;
+  options.mode = SwapMechanism::explicit_copies;
+  options.budget_bytes = kBudget;
+  options.policy = "belady";
+  options.min_bytes = MiB;
+  options.lookahead = 2;
+  std::unique_ptr<Resource> swap = make_swap(device, make_device_resource(device, true), options);
+  const auto alloc = [&](std::uint64_t size) {
+    DevicePtr ptr = 0;
+    REQUIRE(swap->allocate(AllocationRequest{size, MemoryKind::device, 0, 0}, &ptr) == kSuccess);
+    return ptr;
+  };
+  const std::vector<DevicePtr> buffers = {alloc(kBuffer), alloc(kBuffer), alloc(kBuffer), alloc(kBuffer)};
+  Copied copied;
+  std::uint32_t item = 0;
+  std::size_t seen = 0;
+  const auto note = [&] {  // the copies out since the last note came before `item`
+    for (; seen < device.copied_from.size(); ++seen) {
+      const auto it = std::find(buffers.begin(), buffers.end(), device.copied_from[seen]);
+      if (it != buffers.end()) copied.emplace_back(item, static_cast<std::uint32_t>(it - buffers.begin()));
+    }
+  };
+  const auto kernel = [&](DevicePtr ptr) {
+    const DevicePtr bases[] = {ptr};
+    swap->before_work(bases, 1);
+    note();
+    ++item;
+  };
+  for (int iteration = 0; iteration < iterations; ++iteration) {
+    swap->on_boundary(Boundary{});
+    note();
+    copied.clear();
+    item = 0;
+    for (const Name n : kBefore) kernel(buffers[n]);
+    WorkItem reach;
+    reach.stream = 1;
+    reach.reaches_all = true;
+    swap->before_item(reach);
+    note();
+    ++item;
+    const DevicePtr t = alloc(kTransient);
+    note();
+    kernel(t);
+    REQUIRE(swap->deallocate(t, MemoryKind::device, 0) == kSuccess);
+    for (const Name n : kAfter) kernel(buffers[n]);
+  }
+  for (const DevicePtr p : buffers) REQUIRE(swap->deallocate(p, MemoryKind::device, 0) == kSuccess);
+  swap->shutdown(true);
+  CHECK(device.sim.violations() == 0);
+  return copied;
+}
+
+// The simulator's rule copies out of the measured iteration, and how many were called off.
+std::pair<Copied, std::uint32_t> simulator_copies_reaching_all() {
+  ms::Iteration it = memtool::test::ops_of(9, 1000);
+  REQUIRE(memtool::test::add_persistent(it, kBuffer, {0, 7}) == A);
+  REQUIRE(memtool::test::add_persistent(it, kBuffer, {1}) == B);
+  REQUIRE(memtool::test::add_persistent(it, kBuffer, {2, 6}) == C);
+  REQUIRE(memtool::test::add_persistent(it, kBuffer, {3, 8}) == D);
+  it.ops[kReach].reaches_all = true;
+  memtool::test::add_buffer(it, kTransient, kReach + 1, kReach + 1, {kReach + 1});
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = kBudget;
+  held.rule_lookahead_ops = 2;
+  const ms::Simulation sim = ms::simulate(it, {}, memtool::test::simple_link(4.0), held);
+  Copied copied;
+  for (const ms::RuleEviction& e : sim.rule_evictions) {
+    copied.emplace_back(static_cast<std::uint32_t>(e.out_before_op), e.buffer);
+  }
+  return {copied, sim.leaves_called_off};
+}
+
 }  // namespace
 
 TEST_CASE("one rule: the executor and the simulator send out the same buffers in the same order",
@@ -139,5 +224,17 @@ TEST_CASE("one rule: the executor and the simulator send out the same buffers in
   for (const int iterations : {3, 4}) {
     INFO("iterations " << iterations);
     CHECK(executor_victims(iterations) == simulated);
+  }
+}
+
+TEST_CASE("one rule: neither the executor nor the simulator leaves early into an item reaching every buffer",
+          "[engine][swap][rule]") {
+  const Copied expected = {{kReach + 1, B}, {kReach + 1, D}, {kReach + 1, A}};
+  const auto [simulated, called_off] = simulator_copies_reaching_all();
+  CHECK(simulated == expected);
+  CHECK(called_off == 0);
+  for (const int iterations : {3, 4}) {
+    INFO("iterations " << iterations);
+    CHECK(executor_copies_reaching_all(iterations) == simulated);
   }
 }

@@ -193,3 +193,12 @@ TEST_CASE("eviction rule: a late swap-in's lead doubles up to the limit", "[swap
   CHECK(ms::EvictionRule::lead_learning_iterations(16) == 7);
   CHECK(ms::EvictionRule::lead_learning_iterations(ms::EvictionRule::kMaxLead) == 1);
 }
+
+TEST_CASE("copies out no one waits for start only if the next step reaching every buffer is farther than they take",
+          "[swapper][rule]") {
+  CHECK(EvictionRule::leaves_unwaited(kUnknownUse, 16));  // none known: as ever
+  CHECK(EvictionRule::leaves_unwaited(17, 16));
+  CHECK_FALSE(EvictionRule::leaves_unwaited(16, 16));  // it would be issued before they end
+  CHECK_FALSE(EvictionRule::leaves_unwaited(1, 16));
+  CHECK(EvictionRule::leaves_unwaited(1, 0));  // no lookahead: nothing is sent out ahead anyway
+}

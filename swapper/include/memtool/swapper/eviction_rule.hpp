@@ -4,10 +4,12 @@
 // unknown futures first of all, then by least recent use; those that must leave at once last),
 // which are left out (needed within the horizon), when it stops (as soon as the incoming bytes fit)
 // and what the host limit keeps on the device; in which order the swap-ins due come back (soonest
-// needed first, the first that finds no room holding back the rest); and whether the rule leaves
-// early (no schedule, a lookahead). Device-free: each side describes its buffers as candidates and
-// carries out what the rule picks (tests/unit/swapper/test_eviction_rule.cpp; the executor and the
-// simulator on one script: tests/unit/engine/test_swap_rule_agreement.cpp).
+// needed first, the first that finds no room holding back the rest); whether the rule leaves
+// early (no schedule, a lookahead); and when copies out not waited for are not started (a step
+// reaching every buffer comes before they could end). Device-free: each side describes its
+// buffers as candidates and carries out what the rule picks (tests/unit/swapper/
+// test_eviction_rule.cpp; the executor and the simulator on one script:
+// tests/unit/engine/test_swap_rule_agreement.cpp).
 #pragma once
 
 #include <algorithm>
@@ -93,6 +95,16 @@ class EvictionRule {
   // allocate, sending out only what is not needed within them. The horizon; 0: it does not.
   [[nodiscard]] static std::uint64_t leave_early_horizon(bool scheduled, std::uint64_t lookahead) {
     return scheduled ? 0 : lookahead;
+  }
+
+  // A copy out that no one waits for (leaving early, room made for a swap-in ahead) is called off
+  // if a step that may reach every buffer is issued before it has ended: its link time is spent,
+  // the buffer stays and the room is wanted again. Such copies start only when the next such step
+  // is more than `copy_steps` away (the steps they are given to end: the lookahead, a swap-in's
+  // first lead); `reaching_all`: steps from now to it (kUnknownUse: none known). Room needed now
+  // is waited for and never held back: its copies end before the step that needs it.
+  [[nodiscard]] static bool leaves_unwaited(std::uint64_t reaching_all, std::uint64_t copy_steps) {
+    return reaching_all == kUnknownUse || reaching_all > copy_steps;
   }
 
   // A heap of candidates whose front is the next to leave (a caller may keep one across passes).
