@@ -165,7 +165,8 @@ class SwapAdaptor final : public Adaptor {
     b.id = kSwapIdTag | ++next_id_;
     b.streams.push_back(request.stream);
     b.last_work = work_;
-    if (iteration_started_) oracle_.allocated(work_ - iteration_begin_, b.footprint);
+    // Before the next item is issued (items count from 1 in an iteration, as the oracle's uses).
+    if (iteration_started_) oracle_.allocated(work_ - iteration_begin_ + 1, b.footprint);
     buffers_.emplace(ptr, b);
     live_bytes_ += request.size;
     update_peaks();
