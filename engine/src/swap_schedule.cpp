@@ -107,8 +107,9 @@ bool SwapSchedule::expects(std::uint64_t ordinal, std::uint64_t footprint) const
   return ordinal < signature_.size() && signature_[ordinal] == footprint;
 }
 
-void SwapSchedule::late(std::uint32_t swap) {
+void SwapSchedule::late(std::uint32_t swap, double late_ns) {
   if (!learning_) return;
+  if (swap < planned_late_ns_.size() && late_ns <= planned_late_ns_[swap] * (1 + kPlannedLateSlack)) return;
   swapper::Swap& s = schedule_.swaps.at(swap);
   const std::uint64_t lead = std::max<std::uint64_t>(1, s.gap.to_op - s.in_at_op);
   const std::uint64_t earliest = s.out_after_op + 1;
@@ -135,7 +136,8 @@ void SwapSchedule::restore_copy_ins(const std::vector<std::uint64_t>& at) {
   }
 }
 
-StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule& schedule) {
+StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule& schedule,
+                            std::vector<double>* lateness_ns) {
   swapper::SimulateOptions held;
   held.hold_budget_bytes = request.budget_bytes;
   held.host = request.host;
@@ -143,6 +145,10 @@ StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule&
   held.learn_rule_leads =
       true;  // as `memtool simulate --as-executor`: the rule's leads learnt as the executor learns them
   const swapper::Simulation sim = swapper::simulate(request.input.iteration, schedule, request.link, held);
+  if (lateness_ns != nullptr) {
+    lateness_ns->clear();
+    for (const swapper::SwapTiming& t : sim.swaps) lateness_ns->push_back(std::max(0.0, t.lateness_ns));
+  }
   return {sim.time_ns, static_cast<double>(sim.copies_issued)};
 }
 
@@ -155,18 +161,28 @@ std::string predict_steps(const PlanRequest& request, PlanReply& reply) {
     const auto said = [](const StepPrediction& p) {
       return fmt::format("{:.1f} ms ({:.0f} copies)", p.step_ns / 1e6, p.copies);
     };
-    reply.schedule->set_prediction(predict_step(request, reply.schedule->schedule()));
+    // Each candidate with the lateness its copy-ins are planned with (what learning leaves alone).
+    const auto predict = [&](SwapSchedule& candidate) {
+      std::vector<double> lateness;
+      candidate.set_prediction(predict_step(request, candidate.schedule(), &lateness));
+      candidate.set_planned_lateness(std::move(lateness));
+    };
+    predict(*reply.schedule);
     std::string out = fmt::format("; as the executor runs them: schedule {}", said(reply.schedule->prediction()));
     for (std::size_t i = 0; i < reply.runners_up.size(); ++i) {
       SwapSchedule& up = *reply.runners_up[i];
-      up.set_prediction(predict_step(request, up.schedule()));
+      predict(up);
       out += fmt::format(", runner-up {} {}", i + 1, said(up.prediction()));
     }
     reply.rule_alone = predict_step(request, swapper::Schedule{});
     return out + fmt::format(", the rule alone {}", said(reply.rule_alone));
   } catch (const std::exception& e) {
     reply.schedule->set_prediction({});
-    for (auto& up : reply.runners_up) up->set_prediction({});
+    reply.schedule->set_planned_lateness({});
+    for (auto& up : reply.runners_up) {
+      up->set_prediction({});
+      up->set_planned_lateness({});
+    }
     reply.rule_alone = {};
     return fmt::format("; no step predicted as the executor runs it ({})", e.what());
   }

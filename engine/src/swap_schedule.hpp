@@ -5,8 +5,11 @@
 //    item `in_at_op`, before the item, on the swap-in stream, and the consumer waits for it.
 //  - Positions are unrolled (swapper/candidates.hpp): one past the iteration's length fires in
 //    the next iteration, where a buffer made in this one is `previous`.
-//  - Learning: a copy-in that had not arrived when its consumer was issued is issued earlier from
-//    the next iteration on (its lead doubles, never before its copy-out).
+//  - Learning: a copy-in that arrived later than the plan's simulation had it arrive (behind its
+//    consumer's turn by more than the lateness the plan accepted, PlannedLateness) is issued
+//    earlier from the next iteration on (its lead doubles, never before its copy-out). A copy-in
+//    late as planned waits its turn on a busy link: issued earlier, it only holds its bytes
+//    longer, and the rule sends out other buffers for them.
 //  - Drift: an allocation whose footprint differs from the plan's, or an iteration of another
 //    length, drops the schedule (the policy falls back to its own rule and plans again).
 //  - Predictions: the plan simulates each candidate, and the rule alone, as the executor runs
@@ -56,9 +59,13 @@ class SwapSchedule {
   [[nodiscard]] std::uint64_t lead(std::uint32_t swap) const;
   // Does the `ordinal`-th allocation of an iteration match the plan's?
   [[nodiscard]] bool expects(std::uint64_t ordinal, std::uint64_t footprint) const;
-  // A copy-in arrived late: issue it earlier from the next iteration on (rebuild()); nothing
-  // once learning has stopped.
-  void late(std::uint32_t swap);
+  // The lateness (ns) the plan's simulation as the executor runs it found for each swap's
+  // copy-in: what learning leaves alone (empty: none planned late).
+  void set_planned_lateness(std::vector<double> lateness_ns) { planned_late_ns_ = std::move(lateness_ns); }
+  // A copy-in arrived `late_ns` after its consumer's turn: if that is beyond what the plan
+  // accepted (kPlannedLateSlack), it is issued earlier from the next iteration on (rebuild());
+  // nothing once learning has stopped.
+  void late(std::uint32_t swap, double late_ns);
   // Where each swap's copy-in is issued now (unrolled positions), to be put back later.
   [[nodiscard]] std::vector<std::uint64_t> copy_ins() const;
   // The copy-ins back where `copy_ins()` found them (rebuild()), and no more learning.
@@ -67,6 +74,10 @@ class SwapSchedule {
   void rebuild();
 
  private:
+  // How much later than planned a copy-in may arrive and still count as on plan: the simulator's
+  // times are the learned ones, the process's vary around them.
+  static constexpr double kPlannedLateSlack = 0.25;
+
   swapper::Schedule schedule_;
   std::vector<BufferName> names_;  // per swapper buffer, as named where it was born
   std::uint32_t items_ = 0;
@@ -74,6 +85,7 @@ class SwapSchedule {
   std::uint64_t predicted_peak_ = 0;
   std::string label_;
   StepPrediction prediction_;
+  std::vector<double> planned_late_ns_;              // per swap: its copy-in's lateness in the plan's simulation
   std::vector<std::uint32_t> out_begin_, in_begin_;  // CSR offsets per item
   std::vector<Trigger> outs_, ins_;
   bool dirty_ = true;
@@ -108,7 +120,9 @@ struct PlanReply {
 // the request's link and host costs. The copies it issues a step come with it: the host costs
 // are additive in them where no op waits for a copy (HostCosts; a wait hides part of them), which
 // is how the selector's calibration applies a cost per copy without simulating again.
-[[nodiscard]] StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule& schedule);
+// `lateness_ns`, when given: each swap's copy-in lateness in that simulation.
+[[nodiscard]] StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule& schedule,
+                                          std::vector<double>* lateness_ns = nullptr);
 
 // Plans on its own thread; the future is ready when it is done.
 [[nodiscard]] std::future<PlanReply> plan_async(PlanRequest request);

@@ -34,14 +34,14 @@ class CopyLateness {
     return true;
   }
 
-  // The copies both of whose events have completed: `late(id)` for each that arrived after its
-  // consumer's turn on the GPU.
+  // The copies both of whose events have completed: `late(id, ns)` for each that arrived `ns`
+  // after its consumer's turn on the GPU.
   template <typename Late>
   void judge(Late&& late) {
     std::erase_if(pairs_, [&](Pair& p) {
       if (!device_.event_completed(p.arrival) || !device_.event_completed(p.consumer)) return false;
       double ns = 0;
-      if (device_.elapsed_ns(p.consumer, p.arrival, &ns) == kSuccess && ns > 0) late(p.id);
+      if (device_.elapsed_ns(p.consumer, p.arrival, &ns) == kSuccess && ns > 0) late(p.id, ns);
       events_.give(p.arrival);
       events_.give(p.consumer);
       return true;

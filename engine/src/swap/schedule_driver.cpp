@@ -261,16 +261,16 @@ void ScheduleDriver::apply(std::uint64_t item, StreamId stream) {
   });
 }
 
-// Scheduled copy-ins that were late start earlier from now on.
+// Scheduled copy-ins later than planned start earlier from now on (SwapSchedule::late).
 void ScheduleDriver::judge_lateness() {
-  lateness_.judge([this](std::uint64_t swap) {
-    if (schedule_) schedule_->late(static_cast<std::uint32_t>(swap));
+  lateness_.judge([this](std::uint64_t swap, double late_ns) {
+    if (schedule_) schedule_->late(static_cast<std::uint32_t>(swap), late_ns);
   });
 }
 
 // The rule's copies back that were late: those buffers' leads grow.
 void ScheduleDriver::judge_rule_lateness() {
-  rule_lateness_.judge([this](std::uint64_t key) {
+  rule_lateness_.judge([this](std::uint64_t key, double) {
     ++moves_.counters.swap_ins_late;
     rule_ins_.grow_lead(key);
   });

@@ -117,13 +117,13 @@ TEST_CASE("swap schedule: triggers at work items, wrapping into the next iterati
   CHECK(s.outs_at(10).empty());
 
   CHECK(s.lead(0) == 1);
-  s.late(0);  // the lead doubles, from the next boundary on
+  s.late(0, 1e6);  // the lead doubles, from the next boundary on
   CHECK(s.lead(0) == 2);
   CHECK(s.ins_at(7).size() == 1);
   s.rebuild();
   CHECK(s.ins_at(7).empty());
   CHECK(s.ins_at(6).size() == 1);
-  for (int i = 0; i < 10; ++i) s.late(0);
+  for (int i = 0; i < 10; ++i) s.late(0, 1e6);
   s.rebuild();
   CHECK(s.ins_at(2).size() == 2);  // never before its copy-out
 
@@ -134,13 +134,29 @@ TEST_CASE("swap schedule: triggers at work items, wrapping into the next iterati
   s.rebuild();
   CHECK(s.lead(0) == 1);
   REQUIRE(s.ins_at(7).size() == 1);
-  s.late(0);
+  s.late(0, 1e6);
   s.rebuild();
   CHECK(s.copy_ins() == at);
   CHECK(s.ins_at(7).size() == 1);
   CHECK(s.expects(0, MiB));
   CHECK_FALSE(s.expects(0, 2 * MiB));
   CHECK_FALSE(s.expects(2, MiB));
+}
+
+TEST_CASE("swap schedule: a copy-in late as planned keeps its trigger, one later than planned moves",
+          "[engine][swap][schedule]") {
+  // The plan's simulation has swap 0's copy-in 4 ms late (a busy link: issued earlier, it would
+  // only hold its bytes longer) and swap 1's on time.
+  const swapper::Schedule schedule{"ours", {test::swap_one_ahead(0, 1, 8), test::swap_one_ahead(1, 2, 9)}};
+  SwapSchedule s(schedule, {BufferName{Birth::current, 5}, BufferName{Birth::current, 6}}, 10, {MiB, MiB}, 0);
+  s.set_planned_lateness({4e6, 0.0});
+  s.late(0, 4.5e6);  // within what the plan accepted
+  s.late(1, 1e3);    // planned on time: any lateness is learned from
+  s.rebuild();
+  CHECK(s.copy_ins() == std::vector<std::uint64_t>{7, 7});  // swap 0 stays at 7, swap 1 moved from 8
+  s.late(0, 6e6);                                           // later than planned
+  s.rebuild();
+  CHECK(s.copy_ins() == std::vector<std::uint64_t>{6, 7});
 }
 
 namespace {
