@@ -6,17 +6,29 @@
 namespace memtool::engine::detail {
 
 void OpTimer::begin() {
-  release();
-  host_.clear();
+  release(before_);
+  if (ended_) {
+    before_ = std::move(now_);  // ended unread: compared with this one's times
+    now_ = Timing{};
+  } else {
+    release(now_);
+    now_.host.clear();
+  }
   ended_ = false;
   open_ = false;
 }
 
+void OpTimer::release(Timing& t) {
+  for (EventId& e : t.marks) events_.give(e);
+  for (EventId& e : t.starts) events_.give(e);
+  t.marks.clear();
+  t.starts.clear();
+}
+
 void OpTimer::release() {
-  for (EventId& e : marks_) events_.give(e);
-  for (EventId& e : starts_) events_.give(e);
-  marks_.clear();
-  starts_.clear();
+  release(now_);
+  release(before_);
+  before_.host.clear();
 }
 
 void OpTimer::mark(StreamId stream) {
@@ -27,18 +39,18 @@ void OpTimer::mark(StreamId stream) {
     release();
     return;
   }
-  marks_.push_back(e);
+  now_.marks.push_back(e);
 }
 
 void OpTimer::item(StreamId stream) {
   if (ended_) return;
   // Before the first item: the start, on its stream; later ones: after the item before.
-  if (host_.empty())
+  if (now_.host.empty())
     mark(stream);
   else
     close();
-  host_.push_back(std::chrono::steady_clock::now());
-  starts_.push_back(0);
+  now_.host.push_back(std::chrono::steady_clock::now());
+  now_.starts.push_back(0);
   last_stream_ = stream;
   open_ = true;
 }
@@ -50,38 +62,54 @@ void OpTimer::close() {
 }
 
 void OpTimer::waited(StreamId stream) {
-  if (ended_ || !timing_ || starts_.empty() || starts_.back() != 0) return;
-  starts_.back() = events_.record(device_, stream);  // 0: timed from the mark, as without waits
+  if (ended_ || !timing_ || now_.starts.empty() || now_.starts.back() != 0) return;
+  now_.starts.back() = events_.record(device_, stream);  // 0: timed from the mark, as without waits
 }
 
 void OpTimer::end() {
-  if (ended_ || host_.empty()) return;
+  if (ended_ || now_.host.empty()) return;
   close();
-  host_.push_back(std::chrono::steady_clock::now());
+  now_.host.push_back(std::chrono::steady_clock::now());
   ended_ = true;
+}
+
+std::optional<std::vector<double>> OpTimer::times_of(const Timing& t) {
+  const std::size_t items = t.host.size() - 1;
+  std::vector<double> times(items, 0.0);
+  if (timing_ && t.marks.size() == items + 1 && t.starts.size() == items) {
+    if (!device_.event_completed(t.marks.back())) return std::nullopt;
+    bool all = true;
+    for (std::size_t i = 0; i < items && all; ++i) {
+      double ns = 0;
+      all = device_.elapsed_ns(t.starts[i] != 0 ? t.starts[i] : t.marks[i], t.marks[i + 1], &ns) == kSuccess;
+      times[i] = std::max(0.0, ns);
+    }
+    if (all) return times;
+    timing_ = false;  // the driver cannot tell: host gaps from now on
+  }
+  for (std::size_t i = 0; i < items; ++i) {
+    times[i] = std::chrono::duration<double, std::nano>(t.host[i + 1] - t.host[i]).count();
+  }
+  return times;
 }
 
 std::optional<std::vector<double>> OpTimer::poll() {
   if (!ended_) return std::nullopt;
-  const std::size_t items = host_.size() - 1;
-  std::vector<double> times(items, 0.0);
-  if (timing_ && marks_.size() == items + 1 && starts_.size() == items) {
-    if (!device_.event_completed(marks_.back())) return std::nullopt;
-    bool all = true;
-    for (std::size_t i = 0; i < items && all; ++i) {
-      double ns = 0;
-      all = device_.elapsed_ns(starts_[i] != 0 ? starts_[i] : marks_[i], marks_[i + 1], &ns) == kSuccess;
-      times[i] = std::max(0.0, ns);
-    }
-    if (all) {
-      ended_ = false;
-      return times;
-    }
-    timing_ = false;  // the driver cannot tell: host gaps from now on
+  const bool compare = before_.host.size() == now_.host.size();
+  const bool timed = timing_;
+  std::optional<std::vector<double>> before;
+  if (compare) {
+    before = times_of(before_);
+    if (!before) return std::nullopt;  // the GPU has not run it yet
   }
-  for (std::size_t i = 0; i < items; ++i) {
-    times[i] = std::chrono::duration<double, std::nano>(host_[i + 1] - host_[i]).count();
+  std::optional<std::vector<double>> times = times_of(now_);
+  if (!times) return std::nullopt;
+  if (compare && timing_ != timed) before = times_of(before_);  // host gaps for both
+  if (before) {
+    for (std::size_t i = 0; i < times->size(); ++i) (*times)[i] = std::min((*times)[i], (*before)[i]);
   }
+  release(before_);
+  before_.host.clear();
   ended_ = false;
   return times;
 }

@@ -8,6 +8,10 @@
 // swapped memory (the swapping of the iteration being learned, not the program's), is timed
 // from an event recorded after those waits: under another schedule that wait, and the GPU's
 // idle while the host waited, are not there, and they are no time a copy could use.
+// Each item's time is the shorter of the ended iteration's and, when it had as many items, the
+// one ended before it (the learner's two matching iterations): a wait not seen here, or the
+// machine running the GPU's work late in one iteration (a busy host delays fakecuda's kernels),
+// only ever lengthens an item, and one iteration's delays decided the plan (docs/swapping.md).
 // Without timing events (SimDevice, old drivers), the host-time gap from an item to the next is
 // used: the time the program took to issue it, right only for a GPU-bound program that waits for
 // the GPU often (documented in docs/swapping.md). Not thread-safe: the swap policy's lock.
@@ -30,7 +34,8 @@ class OpTimer {
   OpTimer(const OpTimer&) = delete;
   OpTimer& operator=(const OpTimer&) = delete;
 
-  // A new iteration starts (drops what an unfinished one recorded).
+  // A new iteration starts. One that ended unread is kept as the one before (its times are
+  // compared with the next one's); an unfinished one, and any older, are dropped.
   void begin();
   // The iteration's next work item is about to be issued on `stream`: the one before it has been.
   void item(StreamId stream);
@@ -43,14 +48,27 @@ class OpTimer {
   // The iteration ended after its last item: from now on, poll() until the times are known.
   void end();
   // The times of the ended iteration once the GPU has run it (timing events), or at once (host
-  // gaps); nullopt while the GPU is behind, or when there is no ended iteration.
+  // gaps), each the shorter of its own and the iteration before's where that one had as many
+  // items and its times are known; nullopt while the GPU is behind, or when there is no ended
+  // iteration.
   [[nodiscard]] std::optional<std::vector<double>> poll();
   [[nodiscard]] bool gpu_timed() const { return timing_; }
   // Its events back to the spares (before they are destroyed).
   void release();
 
  private:
+  // One iteration's events and host times.
+  struct Timing {
+    std::vector<EventId> marks;   // marks[i]: after item i-1 (marks[0]: the start)
+    std::vector<EventId> starts;  // starts[i]: after item i's waits for copies (0: it had none)
+    std::vector<std::chrono::steady_clock::time_point> host;  // host[i]: item i's before_work; the end
+  };
+
   void mark(StreamId stream);
+  void release(Timing& t);
+  // `t`'s times (one per item, t.host.size() - 1 of them); nullopt while the GPU has not run its
+  // last item. Falls back to host gaps (timing_ false) when the driver cannot time its events.
+  std::optional<std::vector<double>> times_of(const Timing& t);
 
   Device& device_;
   SpareTimingEvents& events_;
@@ -58,9 +76,8 @@ class OpTimer {
   bool ended_ = false;
   bool open_ = false;  // the last item's end is not marked yet
   StreamId last_stream_ = 0;
-  std::vector<EventId> marks_;   // marks_[i]: after item i-1 (marks_[0]: the start)
-  std::vector<EventId> starts_;  // starts_[i]: after item i's waits for copies (0: it had none)
-  std::vector<std::chrono::steady_clock::time_point> host_;  // host_[i]: item i's before_work; the end
+  Timing now_;     // the iteration being logged, or the ended one
+  Timing before_;  // the iteration ended before it, unread (no items: none)
 };
 
 }  // namespace memtool::engine::detail

@@ -1,10 +1,11 @@
 // How the swap policy (swap_adaptor.cpp) comes by its schedule: it logs iterations from their
 // start (swap_observation.hpp) with a timing event after each work item (op_timer.hpp) and the
 // copies it makes timed (link_meter.hpp); once two iterations in a row have the same
-// allocations and length, the second one's GPU times are awaited, the swapper plans on its own
-// thread (swap_schedule.hpp: plan_async) for the budget and link of that moment, and the
-// schedule is handed over with the runners-up and the steps the simulator predicts for them. The adaptor applies it; this class only learns. Not thread-safe:
-// the swap policy's lock.
+// allocations and length, their GPU times are awaited (each item's the shorter of the two's:
+// op_timer.hpp), the swapper plans on its own thread (swap_schedule.hpp: plan_async) for the
+// budget and link of that moment, and the schedule is handed over with the runners-up and the
+// steps the simulator predicts for them. The adaptor applies it; this class only learns. Not
+// thread-safe: the swap policy's lock.
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // The swap planner's GPU times per work item (op_timer.hpp), on a device whose events carry
 // scripted GPU times: an item's time runs from the event after the item before it, or, when
-// its stream waited for a copy back, from after that wait; without timing events, host gaps.
+// its stream waited for a copy back, from after that wait; each the shorter of two iterations
+// in a row of the same length; without timing events, host gaps.
 #include <catch2/catch.hpp>
 
 #include <deque>
@@ -69,6 +70,45 @@ TEST_CASE("op timer: GPU times per item, a wait for a copy back left out", "[eng
   REQUIRE(times);
   CHECK(*times == std::vector<double>{10, 5, 5});
   CHECK(timer.gpu_timed());
+  timer.release();
+  events.destroy_all(device);
+}
+
+TEST_CASE("op timer: each item's time the shorter of two iterations in a row of the same length",
+          "[engine][swap][op_timer]") {
+  // Marks, in recording order: two items (0, 1, 2); three (10, 40, 45, 50), compared with none
+  // (the one before had two items); three (100, 200, 300, 400), compared with none (the one
+  // before was read); then two of three kept for comparison: (500, 510, 550, 555) with items of
+  // 10, 40 (late: run late by a busy machine, or a wait not seen) and 5 ns, and (600, 630, 635,
+  // 640) with 30 (late), 5 and 5 ns.
+  TimedDevice device({0, 1, 2, 10, 40, 45, 50, 100, 200, 300, 400, 500, 510, 550, 555, 600, 630, 635, 640});
+  SpareTimingEvents events;
+  OpTimer timer(device, events);
+  const StreamId s = 1;
+  const auto iteration = [&](int items) {
+    timer.begin();
+    for (int i = 0; i < items; ++i) timer.item(s);
+    timer.end();
+  };
+  device.caught_up_ = true;
+  iteration(2);
+  iteration(3);
+  std::optional<std::vector<double>> times = timer.poll();
+  REQUIRE(times);
+  CHECK(*times == std::vector<double>{30, 5, 5});
+  iteration(3);
+  times = timer.poll();
+  REQUIRE(times);
+  CHECK(*times == std::vector<double>{100, 100, 100});
+  device.caught_up_ = false;
+  iteration(3);
+  iteration(3);               // the one before, ended unread, is kept for the comparison
+  CHECK_FALSE(timer.poll());  // the GPU has not run them yet
+  device.caught_up_ = true;
+  times = timer.poll();
+  REQUIRE(times);
+  CHECK(*times == std::vector<double>{10, 5, 5});
+  CHECK_FALSE(timer.poll());  // read once
   timer.release();
   events.destroy_all(device);
 }
