@@ -292,11 +292,6 @@ class SwapAdaptor final : public Adaptor {
       if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
       b.last_work = work_;
     }
-    // The GPU may have idled while the host waited here or since the last item (for memory the
-    // iteration being learned had to swap): time this item from its issue, as after a wait for
-    // a copy back; idle the program's own pace leaves stays in the times (copies can use it).
-    if (learner_.logging() && (waits || host_waited_ || HostDelay::long_since(entered))) learner_.waited(stream);
-    host_waited_ = false;
     driver_.advance_planning();
     room_.make(0, 0, Room::Mode::warn);
     rule_ins_.ahead(now);
@@ -306,6 +301,13 @@ class SwapAdaptor final : public Adaptor {
     if (early != 0 && EvictionRule::leaves_unwaited(oracle_.next_reaching_all(now), options_.lookahead)) {
       room_.make(oracle_.upcoming_allocations(now, early), early, Room::Mode::quiet);
     }
+    // The GPU may have idled while the host waited or worked in memtool before this item (for
+    // memory the iteration being learned had to swap: room, copies sent ahead, here or since the
+    // last item): time it from its issue, as after a wait for a copy back. Decided last, so that
+    // this item's own swapping (counted as host costs per copy) is not taken for its run time;
+    // idle the program's own pace leaves stays in the times (copies can use it).
+    if (learner_.logging() && (waits || host_waited_ || HostDelay::long_since(entered))) learner_.waited(stream);
+    host_waited_ = false;
     update_peaks();
     if (verify_ && !item.kernel.empty()) verify_->verifier().launched(work_, item.kernel, stream);
     in_item_ = false;
