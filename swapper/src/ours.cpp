@@ -125,34 +125,46 @@ void adopt_rule_swaps(OursContext& context, State& state) {
 // Holding the budget: a planned copy-out that an op reaching every buffer calls off (or whose
 // trigger falls at one, which the executor skips) frees nothing and costs its link time. Its
 // trigger moves to after that op (and any such op right after it) while the swap-in still follows
-// it, or the swap is dropped; kept while the simulation says the schedule is no worse.
-void move_off_reaching_all(OursContext& context, State& state) {
-  const std::vector<Op>& ops = context.input.iteration.ops;
-  const auto reaches_all = [&](std::uint64_t u) { return ops[u % context.n].reaches_all; };
-  for (int round = 0; round < kAdoptRounds && !context.out_of_simulations(); ++round) {
-    State trial = state;
-    trial.planned.clear();
-    bool changed = false;
-    for (std::size_t s = 0; s < state.planned.size(); ++s) {
-      Planned p = state.planned[s];
-      if (!state.simulation.swaps[s].stayed) {
-        trial.planned.push_back(p);
-        continue;
-      }
-      changed = true;
-      std::uint64_t r = p.swap.out_after_op + 1;
-      while (r < p.swap.in_at_op && !reaches_all(r)) ++r;
-      while (r + 1 < p.swap.in_at_op && reaches_all(r + 1)) ++r;
-      if (r + 1 >= p.swap.in_at_op) continue;  // no room after it: dropped
-      p.swap.out_after_op = r;
-      if (p.swap.out_wait_op != kNoWait && p.swap.out_wait_op <= r) p.swap.out_wait_op = kNoWait;
+// it, or the swap is dropped; where moving them all is worse, they are all dropped instead. Kept
+// while the simulation says the schedule is no worse, up to three rounds.
+State off_reaching_all(const State& state, const std::vector<Op>& ops, std::size_t n, bool drop) {
+  const auto reaches_all = [&](std::uint64_t u) { return ops[u % n].reaches_all; };
+  State trial = state;
+  trial.planned.clear();
+  for (std::size_t s = 0; s < state.planned.size(); ++s) {
+    Planned p = state.planned[s];
+    if (!state.simulation.swaps[s].stayed) {
       trial.planned.push_back(p);
+      continue;
     }
-    if (!changed) return;
-    context.simulate(trial, state.target);
-    if (better(context, state, trial)) return;
-    trial.construction = state.construction;
-    state = std::move(trial);
+    if (drop) continue;
+    std::uint64_t r = p.swap.out_after_op + 1;
+    while (r < p.swap.in_at_op && !reaches_all(r)) ++r;
+    while (r + 1 < p.swap.in_at_op && reaches_all(r + 1)) ++r;
+    if (r + 1 >= p.swap.in_at_op) continue;  // no room after it: dropped
+    p.swap.out_after_op = r;
+    if (p.swap.out_wait_op != kNoWait && p.swap.out_wait_op <= r) p.swap.out_wait_op = kNoWait;
+    trial.planned.push_back(p);
+  }
+  return trial;
+}
+
+void move_off_reaching_all(OursContext& context, State& state) {
+  for (int round = 0; round < kAdoptRounds && !context.out_of_simulations(); ++round) {
+    const auto& swaps = state.simulation.swaps;
+    if (std::none_of(swaps.begin(), swaps.end(), [](const SwapTiming& t) { return t.stayed; })) return;
+    bool kept = false;
+    for (const bool drop : {false, true}) {
+      if (context.out_of_simulations()) break;
+      State trial = off_reaching_all(state, context.input.iteration.ops, context.n, drop);
+      context.simulate(trial, state.target);
+      if (better(context, state, trial)) continue;
+      trial.construction = state.construction;
+      state = std::move(trial);
+      kept = true;
+      break;
+    }
+    if (!kept) return;
   }
 }
 
