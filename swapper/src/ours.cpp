@@ -122,6 +122,52 @@ void adopt_rule_swaps(OursContext& context, State& state) {
   }
 }
 
+// Holding the budget: a planned copy-out that an op reaching every buffer calls off (or whose
+// trigger falls at one, which the executor skips) frees nothing and costs its link time. Its
+// trigger moves to after that op (and any such op right after it) while the swap-in still follows
+// it, or the swap is dropped; where moving them all is worse, they are all dropped instead. Kept
+// while the simulation says the schedule is no worse, up to three rounds.
+State off_reaching_all(const State& state, const std::vector<Op>& ops, std::size_t n, bool drop) {
+  const auto reaches_all = [&](std::uint64_t u) { return ops[u % n].reaches_all; };
+  State trial = state;
+  trial.planned.clear();
+  for (std::size_t s = 0; s < state.planned.size(); ++s) {
+    Planned p = state.planned[s];
+    if (!state.simulation.swaps[s].stayed) {
+      trial.planned.push_back(p);
+      continue;
+    }
+    if (drop) continue;
+    std::uint64_t r = p.swap.out_after_op + 1;
+    while (r < p.swap.in_at_op && !reaches_all(r)) ++r;
+    while (r + 1 < p.swap.in_at_op && reaches_all(r + 1)) ++r;
+    if (r + 1 >= p.swap.in_at_op) continue;  // no room after it: dropped
+    p.swap.out_after_op = r;
+    if (p.swap.out_wait_op != kNoWait && p.swap.out_wait_op <= r) p.swap.out_wait_op = kNoWait;
+    trial.planned.push_back(p);
+  }
+  return trial;
+}
+
+void move_off_reaching_all(OursContext& context, State& state) {
+  for (int round = 0; round < kAdoptRounds && !context.out_of_simulations(); ++round) {
+    const auto& swaps = state.simulation.swaps;
+    if (std::none_of(swaps.begin(), swaps.end(), [](const SwapTiming& t) { return t.stayed; })) return;
+    bool kept = false;
+    for (const bool drop : {false, true}) {
+      if (context.out_of_simulations()) break;
+      State trial = off_reaching_all(state, context.input.iteration.ops, context.n, drop);
+      context.simulate(trial, state.target);
+      if (better(context, state, trial)) continue;
+      trial.construction = state.construction;
+      state = std::move(trial);
+      kept = true;
+      break;
+    }
+    if (!kept) return;
+  }
+}
+
 // Runners-up in the order the process times them: least simulated stall first, then lowest peak.
 bool least_stall_first(const Simulation& x, const Simulation& y) {
   return x.stall_ns != y.stall_ns ? x.stall_ns < y.stall_ns : x.peak_bytes < y.peak_bytes;
@@ -225,6 +271,7 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget, FillMemo& fills) 
   }
 
   adopt_rule_swaps(context, best);
+  if (context.holds_budget()) move_off_reaching_all(context, best);
   PlanResult result;
   result.construction = best.planned.empty() ? "none" : best.construction;
   result.schedule = std::move(best.schedule);

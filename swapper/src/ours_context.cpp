@@ -128,7 +128,23 @@ Planned OursContext::plain(std::uint32_t candidate) const {
   Planned p;
   p.swap = swap_of(candidates[candidate].gap);
   p.candidate = candidate;
+  if (holds_budget()) p.swap.out_after_op = out_past_reaching_all(candidates[candidate]);
   return p;
+}
+
+// The executor skips a copy-out due at an op reaching every buffer and calls off one still under
+// way at such an op: the trigger moves after each such op met while the copy would run (on the
+// base timeline, uncontended), as long as the swap-in may still follow it by an op.
+std::uint64_t OursContext::out_past_reaching_all(const Candidate& c) const {
+  const Gap& gap = c.gap;
+  std::uint64_t out = gap.from_op;
+  for (;;) {
+    const double done = input.timeline.end(out) + c.out_ns;
+    std::uint64_t r = out + 1;
+    while (r < gap.to_op && !input.iteration.ops[r % n].reaches_all && input.timeline.start(r) < done) ++r;
+    if (r + 1 >= gap.to_op || !input.iteration.ops[r % n].reaches_all) return out;
+    out = r;
+  }
 }
 
 void OursContext::retime(std::vector<Planned>& planned, const State& at) {

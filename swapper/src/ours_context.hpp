@@ -88,7 +88,10 @@ class OursContext {
   // the new timeline (twice at most).
   void add_waits(State& trial);
 
+  // Candidate's swap out right after its last access; holding the budget, moved past the ops
+  // reaching every buffer that would skip or call off its copy (out_past_reaching_all).
   [[nodiscard]] Planned plain(std::uint32_t candidate) const;
+  [[nodiscard]] std::uint64_t out_past_reaching_all(const Candidate& c) const;
   [[nodiscard]] double duration(std::size_t op) const {
     return static_cast<double>(input.iteration.ops[op].duration_ns);
   }

@@ -168,7 +168,8 @@ State time_picks(OursContext& context, const State& base, const std::vector<Pick
       }
     }
     if (first_needed < gap.to_op) {
-      p.swap.out_wait_op = first_needed;
+      // A copy-out moved past an op reaching every buffer (OursContext::plain) is waited for by none before it.
+      if (first_needed > p.swap.out_after_op) p.swap.out_wait_op = first_needed;
       p.earliest_in = last_needed + 1;
     }
     state.planned.push_back(p);

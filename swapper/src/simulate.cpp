@@ -217,7 +217,11 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       if (!host.none()) start += pay_copies();  // the rule's and the swap-ins issued with this op
       w.start[u] = start;
       w.end[u] = start + static_cast<double>(iteration.ops[i].duration_ns);
-      for (std::uint32_t k = w.out_begin[i]; k < w.out_begin[i + 1]; ++k) {
+      // The executor skips the copy-outs due at an item reaching every buffer, unless an
+      // allocation before it issued them first (then that item calls them off).
+      const std::size_t due_at = (i + 1) % n;
+      const bool skip_outs = hold != 0 && iteration.ops[due_at].reaches_all && w.alloc_at_start[due_at] == 0;
+      for (std::uint32_t k = w.out_begin[i]; k < w.out_begin[i + 1] && !skip_outs; ++k) {
         const std::uint32_t s = w.out_items[k];
         const std::int64_t inst = instance(plan[s].out_after_op, r);
         if (inst < 0) continue;
@@ -266,9 +270,10 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     if (measured < 0) continue;
     const std::int32_t o = w.out_copy[s * rounds + measured];
     const std::int32_t in = w.in_copy[s * rounds + measured];
+    SwapTiming& timing = out.swaps[s];
+    timing.stayed = hold != 0 && (o < 0 || w.holder.called_off(s * rounds + static_cast<std::uint32_t>(measured)));
     if (o < 0 || in < 0) continue;
     const std::size_t consumer = measured * n + plan[s].gap.to_op;
-    SwapTiming& timing = out.swaps[s];
     timing.out_start_ns = copies[o].start_ns - t0;
     timing.out_end_ns = copies[o].end_ns - t0;
     timing.in_start_ns = copies[in].start_ns - t0;

@@ -257,25 +257,26 @@ TEST_CASE("holding a budget with no schedule, the rule makes room ahead of the a
 }
 
 // An op that may reach every buffer keeps them still, as the executor does (keep_still): B's
-// copy-out after op 0 ([1000, 2000)) is still under way when op 1, reaching everything, is issued
-// at 1000: it is called off (its link time spent, B stays on the device, no swap-in at op 3) and
-// op 1 starts only at 2000, when the copy has ended. The budget holds: the peak is the plain one.
+// copy-out after op 1 ([2000, 3000); issued before op 2 by the allocation there, as the executor's
+// allocate does) is still under way when op 2, reaching everything, is issued at 2000: it is
+// called off (its link time spent, B stays on the device, no swap-in at op 3) and op 2 starts only
+// at 3000, when the copy has ended. The budget holds: the peak is the plain one.
 TEST_CASE("holding a budget, an op reaching every buffer calls off the leave under way and waits for its copy",
           "[swapper][simulate]") {
   memtool::test::OneGap g;
   ms::Schedule schedule;
-  schedule.swaps.push_back(swap(g.b, 0, 0, 4, /*out after*/ 0, /*in at*/ 3));
+  schedule.swaps.push_back(swap(g.b, 0, 0, 4, /*out after*/ 1, /*in at*/ 3));
   ms::SimulateOptions held;
   held.hold_budget_bytes = 100'000;
   const ms::Simulation moving = ms::simulate(g.it, schedule, simple_link(), held);
   CHECK(moving.time_ns == 5000);  // unmarked: the swap as planned
-  CHECK(moving.peak_bytes == 6000);
   CHECK(moving.leaves_called_off == 0);
   CHECK(moving.copies_issued == 2);
+  CHECK_FALSE(moving.swaps[0].stayed);
 
-  g.it.ops[1].reaches_all = true;
+  g.it.ops[2].reaches_all = true;
   const ms::Simulation still = ms::simulate(g.it, schedule, simple_link(), held);
-  CHECK(still.op_stall_ns[1] == 1000);  // its stream waits for the copy in motion
+  CHECK(still.op_stall_ns[2] == 1000);  // its stream waits for the copy in motion
   CHECK(still.op_stall_ns[3] == 0);
   CHECK(still.time_ns == 6000);
   CHECK(still.leaves_called_off == 1);
@@ -284,8 +285,33 @@ TEST_CASE("holding a budget, an op reaching every buffer calls off the leave und
   CHECK(still.copies_issued == 1);
   CHECK(still.peak_bytes == still.plain_peak_bytes);  // B never left
   CHECK(still.swaps[0].in_end_ns == 0);               // no swap-in timed
+  CHECK(still.swaps[0].stayed);
   // The planner's model (no budget held) keeps the plan's copies.
   CHECK(ms::simulate(g.it, schedule, simple_link()).time_ns == 5000);
+}
+
+// A copy-out due at an item reaching every buffer is skipped by the executor (the item is being
+// issued: ScheduleApplier::outs): with no allocation before op 1 to issue it first, B's copy-out
+// after op 0 never starts, nothing is called off or waited for, and no swap-in follows.
+TEST_CASE("holding a budget, a copy-out due at an op reaching every buffer is skipped", "[swapper][simulate]") {
+  memtool::test::OneGap g;
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(g.b, 0, 0, 4, /*out after*/ 0, /*in at*/ 3));
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = 100'000;
+  g.it.ops[1].reaches_all = true;
+  const ms::Simulation sim = ms::simulate(g.it, schedule, simple_link(), held);
+  CHECK(sim.time_ns == 5000);
+  CHECK(sim.op_stall_ns[1] == 0);
+  CHECK(sim.leaves_called_off == 0);
+  CHECK(sim.copies_issued == 0);
+  CHECK(sim.d2h_busy_ns == 0);
+  CHECK(sim.peak_bytes == sim.plain_peak_bytes);
+  CHECK(sim.swaps[0].stayed);
+  // The planner's model (no budget held) keeps the plan's copies.
+  const ms::Simulation planned = ms::simulate(g.it, schedule, simple_link());
+  CHECK(planned.copies_issued == 2);
+  CHECK_FALSE(planned.swaps[0].stayed);
 }
 
 // The rule does not leave early into an op reaching every buffer: as in "the rule makes room

@@ -95,6 +95,9 @@ struct SwapTiming {
   // in_end - the time the consumer would have started had this swap-in been ready: > 0 means the
   // consumer waited this long for it (the learning hook moves its trigger earlier), <= 0 is slack.
   double lateness_ns = 0;
+  // Holding a budget: its copy-out freed nothing, called off or skipped at an op reaching every
+  // buffer (Op::reaches_all), and no swap-in followed (the times above stay 0).
+  bool stayed = false;
 };
 
 // Holding a budget: one of the executor's rule's swaps (positions in ops from the start of an
