@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "memtool/engine/resources.hpp"
-#include "memtool/engine/sim_device.hpp"
 #include "memtool/swapper/problem.hpp"
+#include "sim_forwarding_device.hpp"
 
 using namespace memtool::engine;
 
@@ -28,15 +28,8 @@ constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 constexpr auto kSlowCopy = std::chrono::milliseconds(2);
 
 // SimDevice whose timing events carry the host's clock and whose copies keep the host kSlowCopy.
-class SlowCopies final : public Device {
+class SlowCopies final : public test::SimForwardingDevice {
  public:
-  SimDevice sim{SimDevice::Options{64 * MiB}};
-
-  Status allocate(std::uint64_t size, MemoryKind kind, StreamId stream, DevicePtr* out) override {
-    return sim.allocate(size, kind, stream, out);
-  }
-  Status free(DevicePtr ptr, MemoryKind kind, StreamId stream) override { return sim.free(ptr, kind, stream); }
-  Status create_event(EventId* out) override { return sim.create_event(out); }
   Status create_timing_event(EventId* out) override { return sim.create_event(out); }
   Status record_event(EventId event, StreamId stream) override {
     stamp_[event] = std::chrono::steady_clock::now();
@@ -49,32 +42,13 @@ class SlowCopies final : public Device {
     *out = std::chrono::duration<double, std::nano>(b->second - a->second).count();
     return kSuccess;
   }
-  Status stream_wait_event(StreamId stream, EventId event) override { return sim.stream_wait_event(stream, event); }
-  bool event_completed(EventId event) override { return sim.event_completed(event); }
   void destroy_event(EventId event) override {
     stamp_.erase(event);
     sim.destroy_event(event);
   }
-  Status synchronize_event(EventId event) override { return sim.synchronize_event(event); }
-  Status create_stream(StreamId* out) override { return sim.create_stream(out); }
-  Status vmm_granularity(std::uint64_t* bytes) override { return sim.vmm_granularity(bytes); }
-  Status host_vmm_granularity(std::uint64_t* bytes) override { return sim.host_vmm_granularity(bytes); }
-  Status reserve(std::uint64_t bytes, DevicePtr* out) override { return sim.reserve(bytes, out); }
-  Status unreserve(DevicePtr ptr, std::uint64_t bytes) override { return sim.unreserve(ptr, bytes); }
-  Status create_physical(std::uint64_t bytes, PhysicalHandle* out) override { return sim.create_physical(bytes, out); }
-  Status create_host_physical(std::uint64_t bytes, PhysicalHandle* out) override {
-    return sim.create_host_physical(bytes, out);
-  }
-  Status release_physical(PhysicalHandle handle) override { return sim.release_physical(handle); }
-  Status map(DevicePtr ptr, std::uint64_t bytes, PhysicalHandle handle) override { return sim.map(ptr, bytes, handle); }
-  Status unmap(DevicePtr ptr, std::uint64_t bytes) override { return sim.unmap(ptr, bytes); }
   Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override {
     std::this_thread::sleep_for(kSlowCopy);
-
     return sim.copy_device(dst, src, bytes, stream);
-  }
-  Status copy_to_host(void* dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override {
-    return sim.copy_to_host(dst, src, bytes, stream);
   }
 
  private:
