@@ -6,13 +6,12 @@
 namespace memtool::engine::detail {
 
 void OpTimer::begin() {
-  release(before_);
+  drop(before_);
   if (ended_) {
     before_ = std::move(now_);  // ended unread: compared with this one's times
     now_ = Timing{};
   } else {
-    release(now_);
-    now_.host.clear();
+    drop(now_);
   }
   ended_ = false;
   open_ = false;
@@ -25,10 +24,14 @@ void OpTimer::release(Timing& t) {
   t.starts.clear();
 }
 
+void OpTimer::drop(Timing& t) {
+  release(t);
+  t.host.clear();
+}
+
 void OpTimer::release() {
   release(now_);
-  release(before_);
-  before_.host.clear();
+  drop(before_);
 }
 
 void OpTimer::mark(StreamId stream) {
@@ -108,8 +111,7 @@ std::optional<std::vector<double>> OpTimer::poll() {
   if (before) {
     for (std::size_t i = 0; i < times->size(); ++i) (*times)[i] = std::min((*times)[i], (*before)[i]);
   }
-  release(before_);
-  before_.host.clear();
+  drop(before_);
   ended_ = false;
   return times;
 }

@@ -65,7 +65,8 @@ class OpTimer {
   };
 
   void mark(StreamId stream);
-  void release(Timing& t);
+  void release(Timing& t);  // its events back; its host times stay (host gaps need them)
+  void drop(Timing& t);     // its events back and its host times gone: no iteration any more
   // `t`'s times (one per item, t.host.size() - 1 of them); nullopt while the GPU has not run its
   // last item. Falls back to host gaps (timing_ false) when the driver cannot time its events.
   std::optional<std::vector<double>> times_of(const Timing& t);

@@ -127,8 +127,7 @@ void adopt_rule_swaps(OursContext& context, State& state) {
 // trigger moves to after that op (and any such op right after it) while the swap-in still follows
 // it, or the swap is dropped; where moving them all is worse, they are all dropped instead. Kept
 // while the simulation says the schedule is no worse, up to three rounds.
-State off_reaching_all(const State& state, const std::vector<Op>& ops, std::size_t n, bool drop) {
-  const auto reaches_all = [&](std::uint64_t u) { return ops[u % n].reaches_all; };
+State off_reaching_all(const OursContext& context, const State& state, bool drop) {
   State trial = state;
   trial.planned.clear();
   for (std::size_t s = 0; s < state.planned.size(); ++s) {
@@ -139,8 +138,8 @@ State off_reaching_all(const State& state, const std::vector<Op>& ops, std::size
     }
     if (drop) continue;
     std::uint64_t r = p.swap.out_after_op + 1;
-    while (r < p.swap.in_at_op && !reaches_all(r)) ++r;
-    while (r + 1 < p.swap.in_at_op && reaches_all(r + 1)) ++r;
+    while (r < p.swap.in_at_op && !context.reaches_all(r)) ++r;
+    while (r + 1 < p.swap.in_at_op && context.reaches_all(r + 1)) ++r;
     if (r + 1 >= p.swap.in_at_op) continue;  // no room after it: dropped
     p.swap.out_after_op = r;
     if (p.swap.out_wait_op != kNoWait && p.swap.out_wait_op <= r) p.swap.out_wait_op = kNoWait;
@@ -156,7 +155,7 @@ void move_off_reaching_all(OursContext& context, State& state) {
     bool kept = false;
     for (const bool drop : {false, true}) {
       if (context.out_of_simulations()) break;
-      State trial = off_reaching_all(state, context.input.iteration.ops, context.n, drop);
+      State trial = off_reaching_all(context, state, drop);
       context.simulate(trial, state.target);
       if (better(context, state, trial)) continue;
       trial.construction = state.construction;

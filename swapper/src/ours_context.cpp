@@ -141,8 +141,8 @@ std::uint64_t OursContext::out_past_reaching_all(const Candidate& c) const {
   for (;;) {
     const double done = input.timeline.end(out) + c.out_ns;
     std::uint64_t r = out + 1;
-    while (r < gap.to_op && !input.iteration.ops[r % n].reaches_all && input.timeline.start(r) < done) ++r;
-    if (r + 1 >= gap.to_op || !input.iteration.ops[r % n].reaches_all) return out;
+    while (r < gap.to_op && !reaches_all(r) && input.timeline.start(r) < done) ++r;
+    if (r + 1 >= gap.to_op || !reaches_all(r)) return out;
     out = r;
   }
 }

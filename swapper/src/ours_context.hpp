@@ -92,6 +92,8 @@ class OursContext {
   // reaching every buffer that would skip or call off its copy (out_past_reaching_all).
   [[nodiscard]] Planned plain(std::uint32_t candidate) const;
   [[nodiscard]] std::uint64_t out_past_reaching_all(const Candidate& c) const;
+  // Unrolled op `u` may reach every buffer (Op::reaches_all).
+  [[nodiscard]] bool reaches_all(std::uint64_t u) const { return input.iteration.ops[u % n].reaches_all; }
   [[nodiscard]] double duration(std::size_t op) const {
     return static_cast<double>(input.iteration.ops[op].duration_ns);
   }

@@ -113,6 +113,32 @@ TEST_CASE("op timer: each item's time the shorter of two iterations in a row of 
   events.destroy_all(device);
 }
 
+TEST_CASE("op timer: an iteration kept for the comparison is dropped with an unfinished one after it",
+          "[engine][swap][op_timer]") {
+  // Three items ended unread (kept), then two of an iteration that never ends, then three again:
+  // those are compared with nothing (the kept one is older than the unfinished one), so their
+  // times are their own (a second each), not the older one's host gaps.
+  constexpr double kSecond = 1e9;
+  TimedDevice device({0, 1, 2, 3, 10, 11, 100, 100 + kSecond, 100 + 2 * kSecond, 100 + 3 * kSecond});
+  SpareTimingEvents events;
+  OpTimer timer(device, events);
+  const StreamId s = 1;
+  device.caught_up_ = true;
+  timer.begin();
+  for (int i = 0; i < 3; ++i) timer.item(s);
+  timer.end();
+  timer.begin();
+  for (int i = 0; i < 2; ++i) timer.item(s);
+  timer.begin();
+  for (int i = 0; i < 3; ++i) timer.item(s);
+  timer.end();
+  const std::optional<std::vector<double>> times = timer.poll();
+  REQUIRE(times);
+  CHECK(*times == std::vector<double>{kSecond, kSecond, kSecond});
+  timer.release();
+  events.destroy_all(device);
+}
+
 TEST_CASE("op timer: without timing events, the host's gaps", "[engine][swap][op_timer]") {
   SimDevice device(SimDevice::Options{std::uint64_t{64} << 20});  // no timing events
   SpareTimingEvents events;

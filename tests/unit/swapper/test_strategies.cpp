@@ -142,49 +142,46 @@ TEST_CASE("ours hides what fits and stalls only when allowed", "[swapper][ours]"
   CHECK(capped.simulation.slowdown <= 0.01);
 }
 
-// Holding the budget, a copy-out due at an op reaching every buffer is skipped by the executor
-// (one under way there is called off): B (1000 B, idle between ops 0 and 7) must be out for op 4
-// (budget 6000). Right after op 0 its copy-out would fall due at op 1, which reaches every buffer:
-// ours moves it to after op 1, where it still ends before op 4, so nothing stalls.
-TEST_CASE("ours moves a copy-out off an op reaching every buffer", "[swapper][ours]") {
-  ms::Iteration it = ops_of(8, 1000);
-  add_persistent(it, 5000, {4});
-  const std::uint32_t b = add_buffer(it, 1000, 0, 7, {0, 7});
-  add_buffer(it, 500, 4, 4, {4});
-  it.ops[1].reaches_all = true;
+// Holding the budget (6000 B), B (1000 B, idle from op 0 to the last of `ops`) must be out for op
+// `needed` (5000 B persistent and 500 B used there); op `reach` may reach every buffer. Ours' plan
+// with a link of `bytes_per_ns`, checked to meet the budget with no stall and no copy called off,
+// by one swap, of B, sent out after op `out_after`.
+namespace {
+ms::PlanResult plan_around_reach(std::uint32_t ops, std::uint32_t needed, std::uint32_t reach, double bytes_per_ns,
+                                 std::uint64_t out_after) {
+  ms::Iteration it = ops_of(ops, 1000);
+  add_persistent(it, 5000, {needed});
+  const std::uint32_t b = add_buffer(it, 1000, 0, ops - 1, {0, ops - 1});
+  add_buffer(it, 500, needed, needed, {needed});
+  it.ops[reach].reaches_all = true;
   ms::PlanOptions options;
   options.mode = ms::ScheduleMode::stick_to_limit;
-  const ms::PlanResult r = ms::plan(it, simple_link(), 6000, "ours", options);
+  ms::PlanResult r = ms::plan(it, simple_link(bytes_per_ns), 6000, "ours", options);
   CHECK(r.budget_met);
   CHECK(r.simulation.stall_ns == 0);
   CHECK(r.simulation.leaves_called_off == 0);
-  CHECK(r.simulation.rule_swaps == 0);
   REQUIRE(r.schedule.swaps.size() == 1);
   CHECK(r.schedule.swaps[0].gap.buffer == b);
-  CHECK(r.schedule.swaps[0].out_after_op == 1);
-  CHECK_FALSE(r.simulation.swaps[0].stayed);
+  CHECK(r.schedule.swaps[0].out_after_op == out_after);
   CHECK(ms::validate(it, r.schedule).empty());
+  return r;
+}
+}  // namespace
+
+// A copy-out due at an op reaching every buffer is skipped by the executor (one under way there is
+// called off). Right after op 0 B's copy-out would fall due at op 1, which reaches every buffer:
+// ours moves it to after op 1, where it still ends before op 4, so nothing stalls.
+TEST_CASE("ours moves a copy-out off an op reaching every buffer", "[swapper][ours]") {
+  const ms::PlanResult r = plan_around_reach(8, 4, 1, 1.0, 1);
+  CHECK(r.simulation.rule_swaps == 0);
+  CHECK_FALSE(r.simulation.swaps[0].stayed);
 }
 
 // The same with a copy still under way: at 0.5 B/ns B's copy-out takes 2 us, so one after op 0
 // ([1000, 3000)) would be called off by op 2, reaching every buffer. After op 2 ([3000, 5000)) it
-// is out before op 6 (budget 6000) and back by op 9: nothing stalls.
+// is out before op 6 and back by op 9: nothing stalls.
 TEST_CASE("ours moves a copy-out that an op reaching every buffer would call off", "[swapper][ours]") {
-  ms::Iteration it = ops_of(10, 1000);
-  add_persistent(it, 5000, {6});
-  const std::uint32_t b = add_buffer(it, 1000, 0, 9, {0, 9});
-  add_buffer(it, 500, 6, 6, {6});
-  it.ops[2].reaches_all = true;
-  ms::PlanOptions options;
-  options.mode = ms::ScheduleMode::stick_to_limit;
-  const ms::PlanResult r = ms::plan(it, simple_link(0.5), 6000, "ours", options);
-  CHECK(r.budget_met);
-  CHECK(r.simulation.stall_ns == 0);
-  CHECK(r.simulation.leaves_called_off == 0);
-  REQUIRE(r.schedule.swaps.size() == 1);
-  CHECK(r.schedule.swaps[0].gap.buffer == b);
-  CHECK(r.schedule.swaps[0].out_after_op == 2);
-  CHECK(ms::validate(it, r.schedule).empty());
+  (void)plan_around_reach(10, 6, 2, 0.5, 2);
 }
 
 TEST_CASE("unknown strategies and malformed inputs are refused", "[swapper][plan]") {
