@@ -29,6 +29,13 @@ struct Op {
   // cannot tell which it reads). The executor keeps every buffer still under it: its stream waits
   // for the copies in motion and leaves under way are called off (simulate.hpp, as the executor).
   bool reaches_all = false;
+  // The program's own host time (Iteration::host_timed): from this op's issue to the next op's
+  // (the iteration's end for the last), not counting memtool's own host time, memtool's waits
+  // for the GPU, nor the program's waits in synchronisation calls (`syncs`).
+  std::uint64_t host_ns = 0;
+  // The program waited on the host for the GPU (a stream, context or event synchronisation)
+  // after this op and before the next: the next is issued no earlier than this one has ended.
+  bool syncs = false;
 };
 
 enum class AccessMode : std::uint8_t { read = 1, write = 2, read_write = 3 };
@@ -57,6 +64,10 @@ struct Buffer {
 struct Iteration {
   std::vector<Op> ops;
   std::vector<Buffer> buffers;
+  // The ops carry the program's host times (Op::host_ns, Op::syncs): the simulator runs the host
+  // on its own timeline, ahead of the GPU where the program's host is (simulate.hpp). False: the
+  // host issues each op as the one before ends (a GPU-bound program; traces, older problems).
+  bool host_timed = false;
 };
 
 // The link between device and host memory: one copy engine per direction, each running one copy
