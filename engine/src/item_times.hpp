@@ -14,6 +14,11 @@ struct ItemTimes {
   // host_ns and syncs were measured with memtool's own host time taken out, and gpu_ns on the
   // GPU's clock (timing events): the swapper may run the host on its own timeline.
   bool host_timed = false;
+  // The ended iteration's host clock from its first item to its end, and what of it was memtool's
+  // and the program's synchronisations' (not the shorter of two: for the log).
+  double wall_ns = 0;
+  double memtool_ns = 0;
+  double sync_wait_ns = 0;
 };
 
 }  // namespace memtool::engine::detail

@@ -15,6 +15,8 @@ void OpTimer::begin() {
   }
   ended_ = false;
   open_ = false;
+  now_.begun = clock_();
+  now_.begun_spent = spent_now();
 }
 
 void OpTimer::release(Timing& t) {
@@ -53,6 +55,11 @@ void OpTimer::item(StreamId stream) {
   else
     close();
   stamp();
+  if (now_.host.size() == 1) {
+    const std::uint64_t gap = now_.host[0] - now_.begun;
+    const std::uint64_t not_own = (now_.spent[0] - now_.begun_spent) + now_.lead_waits;
+    now_.lead_ns = gap > not_own ? gap - not_own : 0;
+  }
   now_.waits.push_back(0);
   now_.syncs.push_back(false);
   now_.starts.push_back(0);
@@ -73,13 +80,14 @@ void OpTimer::waited(StreamId stream) {
 
 void OpTimer::stamp() {
   now_.host.push_back(clock_());
-  now_.spent.push_back(memtool_ns_ ? memtool_ns_() : 0);
+  now_.spent.push_back(spent_now());
 }
 
 void OpTimer::synced(std::uint64_t waited_ns) {
   if (ended_) return;
   if (now_.host.empty()) {
-    now_.sync_before_first = true;  // not within any item's time: only the flag
+    now_.sync_before_first = true;
+    now_.lead_waits += waited_ns;
     return;
   }
   now_.waits.back() += waited_ns;
@@ -102,6 +110,7 @@ std::vector<double> OpTimer::host_times_of(const Timing& t) {
     const std::uint64_t not_own = (t.spent[i + 1] - t.spent[i]) + t.waits[i];
     times[i] = static_cast<double>(gap > not_own ? gap - not_own : 0);
   }
+  if (items != 0) times.back() += static_cast<double>(t.lead_ns);
   return times;
 }
 
@@ -147,6 +156,10 @@ std::optional<ItemTimes> OpTimer::poll() {
     }
   }
   out.gpu_ns = std::move(*times);
+  out.wall_ns = static_cast<double>(now_.host.back() - now_.begun);
+  out.memtool_ns = static_cast<double>(now_.spent.back() - now_.begun_spent);
+  out.sync_wait_ns = static_cast<double>(now_.lead_waits);
+  for (const std::uint64_t w : now_.waits) out.sync_wait_ns += static_cast<double>(w);
   out.host_timed = timing_ && memtool_ns_ != nullptr;
   drop(before_);
   ended_ = false;

@@ -43,7 +43,8 @@ class OpTimer {
   OpTimer(const OpTimer&) = delete;
   OpTimer& operator=(const OpTimer&) = delete;
 
-  // A new iteration starts. One that ended unread is kept as the one before (its times are
+  // A new iteration starts (at a boundary: what the host does from here to the first item is the
+  // last item's host time). One that ended unread is kept as the one before (its times are
   // compared with the next one's); an unfinished one, and any older, are dropped.
   void begin();
   // The iteration's next work item is about to be issued on `stream`: the one before it has been.
@@ -56,7 +57,7 @@ class OpTimer {
   void waited(StreamId stream);
   // The program waited `waited_ns` in a synchronisation call (the call's time) after the item
   // issued last: that item syncs, and the wait is not its host time. One before the iteration's
-  // first item flags its last (the iteration repeats: the wait is between the two).
+  // first item counts for its last (the iteration repeats: the wait is between the two).
   void synced(std::uint64_t waited_ns);
   // memtool's host time so far on this timer's clock (HostCostMeter::spent_ns); unset, the host
   // times are the clock's gaps less the synchronisations only, and not host_timed.
@@ -81,6 +82,12 @@ class OpTimer {
     std::vector<std::uint64_t> spent;  // spent[i]: memtool's host time at host[i]
     std::vector<std::uint64_t> waits;  // waits[i]: the program's synchronisations after item i
     std::vector<bool> syncs;           // syncs[i]: it had one
+    // From begin() to the first item (the boundary's frees and allocations before it): the
+    // program's host time there, which the last item takes (the iteration repeats).
+    std::uint64_t begun = 0;        // the host clock at begin()
+    std::uint64_t begun_spent = 0;  // memtool's host time then
+    std::uint64_t lead_waits = 0;   // the program's synchronisations before the first item
+    std::uint64_t lead_ns = 0;
     bool sync_before_first = false;
   };
 
@@ -93,6 +100,7 @@ class OpTimer {
   // `t`'s program host times (one per item).
   static std::vector<double> host_times_of(const Timing& t);
   void stamp();  // the host clock and memtool's time now, into now_
+  [[nodiscard]] std::uint64_t spent_now() const { return memtool_ns_ ? memtool_ns_() : 0; }
 
   Device& device_;
   SpareTimingEvents& events_;

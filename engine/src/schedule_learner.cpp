@@ -120,8 +120,10 @@ void ScheduleLearner::say_times(const ItemTimes& times) {
   const auto syncs = std::count(times.syncs.begin(), times.syncs.end(), true);
   engine::log(LogLevel::info,
               fmt::format("memtool swap: learned iteration: {} work items, {:.3f} ms on the GPU, {:.3f} ms of the "
-                          "program's own host time{}, {} synchronisations",
-                          times.gpu_ns.size(), gpu / 1e6, host / 1e6, times.host_timed ? "" : " (not used)", syncs));
+                          "program's own host time{}, {} synchronisations (its last: {:.3f} ms on the host, {:.3f} "
+                          "of them memtool's, {:.3f} in synchronisations)",
+                          times.gpu_ns.size(), gpu / 1e6, host / 1e6, times.host_timed ? "" : " (not used)", syncs,
+                          times.wall_ns / 1e6, times.memtool_ns / 1e6, times.sync_wait_ns / 1e6));
 }
 
 // MEMTOOL_SWAP_LINK when set; else what the copies timed while learning say, each direction on

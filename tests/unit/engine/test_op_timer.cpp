@@ -172,9 +172,11 @@ TEST_CASE("op timer: the program's host time per item, memtool's time and its sy
   timer.set_memtool_time([&] { return memtool; });
   const StreamId s = 1;
   g_host_now = 1000;
-  // The first: item 0 for 100 ns, 30 of them memtool's; item 1 for 150, 50 waiting in a
-  // synchronisation; item 2 for 150, 20 memtool's.
+  // The first: 40 ns of the program's before its first item (its allocations after the boundary:
+  // the last item's, as the iteration repeats); item 0 for 100 ns, 30 of them memtool's; item 1
+  // for 150, 50 waiting in a synchronisation; item 2 for 150, 20 memtool's.
   timer.begin();
+  g_host_now += 40;
   timer.item(s);
   g_host_now += 70;
   memtool += 30;
@@ -188,9 +190,13 @@ TEST_CASE("op timer: the program's host time per item, memtool's time and its sy
   memtool += 20;
   g_host_now += 20;
   timer.end();
-  // The second, as long: a synchronisation before its first item (the wait between the two
-  // iterations, which flags the last item); item 0 for 60, item 1 for 120 (none), item 2 for 140.
+  // The second, as long: before its first item 25 ns of the program's, 5 of memtool's and a
+  // synchronisation (the wait between the two iterations, which flags the last item); item 0 for
+  // 60, item 1 for 120 (none), item 2 for 140.
   timer.begin();
+  g_host_now += 25;
+  memtool += 5;
+  g_host_now += 5;
   timer.synced(500);
   g_host_now += 500;
   timer.item(s);
@@ -203,9 +209,12 @@ TEST_CASE("op timer: the program's host time per item, memtool's time and its sy
   const std::optional<ItemTimes> times = timer.poll();
   REQUIRE(times);
   CHECK(times->gpu_ns == std::vector<double>{10, 10, 10});
-  CHECK(times->host_ns == std::vector<double>{60, 100, 130});  // each the shorter of the two
+  CHECK(times->host_ns == std::vector<double>{60, 100, 140 + 25});  // each the shorter of the two
   CHECK(times->syncs == std::vector<bool>{false, true, true});  // a synchronisation in either
   CHECK(times->host_timed);
+  CHECK(times->wall_ns == 25 + 5 + 500 + 60 + 120 + 140);  // the second's
+  CHECK(times->memtool_ns == 5);
+  CHECK(times->sync_wait_ns == 500);
   timer.release();
   events.destroy_all(device);
 }
