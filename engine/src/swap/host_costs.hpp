@@ -127,7 +127,7 @@ class HostCostMeter {
 
   Clock clock_;
   std::function<std::uint64_t()> stalls_;
-  std::uint32_t depth_ = 0;  // scopes open
+  std::uint32_t depth_ = 0;         // scopes open
   std::uint64_t own_total_ns_ = 0;  // outermost scopes' own time, ever
   std::uint64_t open_start_ = 0;    // the outermost scope open: its start and the stalls then
   std::uint64_t open_stalls_ = 0;

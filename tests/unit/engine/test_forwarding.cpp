@@ -39,7 +39,7 @@ struct ProbeLog {
   std::vector<DevicePtr> touched;
   std::vector<DevicePtr> reached;
   std::vector<std::pair<StreamId, std::uint64_t>> syncs;  // stream, waited ns
-  std::vector<std::uint64_t> boundaries;                   // ticks
+  std::vector<std::uint64_t> boundaries;                  // ticks
   int summaries = 0;
   std::uint64_t graph_bytes = 0;
   int shutdowns = 0;

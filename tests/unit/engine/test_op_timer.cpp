@@ -210,7 +210,7 @@ TEST_CASE("op timer: the program's host time per item, memtool's time and its sy
   REQUIRE(times);
   CHECK(times->gpu_ns == std::vector<double>{10, 10, 10});
   CHECK(times->host_ns == std::vector<double>{60, 100, 140 + 25});  // each the shorter of the two
-  CHECK(times->syncs == std::vector<bool>{false, true, true});  // a synchronisation in either
+  CHECK(times->syncs == std::vector<bool>{false, true, true});      // a synchronisation in either
   CHECK(times->host_timed);
   CHECK(times->wall_ns == 25 + 5 + 500 + 60 + 120 + 140);  // the second's
   CHECK(times->memtool_ns == 5);

@@ -94,7 +94,7 @@ TEST_CASE("swap schedule: an observed iteration as the swapper's input", "[engin
   CHECK(in->iteration.buffers.size() == 4);  // previous 1 went with its twin
 
   CHECK_FALSE(log.to_input({1, 2}, why));  // a time per item, or nothing
-  CHECK_FALSE(in->iteration.host_timed);    // GPU times only: no host timeline
+  CHECK_FALSE(in->iteration.host_timed);   // GPU times only: no host timeline
 
   // With the program's host times and synchronisations, the ops carry them.
   ItemTimes times;
