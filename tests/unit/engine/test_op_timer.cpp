@@ -192,7 +192,7 @@ TEST_CASE("op timer: the program's host time per item, memtool's time and its sy
   timer.end();
   // The second, as long: before its first item 25 ns of the program's, 5 of memtool's and a
   // synchronisation (the wait between the two iterations, which flags the last item); item 0 for
-  // 60, item 1 for 120 (none), item 2 for 140.
+  // 95, 20 of them memtool's; item 1 for 120 (none), item 2 for 140.
   timer.begin();
   g_host_now += 25;
   memtool += 5;
@@ -200,7 +200,9 @@ TEST_CASE("op timer: the program's host time per item, memtool's time and its sy
   timer.synced(500);
   g_host_now += 500;
   timer.item(s);
-  g_host_now += 60;
+  g_host_now += 75;
+  memtool += 20;
+  g_host_now += 20;
   timer.item(s);
   g_host_now += 120;
   timer.item(s);
@@ -209,11 +211,11 @@ TEST_CASE("op timer: the program's host time per item, memtool's time and its sy
   const std::optional<ItemTimes> times = timer.poll();
   REQUIRE(times);
   CHECK(times->gpu_ns == std::vector<double>{10, 10, 10});
-  CHECK(times->host_ns == std::vector<double>{60, 100, 140 + 25});  // each the shorter of the two
+  CHECK(times->host_ns == std::vector<double>{70, 100, 140 + 25});  // each the shorter of the two
   CHECK(times->syncs == std::vector<bool>{false, true, true});      // a synchronisation in either
   CHECK(times->host_timed);
-  CHECK(times->wall_ns == 25 + 5 + 500 + 60 + 120 + 140);  // the second's
-  CHECK(times->memtool_ns == 5);
+  CHECK(times->wall_ns == 25 + 5 + 500 + 95 + 120 + 140);  // the second's
+  CHECK(times->memtool_ns == 5 + 20);
   CHECK(times->sync_wait_ns == 500);
   timer.release();
   events.destroy_all(device);
