@@ -120,7 +120,6 @@ class HostCostMeter {
     const std::uint64_t now = clock_();
     return own_total_ns_ + (now > open_start_ ? now - open_start_ : 0) + open_stalls_;
   }
-  [[nodiscard]] std::uint64_t now() const { return clock_(); }
 
  private:
   std::uint64_t stalls_now() const { return stalls_ ? stalls_() : 0; }
