@@ -94,6 +94,8 @@ class ScheduleDriver {
   void start_log();
   bool follow(const ScheduleSelector::Step& step);
   void say_model_choice(const ScheduleSelector::Step& step);
+  void say_recheck(const ScheduleSelector::Step& step);
+  static double noise_percent(const ScheduleSelector::Step& step) { return step.noise * 100; }
   void rule_from_now_on();
   // What the iteration just timed ran with (this boundary's learning is still to come).
   [[nodiscard]] TimedState timed_state() const { return TimedState{schedule_->copy_ins(), leads_at_start_}; }
