@@ -238,7 +238,7 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
     const std::uint64_t size = iteration_->buffers[b].size;
     Copy copy;
     copy.bytes = static_cast<double>(size);
-    copy.ready_ns = when;
+    copy.ready_ns = std::max(when, gpu_ready_);  // ordered after the work issued before it
     copy.direction = d2h;
     const auto index = static_cast<std::uint32_t>(rule_.size());
     rule_.push_back({b, link_->enqueue(copy), -1, kOut, u, 0});
@@ -269,7 +269,8 @@ void BudgetHolder::issue_rule_in(std::uint32_t index, std::uint64_t u, double wh
 }
 
 double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t level, std::span<const std::uint32_t> ins,
-                               double ready) {
+                               double ready, double gpu_ready) {
+  gpu_ready_ = gpu_ready;
   advance_live(u, i, ready);
   link_->advance_to(ready);
   collect();

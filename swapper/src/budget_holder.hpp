@@ -67,12 +67,14 @@ class BudgetHolder {
   // Its copy-out was called off by an op reaching every buffer: it never left, and no swap-in follows.
   [[nodiscard]] bool called_off(std::uint32_t key) const { return state_[key] == kCalledOff; }
 
-  // Before unrolled op u (index i) is issued, no earlier than `ready`: `level` is the static
-  // level at its start, `ins` the schedule instances whose swap-ins are issued with it. Returns
-  // when the host issues it (after any wait); the rule's swap-ins due then are issued at that
-  // time (the caller issues the schedule's, but none called off: called_off).
+  // Before unrolled op u (index i) is issued, no earlier than `ready` (host time): `level` is
+  // the static level at its start, `ins` the schedule instances whose swap-ins are issued with
+  // it, `gpu_ready` when the GPU has run the ops before it (the rule's copies out start no
+  // earlier: they are ordered after them). Returns when the host issues it (after any wait);
+  // the rule's swap-ins due then are issued at that time (the caller issues the schedule's, but
+  // none called off: called_off).
   double before_op(std::uint64_t u, std::size_t i, std::uint64_t level, std::span<const std::uint32_t> ins,
-                   double ready);
+                   double ready, double gpu_ready);
   // The op's start once the rule's swap-ins of what it touches are in (and, reaching every
   // buffer, the copies in motion when it was issued have ended).
   double consume(std::size_t i, double start);
@@ -135,6 +137,7 @@ class BudgetHolder {
 
   const Iteration* iteration_ = nullptr;
   LinkEngines* link_ = nullptr;
+  double gpu_ready_ = 0;  // the op being issued: when the GPU has run the ops before it
   SafetyNet net_;
   std::uint64_t budget_ = 0;
   std::uint32_t leave_early_ = 0;

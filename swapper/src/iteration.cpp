@@ -59,9 +59,20 @@ std::string validate(const Link& link) {
 }
 
 std::uint64_t base_time_ns(const Iteration& iteration) {
-  std::uint64_t total = 0;
-  for (const Op& op : iteration.ops) total += op.duration_ns;
-  return total;
+  std::uint64_t gpu = 0;
+  if (!iteration.host_timed) {
+    for (const Op& op : iteration.ops) gpu += op.duration_ns;
+    return gpu;
+  }
+  // The host issues each op its host time after the one before; the GPU runs them in order, each
+  // no earlier than its issue; a synchronisation holds the host until the GPU is there.
+  std::uint64_t host = 0;
+  for (const Op& op : iteration.ops) {
+    gpu = std::max(gpu, host) + op.duration_ns;
+    host += op.host_ns;
+    if (op.syncs) host = std::max(host, gpu);
+  }
+  return std::max(host, gpu);
 }
 
 std::vector<std::uint64_t> live_bytes_per_op(const Iteration& iteration) {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <istream>
@@ -17,6 +18,9 @@ namespace {
 
 constexpr std::string_view kMagic = "memtool-swap-problem";
 constexpr std::string_view kReachesAll = "reaches-all";  // an op's optional mark (Op::reaches_all)
+constexpr std::string_view kHostTimed = "host-timed";    // the ops record's mark (Iteration::host_timed)
+constexpr std::string_view kHostTime = "host=";          // a host-timed op's host time (Op::host_ns)
+constexpr std::string_view kSyncs = "syncs";             // a host-timed op's mark (Op::syncs)
 // Sizes and times far past any device, so sums over a whole iteration cannot overflow.
 constexpr std::uint64_t kMostBytes = std::uint64_t{1} << 50;    // 1 PiB per buffer
 constexpr std::uint64_t kMostNs = std::uint64_t{1} << 50;       // 13 days per op
@@ -126,6 +130,16 @@ class Lines {
   std::uint64_t number_ = 0;
 };
 
+// A host-timed op's host time (the digits after "host=").
+std::uint64_t host_time(const Record& r, std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty())
+    r.fail(fmt::format("host time '{}' is not a whole number", text));
+  if (value > kMostNs) r.fail(fmt::format("host time {} is out of range (at most {})", value, kMostNs));
+  return value;
+}
+
 Buffer read_buffer(const Record& r, std::uint32_t ops) {
   if (r.size() < 6 || r.word(0) != "buffer")
     r.fail("expected a 'buffer' record: buffer ID SIZE ALLOC FREE FLAGS OP:MODE...");
@@ -176,13 +190,19 @@ void write_problem(std::ostream& out, const Problem& p) {
   out << fmt::format("link {} {} {} {} {}\n", l.d2h_bytes_per_ns, l.h2d_bytes_per_ns, l.d2h_latency_ns,
                      l.h2d_latency_ns, l.duplex_factor);
   if (!p.host.none()) out << fmt::format("host {} {}\n", p.host.per_op_ns, p.host.per_copy_ns);
-  out << fmt::format("ops {}\n", p.iteration.ops.size());
+  const bool timed = p.iteration.host_timed;
+  out << fmt::format("ops {}{}{}\n", p.iteration.ops.size(), timed ? " " : "", timed ? kHostTimed : "");
+  std::string line;
   for (const Op& op : p.iteration.ops) {
-    out << fmt::format("op {} {} {}{}{}\n", op.duration_ns, op.stream, kind_name(op.kind), op.reaches_all ? " " : "",
-                       op.reaches_all ? kReachesAll : "");
+    line = fmt::format("op {} {} {}", op.duration_ns, op.stream, kind_name(op.kind));
+    if (op.reaches_all) fmt::format_to(std::back_inserter(line), " {}", kReachesAll);
+    if (timed)
+      fmt::format_to(std::back_inserter(line), " {}{}{}{}", kHostTime, op.host_ns, op.syncs ? " " : "",
+                     op.syncs ? kSyncs : "");
+    line += '\n';
+    out << line;
   }
   out << fmt::format("buffers {}\n", p.iteration.buffers.size());
-  std::string line;
   for (const Buffer& b : p.iteration.buffers) {
     std::string flags;
     if (b.persistent) flags += 'p';
@@ -235,13 +255,22 @@ Problem read_problem(std::istream& in) {
         r.fail(fmt::format("host times must lie in [0, {}] ns", kMostNs));
       r = lines.next("ops");
     }
-    r.expect("ops", 2);
+    if (r.size() == 3 && r.word(0) == "ops") {  // host-timed (files before it are not)
+      if (r.word(2) != kHostTimed) r.fail(fmt::format("ops mark '{}': expected '{}' or none", r.word(2), kHostTimed));
+      p.iteration.host_timed = true;
+    } else {
+      r.expect("ops", 2);
+    }
     ops = r.integer(1, "op count", kMostRecords);
   }
+  const bool timed = p.iteration.host_timed;
+  std::uint64_t total_host_ns = 0;
   std::uint64_t total_ns = 0;
   for (std::uint64_t i = 0; i < ops; ++i) {
     const Record r = lines.next("op");
-    r.expect("op", r.size() == 5 ? 5 : 4);  // the mark is optional (files before it have none)
+    // The marks are optional (files before them have none): reaches-all, then a host-timed op's
+    // host time and syncs.
+    r.expect("op", std::clamp<std::size_t>(r.size(), 4, 7));
     Op op;
     op.duration_ns = r.integer(1, "duration", kMostNs);
     total_ns += op.duration_ns;
@@ -256,9 +285,27 @@ Problem read_problem(std::istream& in) {
       op.kind = OpKind::memset;
     else
       r.fail(fmt::format("op kind '{}': expected launch, copy or memset", kind));
-    if (r.size() == 5) {
-      if (r.word(4) != kReachesAll) r.fail(fmt::format("op mark '{}': expected '{}' or none", r.word(4), kReachesAll));
+    std::size_t w = 4;
+    if (w < r.size() && r.word(w) == kReachesAll) {
       op.reaches_all = true;
+      ++w;
+    }
+    if (timed) {
+      if (w == r.size() || !r.word(w).starts_with(kHostTime))
+        r.fail(fmt::format("a host-timed op takes '{}NS'", kHostTime));
+      op.host_ns = host_time(r, r.word(w).substr(kHostTime.size()));
+      total_host_ns += op.host_ns;
+      if (total_host_ns > kMostTotal) r.fail(fmt::format("the ops' host times add up to more than {} ns", kMostTotal));
+      ++w;
+      if (w < r.size() && r.word(w) == kSyncs) {
+        op.syncs = true;
+        ++w;
+      }
+    }
+    if (w != r.size()) {
+      r.fail(fmt::format("op mark '{}': expected {}", r.word(w),
+                         timed ? fmt::format("'{}', '{}NS' then '{}'", kReachesAll, kHostTime, kSyncs)
+                               : fmt::format("'{}' or none", kReachesAll)));
     }
     p.iteration.ops.push_back(op);
   }

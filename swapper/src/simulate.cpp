@@ -27,6 +27,8 @@ struct Simulator::Scratch {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> late_outs;  // (buffer, op) of copy-outs after a later op
   detail::BudgetHolder holder;
   std::vector<double> start, end;               // per unrolled op of all simulated iterations
+  std::vector<double> boundary;                 // per iteration: where it ends (host and GPU past it)
+  std::vector<double> issue;                    // host-timed: per unrolled op, when the host issued it
   std::vector<std::int32_t> out_copy, in_copy;  // [swap * iterations + instance], -1: not issued
   std::vector<std::pair<double, std::int64_t>> swap_events;
   detail::LinkEngines link;
@@ -131,6 +133,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   const std::size_t total = n * rounds;
   w.start.assign(total, 0.0);
   w.end.assign(total, 0.0);
+  w.issue.assign(iteration.host_timed ? total : 0, 0.0);
   w.out_copy.assign(swaps * rounds, -1);
   w.in_copy.assign(swaps * rounds, -1);
   w.link.reset(link.d2h_bytes_per_ns, link.h2d_bytes_per_ns, static_cast<double>(link.d2h_latency_ns),
@@ -164,11 +167,18 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     return cost;
   };
   std::size_t copies_before_measured = 0;
+  // Host-timed (Iteration::host_timed): the host's own clock, ahead of the GPU where the
+  // program's host is; each iteration ends where both the host and the GPU are past its last op
+  // (w.boundary). Otherwise the host issues each op as the one before ends.
+  const bool host_timed = iteration.host_timed;
+  double host_clock = 0;
+  w.boundary.assign(rounds, 0.0);
   for (std::uint32_t r = 0; r < rounds; ++r) {
     if (r + 1 == rounds) copies_before_measured = w.link.copies().size();
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t u = r * n + i;
-      double previous_end = u == 0 ? 0.0 : w.end[u - 1];
+      const double gpu_free = u == 0 ? 0.0 : w.end[u - 1];
+      double previous_end = host_timed ? host_clock : gpu_free;
       if (!host.none()) previous_end += host.per_op_ns + pay_copies();
       // The swap-ins triggered here (swap * iterations + instance); not those whose copy-out lies
       // before the first simulated iteration.
@@ -186,7 +196,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       if (hold != 0) {
         w.ins_here.clear();
         for_each_in([&](std::uint32_t, std::uint32_t key) { w.ins_here.push_back(key); });
-        issue = w.holder.before_op(u, i, w.static_at_start[i], w.ins_here, previous_end);
+        issue = w.holder.before_op(u, i, w.static_at_start[i], w.ins_here, previous_end, gpu_free);
       }
       // Swap-ins triggered here are ordered after the ops before this one.
       for_each_in([&](std::uint32_t s, std::uint32_t key) {
@@ -199,6 +209,12 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         w.in_copy[key] = w.link.enqueue(copy);
       });
       double start = issue;
+      if (host_timed) {
+        if (!host.none()) start += pay_copies();  // the host pays the copies issued with this op
+        host_clock = start;                       // then goes on with the program
+        w.issue[u] = start;
+        start = std::max(start, gpu_free);
+      }
       for (std::uint32_t k = w.use_begin[i]; k < w.use_begin[i + 1]; ++k) {
         const std::uint32_t s = w.use_items[k];
         const std::int64_t inst = instance(plan[s].gap.to_op, r);
@@ -214,9 +230,13 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         if (out_copy >= 0) start = std::max(start, w.link.finish(out_copy));
       }
       if (hold != 0) start = w.holder.consume(i, start);
-      if (!host.none()) start += pay_copies();  // the rule's and the swap-ins issued with this op
+      if (!host.none() && !host_timed) start += pay_copies();  // the rule's and the swap-ins issued with this op
       w.start[u] = start;
       w.end[u] = start + static_cast<double>(iteration.ops[i].duration_ns);
+      if (host_timed) {
+        host_clock += static_cast<double>(iteration.ops[i].host_ns);
+        if (iteration.ops[i].syncs) host_clock = std::max(host_clock, w.end[u]);
+      }
       // The executor skips the copy-outs due at an item reaching every buffer, unless an
       // allocation before it issued them first (then that item calls them off).
       const std::size_t due_at = (i + 1) % n;
@@ -227,13 +247,14 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         if (inst < 0) continue;
         detail::Copy copy;
         copy.bytes = static_cast<double>(size_of(s));
-        copy.ready_ns = w.end[u];
+        copy.ready_ns = host_timed ? std::max(w.end[u], host_clock) : w.end[u];  // issued at the next op's hook
         copy.direction = detail::d2h;
         const auto key = static_cast<std::uint32_t>(s * rounds + inst);
         w.out_copy[key] = w.link.enqueue(copy);
         if (hold != 0) w.holder.scheduled_out(key, plan[s].gap.buffer, size_of(s), w.out_copy[key]);
       }
     }
+    w.boundary[r] = host_timed ? std::max(host_clock, w.end[(r + 1) * n - 1]) : w.end[(r + 1) * n - 1];
   }
   out.copies_issued = w.link.copies().size() - copies_before_measured;
   w.link.drain();
@@ -241,8 +262,8 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
 
   // The measured iteration: [t0, t1).
   const std::size_t first = (rounds - 1) * n;
-  const double t0 = w.end[first - 1];
-  const double t1 = w.end[total - 1];
+  const double t0 = w.boundary[rounds - 2];
+  const double t1 = w.boundary[rounds - 1];
   out.time_ns = t1 - t0;
   out.stall_ns = std::max(0.0, out.time_ns - out.base_time_ns);
   out.slowdown = out.base_time_ns > 0 ? out.stall_ns / out.base_time_ns : 0.0;
@@ -329,15 +350,30 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       }
     }
   };
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t u = first + i;
-    drain_swaps_before(w.start[u], true);
-    level += static_cast<std::int64_t>(w.alloc_at_start[i]);
-    note(w.start[u]);
-    drain_swaps_before(w.end[u], true);
-    if (u + 1 < total) {
-      level -= static_cast<std::int64_t>(w.free_at_end[i]);
-      note(w.end[u]);
+  if (host_timed) {
+    // The budget's view: the program allocates and frees on the host, an op's allocations when
+    // the host issues it, a buffer freed after op u when it issues the next, which may be ops
+    // ahead of the GPU: the static events join the swap events in one time order. One before
+    // t0 counts from t0.
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t u = first + i;
+      if (w.alloc_at_start[i] != 0)
+        w.swap_events.emplace_back(std::max(w.issue[u], t0), static_cast<std::int64_t>(w.alloc_at_start[i]));
+      if (u + 1 < total && w.free_at_end[i] != 0)
+        w.swap_events.emplace_back(std::max(w.issue[u + 1], t0), -static_cast<std::int64_t>(w.free_at_end[i]));
+    }
+    std::sort(w.swap_events.begin() + static_cast<std::ptrdiff_t>(e), w.swap_events.end());
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t u = first + i;
+      drain_swaps_before(w.start[u], true);
+      level += static_cast<std::int64_t>(w.alloc_at_start[i]);
+      note(w.start[u]);
+      drain_swaps_before(w.end[u], true);
+      if (u + 1 < total) {
+        level -= static_cast<std::int64_t>(w.free_at_end[i]);
+        note(w.end[u]);
+      }
     }
   }
   drain_swaps_before(t1, false);

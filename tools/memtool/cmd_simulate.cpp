@@ -50,6 +50,7 @@ struct SimulateArgs {
   bool as_executor = false;
   double op_cost_us = -1;    // -1: a problem file's, else none
   double copy_cost_us = -1;  // -1: a problem file's, else none
+  bool host_times = false;   // a problem file's host times, when it has them
   bool pool = false;
   double pool_time_limit = 1.0;
 };
@@ -121,6 +122,7 @@ int run_swap_simulation(const SimulateArgs& args, const trace::MappedFile* read)
   const trace::MappedFile& input = read != nullptr ? *read : own.emplace(args.input, input_check(args.input));
   std::optional<SwapSource> source = swap_source_of(args, input, options);
   if (!source) return 2;
+  if (!args.host_times) source->iteration.host_timed = false;
   // A process's problem: its budget and link unless others are given, as its executor runs them.
   if (source->budget_bytes != 0 && options.budgets.empty()) {
     options.budgets.push_back(
@@ -215,6 +217,10 @@ std::function<int()> setup_simulate(CLI::App& sub) {
                  "swap, as the executor runs it: the executor's host time per copy it issues, microseconds (default: a "
                  "problem file's, else 0)")
       ->check(memtool::cli::non_negative_number());
+  sub.add_flag("--host-times", args->host_times,
+               "swap, a problem file with them: the program's host times and synchronisations per op, the host on "
+               "its own timeline ahead of the GPU (docs/swapper.md; default: the host issues each op as the one "
+               "before ends)");
   sub.add_flag("--pool", args->pool,
                "swap: re-plan the pool for every schedule (swapped buffers' residencies), with and without the "
                "same-address rule");

@@ -107,6 +107,7 @@ bool ScheduleDriver::follow(const detail::ScheduleSelector::Step& step) {
     }
   }
   if (step.by_model) say_model_choice(step);
+  if (step.rechecked) say_recheck(step);
   if (step.chosen) {
     moves_.counters.iterations_selecting += step.timed_iterations;
     log(LogLevel::info,
@@ -127,9 +128,11 @@ bool ScheduleDriver::follow(const detail::ScheduleSelector::Step& step) {
       // Taken back as it was in its fastest iteration, learning no more: what it learned after
       // that was its own trial's to show, and learning on (from the state the candidates after
       // it left) can settle it slower.
-      log(LogLevel::info, fmt::format("memtool swap: {} is the fastest: it applies from now on, as it was in its "
-                                      "fastest iteration",
-                                      candidates_[step.candidate]->label()));
+      if (!step.rechecked) {
+        log(LogLevel::info, fmt::format("memtool swap: {} is the fastest: it applies from now on, as it was in its "
+                                        "fastest iteration",
+                                        candidates_[step.candidate]->label()));
+      }
       install(step.candidate, false);
       restore(candidate_states_[step.candidate]);
       return false;
@@ -137,18 +140,24 @@ bool ScheduleDriver::follow(const detail::ScheduleSelector::Step& step) {
       // Slower than the figure it was chosen with (selector.hpp): its copy-ins and the rule's leads
       // go back to where they were in its fastest iteration (the rule's leads grow under a
       // schedule too, and a longer lead sends more out ahead), and neither learns any more.
-      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was ({:.1f} ms): "
-                                      "its copy-ins and the rule's leads go back to where they were in its fastest "
-                                      "iteration, and learn no more",
-                                      schedule_->label(), step.figure / 1e6, step.target / 1e6));
+      log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was ({:.1f} ms) past "
+                                      "the noise ({:.1f}%): its copy-ins and the rule's leads go back to where they "
+                                      "were in its fastest iteration, and learn no more",
+                                      schedule_->label(), step.figure / 1e6, step.target / 1e6, noise_percent(step)));
       restore(candidate_states_[*selector_.applied()]);  // a fastest is timed before any restore
       return true;
     case Action::rule_alone:
       if (schedule_) {
-        if (step.figure > 0 && !step.verdict) {
-          log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was "
-                                          "({:.1f} ms) and than the rule alone ({:.1f} ms): the rule alone from now on",
-                                          schedule_->label(), step.figure / 1e6, step.target / 1e6, step.rule / 1e6));
+        if (selector_.state() == detail::ScheduleSelector::State::rechecking) {
+          log(LogLevel::info,
+              fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than it was ({:.1f} ms) past the noise "
+                          "({:.1f}%) as put back: the rule alone is timed again beside it, for a window",
+                          schedule_->label(), step.figure / 1e6, step.target / 1e6, noise_percent(step)));
+        } else if (step.figure > 0 && !step.verdict) {
+          log(LogLevel::info, fmt::format("memtool swap: {}: {:.1f} ms an iteration, slower than the rule alone "
+                                          "timed beside it ({:.1f} ms) past the noise ({:.1f}%): the rule alone "
+                                          "from now on",
+                                          schedule_->label(), step.figure / 1e6, step.rule / 1e6, noise_percent(step)));
         }
         clear();
       }
@@ -156,14 +165,15 @@ bool ScheduleDriver::follow(const detail::ScheduleSelector::Step& step) {
       return false;
     case Action::freeze_leads:
       log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
-                                      "({:.1f} ms): its leads go back to where they were then, and learn no more",
-                                      step.figure / 1e6, step.target / 1e6));
+                                      "({:.1f} ms) past the noise ({:.1f}%): its leads go back to where they were "
+                                      "then, and learn no more",
+                                      step.figure / 1e6, step.target / 1e6, noise_percent(step)));
       rule_ins_.leads() = rule_fastest_leads_;
       return true;
     case Action::free_leads:
       log(LogLevel::info, fmt::format("memtool swap: the rule alone: {:.1f} ms an iteration, slower than it was "
-                                      "({:.1f} ms) with its leads put back: they learn again",
-                                      step.figure / 1e6, step.target / 1e6));
+                                      "({:.1f} ms) past the noise ({:.1f}%) with its leads put back: they learn again",
+                                      step.figure / 1e6, step.target / 1e6, noise_percent(step)));
       return true;
   }
   return true;
@@ -189,6 +199,23 @@ void ScheduleDriver::say_model_choice(const detail::ScheduleSelector::Step& step
                   selector_.per_copy_ns() / 1e3));
 }
 
+// The rule alone re-timed beside a restored candidate (swap/selector.hpp): which stays.
+void ScheduleDriver::say_recheck(const detail::ScheduleSelector::Step& step) {
+  const std::string who = candidates_[step.candidate]->label();
+  if (step.kept) {
+    log(LogLevel::info,
+        fmt::format("memtool swap: the rule alone re-timed: {:.1f} ms an iteration, not faster than {} ({:.1f} ms) "
+                    "past the noise ({:.1f}%): {} is taken back as it was in its fastest iteration, watched against "
+                    "the rule's {:.1f} ms",
+                    step.rule / 1e6, who, step.figure / 1e6, noise_percent(step), who, step.rule / 1e6));
+    return;
+  }
+  log(LogLevel::info, fmt::format("memtool swap: the rule alone re-timed: {:.1f} ms an iteration, faster than the "
+                                  "schedule's {:.1f} ms past the noise ({:.1f}%): the rule alone from now on, "
+                                  "watched against its {:.1f} ms",
+                                  step.rule / 1e6, step.figure / 1e6, noise_percent(step), step.rule / 1e6));
+}
+
 // No candidate faster than the rule alone (or none with swaps): the rule from now on, starting
 // from the leads of its fastest timed iteration when it was timed. Its leads grow with every
 // copy back that arrives late, which can help (lstm at 60%: 1,940 ms an iteration, then
@@ -196,11 +223,13 @@ void ScheduleDriver::say_model_choice(const detail::ScheduleSelector::Step& step
 // iteration with 49 buffers out, 1,200-1,246 ms with 54-60): so the selector watches it as a
 // committed candidate, against its fastest iteration.
 void ScheduleDriver::rule_from_now_on() {
-  if (selector_.state() != detail::ScheduleSelector::State::rule) return;
+  using State = detail::ScheduleSelector::State;
+  const bool recheck = selector_.state() == State::rechecking;
+  if (selector_.state() != State::rule && !recheck) return;
   rule_ins_.leads() = rule_fastest_leads_;
-  log(LogLevel::info, fmt::format("memtool swap: the rule alone from now on, from its leads in its fastest "
-                                  "iteration ({:.1f} ms)",
-                                  selector_.rule_figure() / 1e6));
+  log(LogLevel::info, fmt::format("memtool swap: the rule alone {}, from its leads in its fastest iteration "
+                                  "({:.1f} ms)",
+                                  recheck ? "for a window" : "from now on", selector_.rule_figure() / 1e6));
 }
 
 // Candidate `id` applies from the next iteration on; `counts`: the first of a new plan's

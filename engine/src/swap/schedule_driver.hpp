@@ -9,6 +9,7 @@
 // its buffer's lead (rule_swap_ins.hpp). Not thread-safe: the swap policy's lock.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -94,6 +95,11 @@ class ScheduleDriver {
   void start_log();
   bool follow(const ScheduleSelector::Step& step);
   void say_model_choice(const ScheduleSelector::Step& step);
+  void say_recheck(const ScheduleSelector::Step& step);
+  // What a watch's figure was judged past, in percent: the noise, or the margin where larger.
+  [[nodiscard]] double noise_percent(const ScheduleSelector::Step& step) const {
+    return std::max(step.noise, selector_.options().margin) * 100;
+  }
   void rule_from_now_on();
   // What the iteration just timed ran with (this boundary's learning is still to come).
   [[nodiscard]] TimedState timed_state() const { return TimedState{schedule_->copy_ins(), leads_at_start_}; }

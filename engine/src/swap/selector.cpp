@@ -16,6 +16,14 @@ double median_of(std::vector<double> values) {
   const std::size_t half = values.size() / 2;
   return values.size() % 2 == 1 ? values[half] : (values[half - 1] + values[half]) / 2;
 }
+
+// How far apart the iterations a figure comes from are, relative to the fastest: (max - min) /
+// min; 0 for none (or untimed).
+double spread_of(const std::vector<double>& values) {
+  if (values.empty()) return 0.0;
+  const auto [least, most] = std::minmax_element(values.begin(), values.end());
+  return *least > 0 ? (*most - *least) / *least : 0.0;
+}
 }  // namespace
 
 ScheduleSelector::ScheduleSelector(SelectorOptions options) : options_(options) {
@@ -45,7 +53,9 @@ void ScheduleSelector::planned(std::vector<StepPrediction> candidates, StepPredi
   timed_iterations_ = 0;
   current_.reset();
   champion_.reset();
-  best_ns_ = best_median_ns_ = 0;  // the candidates of the plan before are forgotten
+  best_ns_ = best_median_ns_ = best_spread_ = 0;  // the candidates of the plan before are forgotten
+  rule_target_ns_ = rule_spread_ = 0;
+  rechecked_.reset();
   baseline_boundaries_ = 0;
   state_ = State::baseline;
 }
@@ -60,7 +70,9 @@ void ScheduleSelector::drop() {
   current_.reset();
   champion_.reset();
   rule_ns_.clear();  // the program changed: the rule's times and every candidate's are old
-  best_ns_ = best_median_ns_ = 0;
+  best_ns_ = best_median_ns_ = best_spread_ = 0;
+  rule_target_ns_ = rule_spread_ = 0;
+  rechecked_.reset();
   predicted_.clear();
   measured_.clear();
   state_ = State::learning;
@@ -68,7 +80,7 @@ void ScheduleSelector::drop() {
 
 bool ScheduleSelector::applying() const {
   return state_ == State::checking || state_ == State::trying || state_ == State::committed ||
-         state_ == State::restored || state_ == State::published;
+         state_ == State::restored || state_ == State::kept || state_ == State::published;
 }
 
 double ScheduleSelector::rule_figure() const {
@@ -79,6 +91,10 @@ double ScheduleSelector::rule_median() const { return median_of(rule_ns_); }
 
 double ScheduleSelector::trial_median() const {
   return trial_ns_.size() < 2 ? 0.0 : median_of(std::vector<double>(trial_ns_.begin() + 1, trial_ns_.end()));
+}
+
+double ScheduleSelector::trial_spread() const {
+  return trial_ns_.size() < 2 ? 0.0 : spread_of(std::vector<double>(trial_ns_.begin() + 1, trial_ns_.end()));
 }
 
 double ScheduleSelector::calibrated(std::size_t id) const {
@@ -97,6 +113,8 @@ ScheduleSelector::Step ScheduleSelector::boundary(double ns) {
       return on_trying(ns);
     case State::committed:
     case State::restored:
+    case State::rechecking:
+    case State::kept:
     case State::rule:
     case State::rule_frozen:
       return on_watched(ns);
@@ -133,6 +151,8 @@ ScheduleSelector::Step ScheduleSelector::on_baseline(double ns) {
 // Without predictions (or the rule untimed) the candidates are timed in turn; without a trial
 // the first applies as published.
 ScheduleSelector::Step ScheduleSelector::end_of_baseline(Step step) {
+  rule_target_ns_ = rule_median();
+  rule_spread_ = spread_of(rule_ns_);
   if (options_.trial && !predicted_.empty() && rule_figure() > 0) {
     offset_ns_ = rule_figure() - rule_predicted_.step_ns;
     per_copy_ns_ = 0;
@@ -242,6 +262,7 @@ ScheduleSelector::Step ScheduleSelector::on_checking(double ns) {
   if (fastest) {
     best_ns_ = figure;
     best_median_ns_ = trial_median();
+    best_spread_ = trial_spread();
     champion_ = current_;
   }
   if (challenging_) {
@@ -286,6 +307,7 @@ ScheduleSelector::Step ScheduleSelector::on_trying(double ns) {
   if (step.kept) {
     best_ns_ = figure;
     best_median_ns_ = trial_median();
+    best_spread_ = trial_spread();
     champion_ = current_;  // the one it beat goes
   }
   if (!queue_.empty()) return next_candidate(step);
@@ -324,12 +346,8 @@ ScheduleSelector::Step& ScheduleSelector::chosen(Step& step) {
 
 // The watch: the median of the last `window` iterations against the figure the choice was made
 // with, also a median (a committed candidate's: its check's or trial's counted iterations; the
-// rule alone's: its baseline's), like with like: a window's median sits above its fastest
-// iteration by noise alone and must not count as slower. Slower by the margin: back to the
-// fastest iteration's state, learning no more; slower still from there: given up, but only for
-// what is faster: the rule alone when its median beats the window's by the margin too;
-// otherwise the schedule stays restored and watched. The rule alone frozen and still slower: its
-// leads learn again (nothing else is left).
+// rule alone's: its baseline's or its re-check's), like with like; and slower only past the noise
+// (slower()). The transitions are selector.hpp's.
 ScheduleSelector::Step ScheduleSelector::on_watched(double ns) {
   Step step;
   if (ns <= 0) return step;
@@ -337,8 +355,8 @@ ScheduleSelector::Step ScheduleSelector::on_watched(double ns) {
     settled_ = true;
     return step;
   }
-  const bool candidate = state_ == State::committed || state_ == State::restored;
-  const bool frozen = state_ == State::restored || state_ == State::rule_frozen;
+  const bool candidate = state_ == State::committed || state_ == State::restored || state_ == State::kept;
+  const bool frozen = state_ == State::restored || state_ == State::kept || state_ == State::rule_frozen;
   if (!frozen && (watch_fastest_ns_ == 0 || ns < watch_fastest_ns_)) {
     watch_fastest_ns_ = ns;
     if (candidate) {
@@ -351,31 +369,86 @@ ScheduleSelector::Step ScheduleSelector::on_watched(double ns) {
   recent_[recent_count_++ % recent_.size()] = ns;
   if (recent_count_ < recent_.size()) return step;
   step.figure = median_of(recent_);
+  return state_ == State::rechecking ? on_recheck(step) : judge_watch(step);
+}
+
+// Noise is what the two figures' own iterations show: a margin under it would act on chance
+// (a window with one slow iteration), one over it would miss a slowdown as steady as the target.
+bool ScheduleSelector::slower(double figure, double spread, double target, double target_spread, Step& step) const {
+  step.noise = std::max(spread, target_spread);
+  return target > 0 && figure > (1.0 + std::max(options_.margin, step.noise)) * target;
+}
+
+// A full window, judged against the watch's target.
+ScheduleSelector::Step ScheduleSelector::judge_watch(Step step) {
   step.target = watch_target_ns_;
-  step.rule = rule_median();
-  const double slower = 1.0 + options_.margin;
-  if (step.target <= 0 || step.figure <= slower * step.target) return step;
+  step.rule = rule_target_ns_;
+  const double spread = spread_of(recent_);
+  if (!slower(step.figure, spread, step.target, watch_spread_, step)) return step;
   switch (state_) {
     case State::committed:
       recent_count_ = 0;  // judged afresh from the restored state's own iterations
       state_ = State::restored;
       step.action = Action::restore;
       return step;
+    case State::restored: {
+      // The rule's baseline slower than this window past the noise: nothing timed is faster.
+      Step probe;
+      if (rule_target_ns_ > 0 && slower(rule_target_ns_, rule_spread_, step.figure, spread, probe)) return step;
+      candidate_window_ = recent_;
+      rechecked_ = current_;
+      current_.reset();
+      state_ = State::rechecking;
+      settled_ = false;  // its first iteration carries the candidate's state
+      recent_count_ = 0;
+      watch_fastest_ns_ = 0;
+      step.action = Action::rule_alone;
+      return step;
+    }
+    case State::kept:
+      step.rejected = true;
+      return to_rule(step);
     case State::rule:
       recent_count_ = 0;
       state_ = State::rule_frozen;
       step.action = Action::freeze_leads;
       return step;
-    case State::restored:
-      // The rule alone untimed, or not faster by the margin: nothing timed is faster; it stays.
-      if (step.rule <= 0 || step.figure <= slower * step.rule) return step;
-      step.rejected = true;
-      return to_rule(step);
     default:  // rule_frozen: nothing left to try; the leads learn again
       state_ = State::rule_settled;
       step.action = Action::free_leads;
       return step;
   }
+}
+
+// The rule alone's fresh window against the candidate's last: the rule faster past the noise,
+// it stays, watched against this median; not faster, the candidate is taken back (kept), watched
+// against it too. Either way this median is the rule's figure from now on.
+ScheduleSelector::Step ScheduleSelector::on_recheck(Step step) {
+  const double rule = step.figure;
+  const double rule_spread = spread_of(recent_);
+  step.rechecked = true;
+  step.rule = rule;
+  step.figure = median_of(candidate_window_);
+  step.target = best_median_ns_;
+  const bool rule_faster = slower(step.figure, spread_of(candidate_window_), rule, rule_spread, step);
+  rule_target_ns_ = rule;
+  rule_spread_ = rule_spread;
+  const std::size_t id = *rechecked_;
+  rechecked_.reset();
+  step.candidate = id;
+  if (rule_faster) {
+    step.rejected = true;
+    state_ = State::rule;
+    watch_target_ns_ = rule_target_ns_;
+    watch_spread_ = rule_spread_;
+    recent_count_ = 0;  // the rule alone goes on as it ran: nothing changes at this boundary
+    return step;
+  }
+  step.kept = true;
+  current_ = id;
+  step.action = Action::take_back;
+  watch_from_start(State::kept);
+  return step;
 }
 
 ScheduleSelector::Step ScheduleSelector::next_candidate(Step step) {
@@ -395,7 +468,7 @@ ScheduleSelector::Step ScheduleSelector::to_rule(Step step) {
   current_.reset();
   champion_.reset();
   step.action = Action::rule_alone;
-  if (options_.trial && rule_figure() > 0) {
+  if (options_.trial && rule_target_ns_ > 0) {
     watch_from_start(State::rule);
   } else {
     state_ = State::rule_settled;
@@ -405,7 +478,9 @@ ScheduleSelector::Step ScheduleSelector::to_rule(Step step) {
 
 void ScheduleSelector::watch_from_start(State state) {
   state_ = state;
-  watch_target_ns_ = state == State::rule ? rule_median() : best_median_ns_;
+  const bool against_rule = state == State::rule || state == State::kept;
+  watch_target_ns_ = against_rule ? rule_target_ns_ : best_median_ns_;
+  watch_spread_ = against_rule ? rule_spread_ : best_spread_;
   settled_ = false;
   recent_count_ = 0;
   watch_fastest_ns_ = 0;
@@ -427,6 +502,10 @@ const char* to_string(ScheduleSelector::State state) {
       return "committed";
     case ScheduleSelector::State::restored:
       return "restored";
+    case ScheduleSelector::State::rechecking:
+      return "rechecking";
+    case ScheduleSelector::State::kept:
+      return "kept";
     case ScheduleSelector::State::published:
       return "published";
     case ScheduleSelector::State::rule:

@@ -12,15 +12,32 @@
 // is refuted for it: recalibrated with that second measurement (the per-copy host time that
 // explains the difference) and the choice made again, once; refuted twice, the remaining
 // candidates are timed in turn as without predictions (each tried against the fastest so far,
-// the fastest kept). The committed choice is watched, a window's median against the median it
-// was chosen with (like with like: a median of noisy iterations sits above their fastest by noise
-// alone): slower by the margin, it is put back to its fastest iteration's state (restored); slower
-// still from there, it is given up only for what is faster: the rule alone, when the rule's own
-// median beats it by the margin too (else it stays restored, watched). The rule alone is watched
-// the same way against its baseline's median (its leads frozen, then learning again). One margin
-// and one window for every comparison (MEMTOOL_SWAP_MARGIN, MEMTOOL_SWAP_WINDOW): a figure is
-// taken from a window of iterations whose first is not counted (it still carries the state the
-// one before left).
+// the fastest kept).
+// The watch, after the choice: a window's median against the median the choice was made with
+// (like with like: a median of noisy iterations sits above their fastest by noise alone), and
+// "slower" only past the noise: by more than the margin and than the spread ((max - min) / min)
+// of the iterations either figure comes from, the larger (a window with one slow iteration says
+// little; one slow throughout, by more than its spread, does). The states and transitions:
+//  - committed (learning): slower -> restored (Action::restore: copy-ins and the rule's leads
+//    put back to its fastest iteration's, learning no more).
+//  - restored: slower than the median it was chosen with (so also when the restore made it
+//    slower than the window that called for it, which was over that median already), the rule's
+//    baseline not slower than the window past the noise -> rechecking (Action::rule_alone);
+//    the rule's baseline slower past the noise: it stays (nothing timed is faster).
+//  - rechecking: the rule alone for one window, judged against the candidate's last window,
+//    both fresh: the rule faster past the noise -> rule, watched against this median
+//    (`rejected`); not faster -> kept (Action::take_back: the candidate as in its fastest
+//    iteration).
+//  - kept: the candidate after a re-check, learning no more, watched against the rule's
+//    re-check median: slower past the noise -> rule (Action::rule_alone, `rejected`), watched
+//    against that median. A choice is re-checked once a plan: neither kept nor the rule's states
+//    re-check, so after the choice the schedule goes and comes back at most once.
+//  - rule (its leads learning): slower than its target (its baseline's median, or the
+//    re-check's) -> rule_frozen (Action::freeze_leads: back to its fastest iteration's);
+//    rule_frozen slower -> rule_settled (Action::free_leads), nothing left to try.
+// One margin and one window for every comparison (MEMTOOL_SWAP_MARGIN, MEMTOOL_SWAP_WINDOW): a
+// figure is taken from a window of iterations whose first is not counted (it still carries the
+// state the one before left); no other constant.
 // Candidates are ids (0..n-1, the plan's order): the selector says which to apply, the adaptor
 // holds them. Knows nothing of buffers or devices; docs/swapping.md tells the story. Not
 // thread-safe: the swap policy's lock.
@@ -58,7 +75,10 @@ class ScheduleSelector {
     trying,        // a candidate is on trial (timed in turn: no predictions, or the model refuted twice)
     committed,     // the fastest candidate applies, watched; its copy-ins and the rule's leads learn
     restored,      // it applies as it was in its fastest iteration, learning no more, watched;
-                   // given up only for the rule alone faster by the margin
+                   // slower, the rule alone is re-checked beside it
+    rechecking,    // the rule alone for one window, against the restored candidate's last window
+    kept,          // the candidate taken back after the rule re-checked was not faster, watched
+                   // against the rule's re-check; slower, the rule alone for good
     published,     // a baseline's schedule applies as published: no trial, no watch
     rule,          // the rule alone, watched; its leads learn
     rule_frozen,   // the rule alone with its leads as they were in its fastest iteration, watched
@@ -67,9 +87,10 @@ class ScheduleSelector {
   enum class Action : std::uint8_t {
     none,
     apply,         // apply `candidate` from its plan's state (a trial, or published)
-    take_back,     // apply `candidate` again as it was in its trial's fastest iteration, learning no more
+    take_back,     // apply `candidate` again as it was in its fastest iteration, learning no more
     restore,       // the applied candidate's copy-ins and the rule's leads go back to its fastest iteration's
     rule_alone,    // the schedule goes (if any): the rule alone from its leads in its fastest iteration
+                   // (for good, or for a re-check: state() says which)
     freeze_leads,  // the rule's leads go back to its fastest iteration's and learn no more
     free_leads,    // the rule's leads learn again
   };
@@ -77,15 +98,21 @@ class ScheduleSelector {
   enum class Keep : std::uint8_t { nothing, rule, candidate };
   struct Step {
     Action action = Action::none;
-    std::size_t candidate = 0;  // apply, take_back: which
+    std::size_t candidate = 0;  // apply, take_back: which; a re-check's verdict: the one re-checked
     Keep keep = Keep::nothing;
     // A trial's (or a check's) verdict reached at this boundary (for the log and the counters).
     bool verdict = false;
     bool kept = false;      // the candidate was the fastest so far (a check: confirmed)
-    bool rejected = false;  // a schedule gave way to the rule alone (trial or watch)
-    double figure = 0;      // the figure judged: a trial's best, a watch's median
+    bool rejected = false;  // a schedule gave way to the rule alone (trial, watch or re-check)
+    double figure = 0;      // the figure judged: a trial's best, a watch's median (a re-check's: the candidate's)
     double target = 0;      // what it was judged against (a watch's: the median it was chosen with)
-    double rule = 0;        // the rule alone's figure, a watch's: its baseline's median (0: not timed)
+    double rule = 0;        // the rule alone's figure, a watch's: the median it is held to (0: not timed)
+    // A watch's or re-check's noise: the larger spread of the two figures' iterations; "slower"
+    // is past max(margin, noise).
+    double noise = 0;
+    // The rule alone re-checked beside the candidate (rechecking's verdict): `kept`, the
+    // candidate taken back; else the rule alone from now on.
+    bool rechecked = false;
     // The model: a check's verdict (checked), and the calibrated prediction it was held to.
     bool checked = false;
     bool refuted = false;  // slower than predicted by the margin, or than the rule alone
@@ -123,11 +150,13 @@ class ScheduleSelector {
   Step boundary(double ns);
 
   [[nodiscard]] State state() const { return state_; }
-  // A candidate applies (checking, trying, committed, restored, published).
+  // A candidate applies (checking, trying, committed, restored, kept, published).
   [[nodiscard]] bool applying() const;
   [[nodiscard]] std::optional<std::size_t> applied() const { return current_; }
   // The rule's leads learn (not frozen by a watch).
-  [[nodiscard]] bool leads_learn() const { return state_ != State::restored && state_ != State::rule_frozen; }
+  [[nodiscard]] bool leads_learn() const {
+    return state_ != State::restored && state_ != State::kept && state_ != State::rule_frozen;
+  }
   [[nodiscard]] double rule_figure() const;
   [[nodiscard]] const SelectorOptions& options() const { return options_; }
   // The model's calibrated step for candidate `id` (0: no model, or not calibrated yet), and its
@@ -141,6 +170,11 @@ class ScheduleSelector {
   Step on_checking(double ns);
   Step on_trying(double ns);
   Step on_watched(double ns);
+  Step judge_watch(Step step);
+  Step on_recheck(Step step);
+  // Whether `figure` (from iterations spread by `spread`) is slower than `target` (spread by
+  // `target_spread`) past the noise; says the noise in `step`.
+  bool slower(double figure, double spread, double target, double target_spread, Step& step) const;
   Step end_of_baseline(Step step);
   Step choose(Step step);
   void recalibrate(std::size_t id, double measured);
@@ -155,6 +189,7 @@ class ScheduleSelector {
   // The medians a watch compares with: the trial window's counted iterations, the rule's baseline.
   double trial_median() const;
   double rule_median() const;
+  double trial_spread() const;
   Step& chosen(Step& step);
   void watch_from_start(State state);
 
@@ -169,6 +204,7 @@ class ScheduleSelector {
   std::vector<double> trial_ns_;           // the candidate on trial's iterations
   double best_ns_ = 0;                     // the fastest candidate kept (its trial figure)
   double best_median_ns_ = 0;              // and its trial window's median (its watch's target)
+  double best_spread_ = 0;                 // and the spread of that window's counted iterations
   // The model: predictions (empty: none), each candidate's measured figure (0: not timed), the
   // calibration, the prediction the one checked is held to, and how often it was refuted.
   std::vector<StepPrediction> predicted_;
@@ -181,12 +217,19 @@ class ScheduleSelector {
   bool challenging_ = false;            // the one checked is the rule alone's rival
   std::uint32_t timed_iterations_ = 0;  // since the plan was ready, until the choice is made
   // The watch: the last `window` iterations, its fastest since it started (whose state a restore
-  // puts back), and the median it is judged against.
+  // puts back), and the median it is judged against with its iterations' spread.
   std::vector<double> recent_;
   std::size_t recent_count_ = 0;
   double watch_fastest_ns_ = 0;
   double watch_target_ns_ = 0;
+  double watch_spread_ = 0;
   bool settled_ = false;  // the first iteration watched (the state before's) is past
+  // The rule alone's watch target: its baseline's median, or its re-check's, with its spread.
+  double rule_target_ns_ = 0;
+  double rule_spread_ = 0;
+  // The re-check: the candidate it is for, and that candidate's last window.
+  std::optional<std::size_t> rechecked_;
+  std::vector<double> candidate_window_;
 };
 
 const char* to_string(ScheduleSelector::State state);

@@ -134,7 +134,9 @@ TEST_CASE("a malformed problem file is refused naming its line", "[swapper][prob
              Catch::Contains("line 6") && Catch::Contains("kernel"));
   CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-some")),
              Catch::Contains("line 6") && Catch::Contains("op mark 'reaches-some'"));
-  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-all x")), Catch::Contains("takes 3 values"));
+  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-all x")), Catch::Contains("op mark 'x'"));
+  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-all x y z")), Catch::Contains("takes 6 values"));
+  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy host=5")), Catch::Contains("op mark 'host=5'"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "1:rw 3:x")), Catch::Contains("3:x"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "1:rw 3")), Catch::Contains("OP:MODE"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "3:rw 1:rw")), Catch::Contains("not sorted"));
@@ -152,6 +154,38 @@ TEST_CASE("a malformed problem file is refused naming its line", "[swapper][prob
              Catch::Contains("buffer id 123456789012345 appears twice"));
   CHECK_THAT(refusal(with("buffer 1 ", "buffer 18446744073709551615 ")),
              Catch::Contains("buffer id") && Catch::Contains("out of range"));
+}
+
+TEST_CASE("a host-timed problem file carries each op's host time and synchronisation", "[swapper][problem]") {
+  ms::Problem p = sample();
+  p.iteration.host_timed = true;
+  for (std::size_t i = 0; i < p.iteration.ops.size(); ++i) p.iteration.ops[i].host_ns = 100 * (i + 1);
+  p.iteration.ops[2].syncs = true;
+  const std::string text = written(p);
+  CHECK(text.find("ops 4 host-timed\n") != std::string::npos);
+  CHECK(text.find("op 1000 0 launch host=100\n") != std::string::npos);
+  CHECK(text.find("op 1000 0 launch reaches-all host=300 syncs\n") != std::string::npos);
+  const ms::Problem q = read(text);
+  CHECK(q.iteration.host_timed);
+  REQUIRE(q.iteration.ops.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(q.iteration.ops[i].host_ns == 100 * (i + 1));
+    CHECK(q.iteration.ops[i].syncs == (i == 2));
+  }
+  CHECK(written(q) == text);
+  CHECK_FALSE(read(written(sample())).iteration.host_timed);  // none: as before host times
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    const std::size_t at = changed.find(from);
+    REQUIRE(at != std::string::npos);
+    return changed.replace(at, from.size(), to);
+  };
+  CHECK_THAT(refusal(with(" host=100\n", "\n")), Catch::Contains("a host-timed op takes 'host=NS'"));
+  CHECK_THAT(refusal(with("host=100", "host=1x")), Catch::Contains("host time '1x'"));
+  CHECK_THAT(refusal(with("host=100", "host=")), Catch::Contains("host time ''"));
+  CHECK_THAT(refusal(with("host=100", "host=1152921504606846976")), Catch::Contains("out of range"));
+  CHECK_THAT(refusal(with("host=300 syncs", "host=300 waits")), Catch::Contains("op mark 'waits'"));
+  CHECK_THAT(refusal(with("ops 4 host-timed", "ops 4 timed")), Catch::Contains("ops mark 'timed'"));
 }
 
 TEST_CASE("the simulator gives the same answers on a problem read back", "[swapper][problem]") {

@@ -495,3 +495,73 @@ TEST_CASE("held: the rule's leads learnt as the executor learns them", "[swapper
   held.rule_lookahead_ops = 20;
   CHECK(in_at(ms::simulate(it, {}, simple_link(), held)) == 10);
 }
+
+namespace {
+
+// `it` host-timed: every op takes the program `host_ns` of host time, the last one synchronises.
+ms::Iteration host_timed(ms::Iteration it, std::uint64_t host_ns) {
+  it.host_timed = true;
+  for (ms::Op& op : it.ops) op.host_ns = host_ns;
+  it.ops.back().syncs = true;
+  return it;
+}
+
+}  // namespace
+
+// The host on its own timeline: a host-bound program steps at its host's pace (5 ops issued
+// 3000 ns apart, the last ended at 13000, the host synchronised at 15000), a GPU-bound one at
+// its GPU's (the host waits at the end for the 5000 ns of work).
+TEST_CASE("host-timed: the iteration runs at the slower of the host and the GPU", "[swapper][simulate]") {
+  const OneGap g;
+  const ms::Simulation host_bound = ms::simulate(host_timed(g.it, 3000), {}, simple_link());
+  CHECK(host_bound.base_time_ns == 15000);
+  CHECK(host_bound.time_ns == 15000);
+  CHECK(host_bound.stall_ns == 0);
+  const ms::Simulation gpu_bound = ms::simulate(host_timed(g.it, 100), {}, simple_link());
+  CHECK(gpu_bound.base_time_ns == 5000);
+  CHECK(gpu_bound.time_ns == 5000);
+  CHECK(ms::base_time_ns(g.it) == 5000);  // not host-timed: the ops' GPU times
+}
+
+// A swap-in issued with its consumer stalls the GPU for its whole copy (1000 ns, "a swap-in
+// issued at its consumer"), which a host-bound program hides: op 4 is issued at 12000, its
+// swap-in ends at 13000, the op at 14000, before the host synchronises at 15000. With less host
+// time to hide it (1200 ns an op: op 4 issued at 4800 and started at 5800 for 5800 without the
+// swap) the step grows by what is left: 6800 against 6000.
+TEST_CASE("host-timed: a stream-ordered stall hides behind the program's host time", "[swapper][simulate]") {
+  const OneGap g;
+  ms::Schedule schedule;
+  schedule.swaps.push_back(swap(g.b, 0, 0, 4, 0, 4));
+  const ms::Simulation hidden = ms::simulate(host_timed(g.it, 3000), schedule, simple_link());
+  CHECK(hidden.time_ns == 15000);
+  CHECK(hidden.stall_ns == 0);
+  CHECK(hidden.swaps[0].in_end_ns - hidden.swaps[0].in_start_ns == 1000);
+  const ms::Simulation partly = ms::simulate(host_timed(g.it, 1200), schedule, simple_link());
+  CHECK(partly.base_time_ns == 6000);
+  CHECK(partly.time_ns == 6800);
+  CHECK(partly.stall_ns == 800);
+}
+
+// The rule's wait for room holds the host (memtool waits before it issues the op), so no host
+// time hides it: op 4 needs the 2000 B buffer's copy-out ([12000, 14000) at 1 B/ns, once the GPU
+// has run op 3 and the host got there), issued at 14000 instead of 12000. In a GPU-bound program
+// the host, ahead, waits for the same copy ([4000, 6000)) but then issues op 5's swap-in on
+// demand at 6010, while op 4 runs, where without host times it is issued when op 4 has ended:
+// 9010 against 10000.
+TEST_CASE("host-timed: the rule's wait for room is the host's, not hidden", "[swapper][simulate]") {
+  ms::Iteration it = ops_of(6, 1000);
+  add_buffer(it, 2000, 0, 5, {0, 5});
+  add_buffer(it, 1500, 4, 4, {4});
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = 2000;
+  held.rule_lookahead_ops = 0;
+  const ms::Simulation host_bound = ms::simulate(host_timed(it, 3000), {}, simple_link(), held);
+  CHECK(host_bound.base_time_ns == 18000);
+  CHECK(host_bound.time_ns == 20000);  // op 5's swap-in on demand ([17000, 19000)) is hidden
+  CHECK(host_bound.peak_bytes <= 2000);
+  const ms::Simulation gpu_bound = ms::simulate(host_timed(it, 10), {}, simple_link(), held);
+  const ms::Simulation untimed = ms::simulate(it, {}, simple_link(), held);
+  CHECK(untimed.time_ns == 10000);
+  CHECK(gpu_bound.time_ns == 9010);
+  CHECK(gpu_bound.peak_bytes <= 2000);
+}

@@ -92,7 +92,10 @@ struct Link {
 [[nodiscard]] std::string validate(const Iteration& iteration);
 [[nodiscard]] std::string validate(const Link& link);
 
-// Sum of the op durations: the iteration's time without swapping.
+// The iteration's time without swapping: its op durations summed; host-timed, from its start
+// to where both the host and the GPU are past its last op, the host issuing each op its host
+// time after the one before (and waiting for the GPU where the program synchronised), the GPU
+// running each op from its issue once the one before has ended.
 [[nodiscard]] std::uint64_t base_time_ns(const Iteration& iteration);
 // Live bytes while each op runs (persistent buffers included), and their maximum.
 [[nodiscard]] std::vector<std::uint64_t> live_bytes_per_op(const Iteration& iteration);

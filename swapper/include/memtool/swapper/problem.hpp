@@ -8,7 +8,8 @@
 //   link D2H_BYTES_PER_NS H2D_BYTES_PER_NS D2H_LATENCY_NS H2D_LATENCY_NS DUPLEX_FACTOR
 //   host PER_OP_NS PER_COPY_NS      optional: the executor's host costs (simulate.hpp: HostCosts),
 //                                   written only when one is not 0
-//   ops COUNT            then COUNT lines:  op DURATION_NS STREAM launch|copy|memset [reaches-all]
+//   ops COUNT [host-timed]  then COUNT lines:  op DURATION_NS STREAM launch|copy|memset [reaches-all]
+//                                              [host=NS [syncs]]   (host=: every op of a host-timed file)
 //   buffers COUNT        then COUNT lines:  buffer ID SIZE ALLOC_BEFORE FREE_AFTER FLAGS OP:MODE...
 //   end
 // FLAGS is "-" or letters: p (persistent), u (not swappable); MODE is r, w or rw. An op marked

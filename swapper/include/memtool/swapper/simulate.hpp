@@ -31,6 +31,13 @@
 // wait. The occupancy counted there takes a swap-in's bytes from its issue, as the executor maps
 // them then. The peak is still the sweep's (copy start).
 //
+// Host-timed (Iteration::host_timed): the host has its own clock. It issues op i+1 the program's
+// host time (Op::host_ns) after op i, waits for the GPU where the program synchronised
+// (Op::syncs) and where the executor waits for room; an op starts once issued and once the op
+// before it has ended; host costs go on the host's clock; copies out are ordered after the work
+// issued before them; the peak counts allocations at issue and frees at the next op's issue (the
+// budget's view). Otherwise the host issues each op as the one before ends.
+//
 // Steady state: the iteration runs `iterations` times back to back with the same schedule
 // (swaps of the gaps that wrap around the iteration end move data from one iteration into the
 // next) and the last one is measured: its time, peak, link busy time and every consumer's stall.
