@@ -46,6 +46,9 @@ class FailOpen final : public Resource {
   void before_item(const WorkItem& item) override {
     guarded("ordering a stream", [&] { primary_->before_item(item); });
   }
+  void on_host_sync(StreamId stream, std::uint64_t waited_ns) override {
+    guarded("a synchronisation", [&] { primary_->on_host_sync(stream, waited_ns); });
+  }
   void on_boundary(const Boundary& boundary) override {
     if (!failed()) guarded("an iteration boundary", [&] { primary_->on_boundary(boundary); });
   }

@@ -15,6 +15,8 @@ void OpTimer::begin() {
   }
   ended_ = false;
   open_ = false;
+  now_.begun = clock_();
+  now_.begun_spent = spent_now();
 }
 
 void OpTimer::release(Timing& t) {
@@ -26,7 +28,7 @@ void OpTimer::release(Timing& t) {
 
 void OpTimer::drop(Timing& t) {
   release(t);
-  t.host.clear();
+  t = Timing{};
 }
 
 void OpTimer::release() {
@@ -52,7 +54,14 @@ void OpTimer::item(StreamId stream) {
     mark(stream);
   else
     close();
-  now_.host.push_back(std::chrono::steady_clock::now());
+  stamp();
+  if (now_.host.size() == 1) {
+    const std::uint64_t gap = now_.host[0] - now_.begun;
+    const std::uint64_t not_own = (now_.spent[0] - now_.begun_spent) + now_.lead_waits;
+    now_.lead_ns = gap > not_own ? gap - not_own : 0;
+  }
+  now_.waits.push_back(0);
+  now_.syncs.push_back(false);
   now_.starts.push_back(0);
   last_stream_ = stream;
   open_ = true;
@@ -69,11 +78,40 @@ void OpTimer::waited(StreamId stream) {
   now_.starts.back() = events_.record(device_, stream);  // 0: timed from the mark, as without waits
 }
 
+void OpTimer::stamp() {
+  now_.host.push_back(clock_());
+  now_.spent.push_back(spent_now());
+}
+
+void OpTimer::synced(std::uint64_t waited_ns) {
+  if (ended_) return;
+  if (now_.host.empty()) {
+    now_.sync_before_first = true;
+    now_.lead_waits += waited_ns;
+    return;
+  }
+  now_.waits.back() += waited_ns;
+  now_.syncs.back() = true;
+}
+
 void OpTimer::end() {
   if (ended_ || now_.host.empty()) return;
   close();
-  now_.host.push_back(std::chrono::steady_clock::now());
+  stamp();
+  if (now_.sync_before_first) now_.syncs.back() = true;
   ended_ = true;
+}
+
+std::vector<double> OpTimer::host_times_of(const Timing& t) {
+  const std::size_t items = t.host.size() - 1;
+  std::vector<double> times(items, 0.0);
+  for (std::size_t i = 0; i < items; ++i) {
+    const std::uint64_t gap = t.host[i + 1] - t.host[i];
+    const std::uint64_t not_own = (t.spent[i + 1] - t.spent[i]) + t.waits[i];
+    times[i] = static_cast<double>(gap > not_own ? gap - not_own : 0);
+  }
+  if (items != 0) times.back() += static_cast<double>(t.lead_ns);
+  return times;
 }
 
 std::optional<std::vector<double>> OpTimer::times_of(const Timing& t) {
@@ -90,13 +128,11 @@ std::optional<std::vector<double>> OpTimer::times_of(const Timing& t) {
     if (all) return times;
     timing_ = false;  // the driver cannot tell: host gaps from now on
   }
-  for (std::size_t i = 0; i < items; ++i) {
-    times[i] = std::chrono::duration<double, std::nano>(t.host[i + 1] - t.host[i]).count();
-  }
+  for (std::size_t i = 0; i < items; ++i) times[i] = static_cast<double>(t.host[i + 1] - t.host[i]);
   return times;
 }
 
-std::optional<std::vector<double>> OpTimer::poll() {
+std::optional<ItemTimes> OpTimer::poll() {
   if (!ended_) return std::nullopt;
   const bool compare = before_.host.size() == now_.host.size();
   const bool timed = timing_;
@@ -108,12 +144,26 @@ std::optional<std::vector<double>> OpTimer::poll() {
   std::optional<std::vector<double>> times = times_of(now_);
   if (!times) return std::nullopt;
   if (compare && timing_ != timed) before = times_of(before_);  // host gaps for both
+  ItemTimes out;
+  out.host_ns = host_times_of(now_);
+  out.syncs = now_.syncs;
   if (before) {
-    for (std::size_t i = 0; i < times->size(); ++i) (*times)[i] = std::min((*times)[i], (*before)[i]);
+    const std::vector<double> host_before = host_times_of(before_);
+    for (std::size_t i = 0; i < times->size(); ++i) {
+      (*times)[i] = std::min((*times)[i], (*before)[i]);
+      out.host_ns[i] = std::min(out.host_ns[i], host_before[i]);
+      if (before_.syncs[i]) out.syncs[i] = true;
+    }
   }
+  out.gpu_ns = std::move(*times);
+  out.wall_ns = static_cast<double>(now_.host.back() - now_.begun);
+  out.memtool_ns = static_cast<double>(now_.spent.back() - now_.begun_spent);
+  out.sync_wait_ns = static_cast<double>(now_.lead_waits);
+  for (const std::uint64_t w : now_.waits) out.sync_wait_ns += static_cast<double>(w);
+  out.host_timed = timing_ && memtool_ns_ != nullptr;
   drop(before_);
   ended_ = false;
-  return times;
+  return out;
 }
 
 }  // namespace memtool::engine::detail

@@ -1,6 +1,7 @@
 // ScheduleLearner: from logged iterations to a planned swap schedule (see schedule_learner.hpp).
 #include "schedule_learner.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -20,7 +21,9 @@ ScheduleLearner::ScheduleLearner(Device& device, SpareTimingEvents& events, std:
       problem_path_(std::move(problem_path)),
       link_bytes_per_second_(link_bytes_per_second),
       timer_(device, events),
-      meter_(device, events) {}
+      meter_(device, events) {
+  timer_.set_memtool_time([this] { return meter_.host_costs().spent_ns(); });
+}
 
 ScheduleLearner::~ScheduleLearner() {
   if (planning_.valid()) planning_.wait();
@@ -65,8 +68,9 @@ void ScheduleLearner::stop(bool forget) {
 ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, PlanReply& out, std::string& why) {
   if (!matched_) return Progress::learning;
   if (!planning_.valid()) {
-    std::optional<std::vector<double>> times = timer_.poll();
+    std::optional<ItemTimes> times = timer_.poll();
     if (!times) return Progress::planning;
+    say_times(*times);
     std::optional<IterationLog::Input> input = log_.to_input(*times, why);
     if (!input) {
       matched_ = false;
@@ -105,6 +109,21 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, P
   engine::log(LogLevel::info, "memtool swap: " + policy_ + " schedule: " + reply.message);
   out = std::move(reply);
   return Progress::ready;
+}
+
+// The learned iteration's time on the GPU and on the program's host (MEMTOOL_LOG=info).
+void ScheduleLearner::say_times(const ItemTimes& times) {
+  double gpu = 0;
+  double host = 0;
+  for (const double t : times.gpu_ns) gpu += t;
+  for (const double t : times.host_ns) host += t;
+  const auto syncs = std::count(times.syncs.begin(), times.syncs.end(), true);
+  engine::log(LogLevel::info,
+              fmt::format("memtool swap: learned iteration: {} work items, {:.3f} ms on the GPU, {:.3f} ms of the "
+                          "program's own host time{}, {} synchronisations (its last: {:.3f} ms on the host, {:.3f} "
+                          "of them memtool's, {:.3f} in synchronisations)",
+                          times.gpu_ns.size(), gpu / 1e6, host / 1e6, times.host_timed ? "" : " (not used)", syncs,
+                          times.wall_ns / 1e6, times.memtool_ns / 1e6, times.sync_wait_ns / 1e6));
 }
 
 // MEMTOOL_SWAP_LINK when set; else what the copies timed while learning say, each direction on

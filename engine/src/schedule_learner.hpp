@@ -53,6 +53,10 @@ class ScheduleLearner {
   void issued() {
     if (logging_) timer_.close();
   }
+  // The program waited `waited_ns` for the GPU in a synchronisation call (OpTimer::synced).
+  void synced(std::uint64_t waited_ns) {
+    if (logging_) timer_.synced(waited_ns);
+  }
   LinkMeter& meter() { return meter_; }
 
   // --- learning ---
@@ -79,6 +83,7 @@ class ScheduleLearner {
 
  private:
   swapper::Link planning_link();
+  static void say_times(const ItemTimes& times);
 
   const std::string policy_;
   const std::string problem_path_;

@@ -92,6 +92,7 @@ class SmallCache final : public Resource {
     note_stream(item.stream);
     cache_->before_item(item);
   }
+  void on_host_sync(StreamId stream, std::uint64_t waited_ns) override { cache_->on_host_sync(stream, waited_ns); }
 
   void on_boundary(const Boundary& boundary) override { cache_->on_boundary(boundary); }
 

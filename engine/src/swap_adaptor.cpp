@@ -135,6 +135,7 @@ class SwapAdaptor final : public Adaptor {
       return allocate_beside(request, out);
     }
     const HostDelay delay(host_waited_);  // ends before the lock does: the flag is the lock's
+    const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().other();
     queued_by_this_thread();
     collect_frees(false);
     if (iteration_started_) driver_.apply_outs(work_ - iteration_begin_);
@@ -186,6 +187,7 @@ class SwapAdaptor final : public Adaptor {
       room_.below_changed();
       return Adaptor::deallocate(ptr, kind, stream);
     }
+    const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().other();
     SwapBuffer& b = it->second;
     live_bytes_ -= b.size;
     forget_name(ptr, b);
@@ -313,9 +315,20 @@ class SwapAdaptor final : public Adaptor {
     in_item_ = false;
   }
 
+  // The program's own wait for the GPU: the item issued last syncs, and the wait is not its host
+  // time (op_timer.hpp); its end is marked now, not after the program's host time that follows.
+  void on_host_sync(StreamId stream, std::uint64_t waited_ns) override {
+    Adaptor::on_host_sync(stream, waited_ns);
+    std::lock_guard lock(mutex_);
+    const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().other();
+    queued_by_this_thread();
+    learner_.synced(waited_ns);
+  }
+
   void on_boundary(const Boundary& boundary) override {
     Adaptor::on_boundary(boundary);
     std::lock_guard lock(mutex_);
+    const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().other();
     // No work since the last boundary (as at teardown): not an iteration of its own.
     if (iteration_started_ && work_ == iteration_begin_) return;
     learner_.meter().host_costs().end_iteration();
@@ -481,6 +494,7 @@ class SwapAdaptor final : public Adaptor {
   Status allocate_beside(const AllocationRequest& request, DevicePtr* out) {
     if (options_.budget_bytes != 0) {
       std::lock_guard lock(mutex_);
+      const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().other();
       queued_by_this_thread();
       if (iteration_started_) driver_.apply_outs(work_ - iteration_begin_);
       // Room for what the upstream would take (a cache's new segment, not the request's bytes),
@@ -499,6 +513,7 @@ class SwapAdaptor final : public Adaptor {
     for (int attempt = 0; status == kOutOfMemory && options_.budget_bytes != 0 && attempt < 8; ++attempt, extra *= 2) {
       {
         std::lock_guard lock(mutex_);
+        const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().other();
         const std::uint64_t before = mover_->device_bytes();
         room_.make(request.size + extra, 0, Room::Mode::quiet);
         settle(true);

@@ -72,15 +72,28 @@ std::vector<swapper::Access> accesses(const std::vector<std::uint32_t>& ops) {
 
 std::optional<IterationLog::Input> IterationLog::to_input(const std::vector<double>& durations_ns,
                                                           std::string& why) const {
+  ItemTimes times;
+  times.gpu_ns = durations_ns;
+  return to_input(times, why);
+}
+
+std::optional<IterationLog::Input> IterationLog::to_input(const ItemTimes& times, std::string& why) const {
   const std::uint32_t n = items_;
+  const std::vector<double>& durations_ns = times.gpu_ns;
   if (n < 2 || durations_ns.size() != n) {
     why = "an iteration needs two work items and the time of each";
     return std::nullopt;
   }
+  const bool host = times.host_timed && times.host_ns.size() == n && times.syncs.size() == n;
   Input in;
   in.iteration.ops.resize(n);
+  in.iteration.host_timed = host;
   for (std::uint32_t i = 0; i < n; ++i) {
-    in.iteration.ops[i].duration_ns = static_cast<std::uint64_t>(std::max(1.0, durations_ns[i]));
+    swapper::Op& op = in.iteration.ops[i];
+    op.duration_ns = static_cast<std::uint64_t>(std::max(1.0, durations_ns[i]));
+    if (!host) continue;
+    op.host_ns = static_cast<std::uint64_t>(std::max(0.0, times.host_ns[i]));
+    op.syncs = times.syncs[i];
   }
   for (const std::uint32_t i : reaching_all_) in.iteration.ops[i].reaches_all = true;
   const auto add = [&](const BufferName& name, swapper::Buffer b) {

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "item_times.hpp"
 #include "memtool/engine/device.hpp"
 #include "memtool/swapper/iteration.hpp"
 #include "swap_names.hpp"
@@ -51,6 +52,9 @@ class IterationLog {
   // The swapper's input with the items' GPU times (durations_ns.size() == items()); nullopt
   // when there is nothing to plan (fewer than two items, or no swappable buffer), `why` says.
   [[nodiscard]] std::optional<Input> to_input(const std::vector<double>& durations_ns, std::string& why) const;
+  // The same with the items' host times and synchronisations too (swapper::Op::host_ns, syncs;
+  // Iteration::host_timed where `times` says so); times.gpu_ns are the durations.
+  [[nodiscard]] std::optional<Input> to_input(const ItemTimes& times, std::string& why) const;
 
  private:
   struct Record {

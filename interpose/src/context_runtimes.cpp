@@ -208,6 +208,11 @@ void ContextRuntimes::before_item(const engine::WorkItem& item) {
   for (std::size_t i = 0; i < n; ++i) entries_[i].runtime->before_item(item);
 }
 
+void ContextRuntimes::on_host_sync(engine::StreamId stream, std::uint64_t waited_ns) {
+  const std::size_t n = count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i) entries_[i].runtime->on_host_sync(stream, waited_ns);
+}
+
 void ContextRuntimes::end_context(CUcontext context, const char* why) {
   std::lock_guard lock(mutex_);
   for (Entry& e : entries_) {

@@ -3,6 +3,7 @@
 // real call queues it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "memtool/interpose/handlers.hpp"
@@ -45,6 +46,18 @@ void order(const Call<F>& call, const LaunchSeen& seen, std::uint64_t stream) {
   item.reaches_all = seen.reaches_all;
   item.kernel = seen.kernel;
   call.runtimes.before_item(item);
+}
+
+// A synchronisation call of the program's (`real`, the driver's), timed: the strategies hear how
+// long the host waited in it (engine::Resource::on_host_sync), after it returned.
+template <class F, class Real>
+CUresult synchronise(const Call<F>& call, std::uint64_t stream, Real real) {
+  if (!call.runtimes.wants_accesses()) return real();
+  const auto start = std::chrono::steady_clock::now();
+  const CUresult result = real();
+  const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+  call.runtimes.on_host_sync(stream, static_cast<std::uint64_t>(waited.count()));
+  return result;
 }
 
 }  // namespace memtool::interpose::detail

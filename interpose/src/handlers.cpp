@@ -514,28 +514,30 @@ MEMTOOL_MEMSET_2D_ASYNC(cuMemsetD2D16Async, unsigned short, 2)
 MEMTOOL_MEMSET_2D_ASYNC(cuMemsetD2D32Async, unsigned int, 4)
 
 // --- synchronisation and streams ---------------------------------------------------------------------
-// Recorded after the call returns: the host waited until then.
+// Recorded after the call returns: the host waited until then; the strategies hear how long
+// (detail::synchronise).
 
 CUresult handle_cuCtxSynchronize(const Call<fn::cuCtxSynchronize>& call) noexcept {
-  const CUresult result = call.real();
+  const CUresult result = detail::synchronise(call, 0, [&] { return call.real(); });
   call.recorder.on_sync(SyncKind::context, 0);
   return result;
 }
 
 CUresult handle_cuCtxSynchronize_v2(const Call<fn::cuCtxSynchronize_v2>& call, CUcontext ctx) noexcept {
-  const CUresult result = call.real(ctx);
+  const CUresult result = detail::synchronise(call, 0, [&] { return call.real(ctx); });
   call.recorder.on_sync(SyncKind::context, 0);
   return result;
 }
 
 CUresult handle_cuStreamSynchronize(const Call<fn::cuStreamSynchronize>& call, CUstream hStream) noexcept {
-  const CUresult result = call.real(hStream);
-  call.recorder.on_sync(SyncKind::stream, stream_of(call, hStream));
+  const std::uint64_t stream = stream_of(call, hStream);
+  const CUresult result = detail::synchronise(call, stream, [&] { return call.real(hStream); });
+  call.recorder.on_sync(SyncKind::stream, stream);
   return result;
 }
 
 CUresult handle_cuEventSynchronize(const Call<fn::cuEventSynchronize>& call, CUevent hEvent) noexcept {
-  const CUresult result = call.real(hEvent);
+  const CUresult result = detail::synchronise(call, 0, [&] { return call.real(hEvent); });
   call.recorder.on_sync(SyncKind::event, 0);
   return result;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "memtool/engine/baselines.hpp"
@@ -28,6 +29,7 @@ constexpr std::uint64_t kProbeGrowth = 200;  // above the 64 B request asked abo
 constexpr std::uint64_t kGraphBytes = 3 * MiB;
 constexpr StreamId kStream = 5;
 constexpr std::uint64_t kBoundaryTick = 42;
+constexpr std::uint64_t kSyncWaitNs = 1234;
 
 // What reached the probe.
 struct ProbeLog {
@@ -36,7 +38,8 @@ struct ProbeLog {
   std::vector<StreamId> item_streams;
   std::vector<DevicePtr> touched;
   std::vector<DevicePtr> reached;
-  std::vector<std::uint64_t> boundaries;  // ticks
+  std::vector<std::pair<StreamId, std::uint64_t>> syncs;  // stream, waited ns
+  std::vector<std::uint64_t> boundaries;                  // ticks
   int summaries = 0;
   std::uint64_t graph_bytes = 0;
   int shutdowns = 0;
@@ -63,6 +66,7 @@ class Probe final : public Resource {
     log_.touched.insert(log_.touched.end(), item.touched.begin(), item.touched.end());
     log_.reached.insert(log_.reached.end(), item.reached.begin(), item.reached.end());
   }
+  void on_host_sync(StreamId stream, std::uint64_t waited_ns) override { log_.syncs.emplace_back(stream, waited_ns); }
   bool wants_windows() const override { return true; }
   void on_boundary(const Boundary& boundary) override { log_.boundaries.push_back(boundary.tick); }
   MemoryUse memory_use() const override { return MemoryUse{kProbeLiveBytes + log_.graph_bytes, kProbeLiveBytes, 0, 0}; }
@@ -186,6 +190,11 @@ TEMPLATE_TEST_CASE("forwarding: every optional member reaches the bottom of the 
     CHECK(std::count(log.touched.begin(), log.touched.end(), kProbeBuffer) == 2);
   }
 
+  SECTION("observing work: the program's synchronisations, with their waits") {
+    top.on_host_sync(kStream, kSyncWaitNs);
+    CHECK(log.syncs == std::vector<std::pair<StreamId, std::uint64_t>>{{kStream, kSyncWaitNs}});
+  }
+
   SECTION("observing iterations") {
     CHECK(top.wants_windows());
     Boundary boundary;
@@ -248,6 +257,7 @@ TEST_CASE("forwarding: a leaf of name, allocate and deallocate takes the documen
   CHECK(stack->trim_pools(Resource::PoolTrim::all) == 0);
   CHECK(stack->growth_of(AllocationRequest{64, MemoryKind::device, 0, 0}) == 64);
   stack->before_access(ptr, 1);
+  stack->on_host_sync(1, 10);
   stack->on_boundary(Boundary{});
   stack->set_graph_memory(MiB);
   stack->shutdown(true);

@@ -84,3 +84,38 @@ TEST_CASE("host costs: a wait inside a copy is not the copy's; the steady clock 
   CHECK(steady.costs().per_op_ns >= 20000.0);
   CHECK(steady.costs().per_copy_ns == 0.0);
 }
+
+TEST_CASE("host costs: memtool's host time spent, its waits and open scopes included", "[engine][swap]") {
+  g_now = 5000;
+  std::uint64_t stalls = 0;
+  HostCostMeter meter(&scripted_ns);
+  meter.set_stalls([&] { return stalls; });
+  CHECK(meter.spent_ns() == 0);
+  stalls += 70;  // a wait outside any scope (an export's)
+  CHECK(meter.spent_ns() == 70);
+  {
+    const HostCostMeter::Scope op = meter.op();
+    g_now += 100;
+    CHECK(meter.spent_ns() == 170);  // open: its time so far
+    {
+      const HostCostMeter::Scope copy = meter.copy();
+      g_now += 40;
+      stalls += 60;  // a wait in it: counted once, as the time it took
+      g_now += 60;
+    }
+    CHECK(meter.spent_ns() == 270);
+  }
+  g_now += 1000;  // the program's own time
+  CHECK(meter.spent_ns() == 270);
+  {
+    const HostCostMeter::Scope other = meter.other();  // an allocation's work
+    g_now += 30;
+    meter.copying(true, [&] { g_now += 20; });  // a copy out to make room for it
+  }
+  CHECK(meter.spent_ns() == 320);
+  meter.end_iteration();
+  // The allocation's work is no op's cost: one op (100 ns), two copies (40 + 20 ns, the wait out).
+  CHECK(meter.costs().per_op_ns == Approx(100.0));
+  CHECK(meter.costs().per_copy_ns == Approx(30.0));
+  CHECK(meter.spent_ns() == 320);  // not per iteration
+}

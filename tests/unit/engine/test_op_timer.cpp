@@ -11,6 +11,7 @@
 #include "op_timer.hpp"
 
 using namespace memtool::engine;
+using memtool::engine::detail::ItemTimes;
 using memtool::engine::detail::OpTimer;
 using memtool::engine::detail::SpareTimingEvents;
 
@@ -66,9 +67,9 @@ TEST_CASE("op timer: GPU times per item, a wait for a copy back left out", "[eng
   timer.end();
   CHECK_FALSE(timer.poll());  // the GPU has not run it yet
   device.caught_up_ = true;
-  const std::optional<std::vector<double>> times = timer.poll();
+  const std::optional<ItemTimes> times = timer.poll();
   REQUIRE(times);
-  CHECK(*times == std::vector<double>{10, 5, 5});
+  CHECK(times->gpu_ns == std::vector<double>{10, 5, 5});
   CHECK(timer.gpu_timed());
   timer.release();
   events.destroy_all(device);
@@ -93,13 +94,13 @@ TEST_CASE("op timer: each item's time the shorter of two iterations in a row of 
   device.caught_up_ = true;
   iteration(2);
   iteration(3);
-  std::optional<std::vector<double>> times = timer.poll();
+  std::optional<ItemTimes> times = timer.poll();
   REQUIRE(times);
-  CHECK(*times == std::vector<double>{30, 5, 5});
+  CHECK(times->gpu_ns == std::vector<double>{30, 5, 5});
   iteration(3);
   times = timer.poll();
   REQUIRE(times);
-  CHECK(*times == std::vector<double>{100, 100, 100});
+  CHECK(times->gpu_ns == std::vector<double>{100, 100, 100});
   device.caught_up_ = false;
   iteration(3);
   iteration(3);               // the one before, ended unread, is kept for the comparison
@@ -107,7 +108,7 @@ TEST_CASE("op timer: each item's time the shorter of two iterations in a row of 
   device.caught_up_ = true;
   times = timer.poll();
   REQUIRE(times);
-  CHECK(*times == std::vector<double>{10, 5, 5});
+  CHECK(times->gpu_ns == std::vector<double>{10, 5, 5});
   CHECK_FALSE(timer.poll());  // read once
   timer.release();
   events.destroy_all(device);
@@ -132,9 +133,9 @@ TEST_CASE("op timer: an iteration kept for the comparison is dropped with an unf
   timer.begin();
   for (int i = 0; i < 3; ++i) timer.item(s);
   timer.end();
-  const std::optional<std::vector<double>> times = timer.poll();
+  const std::optional<ItemTimes> times = timer.poll();
   REQUIRE(times);
-  CHECK(*times == std::vector<double>{kSecond, kSecond, kSecond});
+  CHECK(times->gpu_ns == std::vector<double>{kSecond, kSecond, kSecond});
   timer.release();
   events.destroy_all(device);
 }
@@ -148,9 +149,101 @@ TEST_CASE("op timer: without timing events, the host's gaps", "[engine][swap][op
   timer.waited(1);
   timer.item(1);
   timer.end();
-  const std::optional<std::vector<double>> times = timer.poll();
+  const std::optional<ItemTimes> times = timer.poll();
   REQUIRE(times);
-  CHECK(times->size() == 2);
+  CHECK(times->gpu_ns.size() == 2);
   CHECK_FALSE(timer.gpu_timed());
-  for (const double t : *times) CHECK(t >= 0);
+  for (const double t : times->gpu_ns) CHECK(t >= 0);
+}
+
+namespace {
+std::uint64_t g_host_now = 0;
+std::uint64_t host_clock() { return g_host_now; }
+}  // namespace
+
+TEST_CASE("op timer: the program's host time per item, memtool's time and its synchronisations out",
+          "[engine][swap][op_timer]") {
+  // Two iterations of three items: four events each (the start and after each item).
+  TimedDevice device({0, 10, 20, 30, 100, 110, 120, 130});
+  device.caught_up_ = true;
+  SpareTimingEvents events;
+  OpTimer timer(device, events, &host_clock);
+  std::uint64_t memtool = 0;  // memtool's host time so far (HostCostMeter::spent_ns)
+  timer.set_memtool_time([&] { return memtool; });
+  const StreamId s = 1;
+  g_host_now = 1000;
+  // The first: 40 ns of the program's before its first item (its allocations after the boundary:
+  // the last item's, as the iteration repeats); item 0 for 100 ns, 30 of them memtool's; item 1
+  // for 150, 50 waiting in a synchronisation; item 2 for 150, 20 memtool's.
+  timer.begin();
+  g_host_now += 40;
+  timer.item(s);
+  g_host_now += 70;
+  memtool += 30;
+  g_host_now += 30;
+  timer.item(s);
+  g_host_now += 100;
+  timer.synced(50);
+  g_host_now += 50;
+  timer.item(s);
+  g_host_now += 130;
+  memtool += 20;
+  g_host_now += 20;
+  timer.end();
+  // The second, as long: before its first item 25 ns of the program's, 5 of memtool's and a
+  // synchronisation (the wait between the two iterations, which flags the last item); item 0 for
+  // 95, 20 of them memtool's; item 1 for 120 (none), item 2 for 140.
+  timer.begin();
+  g_host_now += 25;
+  memtool += 5;
+  g_host_now += 5;
+  timer.synced(500);
+  g_host_now += 500;
+  timer.item(s);
+  g_host_now += 75;
+  memtool += 20;
+  g_host_now += 20;
+  timer.item(s);
+  g_host_now += 120;
+  timer.item(s);
+  g_host_now += 140;
+  timer.end();
+  const std::optional<ItemTimes> times = timer.poll();
+  REQUIRE(times);
+  CHECK(times->gpu_ns == std::vector<double>{10, 10, 10});
+  CHECK(times->host_ns == std::vector<double>{70, 100, 140 + 25});  // each the shorter of the two
+  CHECK(times->syncs == std::vector<bool>{false, true, true});      // a synchronisation in either
+  CHECK(times->host_timed);
+  CHECK(times->wall_ns == 25 + 5 + 500 + 95 + 120 + 140);  // the second's
+  CHECK(times->memtool_ns == 5 + 20);
+  CHECK(times->sync_wait_ns == 500);
+  timer.release();
+  events.destroy_all(device);
+}
+
+TEST_CASE("op timer: host times are not host-timed without memtool's time or timing events",
+          "[engine][swap][op_timer]") {
+  const auto one = [](Device& device, bool memtool_time) {
+    SpareTimingEvents events;
+    OpTimer timer(device, events, &host_clock);
+    if (memtool_time) timer.set_memtool_time([] { return std::uint64_t{0}; });
+    g_host_now = 0;
+    timer.begin();
+    timer.item(1);
+    g_host_now += 40;
+    timer.item(1);
+    g_host_now += 60;
+    timer.end();
+    const std::optional<ItemTimes> times = timer.poll();
+    timer.release();
+    events.destroy_all(device);
+    REQUIRE(times);
+    CHECK(times->host_ns == std::vector<double>{40, 60});
+    return times->host_timed;
+  };
+  TimedDevice timed({0, 1, 2});
+  timed.caught_up_ = true;
+  CHECK_FALSE(one(timed, false));
+  SimDevice untimed(SimDevice::Options{std::uint64_t{64} << 20});  // GPU times are host gaps
+  CHECK_FALSE(one(untimed, true));
 }

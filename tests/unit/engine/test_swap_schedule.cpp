@@ -94,6 +94,33 @@ TEST_CASE("swap schedule: an observed iteration as the swapper's input", "[engin
   CHECK(in->iteration.buffers.size() == 4);  // previous 1 went with its twin
 
   CHECK_FALSE(log.to_input({1, 2}, why));  // a time per item, or nothing
+  CHECK_FALSE(in->iteration.host_timed);   // GPU times only: no host timeline
+
+  // With the program's host times and synchronisations, the ops carry them.
+  ItemTimes times;
+  times.gpu_ns = {10, 20, 30, 40};
+  times.host_ns = {5, 0, 70, 12.6};
+  times.syncs = {false, false, true, false};
+  times.host_timed = true;
+  const auto timed = log.to_input(times, why);
+  REQUIRE(timed);
+  CHECK(timed->iteration.host_timed);
+  std::vector<std::uint64_t> host;
+  std::vector<bool> syncs;
+  for (const swapper::Op& op : timed->iteration.ops) {
+    host.push_back(op.host_ns);
+    syncs.push_back(op.syncs);
+  }
+  CHECK(host == std::vector<std::uint64_t>{5, 0, 70, 12});
+  CHECK(syncs == times.syncs);
+  CHECK(timed->iteration.ops[2].duration_ns == 30);
+  // Not measured with memtool's time taken out: none of it reaches the swapper.
+  times.host_timed = false;
+  const auto untimed = log.to_input(times, why);
+  REQUIRE(untimed);
+  CHECK_FALSE(untimed->iteration.host_timed);
+  CHECK(untimed->iteration.ops[2].host_ns == 0);
+  CHECK_FALSE(untimed->iteration.ops[2].syncs);
 }
 
 TEST_CASE("swap schedule: triggers at work items, wrapping into the next iteration, earlier when late",

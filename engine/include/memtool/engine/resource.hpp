@@ -9,7 +9,8 @@
 // What a resource must implement is small: name, allocate and deallocate. The rest is
 // optional, grouped by concern, each member with a default that is right for a resource that
 // takes no part in it (a new leaf resource is those three functions):
-//  - observing work (wants_accesses, before_item): by default not wanted, nothing done;
+//  - observing work (wants_accesses, before_item, on_host_sync): by default not wanted, nothing
+//    done;
 //  - observing iterations (wants_windows, on_boundary): by default no window, nothing done;
 //  - reporting (memory_use, summarize, extent_of): by default nothing held, nothing to add,
 //    no sub-allocated buffers;
@@ -143,6 +144,13 @@ class Resource {
     before_item(item);
   }
   void before_access(DevicePtr base, StreamId stream) { before_work(std::span<const DevicePtr>(&base, 1), stream); }
+  // The program waited on the host for the GPU in a synchronisation call (cuCtxSynchronize,
+  // cuStreamSynchronize: `stream`; cuEventSynchronize: 0), which took `waited_ns`; called after
+  // it returned, only where wants_accesses.
+  virtual void on_host_sync(StreamId stream, std::uint64_t waited_ns) {
+    (void)stream;
+    (void)waited_ns;
+  }
 
   // --- Observing iterations (optional) -----------------------------------------------------
   // Whether the observer should cut a window at boundaries for this stack.
@@ -213,6 +221,7 @@ class Adaptor : public Resource {
 
   [[nodiscard]] bool wants_accesses() const override { return upstream_->wants_accesses(); }
   void before_item(const WorkItem& item) override { upstream_->before_item(item); }
+  void on_host_sync(StreamId stream, std::uint64_t waited_ns) override { upstream_->on_host_sync(stream, waited_ns); }
 
   [[nodiscard]] bool wants_windows() const override { return upstream_->wants_windows(); }
   void on_boundary(const Boundary& boundary) override { upstream_->on_boundary(boundary); }

@@ -56,6 +56,11 @@ class Runtime {
     poll();
     stack_->before_item(item);
   }
+  // The program waited for the GPU in a synchronisation call (Resource::on_host_sync). No
+  // boundary is delivered here: a wait at an iteration's end belongs to that iteration.
+  void on_host_sync(StreamId stream, std::uint64_t waited_ns) {
+    if (wants_accesses_) stack_->on_host_sync(stream, waited_ns);
+  }
   [[nodiscard]] bool wants_accesses() const { return wants_accesses_; }
 
   // cuMemGetInfo's free bytes as the program should see them: what the stack reserved and no

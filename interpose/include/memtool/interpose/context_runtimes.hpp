@@ -87,6 +87,9 @@ class ContextRuntimes {
   void before_access(std::span<const std::uint64_t> bases, engine::StreamId stream);
   // A whole launch, copy or memset with what memtool knows it may reach (engine::WorkItem).
   void before_item(const engine::WorkItem& item);
+  // The program waited for the GPU in a synchronisation call: every runtime that orders streams
+  // hears it (engine::Resource::on_host_sync).
+  void on_host_sync(engine::StreamId stream, std::uint64_t waited_ns);
   [[nodiscard]] bool wants_accesses() const { return wants_accesses_.load(std::memory_order_relaxed); }
   // The context is being destroyed (or, end_all, a primary context released): its runtime stops
   // serving and frees what is idle; a context made current later gets a new one.
