@@ -185,7 +185,16 @@ class SwapAdaptor final : public Adaptor {
       if (frees_.holds(ptr)) return kInvalidValue;
       lock.unlock();
       room_.below_changed();
-      return Adaptor::deallocate(ptr, kind, stream);
+      if (kind != MemoryKind::device) return Adaptor::deallocate(ptr, kind, stream);
+      // cuMemFree synchronises (below: the small cache waits for the program's streams, the
+      // driver for the device), as it would without memtool: the program's synchronisation, for
+      // the learned iteration's host times (a free memtool defers, below, is none).
+      const std::uint64_t start = detail::HostCostMeter::steady_ns();
+      const Status status = Adaptor::deallocate(ptr, kind, stream);
+      const std::uint64_t waited = detail::HostCostMeter::steady_ns() - start;
+      lock.lock();
+      learner_.synced(waited);
+      return status;
     }
     const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().other();
     SwapBuffer& b = it->second;
