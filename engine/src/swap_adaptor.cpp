@@ -102,6 +102,7 @@ class SwapAdaptor final : public Adaptor {
         learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second, options_.problem_path) {
     learner_.meter().host_costs().set_stalls([this] { return host_waits_.stall_ns(); });
     learner_.set_rule_lookahead(options_.lookahead);
+    learner_.set_plan_with_host_times(options_.host_times);
     if (verify_) {
       mover_->set_leave_check([this](DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) {
         if (verify_->leaving_landed(ptr, b, host_copy, moves_.checked_after())) return true;
