@@ -99,7 +99,7 @@ TEST_CASE("swap learning: a synchronous free passed down is the program's synchr
   std::filesystem::remove(problem);
   SwapOptions options;
   options.mode = SwapMechanism::explicit_copies;
-  options.budget_bytes = 64 * MiB;
+  options.budget_bytes = 6 * MiB;  // A and B do not fit together: a plan is made (and its problem written)
   options.min_bytes = MiB;
   options.schedule_trial = false;
   options.problem_path = problem.string();
