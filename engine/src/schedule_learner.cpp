@@ -87,6 +87,7 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, P
     request.items = log_.items();
     request.signature = log_.signature();
     request.problem_path = problem_path_;
+    request.host_times = host_times_;
     engine::log(
         LogLevel::info,
         fmt::format("memtool swap: planning {} ({} work items, {} buffers, {} GPU times) for {} B; link {:.3g} GB/s "

@@ -38,6 +38,10 @@ class ScheduleLearner {
     rule_lookahead_ops_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(ops, UINT32_MAX));
   }
 
+  // MEMTOOL_SWAP_HOST_TIMES: plans with the program's host times (swapper Iteration::host_timed);
+  // off, the problem written (MEMTOOL_SWAP_DUMP) still carries them.
+  void set_plan_with_host_times(bool on) { host_times_ = on; }
+
   // --- one logged iteration ---
   // Whether this iteration is logged from its start (the adaptor reports into log()).
   [[nodiscard]] bool logging() const { return logging_; }
@@ -88,6 +92,7 @@ class ScheduleLearner {
   const std::string policy_;
   const std::string problem_path_;
   std::uint32_t rule_lookahead_ops_ = swapper::SimulateOptions{}.rule_lookahead_ops;
+  bool host_times_ = false;
   const std::uint64_t link_bytes_per_second_;
   IterationLog log_;
   OpTimer timer_;

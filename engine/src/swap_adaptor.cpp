@@ -102,6 +102,7 @@ class SwapAdaptor final : public Adaptor {
         learner_(device, timing_events_, options_.policy, options_.link_bytes_per_second, options_.problem_path) {
     learner_.meter().host_costs().set_stalls([this] { return host_waits_.stall_ns(); });
     learner_.set_rule_lookahead(options_.lookahead);
+    learner_.set_plan_with_host_times(options_.host_times);
     if (verify_) {
       mover_->set_leave_check([this](DevicePtr ptr, SwapBuffer& b, DevicePtr host_copy) {
         if (verify_->leaving_landed(ptr, b, host_copy, moves_.checked_after())) return true;
@@ -185,7 +186,16 @@ class SwapAdaptor final : public Adaptor {
       if (frees_.holds(ptr)) return kInvalidValue;
       lock.unlock();
       room_.below_changed();
-      return Adaptor::deallocate(ptr, kind, stream);
+      if (kind != MemoryKind::device) return Adaptor::deallocate(ptr, kind, stream);
+      // cuMemFree synchronises (below: the small cache waits for the program's streams, the
+      // driver for the device), as it would without memtool: the program's synchronisation, for
+      // the learned iteration's host times (a free memtool defers, below, is none).
+      const std::uint64_t start = detail::HostCostMeter::steady_ns();
+      const Status status = Adaptor::deallocate(ptr, kind, stream);
+      const std::uint64_t waited = detail::HostCostMeter::steady_ns() - start;
+      lock.lock();
+      learner_.synced(waited);
+      return status;
     }
     const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().other();
     SwapBuffer& b = it->second;

@@ -191,10 +191,11 @@ std::string predict_steps(const PlanRequest& request, PlanReply& reply) {
 }  // namespace
 
 std::future<PlanReply> plan_async(PlanRequest request) {
-  return std::async(std::launch::async, [request = std::move(request)]() {
+  return std::async(std::launch::async, [request = std::move(request)]() mutable {
     PlanReply reply;
     try {
       const std::string dumped = request.problem_path.empty() ? std::string() : write_problem_file(request);
+      if (!request.host_times) request.input.iteration.host_timed = false;
       swapper::PlanResult result =
           swapper::plan(request.input.iteration, request.link, request.budget_bytes, request.strategy, request.options);
       const swapper::Simulation& sim = result.simulation;

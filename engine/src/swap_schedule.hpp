@@ -104,6 +104,9 @@ struct PlanRequest {
   std::uint32_t items = 0;
   std::vector<std::uint64_t> signature;
   std::string problem_path;  // where the problem is written first (MEMTOOL_SWAP_DUMP); empty: not
+  // Planned and predicted with the program's host times (the iteration's, when it has them);
+  // false: as a program whose host is never ahead of the GPU. The problem written has them.
+  bool host_times = false;
 };
 
 struct PlanReply {

@@ -294,6 +294,7 @@ State decide() {
   strategy_options.swap.verify = options.swap_verify;
   strategy_options.swap.selector_margin = options.swap_margin / 100.0;
   strategy_options.swap.selector_window = options.swap_window;
+  strategy_options.swap.host_times = options.swap_host_times;
   strategy_options.swap.reserve_bytes = options.swap_reserve;  // the budget without MEMTOOL_BUDGET
   engine::ObserverOptions observer;
   observer.keep_windows = strategy->plans;

@@ -3,7 +3,9 @@
 // (here the rule leaving early, on a device whose copies keep the host 2 ms each) is timed from
 // its issue, so that host time is not taken for the item's run time (the planner's problem
 // carries it as host costs per copy instead). The device stamps timing events with the host's
-// clock, so an item's GPU time is what the host spent between its events.
+// clock, so an item's GPU time is what the host spent between its events. A synchronous free
+// memtool passes down (cuMemFree synchronises) is the program's synchronisation: its wait is not
+// the program's host time.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -55,7 +57,90 @@ class SlowCopies final : public test::SimForwardingDevice {
   std::map<EventId, std::chrono::steady_clock::time_point> stamp_;
 };
 
+// The same clock, with frees that keep the host kSlowFree (cuMemFree's wait for the device).
+class SlowFrees final : public test::SimForwardingDevice {
+ public:
+  static constexpr auto kSlowFree = std::chrono::milliseconds(5);
+  Status create_timing_event(EventId* out) override { return sim.create_event(out); }
+  Status record_event(EventId event, StreamId stream) override {
+    stamp_[event] = std::chrono::steady_clock::now();
+    return sim.record_event(event, stream);
+  }
+  Status elapsed_ns(EventId start, EventId end, double* out) override {
+    const auto a = stamp_.find(start);
+    const auto b = stamp_.find(end);
+    if (a == stamp_.end() || b == stamp_.end()) return kNotSupported;
+    *out = std::chrono::duration<double, std::nano>(b->second - a->second).count();
+    return kSuccess;
+  }
+  void destroy_event(EventId event) override {
+    stamp_.erase(event);
+    sim.destroy_event(event);
+  }
+  Status free(DevicePtr ptr, MemoryKind kind, StreamId stream) override {
+    if (kind == MemoryKind::device) std::this_thread::sleep_for(kSlowFree);
+    return sim.free(ptr, kind, stream);
+  }
+
+ private:
+  std::map<EventId, std::chrono::steady_clock::time_point> stamp_;
+};
+
 }  // namespace
+
+TEST_CASE("swap learning: a synchronous free passed down is the program's synchronisation", "[engine][swap]") {
+  // Each iteration: A, B (4 MiB, persistent) used by items 0 and 1; a small buffer S (below
+  // MEMTOOL_SWAP_MIN_BYTES: memtool never moves it, its free goes to the driver) allocated
+  // before item 1 and freed after it; then A again. The free waits kSlowFree, as cuMemFree waits
+  // for the device.
+  SlowFrees device;
+  const std::filesystem::path problem =
+      std::filesystem::temp_directory_path() / ("memtool_learned_syncs_" + std::to_string(::getpid()));
+  std::filesystem::remove(problem);
+  SwapOptions options;
+  options.mode = SwapMechanism::explicit_copies;
+  options.budget_bytes = 6 * MiB;  // A and B do not fit together: a plan is made (and its problem written)
+  options.min_bytes = MiB;
+  options.schedule_trial = false;
+  options.problem_path = problem.string();
+  std::unique_ptr<Resource> swap = make_swap(device, make_device_resource(device, true), options);
+  const auto alloc = [&](std::uint64_t size) {
+    DevicePtr ptr = 0;
+    REQUIRE(swap->allocate(AllocationRequest{size, MemoryKind::device, 0, 0}, &ptr) == kSuccess);
+    return ptr;
+  };
+  const auto kernel = [&](DevicePtr ptr) {
+    const DevicePtr bases[] = {ptr};
+    swap->before_work(bases, 1);
+  };
+  const DevicePtr a = alloc(4 * MiB);
+  const DevicePtr b = alloc(4 * MiB);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int iteration = 0; !std::filesystem::exists(problem) && std::chrono::steady_clock::now() < deadline;
+       ++iteration) {
+    swap->on_boundary(Boundary{});
+    kernel(a);
+    const DevicePtr small = alloc(64 * 1024);
+    kernel(b);
+    REQUIRE(swap->deallocate(small, MemoryKind::device, 0) == kSuccess);
+    kernel(a);
+    if (iteration == 0) kernel(b);  // the first iteration is not learned from (as above)
+  }
+  for (const DevicePtr p : {a, b}) REQUIRE(swap->deallocate(p, MemoryKind::device, 0) == kSuccess);
+  swap->shutdown(true);
+  REQUIRE(std::filesystem::exists(problem));
+  std::ifstream in(problem);
+  const memtool::swapper::Problem learned = memtool::swapper::read_problem(in);
+  std::filesystem::remove(problem);
+  REQUIRE(learned.iteration.ops.size() == 3);
+  CHECK(learned.iteration.host_timed);
+  CHECK_FALSE(learned.iteration.ops[0].syncs);
+  CHECK(learned.iteration.ops[1].syncs);  // the free after item 1 waited for the device
+  // Its wait is not the program's host time (half of it: room for a loaded machine's delays).
+  const std::chrono::duration<double, std::milli> host(static_cast<double>(learned.iteration.ops[1].host_ns) / 1e6);
+  INFO("item 1's host time learned at " << host.count() << " ms");
+  CHECK(host < 0.5 * SlowFrees::kSlowFree);
+}
 
 TEST_CASE("swap learning: an item is not charged memtool's own swapping before its issue", "[engine][swap]") {
   // Each iteration: A, B, C, D (4 MiB, persistent) used by items 0-3; T (10 MiB) allocated before

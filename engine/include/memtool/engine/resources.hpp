@@ -97,6 +97,9 @@ struct SwapOptions {
   // and how many iterations each figure is taken from, the first not counted (MEMTOOL_SWAP_WINDOW).
   double selector_margin = 0.03;
   std::uint32_t selector_window = 3;
+  // MEMTOOL_SWAP_HOST_TIMES: plan with the program's host times per work item (the simulator's
+  // host on its own timeline); off: as a program whose host is never ahead of the GPU.
+  bool host_times = false;
   // With no budget given, the budget is the device's free memory less this (MEMTOOL_SWAP_RESERVE):
   // room for what the driver takes on its own (launches' local memory, modules, graphs).
   std::uint64_t reserve_bytes = std::uint64_t{256} << 20;
