@@ -266,11 +266,19 @@ ScheduleSelector::Step ScheduleSelector::on_checking(double ns) {
     champion_ = current_;
   }
   if (challenging_) {
-    // The rival of the rule alone: slower, the model's choice stands (the rule alone); faster,
-    // the model is refuted and the rival, the fastest timed, stays.
+    // The rival of the rule alone: the model's choice (the rule alone) stands unless the rival
+    // runs faster past the noise, as the watch judges (a rival faster by chance would be kept on
+    // one window's luck, and learn on from there); then the model is refuted and the rival stays.
     challenging_ = false;
-    step.kept = fastest;
-    step.refuted = fastest;
+    Step probe;
+    const bool overturned = fastest && slower(rule, rule_spread_, figure, trial_spread(), probe);
+    step.noise = probe.noise;
+    step.kept = overturned;
+    step.refuted = overturned;
+    if (!overturned) {
+      champion_.reset();
+      best_ns_ = best_median_ns_ = best_spread_ = 0;
+    }
     return conclude(step);
   }
   if (step.kept) return conclude(step);

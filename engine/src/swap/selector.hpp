@@ -6,7 +6,8 @@
 // model's: the baseline calibrates it (the measured rule alone against its prediction: the
 // executor's and the program's host time the model does not see, the same in every candidate's
 // step), and the candidate with the best calibrated prediction (or the rule alone, when none is
-// predicted faster, the one predicted fastest is checked against it, once) applies at once,
+// predicted faster, the one predicted fastest is checked against it, once, and kept only if it
+// runs faster than the rule's baseline past the noise, as the watch judges) applies at once,
 // checked for one window against that prediction. Confirmed,
 // it is committed; slower than predicted by the margin, or slower than the rule alone, the model
 // is refuted for it: recalibrated with that second measurement (the per-copy host time that

@@ -457,6 +457,19 @@ TEST_CASE("swap selector: the model chooses the rule alone when no candidate is 
     CHECK(s.state() == State::committed);
     CHECK(*s.applied() == 0);
   }
+  SECTION("its rival, checked, is faster only within the noise: the rule alone stays") {
+    ScheduleSelector s({});
+    // The rule's baseline 150 and 160 (6.7% apart); the rival's best 145, 3.4% faster: chance.
+    ScheduleSelector::Step step = modelled(s, {{103.0, 3.0}, {110.0, 1.0}}, {100.0, 0.0}, 150.0, 160.0);
+    CHECK(step.challenge);
+    step = run(s, {900.0, 145.0, 152.0});
+    CHECK(step.verdict);
+    CHECK_FALSE(step.kept);
+    CHECK_FALSE(step.refuted);
+    CHECK(step.noise == Approx(10.0 / 150.0));
+    CHECK(step.action == Action::rule_alone);  // checking -> rule
+    CHECK(s.state() == State::rule);
+  }
   SECTION("no candidate: the rule alone at once") {
     ScheduleSelector s({});
     const ScheduleSelector::Step step = modelled(s, {}, {100.0, 0.0}, 150.0, 160.0);
