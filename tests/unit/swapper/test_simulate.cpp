@@ -20,6 +20,15 @@ namespace {
 
 // The executor's rule alone holding `budget` where memory is needed (no leaving early), over a
 // link of 4 B/ns (2000 B in 500 ns).
+// 6 ops of 1 us; a 2000 B buffer used by ops 0 and 5; 1500 B allocated for op 4 alone: under a
+// budget of 2000 B, op 4 needs the first one out.
+ms::Iteration room_for_op_4() {
+  ms::Iteration it = ops_of(6, 1000);
+  add_buffer(it, 2000, 0, 5, {0, 5});
+  add_buffer(it, 1500, 4, 4, {4});
+  return it;
+}
+
 ms::Simulation rule_alone(const ms::Iteration& it, std::uint64_t budget) {
   ms::SimulateOptions held;
   held.hold_budget_bytes = budget;
@@ -238,9 +247,7 @@ TEST_CASE("holding a budget: ops wait for room where they need it, not where the
 // budget 2000. Looking 2 ops ahead, B goes out after op 2 is issued ([2000, 4000)) and op 4
 // does not wait for it.
 TEST_CASE("holding a budget with no schedule, the rule makes room ahead of the allocation", "[swapper][simulate]") {
-  ms::Iteration it = ops_of(6, 1000);
-  add_buffer(it, 2000, 0, 5, {0, 5});
-  add_buffer(it, 1500, 4, 4, {4});
+  const ms::Iteration it = room_for_op_4();
   ms::SimulateOptions held;
   held.hold_budget_bytes = 2000;
   held.rule_lookahead_ops = 2;
@@ -549,9 +556,7 @@ TEST_CASE("host-timed: a stream-ordered stall hides behind the program's host ti
 // demand at 6010, while op 4 runs, where without host times it is issued when op 4 has ended:
 // 9010 against 10000.
 TEST_CASE("host-timed: the rule's wait for room is the host's, not hidden", "[swapper][simulate]") {
-  ms::Iteration it = ops_of(6, 1000);
-  add_buffer(it, 2000, 0, 5, {0, 5});
-  add_buffer(it, 1500, 4, 4, {4});
+  const ms::Iteration it = room_for_op_4();
   ms::SimulateOptions held;
   held.hold_budget_bytes = 2000;
   held.rule_lookahead_ops = 0;
