@@ -49,6 +49,13 @@ ms::Problem read(const std::string& text) {
   return ms::read_problem(in);
 }
 
+// `text` with its first `from` replaced by `to` (which must be there).
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
 // The message read_problem refuses `text` with.
 std::string refusal(const std::string& text) {
   try {
@@ -118,12 +125,7 @@ TEST_CASE("a problem file written before ops were marked reaches-all reads as no
 
 TEST_CASE("a malformed problem file is refused naming its line", "[swapper][problem]") {
   const std::string good = written(sample());
-  const auto with = [&](const std::string& from, const std::string& to) {
-    std::string text = good;
-    const std::size_t at = text.find(from);
-    REQUIRE(at != std::string::npos);
-    return text.replace(at, from.size(), to);
-  };
+  const auto with = [&](const std::string& from, const std::string& to) { return replaced(good, from, to); };
   CHECK_THAT(refusal("budget 5\n"), Catch::Contains("line 1") && Catch::Contains("not a swap problem file"));
   CHECK_THAT(refusal(with("memtool-swap-problem 1", "memtool-swap-problem 2")), Catch::Contains("version 2"));
   CHECK_THAT(refusal(with("budget 6000", "budget -1")), Catch::Contains("line 2") && Catch::Contains("whole number"));
@@ -174,12 +176,7 @@ TEST_CASE("a host-timed problem file carries each op's host time and synchronisa
   }
   CHECK(written(q) == text);
   CHECK_FALSE(read(written(sample())).iteration.host_timed);  // none: as before host times
-  const auto with = [&](const std::string& from, const std::string& to) {
-    std::string changed = text;
-    const std::size_t at = changed.find(from);
-    REQUIRE(at != std::string::npos);
-    return changed.replace(at, from.size(), to);
-  };
+  const auto with = [&](const std::string& from, const std::string& to) { return replaced(text, from, to); };
   CHECK_THAT(refusal(with(" host=100\n", "\n")), Catch::Contains("a host-timed op takes 'host=NS'"));
   CHECK_THAT(refusal(with("host=100", "host=1x")), Catch::Contains("host time '1x'"));
   CHECK_THAT(refusal(with("host=100", "host=")), Catch::Contains("host time ''"));
