@@ -70,13 +70,6 @@ std::vector<swapper::Access> accesses(const std::vector<std::uint32_t>& ops) {
 
 }  // namespace
 
-std::optional<IterationLog::Input> IterationLog::to_input(const std::vector<double>& durations_ns,
-                                                          std::string& why) const {
-  ItemTimes times;
-  times.gpu_ns = durations_ns;
-  return to_input(times, why);
-}
-
 std::optional<IterationLog::Input> IterationLog::to_input(const ItemTimes& times, std::string& why) const {
   const std::uint32_t n = items_;
   const std::vector<double>& durations_ns = times.gpu_ns;

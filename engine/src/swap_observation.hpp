@@ -49,11 +49,10 @@ class IterationLog {
     swapper::Iteration iteration;   // Buffer::id: index into names
     std::vector<BufferName> names;  // as they are called in the next iteration
   };
-  // The swapper's input with the items' GPU times (durations_ns.size() == items()); nullopt
-  // when there is nothing to plan (fewer than two items, or no swappable buffer), `why` says.
-  [[nodiscard]] std::optional<Input> to_input(const std::vector<double>& durations_ns, std::string& why) const;
-  // The same with the items' host times and synchronisations too (swapper::Op::host_ns, syncs;
-  // Iteration::host_timed where `times` says so); times.gpu_ns are the durations.
+  // The swapper's input with the items' GPU times (times.gpu_ns.size() == items(): the
+  // durations) and, where `times` says so, their host times and synchronisations
+  // (swapper::Op::host_ns, syncs; Iteration::host_timed); nullopt when there is nothing to plan
+  // (fewer than two items, or no swappable buffer), `why` says.
   [[nodiscard]] std::optional<Input> to_input(const ItemTimes& times, std::string& why) const;
 
  private:

@@ -17,6 +17,13 @@ namespace swapper = memtool::swapper;
 
 namespace {
 
+// An iteration's times with the GPU's only (no host times).
+ItemTimes gpu_times(std::vector<double> ns) {
+  ItemTimes times;
+  times.gpu_ns = std::move(ns);
+  return times;
+}
+
 constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 
 std::vector<std::uint32_t> ops_of(const swapper::Buffer& b) {
@@ -61,7 +68,7 @@ TEST_CASE("swap schedule: an observed iteration as the swapper's input", "[engin
   CHECK(log.signature() == std::vector<std::uint64_t>{4 * MiB, 2 * MiB});
 
   std::string why;
-  const auto in = log.to_input({10, 20, 30, 40}, why);
+  const auto in = log.to_input(gpu_times({10, 20, 30, 40}), why);
   REQUIRE(in);
   CHECK(swapper::validate(in->iteration).empty());
   REQUIRE(in->iteration.ops.size() == 4);
@@ -93,8 +100,8 @@ TEST_CASE("swap schedule: an observed iteration as the swapper's input", "[engin
   CHECK(ops_of(long_lived) == std::vector<std::uint32_t>{2});
   CHECK(in->iteration.buffers.size() == 4);  // previous 1 went with its twin
 
-  CHECK_FALSE(log.to_input({1, 2}, why));  // a time per item, or nothing
-  CHECK_FALSE(in->iteration.host_timed);   // GPU times only: no host timeline
+  CHECK_FALSE(log.to_input(gpu_times({1, 2}), why));  // a time per item, or nothing
+  CHECK_FALSE(in->iteration.host_timed);              // GPU times only: no host timeline
 
   // With the program's host times and synchronisations, the ops carry them.
   ItemTimes times;
