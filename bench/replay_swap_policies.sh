@@ -5,8 +5,9 @@
 # touch at COMPUTE_GBPS, and a host link of LINK_GBPS each way (fakecuda's copy engines; memtool
 # plans with what it measures of them, MEMTOOL_SWAP_LINK's default). Each policy (MEMTOOL_SWAP_POLICY) learns from
 # the first steps; the median wall time of the last four steps is set against the plain run's.
-# ours times its schedule and up to four runners-up for three steps each after about six steps of
-# learning: give it 30 steps for the last four to be the one it keeps ("applies at exit").
+# ours chooses among its candidates by the model once it has learned (docs/swapping.md, the
+# selector), timing the rule alone and its choice for a window each: give it 20 steps or more for
+# the last four to be the choice it keeps ("applies at exit").
 #
 # The defaults are 500 GB/s of compute against an H200's 55 GB/s PCIe 5 link, both 100x slower:
 # fakecuda's copies are real memmoves and its new memory is faulted in page by page, costs a GPU
@@ -15,9 +16,9 @@
 # (median of its run's last four steps) over the rounds is its figure: a shared machine's busy
 # minutes then touch all alike, and its spread (most over least, less one) says how far the same
 # run moves from one round to the next: differences inside it are noise. The counters are the
-# last round's. ours runs at MEMTOOL_LOG=info, and its trial's verdicts (each candidate's host
-# time in that one process, minutes apart at most) and its watch's (docs/swapping.md) follow each
-# model's table: the schedules side by side without the rounds' noise.
+# last round's. ours runs at MEMTOOL_LOG=info, and its selector's verdicts (each figure's host
+# time in that one process, minutes apart at most) follow each model's table: the schedules side
+# by side without the rounds' noise.
 # Usage: bench/replay_swap_policies.sh [BUILD_DIR] [STEPS] [BUDGET_PERCENT] [COMPUTE_GBPS] [LINK_GBPS] [MODELS] [POLICIES] [ROUNDS]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -70,7 +71,7 @@ for model in $models; do
            > "$work/swap.out" 2> "$work/swap.err"; then
         echo "$model $policy: FAILED"; tail -3 "$work/swap.err"; continue
       fi
-      # A run without verdicts (no plan, or the trial off) must not end the bench under pipefail.
+      # A run without verdicts (no plan, or the selector off) must not end the bench under pipefail.
       if [ "$policy" = ours ]; then
         { grep -E ' ms an iteration, |is the fastest: it applies| has no swaps: |chosen by prediction: |chosen after ' "$work/swap.err" || true; } | sed "s/^/  round $round: /" >> "$work/trial.txt"
       fi
@@ -94,7 +95,7 @@ for model in $models; do
       "$(field "$s" swap_ins_late)" "$(field "$s" swap_schedule)"
   done
   if [ -s "$work/trial.txt" ]; then
-    echo "$model: ours' trial in the process"; cat "$work/trial.txt"; rm -f "$work/trial.txt"
+    echo "$model: ours' selector in the process"; cat "$work/trial.txt"; rm -f "$work/trial.txt"
   fi
   unset best worst
 done
