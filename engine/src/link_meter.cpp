@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace memtool::engine::detail {
 namespace {
@@ -74,17 +75,48 @@ void LinkMeter::finish(EventId start, Direction d, StreamId stream, std::uint64_
   pending_.push_back(Pending{start, end, bytes, d});
 }
 
+// A direction's copies share one copy engine, across streams: a copy's start event fires when
+// its stream reaches it, but the engine may still be serving another stream's copy, which it then
+// waits for. The engine serves one copy at a time, so in order of their ends a copy's own time
+// begins at the later of its start and the previous copy's end. Times are compared on the GPU's
+// clock: the order by each end's time from one reference end, each copy's time from the events
+// next to it (short spans, exact in cuEventElapsedTime's float).
 void LinkMeter::poll() {
-  std::erase_if(pending_, [this](Pending& p) {
+  std::vector<Pending> done[2];
+  std::erase_if(pending_, [this, &done](Pending& p) {
     if (!device_.event_completed(p.end)) return false;
-    double ns = 0;
-    if (device_.elapsed_ns(p.start, p.end, &ns) == kSuccess && ns > 0) {
-      samples_[index(p.direction)].push_back(CopySample{p.bytes, ns});
-    }
-    events_.give(p.start);
-    events_.give(p.end);
+    done[index(p.direction)].push_back(p);
     return true;
   });
+  for (std::size_t d = 0; d < 2; ++d) {
+    if (done[d].empty()) continue;
+    const EventId reference = done[d].front().end;  // given back last, if at all
+    std::vector<std::pair<double, Pending>> by_end;
+    for (Pending& p : done[d]) {
+      double at = 0;
+      if (device_.elapsed_ns(reference, p.end, &at) == kSuccess) {
+        by_end.emplace_back(at, p);
+      } else {
+        events_.give(p.start);
+        events_.give(p.end);
+      }
+    }
+    std::stable_sort(by_end.begin(), by_end.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    EventId previous_end = 0;
+    for (auto& [at, p] : by_end) {
+      double ns = 0;
+      double waited = 0;
+      bool timed = device_.elapsed_ns(p.start, p.end, &ns) == kSuccess;
+      if (timed && previous_end != 0 && device_.elapsed_ns(p.start, previous_end, &waited) == kSuccess && waited > 0) {
+        timed = device_.elapsed_ns(previous_end, p.end, &ns) == kSuccess;  // its engine was busy till then
+      }
+      if (timed && ns > 0) samples_[d].push_back(CopySample{p.bytes, ns});
+      events_.give(p.start);
+      events_.give(previous_end);
+      previous_end = p.end;
+    }
+    events_.give(previous_end);
+  }
 }
 
 swapper::Link LinkMeter::link(const swapper::Link& fallback, bool* measured) const {

@@ -1,12 +1,16 @@
 // What the host link really moves, for the swap planner: the copies the swap policy makes while
-// it learns are bracketed with timing events on their own stream, and each direction's
-// bandwidth and latency are fitted to their GPU times. MEMTOOL_SWAP_LINK then needs no guess:
-// a PCIe 4 or 5 link, a GH200's NVLink-C2C or fakecuda's FAKECUDA_LINK_GBPS all read as what
-// they are, contention between the two directions included.
+// it learns are bracketed with timing events on their streams, and each direction's bandwidth and
+// latency are fitted to their GPU times. MEMTOOL_SWAP_LINK then needs no guess: a PCIe 4 or 5
+// link, a GH200's NVLink-C2C or fakecuda's FAKECUDA_LINK_GBPS all read as what they are,
+// contention between the two directions included.
 //
-// A copy's start event is recorded after the waits that order it (so its time is the copy's,
-// and a copy queued behind another on the same stream starts when that one ends). Not
-// thread-safe: the swap policy's lock.
+// A copy's start event is recorded after the waits that order it, but it fires when its stream
+// reaches it, and a direction's copies on every stream take turns on one copy engine: a copy
+// issued while another stream's copy holds the engine waits for it. Each sample is the copy's own
+// time on the engine (poll): from the later of its start and the end of the copy the engine
+// served before it, its direction's copies ordered by their ends on the GPU's clock. So every
+// swap copy is timed, on whichever stream (swap/side_streams.hpp). Not thread-safe: the swap
+// policy's lock.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +62,7 @@ class LinkMeter {
   void finish(EventId start, Direction d, StreamId stream, std::uint64_t bytes);
   // The copy was not queued after all: its start event back to the spares (0: nothing).
   void abandon(EventId& start) { events_.give(start); }
-  // Completed copies become samples.
+  // Completed copies become samples, each its own time on its direction's engine.
   void poll();
   // The link to plan with: each direction fitted where it has enough samples, else `fallback`'s
   // figures for it; `measured` tells whether any was fitted.

@@ -1,10 +1,12 @@
-// The swap's own streams and the timing of the copies on them: copies out run on one side stream
-// and copies back on another, each created on first use, so the program's streams never wait for
-// a copy and each direction queues only behind its own; while an iteration is learned, a copy on
-// either is timed for the link meter (link_meter.hpp), which prices the planner's copies. A copy
-// on the program's stream (save-on-cpu) is not timed: it queues behind the program's work. The
-// host time each copy's move takes is the policy's cost per copy (swap/host_costs.hpp). Not
-// thread-safe: the swap policy's lock.
+// The swap's own streams and the timing of the copies: copies out run on one side stream and
+// copies back on another, each created on first use, so the program's streams never wait for a
+// copy and each direction's stream queues only behind its own; while an iteration is learned,
+// every swap copy is timed for the link meter (link_meter.hpp), which prices the planner's
+// copies: on the side streams and on the program's (a copy back on demand, save-on-cpu), since a
+// direction's copies on all streams take turns on its copy engine and the meter tells a copy's
+// wait for the engine from its own time only when it sees them all. The host time each copy's
+// move takes is the policy's cost per copy (swap/host_costs.hpp). Not thread-safe: the swap
+// policy's lock.
 #pragma once
 
 #include <cstdint>
@@ -26,19 +28,23 @@ class SideStreams {
   bool in(StreamId& out) { return make(in_, out); }
 
   // `move` queues a copy of `bytes` on `stream` (false: none was queued), timed for the learner's
-  // link meter while it logs an iteration and `stream` is a side stream; `copies` false: the move
-  // needs no copy.
+  // link meter while it logs an iteration, its host time the policy's cost per copy; `copies`
+  // false: the move needs no copy.
   template <class Move>
-  bool timed_copy(ScheduleLearner& learner, LinkMeter::Direction direction, StreamId stream, std::uint64_t bytes,
-                  bool copies, Move&& move) const {
-    const bool metered = copies && learner.logging() && stream != 0 && (stream == out_ || stream == in_);
-    EventId start = metered ? learner.meter().start(direction, stream) : 0;
-    bool moved = false;
-    {
+  static bool timed_copy(ScheduleLearner& learner, LinkMeter::Direction direction, StreamId stream, std::uint64_t bytes,
+                         bool copies, Move&& move) {
+    return metered(learner, direction, stream, bytes, copies, [&] {
       const HostCostMeter::Scope cost = learner.meter().host_costs().copy(copies);
-      moved = move();
-    }
-    if (!moved) {
+      return move();
+    });
+  }
+
+  // The same, timed only: a copy back on demand, whose host time is its work item's.
+  template <class Move>
+  static bool metered(ScheduleLearner& learner, LinkMeter::Direction direction, StreamId stream, std::uint64_t bytes,
+                      bool copies, Move&& move) {
+    EventId start = copies && learner.logging() ? learner.meter().start(direction, stream) : 0;
+    if (!move()) {
       learner.meter().abandon(start);
       return false;
     }

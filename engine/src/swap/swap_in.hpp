@@ -29,10 +29,10 @@ class SwapIn {
   // that may read its host copy, and for what still holds device memory if there is none. False:
   // it stays out, read where it is (counted: swap_ins_failed).
   bool now(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    bool back = move_back(ptr, b, stream, true);
+    bool back = on_demand(ptr, b, stream);
     if (!back) {
       frees_.settle(true);
-      back = move_back(ptr, b, stream, true);
+      back = on_demand(ptr, b, stream);
     }
     b.kept_out = false;
     if (!back) {
@@ -119,10 +119,18 @@ class SwapIn {
     return true;
   }
 
+  // On demand: the host's waits for b's users first, so that the copy's timing for the link
+  // meter holds none of them (the copy shares the engine with the side stream's: side_streams.hpp).
+  bool on_demand(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
+    if (b.pinned || !mapped_users_done(b, true)) return false;
+    return SideStreams::metered(moves_.learner, LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
+                                [&] { return move_back(ptr, b, stream, true); });
+  }
+
   // A buffer still leaving comes back without a copy: its device memory is kept.
   bool timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    return moves_.side_streams.timed_copy(moves_.learner, LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
-                                          [&] { return move_back(ptr, b, stream, false); });
+    return SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
+                                   [&] { return move_back(ptr, b, stream, false); });
   }
 
   // The copy back was queued on `stream`: users on other streams wait for it (before_item).

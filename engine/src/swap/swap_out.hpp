@@ -37,8 +37,8 @@ class SwapOut {
       moves_.events.give(b.arrival);
       b.arrival_pending = false;
     }
-    if (!moves_.side_streams.timed_copy(moves_.learner, LinkMeter::Direction::to_host, side, b.size, true,
-                                        [&] { return moves_.mover.move_out(ptr, b, side); })) {
+    if (!SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_host, side, b.size, true,
+                                 [&] { return moves_.mover.move_out(ptr, b, side); })) {
       return false;
     }
     b.streams.clear();
