@@ -18,6 +18,7 @@ namespace {
 
 std::deque<std::uint64_t> clock_script;  // the host clock's readings, in order
 std::uint64_t scripted_clock() {
+  if (clock_script.empty()) return 0;  // a probe that should not have run reads a still clock
   const std::uint64_t now = clock_script.front();
   clock_script.pop_front();
   return now;
@@ -61,8 +62,8 @@ class ProbeDevice final : public Device {
   }
   Status synchronize_event(EventId) override { return kSuccess; }
   Status elapsed_ns(EventId, EventId, double* out) override {
-    *out = gpu_.front();
-    gpu_.pop_front();
+    *out = gpu_.empty() ? 0 : gpu_.front();
+    if (!gpu_.empty()) gpu_.pop_front();
     return kSuccess;
   }
   bool host_wait_may_block() override { return blocked; }
@@ -110,6 +111,8 @@ TEST_CASE("sync probe: none where a host wait may block or there is no stream", 
   ProbeDevice blocked({});
   blocked.blocked = true;
   CHECK_FALSE(probe_sync_cost(blocked, &scripted_clock, 3).has_value());
+  CHECK(blocked.events == 0);
+  CHECK(blocked.copies == 0);
   ProbeDevice streamless({});
   streamless.streams = false;
   CHECK_FALSE(probe_sync_cost(streamless, &scripted_clock, 3).has_value());
