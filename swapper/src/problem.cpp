@@ -250,7 +250,7 @@ Problem read_problem(std::istream& in) {
   std::uint64_t ops = 0;
   {
     Record r = lines.next("ops");
-    if (r.size() != 0 && r.word(0) == "host") {  // optional
+    if (r.size() != 0 && r.word(0) == "host") {                   // optional
       r.expect("host", std::clamp<std::size_t>(r.size(), 3, 4));  // the time per synchronisation is optional
       p.host.per_op_ns = r.real(1, "host time per op");
       p.host.per_copy_ns = r.real(2, "host time per copy");

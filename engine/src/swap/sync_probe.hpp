@@ -33,7 +33,8 @@ struct SyncSample {
 
 // Runs the probe (warm-up round, then `rounds`); nullopt when the device cannot (no stream, no
 // timing events, an event that will not time) or a host wait may block now.
-[[nodiscard]] std::optional<double> probe_sync_cost(Device& device, HostCostMeter::Clock clock = &HostCostMeter::steady_ns,
+[[nodiscard]] std::optional<double> probe_sync_cost(Device& device,
+                                                    HostCostMeter::Clock clock = &HostCostMeter::steady_ns,
                                                     std::uint32_t rounds = kSyncProbeRounds);
 
 }  // namespace memtool::engine::detail

@@ -164,8 +164,7 @@ TEST_CASE("sync cost: the host comes back that much after a synchronisation it w
 
 // Not host-timed: the GPU idles that long after each op that syncs (ops 1 and 4 here, the last
 // wrapping to the next iteration's first op): 5000 + 2 x 250.
-TEST_CASE("sync cost: not host-timed, the GPU idles that long after each op that syncs",
-          "[swapper][simulate][host]") {
+TEST_CASE("sync cost: not host-timed, the GPU idles that long after each op that syncs", "[swapper][simulate][host]") {
   OneGap g;
   g.it.ops[1].syncs = true;
   g.it.ops[4].syncs = true;

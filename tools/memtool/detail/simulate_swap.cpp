@@ -322,8 +322,9 @@ std::string swap_report_text(const SwapReport& r) {
         "  stick-to-limit rows as memtool's executor runs them: planned waits not run, the budget held with its rule "
         "(belady: the rule alone; runners-up: what ours' trial in the process times after its schedule)\n";
     if (!r.host.none()) {
-      out += fmt::format("  the executor's host costs in them: {:.3f} us an op, {:.3f} us a copy, {:.3f} us back from a wait\n",
-                         r.host.per_op_ns / 1e3, r.host.per_copy_ns / 1e3, r.host.per_sync_ns / 1e3);
+      out += fmt::format(
+          "  the executor's host costs in them: {:.3f} us an op, {:.3f} us a copy, {:.3f} us back from a wait\n",
+          r.host.per_op_ns / 1e3, r.host.per_copy_ns / 1e3, r.host.per_sync_ns / 1e3);
     }
   }
   out += fmt::format("  plain peak: {}\n", human_bytes_exact(r.plain_peak_bytes));
@@ -437,7 +438,9 @@ nlohmann::json swap_report_json(const SwapReport& r) {
                {"duplex_factor", r.link.duplex_factor}};
   j["notes"] = r.notes;
   j["as_executor"] = r.as_executor;
-  if (r.as_executor) j["host"] = {{"per_op_ns", r.host.per_op_ns}, {"per_copy_ns", r.host.per_copy_ns}, {"per_sync_ns", r.host.per_sync_ns}};
+  if (r.as_executor)
+    j["host"] = {
+        {"per_op_ns", r.host.per_op_ns}, {"per_copy_ns", r.host.per_copy_ns}, {"per_sync_ns", r.host.per_sync_ns}};
   nlohmann::json results = nlohmann::json::array();
   for (const SwapRow& row : r.rows) {
     results.push_back({{"strategy", row.strategy},
