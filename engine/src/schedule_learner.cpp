@@ -83,15 +83,16 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, P
     request.host = meter_.host_costs().costs();
     if (!sync_probed_) {
       sync_probed_ = true;
-      sync_ns_ = probe_sync_cost(device_);
+      sync_cost_ = probe_sync_cost(device_);
       engine::log(LogLevel::info,
-                  sync_ns_ ? fmt::format("memtool swap: the host comes back from a wait for the GPU in {:.1f} us "
-                                         "(sync probe, median of {})",
-                                         *sync_ns_ / 1e3, kSyncProbeRounds)
-                           : std::string("memtool swap: sync probe: not measured (the device cannot, or a host wait "
-                                         "may block now)"));
+                  sync_cost_ ? fmt::format("memtool swap: the host comes back from a wait for the GPU in {:.1f} us "
+                                           "(sync probe, median of {} rounds from {:.1f} to {:.1f} us)",
+                                           sync_cost_->median_ns / 1e3, kSyncProbeRounds, sync_cost_->low_ns / 1e3,
+                                           sync_cost_->high_ns / 1e3)
+                             : std::string("memtool swap: sync probe: not measured (the device cannot, or a host "
+                                           "wait may block now)"));
     }
-    request.host.per_sync_ns = sync_ns_.value_or(0);
+    request.host.per_sync_ns = sync_cost_ ? sync_cost_->median_ns : 0;
     request.rule_lookahead_ops = rule_lookahead_ops_;
     request.budget_bytes = budget_bytes;
     request.strategy = policy_;

@@ -108,7 +108,7 @@ class ScheduleLearner {
   swapper::Link link_;
   std::string link_source_;
   // The host's time back from a wait for the GPU (sync_probe.hpp), probed once, before the first plan.
-  std::optional<double> sync_ns_;
+  std::optional<SyncCost> sync_cost_;
   bool sync_probed_ = false;
 };
 

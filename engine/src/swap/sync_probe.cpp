@@ -6,7 +6,7 @@
 
 namespace memtool::engine::detail {
 
-std::optional<double> sync_cost_ns(std::span<const SyncSample> samples) {
+std::optional<SyncCost> sync_cost_ns(std::span<const SyncSample> samples) {
   if (samples.empty()) return std::nullopt;
   std::vector<double> costs;
   costs.reserve(samples.size());
@@ -14,41 +14,40 @@ std::optional<double> sync_cost_ns(std::span<const SyncSample> samples) {
     const double waited = s.back_ns > s.issued_ns ? static_cast<double>(s.back_ns - s.issued_ns) : 0.0;
     costs.push_back(std::max(0.0, waited - std::max(0.0, s.gpu_ns)));
   }
-  const auto mid = costs.begin() + static_cast<std::ptrdiff_t>(costs.size() / 2);
-  std::nth_element(costs.begin(), mid, costs.end());
-  if (costs.size() % 2 != 0) return *mid;
-  return (*mid + *std::max_element(costs.begin(), mid)) / 2;
+  std::sort(costs.begin(), costs.end());
+  const std::size_t half = costs.size() / 2;
+  SyncCost cost;
+  cost.median_ns = costs.size() % 2 != 0 ? costs[half] : (costs[half - 1] + costs[half]) / 2;
+  cost.low_ns = costs.front();
+  cost.high_ns = costs.back();
+  return cost;
 }
 
-std::optional<double> probe_sync_cost(Device& device, HostCostMeter::Clock clock, std::uint32_t rounds) {
+std::optional<SyncCost> probe_sync_cost(Device& device, HostCostMeter::Clock clock, std::uint32_t rounds) {
   if (rounds == 0 || device.host_wait_may_block()) return std::nullopt;
   StreamId stream = 0;
   if (device.create_stream(&stream) != kSuccess) return std::nullopt;
-  // Two bytes, stream-ordered (a plain free would synchronise the whole device): the copy's
-  // source and destination. Without them the events alone are timed.
-  DevicePtr scratch = 0;
-  const bool copies = device.allocate(2, MemoryKind::async, stream, &scratch) == kSuccess;
   EventId begin = 0;
   EventId end = 0;
   const bool have_begin = device.create_timing_event(&begin) == kSuccess;
   const bool have_end = have_begin && device.create_timing_event(&end) == kSuccess;
   bool ok = have_end;
   std::vector<SyncSample> samples;
-  for (std::uint32_t r = 0; ok && r <= rounds; ++r) {
-    ok = device.record_event(begin, stream) == kSuccess &&
-         (!copies || device.copy_device(scratch + 1, scratch, 1, stream) == kSuccess) &&
-         device.record_event(end, stream) == kSuccess;
+  // A round whose events completed before the host came to wait for them measured no wait: not
+  // counted, and another is tried, up to a few times the rounds asked for.
+  for (std::uint32_t r = 0; ok && samples.size() < rounds && r <= rounds * kSyncProbeTries; ++r) {
+    ok = device.record_event(begin, stream) == kSuccess && device.record_event(end, stream) == kSuccess;
     if (!ok) break;
     SyncSample sample;
     sample.issued_ns = clock();
+    const bool waits = !device.event_completed(end);
     ok = device.synchronize_event(end) == kSuccess;
     sample.back_ns = clock();
     ok = ok && device.elapsed_ns(begin, end, &sample.gpu_ns) == kSuccess;
-    if (ok && r != 0) samples.push_back(sample);  // the first warms the stream up
+    if (ok && waits && r != 0) samples.push_back(sample);  // the first warms the stream up
   }
   if (have_end) device.destroy_event(end);
   if (have_begin) device.destroy_event(begin);
-  if (copies) (void)device.free(scratch, MemoryKind::async, stream);
   (void)device.destroy_stream(stream);
   if (!ok) return std::nullopt;
   return sync_cost_ns(samples);

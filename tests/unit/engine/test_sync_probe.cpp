@@ -1,6 +1,7 @@
 // The sync probe (swap/sync_probe.hpp): what a wait for the GPU costs the host beyond the GPU's
 // time, the median over rounds of (back - issued - the events' elapsed time), the first round
-// left out; none measured when the device cannot or a host wait may block.
+// and those that did not wait left out; none measured when no round waits, the device cannot or
+// a host wait may block.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -27,17 +28,13 @@ std::uint64_t scripted_clock() {
 // Each round: the GPU's time between the two events (a script), and the calls the probe made.
 class ProbeDevice final : public Device {
  public:
-  explicit ProbeDevice(std::deque<double> gpu) : gpu_(std::move(gpu)) {}
-  Status allocate(std::uint64_t, MemoryKind kind, StreamId stream, DevicePtr* out) override {
-    if (kind != MemoryKind::async || stream != kStream) return kInvalidValue;
-    *out = 0x1000;
+  explicit ProbeDevice(std::deque<double> gpu, std::deque<bool> done = {})
+      : gpu_(std::move(gpu)), done_(std::move(done)) {}
+  Status allocate(std::uint64_t, MemoryKind, StreamId, DevicePtr*) override {
     ++allocated;
     return kSuccess;
   }
-  Status free(DevicePtr ptr, MemoryKind kind, StreamId) override {
-    if (ptr == 0x1000 && kind == MemoryKind::async) --allocated;
-    return kSuccess;
-  }
+  Status free(DevicePtr, MemoryKind, StreamId) override { return kSuccess; }
   Status create_stream(StreamId* out) override {
     if (!streams) return kNotSupported;
     *out = kStream;
@@ -52,14 +49,20 @@ class ProbeDevice final : public Device {
     *out = ++events;
     return kSuccess;
   }
-  Status record_event(EventId, StreamId stream) override { return stream == kStream ? kSuccess : kInvalidValue; }
-  Status stream_wait_event(StreamId, EventId) override { return kSuccess; }
-  bool event_completed(EventId) override { return true; }
-  void destroy_event(EventId) override { --events; }
-  Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId) override {
-    copies += dst == src + 1 && bytes == 1 ? 1 : 0;
+  Status record_event(EventId, StreamId stream) override {
+    if (stream != kStream) return kInvalidValue;
+    ++records;
     return kSuccess;
   }
+  Status stream_wait_event(StreamId, EventId) override { return kSuccess; }
+  // Whether the round's events had completed when the host came to wait (scripted; then no).
+  bool event_completed(EventId) override {
+    if (done_.empty()) return always_done;
+    const bool done = done_.front();
+    done_.pop_front();
+    return done;
+  }
+  void destroy_event(EventId) override { --events; }
   Status synchronize_event(EventId) override { return kSuccess; }
   Status elapsed_ns(EventId, EventId, double* out) override {
     *out = gpu_.empty() ? 0 : gpu_.front();
@@ -71,13 +74,15 @@ class ProbeDevice final : public Device {
   static constexpr StreamId kStream = 77;
   bool streams = true;
   bool blocked = false;
+  bool always_done = false;
   int allocated = 0;
   int events = 0;
-  int copies = 0;
+  int records = 0;
   int streams_destroyed = 0;
 
  private:
   std::deque<double> gpu_;
+  std::deque<bool> done_;
 };
 
 }  // namespace
@@ -86,33 +91,47 @@ TEST_CASE("sync probe: the median of what the host waited beyond the GPU's time"
   CHECK_FALSE(sync_cost_ns({}).has_value());
   // Waits of 100, 50, 500 ns beyond the GPU: the median is 100.
   const std::array<SyncSample, 3> odd{{{1000, 1300, 200}, {2000, 2060, 10}, {5000, 6000, 500}}};
-  CHECK(sync_cost_ns(odd) == 100);
+  CHECK(sync_cost_ns(odd)->median_ns == 100);
+  CHECK(sync_cost_ns(odd)->low_ns == 50);
+  CHECK(sync_cost_ns(odd)->high_ns == 500);
   // Even: the mean of the two middle ones; a GPU time past the wait counts 0, not less.
   const std::array<SyncSample, 4> even{{{0, 100, 0}, {0, 40, 0}, {0, 50, 80}, {0, 300, 0}}};
-  CHECK(sync_cost_ns(even) == Approx(70));
+  CHECK(sync_cost_ns(even)->median_ns == Approx(70));
+  CHECK(sync_cost_ns(even)->low_ns == 0);
 }
 
-TEST_CASE("sync probe: rounds on a private stream, the first left out, everything given back",
+TEST_CASE("sync probe: rounds on a private stream, the first and those without a wait left out",
           "[engine][swap][sync_probe]") {
   // Three rounds counted after the warm-up: (issued, back) host readings and the GPU's times.
-  ProbeDevice device({999, 20, 30, 40});
-  clock_script = {0, 100'000, 1000, 1250, 2000, 2100, 3000, 3400};
-  const std::optional<double> cost = probe_sync_cost(device, &scripted_clock, 3);
+  // The warm-up, a round whose events had completed before the host waited, then three counted.
+  ProbeDevice device({999, 5, 20, 30, 40}, {false, true, false, false, false});
+  clock_script = {0, 100'000, 500, 520, 1000, 1250, 2000, 2100, 3000, 3400};
+  const auto cost = probe_sync_cost(device, &scripted_clock, 3);
   REQUIRE(cost.has_value());
-  CHECK(*cost == 230);  // 230, 70, 360 beyond the GPU: the warm-up's 99'001 left out
+  // 230, 70 and 360 beyond the GPU: the warm-up's 99'001 and the unwaited round's 15 left out.
+  CHECK(cost->median_ns == 230);
+  CHECK(cost->low_ns == 70);
+  CHECK(cost->high_ns == 360);
   CHECK(clock_script.empty());
-  CHECK(device.copies == 4);
-  CHECK(device.allocated == 0);
+  CHECK(device.records == 10);   // two a round on the private stream
+  CHECK(device.allocated == 0);  // no memory
   CHECK(device.events == 0);
   CHECK(device.streams_destroyed == 1);
 }
 
-TEST_CASE("sync probe: none where a host wait may block or there is no stream", "[engine][swap][sync_probe]") {
+TEST_CASE("sync probe: none where no round waits, a host wait may block or there is no stream",
+          "[engine][swap][sync_probe]") {
+  ProbeDevice quick({});
+  quick.always_done = true;
+  clock_script.clear();
+  CHECK_FALSE(probe_sync_cost(quick, &scripted_clock, 3).has_value());
+  CHECK(quick.records == 2 * (1 + 3 * 4));  // the warm-up and 4 tries per round counted, then it gives up
+  CHECK(quick.events == 0);
   ProbeDevice blocked({});
   blocked.blocked = true;
   CHECK_FALSE(probe_sync_cost(blocked, &scripted_clock, 3).has_value());
   CHECK(blocked.events == 0);
-  CHECK(blocked.copies == 0);
+  CHECK(blocked.records == 0);
   ProbeDevice streamless({});
   streamless.streams = false;
   CHECK_FALSE(probe_sync_cost(streamless, &scripted_clock, 3).has_value());
