@@ -25,13 +25,14 @@ std::optional<SyncCost> sync_cost_ns(std::span<const SyncSample> samples) {
 
 std::optional<SyncCost> probe_sync_cost(Device& device, HostCostMeter::Clock clock, std::uint32_t rounds) {
   if (rounds == 0 || device.host_wait_may_block()) return std::nullopt;
-  StreamId stream = 0;
-  if (device.create_stream(&stream) != kSuccess) return std::nullopt;
+  // The events first: a device that cannot time them (SimDevice, old drivers) is left untouched.
   EventId begin = 0;
   EventId end = 0;
   const bool have_begin = device.create_timing_event(&begin) == kSuccess;
   const bool have_end = have_begin && device.create_timing_event(&end) == kSuccess;
-  bool ok = have_end;
+  StreamId stream = 0;
+  const bool have_stream = have_end && device.create_stream(&stream) == kSuccess;
+  bool ok = have_stream;
   std::vector<SyncSample> samples;
   // A round whose events completed before the host came to wait for them measured no wait: not
   // counted, and another is tried, up to a few times the rounds asked for.
@@ -48,7 +49,7 @@ std::optional<SyncCost> probe_sync_cost(Device& device, HostCostMeter::Clock clo
   }
   if (have_end) device.destroy_event(end);
   if (have_begin) device.destroy_event(begin);
-  (void)device.destroy_stream(stream);
+  if (have_stream) (void)device.destroy_stream(stream);
   if (!ok) return std::nullopt;
   return sync_cost_ns(samples);
 }

@@ -37,6 +37,7 @@ class ProbeDevice final : public Device {
   Status free(DevicePtr, MemoryKind, StreamId) override { return kSuccess; }
   Status create_stream(StreamId* out) override {
     if (!streams) return kNotSupported;
+    ++streams_created;
     *out = kStream;
     return kSuccess;
   }
@@ -46,6 +47,7 @@ class ProbeDevice final : public Device {
   }
   Status create_event(EventId*) override { return kNotSupported; }
   Status create_timing_event(EventId* out) override {
+    if (!timing) return kNotSupported;
     *out = ++events;
     return kSuccess;
   }
@@ -75,6 +77,8 @@ class ProbeDevice final : public Device {
   bool streams = true;
   bool blocked = false;
   bool always_done = false;
+  bool timing = true;
+  int streams_created = 0;
   int allocated = 0;
   int events = 0;
   int records = 0;
@@ -136,4 +140,10 @@ TEST_CASE("sync probe: none where no round waits, a host wait may block or there
   streamless.streams = false;
   CHECK_FALSE(probe_sync_cost(streamless, &scripted_clock, 3).has_value());
   CHECK(streamless.events == 0);
+  CHECK(streamless.streams_destroyed == 0);
+  ProbeDevice untimed({});  // events without timestamps (the simulated device): left untouched
+  untimed.timing = false;
+  CHECK_FALSE(probe_sync_cost(untimed, &scripted_clock, 3).has_value());
+  CHECK(untimed.streams_created == 0);
+  CHECK(blocked.streams_destroyed == 0);
 }
