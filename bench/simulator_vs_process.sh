@@ -8,8 +8,10 @@
 # ratio, the problem's own step without swapping (its op times summed: "sim base"), the copies the
 # simulation issues a step, and per point whether the two rank the policies alike.
 #
-# The problem carries the executor's host costs as the process measured them (its `host` record),
-# which the simulation adds; SIM_ARGS="--op-cost 0 --copy-cost 0" leaves them out.
+# The problem carries the executor's host costs as the process measured them (its `host` record:
+# per op, per copy, and the host's time back from a wait for the GPU, the sync probe's), which the
+# simulation adds; SIM_ARGS="--op-cost 0 --copy-cost 0 --sync-cost 0" leaves them out, and
+# SIM_ARGS="--sync-cost US" gives the last to problems written before it.
 # The rule alone (belady) plans nothing and writes no problem: it is simulated on ours' problem
 # (the same process setup, the same learning steps). ours is simulated as what applied at exit
 # ("kept": its schedule, a runner-up or the rule alone, the selector's choice): a runner-up or the

@@ -17,7 +17,8 @@ constexpr std::uint64_t kDefaultLinkBytesPerSecond = std::uint64_t{51} << 30;  /
 
 ScheduleLearner::ScheduleLearner(Device& device, SpareTimingEvents& events, std::string policy,
                                  std::uint64_t link_bytes_per_second, std::string problem_path)
-    : policy_(std::move(policy)),
+    : device_(device),
+      policy_(std::move(policy)),
       problem_path_(std::move(problem_path)),
       link_bytes_per_second_(link_bytes_per_second),
       timer_(device, events),
@@ -80,6 +81,18 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, P
     request.input = std::move(*input);
     request.link = planning_link();
     request.host = meter_.host_costs().costs();
+    if (!sync_probed_) {
+      sync_probed_ = true;
+      sync_cost_ = probe_sync_cost(device_);
+      engine::log(LogLevel::info,
+                  sync_cost_ ? fmt::format("memtool swap: the host comes back from a wait for the GPU in {:.1f} us "
+                                           "(sync probe, median of {} rounds from {:.1f} to {:.1f} us)",
+                                           sync_cost_->median_ns / 1e3, kSyncProbeRounds, sync_cost_->low_ns / 1e3,
+                                           sync_cost_->high_ns / 1e3)
+                             : std::string("memtool swap: sync probe: not measured (the device cannot, or a host "
+                                           "wait may block now)"));
+    }
+    request.host.per_sync_ns = sync_cost_ ? sync_cost_->median_ns : 0;
     request.rule_lookahead_ops = rule_lookahead_ops_;
     request.budget_bytes = budget_bytes;
     request.strategy = policy_;

@@ -12,12 +12,14 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "link_meter.hpp"
 #include "op_timer.hpp"
 #include "spare_events.hpp"
+#include "swap/sync_probe.hpp"
 #include "swap_observation.hpp"
 #include "swap_schedule.hpp"
 
@@ -89,6 +91,7 @@ class ScheduleLearner {
   swapper::Link planning_link();
   static void say_times(const ItemTimes& times);
 
+  Device& device_;
   const std::string policy_;
   const std::string problem_path_;
   std::uint32_t rule_lookahead_ops_ = swapper::SimulateOptions{}.rule_lookahead_ops;
@@ -104,6 +107,9 @@ class ScheduleLearner {
   std::future<PlanReply> planning_;
   swapper::Link link_;
   std::string link_source_;
+  // The host's time back from a wait for the GPU (sync_probe.hpp), probed once, before the first plan.
+  std::optional<SyncCost> sync_cost_;
+  bool sync_probed_ = false;
 };
 
 }  // namespace memtool::engine::detail

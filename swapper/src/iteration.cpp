@@ -58,19 +58,20 @@ std::string validate(const Link& link) {
   return {};
 }
 
-std::uint64_t base_time_ns(const Iteration& iteration) {
+std::uint64_t base_time_ns(const Iteration& iteration, std::uint64_t sync_ns) {
   std::uint64_t gpu = 0;
   if (!iteration.host_timed) {
-    for (const Op& op : iteration.ops) gpu += op.duration_ns;
+    for (const Op& op : iteration.ops) gpu += op.duration_ns + (op.syncs ? sync_ns : 0);
     return gpu;
   }
   // The host issues each op its host time after the one before; the GPU runs them in order, each
-  // no earlier than its issue; a synchronisation holds the host until the GPU is there.
+  // no earlier than its issue; a synchronisation holds the host until the GPU is there, and a
+  // wait there costs the host sync_ns to come back.
   std::uint64_t host = 0;
   for (const Op& op : iteration.ops) {
     gpu = std::max(gpu, host) + op.duration_ns;
     host += op.host_ns;
-    if (op.syncs) host = std::max(host, gpu);
+    if (op.syncs && gpu > host) host = gpu + sync_ns;
   }
   return std::max(host, gpu);
 }

@@ -189,7 +189,11 @@ void write_problem(std::ostream& out, const Problem& p) {
   const Link& l = p.link;
   out << fmt::format("link {} {} {} {} {}\n", l.d2h_bytes_per_ns, l.h2d_bytes_per_ns, l.d2h_latency_ns,
                      l.h2d_latency_ns, l.duplex_factor);
-  if (!p.host.none()) out << fmt::format("host {} {}\n", p.host.per_op_ns, p.host.per_copy_ns);
+  if (!p.host.none()) {
+    out << fmt::format("host {} {}", p.host.per_op_ns, p.host.per_copy_ns);
+    if (p.host.per_sync_ns != 0) out << fmt::format(" {}", p.host.per_sync_ns);
+    out << '\n';
+  }
   const bool timed = p.iteration.host_timed;
   out << fmt::format("ops {}{}{}\n", p.iteration.ops.size(), timed ? " " : "", timed ? kHostTimed : "");
   std::string line;
@@ -246,13 +250,14 @@ Problem read_problem(std::istream& in) {
   std::uint64_t ops = 0;
   {
     Record r = lines.next("ops");
-    if (r.size() != 0 && r.word(0) == "host") {  // optional
-      r.expect("host", 3);
+    if (r.size() != 0 && r.word(0) == "host") {                   // optional
+      r.expect("host", std::clamp<std::size_t>(r.size(), 3, 4));  // the time per synchronisation is optional
       p.host.per_op_ns = r.real(1, "host time per op");
       p.host.per_copy_ns = r.real(2, "host time per copy");
-      if (p.host.per_op_ns < 0 || p.host.per_copy_ns < 0 || p.host.per_op_ns > static_cast<double>(kMostNs) ||
-          p.host.per_copy_ns > static_cast<double>(kMostNs))
-        r.fail(fmt::format("host times must lie in [0, {}] ns", kMostNs));
+      if (r.size() == 4) p.host.per_sync_ns = r.real(3, "host time per synchronisation");
+      for (const double ns : {p.host.per_op_ns, p.host.per_copy_ns, p.host.per_sync_ns})
+        if (!(ns >= 0) || ns > static_cast<double>(kMostNs))
+          r.fail(fmt::format("host times must lie in [0, {}] ns", kMostNs));
       r = lines.next("ops");
     }
     if (r.size() == 3 && r.word(0) == "ops") {  // host-timed (files before it are not)

@@ -3,6 +3,7 @@
 #include "memtool/swapper/simulate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <tuple>
 
@@ -79,7 +80,9 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
                                (learn_leads ? EvictionRule::lead_learning_iterations(options.rule_lookahead_ops) : 0);
   const std::vector<Swap>& plan = schedule.swaps;
 
-  out.base_time_ns = static_cast<double>(base_time_ns(iteration));
+  // The host's time back from a wait for the GPU (HostCosts::per_sync_ns), in whole ns as the base time takes it.
+  const double sync_ns = std::round(std::max(0.0, options.host.per_sync_ns));
+  out.base_time_ns = static_cast<double>(base_time_ns(iteration, static_cast<std::uint64_t>(sync_ns)));
   out.plain_peak_bytes = plain_peak_bytes(iteration);
   out.op_stall_ns.assign(n, 0.0);
   out.swaps.assign(swaps, SwapTiming{});
@@ -179,6 +182,8 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       const std::size_t u = r * n + i;
       const double gpu_free = u == 0 ? 0.0 : w.end[u - 1];
       double previous_end = host_timed ? host_clock : gpu_free;
+      // Not host-timed: the host comes back from the program's synchronisation after the op before.
+      if (!host_timed && u != 0 && iteration.ops[(i + n - 1) % n].syncs) previous_end += sync_ns;
       if (!host.none()) previous_end += host.per_op_ns + pay_copies();
       // The swap-ins triggered here (swap * iterations + instance); not those whose copy-out lies
       // before the first simulated iteration.
@@ -197,6 +202,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         w.ins_here.clear();
         for_each_in([&](std::uint32_t, std::uint32_t key) { w.ins_here.push_back(key); });
         issue = w.holder.before_op(u, i, w.static_at_start[i], w.ins_here, previous_end, gpu_free);
+        if (issue > previous_end) issue += sync_ns;  // the executor waited for room: it comes back
       }
       // Swap-ins triggered here are ordered after the ops before this one.
       for_each_in([&](std::uint32_t s, std::uint32_t key) {
@@ -235,7 +241,8 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       w.end[u] = start + static_cast<double>(iteration.ops[i].duration_ns);
       if (host_timed) {
         host_clock += static_cast<double>(iteration.ops[i].host_ns);
-        if (iteration.ops[i].syncs) host_clock = std::max(host_clock, w.end[u]);
+        // A synchronisation the host waited in: it comes back sync_ns after the GPU got there.
+        if (iteration.ops[i].syncs && w.end[u] > host_clock) host_clock = w.end[u] + sync_ns;
       }
       // The executor skips the copy-outs due at an item reaching every buffer, unless an
       // allocation before it issued them first (then that item calls them off).

@@ -30,7 +30,7 @@
 namespace memtool::cli {
 namespace {
 
-// The most host time per op or copy --op-cost and --copy-cost take (a day, in microseconds):
+// The most host time per op, copy or synchronisation --op-cost, --copy-cost and --sync-cost take (a day, in microseconds):
 // sums over an iteration stay finite.
 constexpr double kMostHostCostUs = 86'400e6;
 
@@ -50,6 +50,7 @@ struct SimulateArgs {
   bool as_executor = false;
   double op_cost_us = -1;    // -1: a problem file's, else none
   double copy_cost_us = -1;  // -1: a problem file's, else none
+  double sync_cost_us = -1;  // -1: a problem file's, else none
   bool host_times = false;   // a problem file's host times, when it has them
   bool pool = false;
   double pool_time_limit = 1.0;
@@ -113,8 +114,8 @@ int run_swap_simulation(const SimulateArgs& args, const trace::MappedFile* read)
     options.pool = args.pool;
     options.pool_time_limit_seconds = args.pool_time_limit;
     options.as_executor = args.as_executor;
-    if (args.op_cost_us > kMostHostCostUs || args.copy_cost_us > kMostHostCostUs)
-      throw std::invalid_argument(fmt::format("--op-cost, --copy-cost: at most {} us", kMostHostCostUs));
+    if (args.op_cost_us > kMostHostCostUs || args.copy_cost_us > kMostHostCostUs || args.sync_cost_us > kMostHostCostUs)
+      throw std::invalid_argument(fmt::format("--op-cost, --copy-cost, --sync-cost: at most {} us", kMostHostCostUs));
   });
   if (!ok) return 2;
   std::optional<trace::MappedFile> own;
@@ -133,6 +134,7 @@ int run_swap_simulation(const SimulateArgs& args, const trace::MappedFile* read)
   options.host = source->host;
   if (args.op_cost_us >= 0) options.host.per_op_ns = args.op_cost_us * 1e3;
   if (args.copy_cost_us >= 0) options.host.per_copy_ns = args.copy_cost_us * 1e3;
+  if (args.sync_cost_us >= 0) options.host.per_sync_ns = args.sync_cost_us * 1e3;
   SwapReport report;
   try {
     report = simulate_swap(*source, options);
@@ -216,6 +218,11 @@ std::function<int()> setup_simulate(CLI::App& sub) {
   sub.add_option("--copy-cost", args->copy_cost_us,
                  "swap, as the executor runs it: the executor's host time per copy it issues, microseconds (default: a "
                  "problem file's, else 0)")
+      ->check(memtool::cli::non_negative_number());
+  sub.add_option("--sync-cost", args->sync_cost_us,
+                 "swap: the host's time to come back from a wait for the GPU (after each of the program's "
+                 "synchronisations and the executor's waits for room), microseconds (default: a problem file's, "
+                 "else 0; docs/swapper.md)")
       ->check(memtool::cli::non_negative_number());
   sub.add_flag("--host-times", args->host_times,
                "swap, a problem file with them: the program's host times and synchronisations per op, the host on "

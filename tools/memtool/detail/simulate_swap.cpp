@@ -203,7 +203,8 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
   report.ops = iteration.ops.size();
   report.buffers = iteration.buffers.size();
   for (const swapper::Buffer& b : iteration.buffers) report.persistent_bytes += b.persistent ? b.size : 0;
-  report.base_time_ns = static_cast<double>(swapper::base_time_ns(iteration));
+  report.base_time_ns = static_cast<double>(swapper::base_time_ns(
+      iteration, static_cast<std::uint64_t>(std::llround(std::max(0.0, options.host.per_sync_ns)))));
   report.plain_peak_bytes = swapper::plain_peak_bytes(iteration);
   {
     // The bound is O(ops x open windows): on a long iteration, the first thing that takes time.
@@ -321,8 +322,9 @@ std::string swap_report_text(const SwapReport& r) {
         "  stick-to-limit rows as memtool's executor runs them: planned waits not run, the budget held with its rule "
         "(belady: the rule alone; runners-up: what ours' trial in the process times after its schedule)\n";
     if (!r.host.none()) {
-      out += fmt::format("  the executor's host costs in them: {:.3f} us an op, {:.3f} us a copy\n",
-                         r.host.per_op_ns / 1e3, r.host.per_copy_ns / 1e3);
+      out += fmt::format(
+          "  the executor's host costs in them: {:.3f} us an op, {:.3f} us a copy, {:.3f} us back from a wait\n",
+          r.host.per_op_ns / 1e3, r.host.per_copy_ns / 1e3, r.host.per_sync_ns / 1e3);
     }
   }
   out += fmt::format("  plain peak: {}\n", human_bytes_exact(r.plain_peak_bytes));
@@ -436,7 +438,9 @@ nlohmann::json swap_report_json(const SwapReport& r) {
                {"duplex_factor", r.link.duplex_factor}};
   j["notes"] = r.notes;
   j["as_executor"] = r.as_executor;
-  if (r.as_executor) j["host"] = {{"per_op_ns", r.host.per_op_ns}, {"per_copy_ns", r.host.per_copy_ns}};
+  if (r.as_executor)
+    j["host"] = {
+        {"per_op_ns", r.host.per_op_ns}, {"per_copy_ns", r.host.per_copy_ns}, {"per_sync_ns", r.host.per_sync_ns}};
   nlohmann::json results = nlohmann::json::array();
   for (const SwapRow& row : r.rows) {
     results.push_back({{"strategy", row.strategy},

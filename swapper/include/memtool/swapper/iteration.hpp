@@ -95,8 +95,10 @@ struct Link {
 // The iteration's time without swapping: its op durations summed; host-timed, from its start
 // to where both the host and the GPU are past its last op, the host issuing each op its host
 // time after the one before (and waiting for the GPU where the program synchronised), the GPU
-// running each op from its issue once the one before has ended.
-[[nodiscard]] std::uint64_t base_time_ns(const Iteration& iteration);
+// running each op from its issue once the one before has ended. `sync_ns`: the host's time to
+// come back from a synchronisation it waited in (HostCosts::per_sync_ns); not host-timed, the GPU
+// idles that long after each op that syncs.
+[[nodiscard]] std::uint64_t base_time_ns(const Iteration& iteration, std::uint64_t sync_ns = 0);
 // Live bytes while each op runs (persistent buffers included), and their maximum.
 [[nodiscard]] std::vector<std::uint64_t> live_bytes_per_op(const Iteration& iteration);
 [[nodiscard]] std::uint64_t plain_peak_bytes(const Iteration& iteration);

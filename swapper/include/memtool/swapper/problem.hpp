@@ -6,8 +6,9 @@
 //   memtool-swap-problem 1
 //   budget BYTES
 //   link D2H_BYTES_PER_NS H2D_BYTES_PER_NS D2H_LATENCY_NS H2D_LATENCY_NS DUPLEX_FACTOR
-//   host PER_OP_NS PER_COPY_NS      optional: the executor's host costs (simulate.hpp: HostCosts),
-//                                   written only when one is not 0
+//   host PER_OP_NS PER_COPY_NS [PER_SYNC_NS]   optional: the host costs (simulate.hpp: HostCosts),
+//                                   written only when one is not 0; PER_SYNC_NS only when it is
+//                                   not 0 (files before it read as 0)
 //   ops COUNT [host-timed]  then COUNT lines:  op DURATION_NS STREAM launch|copy|memset [reaches-all]
 //                                              [host=NS [syncs]]   (host=: every op of a host-timed file)
 //   buffers COUNT        then COUNT lines:  buffer ID SIZE ALLOC_BEFORE FREE_AFTER FLAGS OP:MODE...

@@ -63,10 +63,18 @@ namespace memtool::swapper {
 // one before it plus per_op_ns plus per_copy_ns for every copy issued since that op started
 // (the copy-outs after it, the rule's copies and the swap-ins issued with this op). 0: none,
 // the simulator's model before calibration.
+// per_sync_ns: the host's time to come back from a wait for the GPU (a synchronisation's
+// wake-up, and the GPU's start on the next op after idling), measured in the process by a probe
+// (engine/src/swap/sync_probe.hpp). The program pays it after each synchronisation it waited in
+// (Op::syncs), the executor after each of its own waits for room: the host resumes that much
+// after the GPU got there. Not host-timed, the GPU idles that long after such an op before the
+// next starts (the host issues each op as the one before ends). It counts in the base time too
+// (base_time_ns): the program pays it without swapping.
 struct HostCosts {
   double per_op_ns = 0;
   double per_copy_ns = 0;
-  [[nodiscard]] bool none() const { return per_op_ns == 0 && per_copy_ns == 0; }
+  double per_sync_ns = 0;
+  [[nodiscard]] bool none() const { return per_op_ns == 0 && per_copy_ns == 0 && per_sync_ns == 0; }
 };
 
 struct SimulateOptions {
