@@ -406,6 +406,9 @@ void BudgetHolder::evictions(std::uint64_t first, double t0, std::vector<RuleEvi
     if (r.state == kGone) {
       out.push_back({r.buffer, r.out_before - first, r.freed_before - first, copies[r.out].end_ns - t0,
                      std::max(copies[r.out].end_ns, r.freed_ns) - t0, true});
+    } else if (r.state == kKept) {
+      const double at = copies[r.out].start_ns - t0;  // its copy out's link time spent, its bytes never away
+      out.push_back({r.buffer, r.out_before - first, r.in_at - first, at, at, false, true});
     } else if (r.in >= 0) {
       out.push_back(
           {r.buffer, r.out_before - first, r.in_at - first, copies[r.out].end_ns - t0, copies[r.in].start_ns - t0});

@@ -77,7 +77,7 @@ void adopt_rule_swaps(OursContext& context, State& state) {
     State trial = state;
     bool changed = false;
     for (const RuleEviction& e : state.simulation.rule_evictions) {
-      if (e.freed) continue;  // past its last access: in no gap, the rule's to make
+      if (e.freed || e.kept) continue;  // past its last access (in no gap), or never away: the rule's
       auto g = std::lower_bound(gaps.begin(), gaps.end(), e.buffer,
                                 [](const Gap& a, std::uint32_t b) { return a.buffer < b; });
       for (; g != gaps.end() && g->buffer == e.buffer; ++g) {

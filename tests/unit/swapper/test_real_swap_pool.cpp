@@ -41,7 +41,9 @@ TEST_CASE("real iterations: ours' schedules packed into a pool close to their si
       INFO(model << " at " << fraction << ": " << plan.schedule.swaps.size() << " swaps, peak " << peak
                  << ", lower bound " << pool.lower_bound_bytes << ", pool " << pool.pool_bytes << ", same address "
                  << pool.pool_bytes_same_address);
-      REQUIRE_FALSE(plan.schedule.swaps.empty());
+      // Where ours keeps the rule alone (no schedule: alexnet at 80%, the rule's leaves kept back
+      // without a copy while under way), the rule's swaps are the residencies to pack.
+      REQUIRE((!plan.schedule.swaps.empty() || !timing.rule_evictions.empty()));
       // A buffer away k times (copy-out ended before copy-in started) has k + 1 residencies, a
       // persistent one k (one of them through the iteration's start), unless it never leaves.
       std::vector<std::size_t> away(it.buffers.size(), 0);

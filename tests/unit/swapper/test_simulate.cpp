@@ -432,7 +432,13 @@ TEST_CASE("holding a budget, the rule's buffer due back while its copy out is un
     CHECK(sim.copies_issued == 1);
     CHECK(sim.d2h_busy_ns == 2000);
     CHECK(sim.h2d_busy_ns == 0);
-    CHECK(sim.rule_evictions.empty());  // its bytes never left
+    REQUIRE(sim.rule_evictions.size() == 1);
+    const ms::RuleEviction& e = sim.rule_evictions[0];
+    CHECK(e.buffer == x);
+    CHECK(e.kept);  // its bytes never left
+    CHECK(e.out_before_op == 1);
+    CHECK(e.in_at_op == 2);
+    CHECK(e.in_start_ns == e.out_end_ns);
     CHECK(sim.stall_ns == 0);
     CHECK(sim.peak_bytes == 8000);
   }
@@ -446,6 +452,7 @@ TEST_CASE("holding a budget, the rule's buffer due back while its copy out is un
     CHECK(sim.rule_evictions[0].buffer == x);
     CHECK(sim.rule_evictions[0].out_before_op == 1);
     CHECK(sim.rule_evictions[0].in_at_op == 3);
+    CHECK_FALSE(sim.rule_evictions[0].kept);
     CHECK(sim.stall_ns == 0);
     CHECK(sim.peak_bytes == 6000);
   }
