@@ -167,6 +167,34 @@ void move_off_reaching_all(OursContext& context, State& state) {
   }
 }
 
+// Swaps made needless by those added after them (the greedy only adds, a start may bring more than
+// the budget needs, and holding the budget the rule may serve a buffer better): each dropped in
+// turn, biggest first, and kept out where the simulation says the schedule is better without it
+// (better(): within the budget, then less stall); again while a pass drops one, within the
+// simulations left (a drop can make another needless).
+void drop_needless(OursContext& context, State& state) {
+  const auto size = [&](const Swap& s) { return context.input.iteration.buffers[s.gap.buffer].size; };
+  bool dropped = true;
+  while (dropped && !context.out_of_simulations()) {
+    dropped = false;
+    std::vector<Swap> order;
+    for (const Planned& p : state.planned) order.push_back(p.swap);
+    std::stable_sort(order.begin(), order.end(), [&](const Swap& a, const Swap& b) { return size(a) > size(b); });
+    for (const Swap& swap : order) {
+      if (context.out_of_simulations()) return;
+      State trial = state;
+      const auto on =
+          std::find_if(trial.planned.begin(), trial.planned.end(), [&](const Planned& p) { return p.swap == swap; });
+      trial.planned.erase(on);
+      context.simulate(trial, state.target);
+      if (!better(context, trial, state)) continue;
+      trial.construction = state.construction;
+      state = std::move(trial);
+      dropped = true;
+    }
+  }
+}
+
 // Runners-up in the order the process times them: least simulated stall first, then lowest peak.
 bool least_stall_first(const Simulation& x, const Simulation& y) {
   return x.stall_ns != y.stall_ns ? x.stall_ns < y.stall_ns : x.peak_bytes < y.peak_bytes;
@@ -271,6 +299,7 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget, FillMemo& fills) 
 
   adopt_rule_swaps(context, best);
   if (context.holds_budget()) move_off_reaching_all(context, best);
+  drop_needless(context, best);
   PlanResult result;
   result.construction = best.planned.empty() ? "none" : best.construction;
   result.schedule = std::move(best.schedule);
