@@ -9,6 +9,8 @@
 //          schedule, as starting points (so that ours is never worse than they are at the same
 //          target and allowance; PlanResult::construction says which start won);
 //      the best of them then improved by the greedy.
+// The winner then takes the rule's swaps it holds the budget with, and drops each swap it is better
+// without (those added later can make an earlier one needless).
 // The result is the best schedule within the allowance: within the budget with the least stall,
 // or, when none is, the lowest peak (then the least stall). The paper's stick-to-limit starts
 // for the budget (what those strategies alone would run), whatever their peaks, are the
@@ -185,6 +187,7 @@ void drop_needless(OursContext& context, State& state) {
       State trial = state;
       const auto on =
           std::find_if(trial.planned.begin(), trial.planned.end(), [&](const Planned& p) { return p.swap == swap; });
+      if (on == trial.planned.end()) continue;
       trial.planned.erase(on);
       context.simulate(trial, state.target);
       if (!better(context, trial, state)) continue;

@@ -62,8 +62,9 @@ TEST_CASE("real iterations: ours' schedules packed into a pool close to their si
       CHECK(pool.lower_bound_bytes >= timing.peak_bytes);
       CHECK(pool.lower_bound_bytes <= timing.peak_bytes + padding);
       // Ours' schedules hold the budget as the executor does (the rule's own swaps adopted), so
-      // many ops sit right at it; 0.2 s of packing then ends 1-8% above the live-bytes peak
-      // (lstm at 60% the most; at most 1% when ours was judged with planned waits instead).
+      // many ops sit right at it; 0.2 s of packing then ends up to 4% above the live-bytes peak
+      // (mobilenet_v2 at 60% the most). A needless swap ours kept could make it far more (its
+      // residencies and others pairwise overlapping around the period: ours drops such swaps).
       CHECK(static_cast<double>(pool.pool_bytes) <= 1.08 * peak);
       CHECK(pool.pool_bytes >= pool.lower_bound_bytes);
       CHECK(pool.pool_bytes_same_address >= pool.lower_bound_bytes);
