@@ -134,7 +134,7 @@ void BudgetHolder::collect() {
     const std::uint32_t index = code & ~kRule;
     State& state = rule ? rule_[index].state : state_[index];
     // One called off frees nothing: none is waited for (those after it end later).
-    if (state != kCalledOff && copies[rule ? rule_[index].out : out_copy_[index]].end_ns < 0) return;
+    if (state != kCalledOff && state != kKept && copies[rule ? rule_[index].out : out_copy_[index]].end_ns < 0) return;
     ++next_pending_;
     if (state != kOut) continue;
     const std::uint64_t bytes = rule ? iteration_->buffers[rule_[index].buffer].size : bytes_[index];
@@ -241,7 +241,10 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
     copy.ready_ns = std::max(when, gpu_ready_);  // ordered after the work issued before it
     copy.direction = d2h;
     const auto index = static_cast<std::uint32_t>(rule_.size());
-    rule_.push_back({b, link_->enqueue(copy), -1, kOut, u, 0});
+    RuleSwap& sent = rule_.emplace_back();
+    sent.buffer = b;
+    sent.out = link_->enqueue(copy);
+    sent.out_before = u;
     rule_of_[b] = static_cast<std::int32_t>(index);
     leaving_bytes_ += size;
     pending_.push_back(kRule | index);
@@ -256,15 +259,26 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
   for (const std::uint32_t b : touched) touched_[b] = 0;
 }
 
-void BudgetHolder::issue_rule_in(std::uint32_t index, std::uint64_t u, double when) {
+void BudgetHolder::issue_rule_in(std::uint32_t index, std::uint64_t u, double when, bool on_demand) {
   RuleSwap& r = rule_[index];
   r.in_at = u;
+  r.back = true;
+  if (r.state == kOut) {
+    // Its copy out still under way: the executor keeps its device memory (still mapped and true)
+    // and drops that copy, so nothing comes back over the link (SwapMover::move_in of one
+    // leaving). Ahead, its arrival is marked on the swap-in stream, behind the copies queued there.
+    leaving_bytes_ -= iteration_->buffers[r.buffer].size;
+    r.state = kKept;
+    r.arrival = on_demand ? -1 : link_->last(h2d);
+    return;
+  }
   Copy copy;
   copy.bytes = static_cast<double>(iteration_->buffers[r.buffer].size);
   copy.ready_ns = when;
   copy.dep = r.out;
   copy.direction = h2d;
   r.in = link_->enqueue(copy);
+  r.arrival = r.in;
   on_in(r.state, iteration_->buffers[r.buffer].size);
 }
 
@@ -280,7 +294,7 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   rule_ins_.clear();
   for (const std::uint32_t b : net_.accessed_by(i)) {
     const std::int32_t r = rule_of_[b];
-    if (r >= 0 && rule_[r].in < 0) rule_ins_.push_back(static_cast<std::uint32_t>(r));
+    if (r >= 0 && !rule_[r].back) rule_ins_.push_back(static_cast<std::uint32_t>(r));
   }
   double issue = wait_for_room(ready);
   if (resident() > budget_) {
@@ -289,7 +303,7 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
   }
   reaching_all_ = iteration_->ops[i].reaches_all;
   if (reaching_all_) keep_still(u, issue);
-  for (const std::uint32_t index : rule_ins_) issue_rule_in(index, u, issue);
+  for (const std::uint32_t index : rule_ins_) issue_rule_in(index, u, issue, true);
   rule_ins_.clear();
   // Those due ahead of their access come back, the soonest needed first, each if it fits now
   // with what the ops up to that access allocate; room is made for it from buffers needed after
@@ -305,11 +319,9 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
     std::pop_heap(due_.begin(), due_.end(), std::greater<>());
     due_.pop_back();
     RuleSwap& r = rule_[index];
-    if (r.in >= 0 || r.state == kGone || r.state == kCalledOff) continue;
-    if (r.state != kAway) {  // its bytes never left
-      issue_rule_in(index, u, issue);
-      continue;
-    }
+    if (r.back || r.state == kGone || r.state == kCalledOff) continue;
+    // One whose copy out is under way too: it is kept without a copy, but only where it would fit
+    // coming back (the executor counts its bytes as though away, SwapMover::device_bytes_with).
     due_now_.push_back({next_[r.buffer], index, index});  // its key: unchanged while out
   }
   EvictionRule::bring_back(
@@ -324,7 +336,7 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
         }
         if (resident() + needs > budget_) return Arrival::no_room;
         rule_[index].kept_out = false;
-        issue_rule_in(index, u, issue);
+        issue_rule_in(index, u, issue, false);
         return Arrival::back;
       },
       [&](const DueIn& d) {
@@ -353,7 +365,7 @@ double BudgetHolder::consume(std::size_t i, double start) {
   for (const std::uint32_t b : net_.accessed_by(i)) {
     const std::int32_t r = rule_of_[b];
     if (r < 0) continue;
-    const double in_end = link_->finish(rule_[r].in);
+    const double in_end = rule_[r].arrival < 0 ? start : link_->finish(rule_[r].arrival);
     // Late (the op waits for it): its lead grows, as the executor's does, unless it was held back
     // for want of room (EvictionRule::bring_back) and came on demand.
     if (learn_leads_ && in_end > start && !rule_[r].kept_out) lead_[b] = EvictionRule::grown_lead(lead_[b]);
@@ -366,7 +378,7 @@ double BudgetHolder::consume(std::size_t i, double start) {
 void BudgetHolder::memory_events(std::vector<std::pair<double, std::int64_t>>& events) const {
   const std::vector<Copy>& copies = link_->copies();
   for (const RuleSwap& r : rule_) {
-    if (r.state == kCalledOff) continue;  // its bytes never left
+    if (r.state == kCalledOff || r.state == kKept) continue;  // its bytes never left
     const auto size = static_cast<std::int64_t>(iteration_->buffers[r.buffer].size);
     events.emplace_back(copies[r.out].end_ns, -size);
     if (r.in >= 0) events.emplace_back(copies[r.in].start_ns, size);
@@ -394,6 +406,9 @@ void BudgetHolder::evictions(std::uint64_t first, double t0, std::vector<RuleEvi
     if (r.state == kGone) {
       out.push_back({r.buffer, r.out_before - first, r.freed_before - first, copies[r.out].end_ns - t0,
                      std::max(copies[r.out].end_ns, r.freed_ns) - t0, true});
+    } else if (r.state == kKept) {
+      const double at = copies[r.out].start_ns - t0;  // its copy out's link time spent, its bytes never away
+      out.push_back({r.buffer, r.out_before - first, r.in_at - first, at, at, false, true});
     } else if (r.in >= 0) {
       out.push_back(
           {r.buffer, r.out_before - first, r.in_at - first, copies[r.out].end_ns - t0, copies[r.in].start_ns - t0});

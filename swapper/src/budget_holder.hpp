@@ -8,8 +8,10 @@
 // resident buffers the op does not touch, farthest next access first, until it would, and those
 // copies are waited for too. The rule's swap-ins are issued ahead of their next access, or by
 // the op that touches the buffer (on demand), which waits for them; one due ahead comes back
-// only if it fits then (its copy-out ended, the op's memory, it and what the ops up to its access
-// allocate within the budget), and is tried again at the next op otherwise; room is made for it
+// only if it fits then (the op's memory, it and what the ops up to its access allocate within the
+// budget, its bytes counted as away even while its copy out is under way, as the executor counts
+// them), and is tried again at the next op otherwise. One back while its copy out is under way
+// keeps its device memory and needs no copy back (the executor drops that copy); room is made for it
 // from buffers needed after its access, whose copies it does not wait for, and those due at one
 // op are taken soonest needed first, the first that does not fit holding back the rest (the
 // executor's prefetch). With no schedule the rule also leaves early: after each
@@ -91,12 +93,16 @@ class BudgetHolder {
 
  private:
   // kGone: freed by the program while out, never to come back. kCalledOff: its copy-out was
-  // called off by an op reaching every buffer (it never left).
-  enum State : std::uint8_t { kNone, kOut, kAway, kBack, kGone, kCalledOff };
+  // called off by an op reaching every buffer (it never left). kKept: a rule swap brought back
+  // while its copy out was under way: the executor keeps its device memory and drops the copy,
+  // with no copy back (it never left).
+  enum State : std::uint8_t { kNone, kOut, kAway, kBack, kGone, kCalledOff, kKept };
   struct RuleSwap {
     std::uint32_t buffer = 0;
     std::int32_t out = -1;
-    std::int32_t in = -1;
+    std::int32_t in = -1;       // its copy back, or -1 (kKept: none)
+    std::int32_t arrival = -1;  // the copy its consumer waits for (`in`; kKept ahead: the swap-in engine's last), or -1
+    bool back = false;          // its swap-in issued (with or without a copy)
     State state = kOut;
     std::uint64_t out_before = 0;  // unrolled op before which it was sent out
     std::uint64_t in_at = 0;       // unrolled op its swap-in was issued with
@@ -108,7 +114,9 @@ class BudgetHolder {
 
   void collect();  // the copy-outs that have ended, in engine order
   void on_in(State& state, std::uint64_t bytes);
-  void issue_rule_in(std::uint32_t index, std::uint64_t u, double when);
+  // Its swap-in, issued with unrolled op u at `when`, on demand (by the op that touches it) or
+  // ahead (on the swap-in stream).
+  void issue_rule_in(std::uint32_t index, std::uint64_t u, double when, bool on_demand);
   // The op's resident bytes once its allocations are made and its swap-ins issued.
   [[nodiscard]] std::uint64_t resident() const;
   // What ops (i, i + ops] of this iteration allocate (the executor looks no further than its end).

@@ -9,6 +9,8 @@
 //          schedule, as starting points (so that ours is never worse than they are at the same
 //          target and allowance; PlanResult::construction says which start won);
 //      the best of them then improved by the greedy.
+// The winner then takes the rule's swaps it holds the budget with, and drops each swap it is better
+// without (those added later can make an earlier one needless).
 // The result is the best schedule within the allowance: within the budget with the least stall,
 // or, when none is, the lowest peak (then the least stall). The paper's stick-to-limit starts
 // for the budget (what those strategies alone would run), whatever their peaks, are the
@@ -77,7 +79,7 @@ void adopt_rule_swaps(OursContext& context, State& state) {
     State trial = state;
     bool changed = false;
     for (const RuleEviction& e : state.simulation.rule_evictions) {
-      if (e.freed) continue;  // past its last access: in no gap, the rule's to make
+      if (e.freed || e.kept) continue;  // past its last access (in no gap), or never away: the rule's
       auto g = std::lower_bound(gaps.begin(), gaps.end(), e.buffer,
                                 [](const Gap& a, std::uint32_t b) { return a.buffer < b; });
       for (; g != gaps.end() && g->buffer == e.buffer; ++g) {
@@ -164,6 +166,35 @@ void move_off_reaching_all(OursContext& context, State& state) {
       break;
     }
     if (!kept) return;
+  }
+}
+
+// Swaps made needless by those added after them (the greedy only adds, a start may bring more than
+// the budget needs, and holding the budget the rule may serve a buffer better): each dropped in
+// turn, biggest first, and kept out where the simulation says the schedule is better without it
+// (better(): within the budget, then less stall); again while a pass drops one, within the
+// simulations left (a drop can make another needless).
+void drop_needless(OursContext& context, State& state) {
+  const auto size = [&](const Swap& s) { return context.input.iteration.buffers[s.gap.buffer].size; };
+  bool dropped = true;
+  while (dropped && !context.out_of_simulations()) {
+    dropped = false;
+    std::vector<Swap> order;
+    for (const Planned& p : state.planned) order.push_back(p.swap);
+    std::stable_sort(order.begin(), order.end(), [&](const Swap& a, const Swap& b) { return size(a) > size(b); });
+    for (const Swap& swap : order) {
+      if (context.out_of_simulations()) return;
+      State trial = state;
+      const auto on =
+          std::find_if(trial.planned.begin(), trial.planned.end(), [&](const Planned& p) { return p.swap == swap; });
+      if (on == trial.planned.end()) continue;
+      trial.planned.erase(on);
+      context.simulate(trial, state.target);
+      if (!better(context, trial, state)) continue;
+      trial.construction = state.construction;
+      state = std::move(trial);
+      dropped = true;
+    }
   }
 }
 
@@ -271,6 +302,7 @@ PlanResult plan_once(const PlanInput& input, bool hold_budget, FillMemo& fills) 
 
   adopt_rule_swaps(context, best);
   if (context.holds_budget()) move_off_reaching_all(context, best);
+  drop_needless(context, best);
   PlanResult result;
   result.construction = best.planned.empty() ? "none" : best.construction;
   result.schedule = std::move(best.schedule);

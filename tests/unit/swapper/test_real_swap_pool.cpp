@@ -41,7 +41,9 @@ TEST_CASE("real iterations: ours' schedules packed into a pool close to their si
       INFO(model << " at " << fraction << ": " << plan.schedule.swaps.size() << " swaps, peak " << peak
                  << ", lower bound " << pool.lower_bound_bytes << ", pool " << pool.pool_bytes << ", same address "
                  << pool.pool_bytes_same_address);
-      REQUIRE_FALSE(plan.schedule.swaps.empty());
+      // Where ours keeps the rule alone (no schedule: alexnet at 80%, the rule's leaves kept back
+      // without a copy while under way), the rule's swaps are the residencies to pack.
+      REQUIRE((!plan.schedule.swaps.empty() || !timing.rule_evictions.empty()));
       // A buffer away k times (copy-out ended before copy-in started) has k + 1 residencies, a
       // persistent one k (one of them through the iteration's start), unless it never leaves.
       std::vector<std::size_t> away(it.buffers.size(), 0);
@@ -60,8 +62,9 @@ TEST_CASE("real iterations: ours' schedules packed into a pool close to their si
       CHECK(pool.lower_bound_bytes >= timing.peak_bytes);
       CHECK(pool.lower_bound_bytes <= timing.peak_bytes + padding);
       // Ours' schedules hold the budget as the executor does (the rule's own swaps adopted), so
-      // many ops sit right at it; 0.2 s of packing then ends 1-8% above the live-bytes peak
-      // (lstm at 60% the most; at most 1% when ours was judged with planned waits instead).
+      // many ops sit right at it; 0.2 s of packing then ends up to 4% above the live-bytes peak
+      // (mobilenet_v2 at 60% the most). A needless swap ours kept could make it far more (its
+      // residencies and others pairwise overlapping around the period: ours drops such swaps).
       CHECK(static_cast<double>(pool.pool_bytes) <= 1.08 * peak);
       CHECK(pool.pool_bytes >= pool.lower_bound_bytes);
       CHECK(pool.pool_bytes_same_address >= pool.lower_bound_bytes);

@@ -400,6 +400,64 @@ TEST_CASE("holding a budget, the rule sends out a buffer past its last access fi
   CHECK(sim.peak_bytes == 4000);
 }
 
+// A buffer the rule sent out early, due back while its copy out is still under way: the executor
+// keeps its device memory and drops that copy (SwapMover::move_in of one leaving), so nothing comes
+// back over the link; and it counts its bytes as though away, so it is kept only where it would fit
+// coming back. 10 ops of 1 us, link 1 B/ns, looking 2 ops ahead: X (2000 B, ops 0, 6), F (ops 0,
+// 1, freed after 1), W (2000 B, ops 0, 2, 8), T (2000 B, op 3). At op 1 the rule leaves early for
+// T: X, the farthest not needed within 2 ops (F is op 1's), goes out ([1000, 3000), not waited
+// for), due back at op 2 (its copy, twice over, ends by op 6).
+namespace {
+ms::Simulation leaving_when_due(std::uint64_t f_bytes, std::uint64_t budget, std::uint32_t& x) {
+  ms::Iteration it = ops_of(10, 1000);
+  x = add_buffer(it, 2000, 0, 9, {0, 6});
+  add_buffer(it, f_bytes, 0, 1, {0, 1});
+  add_buffer(it, 2000, 0, 9, {0, 2, 8});
+  add_buffer(it, 2000, 3, 3, {3});
+  ms::SimulateOptions held;
+  held.hold_budget_bytes = budget;
+  held.rule_lookahead_ops = 2;
+  return ms::simulate(it, {}, simple_link(), held);
+}
+}  // namespace
+
+TEST_CASE("holding a budget, the rule's buffer due back while its copy out is under way stays without a copy",
+          "[swapper][simulate]") {
+  std::uint32_t x = 0;
+  SECTION("room for it: kept") {
+    // F (4000 B) is freed after op 1: at op 2 X (counted twice, 2000 B more) and T fit in the
+    // budget of 8000 with W: X stays on the device, its copy out spent, none back.
+    const ms::Simulation sim = leaving_when_due(4000, 8000, x);
+    CHECK(sim.rule_swaps == 1);
+    CHECK(sim.copies_issued == 1);
+    CHECK(sim.d2h_busy_ns == 2000);
+    CHECK(sim.h2d_busy_ns == 0);
+    REQUIRE(sim.rule_evictions.size() == 1);
+    const ms::RuleEviction& e = sim.rule_evictions[0];
+    CHECK(e.buffer == x);
+    CHECK(e.kept);  // its bytes never left
+    CHECK(e.out_before_op == 1);
+    CHECK(e.in_at_op == 2);
+    CHECK(e.in_start_ns == e.out_end_ns);
+    CHECK(sim.stall_ns == 0);
+    CHECK(sim.peak_bytes == 8000);
+  }
+  SECTION("no room for it: it waits, and comes back over the link") {
+    // F (2000 B), budget 6000: at op 2 X counted twice and T would pass it; at op 3 X's copy has
+    // ended (its bytes away) and it comes back then ([3000, 5000)), in time for op 6.
+    const ms::Simulation sim = leaving_when_due(2000, 6000, x);
+    CHECK(sim.copies_issued == 2);
+    CHECK(sim.h2d_busy_ns == 2000);
+    REQUIRE(sim.rule_evictions.size() == 1);
+    CHECK(sim.rule_evictions[0].buffer == x);
+    CHECK(sim.rule_evictions[0].out_before_op == 1);
+    CHECK(sim.rule_evictions[0].in_at_op == 3);
+    CHECK_FALSE(sim.rule_evictions[0].kept);
+    CHECK(sim.stall_ns == 0);
+    CHECK(sim.peak_bytes == 6000);
+  }
+}
+
 TEST_CASE("malformed schedules are refused", "[swapper][simulate]") {
   const OneGap g;
   const auto refused = [&](const ms::Swap& s) {

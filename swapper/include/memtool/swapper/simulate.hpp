@@ -128,6 +128,9 @@ struct RuleEviction {
   // Freed by the program while out, never to come back: in_at_op is the op before which it was
   // freed, in_start_ns when its bytes come off the device's count for good.
   bool freed = false;
+  // Brought back while its copy out was under way: the executor keeps its device memory and
+  // drops the copy, so its bytes never left (no copy back; in_start_ns == out_end_ns).
+  bool kept = false;
 };
 
 struct Simulation {
