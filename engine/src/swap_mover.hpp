@@ -30,7 +30,8 @@ namespace memtool::engine::detail {
 // it, so that whatever times it (the link meter: swap/side_streams.hpp) brackets the copy alone:
 // not the move's host work before it (taking device memory, unmapping, mapping), which a start
 // event recorded before the move would hold on an idle stream, and which is the swap's host cost
-// per copy instead (swap/host_costs.hpp). A move that queues no copy tells it nothing.
+// per copy instead (swap/host_costs.hpp). A move that queues no copy tells it nothing; one the
+// policy counts as none (a buffer still leaving comes back) is given none().
 class CopyWatch {
  public:
   // The copy is about to be queued on `stream`.
