@@ -4,9 +4,11 @@
 // link, a GH200's NVLink-C2C or fakecuda's FAKECUDA_LINK_GBPS all read as what they are,
 // contention between the two directions included.
 //
-// A copy's start event is recorded after the waits that order it, but it fires when its stream
-// reaches it, and a direction's copies on every stream take turns on one copy engine: a copy
-// issued while another stream's copy holds the engine waits for it. Each sample is the copy's own
+// A copy's start event is recorded right before the copy is queued, after the waits that order
+// it and the mover's host work (swap/side_streams.hpp: that work is the swap's host cost per
+// copy, not the link's latency), but it fires when its stream reaches it, and a direction's
+// copies on every stream take turns on one copy engine: a copy issued while another stream's
+// copy holds the engine waits for it. Each sample is the copy's own
 // time on the engine (poll): from the later of its start and the end of the copy the engine
 // served before it, its direction's copies ordered by their ends on the GPU's clock. So every
 // swap copy is timed, on whichever stream (swap/side_streams.hpp). Not thread-safe: the swap
@@ -55,7 +57,7 @@ class LinkMeter {
   LinkMeter(const LinkMeter&) = delete;
   LinkMeter& operator=(const LinkMeter&) = delete;
 
-  // Around one copy on `stream`: start() once its waits are queued, finish() after the copy (or
+  // Around one copy on `stream`: start() right before it is queued, finish() right after (or
   // abandon() when it was not queued).
   // start() answers 0 when this direction has enough samples or no event can be had.
   [[nodiscard]] EventId start(Direction d, StreamId stream);

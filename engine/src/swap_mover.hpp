@@ -26,6 +26,28 @@
 
 namespace memtool::engine::detail {
 
+// Told of the copy a move queues (a copy or a prefetch), right around the driver call that queues
+// it, so that whatever times it (the link meter: swap/side_streams.hpp) brackets the copy alone:
+// not the move's host work before it (taking device memory, unmapping, mapping), which a start
+// event recorded before the move would hold on an idle stream, and which is the swap's host cost
+// per copy instead (swap/host_costs.hpp). A move that queues no copy tells it nothing; one the
+// policy counts as none (a buffer still leaving comes back) is given none().
+class CopyWatch {
+ public:
+  // The copy is about to be queued on `stream`.
+  virtual void queuing(StreamId stream) = 0;
+  // It was queued on `stream` (not called when the driver refused it).
+  virtual void queued(StreamId stream) = 0;
+  // One that does nothing: a move nobody times.
+  static CopyWatch& none();
+
+ protected:
+  CopyWatch() = default;
+  ~CopyWatch() = default;
+  CopyWatch(const CopyWatch&) = default;
+  CopyWatch& operator=(const CopyWatch&) = default;
+};
+
 struct SwapBuffer {
   // The policy's.
   std::uint64_t size = 0;
@@ -56,6 +78,19 @@ struct SwapBuffer {
   bool leaving = false;         // copied out, device memory not yet released
 };
 
+namespace copy_watch {
+class Unwatched final : public CopyWatch {
+ public:
+  void queuing(StreamId) override {}
+  void queued(StreamId) override {}
+};
+}  // namespace copy_watch
+
+inline CopyWatch& CopyWatch::none() {
+  static copy_watch::Unwatched unwatched;
+  return unwatched;
+}
+
 class SwapMover {
  public:
   virtual ~SwapMover() = default;
@@ -71,11 +106,13 @@ class SwapMover {
   // Give its memory back; every use of it has completed. False: not now, as that would wait on
   // the host while it may not (HostWaits); nothing changed, ask again later.
   virtual bool free(DevicePtr ptr, SwapBuffer& b) = 0;
-  // Queue its move to the host on `side` (already ordered after its last use). False: it stays.
-  virtual bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side) = 0;
-  // Queue its move back on `stream`: work queued on `stream` after this sees its bytes. False:
-  // no device memory for it now (it stays on the host, still readable there).
-  virtual bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream) = 0;
+  // Queue its move to the host on `side` (already ordered after its last use), `watch` told
+  // around its copy. False: it stays.
+  virtual bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side, CopyWatch& watch) = 0;
+  // Queue its move back on `stream`: work queued on `stream` after this sees its bytes; `watch`
+  // told around its copy, if it needs one. False: no device memory for it now (it stays on the
+  // host, still readable there).
+  virtual bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream, CopyWatch& watch) = 0;
   // Release the device memory of buffers whose copy out has finished; with `wait`, wait for
   // those copies first where the host may wait (a stall, counted by HostWaits).
   virtual void settle(bool wait) = 0;

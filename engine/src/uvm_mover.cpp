@@ -76,9 +76,11 @@ class UvmMover final : public SwapMover {
     return true;
   }
 
-  bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side) override {
+  bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side, CopyWatch& watch) override {
     (void)device_.advise(ptr, b.size, Residence::host);  // advice only: the prefetch moves it
+    watch.queuing(side);
     if (device_.prefetch(ptr, b.size, Residence::host, side) != kSuccess) return false;
+    watch.queued(side);
     b.resident = false;
     bool ok = false;
     const EventId done = events_.take(device_, ok);
@@ -95,11 +97,13 @@ class UvmMover final : public SwapMover {
     return true;
   }
 
-  bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream) override {
+  bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream, CopyWatch& watch) override {
     // Still leaving: the prefetch back must come after the prefetch out, not race it.
     if (b.leaving && device_.stream_wait_event(stream, b.left) != kSuccess) return false;
     (void)device_.advise(ptr, b.size, Residence::device);
+    watch.queuing(stream);
     if (device_.prefetch(ptr, b.size, Residence::device, stream) != kSuccess) return false;
+    watch.queued(stream);
     if (b.leaving) {
       // Its device bytes were never given up: still counted.
       drop_leaving(ptr);

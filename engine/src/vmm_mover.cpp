@@ -115,7 +115,7 @@ class VmmMover final : public SwapMover {
     return true;
   }
 
-  bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side) override {
+  bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side, CopyWatch& watch) override {
     std::uint32_t index = 0;
     if (!take_slot(b.footprint, index)) return false;
     bool ok = false;
@@ -124,11 +124,13 @@ class VmmMover final : public SwapMover {
       give_slot(index);
       return false;
     }
+    watch.queuing(side);
     if (device_.copy_device(slots_[index].view, ptr, b.size, side) != kSuccess) {
       events_.give(done);
       give_slot(index);
       return false;
     }
+    watch.queued(side);
     if (device_.record_event(done, side) != kSuccess) {
       // The copy is queued but cannot be tracked: the slot may still be written; keep the buffer.
       events_.give(done);
@@ -144,7 +146,7 @@ class VmmMover final : public SwapMover {
     return true;
   }
 
-  bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream) override {
+  bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream, CopyWatch& watch) override {
     if (b.leaving) {
       // Its device memory is still mapped and true: keep it, drop the copy once it has run.
       drop_leaving(ptr);
@@ -167,8 +169,12 @@ class VmmMover final : public SwapMover {
     }
     bool ok = false;
     const EventId done = events_.take(device_, ok);
-    if (!ok || device_.map(ptr, b.footprint, memory) != kSuccess ||
-        device_.copy_device(ptr, slot.view, b.size, stream) != kSuccess) {
+    bool queued = ok && device_.map(ptr, b.footprint, memory) == kSuccess;
+    if (queued) {
+      watch.queuing(stream);
+      queued = device_.copy_device(ptr, slot.view, b.size, stream) == kSuccess;
+    }
+    if (!queued) {
       // Back as it was: the host copy is still the truth.
       if (ok) events_.give(done);
       (void)device_.unmap(ptr, b.footprint);
@@ -176,6 +182,7 @@ class VmmMover final : public SwapMover {
       if (device_.map(ptr, b.footprint, slot.memory) == kSuccess) slot.mapped_at = ptr;
       return false;
     }
+    watch.queued(stream);
     if (device_.record_event(done, stream) == kSuccess) {
       drain(b.host_slot - 1, done);
     } else {

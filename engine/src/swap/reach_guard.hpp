@@ -56,7 +56,7 @@ class ReachGuard {
     bool waits = false;
     if (b.leaving && moves_.device.stream_wait_event(stream, b.left) == kSuccess) {
       waits = true;
-      if (moves_.mover.move_in(ptr, b, stream)) {
+      if (moves_.mover.move_in(ptr, b, stream, CopyWatch::none())) {
         moves_.counters.off_host(b.size);
         b.held_out = false;
         b.digest_valid = false;

@@ -87,11 +87,12 @@ class SwapIn {
 
   // A buffer that is out comes back on `stream` (false: it stays out for now). Work that may read
   // its host copy must have run first: waited for with `wait_users`, else it stays out this time.
-  bool move_back(DevicePtr ptr, SwapBuffer& b, StreamId stream, bool wait_users) {
+  // `watch` is told around its copy (SwapMover::move_in).
+  bool move_back(DevicePtr ptr, SwapBuffer& b, StreamId stream, bool wait_users, CopyWatch& watch = CopyWatch::none()) {
     if (b.pinned || !mapped_users_done(b, wait_users)) return false;
     const bool copies = !b.leaving;
     if (moves_.verify != nullptr && copies) moves_.verify->coming_back(ptr, b, moves_.checked_after());
-    if (!moves_.mover.move_in(ptr, b, stream)) return false;
+    if (!moves_.mover.move_in(ptr, b, stream, watch)) return false;
     if (moves_.verify != nullptr && copies) moves_.verify->arrived(ptr, b, stream, moves_.checked_after());
     b.digest_valid = false;
     return true;
@@ -119,18 +120,17 @@ class SwapIn {
     return true;
   }
 
-  // On demand: the host's waits for b's users first, so that the copy's timing for the link
-  // meter holds none of them (the copy shares the engine with the side stream's: side_streams.hpp).
+  // On demand: the host waits for b's users if need be; the link meter times the copy alone
+  // (side_streams.hpp).
   bool on_demand(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    if (b.pinned || !mapped_users_done(b, true)) return false;
-    return SideStreams::metered(moves_.learner, LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
-                                [&] { return move_back(ptr, b, stream, true); });
+    return SideStreams::metered(moves_.learner, LinkMeter::Direction::to_device, b.size, !b.leaving,
+                                [&](CopyWatch& watch) { return move_back(ptr, b, stream, true, watch); });
   }
 
   // A buffer still leaving comes back without a copy: its device memory is kept.
   bool timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    return SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_device, stream, b.size, !b.leaving,
-                                   [&] { return move_back(ptr, b, stream, false); });
+    return SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_device, b.size, !b.leaving,
+                                   [&](CopyWatch& watch) { return move_back(ptr, b, stream, false, watch); });
   }
 
   // The copy back was queued on `stream`: users on other streams wait for it (before_item).

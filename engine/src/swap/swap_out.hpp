@@ -37,8 +37,8 @@ class SwapOut {
       moves_.events.give(b.arrival);
       b.arrival_pending = false;
     }
-    if (!SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_host, side, b.size, true,
-                                 [&] { return moves_.mover.move_out(ptr, b, side); })) {
+    if (!SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_host, b.size, true,
+                                 [&](CopyWatch& watch) { return moves_.mover.move_out(ptr, b, side, watch); })) {
       return false;
     }
     b.streams.clear();
