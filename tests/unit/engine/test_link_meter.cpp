@@ -9,6 +9,7 @@
 #include <map>
 
 #include "link_meter.hpp"
+#include "scripted_timing_device.hpp"
 
 using namespace memtool::engine;
 using memtool::engine::detail::CopySample;
@@ -18,6 +19,8 @@ using memtool::engine::detail::LinkMeter;
 using memtool::engine::detail::SpareTimingEvents;
 
 namespace {
+
+using memtool::engine::test::ScriptedTimingDevice;
 
 constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 
@@ -79,37 +82,6 @@ TEST_CASE("link meter: too few copies, too few bytes or no time say nothing", "[
 
 namespace {
 
-// Each event recorded takes the next time of a script (ns), as a GPU would stamp it; all have
-// completed by the time the meter polls.
-class ScriptedDevice final : public Device {
- public:
-  Status allocate(std::uint64_t, MemoryKind, StreamId, DevicePtr*) override { return kNotSupported; }
-  Status free(DevicePtr, MemoryKind, StreamId) override { return kNotSupported; }
-  Status create_event(EventId* out) override {
-    *out = ++next_;
-    return kSuccess;
-  }
-  Status create_timing_event(EventId* out) override { return create_event(out); }
-  Status record_event(EventId event, StreamId) override {
-    if (script.empty()) return kNotSupported;
-    stamp_[event] = script.front();
-    script.pop_front();
-    return kSuccess;
-  }
-  Status stream_wait_event(StreamId, EventId) override { return kSuccess; }
-  bool event_completed(EventId) override { return true; }
-  void destroy_event(EventId event) override { stamp_.erase(event); }
-  Status elapsed_ns(EventId start, EventId end, double* out) override {
-    *out = stamp_.at(end) - stamp_.at(start);
-    return kSuccess;
-  }
-  std::deque<double> script;
-
- private:
-  std::map<EventId, double> stamp_;
-  EventId next_ = 0;
-};
-
 // One copy to the device, in the order the host issues it: on `stream`, not before `issued` (ns).
 struct Issued {
   StreamId stream;
@@ -142,7 +114,7 @@ LinkFit metered(const std::vector<Issued>& copies, double bytes_per_ns, double l
     engine_free = stream_free[copies[next].stream] = end[next];
     served[next] = true;
   }
-  ScriptedDevice device;
+  ScriptedTimingDevice device({}, true);
   for (std::size_t i = 0; i < copies.size(); ++i) {
     device.script.push_back(start[i]);
     device.script.push_back(end[i]);

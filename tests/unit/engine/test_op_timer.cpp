@@ -9,6 +9,7 @@
 
 #include "memtool/engine/sim_device.hpp"
 #include "op_timer.hpp"
+#include "scripted_timing_device.hpp"
 
 using namespace memtool::engine;
 using memtool::engine::detail::ItemTimes;
@@ -17,45 +18,14 @@ using memtool::engine::detail::SpareTimingEvents;
 
 namespace {
 
-// Each event recorded takes the next time of a script (ns), as a GPU would stamp it; events
-// complete once the test says the GPU has caught up.
-class TimedDevice final : public Device {
- public:
-  explicit TimedDevice(std::deque<double> script) : script_(std::move(script)) {}
-  Status allocate(std::uint64_t, MemoryKind, StreamId, DevicePtr*) override { return kNotSupported; }
-  Status free(DevicePtr, MemoryKind, StreamId) override { return kNotSupported; }
-  Status create_event(EventId* out) override {
-    *out = ++next_;
-    return kSuccess;
-  }
-  Status create_timing_event(EventId* out) override { return create_event(out); }
-  Status record_event(EventId event, StreamId) override {
-    if (script_.empty()) return kNotSupported;
-    stamp_[event] = script_.front();
-    script_.pop_front();
-    return kSuccess;
-  }
-  Status stream_wait_event(StreamId, EventId) override { return kSuccess; }
-  bool event_completed(EventId) override { return caught_up_; }
-  void destroy_event(EventId event) override { stamp_.erase(event); }
-  Status elapsed_ns(EventId start, EventId end, double* out) override {
-    *out = stamp_.at(end) - stamp_.at(start);
-    return kSuccess;
-  }
-  bool caught_up_ = false;
-
- private:
-  std::deque<double> script_;
-  std::map<EventId, double> stamp_;
-  EventId next_ = 0;
-};
+using memtool::engine::test::ScriptedTimingDevice;
 
 }  // namespace
 
 TEST_CASE("op timer: GPU times per item, a wait for a copy back left out", "[engine][swap][op_timer]") {
   // Recorded in this order: the start (0), after item 0 (10), after item 1's wait (25), after
   // item 1 (30), after item 2 (35).
-  TimedDevice device({0, 10, 25, 30, 35});
+  ScriptedTimingDevice device({0, 10, 25, 30, 35});
   SpareTimingEvents events;
   OpTimer timer(device, events);
   const StreamId s = 1;
@@ -82,7 +52,7 @@ TEST_CASE("op timer: each item's time the shorter of two iterations in a row of 
   // before was read); then two of three kept for comparison: (500, 510, 550, 555) with items of
   // 10, 40 (late: run late by a busy machine, or a wait not seen) and 5 ns, and (600, 630, 635,
   // 640) with 30 (late), 5 and 5 ns.
-  TimedDevice device({0, 1, 2, 10, 40, 45, 50, 100, 200, 300, 400, 500, 510, 550, 555, 600, 630, 635, 640});
+  ScriptedTimingDevice device({0, 1, 2, 10, 40, 45, 50, 100, 200, 300, 400, 500, 510, 550, 555, 600, 630, 635, 640});
   SpareTimingEvents events;
   OpTimer timer(device, events);
   const StreamId s = 1;
@@ -120,7 +90,7 @@ TEST_CASE("op timer: an iteration kept for the comparison is dropped with an unf
   // those are compared with nothing (the kept one is older than the unfinished one), so their
   // times are their own (a second each), not the older one's host gaps.
   constexpr double kSecond = 1e9;
-  TimedDevice device({0, 1, 2, 3, 10, 11, 100, 100 + kSecond, 100 + 2 * kSecond, 100 + 3 * kSecond});
+  ScriptedTimingDevice device({0, 1, 2, 3, 10, 11, 100, 100 + kSecond, 100 + 2 * kSecond, 100 + 3 * kSecond});
   SpareTimingEvents events;
   OpTimer timer(device, events);
   const StreamId s = 1;
@@ -164,7 +134,7 @@ std::uint64_t host_clock() { return g_host_now; }
 TEST_CASE("op timer: the program's host time per item, memtool's time and its synchronisations out",
           "[engine][swap][op_timer]") {
   // Two iterations of three items: four events each (the start and after each item).
-  TimedDevice device({0, 10, 20, 30, 100, 110, 120, 130});
+  ScriptedTimingDevice device({0, 10, 20, 30, 100, 110, 120, 130});
   device.caught_up_ = true;
   SpareTimingEvents events;
   OpTimer timer(device, events, &host_clock);
@@ -241,7 +211,7 @@ TEST_CASE("op timer: host times are not host-timed without memtool's time or tim
     CHECK(times->host_ns == std::vector<double>{40, 60});
     return times->host_timed;
   };
-  TimedDevice timed({0, 1, 2});
+  ScriptedTimingDevice timed({0, 1, 2});
   timed.caught_up_ = true;
   CHECK_FALSE(one(timed, false));
   SimDevice untimed(SimDevice::Options{std::uint64_t{64} << 20});  // GPU times are host gaps
