@@ -3,7 +3,6 @@
 #include "memtool/swapper/simulate.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <tuple>
 
@@ -80,9 +79,10 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
                                (learn_leads ? EvictionRule::lead_learning_iterations(options.rule_lookahead_ops) : 0);
   const std::vector<Swap>& plan = schedule.swaps;
 
-  // The host's time back from a wait for the GPU (HostCosts::per_sync_ns), in whole ns as the base time takes it.
-  const double sync_ns = std::round(std::max(0.0, options.host.per_sync_ns));
-  out.base_time_ns = static_cast<double>(base_time_ns(iteration, static_cast<std::uint64_t>(sync_ns)));
+  // The host's time back from a wait for the GPU (HostCosts::per_sync_ns), as the base time takes it.
+  const std::uint64_t whole_sync_ns = options.host.whole_sync_ns();
+  const auto sync_ns = static_cast<double>(whole_sync_ns);
+  out.base_time_ns = static_cast<double>(base_time_ns(iteration, whole_sync_ns));
   out.plain_peak_bytes = plain_peak_bytes(iteration);
   out.op_stall_ns.assign(n, 0.0);
   out.swaps.assign(swaps, SwapTiming{});

@@ -203,8 +203,7 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
   report.ops = iteration.ops.size();
   report.buffers = iteration.buffers.size();
   for (const swapper::Buffer& b : iteration.buffers) report.persistent_bytes += b.persistent ? b.size : 0;
-  report.base_time_ns = static_cast<double>(swapper::base_time_ns(
-      iteration, static_cast<std::uint64_t>(std::llround(std::max(0.0, options.host.per_sync_ns)))));
+  report.base_time_ns = static_cast<double>(swapper::base_time_ns(iteration, options.host.whole_sync_ns()));
   report.plain_peak_bytes = swapper::plain_peak_bytes(iteration);
   {
     // The bound is O(ops x open windows): on a long iteration, the first thing that takes time.

@@ -46,6 +46,8 @@
 // same iteration again allocates nothing once the buffers have grown.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -75,6 +77,10 @@ struct HostCosts {
   double per_copy_ns = 0;
   double per_sync_ns = 0;
   [[nodiscard]] bool none() const { return per_op_ns == 0 && per_copy_ns == 0 && per_sync_ns == 0; }
+  // per_sync_ns in whole ns, as base_time_ns() and the simulator take it.
+  [[nodiscard]] std::uint64_t whole_sync_ns() const {
+    return static_cast<std::uint64_t>(std::llround(std::max(0.0, per_sync_ns)));
+  }
 };
 
 struct SimulateOptions {
