@@ -9,14 +9,10 @@
 
 #include <algorithm>
 #include <map>
-#include <memory>
 #include <set>
 
 #include "sim_forwarding_device.hpp"
-#include "swap/frees.hpp"
-#include "swap/move_context.hpp"
-#include "swap/swap_in.hpp"
-#include "swap/swap_out.hpp"
+#include "swap_move_rig.hpp"
 
 using namespace memtool::engine;
 namespace swapper = memtool::swapper;
@@ -121,40 +117,8 @@ class ClockedDevice final : public test::SimForwardingDevice {
 enum class Mover : std::uint8_t { explicit_copies, uvm };
 
 // What the swap policy owns, as it hands it to the parts, its learner logging an iteration.
-struct TimedRig {
-  ClockedDevice device;
-  detail::SpareEvents events;
-  detail::SpareTimingEvents timing;
-  detail::HostWaits waits{device};
-  std::unique_ptr<detail::SwapMover> mover;
-  detail::SideStreams sides{device};
-  detail::ScheduleLearner learner{device, timing, "ours", 0, ""};
-  detail::StreamJoins joins{device, events};
-  detail::SwapCounters counters;
-  std::uint64_t work = 0;
-  bool in_item = false;
-  bool host_waited = false;
-  std::unique_ptr<detail::MoveContext> moves;
-  std::unique_ptr<detail::DeferredFrees> frees;
-  std::unique_ptr<detail::SwapOut> out;
-  std::unique_ptr<detail::SwapIn> in;
-  std::map<DevicePtr, SwapBuffer> buffers;  // node-based, as the policy's: the mover keeps pointers
-  StreamId program = 0;
-
-  explicit TimedRig(Mover kind) {
-    mover = kind == Mover::uvm ? detail::make_uvm_mover(device, events, waits)
-                               : detail::make_vmm_mover(device, events, waits, 0);
-    REQUIRE(mover != nullptr);
-    moves = std::make_unique<detail::MoveContext>(
-        detail::MoveContext{device, *mover, events, timing, waits, sides, learner, joins, counters, nullptr,
-                            kind == Mover::explicit_copies, work, in_item, host_waited});
-    frees = std::make_unique<detail::DeferredFrees>(*moves);
-    out = std::make_unique<detail::SwapOut>(*moves);
-    in = std::make_unique<detail::SwapIn>(*moves, *frees);
-    REQUIRE(device.create_stream(&program) == kSuccess);
-    joins.note(program);
-    (void)learner.start();
-  }
+struct TimedRig : test::SwapMoveRig<ClockedDevice> {
+  explicit TimedRig(Mover kind) : SwapMoveRig(kind == Mover::uvm, "ours") { (void)learner.start(); }
 
   DevicePtr add(std::uint64_t size) {
     SwapBuffer b;
@@ -168,15 +132,15 @@ struct TimedRig {
   // Sent out once its stream is idle, and landed.
   void send(DevicePtr ptr) {
     device.host_ns += kIdleGapNs;
-    REQUIRE(out->send(ptr, buffers.at(ptr)));
+    REQUIRE(out.send(ptr, buffers.at(ptr)));
     device.host_ns += kIdleGapNs;
-    frees->settle(true);
+    frees.settle(true);
     REQUIRE_FALSE(buffers.at(ptr).leaving);
   }
   // Brought back ahead once its stream is idle.
   void bring_back(DevicePtr ptr) {
     device.host_ns += kIdleGapNs;
-    REQUIRE(in->ahead(ptr, buffers.at(ptr)) == swapper::Arrival::back);
+    REQUIRE(in.ahead(ptr, buffers.at(ptr)) == swapper::Arrival::back);
   }
   // Timing events neither in the spares nor destroyed: recorded for a copy under way.
   [[nodiscard]] long outstanding() const {
@@ -221,7 +185,7 @@ TEST_CASE("swap copy timing: a copy back with no device memory records no timing
   rig.device.no_device_memory = true;
   const int records = rig.device.timing_records;
   const long held = rig.outstanding();
-  CHECK(rig.in->ahead(ptr, rig.buffers.at(ptr)) == swapper::Arrival::skipped);
+  CHECK(rig.in.ahead(ptr, rig.buffers.at(ptr)) == swapper::Arrival::skipped);
   CHECK_FALSE(rig.buffers.at(ptr).resident);
   CHECK(rig.device.timing_records == records);  // it failed before its copy: nothing to time
   CHECK(rig.outstanding() == held);
@@ -235,7 +199,7 @@ TEST_CASE("swap copy timing: a copy the driver refuses gives its start event bac
   rig.device.refuse_copies = true;
   const int records = rig.device.timing_records;
   const long held = rig.outstanding();
-  CHECK_FALSE(rig.out->send(ptr, rig.buffers.at(ptr)));
+  CHECK_FALSE(rig.out.send(ptr, rig.buffers.at(ptr)));
   CHECK(rig.buffers.at(ptr).resident);
   CHECK(rig.device.timing_records == records + 1);  // the start, right before the copy
   CHECK(rig.outstanding() == held);                 // back in the spares

@@ -11,24 +11,19 @@
 // after the last one from another stream.
 #include <catch2/catch.hpp>
 
-#include <map>
-#include <memory>
 #include <vector>
 
 #include "memtool/engine/resources.hpp"
 #include "gated_device.hpp"
 #include "memtool/engine/sim_device.hpp"
-#include "swap/frees.hpp"
 #include "swap/in_flight.hpp"
 #include "swap/lateness.hpp"
-#include "swap/move_context.hpp"
 #include "swap/oracle.hpp"
 #include "swap/reach_guard.hpp"
 #include "swap/room.hpp"
 #include "swap/rule_swap_ins.hpp"
 #include "swap/selector.hpp"
-#include "swap/swap_in.hpp"
-#include "swap/swap_out.hpp"
+#include "swap_move_rig.hpp"
 
 using namespace memtool::engine;
 using detail::SwapBuffer;
@@ -68,25 +63,8 @@ class Below final : public Resource {
 };
 
 // What the swap policy owns, as it hands it to the parts.
-struct DecisionRig {
-  GatedDevice device;
-  detail::SpareEvents events;
-  detail::SpareTimingEvents timing;
-  detail::HostWaits waits{device};
-  std::unique_ptr<detail::SwapMover> mover;
-  detail::SideStreams sides{device};
-  detail::ScheduleLearner learner{device, timing, "belady", 0, ""};
-  detail::StreamJoins joins{device, events};
-  detail::SwapCounters counters;
-  std::uint64_t work = 0;
+struct DecisionRig : test::SwapMoveRig<GatedDevice> {
   std::uint64_t iteration_begin = 0;
-  bool in_item = false;
-  bool host_waited = false;
-  detail::MoveContext moves;
-  detail::DeferredFrees frees{moves};
-  detail::SwapOut out{moves};
-  detail::SwapIn in{moves, frees};
-  std::map<DevicePtr, SwapBuffer> buffers;  // node-based, as the policy's: the mover keeps pointers
   detail::BufferNames names;
   detail::InFlightItems in_flight;
   detail::IterationOracle oracle;
@@ -96,17 +74,10 @@ struct DecisionRig {
   detail::Room room{options, moves, frees, out, buffers, in_flight, oracle, below, iteration_begin};
   detail::RuleSwapIns rule_ins{options, moves, room, in, buffers, oracle, selector};
   detail::ReachGuard reach{moves, buffers};
-  StreamId program = 0;
 
   // `uvm`: managed memory moved by prefetches, else explicit VMM copies.
   explicit DecisionRig(bool uvm = false, std::uint64_t budget = 0, std::uint64_t capacity = 64 * MiB)
-      : device(capacity),
-        mover(uvm ? detail::make_uvm_mover(device, events, waits) : detail::make_vmm_mover(device, events, waits, 0)),
-        moves{device, *mover,   events,  timing, waits, sides,   learner,
-              joins,  counters, nullptr, !uvm,   work,  in_item, host_waited} {
-    REQUIRE(mover != nullptr);
-    REQUIRE(device.create_stream(&program) == kSuccess);
-    joins.note(program);
+      : SwapMoveRig(uvm, "belady", capacity) {
     options.budget_bytes = budget;
     options.lookahead = 4;
   }

@@ -8,16 +8,10 @@
 // every access not ordered after the last one from another stream.
 #include <catch2/catch.hpp>
 
-#include <map>
-#include <memory>
-
 #include "memtool/engine/sim_device.hpp"
 #include "planned_swaps.hpp"
-#include "swap/frees.hpp"
-#include "swap/move_context.hpp"
 #include "swap/schedule_applier.hpp"
-#include "swap/swap_in.hpp"
-#include "swap/swap_out.hpp"
+#include "swap_move_rig.hpp"
 
 using namespace memtool::engine;
 namespace swapper = memtool::swapper;
@@ -30,34 +24,11 @@ namespace {
 constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kSize = 2 * MiB;  // one of the simulator's VMM granules
 
-// What the swap policy owns, as it hands it to the parts.
-struct MoveRig {
-  SimDevice device;
-  detail::SpareEvents events;
-  detail::SpareTimingEvents timing;
-  detail::HostWaits waits{device};
-  std::unique_ptr<detail::SwapMover> mover = detail::make_vmm_mover(device, events, waits, 0);
-  detail::SideStreams sides{device};
-  detail::ScheduleLearner learner{device, timing, "ours", 0, ""};
-  detail::StreamJoins joins{device, events};
-  detail::SwapCounters counters;
-  std::uint64_t work = 0;
-  bool in_item = false;
-  bool host_waited = false;
-  detail::MoveContext moves{device, *mover,   events,  timing, waits, sides,   learner,
-                            joins,  counters, nullptr, true,   work,  in_item, host_waited};
-  detail::DeferredFrees frees{moves};
-  detail::SwapOut out{moves};
-  detail::SwapIn in{moves, frees};
-  std::map<DevicePtr, SwapBuffer> buffers;  // node-based, as the policy's: the mover keeps pointers
+// What the swap policy owns, as it hands it to the parts, with the explicit (VMM) mover.
+struct MoveRig : test::SwapMoveRig<SimDevice> {
   detail::BufferNames names;
-  StreamId program = 0;
 
-  explicit MoveRig(std::uint64_t capacity = 64 * MiB) : device(SimDevice::Options{capacity}) {
-    REQUIRE(mover != nullptr);
-    REQUIRE(device.create_stream(&program) == kSuccess);
-    joins.note(program);
-  }
+  explicit MoveRig(std::uint64_t capacity = 64 * MiB) : SwapMoveRig(false, "ours", SimDevice::Options{capacity}) {}
 
   // A buffer born `ordinal`-th in this iteration, written by a kernel on the program's stream.
   DevicePtr add(std::uint32_t seed, std::uint64_t ordinal = 0) {
