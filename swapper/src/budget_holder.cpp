@@ -73,12 +73,17 @@ NextUseCandidate BudgetHolder::candidate(std::uint32_t b, std::uint64_t next) {
 }
 
 void BudgetHolder::advance_live(std::uint64_t u, std::size_t i, double ready) {
+  freed_resident_ = 0;
   if (u == 0) {
     for (const std::uint32_t b : net_.live_at_start()) rekey(b, u);
   } else {
     for (const std::uint32_t b : net_.dies_after(i == 0 ? iteration_->ops.size() - 1 : i - 1)) {
       live_[b] = 0;
       next_[b] = kNoAccess;
+      const State state = rule_of_[b] < 0 ? kBack : rule_[static_cast<std::uint32_t>(rule_of_[b])].state;
+      if (state == kBack || state == kKept) {
+        freed_resident_ += iteration_->buffers[b].size;
+      }
       if (rule_of_[b] >= 0) {
         RuleSwap& r = rule_[static_cast<std::uint32_t>(rule_of_[b])];
         const std::uint64_t size = iteration_->buffers[b].size;
@@ -153,11 +158,22 @@ std::uint64_t BudgetHolder::resident() const {
 }
 
 double BudgetHolder::wait_for_room(double issue) {
-  while (resident() > budget_ && next_pending_ < pending_.size()) {
-    const std::uint32_t code = pending_[next_pending_];
-    const std::int32_t copy = (code & kRule) != 0 ? rule_[code & ~kRule].out : out_copy_[code];
-    issue = std::max(issue, link_->finish(copy));
-    collect();
+  while (resident() + unreached_ > budget_) {
+    if (next_pending_ < pending_.size()) {
+      // A copy out is ordered after the work issued before it: once it has ended, so has the op
+      // before this one, and the frees after it are reached.
+      const std::uint32_t code = pending_[next_pending_];
+      const std::int32_t copy = (code & kRule) != 0 ? rule_[code & ~kRule].out : out_copy_[code];
+      issue = std::max(issue, link_->finish(copy));
+      collect();
+      if (issue >= gpu_ready_) unreached_ = 0;
+    } else if (unreached_ != 0) {
+      issue = std::max(issue, gpu_ready_);  // the GPU reaches the frees
+      unreached_ = 0;
+    } else {
+      break;
+    }
+    waited_ = true;
   }
   return issue;
 }
@@ -283,11 +299,17 @@ void BudgetHolder::issue_rule_in(std::uint32_t index, std::uint64_t u, double wh
 }
 
 double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t level, std::span<const std::uint32_t> ins,
-                               double ready, double gpu_ready) {
+                               double ready, double gpu_ready, bool host_ahead, double decide) {
   gpu_ready_ = gpu_ready;
+  waited_ = false;
   advance_live(u, i, ready);
-  link_->advance_to(ready);
+  decide = std::min(decide, ready);
+  link_->advance_to(decide);
   collect();
+  // Decided ahead of the GPU: the buffers freed since the host last waited for it (the
+  // program's synchronisation, or a wait for room that reached them) still hold their device
+  // bytes, those the rule has not sent out, until the GPU has run the op before this one.
+  unreached_ = host_ahead ? unreached_ + freed_resident_ : 0;
   level_ = level;
   ins_ = ins;
   // The rule's swap-ins of buffers this op touches come back with it, whatever it takes.
@@ -296,11 +318,12 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
     const std::int32_t r = rule_of_[b];
     if (r >= 0 && !rule_[r].back) rule_ins_.push_back(static_cast<std::uint32_t>(r));
   }
-  double issue = wait_for_room(ready);
+  double issue = wait_for_room(decide);
   if (resident() > budget_) {
-    evict(u, i, issue, u, 0);
+    evict(u, i, std::max(issue, ready), u, 0);
     issue = wait_for_room(issue);
   }
+  issue = std::max(issue, ready);
   reaching_all_ = iteration_->ops[i].reaches_all;
   if (reaching_all_) keep_still(u, issue);
   for (const std::uint32_t index : rule_ins_) issue_rule_in(index, u, issue, true);
@@ -334,7 +357,7 @@ double BudgetHolder::before_op(std::uint64_t u, std::size_t i, std::uint64_t lev
         if (resident() + needs > budget_ + leaving_bytes_ && !reaching_all_ && unwaited) {
           evict(u, i, issue, next, needs);
         }
-        if (resident() + needs > budget_) return Arrival::no_room;
+        if (resident() + unreached_ + needs > budget_) return Arrival::no_room;
         rule_[index].kept_out = false;
         issue_rule_in(index, u, issue, false);
         return Arrival::back;

@@ -75,8 +75,15 @@ class BudgetHolder {
   // earlier: they are ordered after them). Returns when the host issues it (after any wait);
   // the rule's swap-ins due then are issued at that time (the caller issues the schedule's, but
   // none called off: called_off).
+  // `host_ahead`: the host decides it at `decide` (<= ready), before the GPU has run the op before
+  // (SimulateOptions::host_ahead): the buffers freed since the host last waited still hold their
+  // device bytes, so they are no room for swap-ins ahead, and an op that needs them waits for
+  // the copies out under way, then for the GPU to reach them (gpu_ready); the rule sends nothing
+  // out for them (they come back with a wait, not a copy).
   double before_op(std::uint64_t u, std::size_t i, std::uint64_t level, std::span<const std::uint32_t> ins,
-                   double ready, double gpu_ready);
+                   double ready, double gpu_ready, bool host_ahead, double decide);
+  // Whether the host waited for room (copies out or frees) before the op just issued (before_op).
+  [[nodiscard]] bool waited() const { return waited_; }
   // The op's start once the rule's swap-ins of what it touches are in (and, reaching every
   // buffer, the copies in motion when it was issued have ended).
   double consume(std::size_t i, double start);
@@ -121,7 +128,8 @@ class BudgetHolder {
   [[nodiscard]] std::uint64_t resident() const;
   // What ops (i, i + ops] of this iteration allocate (the executor looks no further than its end).
   [[nodiscard]] std::uint64_t upcoming(std::size_t i, std::uint64_t ops) const;
-  // Waits for copy-outs under way, oldest first, until the op fits; returns when it may issue.
+  // Waits for copy-outs under way, oldest first, then for the frees not reached, until the op
+  // fits; returns when it may issue.
   double wait_for_room(double issue);
   // Op u reaches every buffer and is issued at `issue`: the copy-outs under way are called off,
   // and the copies in motion are those its start waits for (consume).
@@ -146,6 +154,11 @@ class BudgetHolder {
   const Iteration* iteration_ = nullptr;
   LinkEngines* link_ = nullptr;
   double gpu_ready_ = 0;  // the op being issued: when the GPU has run the ops before it
+  // The op being issued: the resident bytes of the candidates freed after the op before it; and
+  // host_ahead, those freed since the host last waited for the GPU (until it waits for them).
+  std::uint64_t freed_resident_ = 0;
+  std::uint64_t unreached_ = 0;
+  bool waited_ = false;  // the host waited for room before it
   SafetyNet net_;
   std::uint64_t budget_ = 0;
   std::uint32_t leave_early_ = 0;

@@ -175,6 +175,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
   // (w.boundary). Otherwise the host issues each op as the one before ends.
   const bool host_timed = iteration.host_timed;
   double host_clock = 0;
+  double previous_issue = 0;  // when the host issued the op before
   w.boundary.assign(rounds, 0.0);
   for (std::uint32_t r = 0; r < rounds; ++r) {
     if (r + 1 == rounds) copies_before_measured = w.link.copies().size();
@@ -201,9 +202,14 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       if (hold != 0) {
         w.ins_here.clear();
         for_each_in([&](std::uint32_t, std::uint32_t key) { w.ins_here.push_back(key); });
-        issue = w.holder.before_op(u, i, w.static_at_start[i], w.ins_here, previous_end, gpu_free);
-        if (issue > previous_end) issue += sync_ns;  // the executor waited for room: it comes back
+        // Not host-timed: the host decides this op once it has issued the one before, while the
+        // GPU still runs that, unless the program waited for it (SimulateOptions::host_ahead).
+        const bool ahead = !host_timed && options.host_ahead && u != 0 && !iteration.ops[(i + n - 1) % n].syncs;
+        const double decide = ahead ? previous_issue : previous_end;
+        issue = w.holder.before_op(u, i, w.static_at_start[i], w.ins_here, previous_end, gpu_free, ahead, decide);
+        if (w.holder.waited()) issue += sync_ns;  // the executor waited for room: it comes back
       }
+      previous_issue = issue;
       // Swap-ins triggered here are ordered after the ops before this one.
       for_each_in([&](std::uint32_t s, std::uint32_t key) {
         if (hold != 0) w.holder.scheduled_in(key);

@@ -7,6 +7,7 @@
 
 #include "detail/load_model.hpp"
 #include "detail/simulate_swap.hpp"
+#include "iteration_builder.hpp"
 
 namespace mc = memtool::cli;
 namespace ms = memtool::swapper;
@@ -200,6 +201,26 @@ TEST_CASE("--as-executor: schedules as the executor runs them, the rule alone, o
   plain.strategies = {"ours"};
   CHECK(mc::swap_report_json(mc::simulate_swap(mc::swap_source(loaded, plain.input), plain)).at("as_executor") ==
         false);
+}
+
+// --as-executor: the host ahead of the GPU, as the executor's (SimulateOptions::host_ahead). 3 ops
+// of 1 us, A (4000 B, ops 0-1), B (4000 B, op 2), budget 6000, 100 ns back from a wait: op 2 waits
+// for A's free, op 0 for B's (test_host_ahead.cpp): 3200 ns, where the planners' model has 3000.
+TEST_CASE("--as-executor: the host decides ahead of the GPU", "[swapper][cli]") {
+  mc::SwapSource source;
+  source.iteration = memtool::test::ops_of(3, 1000);
+  memtool::test::add_buffer(source.iteration, 4000, 0, 1, {0, 1});
+  memtool::test::add_buffer(source.iteration, 4000, 2, 2, {2});
+  source.host.per_sync_ns = 100;
+  mc::SimulateSwapOptions options;
+  options.budgets.push_back(mc::BudgetSpec{6000, 0, "6000 B"});
+  options.link = memtool::test::simple_link();
+  options.host = source.host;
+  options.strategies = {"belady"};
+  options.as_executor = true;
+  const mc::SwapReport report = mc::simulate_swap(source, options);
+  REQUIRE(report.rows.size() == 1);
+  CHECK(report.rows[0].time_ns == 3200);
 }
 
 TEST_CASE("planning a long iteration prints a line as the bound and each plan start and end",

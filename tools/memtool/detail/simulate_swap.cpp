@@ -243,6 +243,7 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
     held.hold_budget_bytes = budget;
     held.host = options.host;
     held.learn_rule_leads = true;  // as the executor learns its leads (the planners keep their model)
+    held.host_ahead = true;        // as the executor's host runs ahead of the GPU (likewise)
     for (const std::string& name : names) {
       for (const swapper::ScheduleMode mode :
            {swapper::ScheduleMode::no_overhead, swapper::ScheduleMode::stick_to_limit}) {

@@ -98,6 +98,18 @@ struct SimulateOptions {
   // the measured one. false: each is issued at twice its copy's uncontended time ahead at the
   // base op times (the planners' model).
   bool learn_rule_leads = false;
+  // Holding a budget, not host-timed: the host decides each op (its room, the rule's swap-ins
+  // ahead) once it has issued the op before, while the GPU still runs that one, unless the
+  // program synchronised after it (Op::syncs): the executor's host runs ahead of the GPU and
+  // waits for it only there and where it waits for room. The buffers freed since it last waited
+  // still hold their device bytes then (the executor's deferred frees, not reached): a swap-in
+  // ahead finds no room in them, and an op that needs them waits for the copies out under way,
+  // oldest first, then for the GPU to reach them (the op before ends), and comes back
+  // HostCosts::per_sync_ns later; the rule sends nothing out for them (they come back with a
+  // wait, not a copy). The GPU's timeline is unchanged. false: the host decides each op once the
+  // one before has ended, every free before it reached (the planners' model: an iteration with
+  // no synchronisations recorded, a trace's, would have the host ahead throughout).
+  bool host_ahead = false;
   HostCosts host;  // none by default
 };
 
