@@ -138,12 +138,9 @@ void SwapSchedule::restore_copy_ins(const std::vector<std::uint64_t>& at) {
 
 StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule& schedule,
                             std::vector<double>* lateness_ns) {
-  swapper::SimulateOptions held;
-  held.hold_budget_bytes = request.budget_bytes;
-  held.host = request.host;
+  // As `memtool simulate --as-executor` predicts the process.
+  swapper::SimulateOptions held = swapper::SimulateOptions::as_executor(request.budget_bytes, request.host);
   held.rule_lookahead_ops = request.rule_lookahead_ops;
-  held.learn_rule_leads =
-      true;  // as `memtool simulate --as-executor`: the rule's leads learnt as the executor learns them
   const swapper::Simulation sim = swapper::simulate(request.input.iteration, schedule, request.link, held);
   if (lateness_ns != nullptr) {
     lateness_ns->clear();

@@ -239,11 +239,8 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
             ? spec.bytes
             : static_cast<std::uint64_t>(std::llround(spec.fraction * static_cast<double>(report.plain_peak_bytes)));
     report.budget_bytes.push_back(budget);
-    swapper::SimulateOptions held;
-    held.hold_budget_bytes = budget;
-    held.host = options.host;
-    held.learn_rule_leads = true;  // as the executor learns its leads (the planners keep their model)
-    held.host_ahead = true;        // as the executor's host runs ahead of the GPU (likewise)
+    // The executor's model (its leads learnt, its host ahead); the planners keep theirs.
+    const swapper::SimulateOptions held = swapper::SimulateOptions::as_executor(budget, options.host);
     for (const std::string& name : names) {
       for (const swapper::ScheduleMode mode :
            {swapper::ScheduleMode::no_overhead, swapper::ScheduleMode::stick_to_limit}) {

@@ -111,6 +111,17 @@ struct SimulateOptions {
   // no synchronisations recorded, a trace's, would have the host ahead throughout).
   bool host_ahead = false;
   HostCosts host;  // none by default
+
+  // As the executor runs a schedule within `budget`, its costs `host` (`memtool simulate
+  // --as-executor` and the process's own predictions alike): its leads learnt, its host ahead.
+  static SimulateOptions as_executor(std::uint64_t budget, const HostCosts& host) {
+    SimulateOptions options;
+    options.hold_budget_bytes = budget;
+    options.host = host;
+    options.learn_rule_leads = true;
+    options.host_ahead = true;
+    return options;
+  }
 };
 
 struct MemoryPoint {
