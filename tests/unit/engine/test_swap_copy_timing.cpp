@@ -130,6 +130,7 @@ struct TimedRig {
   detail::SideStreams sides{device};
   detail::ScheduleLearner learner{device, timing, "ours", 0, ""};
   detail::StreamJoins joins{device, events};
+  detail::UserMarks marks{device, events};
   detail::SwapCounters counters;
   std::uint64_t work = 0;
   bool in_item = false;
@@ -146,7 +147,7 @@ struct TimedRig {
                                : detail::make_vmm_mover(device, events, waits, 0);
     REQUIRE(mover != nullptr);
     moves = std::make_unique<detail::MoveContext>(
-        detail::MoveContext{device, *mover, events, timing, waits, sides, learner, joins, counters, nullptr,
+        detail::MoveContext{device, *mover, events, timing, waits, sides, learner, joins, marks, counters, nullptr,
                             kind == Mover::explicit_copies, work, in_item, host_waited});
     frees = std::make_unique<detail::DeferredFrees>(*moves);
     out = std::make_unique<detail::SwapOut>(*moves);

@@ -77,6 +77,7 @@ struct DecisionRig {
   detail::SideStreams sides{device};
   detail::ScheduleLearner learner{device, timing, "belady", 0, ""};
   detail::StreamJoins joins{device, events};
+  detail::UserMarks marks{device, events};
   detail::SwapCounters counters;
   std::uint64_t work = 0;
   std::uint64_t iteration_begin = 0;
@@ -102,8 +103,8 @@ struct DecisionRig {
   explicit DecisionRig(bool uvm = false, std::uint64_t budget = 0, std::uint64_t capacity = 64 * MiB)
       : device(capacity),
         mover(uvm ? detail::make_uvm_mover(device, events, waits) : detail::make_vmm_mover(device, events, waits, 0)),
-        moves{device, *mover,   events,  timing, waits, sides,   learner,
-              joins,  counters, nullptr, !uvm,   work,  in_item, host_waited} {
+        moves{device, *mover,   events,  timing, waits, sides,   learner,    joins,
+              marks,  counters, nullptr, !uvm,   work,  in_item, host_waited} {
     REQUIRE(mover != nullptr);
     REQUIRE(device.create_stream(&program) == kSuccess);
     joins.note(program);
