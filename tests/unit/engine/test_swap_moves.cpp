@@ -2,7 +2,8 @@
 // frees.hpp, schedule_applier.hpp), white-box on the simulated device with the explicit (VMM)
 // mover: a copy out ordered after the program's work and refused for a pinned buffer; a copy back
 // on demand (settling what copies out still hold when there is no device memory), ahead, never
-// under work that may still read the host copy; frees carried out only once the GPU reached them;
+// under work that may still read the host copy, yet not waiting for later work on its stream (its
+// users' marks, swap/user_marks.hpp); frees carried out only once the GPU reached them;
 // settling until bytes fit waits for the oldest copies out only;
 // a schedule's triggers, each once an iteration, skipping what may not move. The simulator counts
 // every access not ordered after the last one from another stream.

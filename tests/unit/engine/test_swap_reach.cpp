@@ -4,7 +4,8 @@
 // every unmap of memory whose last access the host has not seen done. Each case is one of the
 // ordering holes of issue 33, and fails without its fix: a copy out ordered only after the
 // streams memtool saw use the buffer, a remap under work still running, a copy back not waited
-// for by work that reaches the buffer; and MEMTOOL_SWAP_VERIFY's reports.
+// for by work that reaches the buffer; and MEMTOOL_SWAP_VERIFY's reports. The [marks] cases (issue
+// 34): a remap waits for the last work that may read the host copy, not for later work.
 #include <catch2/catch.hpp>
 
 #include <string>
