@@ -117,6 +117,7 @@ class SwapAdaptor final : public Adaptor {
     learner_.release();
     driver_.forget_lateness();
     for (auto& [ptr, b] : buffers_) timing_events_.give(b.timed_arrival);
+    user_marks_.release();
     timing_events_.destroy_all(device_);
     spare_events_.destroy_all(device_);
   }
@@ -248,6 +249,7 @@ class SwapAdaptor final : public Adaptor {
     const detail::HostCostMeter::Scope host_cost = learner_.meter().host_costs().op();
     ++work_;
     in_item_ = true;
+    user_marks_.queued();  // this thread's previous work is queued by now
     const std::uint64_t now = work_ - iteration_begin_;
     InFlight& in_flight = in_flight_.begin(stream);  // this thread's previous work is queued by now
     std::vector<DevicePtr>& current = in_flight.bases;
@@ -301,7 +303,7 @@ class SwapAdaptor final : public Adaptor {
           waits = true;
         }
       }
-      if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
+      user_marks_.user(b, stream);
       b.last_work = work_;
     }
     driver_.advance_planning();
@@ -589,6 +591,7 @@ class SwapAdaptor final : public Adaptor {
   void queued_by_this_thread() {
     const std::thread::id self = std::this_thread::get_id();
     in_flight_.queued();
+    user_marks_.queued();
     if (last_item_thread_ == self) learner_.issued();
   }
 
@@ -625,10 +628,11 @@ class SwapAdaptor final : public Adaptor {
   detail::SpareEvents spare_events_;       // before the mover, which borrows it
   detail::HostWaits host_waits_{device_};  // every host wait for the GPU; before the mover, which borrows it
   std::unique_ptr<detail::SwapMover> mover_;
-  std::map<DevicePtr, SwapBuffer> buffers_;            // node-based: the mover keeps pointers to them
-  detail::InFlightItems in_flight_;                    // per thread: its work item being issued
-  detail::StreamJoins joins_{device_, spare_events_};  // every stream the program queued work on, joined by copies
-  const bool remaps_;                                  // explicit mode: a move remaps the buffer's address
+  std::map<DevicePtr, SwapBuffer> buffers_;               // node-based: the mover keeps pointers to them
+  detail::InFlightItems in_flight_;                       // per thread: its work item being issued
+  detail::StreamJoins joins_{device_, spare_events_};     // every stream the program queued work on, joined by copies
+  detail::UserMarks user_marks_{device_, spare_events_};  // where work that may read a host copy ends
+  const bool remaps_;                                     // explicit mode: a move remaps the buffer's address
   bool in_item_ = false;                         // inside before_item: work_ is the item being issued, not yet queued
   std::unique_ptr<detail::VerifyHooks> verify_;  // MEMTOOL_SWAP_VERIFY
   std::thread::id last_item_thread_;             // who issued the last work item
@@ -657,8 +661,8 @@ class SwapAdaptor final : public Adaptor {
   std::uint64_t stall_at_boundary_ = 0;
   // The parts that move buffers (swap/*.hpp), over what the members above hold.
   detail::MoveContext moves_{device_,       *mover_,  spare_events_, timing_events_, host_waits_,
-                             side_streams_, learner_, joins_,        counters_,      verify_.get(),
-                             remaps_,       work_,    in_item_,      host_waited_};
+                             side_streams_, learner_, joins_,        user_marks_,    counters_,
+                             verify_.get(), remaps_,  work_,         in_item_,       host_waited_};
   detail::DeferredFrees frees_{moves_};  // freed by the program, not yet reached
   detail::SwapOut swap_out_{moves_};
   detail::SwapIn swap_in_{moves_, frees_};

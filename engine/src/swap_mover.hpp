@@ -54,8 +54,14 @@ struct SwapBuffer {
   std::uint64_t id = 0;           // what pointer queries answer as its buffer id
   bool resident = true;           // on the device, or on its way there
   std::vector<StreamId> streams;  // every stream that used it since it last reached the device
-  std::uint64_t last_work = 0;    // absolute work counter of its last use
-  EventId arrival = 0;            // a copy back in flight: its users wait on this
+  // Per stream that used it while it was out: the mark after the last such use (swap/user_marks.hpp).
+  struct UserMark {
+    StreamId stream = 0;
+    std::uint64_t mark = 0;  // 0: none, the stream is waited for whole
+  };
+  std::vector<UserMark> user_marks;
+  std::uint64_t last_work = 0;  // absolute work counter of its last use
+  EventId arrival = 0;          // a copy back in flight: its users wait on this
   bool arrival_pending = false;
   bool arrival_ahead = false;      // that copy was a swap-in ahead, not yet used
   std::uint32_t scheduled_in = 0;  // 1 + the schedule's swap that copy was; 0: not the schedule's

@@ -1,5 +1,6 @@
 // What moving a swapped buffer needs besides the buffer itself: the device and the mover, the
-// spare events copies are ordered and timed with, the door for host waits, the side streams and
+// spare events copies are ordered and timed with, the door for host waits, the marks after work
+// that may read a host copy, the side streams and
 // the learner whose link meter times copies on them, the joins that order a copy out after the
 // program's streams, the counts, and the verify hooks. The swap policy (swap_adaptor.cpp) owns
 // each of them and hands this one bundle to the parts that move buffers (swap_out.hpp,
@@ -16,6 +17,7 @@
 #include "swap/counters.hpp"
 #include "swap/side_streams.hpp"
 #include "swap/stream_joins.hpp"
+#include "swap/user_marks.hpp"
 #include "swap/verify_hooks.hpp"
 #include "swap_mover.hpp"
 
@@ -30,6 +32,7 @@ struct MoveContext {
   SideStreams& side_streams;         // the copies' own streams
   ScheduleLearner& learner;          // its link meter times copies while it logs
   StreamJoins& joins;                // a copy out after every stream the program used
+  UserMarks& user_marks;             // where the work that may read a host copy ends
   SwapCounters& counters;
   VerifyHooks* verify;        // MEMTOOL_SWAP_VERIFY, or null
   bool remaps;                // explicit mode: a move remaps the buffer's address

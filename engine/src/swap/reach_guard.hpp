@@ -8,7 +8,6 @@
 // policy's lock.
 #pragma once
 
-#include <algorithm>
 #include <map>
 
 #include "memtool/engine/resource.hpp"
@@ -50,7 +49,8 @@ class ReachGuard {
   // it writes: called off (the device memory is still mapped and true), the work queued after
   // the copy, whose bytes are dropped. A copy back under way: the work waits for it. Out: it
   // reads and writes the host copy at the address, which stays mapped until the work has run
-  // (mapped_users_done). Either way its stream joins b's users.
+  // (mapped_users_done, until the item's mark: user_marks.hpp). Either way its stream joins b's
+  // users.
   // True when `stream` was made to wait for a copy.
   bool keep_still(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
     bool waits = false;
@@ -67,7 +67,7 @@ class ReachGuard {
       ++moves_.counters.stream_waits;
       waits = true;
     }
-    if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
+    moves_.user_marks.user(b, stream);
     return waits;
   }
 

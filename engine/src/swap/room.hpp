@@ -226,9 +226,7 @@ class Room {
             // That work reads the host copy through the address: no copy back may remap it under
             // the work (swap_out forgot the buffer's streams; table_train --table global faulted).
             const InFlight* mine = in_flight_.mine();
-            if (mine != nullptr && std::find(b.streams.begin(), b.streams.end(), mine->stream) == b.streams.end()) {
-              b.streams.push_back(mine->stream);
-            }
+            if (mine != nullptr) moves_.user_marks.user(b, mine->stream);
           }
           return swapper::Offer::sent;
         });

@@ -101,10 +101,15 @@ class SwapIn {
  private:
   // Work queued on b's streams while it was out may read its host copy through its address:
   // remapping under it would fault, or show it device memory not yet written. True once that work
-  // has run (with `wait`, after waiting for it; a stall).
+  // has run (with `wait`, after waiting for it; a stall): per stream, up to the mark after its
+  // last such item (user_marks.hpp), else all work queued there so far.
   bool mapped_users_done(SwapBuffer& b, bool wait) {
     if (!moves_.remaps || b.resident || b.leaving) return true;
+    bool waited = false;
     for (const StreamId s : b.streams) {
+      const UserMarks::Reach reach = moves_.user_marks.reached(b, s, wait, moves_.host_waits, waited);
+      if (reach == UserMarks::Reach::not_yet) return false;
+      if (reach == UserMarks::Reach::done) continue;
       bool ok = false;
       const EventId e = moves_.events.take(moves_.device, ok);
       if (!ok || moves_.device.record_event(e, s) != kSuccess) {
@@ -114,9 +119,10 @@ class SwapIn {
       const bool done = moves_.host_waits.reached(e, wait);
       moves_.events.give(e);
       if (!done) return false;
+      waited = waited || wait;
     }
-    if (wait && !b.streams.empty()) moves_.host_waited = true;
-    b.streams.clear();
+    if (waited) moves_.host_waited = true;
+    UserMarks::forget(b);
     return true;
   }
 

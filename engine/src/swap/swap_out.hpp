@@ -41,7 +41,7 @@ class SwapOut {
                                  [&](CopyWatch& watch) { return moves_.mover.move_out(ptr, b, side, watch); })) {
       return false;
     }
-    b.streams.clear();
+    UserMarks::forget(b);
     b.kept_out = false;
     if (moves_.verify != nullptr) moves_.verify->sent_out(ptr, b, side, moves_.checked_after());
     moves_.counters.bytes_swapped_out += b.size;

@@ -28,6 +28,7 @@ struct SwapMoveRig {
   detail::SideStreams sides{device};
   detail::ScheduleLearner learner;
   detail::StreamJoins joins{device, events};
+  detail::UserMarks marks{device, events};
   detail::SwapCounters counters;
   std::uint64_t work = 0;
   bool in_item = false;
@@ -46,8 +47,8 @@ struct SwapMoveRig {
       : device(std::forward<DeviceArgs>(device_args)...),
         mover(uvm ? detail::make_uvm_mover(device, events, waits) : detail::make_vmm_mover(device, events, waits, 0)),
         learner{device, timing, std::move(policy), 0, ""},
-        moves{device, *mover,   events,  timing, waits, sides,   learner,
-              joins,  counters, nullptr, !uvm,   work,  in_item, host_waited} {
+        moves{device, *mover,   events,  timing, waits, sides,   learner,    joins,
+              marks,  counters, nullptr, !uvm,   work,  in_item, host_waited} {
     REQUIRE(mover != nullptr);
     REQUIRE(device.create_stream(&program) == kSuccess);
     joins.note(program);

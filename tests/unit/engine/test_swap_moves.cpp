@@ -2,11 +2,16 @@
 // frees.hpp, schedule_applier.hpp), white-box on the simulated device with the explicit (VMM)
 // mover: a copy out ordered after the program's work and refused for a pinned buffer; a copy back
 // on demand (settling what copies out still hold when there is no device memory), ahead, never
-// under work that may still read the host copy; frees carried out only once the GPU reached them;
+// under work that may still read the host copy, yet not waiting for later work on its stream (its
+// users' marks, swap/user_marks.hpp); frees carried out only once the GPU reached them;
 // settling until bytes fit waits for the oldest copies out only;
 // a schedule's triggers, each once an iteration, skipping what may not move. The simulator counts
 // every access not ordered after the last one from another stream.
 #include <catch2/catch.hpp>
+
+#include <map>
+#include <memory>
+#include <thread>
 
 #include "memtool/engine/sim_device.hpp"
 #include "planned_swaps.hpp"
@@ -144,6 +149,106 @@ TEST_CASE("swap in: on demand, ahead, never under work that may read the host co
   CHECK_FALSE(b.resident);
   CHECK(rig.counters.swap_ins_failed == 1);
   CHECK(rig.counters.host_bytes_now == kSize);
+}
+
+TEST_CASE("swap in: a copy back waits for its users' last work, not for later work on their stream",
+          "[engine][swap][marks]") {
+  MoveRig rig;
+  const DevicePtr a = rig.add(41, 0);
+  const DevicePtr c = rig.add(42, 1);
+  StreamId user = 0;
+  REQUIRE(rig.device.create_stream(&user) == kSuccess);
+  rig.out_and_landed(a);
+  SwapBuffer& b = rig.buffers.at(a);
+
+  // A kernel on `user` that may reach a reads its host copy; the host sees it done.
+  rig.marks.user(b, user);
+  REQUIRE(rig.device.access(user, a, kSize));
+  rig.marks.queued();  // the thread calls in again: the kernel is queued
+  rig.device.synchronize();
+  // Later work on the same stream that does not reach a, still running.
+  REQUIRE(rig.device.access(user, c, kSize));
+  EventId later = 0;
+  REQUIRE(rig.device.create_event(&later) == kSuccess);
+  REQUIRE(rig.device.record_event(later, user) == kSuccess);
+
+  rig.host_waited = false;
+  CHECK(rig.in.ahead(a, b) == swapper::Arrival::back);
+  CHECK(b.resident);
+  CHECK(b.user_marks.empty());
+  CHECK_FALSE(rig.host_waited);
+  CHECK_FALSE(rig.device.event_completed(later));  // not waited for
+  rig.use_after_arrival(a, b, 41);
+  CHECK(rig.device.verify(c, kSize, 42));
+  rig.device.destroy_event(later);
+}
+
+TEST_CASE("swap in: work that may read the host copy and has not run is still waited for", "[engine][swap][marks]") {
+  MoveRig rig;
+  const DevicePtr a = rig.add(43, 0);
+  const DevicePtr c = rig.add(44, 1);
+  StreamId user = 0;
+  REQUIRE(rig.device.create_stream(&user) == kSuccess);
+  rig.out_and_landed(a);
+  rig.device.synchronize();
+  SwapBuffer& b = rig.buffers.at(a);
+
+  // Two kernels on `user` that may reach a, then one that does not: none has run.
+  for (int i = 0; i < 2; ++i) {
+    rig.marks.user(b, user);
+    REQUIRE(rig.device.access(user, a, kSize));
+    rig.marks.queued();
+  }
+  REQUIRE(rig.device.access(user, c, kSize));
+  EventId later = 0;
+  REQUIRE(rig.device.create_event(&later) == kSuccess);
+  REQUIRE(rig.device.record_event(later, user) == kSuccess);
+  rig.marks.queued();  // nothing more to mark; the marks stay until their kernels have run
+  CHECK(rig.marks.held() == 2);
+
+  // Without a wait it stays out; on demand the host waits for the last kernel that may reach it.
+  CHECK(rig.in.ahead(a, b) == swapper::Arrival::skipped);
+  CHECK_FALSE(b.resident);
+  rig.host_waited = false;
+  REQUIRE(rig.in.now(a, b, rig.program));
+  CHECK(b.resident);
+  CHECK(rig.host_waited);
+  CHECK_FALSE(rig.device.event_completed(later));  // only the users were waited for
+  rig.marks.queued();
+  CHECK(rig.marks.held() == 0);  // retired, their events back to the spares
+  REQUIRE(rig.device.access(rig.program, a, kSize));
+  rig.device.synchronize();
+  CHECK(rig.device.verify(a, kSize, 43));
+  CHECK(rig.device.violations() == 0);  // no unmap under a kernel still reading the host copy
+  rig.device.destroy_event(later);
+}
+
+TEST_CASE("swap in: behind another thread's item on the same stream not queued yet, the stream is waited for whole",
+          "[engine][swap][marks]") {
+  MoveRig rig;
+  const DevicePtr a = rig.add(45, 0);
+  const DevicePtr c = rig.add(46, 1);
+  StreamId user = 0;
+  REQUIRE(rig.device.create_stream(&user) == kSuccess);
+  rig.out_and_landed(a);
+  SwapBuffer& b = rig.buffers.at(a);
+
+  // Another thread issues an item on `user` that may reach a (not queued: it has not called in
+  // again), then this thread's item on `user` reaches a, is queued, and has run.
+  std::thread([&] { rig.marks.user(b, user); }).join();
+  rig.marks.user(b, user);
+  REQUIRE(rig.device.access(user, a, kSize));
+  rig.marks.queued();
+  rig.device.synchronize();
+  REQUIRE(rig.device.access(user, c, kSize));  // later work on the stream, still running
+
+  // The other thread's item may be queued after this one's mark: no mark tells.
+  CHECK(rig.in.ahead(a, b) == swapper::Arrival::skipped);
+  CHECK_FALSE(b.resident);
+  REQUIRE(rig.in.now(a, b, rig.program));
+  rig.device.synchronize();
+  CHECK(rig.device.verify(a, kSize, 45));
+  CHECK(rig.device.violations() == 0);
 }
 
 TEST_CASE("swap in on demand: with no device memory, what copies out still hold is settled first", "[engine][swap]") {

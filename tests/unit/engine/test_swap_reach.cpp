@@ -4,7 +4,8 @@
 // every unmap of memory whose last access the host has not seen done. Each case is one of the
 // ordering holes of issue 33, and fails without its fix: a copy out ordered only after the
 // streams memtool saw use the buffer, a remap under work still running, a copy back not waited
-// for by work that reaches the buffer; and MEMTOOL_SWAP_VERIFY's reports.
+// for by work that reaches the buffer; and MEMTOOL_SWAP_VERIFY's reports. The [marks] cases (issue
+// 34): a remap waits for the last work that may read the host copy, not for later work.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -127,6 +128,76 @@ TEST_CASE("explicit swap: a host copy that work may read stays mapped until that
   REQUIRE(rig.device.access(s1, a, 4 * MiB));
   CHECK(rig.device.verify(a, 4 * MiB, 31));
   CHECK(rig.device.violations() == 0);
+  rig.finish({a});
+}
+
+TEST_CASE("explicit swap: a copy back waits for the work that may read the host copy, not for later work",
+          "[engine][swap][reach][marks]") {
+  Rig rig(5 * MiB);
+  const DevicePtr a = rig.alloc(4 * MiB);
+  rig.item(s1, {a});
+  REQUIRE(rig.device.fill(a, 4 * MiB, 35));
+  const DevicePtr b = rig.alloc(4 * MiB);  // a leaves
+  rig.item(s1, {b});
+  rig.device.synchronize();
+  rig.item(s1, {b});    // a's copy out has landed: its address maps the host copy
+  DevicePtr other = 0;  // memory memtool does not swap
+  REQUIRE(rig.device.allocate(MiB, MemoryKind::device, 0, &other) == kSuccess);
+  // A kernel on s2 that may read a through a table; the next one on s2 does not reach a. The host
+  // has seen the first done when a is needed back, not the second.
+  rig.item(s2, {}, {a});
+  REQUIRE(rig.device.access(s2, a, 4 * MiB));
+  rig.item(s2, {other});
+  rig.device.synchronize();
+  REQUIRE(rig.device.access(s2, other, MiB));
+  EventId later = 0;
+  REQUIRE(rig.device.create_event(&later) == kSuccess);
+  REQUIRE(rig.device.record_event(later, s2) == kSuccess);
+  // A stream-ordered free: a synchronous one would wait for every stream.
+  CHECK(rig.swap->deallocate(b, MemoryKind::async, s1) == kSuccess);
+  rig.item(s1, {a});  // back on demand: no wait for s2's second kernel
+  CHECK(rig.summary().swap_ins_on_demand == 1);
+  CHECK_FALSE(rig.device.event_completed(later));
+  REQUIRE(rig.device.access(s1, a, 4 * MiB));
+  rig.device.synchronize();
+  CHECK(rig.device.verify(a, 4 * MiB, 35));
+  CHECK(rig.device.violations() == 0);
+  rig.device.destroy_event(later);
+  CHECK(rig.device.free(other, MemoryKind::device, 0) == kSuccess);
+  rig.finish({a});
+}
+
+TEST_CASE(
+    "explicit swap: a copy back waits for work still running that may read the host copy, queued before later work",
+    "[engine][swap][reach][marks]") {
+  Rig rig(5 * MiB);
+  const DevicePtr a = rig.alloc(4 * MiB);
+  rig.item(s1, {a});
+  REQUIRE(rig.device.fill(a, 4 * MiB, 37));
+  const DevicePtr b = rig.alloc(4 * MiB);  // a leaves
+  rig.item(s1, {b});
+  rig.device.synchronize();
+  rig.item(s1, {b});  // a's copy out has landed: its address maps the host copy
+  DevicePtr other = 0;
+  REQUIRE(rig.device.allocate(MiB, MemoryKind::device, 0, &other) == kSuccess);
+  // A kernel on s2 that may read a, then one that does not; neither has run when a is needed back.
+  rig.item(s2, {}, {a});
+  REQUIRE(rig.device.access(s2, a, 4 * MiB));
+  rig.item(s2, {other});
+  REQUIRE(rig.device.access(s2, other, MiB));
+  EventId later = 0;
+  REQUIRE(rig.device.create_event(&later) == kSuccess);
+  REQUIRE(rig.device.record_event(later, s2) == kSuccess);
+  CHECK(rig.swap->deallocate(b, MemoryKind::async, s1) == kSuccess);
+  rig.item(s1, {a});  // back on demand: the remap waits for the first kernel only
+  CHECK(rig.summary().swap_ins_on_demand == 1);
+  CHECK_FALSE(rig.device.event_completed(later));
+  rig.device.destroy_event(later);
+  REQUIRE(rig.device.access(s1, a, 4 * MiB));
+  rig.device.synchronize();
+  CHECK(rig.device.verify(a, 4 * MiB, 37));
+  CHECK(rig.device.violations() == 0);
+  CHECK(rig.device.free(other, MemoryKind::device, 0) == kSuccess);
   rig.finish({a});
 }
 
