@@ -194,6 +194,7 @@ bool try_drop(OursContext& context, State& state, const Swap& swap) {
 std::vector<Swap> drop_order(const OursContext& context, const State& state, bool likeliest) {
   const auto& buffers = context.input.iteration.buffers;
   std::vector<std::pair<bool, Swap>> order;
+  order.reserve(state.planned.size());
   for (std::size_t s = 0; s < state.planned.size(); ++s) {
     const Swap& swap = state.planned[s].swap;
     const bool waits = swap.in_at_op == swap.gap.to_op && state.simulation.swaps[s].lateness_ns > 0;
@@ -204,6 +205,7 @@ std::vector<Swap> drop_order(const OursContext& context, const State& state, boo
     return buffers[a.second.gap.buffer].size > buffers[b.second.gap.buffer].size;
   });
   std::vector<Swap> swaps;
+  swaps.reserve(order.size());
   for (const auto& [waits, swap] : order) swaps.push_back(swap);
   return swaps;
 }
