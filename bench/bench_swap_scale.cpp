@@ -5,7 +5,8 @@
 // side, after the zero-stall bound's (bound.hpp; `memtool simulate` computes it before it plans):
 // wall clock, and in brackets the CPU time (the machine may be shared). Options: --sizes=12500,25000 (ops), --strategies=ours,paper-doa (empty: the bound
 // alone), --budget=0.6,
-// --max-simulations=N (ours' work limit; default plan()'s), --write=PATH (also write each size's
+// --max-simulations=N (ours' work limit; default plan()'s), --max-drop-ops=N (the work limit of
+// ours' drop of needless swaps, PlanOptions::max_drop_simulated_ops), --write=PATH (also write each size's
 // problem to PATH.<ops>.problem, for `memtool simulate`). Figures in bench/RESULTS.md.
 #include <fmt/format.h>
 
@@ -62,9 +63,12 @@ int main(int argc, char** argv) {
       write_prefix = write_arg;
     } else if (const char* limit_arg = value("--max-simulations=")) {
       options.max_simulations = static_cast<std::uint32_t>(std::strtoul(limit_arg, nullptr, 10));
+    } else if (const char* drop_arg = value("--max-drop-ops=")) {
+      options.max_drop_simulated_ops = std::strtoull(drop_arg, nullptr, 10);
     } else {
       fmt::print(stderr,
-                 "usage: {} [--sizes=N,...] [--strategies=S,...] [--budget=F] [--max-simulations=N] [--write=PATH]\n",
+                 "usage: {} [--sizes=N,...] [--strategies=S,...] [--budget=F] [--max-simulations=N] [--max-drop-ops=N] "
+                 "[--write=PATH]\n",
                  argv[0]);
       return 2;
     }
@@ -101,7 +105,7 @@ int main(int argc, char** argv) {
       const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       row += fmt::format(" {:>15}", fmt::format("{:.2f} ({:.2f})", seconds, cpu));
-      detail += fmt::format("  {}: {} swaps ({}), peak {:.1f}% of the budget, {:.1f}% slowdown, {} simulations\n", name,
+      detail += fmt::format("  {}: {} swaps ({}), peak {:.1f}% of the budget, {:.2f}% slowdown, {} simulations\n", name,
                             r.schedule.swaps.size(), r.construction,
                             100.0 * static_cast<double>(r.simulation.peak_bytes) / static_cast<double>(budget),
                             100.0 * r.simulation.slowdown, r.simulations);

@@ -173,27 +173,60 @@ void move_off_reaching_all(OursContext& context, State& state) {
 // the budget needs, and holding the budget the rule may serve a buffer better): each dropped in
 // turn, biggest first, and kept out where the simulation says the schedule is better without it
 // (better(): within the budget, then less stall); again while a pass drops one, within the
-// simulations left (a drop can make another needless).
+// simulations left (a drop can make another needless). Where a first pass does not fit in
+// PlanOptions::max_drop_simulated_ops, that many are tried once, the likeliest first.
+bool try_drop(OursContext& context, State& state, const Swap& swap) {
+  State trial = state;
+  const auto on =
+      std::find_if(trial.planned.begin(), trial.planned.end(), [&](const Planned& p) { return p.swap == swap; });
+  if (on == trial.planned.end()) return false;
+  trial.planned.erase(on);
+  context.simulate(trial, state.target);
+  if (!better(context, trial, state)) return false;
+  trial.construction = state.construction;
+  state = std::move(trial);
+  return true;
+}
+
+// The planned swaps, biggest first; with `likeliest`, those whose swap-in is issued with its
+// consumer and still makes it wait (the rule's, adopted, where the rule may do better) before
+// the rest.
+std::vector<Swap> drop_order(const OursContext& context, const State& state, bool likeliest) {
+  const auto& buffers = context.input.iteration.buffers;
+  std::vector<std::pair<bool, Swap>> order;
+  order.reserve(state.planned.size());
+  for (std::size_t s = 0; s < state.planned.size(); ++s) {
+    const Swap& swap = state.planned[s].swap;
+    const bool waits = swap.in_at_op == swap.gap.to_op && state.simulation.swaps[s].lateness_ns > 0;
+    order.emplace_back(likeliest && waits, swap);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first;
+    return buffers[a.second.gap.buffer].size > buffers[b.second.gap.buffer].size;
+  });
+  std::vector<Swap> swaps;
+  swaps.reserve(order.size());
+  for (const auto& [waits, swap] : order) swaps.push_back(swap);
+  return swaps;
+}
+
 void drop_needless(OursContext& context, State& state) {
-  const auto size = [&](const Swap& s) { return context.input.iteration.buffers[s.gap.buffer].size; };
+  const std::uint64_t n = std::max<std::uint64_t>(context.n, 1);
+  const std::uint64_t tries = context.input.options.max_drop_simulated_ops / n;
+  if (state.planned.size() > tries) {
+    const std::uint32_t first = context.simulations();
+    for (const Swap& swap : drop_order(context, state, true)) {
+      if (context.simulations() - first >= tries || context.out_of_simulations()) return;
+      try_drop(context, state, swap);
+    }
+    return;
+  }
   bool dropped = true;
   while (dropped && !context.out_of_simulations()) {
     dropped = false;
-    std::vector<Swap> order;
-    for (const Planned& p : state.planned) order.push_back(p.swap);
-    std::stable_sort(order.begin(), order.end(), [&](const Swap& a, const Swap& b) { return size(a) > size(b); });
-    for (const Swap& swap : order) {
+    for (const Swap& swap : drop_order(context, state, false)) {
       if (context.out_of_simulations()) return;
-      State trial = state;
-      const auto on =
-          std::find_if(trial.planned.begin(), trial.planned.end(), [&](const Planned& p) { return p.swap == swap; });
-      if (on == trial.planned.end()) continue;
-      trial.planned.erase(on);
-      context.simulate(trial, state.target);
-      if (!better(context, trial, state)) continue;
-      trial.construction = state.construction;
-      state = std::move(trial);
-      dropped = true;
+      dropped = try_drop(context, state, swap) || dropped;
     }
   }
 }

@@ -55,6 +55,16 @@ struct PlanOptions {
   // linearly with the iteration's length. The default leaves iterations of up to 4,096 ops their
   // max_simulations (a large transformer's step of 100,000 ops gets 163).
   std::uint64_t max_simulated_ops = std::uint64_t{4000} * 4096;
+  // ours: the work limit of its last step, the drop of needless swaps, in ops simulated (one
+  // simulation per swap tried, each of the whole iteration, made that step grow with the swaps
+  // times the ops: quadratic in a step's length). Where a first pass over every planned swap fits
+  // in max_drop_simulated_ops / n simulations, the step tries them all, biggest first, again while
+  // a pass drops one, within max_simulated_ops; otherwise it tries that many, the likeliest to be
+  // needless first (a late swap-in issued with its consumer), then biggest first. The default
+  // leaves every shared small problem (tests/unit/swapper/test_schedule_golden.cpp) its full
+  // passes: the largest, lstm's at 3,565 ops with 501 swaps, needs 1,786,065; a step of 100,000
+  // ops gets 20 tries.
+  std::uint64_t max_drop_simulated_ops = std::uint64_t{512} * 4096;
   // ours: called after each of its simulations with how many it has run and its limit (of the
   // pass under way: holding the budget, ours plans twice), on the planning thread; for progress
   // lines offline. Empty: not called.
