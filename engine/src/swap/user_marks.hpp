@@ -88,6 +88,10 @@ class UserMarks {
     const auto it = marks_.find(slot->mark);
     if (it == marks_.end()) return Reach::done;  // retired: its event had completed
     const Mark& m = it->second;
+    // The calling thread's item still being issued: no wait covers it yet, and it will be queued
+    // after a copy back decided now, unordered with one on another stream. Not without a wait;
+    // on demand the copy runs on the item's own stream, before it.
+    if (m.state == State::issuing && m.thread == std::this_thread::get_id() && !wait) return Reach::not_yet;
     if (m.state != State::recorded) return Reach::unknown;
     if (device_.event_completed(m.event)) return Reach::done;
     if (!wait) return Reach::not_yet;

@@ -183,6 +183,32 @@ TEST_CASE("swap in: a copy back waits for its users' last work, not for later wo
   rig.device.destroy_event(later);
 }
 
+TEST_CASE("swap in: no copy back ahead while this thread's item that may reach the buffer is being issued",
+          "[engine][swap][marks]") {
+  MoveRig rig;
+  const DevicePtr a = rig.add(45, 0);
+  StreamId user = 0;
+  REQUIRE(rig.device.create_stream(&user) == kSuccess);
+  rig.out_and_landed(a);
+  rig.device.synchronize();
+  SwapBuffer& b = rig.buffers.at(a);
+
+  // The item may reach a and is not queued yet: a copy back on the side stream now would not be
+  // ordered before it, and the remap would show it device memory still being written.
+  rig.marks.user(b, user);
+  bool waited = false;
+  CHECK(rig.marks.reached(b, user, false, rig.waits, waited) == detail::UserMarks::Reach::not_yet);
+  CHECK(rig.in.ahead(a, b) == swapper::Arrival::skipped);
+  CHECK_FALSE(b.resident);
+  CHECK_FALSE(waited);
+  REQUIRE(rig.device.access(user, a, kSize));  // queued: it reads the host copy
+  rig.marks.queued();
+  rig.device.synchronize();
+  CHECK(rig.in.ahead(a, b) == swapper::Arrival::back);
+  CHECK(b.resident);
+  rig.use_after_arrival(a, b, 45);
+}
+
 TEST_CASE("swap in: work that may read the host copy and has not run is still waited for", "[engine][swap][marks]") {
   MoveRig rig;
   const DevicePtr a = rig.add(43, 0);
