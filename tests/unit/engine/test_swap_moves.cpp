@@ -35,6 +35,13 @@ struct MoveRig : test::SwapMoveRig<SimDevice> {
 
   explicit MoveRig(std::uint64_t capacity = 64 * MiB) : SwapMoveRig(false, "ours", SimDevice::Options{capacity}) {}
 
+  // Another stream for the program's work.
+  StreamId stream() {
+    StreamId s = 0;
+    REQUIRE(device.create_stream(&s) == kSuccess);
+    return s;
+  }
+
   // A buffer born `ordinal`-th in this iteration, written by a kernel on the program's stream.
   DevicePtr add(std::uint32_t seed, std::uint64_t ordinal = 0) {
     SwapBuffer b;
@@ -156,8 +163,7 @@ TEST_CASE("swap in: a copy back waits for its users' last work, not for later wo
   MoveRig rig;
   const DevicePtr a = rig.add(41, 0);
   const DevicePtr c = rig.add(42, 1);
-  StreamId user = 0;
-  REQUIRE(rig.device.create_stream(&user) == kSuccess);
+  const StreamId user = rig.stream();
   rig.out_and_landed(a);
   SwapBuffer& b = rig.buffers.at(a);
 
@@ -187,8 +193,7 @@ TEST_CASE("swap in: no copy back ahead while this thread's item that may reach t
           "[engine][swap][marks]") {
   MoveRig rig;
   const DevicePtr a = rig.add(45, 0);
-  StreamId user = 0;
-  REQUIRE(rig.device.create_stream(&user) == kSuccess);
+  const StreamId user = rig.stream();
   rig.out_and_landed(a);
   rig.device.synchronize();
   SwapBuffer& b = rig.buffers.at(a);
@@ -213,8 +218,7 @@ TEST_CASE("swap in: work that may read the host copy and has not run is still wa
   MoveRig rig;
   const DevicePtr a = rig.add(43, 0);
   const DevicePtr c = rig.add(44, 1);
-  StreamId user = 0;
-  REQUIRE(rig.device.create_stream(&user) == kSuccess);
+  const StreamId user = rig.stream();
   rig.out_and_landed(a);
   rig.device.synchronize();
   SwapBuffer& b = rig.buffers.at(a);
@@ -254,8 +258,7 @@ TEST_CASE("swap in: behind another thread's item on the same stream not queued y
   MoveRig rig;
   const DevicePtr a = rig.add(45, 0);
   const DevicePtr c = rig.add(46, 1);
-  StreamId user = 0;
-  REQUIRE(rig.device.create_stream(&user) == kSuccess);
+  const StreamId user = rig.stream();
   rig.out_and_landed(a);
   SwapBuffer& b = rig.buffers.at(a);
 
