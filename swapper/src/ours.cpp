@@ -169,12 +169,7 @@ void move_off_reaching_all(OursContext& context, State& state) {
   }
 }
 
-// Swaps made needless by those added after them (the greedy only adds, a start may bring more than
-// the budget needs, and holding the budget the rule may serve a buffer better): each dropped in
-// turn, biggest first, and kept out where the simulation says the schedule is better without it
-// (better(): within the budget, then less stall); again while a pass drops one, within the
-// simulations left (a drop can make another needless). Where a first pass does not fit in
-// PlanOptions::max_drop_simulated_ops, that many are tried once, the likeliest first.
+// `swap` dropped from `state` where the simulation finds the schedule better without it.
 bool try_drop(OursContext& context, State& state, const Swap& swap) {
   State trial = state;
   const auto on =
@@ -210,6 +205,12 @@ std::vector<Swap> drop_order(const OursContext& context, const State& state, boo
   return swaps;
 }
 
+// Swaps made needless by those added after them (the greedy only adds, a start may bring more than
+// the budget needs, and holding the budget the rule may serve a buffer better): each dropped in
+// turn, biggest first, and kept out where the simulation says the schedule is better without it
+// (better(): within the budget, then less stall); again while a pass drops one, within the
+// simulations left (a drop can make another needless). Where a first pass does not fit in
+// PlanOptions::max_drop_simulated_ops, that many are tried once, the likeliest first.
 void drop_needless(OursContext& context, State& state) {
   const std::uint64_t n = std::max<std::uint64_t>(context.n, 1);
   const std::uint64_t tries = context.input.options.max_drop_simulated_ops / n;
