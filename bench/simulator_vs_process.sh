@@ -83,7 +83,7 @@ if not lines or not (kept == "rule" or "runner-up" in kept):
     print("- -"); sys.exit()
 said = lines[-1].split("as the executor runs them:", 1)[1]
 want = "the rule alone" if kept == "rule" else "runner-up " + re.search(r"runner-up (\d+)", kept).group(1)
-m = re.search(re.escape(want) + r" ([0-9.]+) ms \((\d+) copies\)", said)
+m = re.search(re.escape(want) + r" ([0-9.]+) ms \((\d+) copies", said)
 print("%s %s" % (m.group(1), m.group(2)) if m else "- -")
 EOF
 }

@@ -146,7 +146,7 @@ StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule&
     lateness_ns->clear();
     for (const swapper::SwapTiming& t : sim.swaps) lateness_ns->push_back(std::max(0.0, t.lateness_ns));
   }
-  return {sim.time_ns, static_cast<double>(sim.copies_issued)};
+  return {sim.time_ns, static_cast<double>(sim.rule_swaps), static_cast<double>(sim.copies_issued)};
 }
 
 namespace {
@@ -156,7 +156,7 @@ namespace {
 std::string predict_steps(const PlanRequest& request, PlanReply& reply) {
   try {
     const auto said = [](const StepPrediction& p) {
-      return fmt::format("{:.1f} ms ({:.0f} copies)", p.step_ns / 1e6, p.copies);
+      return fmt::format("{:.1f} ms ({:.0f} copies, {:.0f} out by the rule)", p.step_ns / 1e6, p.copies, p.rule_swaps);
     };
     // Each candidate with the lateness its copy-ins are planned with (what learning leaves alone).
     const auto predict = [&](SwapSchedule& candidate) {

@@ -120,9 +120,8 @@ struct PlanReply {
 
 // The simulator's step for `schedule` (empty: the rule alone) as the executor runs it: the
 // budget held (SimulateOptions::hold_budget_bytes, as `memtool simulate --as-executor`), with
-// the request's link and host costs. The copies it issues a step come with it: the host costs
-// are additive in them where no op waits for a copy (HostCosts; a wait hides part of them), which
-// is how the selector's calibration applies a cost per copy without simulating again.
+// the request's link and host costs. The copies out its rule makes a step come with it: the
+// selector's calibration applies a time per copy out of the rule's without simulating again.
 // `lateness_ns`, when given: each swap's copy-in lateness in that simulation.
 [[nodiscard]] StepPrediction predict_step(const PlanRequest& request, const swapper::Schedule& schedule,
                                           std::vector<double>* lateness_ns = nullptr);

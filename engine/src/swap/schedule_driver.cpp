@@ -193,10 +193,10 @@ void ScheduleDriver::say_model_choice(const detail::ScheduleSelector::Step& step
   const double figure = step.challenge ? selector_.calibrated(step.candidate) : step.choice_ns;
   log(LogLevel::info,
       fmt::format("memtool swap: chosen by prediction: {}, {:.1f} ms an iteration calibrated, "
-                  "{} (the rule alone {:.1f} ms; calibration: {:.1f} ms a step and {:.1f} us a copy the model "
-                  "missed)",
+                  "{} (the rule alone {:.1f} ms; calibration: {:.1f} ms a step and {:.2f} ms a copy out of the "
+                  "rule's the model missed)",
                   who, figure / 1e6, how, selector_.rule_figure() / 1e6, selector_.unexplained_ns() / 1e6,
-                  selector_.per_copy_ns() / 1e3));
+                  selector_.per_rule_swap_ns() / 1e6));
 }
 
 // The rule alone re-timed beside a restored candidate (swap/selector.hpp): which stays.

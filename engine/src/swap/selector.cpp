@@ -47,7 +47,7 @@ void ScheduleSelector::planned(std::vector<StepPrediction> candidates, StepPredi
   measured_.assign(candidates.size(), 0.0);
   predicted_ = predicted ? std::move(candidates) : std::vector<StepPrediction>{};
   rule_predicted_ = predicted ? rule : StepPrediction{};
-  offset_ns_ = per_copy_ns_ = checked_prediction_ = 0;
+  offset_ns_ = per_rule_swap_ns_ = checked_prediction_ = 0;
   refutations_ = 0;
   challenging_ = false;
   timed_iterations_ = 0;
@@ -99,7 +99,7 @@ double ScheduleSelector::trial_spread() const {
 
 double ScheduleSelector::calibrated(std::size_t id) const {
   if (id >= predicted_.size() || rule_figure() == 0) return 0.0;
-  return predicted_[id].step_ns + offset_ns_ + per_copy_ns_ * predicted_[id].copies;
+  return predicted_[id].step_ns + offset_ns_ + per_rule_swap_ns_ * predicted_[id].rule_swaps;
 }
 
 ScheduleSelector::Step ScheduleSelector::boundary(double ns) {
@@ -145,17 +145,20 @@ ScheduleSelector::Step ScheduleSelector::on_baseline(double ns) {
   return step;
 }
 
-// The baseline calibrates the model: the rule alone's measured figure less its prediction is
-// host time a step the simulator does not see (the program's own, memtool's per op), the same in
-// every candidate's step, so the model's ranking stands and its figures move by that much.
-// Without predictions (or the rule untimed) the candidates are timed in turn; without a trial
-// the first applies as published.
+// The baseline calibrates the model: the rule alone's measured figure less its prediction is what
+// the simulator misses of the rule's work (its copies out, and the waits for room and the copies
+// back on demand they bring), taken as a time per copy out of the rule's: a candidate that
+// leaves the rule less to do moves by less. A rule alone predicted to send nothing out: a time
+// per step instead, the same in every candidate's. Without predictions (or the rule untimed)
+// the candidates are timed in turn; without a trial the first applies as published.
 ScheduleSelector::Step ScheduleSelector::end_of_baseline(Step step) {
   rule_target_ns_ = rule_median();
   rule_spread_ = spread_of(rule_ns_);
   if (options_.trial && !predicted_.empty() && rule_figure() > 0) {
-    offset_ns_ = rule_figure() - rule_predicted_.step_ns;
-    per_copy_ns_ = 0;
+    const double residual = rule_figure() - rule_predicted_.step_ns;
+    const bool per_swap = rule_predicted_.rule_swaps > 0;
+    per_rule_swap_ns_ = per_swap ? residual / rule_predicted_.rule_swaps : 0.0;
+    offset_ns_ = per_swap ? 0.0 : residual;
     return choose(step);
   }
   return next_candidate(step);
@@ -210,16 +213,20 @@ ScheduleSelector::Step ScheduleSelector::choose(Step step) {
 }
 
 // A second measurement (candidate `id` at `measured`) against the rule alone's: what the model
-// missed is taken as host time per step plus host time per copy issued (HostCosts' terms), the
-// two solved from the two figures, so the calibrated model meets both. Only a positive cost per
-// copy explains a candidate that issues more copies running slower than predicted; otherwise the
-// model keeps the baseline's calibration and the candidate its own figure.
+// missed is taken as a time per step plus a time per copy out of the rule's, the two solved from
+// the two figures, so the calibrated model meets both. Only a time per copy out of no less than
+// nothing explains the two (a candidate that makes as many copies out as the rule, or that
+// missed more with fewer, is not explained by them): otherwise the model keeps the baseline's
+// calibration and the candidate its own figure.
 void ScheduleSelector::recalibrate(std::size_t id, double measured) {
   const double rule_residual = rule_figure() - rule_predicted_.step_ns;
   const double residual = measured - predicted_[id].step_ns;
-  const double more_copies = predicted_[id].copies - rule_predicted_.copies;
-  per_copy_ns_ = more_copies > 0 && residual > rule_residual ? (residual - rule_residual) / more_copies : 0.0;
-  offset_ns_ = rule_residual - per_copy_ns_ * rule_predicted_.copies;
+  const double fewer_swaps = rule_predicted_.rule_swaps - predicted_[id].rule_swaps;
+  if (fewer_swaps == 0) return;
+  const double per_swap = (rule_residual - residual) / fewer_swaps;
+  if (per_swap < 0) return;
+  per_rule_swap_ns_ = per_swap;
+  offset_ns_ = residual - per_swap * predicted_[id].rule_swaps;
 }
 
 double ScheduleSelector::fastest_timed() const {

@@ -3,15 +3,17 @@
 // iteration at iteration boundaries. One state machine (State, one transition per boundary in
 // boundary()): learning until a plan is ready; the rule alone timed as the baseline; then, when
 // the plan came with the simulator's predictions (planned(predictions)), the choice is the
-// model's: the baseline calibrates it (the measured rule alone against its prediction: the
-// executor's and the program's host time the model does not see, the same in every candidate's
-// step), and the candidate with the best calibrated prediction (or the rule alone, when none is
+// model's: the baseline calibrates it (the measured rule alone against its prediction: what the
+// model misses of the rule's own work, its copies out and the waits for room and copies back on
+// demand they bring, so a time per copy out of the rule's, which moves each candidate's step by
+// as many as the rule still makes under it), and the candidate with the best calibrated
+// prediction (or the rule alone, when none is
 // predicted faster, the one predicted fastest is checked against it, once, and kept only if it
 // runs faster than the rule's baseline past the noise, as the watch judges) applies at once,
 // checked for one window against that prediction. Confirmed,
 // it is committed; slower than predicted by the margin, or slower than the rule alone, the model
-// is refuted for it: recalibrated with that second measurement (the per-copy host time that
-// explains the difference) and the choice made again, once; refuted twice, the remaining
+// is refuted for it: recalibrated with that second measurement (a time per step and per copy
+// out of the rule's that meet both) and the choice made again, once; refuted twice, the remaining
 // candidates are timed in turn as without predictions (each tried against the fastest so far,
 // the fastest kept).
 // The watch, after the choice: a window's median against the median the choice was made with
@@ -59,11 +61,12 @@ struct SelectorOptions {
 };
 
 // The simulator's step for a candidate (or the rule alone) as the executor runs it, and what
-// calibrating it needs: the copies it issues a step, each of which costs the host a time the
-// model may not know (swapper::HostCosts::per_copy_ns). step_ns 0: no prediction.
+// calibrating it needs: the copies out its rule makes a step (swapper::Simulation::rule_swaps),
+// where the process loses time the model does not see. step_ns 0: no prediction.
 struct StepPrediction {
   double step_ns = 0;
-  double copies = 0;
+  double rule_swaps = 0;
+  double copies = 0;  // every copy it issues a step, both ways (said in the log, not calibrated)
 };
 
 class ScheduleSelector {
@@ -161,10 +164,10 @@ class ScheduleSelector {
   [[nodiscard]] double rule_figure() const;
   [[nodiscard]] const SelectorOptions& options() const { return options_; }
   // The model's calibrated step for candidate `id` (0: no model, or not calibrated yet), and its
-  // calibration: the host time a step the model does not see, and per copy.
+  // calibration: the time a step the model does not see, and per copy out of the rule's.
   [[nodiscard]] double calibrated(std::size_t id) const;
   [[nodiscard]] double unexplained_ns() const { return offset_ns_; }
-  [[nodiscard]] double per_copy_ns() const { return per_copy_ns_; }
+  [[nodiscard]] double per_rule_swap_ns() const { return per_rule_swap_ns_; }
 
  private:
   Step on_baseline(double ns);
@@ -212,7 +215,7 @@ class ScheduleSelector {
   StepPrediction rule_predicted_;
   std::vector<double> measured_;
   double offset_ns_ = 0;
-  double per_copy_ns_ = 0;
+  double per_rule_swap_ns_ = 0;
   double checked_prediction_ = 0;
   std::uint32_t refutations_ = 0;
   bool challenging_ = false;            // the one checked is the rule alone's rival

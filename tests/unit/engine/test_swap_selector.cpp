@@ -388,9 +388,11 @@ ScheduleSelector::Step modelled(ScheduleSelector& s, std::vector<Prediction> can
 TEST_CASE("swap selector: the model chooses: calibrated by the baseline, its choice checked and committed",
           "[engine][swap][selector][model]") {
   ScheduleSelector s({});
-  // Predicted 100 for the rule alone, timed at 200: 100 of host time a step the model misses.
+  // Predicted 100 for the rule alone, sending nothing out, timed at 200: 100 a step the model
+  // misses, the same in every candidate's step.
   ScheduleSelector::Step step = modelled(s, {{95.0, 4.0}, {90.0, 8.0}, {98.0, 1.0}}, {100.0, 0.0}, 210.0, 200.0);
   CHECK(s.unexplained_ns() == 100.0);
+  CHECK(s.per_rule_swap_ns() == 0.0);
   CHECK(s.calibrated(0) == 195.0);
   CHECK(step.by_model);
   CHECK(step.action == Action::apply);  // baseline -> checking: the best calibrated, not the first
@@ -420,6 +422,29 @@ TEST_CASE("swap selector: the model chooses: calibrated by the baseline, its cho
   // Medians 192, then 200 with a 192 in its window (4.2% apart: within the noise), then 200 with
   // none: 3.9% over its check's median 192.5.
   CHECK(run(s, {200.0, 200.0, 200.0}).action == Action::restore);
+}
+
+TEST_CASE("swap selector: the baseline's miss is the rule's: a time per copy out of the rule's",
+          "[engine][swap][selector][model]") {
+  ScheduleSelector s({});
+  // The rule alone predicted at 100 with 10 copies out a step, timed at 150: 5 a copy out.
+  // Candidate 0 leaves the rule 2 of them (110 + 10), candidate 1 nine (104 + 45): a time per
+  // step would have put candidate 1 first (154 against 160).
+  ScheduleSelector::Step step = modelled(s, {{110.0, 2.0}, {104.0, 9.0}}, {100.0, 10.0}, 150.0, 155.0);
+  CHECK(s.per_rule_swap_ns() == 5.0);
+  CHECK(s.unexplained_ns() == 0.0);
+  CHECK(s.calibrated(0) == 120.0);
+  CHECK(s.calibrated(1) == 149.0);
+  CHECK(step.by_model);
+  CHECK_FALSE(step.challenge);
+  CHECK(step.action == Action::apply);  // baseline -> checking
+  CHECK(step.candidate == 0);
+  CHECK(step.choice_ns == 120.0);
+  step = run(s, {900.0, 121.0, 119.0});
+  CHECK(step.kept);
+  CHECK_FALSE(step.refuted);
+  CHECK(s.state() == State::committed);
+  CHECK(*s.applied() == 0);
 }
 
 TEST_CASE("swap selector: the model chooses the rule alone when no candidate is predicted faster",
@@ -484,43 +509,48 @@ TEST_CASE("swap selector: the model chooses the rule alone when no candidate is 
 TEST_CASE("swap selector: the model refuted: recalibrated by the second measurement, chosen again",
           "[engine][swap][selector][model]") {
   ScheduleSelector s({});
-  ScheduleSelector::Step step =
-      modelled(s, {{90.0, 10.0}, {95.0, 2.0}, {97.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);  // offset 100
+  // The rule alone: 100 predicted with 20 copies out, timed at 200: 5 a copy out.
+  ScheduleSelector::Step step = modelled(s, {{90.0, 2.0}, {80.0, 10.0}, {97.0, 16.0}}, {100.0, 20.0}, 200.0, 200.0);
   CHECK(step.candidate == 0);
-  CHECK(step.choice_ns == 190.0);
-  // 230 where 190 was predicted: 40 more over 10 more copies than the rule alone: 4 a copy.
-  step = run(s, {900.0, 240.0, 230.0});
+  CHECK(step.choice_ns == 100.0);  // candidate 1: 130, candidate 2: 177
+  // 181 where 100 was predicted: 91 missed with 2 copies out against the rule's 100 with 20, so
+  // 0.5 a copy out and 90 a step.
+  step = run(s, {900.0, 190.0, 181.0});
   CHECK(step.verdict);
   CHECK(step.checked);
   CHECK(step.refuted);
   CHECK_FALSE(step.kept);
-  CHECK(step.predicted == 190.0);
-  CHECK(step.figure == 230.0);
-  CHECK(s.per_copy_ns() == 4.0);
-  CHECK(s.unexplained_ns() == 100.0);
-  CHECK(s.calibrated(0) == 230.0);  // the calibrated model meets both measurements
-  CHECK(s.calibrated(1) == 203.0);  // now slower than the rule alone
+  CHECK(step.predicted == 100.0);
+  CHECK(step.figure == 181.0);
+  CHECK(s.per_rule_swap_ns() == 0.5);
+  CHECK(s.unexplained_ns() == 90.0);
+  CHECK(s.calibrated(0) == 181.0);  // the calibrated model meets both measurements
+  CHECK(s.calibrated(2) == 195.0);
   CHECK(step.by_model);
-  CHECK(step.action == Action::apply);  // checking -> checking: candidate 2, 197 calibrated
-  CHECK(step.candidate == 2);
-  CHECK(step.choice_ns == 197.0);
+  CHECK(step.action == Action::apply);  // checking -> checking: candidate 1, 175 calibrated
+  CHECK(step.candidate == 1);
+  CHECK(step.choice_ns == 175.0);
   CHECK(s.state() == State::checking);
-  step = run(s, {900.0, 199.0, 198.0});
+  step = run(s, {900.0, 177.0, 176.0});
   CHECK(step.kept);
   CHECK(step.chosen);
   CHECK(step.timed_iterations == 9);
   CHECK(s.state() == State::committed);
-  CHECK(*s.applied() == 2);
+  CHECK(*s.applied() == 1);
 }
 
 TEST_CASE("swap selector: a refuted choice still the fastest timed is kept when the model agrees",
           "[engine][swap][selector][model]") {
   ScheduleSelector s({});
-  ScheduleSelector::Step step = modelled(s, {{50.0, 10.0}, {95.0, 0.0}}, {100.0, 0.0}, 200.0, 200.0);
-  CHECK(step.candidate == 0);            // 150 calibrated
-  step = run(s, {900.0, 180.0, 185.0});  // 180: 16.7% over 150, yet faster than the rule alone
+  // 10 a copy out of the rule's: candidate 0, leaving it none, 50 calibrated; candidate 1 195.
+  ScheduleSelector::Step step = modelled(s, {{50.0, 0.0}, {95.0, 10.0}}, {100.0, 10.0}, 200.0, 200.0);
+  CHECK(step.candidate == 0);
+  step = run(s, {900.0, 180.0, 185.0});  // 180, yet faster than the rule alone
   CHECK(step.refuted);
-  CHECK(s.per_copy_ns() == 3.0);
+  // It missed more (130) with fewer copies out than the rule (100): not explained by them, so
+  // the baseline's calibration stays.
+  CHECK(s.per_rule_swap_ns() == 10.0);
+  CHECK(s.unexplained_ns() == 0.0);
   CHECK(step.by_model);
   CHECK(step.choice_ns == 180.0);      // its own figure beats candidate 1's 195
   CHECK(step.action == Action::none);  // checking -> committed, as it runs
@@ -536,7 +566,8 @@ TEST_CASE("swap selector: the model's choice slower than the rule alone is refut
   CHECK(step.choice_ns == 198.0);
   step = run(s, {900.0, 201.0, 202.0});  // 1.5% over its prediction, but slower than the rule alone
   CHECK(step.refuted);
-  CHECK(s.per_copy_ns() == 0.0);             // as many copies as the rule: not a cost per copy
+  CHECK(s.per_rule_swap_ns() == 0.0);        // as many copies out as the rule: not explained by them
+  CHECK(s.unexplained_ns() == 100.0);        // the baseline's calibration stays
   CHECK(step.action == Action::rule_alone);  // checking -> rule: nothing left predicted faster
   CHECK(step.rejected);
   CHECK(step.chosen);

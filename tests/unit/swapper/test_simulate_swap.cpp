@@ -194,6 +194,8 @@ TEST_CASE("--as-executor: schedules as the executor runs them, the rule alone, o
   for (const nlohmann::json& r : j.at("results")) {
     CHECK(r.contains("rule_swaps"));
     CHECK(r.contains("runners_up"));
+    // A runner-up's rule's copies out: what the process's selector calibrates by.
+    for (const nlohmann::json& up : r.at("runners_up")) CHECK(up.contains("rule_swaps"));
   }
   CHECK(mc::swap_report_text(report).find("runner-up 1") != std::string::npos);
   // Without it, no rule row unless asked, and the JSON says so.

@@ -281,7 +281,8 @@ SwapReport simulate_swap(const SwapSource& source, const SimulateSwapOptions& op
         if (options.as_executor) {
           for (const swapper::PlanResult::Alternative& alt : result.alternatives) {
             row.runners_up.push_back({alt.construction, alt.schedule.swaps.size(), alt.simulation.peak_bytes,
-                                      alt.simulation.stall_ns, alt.simulation.slowdown});
+                                      alt.simulation.stall_ns, alt.simulation.slowdown, alt.simulation.rule_bytes_out,
+                                      alt.simulation.rule_swaps});
           }
         }
         if (options.pool) {
@@ -379,6 +380,10 @@ std::string swap_report_text(const SwapReport& r) {
                                       ms(up.stall_ns),
                                       percent(up.slowdown),
                                       std::to_string(up.swaps)};
+        if (r.as_executor) {
+          line.push_back(human_bytes(up.rule_bytes_out));
+          line.push_back(std::to_string(up.rule_swaps));
+        }
         line.resize(cells.size());
         table.add_row(line);
       }
@@ -467,7 +472,9 @@ nlohmann::json swap_report_json(const SwapReport& r) {
                        {"swaps", up.swaps},
                        {"peak_bytes", up.peak_bytes},
                        {"stall_ns", up.stall_ns},
-                       {"slowdown", up.slowdown}});
+                       {"slowdown", up.slowdown},
+                       {"rule_bytes_out", up.rule_bytes_out},
+                       {"rule_swaps", up.rule_swaps}});
       }
       last["runners_up"] = std::move(ups);
     }

@@ -96,6 +96,8 @@ struct RunnerUp {
   std::uint64_t peak_bytes = 0;
   double stall_ns = 0;
   double slowdown = 0;
+  std::uint64_t rule_bytes_out = 0;  // as the executor runs it: its rule's copies out
+  std::uint64_t rule_swaps = 0;
 };
 
 struct SwapRow {
