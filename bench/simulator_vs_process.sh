@@ -6,7 +6,9 @@
 # predicts the same policy's step on that same problem. Printed per policy: the process's step
 # (median of its last four steps, ms), the simulated step (the measured iteration's time, ms), their
 # ratio, the problem's own step without swapping (its op times summed: "sim base"), the copies the
-# simulation issues a step, and per point whether the two rank the policies alike.
+# simulation issues a step, and per point whether the two rank the policies alike: as simulated,
+# and the policies other than the rule alone once calibrated by it as ours' selector calibrates
+# (its miss a time per copy out of the rule's; a time a step leaves the simulated ranking).
 #
 # The problem carries the executor's host costs as the process measured them (its `host` record:
 # per op, per copy, and the host's time back from a wait for the GPU, the sync probe's), which the
@@ -64,27 +66,29 @@ import json, sys
 report = json.load(open(sys.argv[1]))
 for row in report["results"]:
     if row["strategy"] == sys.argv[2] and row["mode"] == "stick-to-limit":
-        print("%.1f %d" % (row.get("time_ns", report["base_time_ns"] + row["stall_ns"]) / 1e6, row.get("copies", 0)))
+        print("%.1f %d %d" % (row.get("time_ns", report["base_time_ns"] + row["stall_ns"]) / 1e6, row.get("copies", 0),
+                              row.get("rule_swaps", 0)))
         break
 else:
-    print("- -")
+    print("- - -")
 EOF
 }
 
-# The process's own prediction (ms, copies) of the candidate that applied at exit (`kept`, the
-# summary's swap_schedule: "rule", "ours runner-up K (...)", or the schedule), from the last
-# "as the executor runs them" line of its log; "- -" for ours' own schedule (memtool simulate's).
+# The process's own prediction (ms, copies, the rule's copies out) of the candidate that applied
+# at exit (`kept`, the summary's swap_schedule: "rule", "ours runner-up K (...)", or the
+# schedule), from the last "as the executor runs them" line of its log; "- - -" for ours' own
+# schedule (memtool simulate's).
 as_run_ms() {
   python3 - "$1" "$2" <<'EOF'
 import re, sys
 lines = [l for l in open(sys.argv[1]) if "as the executor runs them" in l]
 kept = sys.argv[2]
 if not lines or not (kept == "rule" or "runner-up" in kept):
-    print("- -"); sys.exit()
+    print("- - -"); sys.exit()
 said = lines[-1].split("as the executor runs them:", 1)[1]
 want = "the rule alone" if kept == "rule" else "runner-up " + re.search(r"runner-up (\d+)", kept).group(1)
-m = re.search(re.escape(want) + r" ([0-9.]+) ms \((\d+) copies", said)
-print("%s %s" % (m.group(1), m.group(2)) if m else "- -")
+m = re.search(re.escape(want) + r" ([0-9.]+) ms \((\d+) copies(?:, (\d+) out by the rule)?", said)
+print("%s %s %s" % (m.group(1), m.group(2), m.group(3) or "-") if m else "- - -")
 EOF
 }
 
@@ -127,22 +131,23 @@ for model in $models; do
       sim="-"
       base="-"
       copies="-"
+      rule_out="-"
       # shellcheck disable=SC2086  # sim_args: several options
       if [ -f "$problem" ] && "$memtool" simulate "$problem" --swap "$policy" --format json $sim_args \
            > "$work/sim.json" 2> /dev/null; then
-        read -r sim copies < <(simulated_ms "$work/sim.json" "$policy")
+        read -r sim copies rule_out < <(simulated_ms "$work/sim.json" "$policy")
         base=$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["base_time_ns"] / 1e6))' "$work/sim.json")
       fi
       # ours ended on a runner-up or the rule alone: the prediction of what ran, the process's own
       # simulation of that candidate on this problem (its log's "as the executor runs them").
       if [ "$policy" = ours ] && [ "$sim" != - ]; then
-        read -r as_run as_copies < <(as_run_ms "$at.ours.err" "${kept//_/ }")
-        if [ "$as_run" != - ]; then sim=$as_run; copies=$as_copies; fi
+        read -r as_run as_copies as_rule_out < <(as_run_ms "$at.ours.err" "${kept//_/ }")
+        if [ "$as_run" != - ]; then sim=$as_run; copies=$as_copies; rule_out=$as_rule_out; fi
       fi
       ratio=$(awk -v p="$process_ms" -v s="$sim" 'BEGIN { print (s + 0 > 0) ? sprintf("%.2f", p / s) : "-" }')
       printf '%-13s %4s %-10s %10.1f %10s %6s %9s %7s  %s\n' "$model" "$pct" "$policy" "$process_ms" "$sim" "$ratio" "$base" \
         "$copies" "${kept//_/ }"
-      echo "$policy $process_ms $sim" >> "$work/rank"
+      echo "$policy $process_ms $sim $rule_out" >> "$work/rank"
       echo "$model $pct $policy $process_ms $sim $copies" >> "$work/points"
     done < "$work/rows"
     # The simulated ranking once more on one problem (ours'): the same op times for every policy,
@@ -154,24 +159,40 @@ for model in $models; do
       one="$work/one.json"
     fi
     if [ -s "$work/rank" ]; then
-      python3 - "$work/rank" "$model" "$pct" "$one" <<'EOF'
+      python3 - "$work/rank" "$model" "$pct" "$one" "$work/calibrated" <<'EOF'
 import json, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 rows = [r for r in rows if r[2] != "-"]
 process = {r[0]: float(r[1]) for r in rows}
-def pairs(sim):
+def counts(sim):
     # Pairs of policies the simulation tells apart (more than 1% between them) ordered alike by
     # the process; ties in the simulation (ours' schedule is the rule's) are not counted.
     names = sorted(sim, key=sim.get)
     told = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if sim[b] > 1.01 * sim[a]]
-    alike = sum(1 for a, b in told if process[a] < process[b])
-    return "%s: %d of %d pairs alike" % (" < ".join(names), alike, len(told))
+    return names, sum(1 for a, b in told if process[a] < process[b]), len(told)
+def pairs(sim):
+    names, alike, told = counts(sim)
+    return "%s: %d of %d pairs alike" % (" < ".join(names), alike, told)
 line = "%-13s %4s ranking: process %s; simulated %s" % (sys.argv[2], sys.argv[3],
        " < ".join(sorted(process, key=process.get)), pairs({r[0]: float(r[2]) for r in rows}))
 if sys.argv[4] != "-":
     report = json.load(open(sys.argv[4]))
     t = {r["strategy"]: r.get("time_ns", 0) for r in report["results"] if r["mode"] == "stick-to-limit"}
     line += "; on ours' problem %s" % pairs({p: t[p] for p in process if p in t})
+# The selector's calibration (engine/src/swap/selector.hpp): the rule alone's miss (process less
+# simulation) as a time per copy out of the rule's, each other policy's simulation moved by it for
+# each copy out its own rule makes; against a time a step, which moves all alike (the simulation's
+# own ranking of the others).
+rule = [r for r in rows if r[0] == "belady" and r[3] != "-" and float(r[3]) > 0]
+others = [r for r in rows if r[0] != "belady" and r[3] != "-"]
+if rule and len(others) > 1:
+    per = (float(rule[0][1]) - float(rule[0][2])) / float(rule[0][3])
+    by_step = {r[0]: float(r[2]) for r in others}
+    by_copy = {r[0]: float(r[2]) + per * float(r[3]) for r in others}
+    line += "; the others calibrated by the rule alone: a time a step %s; %.2f ms a copy out of the rule's %s" % (
+        pairs(by_step), per, pairs(by_copy))
+    with open(sys.argv[5], "a") as out:
+        print(*counts(by_step)[1:], *counts(by_copy)[1:], file=out)
 print(line)
 EOF
     fi
@@ -182,13 +203,19 @@ done
 # squares through 0 over every point, one figure for the machine, not per model): a calibration
 # for --copy-cost, to be checked with SIM_ONLY=1 SIM_ARGS="--copy-cost US".
 if [ -s "$work/points" ]; then
-  python3 - "$work/points" <<'EOF'
+  python3 - "$work/points" "$work/calibrated" <<'EOF'
 import sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 rows = [r for r in rows if r[4] != "-"]
 pts = [(float(r[3]) - float(r[4]), float(r[5])) for r in rows if r[5] != "-" and float(r[5]) > 0]
 within = sum(1 for r in rows if abs(float(r[3]) / float(r[4]) - 1) <= 0.10)
 print("within +-10%%: %d of %d points" % (within, len(rows)))
+try:
+    cal = [[int(v) for v in l.split()] for l in open(sys.argv[2]) if l.strip()]
+    print("the others calibrated by the rule alone, pairs ranked alike: %d of %d by a time a step, "
+          "%d of %d by a time per copy out of the rule's (the selector's)" % tuple(sum(c[i] for c in cal) for i in range(4)))
+except FileNotFoundError:
+    pass
 if pts:
     fit = sum(d * c for d, c in pts) / sum(c * c for _, c in pts) * 1e3  # us a copy
     print("the host time per copy that fits the process's excess best: %.1f us (--copy-cost)" % fit)
