@@ -83,12 +83,15 @@ ScheduleLearner::Progress ScheduleLearner::advance(std::uint64_t budget_bytes, P
     request.host = meter_.host_costs().costs();
     if (!sync_probed_) {
       sync_probed_ = true;
-      sync_cost_ = probe_sync_cost(device_);
+      // At the program's waits when it waited (their conditions), else once now.
+      const bool at_waits = waits_probe_.rounds() != 0;
+      sync_cost_ = at_waits ? waits_probe_.cost() : probe_sync_cost(device_);
       engine::log(LogLevel::info,
                   sync_cost_ ? fmt::format("memtool swap: the host comes back from a wait for the GPU in {:.1f} us "
-                                           "(sync probe, median of {} rounds from {:.1f} to {:.1f} us)",
-                                           sync_cost_->median_ns / 1e3, kSyncProbeRounds, sync_cost_->low_ns / 1e3,
-                                           sync_cost_->high_ns / 1e3)
+                                           "(sync probe{}, median of {} rounds from {:.1f} to {:.1f} us)",
+                                           sync_cost_->median_ns / 1e3, at_waits ? " after the program's waits" : "",
+                                           at_waits ? waits_probe_.rounds() : kSyncProbeRounds,
+                                           sync_cost_->low_ns / 1e3, sync_cost_->high_ns / 1e3)
                              : std::string("memtool swap: sync probe: not measured (the device cannot, or a host "
                                            "wait may block now)"));
     }

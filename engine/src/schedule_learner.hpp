@@ -59,9 +59,13 @@ class ScheduleLearner {
   void issued() {
     if (logging_) timer_.close();
   }
-  // The program waited `waited_ns` for the GPU in a synchronisation call (OpTimer::synced).
+  // The program waited `waited_ns` for the GPU in a synchronisation call (OpTimer::synced); the
+  // sync probe may take a round now (WaitsProbe: the waits' own conditions), as memtool's time.
   void synced(std::uint64_t waited_ns) {
-    if (logging_) timer_.synced(waited_ns);
+    if (!logging_) return;
+    timer_.synced(waited_ns);
+    const HostCostMeter::Scope probing = meter_.host_costs().other();
+    waits_probe_.after_wait(device_);
   }
   LinkMeter& meter() { return meter_; }
 
@@ -107,9 +111,11 @@ class ScheduleLearner {
   std::future<PlanReply> planning_;
   swapper::Link link_;
   std::string link_source_;
-  // The host's time back from a wait for the GPU (sync_probe.hpp), probed once, before the first plan.
+  // The host's time back from a wait for the GPU (sync_probe.hpp): after the program's waits
+  // while learning, else probed once, idle, before the first plan.
   std::optional<SyncCost> sync_cost_;
   bool sync_probed_ = false;
+  WaitsProbe waits_probe_;
 };
 
 }  // namespace memtool::engine::detail

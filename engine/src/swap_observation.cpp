@@ -136,7 +136,11 @@ std::optional<IterationLog::Input> IterationLog::to_input(const ItemTimes& times
     b.size = r.footprint;
     b.alloc_before_op = alloc;
     if (r.freed) {
-      if (r.free < static_cast<std::int64_t>(alloc)) continue;  // live during no item
+      if (r.free < static_cast<std::int64_t>(alloc)) {
+        // Live during no item: no buffer, but the executor makes room for it all the same.
+        in.iteration.ops[alloc].transient_bytes += r.footprint;
+        continue;
+      }
       b.free_after_op = static_cast<std::uint32_t>(r.free);
       b.accesses = accesses(r.uses);
     } else {

@@ -26,8 +26,12 @@ void BudgetHolder::reset(const Iteration& iteration, const Link& link, std::uint
   }
   learn_leads_ = lead_ops != 0;
   lead_.assign(learn_leads_ ? iteration.buffers.size() : 0, lead_ops);
+  // Every allocation, those freed before their op too (Op::transient_bytes), as the executor's
+  // look ahead counts them (IterationOracle::upcoming_allocations). Their own room is not held:
+  // freed at once, they pass within what leaving early made for them.
   allocated_.assign(alloc_at_start.size() + 1, 0);
-  for (std::size_t k = 0; k < alloc_at_start.size(); ++k) allocated_[k + 1] = allocated_[k] + alloc_at_start[k];
+  for (std::size_t k = 0; k < alloc_at_start.size(); ++k)
+    allocated_[k + 1] = allocated_[k] + alloc_at_start[k] + iteration.ops[k].transient_bytes;
   net_.reset(iteration, link);
   state_.assign(keys, kNone);
   bytes_.assign(keys, 0);

@@ -15,7 +15,9 @@
 // from buffers needed after its access, whose copies it does not wait for, and those due at one
 // op are taken soonest needed first, the first that does not fit holding back the rest (the
 // executor's prefetch). With no schedule the rule also leaves early: after each
-// op is issued it makes room for what the next few ops allocate, as the executor does then. A
+// op is issued it makes room for what the next few ops allocate, as the executor does then.
+// What ops allocate, for both, counts the allocations freed before their op too
+// (Op::transient_bytes), as the executor's look ahead does. A
 // swap-in's bytes count from its issue, as the executor maps them then.
 //
 // An op that may reach every buffer (Op::reaches_all) keeps them all still, as the executor's
@@ -126,7 +128,8 @@ class BudgetHolder {
   void issue_rule_in(std::uint32_t index, std::uint64_t u, double when, bool on_demand);
   // The op's resident bytes once its allocations are made and its swap-ins issued.
   [[nodiscard]] std::uint64_t resident() const;
-  // What ops (i, i + ops] of this iteration allocate (the executor looks no further than its end).
+  // What ops (i, i + ops] of this iteration allocate, those freed before their op included (the
+  // executor looks no further than its end).
   [[nodiscard]] std::uint64_t upcoming(std::size_t i, std::uint64_t ops) const;
   // Waits for copy-outs under way, oldest first, then for the frees not reached, until the op
   // fits; returns when it may issue.

@@ -21,6 +21,7 @@ constexpr std::string_view kReachesAll = "reaches-all";  // an op's optional mar
 constexpr std::string_view kHostTimed = "host-timed";    // the ops record's mark (Iteration::host_timed)
 constexpr std::string_view kHostTime = "host=";          // a host-timed op's host time (Op::host_ns)
 constexpr std::string_view kSyncs = "syncs";             // a host-timed op's mark (Op::syncs)
+constexpr std::string_view kTransient = "transient=";    // an op's optional transient bytes (Op::transient_bytes)
 // Sizes and times far past any device, so sums over a whole iteration cannot overflow.
 constexpr std::uint64_t kMostBytes = std::uint64_t{1} << 50;    // 1 PiB per buffer
 constexpr std::uint64_t kMostNs = std::uint64_t{1} << 50;       // 13 days per op
@@ -130,13 +131,13 @@ class Lines {
   std::uint64_t number_ = 0;
 };
 
-// A host-timed op's host time (the digits after "host=").
-std::uint64_t host_time(const Record& r, std::string_view text) {
+// An op mark's number (the digits after "host=" or "transient=").
+std::uint64_t mark_number(const Record& r, std::string_view text, std::string_view what, std::uint64_t most) {
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc{} || end != text.data() + text.size() || text.empty())
-    r.fail(fmt::format("host time '{}' is not a whole number", text));
-  if (value > kMostNs) r.fail(fmt::format("host time {} is out of range (at most {})", value, kMostNs));
+    r.fail(fmt::format("{} '{}' is not a whole number", what, text));
+  if (value > most) r.fail(fmt::format("{} {} is out of range (at most {})", what, value, most));
   return value;
 }
 
@@ -203,6 +204,7 @@ void write_problem(std::ostream& out, const Problem& p) {
     if (timed)
       fmt::format_to(std::back_inserter(line), " {}{}{}{}", kHostTime, op.host_ns, op.syncs ? " " : "",
                      op.syncs ? kSyncs : "");
+    if (op.transient_bytes != 0) fmt::format_to(std::back_inserter(line), " {}{}", kTransient, op.transient_bytes);
     line += '\n';
     out << line;
   }
@@ -271,11 +273,12 @@ Problem read_problem(std::istream& in) {
   const bool timed = p.iteration.host_timed;
   std::uint64_t total_host_ns = 0;
   std::uint64_t total_ns = 0;
+  std::uint64_t total_transient = 0;
   for (std::uint64_t i = 0; i < ops; ++i) {
     const Record r = lines.next("op");
     // The marks are optional (files before them have none): reaches-all, then a host-timed op's
-    // host time and syncs.
-    r.expect("op", std::clamp<std::size_t>(r.size(), 4, 7));
+    // host time and syncs, then its transient bytes.
+    r.expect("op", std::clamp<std::size_t>(r.size(), 4, 8));
     Op op;
     op.duration_ns = r.integer(1, "duration", kMostNs);
     total_ns += op.duration_ns;
@@ -298,7 +301,7 @@ Problem read_problem(std::istream& in) {
     if (timed) {
       if (w == r.size() || !r.word(w).starts_with(kHostTime))
         r.fail(fmt::format("a host-timed op takes '{}NS'", kHostTime));
-      op.host_ns = host_time(r, r.word(w).substr(kHostTime.size()));
+      op.host_ns = mark_number(r, r.word(w).substr(kHostTime.size()), "host time", kMostNs);
       total_host_ns += op.host_ns;
       if (total_host_ns > kMostTotal) r.fail(fmt::format("the ops' host times add up to more than {} ns", kMostTotal));
       ++w;
@@ -307,10 +310,18 @@ Problem read_problem(std::istream& in) {
         ++w;
       }
     }
+    if (w < r.size() && r.word(w).starts_with(kTransient)) {
+      op.transient_bytes = mark_number(r, r.word(w).substr(kTransient.size()), "transient bytes", kMostBytes);
+      total_transient += op.transient_bytes;
+      if (total_transient > kMostTotal)
+        r.fail(fmt::format("the ops' transient bytes add up to more than {}", kMostTotal));
+      ++w;
+    }
     if (w != r.size()) {
-      r.fail(fmt::format("op mark '{}': expected {}", r.word(w),
-                         timed ? fmt::format("'{}', '{}NS' then '{}'", kReachesAll, kHostTime, kSyncs)
-                               : fmt::format("'{}' or none", kReachesAll)));
+      r.fail(fmt::format(
+          "op mark '{}': expected {}", r.word(w),
+          timed ? fmt::format("'{}', '{}NS', '{}' then '{}BYTES'", kReachesAll, kHostTime, kSyncs, kTransient)
+                : fmt::format("'{}' then '{}BYTES', or none", kReachesAll, kTransient)));
     }
     p.iteration.ops.push_back(op);
   }

@@ -7,13 +7,17 @@
 namespace memtool::engine::detail {
 
 std::optional<SyncCost> sync_cost_ns(std::span<const SyncSample> samples) {
-  if (samples.empty()) return std::nullopt;
   std::vector<double> costs;
   costs.reserve(samples.size());
   for (const SyncSample& s : samples) {
     const double waited = s.back_ns > s.issued_ns ? static_cast<double>(s.back_ns - s.issued_ns) : 0.0;
     costs.push_back(std::max(0.0, waited - std::max(0.0, s.gpu_ns)));
   }
+  return median_cost(std::move(costs));
+}
+
+std::optional<SyncCost> median_cost(std::vector<double> costs) {
+  if (costs.empty()) return std::nullopt;
   std::sort(costs.begin(), costs.end());
   const std::size_t half = costs.size() / 2;
   SyncCost cost;

@@ -8,11 +8,16 @@
 // it would wait for the whole device. The median of a few rounds, the first (a cold stream) left
 // out. Device-independent: a stream, timing events and an event wait, each through Device. Not
 // while a host wait may block (Device::host_wait_may_block): then none is measured.
+// The cost depends on what else runs then (on fakecuda, its copy engines' and kernels' threads
+// share the host's cores): WaitsProbe takes its rounds right after the program's own waits
+// while an iteration is learned, the executor's copies under way as at the waits the simulator
+// charges; probe_sync_cost once, idle, is the fallback for a program that never waits.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "memtool/engine/device.hpp"
 #include "swap/host_costs.hpp"
@@ -40,6 +45,8 @@ struct SyncCost {
 
 // nullopt without samples.
 [[nodiscard]] std::optional<SyncCost> sync_cost_ns(std::span<const SyncSample> samples);
+// The same over costs already taken (back - issued - gpu per round).
+[[nodiscard]] std::optional<SyncCost> median_cost(std::vector<double> costs);
 
 // Runs the probe (warm-up round, then `rounds` counted); nullopt when the device cannot (no
 // stream, no timing events, an event that will not time), no round waited, or a host wait may
@@ -47,5 +54,28 @@ struct SyncCost {
 [[nodiscard]] std::optional<SyncCost> probe_sync_cost(Device& device,
                                                       HostCostMeter::Clock clock = &HostCostMeter::steady_ns,
                                                       std::uint32_t rounds = kSyncProbeRounds);
+
+// One probe round (probe_sync_cost with one counted) after every kWaitsProbeStride-th of the
+// program's waits, up to kWaitsProbeRounds rounds: spread over the learned iteration.
+inline constexpr std::uint32_t kWaitsProbeStride = 16;
+inline constexpr std::uint32_t kWaitsProbeRounds = 15;  // odd: the median is one of them
+
+class WaitsProbe {
+ public:
+  explicit WaitsProbe(HostCostMeter::Clock clock = &HostCostMeter::steady_ns) : clock_(clock) {}
+  // The program came back from a wait for the GPU: maybe a round now.
+  void after_wait(Device& device) {
+    if (costs_.size() >= kWaitsProbeRounds || waits_++ % kWaitsProbeStride != 0) return;
+    if (const std::optional<SyncCost> round = probe_sync_cost(device, clock_, 1)) costs_.push_back(round->median_ns);
+  }
+  // nullopt before any round.
+  [[nodiscard]] std::optional<SyncCost> cost() const { return median_cost(costs_); }
+  [[nodiscard]] std::size_t rounds() const { return costs_.size(); }
+
+ private:
+  HostCostMeter::Clock clock_;
+  std::uint64_t waits_ = 0;
+  std::vector<double> costs_;
+};
 
 }  // namespace memtool::engine::detail

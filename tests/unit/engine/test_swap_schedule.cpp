@@ -42,6 +42,31 @@ const swapper::Buffer& named(const IterationLog::Input& in, Birth birth, std::ui
 
 }  // namespace
 
+// Allocated and freed before the next item, no item between: live during no op, so no buffer,
+// but the op's transient bytes (swapper::Op::transient_bytes), which the executor makes room for.
+TEST_CASE("swap schedule: allocations freed before the next item are its op's transient bytes",
+          "[engine][swap][schedule]") {
+  IterationLog log;
+  log.clear();
+  log.allocated(0, 4 * MiB, 0x4000);
+  (void)log.item();  // item 0
+  log.used(BufferName{Birth::current, 0});
+  log.allocated(1, 2 * MiB, 0x5000);
+  log.freed(BufferName{Birth::current, 1});
+  log.allocated(2, 6 * MiB, 0x6000);
+  log.freed(BufferName{Birth::current, 2});
+  (void)log.item();  // item 1
+  log.used(BufferName{Birth::current, 0});
+  log.freed(BufferName{Birth::current, 0});
+  std::string why;
+  const auto in = log.to_input(gpu_times({10, 20}), why);
+  REQUIRE(in);
+  CHECK(in->iteration.buffers.size() == 1);
+  REQUIRE(in->iteration.ops.size() == 2);
+  CHECK(in->iteration.ops[0].transient_bytes == 0);
+  CHECK(in->iteration.ops[1].transient_bytes == 8 * MiB);
+}
+
 TEST_CASE("swap schedule: an observed iteration as the swapper's input", "[engine][swap][schedule]") {
   IterationLog log;
   log.clear();

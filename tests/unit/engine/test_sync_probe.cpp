@@ -147,3 +147,34 @@ TEST_CASE("sync probe: none where no round waits, a host wait may block or there
   CHECK(untimed.streams_created == 0);
   CHECK(blocked.streams_destroyed == 0);
 }
+
+TEST_CASE("sync probe at the program's waits: a round after every few waits, up to a cap, their median",
+          "[engine][swap][sync_probe]") {
+  using memtool::engine::detail::kWaitsProbeRounds;
+  using memtool::engine::detail::kWaitsProbeStride;
+  using memtool::engine::detail::WaitsProbe;
+  // Each round: the warm-up, then one counted (a private stream each time).
+  ProbeDevice device({0, 10, 0, 20, 0, 30});
+  clock_script = {0, 0, 0, 1000, 0, 0, 0, 520, 0, 0, 0, 3030};
+  WaitsProbe probe(&scripted_clock);
+  CHECK_FALSE(probe.cost().has_value());
+  for (std::uint32_t wait = 0; wait < 2 * kWaitsProbeStride + 1; ++wait) probe.after_wait(device);
+  REQUIRE(probe.rounds() == 3);  // after waits 0, kWaitsProbeStride and twice that
+  CHECK(clock_script.empty());
+  CHECK(probe.cost()->median_ns == 990);
+  CHECK(probe.cost()->low_ns == 500);
+  CHECK(probe.cost()->high_ns == 3000);
+  CHECK(device.streams_created == 3);
+  CHECK(device.streams_destroyed == 3);
+  CHECK(device.events == 0);
+  // No more than kWaitsProbeRounds, however many waits.
+  for (std::uint32_t wait = 0; wait < 4 * kWaitsProbeRounds * kWaitsProbeStride; ++wait) probe.after_wait(device);
+  CHECK(probe.rounds() == kWaitsProbeRounds);
+  // None while a host wait may block.
+  ProbeDevice blocked({});
+  blocked.blocked = true;
+  WaitsProbe none(&scripted_clock);
+  for (std::uint32_t wait = 0; wait < 2 * kWaitsProbeStride; ++wait) none.after_wait(blocked);
+  CHECK(none.rounds() == 0);
+  CHECK(blocked.records == 0);
+}

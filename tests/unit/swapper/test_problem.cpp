@@ -137,7 +137,7 @@ TEST_CASE("a malformed problem file is refused naming its line", "[swapper][prob
   CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-some")),
              Catch::Contains("line 6") && Catch::Contains("op mark 'reaches-some'"));
   CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-all x")), Catch::Contains("op mark 'x'"));
-  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-all x y z")), Catch::Contains("takes 6 values"));
+  CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy reaches-all x y z w")), Catch::Contains("takes 7 values"));
   CHECK_THAT(refusal(with("op 2500 7 copy", "op 2500 7 copy host=5")), Catch::Contains("op mark 'host=5'"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "1:rw 3:x")), Catch::Contains("3:x"));
   CHECK_THAT(refusal(with("1:rw 3:rw", "1:rw 3")), Catch::Contains("OP:MODE"));
@@ -183,6 +183,27 @@ TEST_CASE("a host-timed problem file carries each op's host time and synchronisa
   CHECK_THAT(refusal(with("host=100", "host=1152921504606846976")), Catch::Contains("out of range"));
   CHECK_THAT(refusal(with("host=300 syncs", "host=300 waits")), Catch::Contains("op mark 'waits'"));
   CHECK_THAT(refusal(with("ops 4 host-timed", "ops 4 timed")), Catch::Contains("ops mark 'timed'"));
+}
+
+TEST_CASE("a problem file carries each op's allocations freed before it (transient bytes)", "[swapper][problem]") {
+  ms::Problem p = sample();
+  p.iteration.ops[0].transient_bytes = 4096;
+  const std::string text = written(p);
+  CHECK(text.find("op 1000 0 launch transient=4096\n") != std::string::npos);
+  const ms::Problem q = read(text);
+  REQUIRE(q.iteration.ops.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) CHECK(q.iteration.ops[i].transient_bytes == (i == 0 ? 4096 : 0));
+  CHECK(written(q) == text);
+  // After a host-timed op's marks.
+  p.iteration.host_timed = true;
+  p.iteration.ops[0].syncs = true;
+  const std::string timed = written(p);
+  CHECK(timed.find("op 1000 0 launch host=0 syncs transient=4096\n") != std::string::npos);
+  CHECK(read(timed).iteration.ops[0].transient_bytes == 4096);
+  const auto with = [&](const std::string& from, const std::string& to) { return replaced(text, from, to); };
+  CHECK_THAT(refusal(with("transient=4096", "transient=4k")), Catch::Contains("transient bytes '4k'"));
+  CHECK_THAT(refusal(with("transient=4096", "transient=1125899906842625")), Catch::Contains("out of range"));
+  CHECK_THAT(refusal(with("transient=4096", "transient=4096 syncs")), Catch::Contains("op mark 'syncs'"));
 }
 
 TEST_CASE("the simulator gives the same answers on a problem read back", "[swapper][problem]") {

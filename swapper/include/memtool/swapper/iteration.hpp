@@ -36,6 +36,10 @@ struct Op {
   // The program waited on the host for the GPU (a stream, context or event synchronisation)
   // after this op and before the next: the next is issued no earlier than this one has ended.
   bool syncs = false;
+  // Bytes the program allocated before this op and freed before issuing it, no op between (live
+  // during no op, so no Buffer holds them). The executor's rule still counts them among the
+  // allocations ahead (simulate.hpp, as the executor); the planners leave them out.
+  std::uint64_t transient_bytes = 0;
 };
 
 enum class AccessMode : std::uint8_t { read = 1, write = 2, read_write = 3 };
