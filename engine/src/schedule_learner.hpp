@@ -59,11 +59,13 @@ class ScheduleLearner {
   void issued() {
     if (logging_) timer_.close();
   }
-  // The program waited `waited_ns` for the GPU in a synchronisation call (OpTimer::synced); the
-  // sync probe may take a round now (WaitsProbe: the waits' own conditions), as memtool's time.
+  // The program waited `waited_ns` for the GPU in a synchronisation call (OpTimer::synced); until
+  // the first plan takes the sync cost (advance()), the sync probe may take a round now
+  // (WaitsProbe: the waits' own conditions), as memtool's time.
   void synced(std::uint64_t waited_ns) {
     if (!logging_) return;
     timer_.synced(waited_ns);
+    if (sync_probed_) return;  // its rounds would change nothing: the cost is taken once
     const HostCostMeter::Scope probing = meter_.host_costs().other();
     waits_probe_.after_wait(device_);
   }
