@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "memtool/engine/sim_device.hpp"
-#include "small_cache.hpp"
+#include "small_cache_rig.hpp"
 
 using namespace memtool::engine;
 
@@ -18,21 +18,7 @@ namespace {
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = KiB * KiB;
 
-struct CacheRig {
-  SimDevice device{SimDevice::Options{64 * MiB}};
-  std::unique_ptr<Resource> cache = detail::make_small_cache(device, MiB);
-
-  DevicePtr alloc(std::uint64_t size, MemoryKind kind = MemoryKind::device, StreamId stream = 0) {
-    DevicePtr ptr = 0;
-    REQUIRE(cache->allocate(AllocationRequest{size, kind, stream, 0}, &ptr) == kSuccess);
-    return ptr;
-  }
-  void kernel(DevicePtr ptr, std::uint64_t size, StreamId stream) {
-    const DevicePtr bases[] = {ptr};
-    cache->before_work(bases, stream);
-    REQUIRE(device.access(stream, ptr, size));
-  }
-};
+using CacheRig = test::SmallCacheRig<SimDevice>;
 
 }  // namespace
 
@@ -126,23 +112,20 @@ TEST_CASE("small cache: what a request would take from the device, before it is 
 // device with room for the request but not for a segment, the request is the driver's own (as
 // without memtool), not out of memory.
 TEST_CASE("small cache: no room for a segment, the request itself from the driver", "[engine][swap][small_cache]") {
-  SimDevice device{SimDevice::Options{MiB}};
-  std::unique_ptr<Resource> cache = detail::make_small_cache(device, MiB);
-  DevicePtr a = 0;
-  REQUIRE(cache->allocate(AllocationRequest{64 * KiB, MemoryKind::device, 0, 0}, &a) == kSuccess);
-  CHECK(device.live_bytes() == 64 * KiB);  // the request's bytes, no segment
-  CHECK(cache->memory_use().reserved == 64 * KiB);
-  CHECK(cache->pin_for_export(a) == ExportPin::not_served);  // the driver's own allocation
-  DevicePtr b = 0;
-  REQUIRE(cache->allocate(AllocationRequest{64 * KiB, MemoryKind::device, 0, 0}, &b) == kSuccess);
+  CacheRig rig{MiB};
+  const DevicePtr a = rig.alloc(64 * KiB);
+  CHECK(rig.device.live_bytes() == 64 * KiB);  // the request's bytes, no segment
+  CHECK(rig.cache->memory_use().reserved == 64 * KiB);
+  CHECK(rig.cache->pin_for_export(a) == ExportPin::not_served);  // the driver's own allocation
+  const DevicePtr b = rig.alloc(64 * KiB);
   CHECK(b != a);
   // Past what the device holds: out of memory, as the driver says.
   DevicePtr big = 0;
-  CHECK(cache->allocate(AllocationRequest{1000 * KiB, MemoryKind::device, 0, 0}, &big) == kOutOfMemory);
-  REQUIRE(cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
-  REQUIRE(cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
-  CHECK(device.free_calls() == 2);  // back to the driver, as they came
-  CHECK(device.live_bytes() == 0);
+  CHECK(rig.cache->allocate(AllocationRequest{1000 * KiB, MemoryKind::device, 0, 0}, &big) == kOutOfMemory);
+  REQUIRE(rig.cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
+  REQUIRE(rig.cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
+  CHECK(rig.device.free_calls() == 2);  // back to the driver, as they came
+  CHECK(rig.device.live_bytes() == 0);
 }
 
 // The program's stream changed after its first buffers (accum_cnn's replay): its segment's free
@@ -150,26 +133,17 @@ TEST_CASE("small cache: no room for a segment, the request itself from the drive
 // of them (ordered after stream 0's work, as any block another stream used) instead of failing.
 TEST_CASE("small cache: no room for a segment of its stream, another stream's free block",
           "[engine][swap][small_cache]") {
-  SimDevice device{SimDevice::Options{3 * MiB}};
-  std::unique_ptr<Resource> cache = detail::make_small_cache(device, MiB);
+  CacheRig rig{3 * MiB};
   const StreamId s1 = 1;
-  DevicePtr a = 0;
-  REQUIRE(cache->allocate(AllocationRequest{64 * KiB, MemoryKind::device, 0, 0}, &a) == kSuccess);
-  const DevicePtr first[] = {a};
-  cache->before_work(first, 0);
-  REQUIRE(device.access(0, a, 64 * KiB));
-  const DevicePtr other[] = {a};
-  cache->before_work(other, s1);  // the program's work moves to s1
-  REQUIRE(device.access(s1, a, 64 * KiB));
-  const std::uint64_t calls = device.allocate_calls();
-  DevicePtr b = 0;
-  REQUIRE(cache->allocate(AllocationRequest{64 * KiB, MemoryKind::device, 0, 0}, &b) == kSuccess);
-  CHECK(device.allocate_calls() == calls);  // from the segment already there
-  CHECK(device.live_bytes() == 2 * MiB);
-  const DevicePtr used[] = {b};
-  cache->before_work(used, s1);
-  REQUIRE(device.access(s1, b, 64 * KiB));
-  CHECK(device.violations() == 0);
-  REQUIRE(cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
-  REQUIRE(cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
+  const DevicePtr a = rig.alloc(64 * KiB);
+  rig.kernel(a, 64 * KiB, 0);
+  rig.kernel(a, 64 * KiB, s1);  // the program's work moves to s1
+  const std::uint64_t calls = rig.device.allocate_calls();
+  const DevicePtr b = rig.alloc(64 * KiB);
+  CHECK(rig.device.allocate_calls() == calls);  // from the segment already there
+  CHECK(rig.device.live_bytes() == 2 * MiB);
+  rig.kernel(b, 64 * KiB, s1);
+  CHECK(rig.device.violations() == 0);
+  REQUIRE(rig.cache->deallocate(b, MemoryKind::device, 0) == kSuccess);
+  REQUIRE(rig.cache->deallocate(a, MemoryKind::device, 0) == kSuccess);
 }

@@ -12,7 +12,7 @@
 #include "memtool/engine/resources.hpp"
 #include "gated_device.hpp"
 #include "memtool/engine/sim_device.hpp"
-#include "small_cache.hpp"
+#include "small_cache_rig.hpp"
 
 using namespace memtool::engine;
 using memtool::engine::test::GatedDevice;
@@ -205,21 +205,7 @@ namespace {
 
 constexpr std::uint64_t KiB = 1024;
 
-struct SmallRig {
-  GatedDevice device;
-  std::unique_ptr<Resource> cache = detail::make_small_cache(device, MiB);
-
-  DevicePtr alloc(std::uint64_t size, MemoryKind kind = MemoryKind::device, StreamId stream = 0) {
-    DevicePtr ptr = 0;
-    REQUIRE(cache->allocate(AllocationRequest{size, kind, stream, 0}, &ptr) == kSuccess);
-    return ptr;
-  }
-  void kernel(DevicePtr ptr, std::uint64_t size, StreamId stream) {
-    const DevicePtr bases[] = {ptr};
-    cache->before_work(bases, stream);
-    REQUIRE(device.sim.access(stream, ptr, size));
-  }
-};
+using SmallRig = test::SmallCacheRig<GatedDevice>;
 
 }  // namespace
 
