@@ -275,6 +275,61 @@ TEST_CASE("kernel node parameters are copied when set, and read back from the no
   CU_CHECK_IS(cuGraphMemsetNodeGetParams(node, &wrong), CUDA_ERROR_INVALID_VALUE);  // not a memset node
 }
 
+TEST_CASE("memcpy, memset and event nodes take new parameters of their own type, read back as set",
+          "[fakecuda][graphs][params]") {
+  driver_ready();
+  GraphHandle g = GraphHandle::create();
+  DeviceWords a(4, 0);
+  const CUgraphNode memset = add_memset(g, {}, a.ptr, 1, 4);
+  DeviceWords b(4, 7);
+  const CUDA_MEMCPY3D all = copy_1d(CU_MEMORYTYPE_DEVICE, as_host(b.ptr), CU_MEMORYTYPE_DEVICE, as_host(a.ptr), 16);
+  CUgraphNode copy = nullptr;
+  CU_REQUIRE_OK(cuGraphAddMemcpyNode(&copy, g, &memset, 1, &all, current()));
+  TestStream s;
+  TestEvent first;
+  TestEvent second;
+  CU_REQUIRE_OK(cuEventRecord(first, s));
+  CU_REQUIRE_OK(cuEventRecord(second, s));
+  CUgraphNode record = nullptr;
+  CU_REQUIRE_OK(cuGraphAddEventRecordNode(&record, g, &copy, 1, first));
+  CUgraphNode wait = nullptr;
+  CU_REQUIRE_OK(cuGraphAddEventWaitNode(&wait, g, nullptr, 0, first));
+  // A memset of 3, a copy of the first two words, the other event: kept in the nodes' context.
+  const CUDA_MEMSET_NODE_PARAMS three{a.ptr, 4 * sizeof(unsigned), 3, 4, 4, 1};
+  CU_REQUIRE_OK(cuGraphMemsetNodeSetParams(memset, &three));
+  const CUDA_MEMCPY3D half = copy_1d(CU_MEMORYTYPE_DEVICE, as_host(b.ptr), CU_MEMORYTYPE_DEVICE, as_host(a.ptr), 8);
+  CU_REQUIRE_OK(cuGraphMemcpyNodeSetParams(copy, &half));
+  CU_REQUIRE_OK(cuGraphEventRecordNodeSetEvent(record, second));
+  CU_REQUIRE_OK(cuGraphEventWaitNodeSetEvent(wait, second));
+  CUDA_MEMSET_NODE_PARAMS m{};
+  CU_REQUIRE_OK(cuGraphMemsetNodeGetParams(memset, &m));
+  CHECK(m.value == 3);
+  CUDA_MEMCPY3D c{};
+  CU_REQUIRE_OK(cuGraphMemcpyNodeGetParams(copy, &c));
+  CHECK(c.WidthInBytes == 8);
+  CUevent e = nullptr;
+  CU_REQUIRE_OK(cuGraphEventRecordNodeGetEvent(record, &e));
+  CHECK(e == second.event);
+  e = nullptr;
+  CU_REQUIRE_OK(cuGraphEventWaitNodeGetEvent(wait, &e));
+  CHECK(e == second.event);
+  {
+    ExecHandle exec(g);
+    launch_and_wait(exec, s);
+  }
+  CHECK(b.read() == std::vector<unsigned>{3, 3, 7, 7});
+  // No parameters, or a node of another type: refused, the node as it was.
+  CU_CHECK_IS(cuGraphMemsetNodeSetParams(memset, nullptr), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuGraphMemcpyNodeSetParams(memset, &all), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuGraphMemsetNodeSetParams(copy, &three), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuGraphEventRecordNodeSetEvent(wait, first), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuGraphEventWaitNodeSetEvent(record, first), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuGraphEventRecordNodeGetEvent(wait, &e), CUDA_ERROR_INVALID_VALUE);
+  CU_CHECK_IS(cuGraphMemcpyNodeGetParams(copy, nullptr), CUDA_ERROR_INVALID_VALUE);
+  CU_REQUIRE_OK(cuGraphMemcpyNodeGetParams(copy, &c));
+  CHECK(c.WidthInBytes == 8);
+}
+
 TEST_CASE("a clone is independent of its original, and cuGraphNodeFindInClone maps nodes",
           "[fakecuda][graphs][clone]") {
   driver_ready();
