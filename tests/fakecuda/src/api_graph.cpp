@@ -78,6 +78,41 @@ CUresult replace_params(CUgraphNode h, NodeParams params) {
   });
 }
 
+// Get-params on a graph node of `type`: a copy of the member of its parameters that type uses.
+template <class T>
+CUresult node_member(CUgraphNode h, CUgraphNodeType type, T NodeParams::*member, T* out) {
+  if (out == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return with_node(h, type, [&](Node& n) {
+    *out = n.params.*member;
+    return CUDA_SUCCESS;
+  });
+}
+
+// Set-params on a memcpy or memset node: the new parameters built in the node's own context.
+template <class P>
+CUresult rebuild_in_context(CUgraphNode h, CUgraphNodeType type, const P* given,
+                            CUresult (*build)(NodeParams&, const P&, CUcontext)) {
+  if (given == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return with_node(h, type, [&](Node& n) {
+    NodeParams p;
+    FC_TRY(build(p, *given, n.params.ctx));
+    n.params = std::move(p);
+    return CUDA_SUCCESS;
+  });
+}
+
+// Set-event on an event record or event wait node.
+CUresult replace_event(CUgraphNode h, CUgraphNodeType type, CUevent event) {
+  FC_TRY(check_init());
+  NodeParams p;
+  FC_TRY(event_node_params(p, type, event));
+  return replace_params(h, std::move(p));
+}
+
 CUresult child_clone(Graph& parent, CUgraph handle, std::unique_ptr<Graph>& out) {
   Graph* c = find_graph_locked(handle);
   // "If childGraph contains allocation nodes, free nodes, or conditional nodes, this call will
@@ -738,24 +773,10 @@ FAKECUDA_API CUresult cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGr
                   });
 }
 FAKECUDA_API CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D* nodeParams) {
-  if (nodeParams == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_node(hNode, CU_GRAPH_NODE_TYPE_MEMCPY, [&](Node& n) {
-    *nodeParams = n.params.copy;
-    return CUDA_SUCCESS;
-  });
+  return node_member(hNode, CU_GRAPH_NODE_TYPE_MEMCPY, &NodeParams::copy, nodeParams);
 }
 FAKECUDA_API CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D* nodeParams) {
-  if (nodeParams == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_node(hNode, CU_GRAPH_NODE_TYPE_MEMCPY, [&](Node& n) {
-    NodeParams p;
-    FC_TRY(memcpy_node_params(p, *nodeParams, n.params.ctx));
-    n.params = std::move(p);
-    return CUDA_SUCCESS;
-  });
+  return rebuild_in_context(hNode, CU_GRAPH_NODE_TYPE_MEMCPY, nodeParams, &memcpy_node_params);
 }
 
 FAKECUDA_API CUresult cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
@@ -767,24 +788,10 @@ FAKECUDA_API CUresult cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGr
       });
 }
 FAKECUDA_API CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS* nodeParams) {
-  if (nodeParams == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_node(hNode, CU_GRAPH_NODE_TYPE_MEMSET, [&](Node& n) {
-    *nodeParams = n.params.memset;
-    return CUDA_SUCCESS;
-  });
+  return node_member(hNode, CU_GRAPH_NODE_TYPE_MEMSET, &NodeParams::memset, nodeParams);
 }
 FAKECUDA_API CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS* nodeParams) {
-  if (nodeParams == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_node(hNode, CU_GRAPH_NODE_TYPE_MEMSET, [&](Node& n) {
-    NodeParams p;
-    FC_TRY(memset_node_params(p, *nodeParams, n.params.ctx));
-    n.params = std::move(p);
-    return CUDA_SUCCESS;
-  });
+  return rebuild_in_context(hNode, CU_GRAPH_NODE_TYPE_MEMSET, nodeParams, &memset_node_params);
 }
 
 FAKECUDA_API CUresult cuGraphAddHostNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
@@ -795,13 +802,7 @@ FAKECUDA_API CUresult cuGraphAddHostNode(CUgraphNode* phGraphNode, CUgraph hGrap
                   });
 }
 FAKECUDA_API CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS* nodeParams) {
-  if (nodeParams == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_node(hNode, CU_GRAPH_NODE_TYPE_HOST, [&](Node& n) {
-    *nodeParams = n.params.host;
-    return CUDA_SUCCESS;
-  });
+  return node_member(hNode, CU_GRAPH_NODE_TYPE_HOST, &NodeParams::host, nodeParams);
 }
 FAKECUDA_API CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS* nodeParams) {
   FC_TRY(check_init());
@@ -847,19 +848,10 @@ FAKECUDA_API CUresult cuGraphAddEventRecordNode(CUgraphNode* phGraphNode, CUgrap
                   });
 }
 FAKECUDA_API CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent* event_out) {
-  if (event_out == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_node(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, [&](Node& n) {
-    *event_out = n.params.event;
-    return CUDA_SUCCESS;
-  });
+  return node_member(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, &NodeParams::event, event_out);
 }
 FAKECUDA_API CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event) {
-  FC_TRY(check_init());
-  NodeParams p;
-  FC_TRY(event_node_params(p, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event));
-  return replace_params(hNode, std::move(p));
+  return replace_event(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
 }
 FAKECUDA_API CUresult cuGraphAddEventWaitNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                               size_t numDependencies, CUevent event) {
@@ -869,19 +861,10 @@ FAKECUDA_API CUresult cuGraphAddEventWaitNode(CUgraphNode* phGraphNode, CUgraph 
                   });
 }
 FAKECUDA_API CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent* event_out) {
-  if (event_out == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return with_node(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, [&](Node& n) {
-    *event_out = n.params.event;
-    return CUDA_SUCCESS;
-  });
+  return node_member(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, &NodeParams::event, event_out);
 }
 FAKECUDA_API CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event) {
-  FC_TRY(check_init());
-  NodeParams p;
-  FC_TRY(event_node_params(p, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event));
-  return replace_params(hNode, std::move(p));
+  return replace_event(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
 }
 
 FAKECUDA_API CUresult cuGraphAddMemAllocNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,

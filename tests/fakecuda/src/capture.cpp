@@ -142,6 +142,53 @@ CUresult record_node_locked(StreamCapture& st, NodeParams params, std::unique_pt
   return CUDA_SUCCESS;
 }
 
+// An event record or event wait node for `e`, added as record_node_locked does.
+CUresult record_event_node_locked(StreamCapture& st, CUgraphNodeType type, Event& e) {
+  NodeParams params;
+  params.type = type;
+  params.event = reinterpret_cast<CUevent>(&e);
+  Node* node = nullptr;
+  return record_node_locked(st, std::move(params), nullptr, node);
+}
+
+// Where work on `s` goes, with the graph mutex held: `st` its capture (null: not capturing, the
+// work runs), or the error that refuses it (a legacy stream's implicit conflict, an invalidated
+// capture).
+CUresult capturing_locked(const Stream& s, StreamCapture*& st) {
+  st = nullptr;
+  FC_TRY(check_legacy_locked(s, true));
+  StreamCapture* found = state_of_locked(s);
+  if (found != nullptr && found->capture->invalidated) {
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  st = found;
+  return CUDA_SUCCESS;
+}
+
+// Records a node made by make(params, child) on a capturing stream (`captured`); a node it
+// cannot make invalidates the capture.
+template <class Make>
+CUresult capture_node(const std::shared_ptr<Stream>& s, Make&& make, bool& captured) {
+  captured = false;
+  std::lock_guard<std::mutex> lock(graph_mutex());
+  StreamCapture* st = nullptr;
+  FC_TRY(capturing_locked(*s, st));
+  if (st == nullptr) {
+    return CUDA_SUCCESS;
+  }
+  NodeParams params;
+  std::unique_ptr<Graph> child;
+  const CUresult r = make(params, child);
+  if (r != CUDA_SUCCESS) {
+    invalidate_locked(*st->capture);
+    return r;
+  }
+  Node* node = nullptr;
+  FC_TRY(record_node_locked(*st, std::move(params), std::move(child), node));
+  captured = true;
+  return CUDA_SUCCESS;
+}
+
 // Ends a capture sequence: every stream leaves capture, the graph stops being a capture graph.
 void end_locked(const std::shared_ptr<Capture>& c) {
   CaptureTable& t = table();
@@ -183,52 +230,19 @@ bool joined_locked(const Capture& c) {
 
 CUresult capture_work(const std::shared_ptr<Stream>& s, const std::function<CUresult(NodeParams&)>& make,
                       bool& captured) {
-  captured = false;
-  std::lock_guard<std::mutex> lock(graph_mutex());
-  FC_TRY(check_legacy_locked(*s, true));
-  StreamCapture* st = state_of_locked(*s);
-  if (st == nullptr) {
-    return CUDA_SUCCESS;
-  }
-  if (st->capture->invalidated) {
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  }
-  NodeParams params;
-  const CUresult r = make(params);
-  if (r != CUDA_SUCCESS) {
-    invalidate_locked(*st->capture);
-    return r;
-  }
-  Node* node = nullptr;
-  FC_TRY(record_node_locked(*st, std::move(params), nullptr, node));
-  captured = true;
-  return CUDA_SUCCESS;
+  return capture_node(
+      s, [&](NodeParams& params, std::unique_ptr<Graph>&) { return make(params); }, captured);
 }
 
 CUresult capture_child_graph(const std::shared_ptr<Stream>& s,
                              const std::function<CUresult(std::unique_ptr<Graph>&)>& make, bool& captured) {
-  captured = false;
-  std::lock_guard<std::mutex> lock(graph_mutex());
-  FC_TRY(check_legacy_locked(*s, true));
-  StreamCapture* st = state_of_locked(*s);
-  if (st == nullptr) {
-    return CUDA_SUCCESS;
-  }
-  if (st->capture->invalidated) {
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  }
-  std::unique_ptr<Graph> child;
-  const CUresult r = make(child);
-  if (r != CUDA_SUCCESS) {
-    invalidate_locked(*st->capture);
-    return r;
-  }
-  NodeParams params;
-  params.type = CU_GRAPH_NODE_TYPE_GRAPH;
-  Node* node = nullptr;
-  FC_TRY(record_node_locked(*st, std::move(params), std::move(child), node));
-  captured = true;
-  return CUDA_SUCCESS;
+  return capture_node(
+      s,
+      [&](NodeParams& params, std::unique_ptr<Graph>& child) {
+        params.type = CU_GRAPH_NODE_TYPE_GRAPH;
+        return make(child);
+      },
+      captured);
 }
 
 CUresult capture_refuse(const std::shared_ptr<Stream>& s) {
@@ -236,13 +250,10 @@ CUresult capture_refuse(const std::shared_ptr<Stream>& s) {
     return CUDA_SUCCESS;
   }
   std::lock_guard<std::mutex> lock(graph_mutex());
-  FC_TRY(check_legacy_locked(*s, true));
-  StreamCapture* st = state_of_locked(*s);
+  StreamCapture* st = nullptr;
+  FC_TRY(capturing_locked(*s, st));
   if (st == nullptr) {
     return CUDA_SUCCESS;
-  }
-  if (st->capture->invalidated) {
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   }
   invalidate_locked(*st->capture);
   return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -355,21 +366,14 @@ CUresult capture_event_record(const std::shared_ptr<Stream>& s, Event& e, unsign
     return CUDA_SUCCESS;
   }
   std::lock_guard<std::mutex> lock(graph_mutex());
-  FC_TRY(check_legacy_locked(*s, true));
-  StreamCapture* st = state_of_locked(*s);
+  StreamCapture* st = nullptr;
+  FC_TRY(capturing_locked(*s, st));
   if (st == nullptr) {
     return CUDA_SUCCESS;
   }
-  if (st->capture->invalidated) {
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  }
   if ((flags & CU_EVENT_RECORD_EXTERNAL) != 0) {
     // "Event is captured in the graph as an external event node".
-    NodeParams params;
-    params.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
-    params.event = reinterpret_cast<CUevent>(&e);
-    Node* node = nullptr;
-    FC_TRY(record_node_locked(*st, std::move(params), nullptr, node));
+    FC_TRY(record_event_node_locked(*st, CU_GRAPH_NODE_TYPE_EVENT_RECORD, e));
   }
   // The event now stands for the stream's captured work so far: a wait on it forks or joins.
   auto record = std::make_shared<CapturedRecord>();
@@ -430,12 +434,9 @@ CUresult capture_wait_event(const std::shared_ptr<Stream>& s, Event& e, unsigned
     handled = true;
     return CUDA_SUCCESS;
   }
-  FC_TRY(check_legacy_locked(*s, true));
+  FC_TRY(capturing_locked(*s, st));
   if (st == nullptr) {
     return CUDA_SUCCESS;  // an ordinary wait
-  }
-  if (st->capture->invalidated) {
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   }
   if ((flags & CU_EVENT_WAIT_EXTERNAL) == 0) {
     // "It is invalid to wait on a non-captured event from a stream which is being captured
@@ -443,11 +444,7 @@ CUresult capture_wait_event(const std::shared_ptr<Stream>& s, Event& e, unsigned
     invalidate_locked(*st->capture);
     return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
   }
-  NodeParams params;
-  params.type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
-  params.event = reinterpret_cast<CUevent>(&e);
-  Node* node = nullptr;
-  FC_TRY(record_node_locked(*st, std::move(params), nullptr, node));
+  FC_TRY(record_event_node_locked(*st, CU_GRAPH_NODE_TYPE_WAIT_EVENT, e));
   handled = true;
   return CUDA_SUCCESS;
 }

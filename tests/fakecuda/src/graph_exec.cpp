@@ -634,7 +634,13 @@ CUresult upload_exec(CUgraphExec handle, CUstream stream, bool per_thread) {
   });
 }
 
-CUresult exec_set_params(CUgraphExec handle, CUgraphNode node, NodeParams params) {
+namespace {
+
+// The executable graph's copy of a node of the graph it was instantiated from: body(copy) runs
+// with the graph and exec mutexes held; an unknown exec or node, or a node the executable graph
+// does not have, is CUDA_ERROR_INVALID_VALUE.
+template <class F>
+CUresult with_exec_node(CUgraphExec handle, CUgraphNode node, F&& body) {
   std::lock_guard<std::mutex> lock(graph_mutex());
   Exec* e = find_exec_locked(handle);
   Node* n = find_node_locked(node);
@@ -644,29 +650,46 @@ CUresult exec_set_params(CUgraphExec handle, CUgraphNode node, NodeParams params
   ExecState& st = *e->state;
   std::lock_guard<std::mutex> exec_lock(st.mutex);
   const auto it = st.index.find(n->uid);
-  if (it == st.index.end() || st.nodes[it->second].params.type != params.type) {
-    return CUDA_ERROR_INVALID_VALUE;  // not a node of the instantiated graph, or another type
+  if (it == st.index.end()) {
+    return CUDA_ERROR_INVALID_VALUE;
   }
-  NodeParams& was = st.nodes[it->second].params;
-  switch (params.type) {
-    case CU_GRAPH_NODE_TYPE_MEMCPY:
-      // cuGraphExecMemcpyNodeSetParams: 1-dimensional operands, same memory types.
-      if (was.copy.Height > 1 || was.copy.Depth > 1 || params.copy.Height > 1 || params.copy.Depth > 1 ||
-          updatable(was, params) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
-        return CUDA_ERROR_INVALID_VALUE;
-      }
-      break;
-    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
-    case CU_GRAPH_NODE_TYPE_MEM_FREE:
-    case CU_GRAPH_NODE_TYPE_GRAPH:
-      return CUDA_ERROR_NOT_SUPPORTED;
-    default:
-      if (updatable(was, params) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
-        return CUDA_ERROR_INVALID_VALUE;
-      }
-  }
-  was = std::move(params);
-  return CUDA_SUCCESS;
+  return body(st.nodes[it->second]);
+}
+
+// "Currently only kernel, memset and memcpy nodes are supported" (cuGraphNodeSetEnabled).
+bool can_be_disabled(const ExecNode& x) {
+  return x.params.type == CU_GRAPH_NODE_TYPE_KERNEL || x.params.type == CU_GRAPH_NODE_TYPE_MEMSET ||
+         x.params.type == CU_GRAPH_NODE_TYPE_MEMCPY;
+}
+
+}  // namespace
+
+CUresult exec_set_params(CUgraphExec handle, CUgraphNode node, NodeParams params) {
+  return with_exec_node(handle, node, [&](ExecNode& x) {
+    if (x.params.type != params.type) {
+      return CUDA_ERROR_INVALID_VALUE;  // another type
+    }
+    NodeParams& was = x.params;
+    switch (params.type) {
+      case CU_GRAPH_NODE_TYPE_MEMCPY:
+        // cuGraphExecMemcpyNodeSetParams: 1-dimensional operands, same memory types.
+        if (was.copy.Height > 1 || was.copy.Depth > 1 || params.copy.Height > 1 || params.copy.Depth > 1 ||
+            updatable(was, params) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+          return CUDA_ERROR_INVALID_VALUE;
+        }
+        break;
+      case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      case CU_GRAPH_NODE_TYPE_GRAPH:
+        return CUDA_ERROR_NOT_SUPPORTED;
+      default:
+        if (updatable(was, params) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+          return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    was = std::move(params);
+    return CUDA_SUCCESS;
+  });
 }
 
 CUresult exec_set_child_graph(CUgraphExec handle, CUgraphNode node, CUgraph child) {
@@ -689,51 +712,26 @@ CUresult exec_set_child_graph(CUgraphExec handle, CUgraphNode node, CUgraph chil
 }
 
 CUresult exec_set_enabled(CUgraphExec handle, CUgraphNode node, bool enabled) {
-  std::lock_guard<std::mutex> lock(graph_mutex());
-  Exec* e = find_exec_locked(handle);
-  Node* n = find_node_locked(node);
-  if (e == nullptr || n == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  ExecState& st = *e->state;
-  std::lock_guard<std::mutex> exec_lock(st.mutex);
-  const auto it = st.index.find(n->uid);
-  if (it == st.index.end()) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  ExecNode& x = st.nodes[it->second];
-  // "Currently only kernel, memset and memcpy nodes are supported."
-  if (x.params.type != CU_GRAPH_NODE_TYPE_KERNEL && x.params.type != CU_GRAPH_NODE_TYPE_MEMSET &&
-      x.params.type != CU_GRAPH_NODE_TYPE_MEMCPY) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  x.enabled = enabled;
-  return CUDA_SUCCESS;
+  return with_exec_node(handle, node, [&](ExecNode& x) {
+    if (!can_be_disabled(x)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    x.enabled = enabled;
+    return CUDA_SUCCESS;
+  });
 }
 
 CUresult exec_get_enabled(CUgraphExec handle, CUgraphNode node, unsigned* enabled) {
   if (enabled == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  std::lock_guard<std::mutex> lock(graph_mutex());
-  Exec* e = find_exec_locked(handle);
-  Node* n = find_node_locked(node);
-  if (e == nullptr || n == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  ExecState& st = *e->state;
-  std::lock_guard<std::mutex> exec_lock(st.mutex);
-  const auto it = st.index.find(n->uid);
-  if (it == st.index.end()) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  const ExecNode& x = st.nodes[it->second];
-  if (x.params.type != CU_GRAPH_NODE_TYPE_KERNEL && x.params.type != CU_GRAPH_NODE_TYPE_MEMSET &&
-      x.params.type != CU_GRAPH_NODE_TYPE_MEMCPY) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  *enabled = x.enabled ? 1 : 0;
-  return CUDA_SUCCESS;
+  return with_exec_node(handle, node, [&](const ExecNode& x) {
+    if (!can_be_disabled(x)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    *enabled = x.enabled ? 1 : 0;
+    return CUDA_SUCCESS;
+  });
 }
 
 CUresult exec_update(CUgraphExec handle, CUgraph graph, CUgraphExecUpdateResultInfo& info) {
