@@ -165,6 +165,28 @@ E invalid_enum(int value) {
   return e;
 }
 
+// affine_u32's arguments where a test can change them after handing them over (to see that the
+// driver took its own copy), and a one-thread kernel node's parameters naming them.
+struct AffineArgs {
+  CUdeviceptr ptr;
+  unsigned mul;
+  unsigned add;
+  unsigned n;
+  void* args[4] = {&ptr, &mul, &add, &n};
+
+  AffineArgs(CUdeviceptr data, unsigned m, unsigned a, unsigned count) : ptr(data), mul(m), add(a), n(count) {}
+  AffineArgs(const AffineArgs&) = delete;
+  AffineArgs& operator=(const AffineArgs&) = delete;
+  CUDA_KERNEL_NODE_PARAMS node(const GraphKernels& k) {
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = k.affine;
+    p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+    p.kernelParams = args;
+    return p;
+  }
+};
+
 inline CUresult affine(const GraphKernels& k, CUdeviceptr data, unsigned mul, unsigned add, unsigned n, CUstream s) {
   void* args[] = {&data, &mul, &add, &n};
   return cuLaunchKernel(k.affine, 1, 1, 1, 32, 1, 1, 0, s, args, nullptr);

@@ -117,14 +117,10 @@ TEST_CASE("captured kernel arguments are copied when the launch is captured", "[
   {
     CaptureGuard guard(s);
     CU_REQUIRE_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CUdeviceptr ptr = data.ptr;
-    unsigned mul = 1;
-    unsigned add = 7;
-    unsigned n = 2;
-    void* args[] = {&ptr, &mul, &add, &n};
-    CU_REQUIRE_OK(cuLaunchKernel(k.affine, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr));
-    add = 1000;  // too late: the node holds its own copy
-    ptr = 0;
+    AffineArgs call(data.ptr, 1, 7, 2);
+    CU_REQUIRE_OK(cuLaunchKernel(k.affine, 1, 1, 1, 1, 1, 1, 0, s, call.args, nullptr));
+    call.add = 1000;  // too late: the node holds its own copy
+    call.ptr = 0;
     graph = end_capture(s);
   }
   run_once(graph, s);
@@ -319,6 +315,7 @@ TEST_CASE("captures on several threads at once stay apart", "[fakecuda][capture]
   CU_REQUIRE_OK(cuCtxSynchronize());
   std::vector<CUresult> results(kThreads, CUDA_ERROR_UNKNOWN);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       if (!make_primary_current()) {
@@ -748,12 +745,8 @@ TEST_CASE("the per-thread default stream captures through the _ptsz entry points
   // The per-thread stream synchronises with the legacy stream, so the legacy stream is unusable.
   CUstreamCaptureStatus legacy = CU_STREAM_CAPTURE_STATUS_NONE;
   CU_CHECK_IS(cuStreamIsCapturing(CU_STREAM_LEGACY, &legacy), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
-  CUdeviceptr ptr = data.ptr;
-  unsigned mul = 5;
-  unsigned add = 0;
-  unsigned n = 1;
-  void* args[] = {&ptr, &mul, &add, &n};
-  CU_REQUIRE_OK(launch_ptsz(k.affine, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  AffineArgs call(data.ptr, 5, 0, 1);
+  CU_REQUIRE_OK(launch_ptsz(k.affine, 1, 1, 1, 1, 1, 1, 0, nullptr, call.args, nullptr));
   CUgraph g = nullptr;
   CU_REQUIRE_OK(end_ptsz(nullptr, &g));
   GraphHandle graph(g);

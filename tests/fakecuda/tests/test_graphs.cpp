@@ -214,19 +214,11 @@ TEST_CASE("kernel node parameters are copied when set, and read back from the no
   DeviceWords data(2, 1);
   TestStream s;
   GraphHandle g = GraphHandle::create();
-  CUdeviceptr ptr = data.ptr;
-  unsigned mul = 4;
-  unsigned add = 1;
-  unsigned n = 2;
-  void* args[] = {&ptr, &mul, &add, &n};
-  CUDA_KERNEL_NODE_PARAMS p{};
-  p.func = k.affine;
-  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
-  p.kernelParams = args;
+  AffineArgs call(data.ptr, 4, 1, 2);
+  CUDA_KERNEL_NODE_PARAMS p = call.node(k);
   CUgraphNode node = nullptr;
   CU_REQUIRE_OK(cuGraphAddKernelNode(&node, g, nullptr, 0, &p));
-  mul = 1000;  // after the call: not seen by the node
+  call.mul = 1000;  // after the call: not seen by the node
   CUDA_KERNEL_NODE_PARAMS back{};
   CU_REQUIRE_OK(cuGraphKernelNodeGetParams(node, &back));
   CHECK(*static_cast<unsigned*>(back.kernelParams[1]) == 4);
@@ -238,7 +230,7 @@ TEST_CASE("kernel node parameters are copied when set, and read back from the no
     launch_and_wait(exec, s);
   }
   CHECK(data.read() == std::vector<unsigned>(2, 5));
-  mul = 2;
+  call.mul = 2;
   CU_REQUIRE_OK(cuGraphKernelNodeSetParams(node, &p));
   {
     ExecHandle exec(g);
@@ -247,7 +239,7 @@ TEST_CASE("kernel node parameters are copied when set, and read back from the no
   CHECK(data.read() == std::vector<unsigned>(2, 11));
   // Arguments through `extra`: read back as `extra`.
   unsigned char packed[20] = {};
-  std::memcpy(packed, &ptr, 8);
+  std::memcpy(packed, &call.ptr, 8);
   const unsigned values[3] = {1, 1, 2};
   std::memcpy(packed + 8, values, sizeof values);
   size_t size = sizeof packed;
@@ -262,7 +254,7 @@ TEST_CASE("kernel node parameters are copied when set, and read back from the no
   // Bad parameters.
   p.extra = nullptr;
   CU_CHECK_IS(cuGraphKernelNodeSetParams(node, &p), CUDA_ERROR_INVALID_VALUE);  // no arguments
-  p.kernelParams = args;
+  p.kernelParams = call.args;
   p.extra = extra;
   CU_CHECK_IS(cuGraphKernelNodeSetParams(node, &p), CUDA_ERROR_INVALID_VALUE);  // both forms
   p.extra = nullptr;
@@ -428,16 +420,8 @@ TEST_CASE("an executable graph takes new node parameters without changing its gr
   launch_and_wait(exec, s);
   CHECK(data.read() == std::vector<unsigned>(2, 3));
   // New kernel arguments (CUDA 12 generation), then the CUDA 10.1 generation.
-  CUdeviceptr ptr = data.ptr;
-  unsigned mul = 5;
-  unsigned add = 1;
-  unsigned n = 2;
-  void* args[] = {&ptr, &mul, &add, &n};
-  CUDA_KERNEL_NODE_PARAMS p{};
-  p.func = k.affine;
-  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
-  p.kernelParams = args;
+  AffineArgs call(data.ptr, 5, 1, 2);
+  const CUDA_KERNEL_NODE_PARAMS p = call.node(k);
   CU_REQUIRE_OK(cuGraphExecKernelNodeSetParams(exec, kernel, &p));
   launch_and_wait(exec, s);
   CHECK(data.read() == std::vector<unsigned>(2, 6));
@@ -446,7 +430,7 @@ TEST_CASE("an executable graph takes new node parameters without changing its gr
   CHECK(*static_cast<unsigned*>(back.kernelParams[1]) == 3);  // the graph's node is not modified
   CUDA_KERNEL_NODE_PARAMS_v1 old{};
   std::memcpy(&old, &p, sizeof old);
-  mul = 7;
+  call.mul = 7;
   CU_REQUIRE_OK(driver_symbol<ExecKernelNodeSetParamsV1>("cuGraphExecKernelNodeSetParams")(exec, kernel, &old));
   launch_and_wait(exec, s);
   CHECK(data.read() == std::vector<unsigned>(2, 8));
@@ -500,15 +484,8 @@ TEST_CASE("cuGraphExecUpdate takes the parameters of a graph with the same topol
     launch_and_wait(exec, s);
     CHECK(data.read() == std::vector<unsigned>{35});
     // Set-params still name the instantiated graph's nodes.
-    CUdeviceptr ptr = data.ptr;
-    unsigned mul = 1;
-    unsigned add = 0;
-    unsigned n = 1;
-    void* args[] = {&ptr, &mul, &add, &n};
-    CUDA_KERNEL_NODE_PARAMS p{};
-    p.func = k.affine;
-    p.gridDimX = p.gridDimY = p.gridDimZ = p.blockDimX = p.blockDimY = p.blockDimZ = 1;
-    p.kernelParams = args;
+    AffineArgs call(data.ptr, 1, 0, 1);
+    const CUDA_KERNEL_NODE_PARAMS p = call.node(k);
     CU_REQUIRE_OK(cuGraphExecKernelNodeSetParams(exec, first, &p));
     launch_and_wait(exec, s);
     CHECK(data.read() == std::vector<unsigned>{40});
@@ -671,17 +648,13 @@ TEST_CASE("cuGraphAddNode builds each supported node type from its tagged union"
   p.memset.ctx = current();
   CUgraphNode memset = nullptr;
   CU_REQUIRE_OK(cuGraphAddNode(&memset, g, nullptr, nullptr, 0, &p));
-  CUdeviceptr ptr = data.ptr;
-  unsigned mul = 2;
-  unsigned add = 1;
-  unsigned n = 2;
-  void* args[] = {&ptr, &mul, &add, &n};
+  AffineArgs call(data.ptr, 2, 1, 2);
   p = CUgraphNodeParams{};
   p.type = CU_GRAPH_NODE_TYPE_KERNEL;
   p.kernel.func = k.affine;
   p.kernel.gridDimX = p.kernel.gridDimY = p.kernel.gridDimZ = 1;
   p.kernel.blockDimX = p.kernel.blockDimY = p.kernel.blockDimZ = 1;
-  p.kernel.kernelParams = args;
+  p.kernel.kernelParams = call.args;
   CUgraphNode kernel = nullptr;
   CU_REQUIRE_OK(cuGraphAddNode(&kernel, g, &memset, nullptr, 1, &p));
   p = CUgraphNodeParams{};
