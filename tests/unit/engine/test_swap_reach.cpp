@@ -18,6 +18,8 @@ using namespace memtool::engine;
 namespace {
 
 constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
+constexpr StreamId s1 = 1;
+constexpr StreamId s2 = 2;
 
 struct Rig {
   SimDevice device{SimDevice::Options{64 * MiB}};
@@ -76,6 +78,19 @@ struct Rig {
     REQUIRE(summary().bytes_swapped_out == out_before + 4 * MiB);  // a is leaving
     return {a, b};
   }
+  // a allocated, used on s1 and filled with `seed`, then b, for which a leaves (a budget of one
+  // 4 MiB buffer); the device caught up and b used again, a's copy out has landed: its address
+  // maps the host copy. Returns a, b.
+  std::pair<DevicePtr, DevicePtr> swapped_out(std::uint32_t seed) {
+    const DevicePtr a = alloc(4 * MiB);
+    item(s1, {a});
+    REQUIRE(device.fill(a, 4 * MiB, seed));
+    const DevicePtr b = alloc(4 * MiB);
+    item(s1, {b});
+    device.synchronize();
+    item(s1, {b});
+    return {a, b};
+  }
   Summary summary() const {
     Summary s;
     swap->summarize(s);
@@ -87,9 +102,6 @@ struct Rig {
     CHECK(device.live_bytes() == 0);
   }
 };
-
-constexpr StreamId s1 = 1;
-constexpr StreamId s2 = 2;
 
 }  // namespace
 
@@ -112,13 +124,7 @@ TEST_CASE("explicit swap: a copy out under way is called off for work that may r
 TEST_CASE("explicit swap: a host copy that work may read stays mapped until that work has run",
           "[engine][swap][reach]") {
   Rig rig(5 * MiB);
-  const DevicePtr a = rig.alloc(4 * MiB);
-  rig.item(s1, {a});
-  REQUIRE(rig.device.fill(a, 4 * MiB, 31));
-  const DevicePtr b = rig.alloc(4 * MiB);  // a leaves
-  rig.item(s1, {b});
-  rig.device.synchronize();
-  rig.item(s1, {b});  // a's copy out has landed: its address maps the host copy
+  const auto [a, b] = rig.swapped_out(31);  // a's address maps its host copy
   // A kernel on s2 that may read a through a table: it reads the host copy, and is still running
   // (the host has not seen it done) when an announced kernel on s1 needs a back.
   rig.item(s2, {}, {a});
@@ -134,14 +140,8 @@ TEST_CASE("explicit swap: a host copy that work may read stays mapped until that
 TEST_CASE("explicit swap: a copy back waits for the work that may read the host copy, not for later work",
           "[engine][swap][reach][marks]") {
   Rig rig(5 * MiB);
-  const DevicePtr a = rig.alloc(4 * MiB);
-  rig.item(s1, {a});
-  REQUIRE(rig.device.fill(a, 4 * MiB, 35));
-  const DevicePtr b = rig.alloc(4 * MiB);  // a leaves
-  rig.item(s1, {b});
-  rig.device.synchronize();
-  rig.item(s1, {b});    // a's copy out has landed: its address maps the host copy
-  DevicePtr other = 0;  // memory memtool does not swap
+  const auto [a, b] = rig.swapped_out(35);  // a's address maps its host copy
+  DevicePtr other = 0;                      // memory memtool does not swap
   REQUIRE(rig.device.allocate(MiB, MemoryKind::device, 0, &other) == kSuccess);
   // A kernel on s2 that may read a through a table; the next one on s2 does not reach a. The host
   // has seen the first done when a is needed back, not the second.
@@ -171,13 +171,7 @@ TEST_CASE(
     "explicit swap: a copy back waits for work still running that may read the host copy, queued before later work",
     "[engine][swap][reach][marks]") {
   Rig rig(5 * MiB);
-  const DevicePtr a = rig.alloc(4 * MiB);
-  rig.item(s1, {a});
-  REQUIRE(rig.device.fill(a, 4 * MiB, 37));
-  const DevicePtr b = rig.alloc(4 * MiB);  // a leaves
-  rig.item(s1, {b});
-  rig.device.synchronize();
-  rig.item(s1, {b});  // a's copy out has landed: its address maps the host copy
+  const auto [a, b] = rig.swapped_out(37);  // a's address maps its host copy
   DevicePtr other = 0;
   REQUIRE(rig.device.allocate(MiB, MemoryKind::device, 0, &other) == kSuccess);
   // A kernel on s2 that may read a, then one that does not; neither has run when a is needed back.
@@ -203,13 +197,7 @@ TEST_CASE(
 
 TEST_CASE("explicit swap: work that may reach a buffer coming back waits for its copy", "[engine][swap][reach]") {
   Rig rig(5 * MiB);
-  const DevicePtr a = rig.alloc(4 * MiB);
-  rig.item(s1, {a});
-  REQUIRE(rig.device.fill(a, 4 * MiB, 41));
-  const DevicePtr b = rig.alloc(4 * MiB);
-  rig.item(s1, {b});
-  rig.device.synchronize();
-  rig.item(s1, {b});
+  const auto [a, b] = rig.swapped_out(41);
   CHECK(rig.swap->deallocate(b, MemoryKind::device, s1) == kSuccess);
   rig.item(s1, {a});  // back on demand, its copy on s1
   // Another stream's kernel may read it through a table: it must come after that copy.
@@ -314,13 +302,7 @@ TEST_CASE("swap verify: a write after the copy out read the buffer keeps it on t
 
 TEST_CASE("swap verify: buffers that only move when memtool moves them pass every check", "[engine][swap][verify]") {
   Rig rig(5 * MiB, true);
-  const DevicePtr a = rig.alloc(4 * MiB);
-  rig.item(s1, {a});
-  REQUIRE(rig.device.fill(a, 4 * MiB, 71));
-  const DevicePtr b = rig.alloc(4 * MiB);
-  rig.item(s1, {b});
-  rig.device.synchronize();
-  rig.item(s1, {b});
+  const auto [a, b] = rig.swapped_out(71);
   CHECK(rig.swap->deallocate(b, MemoryKind::device, s1) == kSuccess);
   rig.item(s1, {a});
   rig.device.synchronize();
