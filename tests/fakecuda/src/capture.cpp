@@ -165,28 +165,34 @@ CUresult capturing_locked(const Stream& s, StreamCapture*& st) {
   return CUDA_SUCCESS;
 }
 
+// With the graph mutex held: body(st) where `s` is capturing, nothing where it is not, the error
+// where capturing_locked refuses it.
+template <class F>
+CUresult if_capturing(const std::shared_ptr<Stream>& s, F&& body) {
+  std::lock_guard<std::mutex> lock(graph_mutex());
+  StreamCapture* st = nullptr;
+  FC_TRY(capturing_locked(*s, st));
+  return st == nullptr ? CUDA_SUCCESS : body(*st);
+}
+
 // Records a node made by make(params, child) on a capturing stream (`captured`); a node it
 // cannot make invalidates the capture.
 template <class Make>
 CUresult capture_node(const std::shared_ptr<Stream>& s, Make&& make, bool& captured) {
   captured = false;
-  std::lock_guard<std::mutex> lock(graph_mutex());
-  StreamCapture* st = nullptr;
-  FC_TRY(capturing_locked(*s, st));
-  if (st == nullptr) {
+  return if_capturing(s, [&](StreamCapture& st) {
+    NodeParams params;
+    std::unique_ptr<Graph> child;
+    const CUresult r = make(params, child);
+    if (r != CUDA_SUCCESS) {
+      invalidate_locked(*st.capture);
+      return r;
+    }
+    Node* node = nullptr;
+    FC_TRY(record_node_locked(st, std::move(params), std::move(child), node));
+    captured = true;
     return CUDA_SUCCESS;
-  }
-  NodeParams params;
-  std::unique_ptr<Graph> child;
-  const CUresult r = make(params, child);
-  if (r != CUDA_SUCCESS) {
-    invalidate_locked(*st->capture);
-    return r;
-  }
-  Node* node = nullptr;
-  FC_TRY(record_node_locked(*st, std::move(params), std::move(child), node));
-  captured = true;
-  return CUDA_SUCCESS;
+  });
 }
 
 // Ends a capture sequence: every stream leaves capture, the graph stops being a capture graph.
@@ -249,14 +255,10 @@ CUresult capture_refuse(const std::shared_ptr<Stream>& s) {
   if (!captures_exist()) {
     return CUDA_SUCCESS;
   }
-  std::lock_guard<std::mutex> lock(graph_mutex());
-  StreamCapture* st = nullptr;
-  FC_TRY(capturing_locked(*s, st));
-  if (st == nullptr) {
-    return CUDA_SUCCESS;
-  }
-  invalidate_locked(*st->capture);
-  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  return if_capturing(s, [](StreamCapture& st) {
+    invalidate_locked(*st.capture);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  });
 }
 
 // ---- calls that capture forbids ------------------------------------------------------------
@@ -365,27 +367,23 @@ CUresult capture_event_record(const std::shared_ptr<Stream>& s, Event& e, unsign
   if (!captures_exist()) {
     return CUDA_SUCCESS;
   }
-  std::lock_guard<std::mutex> lock(graph_mutex());
-  StreamCapture* st = nullptr;
-  FC_TRY(capturing_locked(*s, st));
-  if (st == nullptr) {
+  return if_capturing(s, [&](StreamCapture& st) {
+    if ((flags & CU_EVENT_RECORD_EXTERNAL) != 0) {
+      // "Event is captured in the graph as an external event node".
+      FC_TRY(record_event_node_locked(st, CU_GRAPH_NODE_TYPE_EVENT_RECORD, e));
+    }
+    // The event now stands for the stream's captured work so far: a wait on it forks or joins.
+    auto record = std::make_shared<CapturedRecord>();
+    record->capture = st.capture;
+    record->deps = st.deps;
+    record->edges = st.edges;
+    {
+      std::lock_guard<std::mutex> event_lock(e.mutex);
+      e.captured = std::move(record);
+    }
+    handled = true;
     return CUDA_SUCCESS;
-  }
-  if ((flags & CU_EVENT_RECORD_EXTERNAL) != 0) {
-    // "Event is captured in the graph as an external event node".
-    FC_TRY(record_event_node_locked(*st, CU_GRAPH_NODE_TYPE_EVENT_RECORD, e));
-  }
-  // The event now stands for the stream's captured work so far: a wait on it forks or joins.
-  auto record = std::make_shared<CapturedRecord>();
-  record->capture = st->capture;
-  record->deps = st->deps;
-  record->edges = st->edges;
-  {
-    std::lock_guard<std::mutex> event_lock(e.mutex);
-    e.captured = std::move(record);
-  }
-  handled = true;
-  return CUDA_SUCCESS;
+  });
 }
 
 CUresult capture_wait_event(const std::shared_ptr<Stream>& s, Event& e, unsigned flags, bool& handled) {

@@ -527,7 +527,12 @@ CUresult destroy_exec(CUgraphExec handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult launch_exec(CUgraphExec handle, CUstream stream, bool per_thread) {
+namespace {
+
+// The way into a launch or an upload: body(state, stream) once the executable graph and the
+// stream are found, exceptions turned into CUresults.
+template <class F>
+CUresult with_exec_and_stream(CUgraphExec handle, CUstream stream, bool per_thread, F&& body) {
   FC_TRY(check_init());
   if (handle == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -537,101 +542,105 @@ CUresult launch_exec(CUgraphExec handle, CUstream stream, bool per_thread) {
     FC_TRY(exec_state(handle, st, CUDA_ERROR_INVALID_HANDLE));
     std::shared_ptr<Stream> s;
     FC_TRY(resolve_stream(stream, per_thread, s));
-    FC_TRY(sticky_error(s->context));
-    if (captures_exist()) {  // a graph launched into a capturing stream becomes a child graph node
-      bool captured = false;
-      FC_TRY(capture_child_graph(
-          s,
-          [&](std::unique_ptr<Graph>& child) {
-            std::lock_guard<std::mutex> exec_lock(st->mutex);
-            if (st->has_mem_nodes) {
-              return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // child graphs may not hold mem nodes (cloned)
-            }
-            child = clone_graph_locked(*st->shape);
-            copy_current_params(*st->shape, *child, *st);
-            return CUDA_SUCCESS;
-          },
-          captured));
-      if (captured) {
-        return CUDA_SUCCESS;
-      }
-    }
-    std::lock_guard<std::mutex> exec_lock(st->mutex);
-    std::vector<Dependency> deps;
-    FC_TRY(check_launch_locked(*st, deps));
-    std::vector<Memory::GraphLaunchAlloc> allocs;
-    std::vector<CUdeviceptr> frees;
-    std::vector<CUdeviceptr> auto_freed;
-    graph_memory_of(*st, allocs, frees);
-    if (!allocs.empty() || !frees.empty()) {
-      FC_TRY(memory().graph_launch_begin(
-          allocs, frees, (st->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0, false, auto_freed));
-    }
-    std::vector<EventPublish> records;
-    std::vector<std::function<void()>> ops;
-    for (const ExecNode& n : st->nodes) {
-      if (n.enabled) {
-        if (std::function<void()> op = node_op(n, s, records)) {
-          ops.push_back(std::move(op));
-        }
-      }
-    }
-    follow_previous(*st, s, deps);
-    const std::uint64_t seq = enqueue(
-        s,
-        [st, ops = std::move(ops), auto_freed = std::move(auto_freed), allocs]() mutable {
-          for (const CUdeviceptr p : auto_freed) {
-            memory().graph_free_run(p);  // "as though it called cuMemFreeAsync" before the launch
-          }
-          for (auto& op : ops) {
-            op();
-          }
-          if (!allocs.empty()) {
-            memory().graph_launch_end(allocs);
-          }
-        },
-        std::move(deps));
-    st->last_stream = s;
-    st->last_seq = seq;
-    for (EventPublish& p : records) {
-      p.record->seq = seq;
-      std::lock_guard<std::mutex> event_lock(p.event->mutex);
-      p.event->last = p.record;
-      p.event->captured.reset();
-    }
-    count(stats().graph_launches);
-    return CUDA_SUCCESS;
+    return body(st, s);
   });
 }
 
-CUresult upload_exec(CUgraphExec handle, CUstream stream, bool per_thread) {
-  FC_TRY(check_init());
-  if (handle == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return guarded([&] {
-    std::shared_ptr<ExecState> st;
-    FC_TRY(exec_state(handle, st, CUDA_ERROR_INVALID_HANDLE));
-    std::shared_ptr<Stream> s;
-    FC_TRY(resolve_stream(stream, per_thread, s));
-    FC_TRY(capture_refuse(s));
-    std::lock_guard<std::mutex> exec_lock(st->mutex);
-    std::vector<Memory::GraphLaunchAlloc> allocs;
-    std::vector<CUdeviceptr> frees;
-    std::vector<CUdeviceptr> unused;
-    graph_memory_of(*st, allocs, frees);
-    if (!allocs.empty()) {
-      // "Uses memory cached by stream to back the allocations owned by hGraphExec": mapped now.
-      FC_TRY(memory().graph_launch_begin(allocs, {}, false, true, unused));
+CUresult launch_on(const std::shared_ptr<ExecState>& st, const std::shared_ptr<Stream>& s) {
+  FC_TRY(sticky_error(s->context));
+  if (captures_exist()) {  // a graph launched into a capturing stream becomes a child graph node
+    bool captured = false;
+    FC_TRY(capture_child_graph(
+        s,
+        [&](std::unique_ptr<Graph>& child) {
+          std::lock_guard<std::mutex> exec_lock(st->mutex);
+          if (st->has_mem_nodes) {
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // child graphs may not hold mem nodes (cloned)
+          }
+          child = clone_graph_locked(*st->shape);
+          copy_current_params(*st->shape, *child, *st);
+          return CUDA_SUCCESS;
+        },
+        captured));
+    if (captured) {
+      return CUDA_SUCCESS;
     }
-    std::vector<Dependency> deps;
-    follow_previous(*st, s, deps);
-    st->last_seq = enqueue(
-        s, [] {}, std::move(deps));
-    st->last_stream = s;
-    count(stats().graph_uploads);
-    return CUDA_SUCCESS;
-  });
+  }
+  std::lock_guard<std::mutex> exec_lock(st->mutex);
+  std::vector<Dependency> deps;
+  FC_TRY(check_launch_locked(*st, deps));
+  std::vector<Memory::GraphLaunchAlloc> allocs;
+  std::vector<CUdeviceptr> frees;
+  std::vector<CUdeviceptr> auto_freed;
+  graph_memory_of(*st, allocs, frees);
+  if (!allocs.empty() || !frees.empty()) {
+    FC_TRY(memory().graph_launch_begin(
+        allocs, frees, (st->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0, false, auto_freed));
+  }
+  std::vector<EventPublish> records;
+  std::vector<std::function<void()>> ops;
+  for (const ExecNode& n : st->nodes) {
+    if (n.enabled) {
+      if (std::function<void()> op = node_op(n, s, records)) {
+        ops.push_back(std::move(op));
+      }
+    }
+  }
+  follow_previous(*st, s, deps);
+  const std::uint64_t seq = enqueue(
+      s,
+      [st, ops = std::move(ops), auto_freed = std::move(auto_freed), allocs]() mutable {
+        for (const CUdeviceptr p : auto_freed) {
+          memory().graph_free_run(p);  // "as though it called cuMemFreeAsync" before the launch
+        }
+        for (auto& op : ops) {
+          op();
+        }
+        if (!allocs.empty()) {
+          memory().graph_launch_end(allocs);
+        }
+      },
+      std::move(deps));
+  st->last_stream = s;
+  st->last_seq = seq;
+  for (EventPublish& p : records) {
+    p.record->seq = seq;
+    std::lock_guard<std::mutex> event_lock(p.event->mutex);
+    p.event->last = p.record;
+    p.event->captured.reset();
+  }
+  count(stats().graph_launches);
+  return CUDA_SUCCESS;
+}
+
+CUresult upload_on(const std::shared_ptr<ExecState>& st, const std::shared_ptr<Stream>& s) {
+  FC_TRY(capture_refuse(s));
+  std::lock_guard<std::mutex> exec_lock(st->mutex);
+  std::vector<Memory::GraphLaunchAlloc> allocs;
+  std::vector<CUdeviceptr> frees;
+  std::vector<CUdeviceptr> unused;
+  graph_memory_of(*st, allocs, frees);
+  if (!allocs.empty()) {
+    // "Uses memory cached by stream to back the allocations owned by hGraphExec": mapped now.
+    FC_TRY(memory().graph_launch_begin(allocs, {}, false, true, unused));
+  }
+  std::vector<Dependency> deps;
+  follow_previous(*st, s, deps);
+  st->last_seq = enqueue(
+      s, [] {}, std::move(deps));
+  st->last_stream = s;
+  count(stats().graph_uploads);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult launch_exec(CUgraphExec handle, CUstream stream, bool per_thread) {
+  return with_exec_and_stream(handle, stream, per_thread, launch_on);
+}
+
+CUresult upload_exec(CUgraphExec handle, CUstream stream, bool per_thread) {
+  return with_exec_and_stream(handle, stream, per_thread, upload_on);
 }
 
 namespace {
