@@ -161,7 +161,7 @@ class SwapAdaptor final : public Adaptor {
     }
     if (iteration_started_) {
       names_.born(ptr, b, next_ordinal_++);
-      if (learner_.logging()) learner_.log().allocated(b.ordinal, b.footprint, ptr);
+      if (learner_.logging()) learner_.log().allocated(b.ordinal, b.footprint, ptr, b.size);
       if (driver_.schedule() != nullptr && !driver_.schedule()->expects(b.ordinal, b.footprint))
         driver_.drop("an allocation differs from the plan's");
     }

@@ -13,22 +13,24 @@ void IterationLog::clear() {
   records_.clear();
 }
 
-void IterationLog::alive(const BufferName& name, std::uint64_t footprint, DevicePtr address) {
+void IterationLog::alive(const BufferName& name, std::uint64_t footprint, DevicePtr address, std::uint64_t bytes) {
   const auto [it, inserted] = records_.try_emplace(name);
   if (!inserted) return;
   it->second.footprint = footprint;
+  it->second.bytes = bytes;
   it->second.address = address;
   order_.push_back(name);
 }
 
 std::uint32_t IterationLog::item() { return items_++; }
 
-void IterationLog::allocated(std::uint64_t ordinal, std::uint64_t footprint, DevicePtr address) {
+void IterationLog::allocated(std::uint64_t ordinal, std::uint64_t footprint, DevicePtr address, std::uint64_t bytes) {
   const BufferName name{Birth::current, ordinal};
   signature_.push_back(footprint);
   const auto [it, inserted] = records_.try_emplace(name);
   if (!inserted) return;  // an ordinal is allocated once per iteration
   it->second.footprint = footprint;
+  it->second.bytes = bytes;
   it->second.address = address;
   it->second.alloc = items_;
   order_.push_back(name);
@@ -97,6 +99,7 @@ std::optional<IterationLog::Input> IterationLog::to_input(const ItemTimes& times
   const auto resident = [&](const Record& r, bool swappable, const BufferName& name) {
     swapper::Buffer b;
     b.size = r.footprint;
+    b.copy_bytes = r.bytes;
     b.persistent = true;
     b.swappable = swappable;
     b.accesses = accesses(r.uses);
@@ -124,6 +127,7 @@ std::optional<IterationLog::Input> IterationLog::to_input(const ItemTimes& times
       if (r.free < 0) continue;  // freed before any item
       swapper::Buffer b;
       b.size = r.footprint;
+      b.copy_bytes = r.bytes;
       b.alloc_before_op = 0;
       b.free_after_op = static_cast<std::uint32_t>(r.free);
       b.swappable = false;  // no twin: not periodic
@@ -134,6 +138,7 @@ std::optional<IterationLog::Input> IterationLog::to_input(const ItemTimes& times
     const std::uint32_t alloc = std::min(r.alloc, n - 1);
     swapper::Buffer b;
     b.size = r.footprint;
+    b.copy_bytes = r.bytes;
     b.alloc_before_op = alloc;
     if (r.freed) {
       if (r.free < static_cast<std::int64_t>(alloc)) {

@@ -29,12 +29,13 @@ class IterationLog {
  public:
   // A new iteration; then every buffer alive at its start (persistent or previous) is named.
   void clear();
-  void alive(const BufferName& name, std::uint64_t footprint, DevicePtr address);
+  // `bytes`: what a copy of it moves (its allocation's size, at most the footprint; 0: the footprint).
+  void alive(const BufferName& name, std::uint64_t footprint, DevicePtr address, std::uint64_t bytes = 0);
   // A work item is about to be issued; returns its index in the iteration.
   std::uint32_t item();
   [[nodiscard]] std::uint32_t items() const { return items_; }
   // A current buffer, allocated before the next item.
-  void allocated(std::uint64_t ordinal, std::uint64_t footprint, DevicePtr address);
+  void allocated(std::uint64_t ordinal, std::uint64_t footprint, DevicePtr address, std::uint64_t bytes = 0);
   // Freed after the items issued so far.
   void freed(const BufferName& name);
   // Touched by the item just counted.
@@ -58,6 +59,7 @@ class IterationLog {
  private:
   struct Record {
     std::uint64_t footprint = 0;
+    std::uint64_t bytes = 0;  // what a copy moves (swapper::Buffer::copy_bytes; 0: the footprint)
     DevicePtr address = 0;
     std::uint32_t alloc = 0;  // current: items before its allocation
     std::int64_t free = -1;   // the last item issued before its free (-1: before any)

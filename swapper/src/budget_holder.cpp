@@ -257,7 +257,7 @@ void BudgetHolder::evict(std::uint64_t u, std::size_t i, double when, std::uint6
     if (rule_of_[b] >= 0 || held_out_[b] != 0) return Offer::dropped;
     const std::uint64_t size = iteration_->buffers[b].size;
     Copy copy;
-    copy.bytes = static_cast<double>(size);
+    copy.bytes = static_cast<double>(iteration_->buffers[b].moved_bytes());
     copy.ready_ns = std::max(when, gpu_ready_);  // ordered after the work issued before it
     copy.direction = d2h;
     const auto index = static_cast<std::uint32_t>(rule_.size());
@@ -293,7 +293,7 @@ void BudgetHolder::issue_rule_in(std::uint32_t index, std::uint64_t u, double wh
     return;
   }
   Copy copy;
-  copy.bytes = static_cast<double>(iteration_->buffers[r.buffer].size);
+  copy.bytes = static_cast<double>(iteration_->buffers[r.buffer].moved_bytes());
   copy.ready_ns = when;
   copy.dep = r.out;
   copy.direction = h2d;

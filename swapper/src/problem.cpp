@@ -22,6 +22,7 @@ constexpr std::string_view kHostTimed = "host-timed";    // the ops record's mar
 constexpr std::string_view kHostTime = "host=";          // a host-timed op's host time (Op::host_ns)
 constexpr std::string_view kSyncs = "syncs";             // a host-timed op's mark (Op::syncs)
 constexpr std::string_view kTransient = "transient=";    // an op's optional transient bytes (Op::transient_bytes)
+constexpr std::string_view kCopyBytes = "copy=";         // a buffer's optional bytes a copy moves (Buffer::copy_bytes)
 // Sizes and times far past any device, so sums over a whole iteration cannot overflow.
 constexpr std::uint64_t kMostBytes = std::uint64_t{1} << 50;    // 1 PiB per buffer
 constexpr std::uint64_t kMostNs = std::uint64_t{1} << 50;       // 13 days per op
@@ -143,7 +144,7 @@ std::uint64_t mark_number(const Record& r, std::string_view text, std::string_vi
 
 Buffer read_buffer(const Record& r, std::uint32_t ops) {
   if (r.size() < 6 || r.word(0) != "buffer")
-    r.fail("expected a 'buffer' record: buffer ID SIZE ALLOC FREE FLAGS OP:MODE...");
+    r.fail("expected a 'buffer' record: buffer ID SIZE ALLOC FREE FLAGS [copy=BYTES] OP:MODE...");
   Buffer b;
   b.id = r.integer(1, "buffer id", kMostId);
   b.size = r.integer(2, "size", kMostBytes);
@@ -160,7 +161,12 @@ Buffer read_buffer(const Record& r, std::uint32_t ops) {
         r.fail(fmt::format("flags '{}': expected '-' or the letters p (persistent) and u (not swappable)", flags));
     }
   }
-  for (std::size_t i = 6; i < r.size(); ++i) {
+  std::size_t first_access = 6;
+  if (r.size() > 6 && r.word(6).starts_with(kCopyBytes)) {
+    b.copy_bytes = mark_number(r, r.word(6).substr(kCopyBytes.size()), "copy bytes", b.size);
+    first_access = 7;
+  }
+  for (std::size_t i = first_access; i < r.size(); ++i) {
     const std::string_view text = r.word(i);
     const std::size_t colon = text.find(':');
     if (colon == std::string_view::npos) r.fail(fmt::format("access '{}': expected OP:MODE", text));
@@ -215,6 +221,7 @@ void write_problem(std::ostream& out, const Problem& p) {
     if (!b.swappable) flags += 'u';
     line = fmt::format("buffer {} {} {} {} {}", b.id, b.size, b.alloc_before_op, b.free_after_op,
                        flags.empty() ? "-" : flags);
+    if (b.moved_bytes() != b.size) fmt::format_to(std::back_inserter(line), " {}{}", kCopyBytes, b.moved_bytes());
     for (const Access& a : b.accesses) fmt::format_to(std::back_inserter(line), " {}:{}", a.op, mode_name(a.mode));
     line += '\n';
     out << line;

@@ -84,8 +84,8 @@ double SafetyNet::between(std::uint64_t a, std::uint64_t b) const {
 }
 
 std::uint64_t SafetyNet::issue_for(std::uint32_t b, std::uint64_t now, std::uint64_t use) const {
-  const double size = static_cast<double>(iteration_->buffers[b].size);
-  const double need = kLeadMargin * (h2d_latency_ns_ + size / h2d_bytes_per_ns_);
+  const double bytes = static_cast<double>(iteration_->buffers[b].moved_bytes());  // what its copy moves
+  const double need = kLeadMargin * (h2d_latency_ns_ + bytes / h2d_bytes_per_ns_);
   std::uint64_t lo = now + 1;
   if (lo >= use || between(lo, use) < need) return std::min(lo, use);
   std::uint64_t hi = use;  // between(hi, use) = 0 < need: the answer lies in [lo, hi)

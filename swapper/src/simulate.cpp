@@ -133,6 +133,8 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
     }
   }
   const auto size_of = [&](std::uint32_t s) { return iteration.buffers[plan[s].gap.buffer].size; };
+  // What its copies move (the link's time), less than its size where the footprint is rounded up.
+  const auto moved_of = [&](std::uint32_t s) { return iteration.buffers[plan[s].gap.buffer].moved_bytes(); };
   const std::size_t total = n * rounds;
   w.start.assign(total, 0.0);
   w.end.assign(total, 0.0);
@@ -214,7 +216,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
       for_each_in([&](std::uint32_t s, std::uint32_t key) {
         if (hold != 0) w.holder.scheduled_in(key);
         detail::Copy copy;
-        copy.bytes = static_cast<double>(size_of(s));
+        copy.bytes = static_cast<double>(moved_of(s));
         copy.ready_ns = issue;
         copy.dep = w.out_copy[key];
         copy.direction = detail::h2d;
@@ -259,7 +261,7 @@ const Simulation& Simulator::run_trusted(const Iteration& iteration, const Sched
         const std::int64_t inst = instance(plan[s].out_after_op, r);
         if (inst < 0) continue;
         detail::Copy copy;
-        copy.bytes = static_cast<double>(size_of(s));
+        copy.bytes = static_cast<double>(moved_of(s));
         copy.ready_ns = host_timed ? std::max(w.end[u], host_clock) : w.end[u];  // issued at the next op's hook
         copy.direction = detail::d2h;
         const auto key = static_cast<std::uint32_t>(s * rounds + inst);

@@ -67,6 +67,34 @@ TEST_CASE("swap schedule: allocations freed before the next item are its op's tr
   CHECK(in->iteration.ops[1].transient_bytes == 8 * MiB);
 }
 
+// A buffer's footprint is what the budget counts (its size in the swapper's input), its own bytes
+// what a copy of it moves (swapper::Buffer::copy_bytes); one alive at the start without them
+// copies its footprint.
+TEST_CASE("swap schedule: the input carries what a copy of each buffer moves", "[engine][swap][schedule]") {
+  IterationLog log;
+  log.clear();
+  log.alive(BufferName{Birth::persistent, 0x1000}, 2 * MiB, 0x1000);
+  log.allocated(0, 8 * MiB, 0x4000, 6422528);
+  log.allocated(1, 2 * MiB, 0x5000);
+  (void)log.item();
+  log.used(BufferName{Birth::current, 0});
+  log.used(BufferName{Birth::current, 1});
+  log.used(BufferName{Birth::persistent, 0x1000});
+  (void)log.item();
+  log.used(BufferName{Birth::current, 0});
+  log.freed(BufferName{Birth::current, 0});
+  log.freed(BufferName{Birth::current, 1});
+  std::string why;
+  const auto in = log.to_input(gpu_times({10, 20}), why);
+  REQUIRE(in);
+  const swapper::Buffer& activation = named(*in, Birth::current, 0);
+  CHECK(activation.size == 8 * MiB);
+  CHECK(activation.copy_bytes == 6422528);
+  CHECK(activation.moved_bytes() == 6422528);
+  CHECK(named(*in, Birth::current, 1).moved_bytes() == 2 * MiB);
+  CHECK(named(*in, Birth::persistent, 0x1000).moved_bytes() == 2 * MiB);
+}
+
 TEST_CASE("swap schedule: an observed iteration as the swapper's input", "[engine][swap][schedule]") {
   IterationLog log;
   log.clear();

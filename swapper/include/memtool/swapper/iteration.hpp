@@ -50,8 +50,11 @@ struct Access {
 };
 
 struct Buffer {
-  std::uint64_t id = 0;               // the caller's id (a trace BufferId, an engine slot); not interpreted
-  std::uint64_t size = 0;             // bytes
+  std::uint64_t id = 0;    // the caller's id (a trace BufferId, an engine slot); not interpreted
+  std::uint64_t size = 0;  // bytes (on the device: its footprint)
+  // The bytes a copy of it moves over the link, where fewer than `size` (the executor copies the
+  // allocation's bytes, not the rounded footprint it maps); 0: `size`. Memory counts `size`.
+  std::uint64_t copy_bytes = 0;
   std::uint32_t alloc_before_op = 0;  // ignored when persistent
   std::uint32_t free_after_op = 0;    // ignored when persistent
   bool persistent = false;            // lives across iterations (allocated before the loop, never freed)
@@ -61,6 +64,8 @@ struct Buffer {
   std::vector<Access> accesses;  // sorted by op, at most one per op
 
   [[nodiscard]] bool crosses_iteration() const { return !persistent && alloc_before_op > free_after_op; }
+  // What a copy of it moves (copy_bytes, else size).
+  [[nodiscard]] std::uint64_t moved_bytes() const { return copy_bytes != 0 && copy_bytes < size ? copy_bytes : size; }
   // Live while op `op` runs.
   [[nodiscard]] bool live_at(std::uint32_t op) const;
 };

@@ -11,9 +11,12 @@
 //                                   not 0 (files before it read as 0)
 //   ops COUNT [host-timed]  then COUNT lines:  op DURATION_NS STREAM launch|copy|memset [reaches-all]
 //                                              [host=NS [syncs]]   (host=: every op of a host-timed file)
-//   buffers COUNT        then COUNT lines:  buffer ID SIZE ALLOC_BEFORE FREE_AFTER FLAGS OP:MODE...
+//   buffers COUNT        then COUNT lines:  buffer ID SIZE ALLOC_BEFORE FREE_AFTER FLAGS [copy=BYTES]
+//                                           OP:MODE...
 //   end
-// FLAGS is "-" or letters: p (persistent), u (not swappable); MODE is r, w or rw. An op marked
+// FLAGS is "-" or letters: p (persistent), u (not swappable); MODE is r, w or rw; copy=: the
+// bytes a copy of it moves where fewer than SIZE (Buffer::copy_bytes; files without it copy
+// SIZE). An op marked
 // reaches-all may reach every buffer (Op::reaches_all); files written before the mark read as
 // none. Lines starting with '#' are comments. Doubles are written in their shortest form that
 // reads back exact.

@@ -6,7 +6,8 @@
 // (FIFO); a copy starts when its engine is free, its trigger has passed and (swap-in) its own
 // copy-out has finished; it takes the link's latency and then its bytes at the link's bandwidth,
 // divided by the duplex factor while the other engine is moving data too (an exact event
-// simulation of the two rates).
+// simulation of the two rates). A copy moves the buffer's own bytes (Buffer::moved_bytes: the
+// executor copies the allocation, not the footprint it maps); memory counts its size.
 //
 // Memory: a buffer occupies its bytes from the start of the op it is allocated before to the end
 // of the op it is freed after; a swapped buffer's bytes are released when its copy-out finishes
