@@ -10,7 +10,7 @@ namespace memtool::engine::detail {
 
 void ScheduleDriver::start_log() {
   IterationLog& log = moves_.learner.start();
-  for (const auto& [ptr, b] : buffers_) log.alive(BufferNames::name_of(ptr, b), b.footprint, ptr);
+  for (const auto& [ptr, b] : buffers_) log.alive(BufferNames::name_of(ptr, b), b.footprint, ptr, b.size);
 }
 
 void ScheduleDriver::at_boundary(double iteration_ns) {
