@@ -118,23 +118,20 @@ CUresult missing_driver(HookId id) noexcept {
 
 namespace {
 
-GetProcAddressV2 real_get_proc_v2() {
-  GetProcAddressV2 real = g_real_get_proc_v2.load(std::memory_order_acquire);
+// The driver's `name`, looked up the first time it is asked for (and again while not found).
+template <class F>
+F cached_driver_symbol(std::atomic<F>& slot, const char* name) {
+  F real = slot.load(std::memory_order_acquire);
   if (real == nullptr) {
-    real = reinterpret_cast<GetProcAddressV2>(driver_symbol("cuGetProcAddress_v2"));
-    g_real_get_proc_v2.store(real, std::memory_order_release);
+    real = reinterpret_cast<F>(driver_symbol(name));
+    slot.store(real, std::memory_order_release);
   }
   return real;
 }
 
-GetProcAddressV1 real_get_proc_v1() {
-  GetProcAddressV1 real = g_real_get_proc_v1.load(std::memory_order_acquire);
-  if (real == nullptr) {
-    real = reinterpret_cast<GetProcAddressV1>(driver_symbol("cuGetProcAddress"));
-    g_real_get_proc_v1.store(real, std::memory_order_release);
-  }
-  return real;
-}
+GetProcAddressV2 real_get_proc_v2() { return cached_driver_symbol(g_real_get_proc_v2, "cuGetProcAddress_v2"); }
+
+GetProcAddressV1 real_get_proc_v1() { return cached_driver_symbol(g_real_get_proc_v1, "cuGetProcAddress"); }
 
 // Keeps the first real resolver we learn of; never stores one of ours.
 template <class F>

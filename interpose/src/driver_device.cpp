@@ -19,6 +19,14 @@ Status status(CUresult result) { return static_cast<Status>(result); }
 
 using InternalCall = CaptureTracker::InternalCall;
 
+// An event created with `flags`; `out` set only when the driver made one.
+Status new_event(const DriverFunctions& f, unsigned int flags, engine::EventId* out) {
+  CUevent event = nullptr;
+  const CUresult result = f.event_create(&event, flags);
+  if (result == CUDA_SUCCESS) *out = reinterpret_cast<std::uintptr_t>(event);
+  return status(result);
+}
+
 }  // namespace
 
 // --- capture safety -----------------------------------------------------------------------------
@@ -193,10 +201,7 @@ Status DriverDevice::memory_info(std::uint64_t* free_bytes, std::uint64_t* total
 
 Status DriverDevice::create_event(engine::EventId* out) {
   const InternalCall internal(captures_);
-  CUevent event = nullptr;
-  const CUresult result = f_.event_create(&event, CU_EVENT_DISABLE_TIMING);
-  if (result == CUDA_SUCCESS) *out = reinterpret_cast<std::uintptr_t>(event);
-  return status(result);
+  return new_event(f_, CU_EVENT_DISABLE_TIMING, out);
 }
 
 Status DriverDevice::record_event(engine::EventId event, engine::StreamId stream) {
@@ -241,10 +246,7 @@ Status DriverDevice::synchronize_event(engine::EventId event) {
 
 Status DriverDevice::create_timing_event(engine::EventId* out) {
   const InternalCall internal(captures_);
-  CUevent event = nullptr;
-  const CUresult result = f_.event_create(&event, CU_EVENT_DEFAULT);
-  if (result == CUDA_SUCCESS) *out = reinterpret_cast<std::uintptr_t>(event);
-  return status(result);
+  return new_event(f_, CU_EVENT_DEFAULT, out);
 }
 
 // cuEventElapsedTime_v2 (CUDA 12.8 on); older drivers have only the first version, which memtool

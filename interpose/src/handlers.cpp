@@ -148,30 +148,17 @@ void pitched_upload(Recorder& recorder, CUresult result, const Copy* p) {
   }
 }
 
-template <class F>
-CUresult copy2d(const Call<F>& call, const CUDA_MEMCPY2D* p, CUstream stream, bool async) {
-  if (p != nullptr) {
-    record_copy(call, copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height, copy_kind(*p),
-                stream_of(call, stream), async);
-  }
-  CUresult result;
-  if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY2D*>) {
-    result = call.real(p);
-  } else {
-    result = call.real(p, stream);
-  }
-  pitched_upload(call.recorder, result, p);
-  return result;
-}
+std::uint64_t pitched_bytes(const CUDA_MEMCPY2D& c) { return std::uint64_t{c.WidthInBytes} * c.Height; }
+std::uint64_t pitched_bytes(const CUDA_MEMCPY3D& c) { return std::uint64_t{c.WidthInBytes} * c.Height * c.Depth; }
 
-template <class F>
-CUresult copy3d(const Call<F>& call, const CUDA_MEMCPY3D* p, CUstream stream, bool async) {
+// cuMemcpy2D and cuMemcpy3D, synchronous (the real function takes no stream) or async.
+template <class F, class Copy>
+CUresult pitched_copy(const Call<F>& call, const Copy* p, CUstream stream, bool async) {
   if (p != nullptr) {
-    record_copy(call, copy_dst(*p), copy_src(*p), std::uint64_t{p->WidthInBytes} * p->Height * p->Depth, copy_kind(*p),
-                stream_of(call, stream), async);
+    record_copy(call, copy_dst(*p), copy_src(*p), pitched_bytes(*p), copy_kind(*p), stream_of(call, stream), async);
   }
   CUresult result;
-  if constexpr (std::is_invocable_v<F, const CUDA_MEMCPY3D*>) {
+  if constexpr (std::is_invocable_v<F, const Copy*>) {
     result = call.real(p);
   } else {
     result = call.real(p, stream);
@@ -450,26 +437,26 @@ CUresult handle_cuMemcpyDtoDAsync_v2(const Call<fn::cuMemcpyDtoDAsync_v2>& call,
 }
 
 CUresult handle_cuMemcpy2D_v2(const Call<fn::cuMemcpy2D_v2>& call, const CUDA_MEMCPY2D* pCopy) noexcept {
-  return copy2d(call, pCopy, nullptr, false);
+  return pitched_copy(call, pCopy, nullptr, false);
 }
 
 CUresult handle_cuMemcpy2DUnaligned_v2(const Call<fn::cuMemcpy2DUnaligned_v2>& call,
                                        const CUDA_MEMCPY2D* pCopy) noexcept {
-  return copy2d(call, pCopy, nullptr, false);
+  return pitched_copy(call, pCopy, nullptr, false);
 }
 
 CUresult handle_cuMemcpy2DAsync_v2(const Call<fn::cuMemcpy2DAsync_v2>& call, const CUDA_MEMCPY2D* pCopy,
                                    CUstream hStream) noexcept {
-  return copy2d(call, pCopy, hStream, true);
+  return pitched_copy(call, pCopy, hStream, true);
 }
 
 CUresult handle_cuMemcpy3D_v2(const Call<fn::cuMemcpy3D_v2>& call, const CUDA_MEMCPY3D* pCopy) noexcept {
-  return copy3d(call, pCopy, nullptr, false);
+  return pitched_copy(call, pCopy, nullptr, false);
 }
 
 CUresult handle_cuMemcpy3DAsync_v2(const Call<fn::cuMemcpy3DAsync_v2>& call, const CUDA_MEMCPY3D* pCopy,
                                    CUstream hStream) noexcept {
-  return copy3d(call, pCopy, hStream, true);
+  return pitched_copy(call, pCopy, hStream, true);
 }
 
 // --- memsets ----------------------------------------------------------------------------------------

@@ -26,6 +26,18 @@ struct Wire {
 };
 static_assert(sizeof(Wire) <= sizeof(CUipcMemHandle::reserved));
 
+// Fills the program's handle with a memtool handle of `kind` from this process (zeros after it).
+void write_handle(CUipcMemHandle* handle, WireKind kind, std::uint64_t a, std::uint64_t b) {
+  Wire wire{};
+  std::memcpy(wire.magic, kMagic, sizeof kMagic);
+  wire.kind = kind;
+  wire.pid = static_cast<std::int32_t>(getpid());
+  wire.a = a;
+  wire.b = b;
+  std::memset(handle, 0, sizeof *handle);
+  std::memcpy(handle->reserved, &wire, sizeof wire);
+}
+
 std::string registry_path(int pid, std::uint64_t serial) {
   return std::string(IpcBridge::kRegistryDir) + "/memtool-ipc." + std::to_string(pid) + "." + std::to_string(serial);
 }
@@ -99,14 +111,7 @@ CUresult IpcBridge::export_piece(CUipcMemHandle* handle, CUdeviceptr ptr, CUdevi
     e.serial = serial;
     exported_count_.store(exported_.size(), std::memory_order_relaxed);
   }
-  Wire wire{};
-  std::memcpy(wire.magic, kMagic, sizeof kMagic);
-  wire.kind = WireKind::piece;
-  wire.pid = static_cast<std::int32_t>(getpid());
-  wire.a = e.serial;
-  wire.b = ptr - base;
-  std::memset(handle, 0, sizeof *handle);
-  std::memcpy(handle->reserved, &wire, sizeof wire);
+  write_handle(handle, WireKind::piece, e.serial, ptr - base);
   return CUDA_SUCCESS;
 }
 
@@ -137,14 +142,7 @@ CUresult IpcBridge::export_mapping(CUipcMemHandle* handle, CUdeviceptr ptr) {
     e.fd = fd;
     exported_count_.store(exported_.size(), std::memory_order_relaxed);
   }
-  Wire wire{};
-  std::memcpy(wire.magic, kMagic, sizeof kMagic);
-  wire.kind = WireKind::mapping;
-  wire.pid = static_cast<std::int32_t>(getpid());
-  wire.a = static_cast<std::uint64_t>(e.fd);
-  wire.b = bytes;
-  std::memset(handle, 0, sizeof *handle);
-  std::memcpy(handle->reserved, &wire, sizeof wire);
+  write_handle(handle, WireKind::mapping, static_cast<std::uint64_t>(e.fd), bytes);
   return CUDA_SUCCESS;
 }
 

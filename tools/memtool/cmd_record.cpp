@@ -97,13 +97,8 @@ std::function<int()> setup_record(CLI::App& sub) {
       fmt::print(stderr, "memtool: error: -o {}: that is {}; the trace would replace it\n", args->output, what);
       return 2;
     }
-    const std::string library = memtool::cli::find_preload_library();
-    if (library.empty()) {
-      fmt::print(stderr,
-                 "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set "
-                 "MEMTOOL_LIBRARY, or see memtool doctor\n");
-      return 1;
-    }
+    const std::string library = memtool::cli::find_preload_library_or_say();
+    if (library.empty()) return 1;
     memtool::cli::say_strategy("record", library, "");
     pid_t child = 0;
     std::vector<std::pair<std::string, std::string>> variables{{"MEMTOOL_TRACE", args->output},

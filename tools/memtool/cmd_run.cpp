@@ -128,13 +128,8 @@ std::function<int()> setup_run(CLI::App& sub) {
         return 2;
       }
     }
-    const std::string library = memtool::cli::find_preload_library();
-    if (library.empty()) {
-      fmt::print(stderr,
-                 "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set "
-                 "MEMTOOL_LIBRARY, or see memtool doctor\n");
-      return 1;
-    }
+    const std::string library = memtool::cli::find_preload_library_or_say();
+    if (library.empty()) return 1;
     const bool engine = args->strategy != "off";  // the strategies with a summary to show
     std::string summary = args->summary;
     const bool temporary = engine && summary.empty();

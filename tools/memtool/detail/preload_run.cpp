@@ -43,6 +43,16 @@ std::string find_preload_library() {
   return {};
 }
 
+std::string find_preload_library_or_say() {
+  std::string library = find_preload_library();
+  if (library.empty()) {
+    fmt::print(stderr,
+               "memtool: error: libmemtool.so not found (in ../lib, beside memtool, or the build tree); set "
+               "MEMTOOL_LIBRARY, or see memtool doctor\n");
+  }
+  return library;
+}
+
 const std::vector<FrameworkSwitch>& framework_switches() {
   static const std::vector<FrameworkSwitch> switches = {
       {"PyTorch",

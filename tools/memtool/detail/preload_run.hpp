@@ -16,6 +16,10 @@ namespace memtool::cli {
 // (build/tools/memtool/memtool → build/interpose/libmemtool.so). Empty when not found.
 [[nodiscard]] std::string find_preload_library();
 
+// find_preload_library for memtool record and run: when not found, says so on stderr (where it
+// looked, and what to do) and returns empty.
+[[nodiscard]] std::string find_preload_library_or_say();
+
 // The strategy memtool run/record runs with, said before the program starts: what it will do,
 // and which libmemtool.so. `budget`: MEMTOOL_BUDGET as the program will get it ("" when none).
 void say_strategy(const std::string& strategy, const std::string& library, const std::string& budget);

@@ -23,68 +23,30 @@ enum class SwapMode : std::uint8_t { uvm, explicit_copies };
 // auto: memtool decides (the option says when); on and off: as the user says.
 enum class Toggle : std::uint8_t { automatic, on, off };
 
+// The C++ type an option of each OptionType parses to (a type without a line here does not compile).
 template <OptionType T>
 struct OptionValue;
-template <>
-struct OptionValue<OptionType::flag> {
-  using type = bool;
-};
-template <>
-struct OptionValue<OptionType::count> {
-  using type = std::uint32_t;
-};
-template <>
-struct OptionValue<OptionType::count_or_zero> {
-  using type = std::uint32_t;
-};
-template <>
-struct OptionValue<OptionType::bytes> {
-  using type = std::uint64_t;
-};
-template <>
-struct OptionValue<OptionType::rate> {
-  using type = std::uint64_t;
-};  // bytes per second
-template <>
-struct OptionValue<OptionType::buffer_size> {
-  using type = std::uint64_t;
-};
-template <>
-struct OptionValue<OptionType::strategy> {
-  using type = std::string;
-};  // an engine strategy, or off
-template <>
-struct OptionValue<OptionType::log_level> {
-  using type = LogLevel;
-};
-template <>
-struct OptionValue<OptionType::path> {
-  using type = std::string;
-};
-template <>
-struct OptionValue<OptionType::path_template> {
-  using type = std::string;
-};
-template <>
-struct OptionValue<OptionType::regex> {
-  using type = std::string;
-};
-template <>
-struct OptionValue<OptionType::toggle> {
-  using type = Toggle;
-};
-template <>
-struct OptionValue<OptionType::budget> {
-  using type = Budget;
-};
-template <>
-struct OptionValue<OptionType::swap_mode> {
-  using type = SwapMode;
-};
-template <>
-struct OptionValue<OptionType::swap_policy> {
-  using type = std::string;
-};  // a swapper strategy, or belady
+#define MEMTOOL_OPTION_VALUE(kind, value_type) \
+  template <>                                  \
+  struct OptionValue<OptionType::kind> {       \
+    using type = value_type;                   \
+  }
+MEMTOOL_OPTION_VALUE(flag, bool);
+MEMTOOL_OPTION_VALUE(count, std::uint32_t);
+MEMTOOL_OPTION_VALUE(count_or_zero, std::uint32_t);
+MEMTOOL_OPTION_VALUE(bytes, std::uint64_t);
+MEMTOOL_OPTION_VALUE(rate, std::uint64_t);  // bytes per second
+MEMTOOL_OPTION_VALUE(buffer_size, std::uint64_t);
+MEMTOOL_OPTION_VALUE(strategy, std::string);  // an engine strategy, or off
+MEMTOOL_OPTION_VALUE(log_level, LogLevel);
+MEMTOOL_OPTION_VALUE(path, std::string);
+MEMTOOL_OPTION_VALUE(path_template, std::string);
+MEMTOOL_OPTION_VALUE(regex, std::string);
+MEMTOOL_OPTION_VALUE(toggle, Toggle);
+MEMTOOL_OPTION_VALUE(budget, Budget);
+MEMTOOL_OPTION_VALUE(swap_mode, SwapMode);
+MEMTOOL_OPTION_VALUE(swap_policy, std::string);  // a swapper strategy, or belady
+#undef MEMTOOL_OPTION_VALUE
 
 struct Options {
 #define MEMTOOL_OPTION(field, NAME, kind, default_value, description) \
