@@ -3,7 +3,7 @@
 // memory), but not behind the copies out of other buffers: queued behind them, the freed bytes
 // would stay held until those land, and a copy back that needs them would wait for copies it
 // has nothing to do with. White-box on the simulated device: which stream each copy out and the
-// free's event go on.
+// free's event go on (a free behind its own copy out under way: the adaptor's deallocate).
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -64,7 +64,7 @@ struct Rig {
 
 }  // namespace
 
-TEST_CASE("swap free: a synchronous free waits for its users and its own copy out, not for other buffers' copies out",
+TEST_CASE("swap free: a synchronous free waits for its buffer's users, not for other buffers' copies out",
           "[engine][swap]") {
   Rig rig(8 * MiB);
   const DevicePtr a = rig.alloc(4 * MiB);
@@ -82,10 +82,7 @@ TEST_CASE("swap free: a synchronous free waits for its users and its own copy ou
   CHECK(rig.device.last_record != copies_out);
   CHECK(rig.device.last_record != 1);  // nor on the program's stream: the host free orders none
 
-  // a's own copy out reads the memory the free releases: behind it.
-  REQUIRE(rig.swap->deallocate(a, MemoryKind::device, 0) == kSuccess);
-  CHECK(rig.device.last_record == copies_out);
-
+  CHECK(rig.swap->deallocate(a, MemoryKind::device, 0) == kSuccess);
   CHECK(rig.swap->deallocate(c, MemoryKind::device, 0) == kSuccess);
   rig.swap->shutdown(true);
   CHECK(rig.device.sim.live_bytes() == 0);
