@@ -165,6 +165,7 @@ class SwapAdaptor final : public Adaptor {
       if (driver_.schedule() != nullptr && !driver_.schedule()->expects(b.ordinal, b.footprint))
         driver_.drop("an allocation differs from the plan's");
     }
+    b.blank = true;  // nothing has written it yet
     b.id = kSwapIdTag | ++next_id_;
     b.streams.push_back(request.stream);
     b.last_work = work_;
@@ -263,6 +264,7 @@ class SwapAdaptor final : public Adaptor {
     for (const DevicePtr base : item.touched) {
       if (buffers_.contains(base)) current.push_back(base);
     }
+    unblank(item);
     // Work that may reach a buffer in motion waits for its copy: a wait of this iteration's swapping,
     // not the item's own time (op_timer.hpp).
     bool waits = remaps_ && reach_.keep_still_under(item, in_flight);  // the stream waits for a copy before this item
@@ -273,6 +275,7 @@ class SwapAdaptor final : public Adaptor {
     for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
       oracle_.used(key_of(base, b), now);
+      b.blank = false;
       if (learner_.logging()) learner_.log().used(name_of(base, b));
       if (!b.resident && !b.pinned) {
         learner_.meter().host_costs().copying(true, [&] { rule_ins_.now(base, b, stream); });
@@ -487,6 +490,20 @@ class SwapAdaptor final : public Adaptor {
   }
 
  private:
+  // Work that may write a buffer without touching it by an argument (it may reach it, or reach
+  // every buffer): its bytes may mean something from now on (SwapBuffer::blank; those it touches
+  // are marked as it uses them).
+  void unblank(const WorkItem& item) {
+    if (item.reaches_all) {
+      for (auto& [ptr, b] : buffers_) b.blank = false;
+      return;
+    }
+    for (const DevicePtr base : item.reached) {
+      const auto it = buffers_.find(base);
+      if (it != buffers_.end()) it->second.blank = false;
+    }
+  }
+
   // Explicit copies where asked for and the driver can, else managed memory.
   static std::unique_ptr<detail::SwapMover> make_mover(Device& device, const SwapOptions& options,
                                                        detail::SpareEvents& events, detail::HostWaits& waits) {

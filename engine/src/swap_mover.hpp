@@ -70,6 +70,10 @@ struct SwapBuffer {
   bool kept_out = false;           // within its lead, but not brought back for want of room
   std::uint64_t ordinal = 0;       // its allocation's place in the iteration that made it
   Birth birth = Birth::persistent;
+  // Allocated by the policy and no work may have written it since (none used it, none that may
+  // reach every buffer ran): its bytes mean nothing yet, so a mover that can leaves it without a
+  // copy (SwapMover::copies_blank).
+  bool blank = false;
   bool pinned = false;  // exported, or its address went where memtool cannot follow: never moves again
   // MEMTOOL_SWAP_VERIFY (swap_verify.hpp): the checksum of its bytes when it last left, and the
   // work item then.
@@ -115,6 +119,8 @@ class SwapMover {
   // Queue its move to the host on `side` (already ordered after its last use), `watch` told
   // around its copy. False: it stays.
   virtual bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side, CopyWatch& watch) = 0;
+  // Whether move_out copies a blank buffer's bytes too (false: it moves its place only).
+  [[nodiscard]] virtual bool copies_blank() const { return true; }
   // Queue its move back on `stream`: work queued on `stream` after this sees its bytes; `watch`
   // told around its copy, if it needs one. False: no device memory for it now (it stays on the
   // host, still readable there).

@@ -50,6 +50,7 @@ class VmmMover final : public SwapMover {
       : device_(device), events_(events), waits_(waits), granule_(granule), host_limit_(host_limit) {}
 
   std::string_view mode() const override { return "explicit"; }
+  bool copies_blank() const override { return false; }
   std::uint64_t footprint_of(std::uint64_t size) const override { return round_up(size, granule_); }
 
   Status allocate(SwapBuffer& b, StreamId, DevicePtr* out) override {
@@ -124,13 +125,16 @@ class VmmMover final : public SwapMover {
       give_slot(index);
       return false;
     }
-    watch.queuing(side);
-    if (device_.copy_device(slots_[index].view, ptr, b.size, side) != kSuccess) {
-      events_.give(done);
-      give_slot(index);
-      return false;
+    // A blank buffer's bytes mean nothing: its host slot is taken as it is, no copy.
+    if (!b.blank) {
+      watch.queuing(side);
+      if (device_.copy_device(slots_[index].view, ptr, b.size, side) != kSuccess) {
+        events_.give(done);
+        give_slot(index);
+        return false;
+      }
+      watch.queued(side);
     }
-    watch.queued(side);
     if (device_.record_event(done, side) != kSuccess) {
       // The copy is queued but cannot be tracked: the slot may still be written; keep the buffer.
       events_.give(done);

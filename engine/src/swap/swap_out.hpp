@@ -2,10 +2,12 @@
 // save-on-cpu, on a program stream given), ordered after all work queued so far on every stream
 // the program used (not only the buffer's users': work that reaches it through memory memtool
 // cannot read, queued before now, has then run before the copy reads it), and after a copy back
-// still under way. Which buffer leaves, and when, is the policy's (the rule, or a schedule's
-// trigger); this part only refuses what may not move: a pinned buffer, and any move while a
-// stream waits for a value the program has not written (HostWaits: a copy joined after every
-// stream would wait behind it, and so would any work that then needs the buffer back, a hang).
+// still under way; a buffer no work has written yet leaves without a copy where the mover can
+// (its bytes mean nothing, SwapBuffer::blank). Which buffer leaves, and when, is the policy's (the
+// rule, or a schedule's trigger); this part only refuses what may not move: a pinned buffer, and
+// any move while a stream waits for a value the program has not written (HostWaits: a copy joined
+// after every stream would wait behind it, and so would any work that then needs the buffer back,
+// a hang).
 // Not thread-safe: the swap policy's lock.
 #pragma once
 
@@ -37,7 +39,11 @@ class SwapOut {
       moves_.events.give(b.arrival);
       b.arrival_pending = false;
     }
-    if (!SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_host, b.size, true,
+    // Verification reads the bytes that left when they come back: they are copied, as they are.
+    if (moves_.verify != nullptr) b.blank = false;
+    // A blank buffer leaves without a copy where the mover can: no link time to meter.
+    const bool copies = !b.blank || moves_.mover.copies_blank();
+    if (!SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_host, b.size, copies,
                                  [&](CopyWatch& watch) { return moves_.mover.move_out(ptr, b, side, watch); })) {
       return false;
     }

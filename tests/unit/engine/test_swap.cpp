@@ -1,8 +1,8 @@
 // Explicit swapping (MEMTOOL_SWAP_MODE=explicit) on the simulated device, whose vector clocks
 // count every copy or kernel that touches bytes without being ordered after their last user:
-// a buffer goes out and comes back with its bytes, every copy is ordered after the buffer's
-// users, an access the policy never saw reaches the host copy mapped at the buffer's address,
-// and nothing is left on the device at the end.
+// a buffer goes out and comes back with its bytes (one nothing wrote leaves without a copy),
+// every copy is ordered after the buffer's users, an access the policy never saw reaches the host
+// copy mapped at the buffer's address, and nothing is left on the device at the end.
 #include <catch2/catch.hpp>
 
 #include "memtool/engine/resources.hpp"
@@ -99,6 +99,39 @@ TEST_CASE("explicit swap: while out, its address reaches the host copy; what was
   CHECK(rig.swap->deallocate(b, MemoryKind::device, 0) == kSuccess);
   rig.swap->shutdown(true);
   CHECK(rig.device.live_bytes() == 0);
+}
+
+// A buffer nothing has written leaves without a copy (SwapBuffer::blank): its bytes mean
+// nothing. Once work may have written it (touching it, or reaching every buffer), it leaves with
+// them. Each: a of 4 MiB, then b of 4 MiB in a 5 MiB budget sends a out, and a is used again.
+TEST_CASE("explicit swap: a buffer nothing wrote leaves without a copy, one work may have written with its bytes",
+          "[engine][swap]") {
+  const StreamId s1 = 1;
+  const auto run = [&](int written_by) {
+    SwapRig rig(5 * MiB);
+    const DevicePtr a = rig.alloc(4 * MiB);
+    REQUIRE(rig.device.fill(a, 4 * MiB, 21));  // on the device, but nothing memtool saw wrote it
+    if (written_by == 1) rig.kernel(a, 4 * MiB, s1);
+    if (written_by == 2) {
+      WorkItem item;
+      item.stream = s1;
+      item.reaches_all = true;  // reads a table of pointers memtool cannot follow
+      rig.swap->before_item(item);
+    }
+    const DevicePtr b = rig.alloc(4 * MiB);  // sends a out
+    rig.kernel(b, 4 * MiB, s1);
+    CHECK(rig.summary().bytes_swapped_out >= 4 * MiB);
+    rig.kernel(a, 4 * MiB, s1);  // back on the device
+    const bool kept = rig.device.verify(a, 4 * MiB, 21);
+    CHECK(rig.device.violations() == 0);
+    CHECK(rig.swap->deallocate(a, MemoryKind::device, 0) == kSuccess);
+    CHECK(rig.swap->deallocate(b, MemoryKind::device, 0) == kSuccess);
+    rig.swap->shutdown(true);
+    return kept;
+  };
+  CHECK_FALSE(run(0));
+  CHECK(run(1));
+  CHECK(run(2));
 }
 
 // A buffer the rule brings back ahead for its name's next use, which the program frees before

@@ -1,6 +1,7 @@
 // The swap policy's parts that move buffers (engine/src/swap/: swap_out.hpp, swap_in.hpp,
 // frees.hpp, schedule_applier.hpp), white-box on the simulated device with the explicit (VMM)
-// mover: a copy out ordered after the program's work and refused for a pinned buffer; a copy back
+// mover: a copy out ordered after the program's work and refused for a pinned buffer, none for a
+// buffer nothing has written; a copy back
 // on demand (settling what copies out still hold when there is no device memory), ahead, never
 // under work that may still read the host copy, yet not waiting for later work on its stream (its
 // users' marks, swap/user_marks.hpp); frees carried out only once the GPU reached them;
@@ -106,6 +107,22 @@ TEST_CASE("swap out: after the program's work on a side stream; a pinned buffer 
   CHECK(rig.mover->device_bytes() == 0);
   CHECK(rig.host_waited);
   CHECK(rig.device.verify(ptr, kSize, 7));  // read through its address, from the host copy
+  CHECK(rig.device.violations() == 0);
+}
+
+TEST_CASE("swap out: a buffer no work has written leaves without a copy, one written is copied", "[engine][swap]") {
+  MoveRig rig;
+  // The device holds bytes in both (the simulator's fill); only the second one's are the program's.
+  const DevicePtr blank = rig.add(3);
+  const DevicePtr written = rig.add(4, 1);
+  rig.buffers.at(blank).blank = true;
+
+  rig.out_and_landed(blank);
+  rig.out_and_landed(written);
+  CHECK(rig.counters.swap_outs == 2);
+  CHECK(rig.mover->device_bytes() == 0);
+  CHECK_FALSE(rig.device.verify(blank, kSize, 3));  // its host copy holds nothing that was on the device
+  CHECK(rig.device.verify(written, kSize, 4));
   CHECK(rig.device.violations() == 0);
 }
 
