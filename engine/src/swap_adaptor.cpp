@@ -204,6 +204,15 @@ class SwapAdaptor final : public Adaptor {
     live_bytes_ -= b.size;
     forget_name(ptr, b);
     timing_events_.give(b.timed_arrival);
+    if (b.blank && !b.leaving && !b.arrival_pending && !mover_->copies_blank()) {
+      // No work has used it or may reach it (SwapBuffer::blank): none queued touches its memory,
+      // which the explicit mover releases now, with no wait (the allocations a program frees
+      // unused). Managed memory's free waits for the device: it keeps the ordered path.
+      frees_.add_unordered(buffers_.extract(it));
+      collect_frees(false);
+      if (stopped_) mover_->trim();
+      return kSuccess;
+    }
     // Work queued before the free may still use the memory: a stream-ordered free on its
     // stream, a synchronous one (the driver would wait for the device) after every stream that
     // used it, joined on the frees' side stream (on the swap-out stream while its own copy out

@@ -119,7 +119,8 @@ class SwapMover {
   // Queue its move to the host on `side` (already ordered after its last use), `watch` told
   // around its copy. False: it stays.
   virtual bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side, CopyWatch& watch) = 0;
-  // Whether move_out copies a blank buffer's bytes too (false: it moves its place only).
+  // Whether move_out copies a blank buffer's bytes too. False (explicit): it moves its place
+  // only, its device memory released at once, and its free needs no ordering either.
   [[nodiscard]] virtual bool copies_blank() const { return true; }
   // Queue its move back on `stream`: work queued on `stream` after this sees its bytes; `watch`
   // told around its copy, if it needs one. False: no device memory for it now (it stays on the

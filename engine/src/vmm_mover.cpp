@@ -119,22 +119,29 @@ class VmmMover final : public SwapMover {
   bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side, CopyWatch& watch) override {
     std::uint32_t index = 0;
     if (!take_slot(b.footprint, index)) return false;
+    if (b.blank) {
+      // Its bytes mean nothing and no work queued uses its memory (none used or may reach it):
+      // the host slot is taken as it is, no copy, and the device memory goes now, not once the
+      // side stream has run the copies queued before.
+      b.host_slot = index + 1;
+      b.resident = false;
+      release_device(ptr, b);
+      map_host_copy(ptr, b);
+      return true;
+    }
     bool ok = false;
     const EventId done = events_.take(device_, ok);
     if (!ok) {
       give_slot(index);
       return false;
     }
-    // A blank buffer's bytes mean nothing: its host slot is taken as it is, no copy.
-    if (!b.blank) {
-      watch.queuing(side);
-      if (device_.copy_device(slots_[index].view, ptr, b.size, side) != kSuccess) {
-        events_.give(done);
-        give_slot(index);
-        return false;
-      }
-      watch.queued(side);
+    watch.queuing(side);
+    if (device_.copy_device(slots_[index].view, ptr, b.size, side) != kSuccess) {
+      events_.give(done);
+      give_slot(index);
+      return false;
     }
+    watch.queued(side);
     if (device_.record_event(done, side) != kSuccess) {
       // The copy is queued but cannot be tracked: the slot may still be written; keep the buffer.
       events_.give(done);
@@ -270,6 +277,12 @@ class VmmMover final : public SwapMover {
       return;
     }
     release_device(ptr, b);
+    map_host_copy(ptr, b);
+  }
+
+  // The address reaches the host copy (its device memory released): an access the plan did not
+  // foresee reads and writes the true bytes.
+  void map_host_copy(DevicePtr ptr, const SwapBuffer& b) {
     HostSlot& slot = slots_[b.host_slot - 1];
     if (device_.map(ptr, b.footprint, slot.memory) == kSuccess) {
       slot.mapped_at = ptr;

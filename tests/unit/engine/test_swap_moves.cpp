@@ -45,12 +45,20 @@ struct MoveRig : test::SwapMoveRig<SimDevice> {
 
   // A buffer born `ordinal`-th in this iteration, written by a kernel on the program's stream.
   DevicePtr add(std::uint32_t seed, std::uint64_t ordinal = 0) {
+    const DevicePtr ptr = add_blank(seed, ordinal);
+    buffers.at(ptr).blank = false;
+    REQUIRE(device.access(program, ptr, kSize));
+    return ptr;
+  }
+  // One allocated on `program` that no work has used (SwapBuffer::blank); its device bytes are
+  // `seed`'s all the same (the simulator's fill), which no copy should carry.
+  DevicePtr add_blank(std::uint32_t seed, std::uint64_t ordinal = 0) {
     SwapBuffer b;
     b.size = kSize;
+    b.blank = true;
     DevicePtr ptr = 0;
     REQUIRE(mover->allocate(b, program, &ptr) == kSuccess);
     REQUIRE(device.fill(ptr, kSize, seed));
-    REQUIRE(device.access(program, ptr, kSize));
     b.streams.push_back(program);
     names.born(ptr, b, ordinal);
     buffers.emplace(ptr, b);
@@ -113,15 +121,30 @@ TEST_CASE("swap out: after the program's work on a side stream; a pinned buffer 
 TEST_CASE("swap out: a buffer no work has written leaves without a copy, one written is copied", "[engine][swap]") {
   MoveRig rig;
   // The device holds bytes in both (the simulator's fill); only the second one's are the program's.
-  const DevicePtr blank = rig.add(3);
+  const DevicePtr blank = rig.add_blank(3);
   const DevicePtr written = rig.add(4, 1);
-  rig.buffers.at(blank).blank = true;
 
   rig.out_and_landed(blank);
   rig.out_and_landed(written);
   CHECK(rig.counters.swap_outs == 2);
   CHECK(rig.mover->device_bytes() == 0);
   CHECK_FALSE(rig.device.verify(blank, kSize, 3));  // its host copy holds nothing that was on the device
+  CHECK(rig.device.verify(written, kSize, 4));
+  CHECK(rig.device.violations() == 0);
+}
+
+TEST_CASE("swap out: a blank buffer's device memory goes at once, not behind the copies out queued before it",
+          "[engine][swap]") {
+  MoveRig rig;
+  const DevicePtr written = rig.add(4, 1);
+  const DevicePtr blank = rig.add_blank(3);
+  REQUIRE(rig.out.send(written, rig.buffers.at(written)));  // its copy under way
+  REQUIRE(rig.out.send(blank, rig.buffers.at(blank)));
+  CHECK_FALSE(rig.buffers.at(blank).leaving);  // out already: its memory is the mover's to reuse
+  CHECK_FALSE(rig.buffers.at(blank).resident);
+  CHECK(rig.buffers.at(written).leaving);
+  rig.frees.settle(true);
+  CHECK(rig.mover->device_bytes() == 0);
   CHECK(rig.device.verify(written, kSize, 4));
   CHECK(rig.device.violations() == 0);
 }
