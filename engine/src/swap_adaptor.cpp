@@ -215,14 +215,11 @@ class SwapAdaptor final : public Adaptor {
     }
     // Work queued before the free may still use the memory: a stream-ordered free on its
     // stream, a synchronous one (the driver would wait for the device) after every stream that
-    // used it, joined on the frees' side stream (on the swap-out stream while its own copy out
-    // is under way, which reads the memory: behind the copies out of other buffers it would hold
-    // its bytes until they land); and after a copy back still under way (brought back ahead and
-    // freed before any use, it is in no user's stream order: its memory released under it was
-    // written after the unmap, a fault on fakecuda).
+    // used it, joined on the swap-out stream; and after a copy back still under way (brought
+    // back ahead and freed before any use, it is in no user's stream order: its memory released
+    // under it was written after the unmap, a fault on fakecuda).
     StreamId after = stream;
-    if (kind != MemoryKind::async && (b.leaving ? side_streams_.out(after) : side_streams_.frees(after)))
-      join_all(b, after);
+    if (kind != MemoryKind::async && side_streams_.out(after)) join_all(b, after);
     EventId arrival = 0;
     if (b.arrival_pending) {
       (void)device_.stream_wait_event(after, b.arrival);
