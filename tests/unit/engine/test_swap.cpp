@@ -193,3 +193,23 @@ TEST_CASE("swap: a budget the buffers it never moves pass by themselves is said 
     REQUIRE(rig.swap->deallocate(a, MemoryKind::device, 0) == kSuccess);
   }
 }
+
+// A free of a buffer no work has used (SwapBuffer::blank: the allocations a program frees unused)
+// is carried out at once, ordered after nothing; a used one's waits behind its users.
+TEST_CASE("explicit swap: a buffer no work has used is released at its free, ordered after nothing", "[engine][swap]") {
+  SwapRig rig(8 * MiB, "belady");
+  const DevicePtr a = rig.alloc(4 * MiB);
+  rig.kernel(a, 4 * MiB, 1);
+  const DevicePtr b = rig.alloc(4 * MiB);
+  rig.kernel(b, 4 * MiB, 1);
+  const DevicePtr unused = rig.alloc(4 * MiB);  // a leaves for it
+  const std::uint64_t waits = rig.device.waits();
+  REQUIRE(rig.swap->deallocate(unused, MemoryKind::device, 0) == kSuccess);
+  CHECK(rig.device.waits() == waits);  // nothing to wait for
+  CHECK(rig.swap->deallocate(b, MemoryKind::device, 0) == kSuccess);
+  CHECK(rig.device.waits() > waits);  // after the kernel that used it
+  CHECK(rig.swap->deallocate(a, MemoryKind::device, 0) == kSuccess);
+  rig.swap->shutdown(true);
+  CHECK(rig.device.live_bytes() == 0);
+  CHECK(rig.device.violations() == 0);
+}
