@@ -215,11 +215,16 @@ class SwapAdaptor final : public Adaptor {
     }
     // Work queued before the free may still use the memory: a stream-ordered free on its
     // stream, a synchronous one (the driver would wait for the device) after every stream that
-    // used it, joined on the swap-out stream; and after a copy back still under way (brought
-    // back ahead and freed before any use, it is in no user's stream order: its memory released
-    // under it was written after the unmap, a fault on fakecuda).
+    // used it, joined on the frees' side stream, or on the swap-out stream while a copy out of
+    // its own reads the memory (behind the copies out of other buffers its bytes would stay held
+    // until those land; a stream-ordered free waits for that copy in the mover's free); and
+    // after a copy back still under way (brought back ahead and freed before any use, it is in
+    // no user's stream order: its memory released under it was written after the unmap, a fault
+    // on fakecuda).
     StreamId after = stream;
-    if (kind != MemoryKind::async && side_streams_.out(after)) join_all(b, after);
+    if (kind != MemoryKind::async &&
+        (mover_->copy_out_reads(ptr, b) ? side_streams_.out(after) : side_streams_.frees(after)))
+      join_all(b, after);
     EventId arrival = 0;
     if (b.arrival_pending) {
       (void)device_.stream_wait_event(after, b.arrival);

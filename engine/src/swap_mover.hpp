@@ -122,6 +122,12 @@ class SwapMover {
   // Whether move_out copies a blank buffer's bytes too. False (explicit): it moves its place
   // only, its device memory released at once, and its free needs no ordering either.
   [[nodiscard]] virtual bool copies_blank() const { return true; }
+  // Whether a copy out of its own still reads its device memory (it is leaving, or came back
+  // before that copy landed and kept the memory): a free must be ordered after that copy.
+  [[nodiscard]] virtual bool copy_out_reads(DevicePtr ptr, const SwapBuffer& b) {
+    (void)ptr;
+    return b.leaving;
+  }
   // Queue its move back on `stream`: work queued on `stream` after this sees its bytes; `watch`
   // told around its copy, if it needs one. False: no device memory for it now (it stays on the
   // host, still readable there).

@@ -39,7 +39,8 @@ struct HostSlot {
 
 struct Draining {
   std::uint32_t slot = 0;  // index
-  EventId event = 0;       // the last copy that reads it
+  EventId event = 0;       // the last copy that reads or writes it
+  DevicePtr reads = 0;     // that copy, a copy out, reads this buffer's device memory (0: none)
 };
 
 std::uint64_t round_up(std::uint64_t bytes, std::uint64_t granule) { return (bytes + granule - 1) / granule * granule; }
@@ -105,6 +106,12 @@ class VmmMover final : public SwapMover {
       events_.give(b.left);
       b.leaving = false;
     }
+    const auto read = reading(ptr);
+    if (read != draining_.end()) {
+      // Brought back while its copy out was under way: that copy still reads the memory.
+      if (!waits_.wait(read->event)) return false;
+      read->reads = 0;
+    }
     release_device(ptr, b);
     if (b.host_slot != 0) {
       HostSlot& slot = slots_[b.host_slot - 1];
@@ -159,9 +166,10 @@ class VmmMover final : public SwapMover {
 
   bool move_in(DevicePtr ptr, SwapBuffer& b, StreamId stream, CopyWatch& watch) override {
     if (b.leaving) {
-      // Its device memory is still mapped and true: keep it, drop the copy once it has run.
+      // Its device memory is still mapped and true: keep it, drop the copy once it has run
+      // (until then it reads that memory: copy_out_reads, free).
       drop_leaving(ptr);
-      drain(b.host_slot - 1, b.left);
+      drain(b.host_slot - 1, b.left, ptr);
       b.host_slot = 0;
       b.leaving = false;
       b.resident = true;
@@ -204,6 +212,12 @@ class VmmMover final : public SwapMover {
     b.device_memory = memory;
     b.resident = true;
     return true;
+  }
+
+  bool copy_out_reads(DevicePtr ptr, const SwapBuffer& b) override {
+    if (b.leaving) return true;
+    const auto read = reading(ptr);
+    return read != draining_.end() && !device_.event_completed(read->event);
   }
 
   void settle(bool wait) override {
@@ -377,7 +391,12 @@ class VmmMover final : public SwapMover {
     if (!slots_[index].lost) free_slots_.emplace(slots_[index].bytes, index);
   }
 
-  void drain(std::uint32_t index, EventId event) { draining_.push_back(Draining{index, event}); }
+  void drain(std::uint32_t index, EventId event, DevicePtr reads = 0) {
+    draining_.push_back(Draining{index, event, reads});
+  }
+  std::vector<Draining>::iterator reading(DevicePtr ptr) {
+    return std::find_if(draining_.begin(), draining_.end(), [ptr](const Draining& d) { return d.reads == ptr; });
+  }
 
   Device& device_;
   SpareEvents& events_;

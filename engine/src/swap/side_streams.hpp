@@ -1,6 +1,7 @@
 // The swap's own streams and the timing of the copies: copies out run on one side stream and
-// copies back on another, each created on first use, so the program's streams never wait for a
-// copy and each direction's stream queues only behind its own; while an iteration is learned,
+// copies back on another, and the program's synchronous frees are ordered on a third, each
+// created on first use, so the program's streams never wait for a copy, each direction's stream
+// queues only behind its own, and a free's memory is not held behind copies out of other buffers; while an iteration is learned,
 // every swap copy is timed for the link meter (link_meter.hpp), which prices the planner's
 // copies: on the side streams and on the program's (a copy back on demand, save-on-cpu), since a
 // direction's copies on all streams take turns on its copy engine and the meter tells a copy's
@@ -25,9 +26,10 @@ class SideStreams {
   SideStreams(const SideStreams&) = delete;
   SideStreams& operator=(const SideStreams&) = delete;
 
-  // The copy-out stream in `out`, or the copy-back stream (false: it could not be created).
+  // The copy-out stream in `out`, the copy-back stream, or the frees' (false: it could not be created).
   bool out(StreamId& out) { return make(out_, out); }
   bool in(StreamId& out) { return make(in_, out); }
+  bool frees(StreamId& out) { return make(frees_, out); }
 
   // `move(watch)` queues a copy of `bytes` (false: none was queued), timed for the learner's link
   // meter while it logs an iteration, its host time the policy's cost per copy; `copies` false:
@@ -90,6 +92,7 @@ class SideStreams {
   Device& device_;
   StreamId out_ = 0;
   StreamId in_ = 0;
+  StreamId frees_ = 0;
 };
 
 }  // namespace memtool::engine::detail

@@ -8,6 +8,7 @@
 #include "memtool/engine/resources.hpp"
 #include "memtool/engine/sim_device.hpp"
 #include "program.hpp"
+#include "sim_forwarding_device.hpp"
 
 using namespace memtool::engine;
 
@@ -15,11 +16,15 @@ namespace {
 
 constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
 
-struct SwapRig {
-  SimDevice device{SimDevice::Options{64 * MiB}};
+SimDevice& sim(SimDevice& device) { return device; }
+SimDevice& sim(test::SimForwardingDevice& device) { return device.sim; }
+
+template <class TestDevice>
+struct SwapRigOn {
+  TestDevice device{SimDevice::Options{64 * MiB}};
   std::unique_ptr<Resource> swap;
 
-  explicit SwapRig(std::uint64_t budget, std::string policy = "ours") {
+  explicit SwapRigOn(std::uint64_t budget, std::string policy = "ours") {
     SwapOptions options;
     options.mode = SwapMechanism::explicit_copies;
     options.budget_bytes = budget;
@@ -36,12 +41,31 @@ struct SwapRig {
   void kernel(DevicePtr ptr, std::uint64_t size, StreamId stream) {
     const DevicePtr bases[] = {ptr};
     swap->before_work(bases, stream);
-    REQUIRE(device.access(stream, ptr, size));
+    REQUIRE(sim(device).access(stream, ptr, size));
   }
   Summary summary() const {
     Summary s;
     swap->summarize(s);
     return s;
+  }
+};
+using SwapRig = SwapRigOn<SimDevice>;
+
+// Notes the stream of each device-to-device copy (the VMM mover's copies out and back) and of
+// the last event recorded.
+class StreamSpy final : public test::SimForwardingDevice {
+ public:
+  explicit StreamSpy(SimDevice::Options options) : SimForwardingDevice(options.capacity) {}
+  std::vector<StreamId> copy_streams;
+  StreamId last_record = 0;
+
+  Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override {
+    copy_streams.push_back(stream);
+    return sim.copy_device(dst, src, bytes, stream);
+  }
+  Status record_event(EventId event, StreamId stream) override {
+    last_record = stream;
+    return sim.record_event(event, stream);
   }
 };
 
@@ -212,4 +236,31 @@ TEST_CASE("explicit swap: a buffer no work has used is released at its free, ord
   rig.swap->shutdown(true);
   CHECK(rig.device.live_bytes() == 0);
   CHECK(rig.device.violations() == 0);
+}
+
+// The program's synchronous free is ordered after every stream that used the buffer, on a side
+// stream of its own: not behind other buffers' copies out, whose landing would hold its bytes.
+// (A buffer whose own copy out still reads its memory is freed behind that copy:
+// SwapMover::copy_out_reads, test_swap_moves.cpp.)
+TEST_CASE("explicit swap: a synchronous free is ordered on a stream of its own, not behind the copies out",
+          "[engine][swap]") {
+  SwapRigOn<StreamSpy> rig(9 * MiB, "belady");
+  const StreamId s = 1;
+  const DevicePtr a = rig.alloc(4 * MiB);
+  rig.kernel(a, 4 * MiB, s);
+  const DevicePtr b = rig.alloc(4 * MiB);
+  rig.kernel(b, 4 * MiB, s);
+  const DevicePtr c = rig.alloc(4 * MiB);  // a leaves for it
+  REQUIRE(rig.device.copy_streams.size() == 1);
+  const StreamId copies_out = rig.device.copy_streams.front();
+  REQUIRE(copies_out != s);
+
+  REQUIRE(rig.swap->deallocate(b, MemoryKind::device, 0) == kSuccess);
+  const StreamId frees = rig.device.last_record;
+  CHECK(frees != copies_out);
+  CHECK(frees != s);  // nor on the program's stream: a host free orders none
+  for (const DevicePtr p : {a, c}) CHECK(rig.swap->deallocate(p, MemoryKind::device, 0) == kSuccess);
+  rig.swap->shutdown(true);
+  CHECK(rig.device.sim.live_bytes() == 0);
+  CHECK(rig.device.sim.violations() == 0);
 }

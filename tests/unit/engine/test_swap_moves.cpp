@@ -4,7 +4,8 @@
 // buffer nothing has written; a copy back
 // on demand (settling what copies out still hold when there is no device memory), ahead, never
 // under work that may still read the host copy, yet not waiting for later work on its stream (its
-// users' marks, swap/user_marks.hpp); frees carried out only once the GPU reached them;
+// users' marks, swap/user_marks.hpp); frees carried out only once the GPU reached them, and
+// after a copy out that still reads the memory of a buffer brought back before it landed;
 // settling until bytes fit waits for the oldest copies out only;
 // a schedule's triggers, each once an iteration, skipping what may not move. The simulator counts
 // every access not ordered after the last one from another stream.
@@ -442,6 +443,37 @@ TEST_CASE("swap frees: carried out once the GPU has reached them", "[engine][swa
   CHECK(rig.frees.empty());
   CHECK(rig.frees.device_bytes() == 0);
   CHECK(rig.events.spare.size() == spare + 1);  // its event is given back
+  rig.frees.settle(true);
+  CHECK(rig.mover->device_bytes() == 0);
+  CHECK(rig.device.violations() == 0);
+}
+
+// A buffer brought back while its copy out is still under way keeps its device memory (no copy
+// back), which that copy still reads: the free waits for the copy, even once the GPU has reached
+// the free on the program's stream (the copy runs on the swap's side stream).
+TEST_CASE("swap frees: one brought back while its copy out ran is released only after that copy", "[engine][swap]") {
+  MoveRig rig;
+  const DevicePtr ptr = rig.add(6);
+  SwapBuffer& b = rig.buffers.at(ptr);
+  REQUIRE(rig.out.send(ptr, b));
+  REQUIRE(b.leaving);
+  REQUIRE(rig.mover->move_in(ptr, b, rig.program, detail::CopyWatch::none()));
+  CHECK(b.resident);
+  CHECK_FALSE(b.leaving);
+  CHECK(rig.mover->copy_out_reads(ptr, b));
+  CHECK(rig.device.verify(ptr, kSize, 6));
+
+  bool ok = false;
+  const EventId reached = rig.events.take(rig.device, ok);
+  REQUIRE(ok);
+  REQUIRE(rig.device.record_event(reached, rig.program) == kSuccess);
+  rig.frees.add_after(rig.buffers.extract(ptr), reached);
+  REQUIRE(rig.device.synchronize_event(reached) == kSuccess);  // the program's stream, not the side stream
+  const std::uint64_t stalled = rig.waits.stall_ns();
+  rig.frees.collect(false);
+  CHECK(rig.frees.empty());
+  CHECK(rig.waits.stall_ns() > stalled);  // it waited for the copy out
+  CHECK(rig.device.violations() == 0);    // no unmap under that copy
   rig.frees.settle(true);
   CHECK(rig.mover->device_bytes() == 0);
   CHECK(rig.device.violations() == 0);
