@@ -286,12 +286,12 @@ class SwapAdaptor final : public Adaptor {
     for (const DevicePtr base : current) {
       SwapBuffer& b = buffers_.at(base);
       oracle_.used(key_of(base, b), now);
-      b.blank = false;
       if (learner_.logging()) learner_.log().used(name_of(base, b));
       if (!b.resident && !b.pinned) {
         learner_.meter().host_costs().copying(true, [&] { rule_ins_.now(base, b, stream); });
         waits = true;
       }
+      b.blank = false;  // after its way back: a buffer no work has written comes back without a copy
       if (b.arrival_pending) {
         // Every stream waits for the copy back until it has arrived, not only the first user.
         const bool arrived_already = device_.event_completed(b.arrival);

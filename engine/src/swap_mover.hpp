@@ -71,8 +71,8 @@ struct SwapBuffer {
   std::uint64_t ordinal = 0;       // its allocation's place in the iteration that made it
   Birth birth = Birth::persistent;
   // Allocated by the policy and no work may have written it since (none used it, none that may
-  // reach every buffer ran): its bytes mean nothing yet, so a mover that can leaves it without a
-  // copy (SwapMover::copies_blank).
+  // reach every buffer ran): its bytes mean nothing yet, so a mover that can moves it, out or
+  // back, without a copy (SwapMover::copies_blank).
   bool blank = false;
   bool pinned = false;  // exported, or its address went where memtool cannot follow: never moves again
   // MEMTOOL_SWAP_VERIFY (swap_verify.hpp): the checksum of its bytes when it last left, and the
@@ -119,8 +119,8 @@ class SwapMover {
   // Queue its move to the host on `side` (already ordered after its last use), `watch` told
   // around its copy. False: it stays.
   virtual bool move_out(DevicePtr ptr, SwapBuffer& b, StreamId side, CopyWatch& watch) = 0;
-  // Whether move_out copies a blank buffer's bytes too. False (explicit): it moves its place
-  // only, its device memory released at once, and its free needs no ordering either.
+  // Whether move_out and move_in copy a blank buffer's bytes too. False (explicit): it moves its
+  // place only, its device memory released at once, and its free needs no ordering either.
   [[nodiscard]] virtual bool copies_blank() const { return true; }
   // Whether a copy out of its own still reads its device memory (it is leaving, or came back
   // before that copy landed and kept the memory): a free must be ordered after that copy.

@@ -11,7 +11,8 @@
 //             announced reads and writes the true bytes, across the link;
 //   coming back: fresh device memory mapped at the address, the bytes copied from the slot's
 //             view in the consumer's or the policy's stream order; the slot is reused once
-//             that copy's event has completed.
+//             that copy's event has completed (at once, with no copy, for a buffer no work has
+//             written: SwapBuffer::blank).
 // Host slots are kept by size and reused: after the first swapped iteration no host memory is
 // allocated. The limit on host bytes is the policy's MEMTOOL_HOST_LIMIT.
 // Not protected: a stray access while a buffer is coming back (from the remap to the copy's
@@ -185,6 +186,20 @@ class VmmMover final : public SwapMover {
         return false;
       }
       slot.mapped_at = 0;
+    }
+    if (b.blank) {
+      // No work has written it (it left without a copy, or started on the host): nothing to copy
+      // back, and no copy reads the slot.
+      if (device_.map(ptr, b.footprint, memory) != kSuccess) {
+        give_device(b.footprint, memory);
+        if (device_.map(ptr, b.footprint, slot.memory) == kSuccess) slot.mapped_at = ptr;
+        return false;
+      }
+      give_slot(b.host_slot - 1);
+      b.host_slot = 0;
+      b.device_memory = memory;
+      b.resident = true;
+      return true;
     }
     bool ok = false;
     const EventId done = events_.take(device_, ok);

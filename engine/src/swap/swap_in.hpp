@@ -90,7 +90,7 @@ class SwapIn {
   // `watch` is told around its copy (SwapMover::move_in).
   bool move_back(DevicePtr ptr, SwapBuffer& b, StreamId stream, bool wait_users, CopyWatch& watch = CopyWatch::none()) {
     if (b.pinned || !mapped_users_done(b, wait_users)) return false;
-    const bool copies = !b.leaving;
+    const bool copies = copies_back(b);
     if (moves_.verify != nullptr && copies) moves_.verify->coming_back(ptr, b, moves_.checked_after());
     if (!moves_.mover.move_in(ptr, b, stream, watch)) return false;
     if (moves_.verify != nullptr && copies) moves_.verify->arrived(ptr, b, stream, moves_.checked_after());
@@ -129,13 +129,19 @@ class SwapIn {
   // On demand: the host waits for b's users if need be; the link meter times the copy alone
   // (side_streams.hpp).
   bool on_demand(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    return SideStreams::metered(moves_.learner, LinkMeter::Direction::to_device, b.size, !b.leaving,
+    return SideStreams::metered(moves_.learner, LinkMeter::Direction::to_device, b.size, copies_back(b),
                                 [&](CopyWatch& watch) { return move_back(ptr, b, stream, true, watch); });
   }
 
-  // A buffer still leaving comes back without a copy: its device memory is kept.
+  // Whether bringing it back copies its bytes: not while its copy out is under way (its device
+  // memory is kept), nor when no work has written it where the mover leaves such buffers without
+  // a copy (SwapMover::copies_blank).
+  [[nodiscard]] bool copies_back(const SwapBuffer& b) const {
+    return !b.leaving && (!b.blank || moves_.mover.copies_blank());
+  }
+
   bool timed(DevicePtr ptr, SwapBuffer& b, StreamId stream) {
-    return SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_device, b.size, !b.leaving,
+    return SideStreams::timed_copy(moves_.learner, LinkMeter::Direction::to_device, b.size, copies_back(b),
                                    [&](CopyWatch& watch) { return move_back(ptr, b, stream, false, watch); });
   }
 

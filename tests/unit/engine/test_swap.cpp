@@ -1,9 +1,14 @@
 // Explicit swapping (MEMTOOL_SWAP_MODE=explicit) on the simulated device, whose vector clocks
 // count every copy or kernel that touches bytes without being ordered after their last user:
-// a buffer goes out and comes back with its bytes (one nothing wrote leaves without a copy),
+// a buffer goes out and comes back with its bytes (one nothing wrote moves without a copy),
 // every copy is ordered after the buffer's users, an access the policy never saw reaches the host
-// copy mapped at the buffer's address, and nothing is left on the device at the end.
+// copy mapped at the buffer's address, a free is ordered after its users but not behind other
+// buffers' copies out, and nothing is left on the device at the end.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "memtool/engine/resources.hpp"
 #include "memtool/engine/sim_device.hpp"
@@ -57,10 +62,17 @@ class StreamSpy final : public test::SimForwardingDevice {
  public:
   explicit StreamSpy(SimDevice::Options options) : SimForwardingDevice(options.capacity) {}
   std::vector<StreamId> copy_streams;
+  std::vector<std::pair<DevicePtr, DevicePtr>> copy_ends;  // destination, source
   StreamId last_record = 0;
 
+  // Copies that read or wrote `ptr` itself (not its host copy's own mapping).
+  [[nodiscard]] std::size_t copies_at(DevicePtr ptr) const {
+    return static_cast<std::size_t>(std::count_if(copy_ends.begin(), copy_ends.end(),
+                                                  [ptr](const auto& e) { return e.first == ptr || e.second == ptr; }));
+  }
   Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override {
     copy_streams.push_back(stream);
+    copy_ends.emplace_back(dst, src);
     return sim.copy_device(dst, src, bytes, stream);
   }
   Status record_event(EventId event, StreamId stream) override {
@@ -125,16 +137,18 @@ TEST_CASE("explicit swap: while out, its address reaches the host copy; what was
   CHECK(rig.device.live_bytes() == 0);
 }
 
-// A buffer nothing has written leaves without a copy (SwapBuffer::blank): its bytes mean
-// nothing. Once work may have written it (touching it, or reaching every buffer), it leaves with
-// them. Each: a of 4 MiB, then b of 4 MiB in a 5 MiB budget sends a out, and a is used again.
-TEST_CASE("explicit swap: a buffer nothing wrote leaves without a copy, one work may have written with its bytes",
+// A buffer nothing has written leaves and comes back without a copy (SwapBuffer::blank): its
+// bytes mean nothing. Once work may have written it (touching it, or reaching every buffer), it
+// moves with them. Each: a of 4 MiB, then b of 4 MiB in a 5 MiB budget sends a out, and a is
+// used again (b, written, leaves for it). Returns whether a came back with its bytes and how many
+// copies moved it.
+TEST_CASE("explicit swap: a buffer nothing wrote moves without a copy, one work may have written with its bytes",
           "[engine][swap]") {
   const StreamId s1 = 1;
   const auto run = [&](int written_by) {
-    SwapRig rig(5 * MiB);
+    SwapRigOn<StreamSpy> rig(5 * MiB);
     const DevicePtr a = rig.alloc(4 * MiB);
-    REQUIRE(rig.device.fill(a, 4 * MiB, 21));  // on the device, but nothing memtool saw wrote it
+    REQUIRE(rig.device.sim.fill(a, 4 * MiB, 21));  // on the device, but nothing memtool saw wrote it
     if (written_by == 1) rig.kernel(a, 4 * MiB, s1);
     if (written_by == 2) {
       WorkItem item;
@@ -146,16 +160,20 @@ TEST_CASE("explicit swap: a buffer nothing wrote leaves without a copy, one work
     rig.kernel(b, 4 * MiB, s1);
     CHECK(rig.summary().bytes_swapped_out >= 4 * MiB);
     rig.kernel(a, 4 * MiB, s1);  // back on the device
-    const bool kept = rig.device.verify(a, 4 * MiB, 21);
-    CHECK(rig.device.violations() == 0);
+    CHECK(rig.summary().bytes_swapped_in >= 4 * MiB);
+    const bool kept = rig.device.sim.verify(a, 4 * MiB, 21);
+    CHECK(rig.device.sim.violations() == 0);
     CHECK(rig.swap->deallocate(a, MemoryKind::device, 0) == kSuccess);
     CHECK(rig.swap->deallocate(b, MemoryKind::device, 0) == kSuccess);
     rig.swap->shutdown(true);
-    return kept;
+    return std::pair{kept, rig.device.copies_at(a)};
   };
-  CHECK_FALSE(run(0));
-  CHECK(run(1));
-  CHECK(run(2));
+  for (const int written_by : {0, 1, 2}) {
+    INFO("written by " << written_by);
+    const auto [kept, copies] = run(written_by);
+    CHECK(kept == (written_by != 0));
+    CHECK(copies == (written_by != 0 ? 2U : 0U));
+  }
 }
 
 // A buffer the rule brings back ahead for its name's next use, which the program frees before
