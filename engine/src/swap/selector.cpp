@@ -248,7 +248,8 @@ bool ScheduleSelector::window_figure(double ns, Step& step, double& figure) {
 }
 
 // The model's choice, checked: its figure (the best of its window's counted iterations, as a
-// trial's) against its calibrated prediction and the fastest timed so far. Confirmed: committed.
+// trial's) against its calibrated prediction and the fastest timed so far. Confirmed: committed,
+// unless other candidates are predicted within the margin of it: those are timed in turn first.
 // Refuted: recalibrated and chosen again, once; refuted again, the rest are timed in turn (in
 // the order of their calibrated predictions) as without a model.
 ScheduleSelector::Step ScheduleSelector::on_checking(double ns) {
@@ -288,7 +289,18 @@ ScheduleSelector::Step ScheduleSelector::on_checking(double ns) {
     }
     return conclude(step);
   }
-  if (step.kept) return conclude(step);
+  if (step.kept) {
+    // Confirmed; but the candidates the model puts within the margin of it are ones it cannot
+    // tell apart (its own error is of that size): they are timed in turn, the fastest kept.
+    std::vector<std::size_t> alike;
+    for (std::size_t c = 0; c < predicted_.size(); ++c) {
+      if (measured_[c] == 0 && calibrated(c) <= (1.0 + options_.margin) * checked_prediction_) alike.push_back(c);
+    }
+    std::stable_sort(alike.begin(), alike.end(),
+                     [this](std::size_t a, std::size_t b) { return calibrated(a) < calibrated(b); });
+    queue_.assign(alike.begin(), alike.end());
+    return next_candidate(step);
+  }
   step.refuted = true;
   if (++refutations_ == 1) {
     recalibrate(id, figure);

@@ -11,7 +11,9 @@
 // predicted faster, the one predicted fastest is checked against it, once, and kept only if it
 // runs faster than the rule's baseline past the noise, as the watch judges) applies at once,
 // checked for one window against that prediction. Confirmed,
-// it is committed; slower than predicted by the margin, or slower than the rule alone, the model
+// it is committed, unless other candidates are predicted within the margin of it (the model
+// cannot rank them: its error is of that size), which are then timed in turn against it, the
+// fastest kept; slower than predicted by the margin, or slower than the rule alone, the model
 // is refuted for it: recalibrated with that second measurement (a time per step and per copy
 // out of the rule's that meet both) and the choice made again, once; refuted twice, the remaining
 // candidates are timed in turn as without predictions (each tried against the fastest so far,
@@ -76,7 +78,8 @@ class ScheduleSelector {
     learning,      // iterations are learned until a plan is ready
     baseline,      // a plan is ready: the rule alone is timed before its candidates
     checking,      // the model's choice applies, timed against its calibrated prediction
-    trying,        // a candidate is on trial (timed in turn: no predictions, or the model refuted twice)
+    trying,        // a candidate is on trial (timed in turn: no predictions, the model refuted twice,
+                   // or predicted within the margin of the model's confirmed choice)
     committed,     // the fastest candidate applies, watched; its copy-ins and the rule's leads learn
     restored,      // it applies as it was in its fastest iteration, learning no more, watched;
                    // slower, the rule alone is re-checked beside it
