@@ -99,6 +99,11 @@ bool ScheduleDriver::follow(const detail::ScheduleSelector::Step& step) {
                       "predicted; the rule alone {:.1f} ms)",
                       schedule_->label(), step.figure / 1e6, step.kept ? "as" : "refuting", step.predicted / 1e6,
                       schedule_->prediction().step_ns / 1e6, step.rule / 1e6));
+      if (step.kept && step.action == Action::apply) {
+        log(LogLevel::info, fmt::format("memtool swap: {} is predicted within the margin ({:.1f}%) of it, which the "
+                                        "model cannot rank: timed against it",
+                                        candidates_[step.candidate]->label(), selector_.options().margin * 100));
+      }
     } else {
       log(LogLevel::info,
           fmt::format("memtool swap: {}: {:.1f} ms an iteration, {} ({:.1f} ms; the rule alone {:.1f} ms)",
