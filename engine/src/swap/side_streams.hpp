@@ -1,14 +1,14 @@
-// The swap's own streams and the timing of the copies: copies out run on one side stream and
-// copies back on another, and the program's synchronous frees are ordered on a third, each
-// created on first use, so the program's streams never wait for a copy, each direction's stream
-// queues only behind its own, and a free's memory is not held behind copies out of other buffers; while an iteration is learned,
-// every swap copy is timed for the link meter (link_meter.hpp), which prices the planner's
-// copies: on the side streams and on the program's (a copy back on demand, save-on-cpu), since a
-// direction's copies on all streams take turns on its copy engine and the meter tells a copy's
-// wait for the engine from its own time only when it sees them all. The host time each copy's
-// move takes is the policy's cost per copy (swap/host_costs.hpp); the timing starts right before
-// the mover queues the copy (CopyWatch, swap_mover.hpp), so that the link's latency does not
-// count that host work again. Not thread-safe: the swap policy's lock.
+// The swap's own streams and the timing of the copies: copies out run on one side stream and copies
+// back on another, and the program's synchronous frees are ordered on a third, each created on
+// first use, so the program's streams never wait for a copy, each direction's stream queues only
+// behind its own, and a free's memory is not held behind copies out of other buffers; while an
+// iteration is learned, every swap copy is timed for the link meter (link_meter.hpp), which prices
+// the planner's copies: on the side streams and on the program's (a copy back on demand,
+// save-on-cpu), since a direction's copies on all streams take turns on its copy engine and the
+// meter tells a copy's wait for the engine from its own time only when it sees them all. The host
+// time each copy's move takes is the policy's cost per copy (swap/host_costs.hpp); the timing
+// starts right before the mover queues the copy (CopyWatch, swap_mover.hpp), so that the link's
+// latency does not count that host work again. Not thread-safe: the swap policy's lock.
 #pragma once
 
 #include <cstdint>
