@@ -191,8 +191,7 @@ class VmmMover final : public SwapMover {
       // No work has written it (it left without a copy, or started on the host): nothing to copy
       // back, and no copy reads the slot.
       if (device_.map(ptr, b.footprint, memory) != kSuccess) {
-        give_device(b.footprint, memory);
-        if (device_.map(ptr, b.footprint, slot.memory) == kSuccess) slot.mapped_at = ptr;
+        stay_on_host(ptr, b, memory);
         return false;
       }
       give_slot(b.host_slot - 1);
@@ -209,11 +208,8 @@ class VmmMover final : public SwapMover {
       queued = device_.copy_device(ptr, slot.view, b.size, stream) == kSuccess;
     }
     if (!queued) {
-      // Back as it was: the host copy is still the truth.
       if (ok) events_.give(done);
-      (void)device_.unmap(ptr, b.footprint);
-      give_device(b.footprint, memory);
-      if (device_.map(ptr, b.footprint, slot.memory) == kSuccess) slot.mapped_at = ptr;
+      stay_on_host(ptr, b, memory);
       return false;
     }
     watch.queued(stream);
@@ -307,6 +303,15 @@ class VmmMover final : public SwapMover {
     }
     release_device(ptr, b);
     map_host_copy(ptr, b);
+  }
+
+  // A move back that failed: back as it was, the host copy still the truth at the address, the
+  // device memory taken for it given back.
+  void stay_on_host(DevicePtr ptr, const SwapBuffer& b, Device::PhysicalHandle memory) {
+    HostSlot& slot = slots_[b.host_slot - 1];
+    (void)device_.unmap(ptr, b.footprint);
+    give_device(b.footprint, memory);
+    if (device_.map(ptr, b.footprint, slot.memory) == kSuccess) slot.mapped_at = ptr;
   }
 
   // The address reaches the host copy (its device memory released): an access the plan did not

@@ -3,6 +3,7 @@
 #include "swap/selector.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace memtool::engine::detail {
 
@@ -292,13 +293,7 @@ ScheduleSelector::Step ScheduleSelector::on_checking(double ns) {
   if (step.kept) {
     // Confirmed; but the candidates the model puts within the margin of it are ones it cannot
     // tell apart (its own error is of that size): they are timed in turn, the fastest kept.
-    std::vector<std::size_t> alike;
-    for (std::size_t c = 0; c < predicted_.size(); ++c) {
-      if (measured_[c] == 0 && calibrated(c) <= (1.0 + options_.margin) * checked_prediction_) alike.push_back(c);
-    }
-    std::stable_sort(alike.begin(), alike.end(),
-                     [this](std::size_t a, std::size_t b) { return calibrated(a) < calibrated(b); });
-    queue_.assign(alike.begin(), alike.end());
+    queue_untimed((1.0 + options_.margin) * checked_prediction_);
     return next_candidate(step);
   }
   step.refuted = true;
@@ -306,14 +301,18 @@ ScheduleSelector::Step ScheduleSelector::on_checking(double ns) {
     recalibrate(id, figure);
     return choose(step);
   }
-  std::vector<std::size_t> rest;
-  for (std::size_t c = 0; c < predicted_.size(); ++c) {
-    if (measured_[c] == 0) rest.push_back(c);
-  }
-  std::stable_sort(rest.begin(), rest.end(),
-                   [this](std::size_t a, std::size_t b) { return calibrated(a) < calibrated(b); });
-  queue_.assign(rest.begin(), rest.end());
+  queue_untimed(std::numeric_limits<double>::infinity());
   return next_candidate(step);
+}
+
+void ScheduleSelector::queue_untimed(double up_to) {
+  std::vector<std::size_t> untimed;
+  for (std::size_t c = 0; c < predicted_.size(); ++c) {
+    if (measured_[c] == 0 && calibrated(c) <= up_to) untimed.push_back(c);
+  }
+  std::stable_sort(untimed.begin(), untimed.end(),
+                   [this](std::size_t a, std::size_t b) { return calibrated(a) < calibrated(b); });
+  queue_.assign(untimed.begin(), untimed.end());
 }
 
 // A candidate's figure is the best of its window's counted iterations; it is kept when no slower

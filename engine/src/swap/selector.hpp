@@ -185,6 +185,9 @@ class ScheduleSelector {
   Step end_of_baseline(Step step);
   Step choose(Step step);
   void recalibrate(std::size_t id, double measured);
+  // The candidates not timed yet whose calibrated prediction is at most `up_to` become the
+  // queue, the least calibrated first.
+  void queue_untimed(double up_to);
   Step next_candidate(Step step);
   Step conclude(Step step);
   Step to_rule(Step step);

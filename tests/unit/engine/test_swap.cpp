@@ -56,23 +56,26 @@ struct SwapRigOn {
 };
 using SwapRig = SwapRigOn<SimDevice>;
 
-// Notes the stream of each device-to-device copy (the VMM mover's copies out and back) and of
-// the last event recorded.
+// Notes each device-to-device copy (the VMM mover's copies out and back) and the stream of the
+// last event recorded.
 class StreamSpy final : public test::SimForwardingDevice {
  public:
   explicit StreamSpy(SimDevice::Options options) : SimForwardingDevice(options.capacity) {}
-  std::vector<StreamId> copy_streams;
-  std::vector<std::pair<DevicePtr, DevicePtr>> copy_ends;  // destination, source
+  struct Copy {
+    DevicePtr dst = 0;
+    DevicePtr src = 0;
+    StreamId stream = 0;
+  };
+  std::vector<Copy> copies;
   StreamId last_record = 0;
 
   // Copies that read or wrote `ptr` itself (not its host copy's own mapping).
   [[nodiscard]] std::size_t copies_at(DevicePtr ptr) const {
-    return static_cast<std::size_t>(std::count_if(copy_ends.begin(), copy_ends.end(),
-                                                  [ptr](const auto& e) { return e.first == ptr || e.second == ptr; }));
+    return static_cast<std::size_t>(
+        std::count_if(copies.begin(), copies.end(), [ptr](const Copy& c) { return c.dst == ptr || c.src == ptr; }));
   }
   Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes, StreamId stream) override {
-    copy_streams.push_back(stream);
-    copy_ends.emplace_back(dst, src);
+    copies.push_back(Copy{dst, src, stream});
     return sim.copy_device(dst, src, bytes, stream);
   }
   Status record_event(EventId event, StreamId stream) override {
@@ -269,8 +272,8 @@ TEST_CASE("explicit swap: a synchronous free is ordered on a stream of its own, 
   const DevicePtr b = rig.alloc(4 * MiB);
   rig.kernel(b, 4 * MiB, s);
   const DevicePtr c = rig.alloc(4 * MiB);  // a leaves for it
-  REQUIRE(rig.device.copy_streams.size() == 1);
-  const StreamId copies_out = rig.device.copy_streams.front();
+  REQUIRE(rig.device.copies.size() == 1);
+  const StreamId copies_out = rig.device.copies.front().stream;
   REQUIRE(copies_out != s);
 
   REQUIRE(rig.swap->deallocate(b, MemoryKind::device, 0) == kSuccess);
